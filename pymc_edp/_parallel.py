@@ -1,0 +1,299 @@
+"""A small executor layer: run independent tasks serially, on a process pool or on dask.
+
+The refit engine and the query-level audit (:mod:`pymc_edp.query`) both need to evaluate one
+function on many independent inputs, possibly for a long time. :func:`map_tasks` hides where
+the work runs and hands every result back *as it completes* through ``on_result`` so that a
+caller can save it at once (resumable work), while still returning all results in task order.
+
+``executor`` may be
+
+* ``None`` -- run serially in this process (the default, and the easiest to debug);
+* an ``int`` -- a local process pool of that many workers (``-1``: all cores);
+* a :class:`concurrent.futures.Executor` (process or thread pool, or anything compatible);
+* a ``dask.distributed.Client`` -- duck-typed: any object with ``submit`` and ``gather``.
+
+Functions sent to a process pool are serialised with ``cloudpickle`` when it is installed (it
+comes with dask), so lambdas and closures work there as they do serially.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import logging
+import os
+import pickle
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+__all__ = ["map_tasks", "progress_bar", "resolve_n_workers"]
+
+_log = logging.getLogger(__name__)
+
+# Per-worker function installed by the pool initializer (process pools we create ourselves).
+_WORKER_FUNC: Callable[[Any], Any] | None = None
+
+
+def resolve_n_workers(n: int) -> int:
+    """Turn an ``int`` executor spec into a worker count (``-1`` means all cores).
+
+    Parameters
+    ----------
+    n : int
+        Requested number of workers; negative values count back from the number of cores
+        (``-1`` all cores, ``-2`` all but one), as in joblib.
+
+    Returns
+    -------
+    int
+        A worker count of at least 1.
+    """
+    cores = os.cpu_count() or 1
+    if n < 0:
+        n = cores + 1 + n
+    return max(int(n), 1)
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - cloudpickle ships with dask
+        return pickle.dumps(obj)
+    return cloudpickle.dumps(obj)
+
+
+def _init_worker(payload: bytes) -> None:
+    global _WORKER_FUNC
+    _WORKER_FUNC = pickle.loads(payload)
+
+
+def _run_installed(task: Any) -> Any:
+    assert _WORKER_FUNC is not None, "worker initializer did not run"
+    return _WORKER_FUNC(task)
+
+
+def _run_pickled(payload: bytes, task: Any) -> Any:
+    return pickle.loads(payload)(task)
+
+
+class _NullBar:
+    def advance(self, n: int = 1) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, *, description: str = "Working", enabled: bool = True):
+    """Context manager yielding an object with ``advance(n=1)``.
+
+    Uses :mod:`rich.progress` (a PyMC dependency); falls back to ``tqdm`` and then to nothing,
+    so a missing or broken progress library never stops the computation.
+
+    Parameters
+    ----------
+    total : int
+        Number of steps.
+    description : str
+        Text shown beside the bar.
+    enabled : bool
+        ``False`` gives a silent bar.
+
+    Yields
+    ------
+    object
+        Has a method ``advance(n=1)``.
+    """
+    if not enabled or total <= 0:
+        yield _NullBar()
+        return
+    try:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+    except ImportError:  # pragma: no cover - rich comes with PyMC
+        Progress = None
+    if Progress is not None:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        ) as progress:
+            task_id = progress.add_task(description, total=total)
+
+            class _RichBar:
+                def advance(self, n: int = 1) -> None:
+                    progress.advance(task_id, n)
+
+            yield _RichBar()
+        return
+    try:  # pragma: no cover - exercised only without rich
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover
+        yield _NullBar()
+        return
+    with tqdm(total=total, desc=description) as bar:  # pragma: no cover
+        yield type("_TqdmBar", (), {"advance": lambda self, n=1: bar.update(n)})()
+
+
+def _is_dask_client(obj: Any) -> bool:
+    return hasattr(obj, "submit") and hasattr(obj, "gather") and not isinstance(obj, cf.Executor)
+
+
+def _note(err: BaseException, index: int) -> None:
+    err.add_note(f"raised by task {index} in map_tasks")
+
+
+def _iter_serial(func, tasks) -> Iterator[tuple[int, Any]]:
+    for i, task in enumerate(tasks):
+        try:
+            result = func(task)
+        except Exception as err:
+            _note(err, i)
+            raise
+        yield i, result
+
+
+def _iter_futures(futures: dict, shutdown: Callable[[], None] | None = None):
+    try:
+        for fut in cf.as_completed(futures):
+            i = futures[fut]
+            try:
+                result = fut.result()
+            except Exception as err:
+                _note(err, i)
+                raise
+            yield i, result
+    finally:
+        for fut in futures:
+            fut.cancel()
+        if shutdown is not None:
+            shutdown()
+
+
+def _start_executor(func, tasks, executor: cf.Executor) -> Iterator[tuple[int, Any]]:
+    if isinstance(executor, cf.ProcessPoolExecutor):
+        payload = _dumps(func)
+        futures = {executor.submit(_run_pickled, payload, t): i for i, t in enumerate(tasks)}
+    else:
+        futures = {executor.submit(func, t): i for i, t in enumerate(tasks)}
+    return _iter_futures(futures)
+
+
+def _start_pool(func, tasks, n_workers: int) -> Iterator[tuple[int, Any]]:
+    pool = cf.ProcessPoolExecutor(
+        max_workers=n_workers, initializer=_init_worker, initargs=(_dumps(func),)
+    )
+    # Everything is submitted here, before the caller starts a progress-bar thread: forking a
+    # multi-threaded process is unsafe (and warned about from Python 3.12 on).
+    futures = {pool.submit(_run_installed, t): i for i, t in enumerate(tasks)}
+    return _iter_futures(futures, shutdown=lambda: pool.shutdown(wait=True, cancel_futures=True))
+
+
+def _iter_dask(futures: list, client) -> Iterator[tuple[int, Any]]:
+    index = {f.key: i for i, f in enumerate(futures)}
+    try:
+        from distributed import as_completed
+    except ImportError:  # pragma: no cover - a client-like object without distributed
+        yield from enumerate(client.gather(futures))
+        return
+    try:
+        for fut in as_completed(futures):
+            i = index[fut.key]
+            try:
+                result = fut.result()
+            except Exception as err:
+                _note(err, i)
+                raise
+            yield i, result
+    finally:
+        for fut in futures:
+            fut.cancel()
+
+
+def _start_dask(func, tasks, client) -> Iterator[tuple[int, Any]]:
+    futures = [client.submit(func, t, pure=False) for t in tasks]
+    return _iter_dask(futures, client)
+
+
+def map_tasks(
+    func: Callable[[Any], Any],
+    tasks: Iterable[Any],
+    *,
+    executor: int | cf.Executor | Any | None = None,
+    progressbar: bool = True,
+    description: str = "Working",
+    on_result: Callable[[int, Any], None] | None = None,
+) -> list[Any]:
+    """Run ``func(task)`` for every task and return the results in task order.
+
+    Parameters
+    ----------
+    func : callable
+        Function of one argument. For process pools it must be picklable (with
+        ``cloudpickle`` when installed, so lambdas and closures are fine) and its results too.
+    tasks : iterable
+        The inputs; consumed into a list first (its length sizes the progress bar).
+    executor : None, int, concurrent.futures.Executor or dask.distributed.Client, optional
+        Where to run: ``None`` serially; an ``int`` a fresh local process pool of that many
+        workers (``-1`` all cores; ``1`` runs serially); an ``Executor`` as given (it is not
+        shut down); a dask ``Client`` (anything with ``submit`` and ``gather``).
+    progressbar : bool, default True
+        Show a progress bar (``rich``; ``tqdm`` if rich is missing; nothing if neither).
+    description : str
+        Label of the progress bar.
+    on_result : callable, optional
+        Called as ``on_result(index, result)`` in this process as soon as each task finishes
+        (completion order, not task order), e.g. to save results incrementally.
+
+    Returns
+    -------
+    list
+        ``[func(t) for t in tasks]``, in task order.
+
+    Raises
+    ------
+    Exception
+        The first exception raised by a task, with a note naming the task index; tasks not
+        yet started are cancelled.
+    """
+    tasks = list(tasks)
+    n = len(tasks)
+    if isinstance(executor, bool):
+        raise TypeError("executor must be None, an int, an Executor or a dask Client")
+    if isinstance(executor, int):
+        n_workers = min(resolve_n_workers(executor), max(n, 1))
+        if n_workers == 1:
+            iterator = _iter_serial(func, tasks)
+        else:
+            iterator = _start_pool(func, tasks, n_workers)
+    elif executor is None:
+        iterator = _iter_serial(func, tasks)
+    elif isinstance(executor, cf.Executor):
+        iterator = _start_executor(func, tasks, executor)
+    elif _is_dask_client(executor):
+        iterator = _start_dask(func, tasks, executor)
+    else:
+        raise TypeError(
+            "executor must be None, an int, a concurrent.futures.Executor or a dask Client, "
+            f"not {type(executor).__name__}"
+        )
+
+    results: list[Any] = [None] * n
+    with progress_bar(n, description=description, enabled=progressbar) as bar:
+        try:
+            for i, result in iterator:
+                results[i] = result
+                if on_result is not None:
+                    on_result(i, result)
+                bar.advance()
+        finally:
+            iterator.close()
+    _log.debug("map_tasks: %d tasks done", n)
+    return results

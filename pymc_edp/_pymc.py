@@ -1,0 +1,188 @@
+"""PyMC glue: everything that needs a ``pm.Model`` lives here."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "ensure_log_likelihood",
+    "observed_values",
+    "replacement_log_likelihood",
+]
+
+_NO_LOGLIK = (
+    "the InferenceData has no 'log_likelihood' group and no model was given to compute it. "
+    "Either sample with pm.sample(..., idata_kwargs={'log_likelihood': True}), or run "
+    "pm.compute_log_likelihood(idata, model=model), or pass model= to pymc_edp.audit."
+)
+
+
+def ensure_log_likelihood(idata, model=None, *, progressbar: bool = False) -> xr.Dataset:
+    """Return the ``log_likelihood`` group, computing it from ``model`` when missing.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+    model : pymc.Model, optional
+    progressbar : bool, default False
+
+    Returns
+    -------
+    xarray.Dataset
+    """
+    if "log_likelihood" in idata.groups():
+        return idata["log_likelihood"]
+    if model is None:
+        raise ValueError(_NO_LOGLIK)
+    import pymc as pm
+
+    _check_posterior_has_free_rvs(idata, model)
+    out = pm.compute_log_likelihood(
+        idata, model=model, extend_inferencedata=False, progressbar=progressbar
+    )
+    return out["log_likelihood"] if hasattr(out, "groups") else out
+
+
+def _check_posterior_has_free_rvs(idata, model) -> None:
+    if "posterior" not in idata.groups():
+        raise ValueError("the InferenceData has no 'posterior' group")
+    missing = [rv.name for rv in model.free_RVs if rv.name not in idata["posterior"]]
+    if missing:
+        raise ValueError(
+            f"the posterior lacks the model's free variable(s) {missing}; the log-likelihood "
+            "cannot be evaluated. Was idata sampled from this model (without var_names=)?"
+        )
+
+
+def observed_values(idata, model, name: str) -> np.ndarray:
+    """The observed data of variable ``name``, from ``observed_data`` or else the model."""
+    if "observed_data" in idata.groups() and name in idata["observed_data"]:
+        return np.asarray(idata["observed_data"][name].values)
+    if model is not None and name in model.named_vars:
+        rv = model[name]
+        value = model.rvs_to_values.get(rv)
+        if value is not None:
+            data = getattr(value, "data", None)
+            if data is None and hasattr(value, "get_value"):
+                data = value.get_value()
+            if data is not None:
+                return np.asarray(data)
+    raise ValueError(
+        f"cannot find the observed values of {name!r}: the InferenceData has no observed_data "
+        "for it and no model holding it was given"
+    )
+
+
+class ElementwiseLogLik:
+    """Compiled elementwise log-likelihood of one observed variable at any data and draws.
+
+    The logp graph of ``name`` (untransformed parameters) is compiled once with the observed
+    value as an input, vectorised over a leading draw axis (``vectorize_graph``) so one call
+    evaluates every draw; models whose graph cannot be vectorised fall back to a loop.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    name : str
+        Observed variable.
+    """
+
+    def __init__(self, model, name: str):
+        import pytensor
+        import pytensor.tensor as pt
+        from pymc.model.transform.conditioning import remove_value_transforms
+        from pymc.pytensorf import compile as pm_compile
+        from pytensor.graph.replace import vectorize_graph
+
+        umodel = remove_value_transforms(model)
+        if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
+            raise KeyError(f"{name!r} is not an observed variable of the model")
+        rv = umodel[name]
+        value = umodel.rvs_to_values[rv]
+        (logp,) = umodel.logp(vars=[rv], sum=False)
+        y_new = pt.tensor(name=f"{name}_value", dtype=value.dtype, shape=(None,) * value.ndim)
+        (logp,) = pytensor.clone_replace([logp], replace={value: y_new})
+        self.free = [v.name for v in umodel.free_RVs]
+        values = [umodel.rvs_to_values[v] for v in umodel.free_RVs]
+        self.dtypes = [v.dtype for v in values]
+        self.value_dtype = value.dtype
+        self._loop = pm_compile([*values, y_new], logp, on_unused_input="ignore")
+        try:
+            batched = [
+                pt.tensor(name=f"{v.name}_draws", dtype=v.dtype, shape=(None,) * (v.ndim + 1))
+                for v in values
+            ]
+            out = vectorize_graph(logp, dict(zip(values, batched, strict=True)))
+            self._vec = pm_compile([*batched, y_new], out, on_unused_input="ignore")
+        except Exception:  # pragma: no cover - depends on the model's ops
+            self._vec = None
+
+    def __call__(self, posterior: xr.Dataset, y: np.ndarray) -> np.ndarray:
+        """Log-likelihood terms at data ``y`` for every draw of ``posterior``.
+
+        Parameters
+        ----------
+        posterior : xarray.Dataset
+            With dims ``(chain, draw, ...)`` holding every free variable.
+        y : ndarray
+            Observed values (the variable's shape).
+
+        Returns
+        -------
+        ndarray, shape (n_samples, n_terms)
+        """
+        missing = [v for v in self.free if v not in posterior]
+        if missing:
+            raise ValueError(f"the posterior lacks the model's free variable(s) {missing}")
+        draws = []
+        for v, dt in zip(self.free, self.dtypes, strict=True):
+            da = posterior[v]
+            extra = [d for d in da.dims if d not in ("chain", "draw")]
+            arr = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=dt)
+            draws.append(arr.reshape(-1, *arr.shape[2:]))
+        y = np.asarray(y, dtype=self.value_dtype)
+        n_samples = draws[0].shape[0] if draws else 1
+        if self._vec is not None:
+            try:
+                res = np.asarray(self._vec(*draws, y))
+                if res.shape[0] == n_samples:
+                    return res.reshape(n_samples, -1)
+            except Exception:  # pragma: no cover - fall back to the loop
+                self._vec = None
+        first = np.asarray(self._loop(*(d[0] for d in draws), y)).ravel()
+        out = np.empty((n_samples, first.size))
+        out[0] = first
+        for s in range(1, n_samples):
+            out[s] = np.asarray(self._loop(*(d[s] for d in draws), y)).ravel()
+        return out
+
+
+def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> np.ndarray:
+    """Elementwise log-likelihood of observed variable ``name`` at alternative data values.
+
+    For a factorised likelihood the term of record ``i`` depends only on its own value, so
+    one evaluation gives ``p(y'_i | theta)`` for every record at once.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Must hold the posterior of every free variable of ``model``.
+    model : pymc.Model
+    name : str
+        Observed variable.
+    values : ndarray, shape (n_candidates, *observed_shape)
+        Replacement data sets; candidate ``c`` replaces every record by ``values[c]``.
+
+    Returns
+    -------
+    ndarray, shape (n_candidates, n_samples, n_records)
+    """
+    if model is None:
+        raise ValueError(
+            "neighbour='replace' needs p(y' | theta) at the replacement values, so it needs "
+            "the model: pass model= to pymc_edp.audit"
+        )
+    _check_posterior_has_free_rvs(idata, model)
+    fn = ElementwiseLogLik(model, name)
+    return np.stack([fn(idata["posterior"], v) for v in np.asarray(values)])

@@ -1,0 +1,737 @@
+"""Exact refits of neighbour posteriors: one compiled model, parallel, resumable.
+
+For a factorised likelihood every neighbour posterior is the same model with a per-record
+weight: :func:`neighbour_model` clones the user's model and adds, for each observed variable,
+``pm.Data`` vectors ``edp_dw_<name>`` (weight change of each record: -1 removes it),
+``edp_alt_<name>`` (replacement values) and ``edp_v_<name>`` (1 where the replacement is
+active), and one ``pm.Potential``::
+
+    sum(dw * logp(y)) + sum(v * logp(y'))
+
+so the n refits differ only by data and compile once (nutpie's ``with_data``, or one PyMC
+step method whose shared data are swapped). Models whose likelihood does not factorise go
+through a user-supplied ``build_model(data) -> pm.Model`` instead.
+
+References
+----------
+.. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+   Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (sec. 4: the refit estimator).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "NeighbourData",
+    "RefitOutcome",
+    "Refits",
+    "neighbour_model",
+    "refit_seed",
+    "run_refits",
+]
+
+_log = logging.getLogger("pymc_edp")
+
+DW, ALT, SWITCH, POTENTIAL = "edp_dw_{}", "edp_alt_{}", "edp_v_{}", "edp_reweight"
+
+# per-process cache of compiled samplers, keyed by an engine's token (survives pickling)
+_COMPILED: dict[str, object] = {}
+
+
+class NonFactorisedError(ValueError):
+    """The likelihood does not have one term per record."""
+
+
+def refit_seed(random_seed, index: int) -> int:
+    """Seed of refit ``index``: reproducible whatever the order or resumption of refits."""
+    base = 0 if random_seed is None else int(random_seed)
+    return int(np.random.SeedSequence([base, int(index)]).generate_state(1)[0])
+
+
+# ----------------------------------------------------------------------- the models
+def _observed_rvs(model, names=None):
+    obs = [rv for rv in model.observed_RVs]
+    if names is not None:
+        wanted = set(names)
+        unknown = wanted - {rv.name for rv in obs}
+        if unknown:
+            raise KeyError(f"{sorted(unknown)} are not observed variables of the model")
+        obs = [rv for rv in obs if rv.name in wanted]
+    return obs
+
+
+def neighbour_model(model, observed=None):
+    """Clone ``model`` so that one compiled graph represents every neighbour dataset.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    observed : list of str, optional
+        Observed variables whose records can be removed or replaced; default all.
+
+    Returns
+    -------
+    pymc.Model
+        With zero-valued ``edp_dw_*``/``edp_v_*`` data it has the full-data posterior.
+
+    Raises
+    ------
+    NonFactorisedError
+        When an observed variable's log-likelihood has fewer terms than the records a
+        weight vector would switch (an MvNormal over all records, a GP, an AR series).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+    from pymc.model.fgraph import clone_model
+
+    clone = clone_model(model)
+    terms = []
+    with clone:
+        for rv in _observed_rvs(clone, observed):
+            value = clone.rvs_to_values[rv]
+            data = np.asarray(value.data if hasattr(value, "data") else value.get_value())
+            logp = pm.logp(rv, value)
+            n_terms = logp.type.ndim
+            if n_terms == 0:
+                raise NonFactorisedError(
+                    f"the log-likelihood of {rv.name!r} is a single term (its distribution "
+                    "couples all records, e.g. an MvNormal, GP or AR over the data), so a "
+                    "record cannot be switched off by a weight. Pass build_model=, a function "
+                    "that builds the model from each neighbour's data."
+                )
+            shape = tuple(logp.shape.eval()) if logp.type.ndim else ()
+            dw = pm.Data(DW.format(rv.name), np.zeros(shape))
+            alt = pm.Data(ALT.format(rv.name), data.copy())
+            v = pm.Data(SWITCH.format(rv.name), np.zeros(shape))
+            terms.append(pt.sum(dw * logp) + pt.sum(v * pm.logp(rv, alt)))
+        pm.Potential(POTENTIAL, pt.add(*terms) if len(terms) > 1 else terms[0])
+    return clone
+
+
+@dataclass(frozen=True)
+class NeighbourData(Mapping):
+    """The data of one neighbour, handed to a user's ``build_model``.
+
+    Acts as a mapping from observed variable name to the neighbour's observed values
+    (records removed along the first axis, or replaced).
+
+    Attributes
+    ----------
+    label
+        The neighbour's coordinate value.
+    index : int
+        Its position.
+    observed : dict
+        Observed values of the neighbour dataset.
+    keep : dict
+        Boolean mask over each variable's records (False where removed).
+    """
+
+    label: object
+    index: int
+    observed: dict
+    keep: dict
+
+    def __getitem__(self, key):
+        return self.observed[key]
+
+    def __iter__(self):
+        return iter(self.observed)
+
+    def __len__(self):
+        return len(self.observed)
+
+
+# ----------------------------------------------------------------------- engines
+@dataclass
+class _EngineBase:
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 2
+    var_names: tuple = ()
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def _finish(self, idata) -> tuple[xr.Dataset, int]:
+        post = idata["posterior"]
+        keep = [v for v in self.var_names if v in post] or list(post.data_vars)
+        post = post[keep].load()
+        div = 0
+        if "sample_stats" in idata.groups() and "diverging" in idata["sample_stats"]:
+            div = int(idata["sample_stats"]["diverging"].sum())
+        return post, div
+
+
+@dataclass
+class NutpieEngine(_EngineBase):
+    """nutpie: compile the neighbour model once per process, ``with_data`` per refit."""
+
+    model: object = None
+
+    def _compiled(self):
+        if self.token not in _COMPILED:
+            import nutpie
+
+            _COMPILED[self.token] = nutpie.compile_pymc_model(self.model)
+        return _COMPILED[self.token]
+
+    def sample(self, data: dict, seed: int):
+        import nutpie
+
+        compiled = self._compiled().with_data(**data)
+        idata = nutpie.sample(
+            compiled,
+            draws=self.draws,
+            tune=self.tune,
+            chains=self.chains,
+            seed=seed,
+            progress_bar=False,
+        )
+        return self._finish(idata)
+
+
+@dataclass
+class PymcEngine(_EngineBase):
+    """PyMC's NUTS with one step method per process; refits only swap shared data."""
+
+    model: object = None
+
+    def _step(self):
+        if self.token not in _COMPILED:
+            import pymc as pm
+
+            with self.model:
+                _COMPILED[self.token] = pm.NUTS()
+        return _COMPILED[self.token]
+
+    def sample(self, data: dict, seed: int):
+        import pymc as pm
+
+        step = self._step()
+        with self.model:
+            pm.set_data(data)
+            idata = pm.sample(
+                draws=self.draws,
+                tune=self.tune,
+                chains=self.chains,
+                cores=1,
+                step=step,
+                random_seed=seed,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+        return self._finish(idata)
+
+
+@dataclass
+class BuilderEngine(_EngineBase):
+    """A user's ``build_model(data) -> pm.Model``, sampled afresh for every neighbour."""
+
+    build_model: Callable | None = None
+    nuts_sampler: str = "pymc"
+
+    def sample(self, data, seed: int):
+        import pymc as pm
+
+        model = self.build_model(data)
+        if not isinstance(model, pm.Model):
+            raise TypeError(f"build_model must return a pymc.Model, got {type(model).__name__}")
+        with model:
+            idata = pm.sample(
+                draws=self.draws,
+                tune=self.tune,
+                chains=self.chains,
+                cores=1,
+                random_seed=seed,
+                nuts_sampler=self.nuts_sampler,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+        return self._finish(idata)
+
+
+def make_engine(
+    engine: str | None,
+    *,
+    model=None,
+    build_model=None,
+    draws: int,
+    tune: int,
+    chains: int,
+    var_names,
+):
+    """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides."""
+    var_names = tuple(var_names)
+    if build_model is not None:
+        sampler = "nutpie" if engine == "nutpie" else "pymc"
+        return BuilderEngine(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            var_names=var_names,
+            build_model=build_model,
+            nuts_sampler=sampler,
+        )
+    if engine not in (None, "nutpie", "pymc"):
+        raise ValueError(f"engine must be 'nutpie', 'pymc' or None, got {engine!r}")
+    if engine is None:
+        try:
+            import nutpie  # noqa: F401
+
+            engine = "nutpie"
+        except ImportError:
+            engine = "pymc"
+    cls = NutpieEngine if engine == "nutpie" else PymcEngine
+    return cls(draws=draws, tune=tune, chains=chains, var_names=var_names, model=model)
+
+
+# ------------------------------------------------------------------ running refits
+@dataclass(frozen=True)
+class RefitOutcome:
+    """What became of one refit."""
+
+    index: int
+    label: object
+    status: str  # "ok", "diverged", "error"
+    reason: str
+    seed: int
+    seconds: float
+    posterior: xr.Dataset | None
+
+
+def _run_one(engine, task) -> RefitOutcome:
+    index, label, data, seed = task
+    start = time.perf_counter()
+    try:
+        post, div = engine.sample(data, seed)
+    except Exception as err:  # recorded, never silently dropped
+        return RefitOutcome(
+            index,
+            label,
+            "error",
+            f"{type(err).__name__}: {err}",
+            seed,
+            time.perf_counter() - start,
+            None,
+        )
+    status, reason = ("diverged", f"{div} divergent transitions") if div else ("ok", "")
+    return RefitOutcome(index, label, status, reason, seed, time.perf_counter() - start, post)
+
+
+class Checkpoint:
+    """A folder where each finished refit is written as it completes (netCDF)."""
+
+    def __init__(self, path, config: dict):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        manifest = self.path / "manifest.json"
+        if manifest.exists():
+            old = json.loads(manifest.read_text())
+            if old != config:
+                diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+                raise ValueError(
+                    f"checkpoint {self.path} was written by a different audit (differs in "
+                    f"{diff}); use a new checkpoint path or the same settings"
+                )
+        else:
+            manifest.write_text(json.dumps(config, indent=1, sort_keys=True))
+
+    def _file(self, index: int) -> Path:
+        return self.path / f"refit_{index:06d}.nc"
+
+    def load(self, index: int) -> RefitOutcome | None:
+        """The saved outcome of refit ``index``, or None."""
+        f = self._file(index)
+        if not f.exists():
+            return None
+        with xr.open_dataset(f) as ds:
+            ds = ds.load()
+        a = ds.attrs
+        post = ds if a["status"] != "error" else None
+        if post is not None:
+            post.attrs = {}
+        return RefitOutcome(
+            int(a["index"]),
+            json.loads(a["label"]),
+            str(a["status"]),
+            str(a["reason"]),
+            int(a["seed"]),
+            float(a["seconds"]),
+            post,
+        )
+
+    def save(self, out: RefitOutcome) -> None:
+        """Write one outcome atomically."""
+        ds = out.posterior.copy() if out.posterior is not None else xr.Dataset()
+        ds.attrs = {
+            "index": out.index,
+            "label": json.dumps(_jsonable(out.label)),
+            "status": out.status,
+            "reason": out.reason,
+            "seed": out.seed,
+            "seconds": out.seconds,
+        }
+        tmp = self._file(out.index).with_suffix(".tmp")
+        ds.to_netcdf(tmp)
+        os.replace(tmp, self._file(out.index))
+
+
+def _jsonable(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    return x if isinstance(x, int | float | str | bool) or x is None else str(x)
+
+
+def run_refits(
+    engine,
+    tasks: list[tuple],
+    *,
+    executor=None,
+    checkpoint: Checkpoint | None = None,
+    progressbar: bool = True,
+) -> dict[int, RefitOutcome]:
+    """Run refit tasks ``(index, label, data, seed)``, skipping those already checkpointed.
+
+    Each outcome is saved the moment it completes, so an interrupted run loses at most the
+    refits in flight; rerunning with the same checkpoint refits only what is missing.
+    """
+    from functools import partial
+
+    from pymc_edp._parallel import map_tasks
+
+    done: dict[int, RefitOutcome] = {}
+    todo = []
+    for task in tasks:
+        saved = checkpoint.load(task[0]) if checkpoint is not None else None
+        if saved is not None:
+            done[task[0]] = saved
+        else:
+            todo.append(task)
+    if todo:
+        _log.info("refitting %d neighbour(s) (%d restored from checkpoint)", len(todo), len(done))
+
+        def on_result(i, out):
+            if checkpoint is not None:
+                checkpoint.save(out)
+
+        results = map_tasks(
+            partial(_run_one, engine),
+            todo,
+            executor=executor,
+            progressbar=progressbar,
+            description="EDP: refitting neighbours",
+            on_result=on_result,
+        )
+        for out in results:
+            done[out.index] = out
+    return done
+
+
+class Refits(Mapping):
+    """Refitted neighbour posteriors, indexed by neighbour label.
+
+    ``refits[label]`` is an :class:`arviz.InferenceData` with the refit's posterior;
+    :attr:`status` tabulates every refit's status, reason, seed and time.
+    """
+
+    def __init__(self, outcomes: dict[int, RefitOutcome]):
+        self._outcomes = dict(sorted(outcomes.items()))
+        self._by_label = {o.label: o for o in self._outcomes.values()}
+
+    def __getitem__(self, label):
+        import arviz as az
+
+        out = self._by_label[label]
+        if out.posterior is None:
+            raise KeyError(f"refit of {label!r} failed: {out.reason}")
+        return az.InferenceData(posterior=out.posterior)
+
+    def __iter__(self) -> Iterator:
+        return iter(self._by_label)
+
+    def __len__(self) -> int:
+        return len(self._by_label)
+
+    @property
+    def status(self):
+        """A :class:`pandas.DataFrame` of status, reason, seed and seconds per refit."""
+        import pandas as pd
+
+        rows = [
+            {
+                "neighbour": o.label,
+                "status": o.status,
+                "reason": o.reason,
+                "seed": o.seed,
+                "seconds": o.seconds,
+            }
+            for o in self._outcomes.values()
+        ]
+        return pd.DataFrame(rows).set_index("neighbour") if rows else pd.DataFrame()
+
+    def __repr__(self) -> str:
+        counts = self.status["status"].value_counts().to_dict() if len(self) else {}
+        return f"Refits({len(self)} neighbours: {counts})"
+
+
+# ------------------------------------------------------------------ estimation
+def neighbour_data_arrays(ll, nbs, k: int, observed_y: dict, candidate: dict | None) -> dict:
+    """``pm.Data`` values of :func:`neighbour_model` for neighbour ``k``.
+
+    Parameters
+    ----------
+    ll : pymc_edp.weights.LogLikelihood
+    nbs : pymc_edp.weights.Neighbours
+    k : int
+    observed_y : dict
+        Observed values per variable.
+    candidate : dict, optional
+        Replacement data set per variable (``neighbour="replace"``).
+    """
+    rows = nbs.rows[nbs.indptr[k] : nbs.indptr[k + 1]]
+    var = np.searchsorted(ll.offsets, rows, side="right") - 1
+    data = {}
+    for v, name in enumerate(ll.names):
+        n_v = ll.offsets[v + 1] - ll.offsets[v]
+        shape = ll.datasets[name].shape[2:]
+        local = rows[var == v] - ll.offsets[v]
+        dw = np.zeros(n_v)
+        dw[local] = -1.0
+        data[DW.format(name)] = dw.reshape(shape)
+        y = np.asarray(observed_y[name])
+        alt = y.copy()
+        switch = np.zeros(n_v)
+        if candidate is not None:
+            alt.reshape(n_v, -1)[local] = np.asarray(candidate[name]).reshape(n_v, -1)[local]
+            switch[local] = 1.0
+        data[ALT.format(name)] = alt
+        data[SWITCH.format(name)] = switch.reshape(shape)
+    return data
+
+
+def builder_data(ll, nbs, k: int, observed_y: dict, candidate: dict | None) -> NeighbourData:
+    """The :class:`NeighbourData` of neighbour ``k`` for a user's ``build_model``."""
+    rows = nbs.rows[nbs.indptr[k] : nbs.indptr[k + 1]]
+    var = np.searchsorted(ll.offsets, rows, side="right") - 1
+    observed, keep = {}, {}
+    for v, name in enumerate(ll.names):
+        n_v = ll.offsets[v + 1] - ll.offsets[v]
+        local = rows[var == v] - ll.offsets[v]
+        y = np.asarray(observed_y[name])
+        mask = np.ones(n_v, dtype=bool)
+        if candidate is None:
+            mask[local] = False
+            # records along the first axis (rows of a multivariate observation included) are
+            # dropped; records laid over several axes are passed whole, with `keep` to mask
+            observed[name] = y[mask] if y.shape[:1] == (n_v,) else y
+        else:
+            alt = y.copy()
+            alt.reshape(n_v, -1)[local] = np.asarray(candidate[name]).reshape(n_v, -1)[local]
+            observed[name] = alt
+        keep[name] = mask
+    return NeighbourData(nbs.labels[k], k, observed, keep)
+
+
+def log_ratio_at(
+    loglik_fns: dict,
+    ll,
+    nbs,
+    k: int,
+    posterior: xr.Dataset,
+    observed_y: dict,
+    candidate: dict | None,
+) -> np.ndarray:
+    """``log p(theta | D') - log p(theta | D)`` up to a constant, at every draw of ``posterior``.
+
+    Removal: minus the log-likelihood of the neighbour's rows; replacement: the
+    log-likelihood at the replacement values minus that at the data.
+    """
+    rows = nbs.rows[nbs.indptr[k] : nbs.indptr[k + 1]]
+    var = np.searchsorted(ll.offsets, rows, side="right") - 1
+    total = None
+    for v in np.unique(var):
+        name = ll.names[v]
+        local = rows[var == v] - ll.offsets[v]
+        y = np.asarray(observed_y[name])
+        term = -loglik_fns[name](posterior, y)[:, local].sum(axis=1)
+        if candidate is not None:
+            term = term + loglik_fns[name](posterior, candidate[name])[:, local].sum(axis=1)
+        total = term if total is None else total + term
+    return total
+
+
+@dataclass
+class RefitRun:
+    """Outcomes and bin-probability estimates of the refitted neighbours."""
+
+    outcomes: dict
+    estimates: dict
+    collection: Refits
+
+
+def _estimate(
+    post: xr.Dataset, k: int, *, names, bins_obj, smoothing, estimator, lr_full, lr_refit
+) -> tuple[np.ndarray, np.ndarray]:
+    from pymc_edp import _kernels
+    from pymc_edp.weights import posterior_matrix
+
+    refit_draws, _, _ = posterior_matrix(post, names)
+    idx_refit = _kernels.assign_bins(refit_draws, bins_obj)
+    n_par, max_bins = bins_obj.counts.shape
+    mass_nb = np.zeros((n_par, max_bins))
+    mass_full = bins_obj.counts / bins_obj.n_samples
+    if estimator == "raw" or lr_refit is None:
+        # Charest & Han: refit draws counted against the full-data bins
+        n_pseudo = refit_draws.shape[1]
+        for p in range(n_par):
+            mass_nb[p, : bins_obj.n_bins[p]] = (
+                np.bincount(idx_refit[p], minlength=bins_obj.n_bins[p]) / n_pseudo
+            )
+        full = _kernels.smoothed_log_probabilities(
+            mass_full, bins_obj.n_bins, bins_obj.n_samples, smoothing
+        )
+        neigh = _kernels.smoothed_log_probabilities(mass_nb, bins_obj.n_bins, n_pseudo, smoothing)
+        diff = np.where(np.isnan(full), -np.inf, np.abs(neigh - full))
+        return diff.max(axis=-1), diff.argmax(axis=-1)
+    lw_full, lw_nb, _ = _kernels.pooled_log_weights(lr_full, lr_refit)
+    idx = np.concatenate([bins_obj.index, idx_refit], axis=1)
+    w_full, w_nb = np.exp(lw_full), np.exp(lw_nb)
+    mass_full = np.zeros((n_par, max_bins))
+    for p in range(n_par):
+        nb_p = bins_obj.n_bins[p]
+        mass_nb[p, :nb_p] = np.bincount(idx[p], weights=w_nb, minlength=nb_p)
+        mass_full[p, :nb_p] = np.bincount(idx[p], weights=w_full, minlength=nb_p)
+    return _kernels.epsilon_from_masses(
+        mass_nb, mass_full, bins_obj.n_bins, idx.shape[1], smoothing
+    )
+
+
+def refit_neighbours(
+    to_refit: np.ndarray,
+    *,
+    idata,
+    model,
+    build_model,
+    ll,
+    nbs,
+    names,
+    par_labels,
+    bins_obj,
+    observed_y: dict,
+    candidates: dict | None,
+    worst_cand: np.ndarray,
+    full_log_ratio: Callable[[int], np.ndarray],
+    smoothing: float,
+    estimator: str,
+    config: dict,
+    engine,
+    draws: int,
+    tune: int,
+    chains: int,
+    executor,
+    checkpoint,
+    random_seed,
+    progressbar: bool,
+) -> tuple[RefitRun, list[str]]:
+    """Refit neighbours ``to_refit`` and estimate their epsilon; used by :func:`audit`."""
+    from pymc_edp._pymc import ElementwiseLogLik
+
+    messages = []
+    missing = [n for n in ll.names if n not in observed_y]
+    if missing:
+        raise ValueError(f"cannot find the observed values of {missing} needed to refit")
+
+    def candidate(k):
+        if candidates is None:
+            return None
+        return {n: candidates[n][min(worst_cand[k], candidates[n].shape[0] - 1)] for n in ll.names}
+
+    if build_model is not None:
+        eng = make_engine(
+            engine,
+            build_model=build_model,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            var_names=names,
+        )
+        make_data = builder_data
+        loglik_fns = None
+        if estimator == "pooled":
+            messages.append(
+                "refits through build_model use the raw estimator (refit draws only): without a "
+                "factorised likelihood the density ratio needed to pool the draws is unknown"
+            )
+    else:
+        try:
+            nb_model = neighbour_model(model, ll.names)
+        except NonFactorisedError as err:
+            raise ValueError(str(err)) from None
+        keep = tuple(dict.fromkeys([*names, *(rv.name for rv in model.free_RVs)]))
+        eng = make_engine(
+            engine, model=nb_model, draws=draws, tune=tune, chains=chains, var_names=keep
+        )
+        make_data = neighbour_data_arrays
+        loglik_fns = (
+            {n: ElementwiseLogLik(model, n) for n in ll.names} if estimator == "pooled" else None
+        )
+
+    tasks = [
+        (
+            int(k),
+            _jsonable(nbs.labels[k]),
+            make_data(ll, nbs, int(k), observed_y, candidate(k)),
+            refit_seed(random_seed, int(k)),
+        )
+        for k in to_refit
+    ]
+    ckpt = Checkpoint(checkpoint, config) if checkpoint is not None else None
+    outcomes = run_refits(eng, tasks, executor=executor, checkpoint=ckpt, progressbar=progressbar)
+
+    estimates = {}
+    failed = []
+    for k in to_refit:
+        out = outcomes[int(k)]
+        if out.posterior is None:
+            estimates[int(k)] = None
+            failed.append(f"{nbs.labels[k]} ({out.reason})")
+            continue
+        lr_refit = lr_full = None
+        if loglik_fns is not None:
+            lr_full = full_log_ratio(int(k))
+            lr_refit = log_ratio_at(
+                loglik_fns, ll, nbs, int(k), out.posterior, observed_y, candidate(k)
+            )
+        estimates[int(k)] = _estimate(
+            out.posterior,
+            int(k),
+            names=names,
+            bins_obj=bins_obj,
+            smoothing=smoothing,
+            estimator=estimator,
+            lr_full=lr_full,
+            lr_refit=lr_refit,
+        )
+    if failed:
+        messages.append(
+            f"{len(failed)} refit(s) failed and kept their reweighted estimate: "
+            + "; ".join(failed[:5])
+            + ("..." if len(failed) > 5 else "")
+        )
+    diverged = [o for o in outcomes.values() if o.status == "diverged"]
+    if diverged:
+        messages.append(
+            f"{len(diverged)} refit(s) had divergent transitions (see res.pointwise['status'] "
+            "and res.refits.status); their draws are used but may be biased"
+        )
+    return RefitRun(outcomes, estimates, Refits(outcomes)), messages

@@ -1,0 +1,305 @@
+"""The result of an EDP audit: a frozen dataclass of xarray objects."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+__all__ = ["EDPResult", "EDPWarning"]
+
+NEIGHBOUR_DIM = "neighbour"
+PARAMETER_DIM = "parameter"
+SAMPLE_DIM = "sample"
+
+
+class EDPWarning(UserWarning):
+    """A diagnostic that makes an epsilon less trustworthy (bad k-hat, few draws, ...)."""
+
+
+def _khat_table(khat: np.ndarray, threshold: float) -> list[tuple[str, int, float]]:
+    khat = np.asarray(khat, dtype=float)
+    n = max(khat.size, 1)
+    good = int(np.sum(khat <= threshold))
+    bad = int(np.sum((khat > threshold) & (khat <= 1)))
+    very_bad = int(np.sum(khat > 1))
+    return [
+        (f"(-Inf, {threshold:.2f}]   (good)", good, 100 * good / n),
+        (f"   ({threshold:.2f}, 1]   (bad)", bad, 100 * bad / n),
+        ("      (1, Inf)   (very bad)", very_bad, 100 * very_bad / n),
+    ]
+
+
+@dataclass(frozen=True)
+class EDPResult:
+    """Empirical differential privacy of a posterior, with its diagnostics.
+
+    Attributes
+    ----------
+    epsilon : float
+        B-EDP epsilon: the maximum over parameters, their elements and neighbours.
+    epsilon_by_var : dict of {str: float}
+        Maximum per posterior variable.
+    pointwise : xarray.Dataset
+        Over dimension ``neighbour`` (and ``parameter``): ``epsilon`` (max over parameters),
+        ``epsilon_parameter``, ``pareto_k``, ``worst_parameter``, ``worst_bin``, ``n_rows``,
+        ``observed``, ``method`` (``"psis"`` or ``"refit"``), ``status`` (of a refit:
+        ``"ok"``, ``"diverged: ..."``, ``"error: ..."``) and, for ``neighbour="replace"``,
+        ``worst_replacement``.
+    parameters : xarray.Dataset
+        Over dimension ``parameter`` (one scalar element of a posterior variable):
+        ``epsilon``, ``worst_neighbour``, ``worst_bin``, ``n_bins`` (effective B after merging
+        tied edges) and ``var_name``.
+    bins : int
+        Requested number of bins ``B``.
+    neighbour : str
+        ``"remove"``, ``"replace"``; with ``groups`` the neighbours are individuals.
+    method : str
+        How neighbour posteriors were obtained (``"psis"``).
+    smoothing : float
+        Additive smoothing constant in units of draws.
+    n_samples : int
+        Number of posterior draws (chains x draws).
+    reff : float
+        Relative MCMC efficiency used for the PSIS tail length.
+    khat_threshold : float
+        ``min(1 - 1 / log10(S), 0.7)``.
+    warnings : tuple of str
+        Diagnostics raised during the audit, kept with the result.
+    log_weights : xarray.DataArray, optional
+        Smoothed normalised log-weights ``(neighbour, sample)`` of each neighbour posterior
+        (for ``"replace"``, of its worst replacement). Not written by :meth:`to_dataset`
+        unless asked.
+    n_chains : int
+        Chains in the full-data posterior (the ``sample`` axis is chain-major).
+    draws : xarray.DataArray, optional
+        Full-data draws ``(parameter, sample)`` the bins were cut from.
+    refits : pymc_edp.refit.Refits, optional
+        The refitted neighbour posteriors (``method="refit"`` or ``"auto"``), by label.
+
+    References
+    ----------
+    .. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+       Privacy." Journal of Privacy and Confidentiality 7(3), 2017.
+    """
+
+    epsilon: float
+    epsilon_by_var: dict
+    pointwise: xr.Dataset
+    parameters: xr.Dataset
+    bins: int
+    neighbour: str
+    method: str
+    smoothing: float
+    n_samples: int
+    reff: float
+    khat_threshold: float
+    warnings: tuple = ()
+    n_chains: int = 1
+    log_weights: xr.DataArray | None = field(default=None, repr=False, compare=False)
+    draws: xr.DataArray | None = field(default=None, repr=False, compare=False)
+    refits: object | None = field(default=None, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_neighbours(self) -> int:
+        """Number of neighbour datasets audited."""
+        return self.pointwise.sizes[NEIGHBOUR_DIM]
+
+    @property
+    def worst_neighbour(self):
+        """Coordinate value of the neighbour that attains ``epsilon``."""
+        eps = self.pointwise["epsilon"]
+        return eps[NEIGHBOUR_DIM].values[int(np.argmax(eps.values))]
+
+    def summary(self) -> pd.DataFrame:
+        """One row per scalar parameter element.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``var_name``, ``epsilon``, ``worst_neighbour``, ``worst_bin``, ``n_bins``,
+            indexed by the ArviZ-style parameter label.
+        """
+        ds = self.parameters
+        df = pd.DataFrame(
+            {
+                "var_name": ds["var_name"].values.astype(str),
+                "epsilon": ds["epsilon"].values,
+                "worst_neighbour": ds["worst_neighbour"].values,
+                "worst_bin": ds["worst_bin"].values,
+                "n_bins": ds["n_bins"].values,
+            },
+            index=pd.Index(ds[PARAMETER_DIM].values.astype(str), name=PARAMETER_DIM),
+        )
+        return df
+
+    def most_exposed(self, k: int = 5) -> pd.DataFrame:
+        """The ``k`` neighbours with the largest epsilon, with their k-hat.
+
+        Parameters
+        ----------
+        k : int, default 5
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        pw = self.pointwise
+        order = np.argsort(-pw["epsilon"].values, kind="stable")[:k]
+        cols = {
+            "epsilon": pw["epsilon"].values[order],
+            "pareto_k": pw["pareto_k"].values[order],
+            "worst_parameter": pw["worst_parameter"].values[order].astype(str),
+        }
+        if "worst_replacement" in pw:
+            cols["worst_replacement"] = pw["worst_replacement"].values[order]
+        return pd.DataFrame(
+            cols, index=pd.Index(pw[NEIGHBOUR_DIM].values[order], name=NEIGHBOUR_DIM)
+        )
+
+    def __repr__(self) -> str:
+        kind = {"remove": "record removed", "replace": "record replaced"}.get(
+            self.neighbour, self.neighbour
+        )
+        lines = [
+            f"Empirical DP audit (B-EDP, B = {self.bins}, {self.method})",
+            f"{self.n_neighbours} neighbours ({kind}), {self.n_samples} posterior draws, "
+            f"smoothing = {self.smoothing:g}",
+            "",
+        ]
+        df = self.summary()
+        lines.append(df.drop(columns="var_name").to_string(float_format=lambda x: f"{x:.3f}"))
+        lines += [
+            "",
+            f"epsilon = {self.epsilon:.3f}  (max over parameters and neighbours; worst "
+            f"neighbour: {self.worst_neighbour})",
+            "",
+            "Pareto k diagnostic values:",
+            f"{'':>28}{'Count':>7}{'Pct.':>9}",
+        ]
+        for label, count, pct in _khat_table(
+            self.pointwise["pareto_k"].values, self.khat_threshold
+        ):
+            lines.append(f"{label:<28}{count:>7}{pct:>8.1f}%")
+        if self.warnings:
+            lines += ["", "Warnings:"] + [f"- {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------ round trip
+    _ATTRS = (
+        "bins",
+        "neighbour",
+        "method",
+        "smoothing",
+        "n_samples",
+        "reff",
+        "khat_threshold",
+        "n_chains",
+    )
+
+    def to_dataset(self, *, include_weights: bool = False) -> xr.Dataset:
+        """Everything in one :class:`xarray.Dataset` (netCDF-safe).
+
+        Parameters
+        ----------
+        include_weights : bool, default False
+            Also store ``log_weights`` and ``draws`` (``n x S`` floats).
+
+        Returns
+        -------
+        xarray.Dataset
+        """
+        pw = self.pointwise.rename({v: f"pointwise_{v}" for v in self.pointwise.data_vars})
+        par = self.parameters.rename({v: f"parameter_{v}" for v in self.parameters.data_vars})
+        ds = xr.merge([pw, par], combine_attrs="drop")
+        if include_weights:
+            if self.log_weights is not None:
+                ds["log_weights"] = self.log_weights
+            if self.draws is not None:
+                ds["draws"] = self.draws
+        ds.attrs = {k: getattr(self, k) for k in self._ATTRS}
+        ds.attrs["epsilon"] = self.epsilon
+        ds.attrs["epsilon_by_var"] = json.dumps(self.epsilon_by_var)
+        ds.attrs["warnings"] = json.dumps(list(self.warnings))
+        ds.attrs["pymc_edp_result"] = 1
+        return ds
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset) -> EDPResult:
+        """Rebuild a result written by :meth:`to_dataset`.
+
+        Parameters
+        ----------
+        ds : xarray.Dataset
+
+        Returns
+        -------
+        EDPResult
+        """
+        if "pymc_edp_result" not in ds.attrs:
+            raise ValueError("this Dataset was not written by EDPResult.to_dataset")
+        pw_vars = [v for v in ds.data_vars if v.startswith("pointwise_")]
+        par_vars = [v for v in ds.data_vars if v.startswith("parameter_")]
+        pointwise = ds[pw_vars].rename({v: v[len("pointwise_") :] for v in pw_vars})
+        parameters = ds[par_vars].rename({v: v[len("parameter_") :] for v in par_vars})
+        pointwise = pointwise.drop_dims(
+            [d for d in pointwise.dims if d not in (NEIGHBOUR_DIM, PARAMETER_DIM)]
+        )
+        parameters = parameters.drop_vars(
+            [c for c in parameters.coords if NEIGHBOUR_DIM in parameters[c].dims]
+        )
+        for obj in (pointwise, parameters):
+            obj.attrs = {}
+        for v in ("worst_parameter", "observed", "method", "status"):
+            if v in pointwise:
+                pointwise[v] = pointwise[v].astype(str)
+        parameters["var_name"] = parameters["var_name"].astype(str)
+        a = ds.attrs
+        return cls(
+            epsilon=float(a["epsilon"]),
+            epsilon_by_var={k: float(v) for k, v in json.loads(a["epsilon_by_var"]).items()},
+            pointwise=pointwise,
+            parameters=parameters,
+            bins=int(a["bins"]),
+            neighbour=str(a["neighbour"]),
+            method=str(a["method"]),
+            smoothing=float(a["smoothing"]),
+            n_samples=int(a["n_samples"]),
+            reff=float(a["reff"]),
+            khat_threshold=float(a["khat_threshold"]),
+            warnings=tuple(json.loads(a["warnings"])),
+            n_chains=int(a.get("n_chains", 1)),
+            log_weights=ds["log_weights"] if "log_weights" in ds else None,
+            draws=ds["draws"] if "draws" in ds else None,
+        )
+
+    def to_netcdf(self, path, *, include_weights: bool = False, **kwargs) -> None:
+        """Write :meth:`to_dataset` to a netCDF file.
+
+        Parameters
+        ----------
+        path : str or path-like
+        include_weights : bool, default False
+        **kwargs
+            Passed to :meth:`xarray.Dataset.to_netcdf`.
+        """
+        self.to_dataset(include_weights=include_weights).to_netcdf(path, **kwargs)
+
+    @classmethod
+    def from_netcdf(cls, path) -> EDPResult:
+        """Read a result written by :meth:`to_netcdf`.
+
+        Parameters
+        ----------
+        path : str or path-like
+
+        Returns
+        -------
+        EDPResult
+        """
+        with xr.open_dataset(path) as ds:
+            return cls.from_dataset(ds.load())

@@ -1,0 +1,398 @@
+"""From a ``log_likelihood`` group to Pareto-smoothed log-weights of each neighbour posterior.
+
+For conditionally independent records the neighbour posterior is a reweighting of the
+full-data one (the PSIS-LOO identity):
+
+- remove record ``i``:  ``p(theta | D^-i) ∝ p(theta | D) / p(y_i | theta)``;
+- replace ``y_i`` by ``y'``: ``p(theta | D') ∝ p(theta | D) p(y' | theta) / p(y_i | theta)``;
+- remove individual ``g`` (``groups=``): divide by the product over all of ``g``'s rows.
+
+The records of every observed variable are laid end to end ("rows"); a neighbour is a set of
+rows (one row, or all rows of an individual). Log-weights are produced in chunks of
+neighbours so that no second ``n x S`` array is needed beyond the stored result.
+
+References
+----------
+.. [1] Vehtari, A., Gelman, A. and Gabry, J. "Practical Bayesian model evaluation using
+   leave-one-out cross-validation and WAIC." Statistics and Computing 27, 2017.
+.. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. "Pareto smoothed
+   importance sampling." Journal of Machine Learning Research 25(72), 2024.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from pymc_edp._psis import psislw
+
+__all__ = [
+    "LogLikelihood",
+    "Neighbours",
+    "iter_log_weights",
+    "posterior_matrix",
+    "relative_efficiency",
+]
+
+SAMPLE_DIMS = ("chain", "draw")
+
+
+def _element_labels(da: xr.DataArray, dims: Sequence[str]) -> list[str]:
+    """ArviZ-style labels ``name[a, b]`` for every element of ``da`` over ``dims``."""
+    if not dims:
+        return [str(da.name)]
+    values = [np.asarray(da[d].values) for d in dims]
+    grids = np.meshgrid(*values, indexing="ij")
+    flat = [g.ravel() for g in grids]
+    return [f"{da.name}[{', '.join(str(v[k]) for v in flat)}]" for k in range(flat[0].size)]
+
+
+def posterior_matrix(posterior: xr.Dataset, names: Sequence[str]):
+    """Stack posterior variables into a ``(n_parameters, S)`` matrix, chain-major samples.
+
+    Returns
+    -------
+    draws : ndarray, shape (n_parameters, n_samples)
+    labels : list of str
+        ArviZ-style label of every scalar element.
+    var_of : list of str
+        The variable each row belongs to.
+    """
+    rows, labels, var_of = [], [], []
+    for name in names:
+        da = posterior[name]
+        extra = [d for d in da.dims if d not in SAMPLE_DIMS]
+        da = da.transpose(*extra, *SAMPLE_DIMS)
+        values = np.asarray(da.values, dtype=float)
+        values = values.reshape(-1, values.shape[-2] * values.shape[-1])
+        rows.append(values)
+        labels.extend(_element_labels(da, extra))
+        var_of.extend([name] * values.shape[0])
+    return np.concatenate(rows, axis=0), labels, var_of
+
+
+@dataclass(frozen=True)
+class LogLikelihood:
+    """The pointwise log-likelihood of every observed variable, laid end to end as rows.
+
+    Attributes
+    ----------
+    names : tuple of str
+        Observed variables, in order.
+    arrays : tuple of ndarray
+        For each variable, an ``(n_samples, n_rows_v)`` view of its values.
+    offsets : ndarray
+        Global index of each variable's first row (length ``len(names) + 1``).
+    datasets : xarray.Dataset
+        The source group (kept for coordinates).
+    """
+
+    names: tuple[str, ...]
+    arrays: tuple[np.ndarray, ...]
+    offsets: np.ndarray
+    datasets: xr.Dataset
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset, names: Sequence[str] | None = None) -> LogLikelihood:
+        """Build from an InferenceData ``log_likelihood`` group.
+
+        Parameters
+        ----------
+        ds : xarray.Dataset
+            Variables with dims ``("chain", "draw", *record_dims)``.
+        names : sequence of str, optional
+            Observed variables to use; default all.
+        """
+        if names is None:
+            names = list(ds.data_vars)
+        else:
+            unknown = [n for n in names if n not in ds.data_vars]
+            if unknown:
+                raise KeyError(
+                    f"observed variable(s) {unknown} not in the log_likelihood group, which "
+                    f"has {list(ds.data_vars)}"
+                )
+        if not names:
+            raise ValueError("the log_likelihood group has no variables")
+        arrays = []
+        for name in names:
+            da = ds[name]
+            missing = [d for d in SAMPLE_DIMS if d not in da.dims]
+            if missing:
+                raise ValueError(
+                    f"log_likelihood variable {name!r} lacks the sample dimension(s) {missing}"
+                )
+            rec_dims = [d for d in da.dims if d not in SAMPLE_DIMS]
+            if not rec_dims:
+                raise ValueError(
+                    f"the log-likelihood of {name!r} has a single term per draw: its likelihood "
+                    "does not factorise over records (e.g. an MvNormal, GP or AR over all "
+                    "records), so no record can be removed by reweighting. Either model the "
+                    "records so each has its own log-likelihood term, or use method='refit' "
+                    "with build_model=..."
+                )
+            da = da.transpose(*SAMPLE_DIMS, *rec_dims)
+            values = np.asarray(da.values, dtype=np.float64)
+            arrays.append(values.reshape(values.shape[0] * values.shape[1], -1))
+        sizes = [a.shape[1] for a in arrays]
+        n_samples = {a.shape[0] for a in arrays}
+        if len(n_samples) != 1:
+            raise ValueError("log_likelihood variables have different numbers of draws")
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return cls(tuple(names), tuple(arrays), offsets, ds)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of posterior draws (chains x draws)."""
+        return self.arrays[0].shape[0]
+
+    @property
+    def n_rows(self) -> int:
+        """Total number of records over all observed variables."""
+        return int(self.offsets[-1])
+
+    def record_dims(self, name: str) -> list[str]:
+        """Record dimensions of observed variable ``name``."""
+        return [d for d in self.datasets[name].dims if d not in SAMPLE_DIMS]
+
+    def row_labels(self) -> list[str]:
+        """ArviZ-style label of every row, e.g. ``y[3]``."""
+        labels: list[str] = []
+        for name in self.names:
+            labels.extend(_element_labels(self.datasets[name], self.record_dims(name)))
+        return labels
+
+    def gather(self, rows: np.ndarray, arrays: Sequence[np.ndarray] | None = None) -> np.ndarray:
+        """Rows ``rows`` (global indices) as a C-contiguous ``(len(rows), n_samples)`` array."""
+        arrays = self.arrays if arrays is None else arrays
+        rows = np.asarray(rows, dtype=np.int64)
+        var = np.searchsorted(self.offsets, rows, side="right") - 1
+        if rows.size and var[0] == var[-1] and np.all(np.diff(rows) == 1):
+            v = var[0]
+            lo = rows[0] - self.offsets[v]
+            # always a copy: callers overwrite the result in place
+            return arrays[v][:, lo : lo + rows.size].T.copy()
+        out = np.empty((rows.size, self.n_samples))
+        for v in np.unique(var):
+            sel = var == v
+            out[sel] = arrays[v][:, rows[sel] - self.offsets[v]].T
+        return out
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Which rows each neighbour dataset changes (compressed sparse rows).
+
+    Attributes
+    ----------
+    labels : ndarray
+        Coordinate value of each neighbour (record label or individual).
+    indptr, rows : ndarray
+        Neighbour ``k`` changes rows ``rows[indptr[k]:indptr[k + 1]]``.
+    observed : ndarray of str
+        Observed variable of each neighbour's first row (``"*"`` when a group spans several).
+    """
+
+    labels: np.ndarray
+    indptr: np.ndarray
+    rows: np.ndarray
+    observed: np.ndarray
+
+    def __len__(self) -> int:
+        return self.labels.size
+
+    @property
+    def n_rows(self) -> np.ndarray:
+        """Number of rows per neighbour."""
+        return np.diff(self.indptr)
+
+    @classmethod
+    def records(cls, ll: LogLikelihood) -> Neighbours:
+        """One neighbour per record (row)."""
+        n = ll.n_rows
+        observed = np.repeat(np.array(ll.names, dtype=object), np.diff(ll.offsets))
+        if len(ll.names) == 1 and len(ll.record_dims(ll.names[0])) == 1:
+            dim = ll.record_dims(ll.names[0])[0]
+            labels = np.asarray(ll.datasets[ll.names[0]][dim].values)
+        else:
+            labels = np.array(ll.row_labels(), dtype=object)
+        return cls(labels, np.arange(n + 1, dtype=np.int64), np.arange(n), observed)
+
+    @classmethod
+    def from_groups(cls, ll: LogLikelihood, groups) -> Neighbours:
+        """One neighbour per individual: all its rows in all observed variables.
+
+        Parameters
+        ----------
+        ll : LogLikelihood
+        groups : str, array_like or mapping
+            The name of a coordinate (or dimension) present on every observed variable's
+            record dimensions; or an array with one label per row (all observed variables
+            laid end to end); or a mapping ``{observed_name: labels}`` shaped like each
+            variable's records.
+        """
+        per_row = []
+        for name in ll.names:
+            da = ll.datasets[name]
+            rec_dims = ll.record_dims(name)
+            size = int(np.prod([da.sizes[d] for d in rec_dims]))
+            if isinstance(groups, str):
+                if groups not in da.coords:
+                    raise KeyError(
+                        f"groups={groups!r} is not a coordinate of log_likelihood variable "
+                        f"{name!r} (its coordinates: {list(da.coords)}). Pass the name of a "
+                        "coordinate that labels the individual of each record, or an array."
+                    )
+                coord = da[groups]
+                extra = [d for d in coord.dims if d not in rec_dims]
+                if extra:
+                    raise ValueError(f"coordinate {groups!r} spans non-record dims {extra}")
+                labels = coord.broadcast_like(da.isel(chain=0, draw=0, drop=True))
+                labels = labels.transpose(*rec_dims).values.ravel()
+            elif isinstance(groups, Mapping):
+                if name not in groups:
+                    raise KeyError(f"groups mapping has no entry for observed variable {name!r}")
+                labels = np.asarray(groups[name]).ravel()
+            else:
+                per_row = None
+                break
+            if labels.size != size:
+                raise ValueError(
+                    f"groups for {name!r} have {labels.size} labels but it has {size} records"
+                )
+            per_row.append(labels)
+        if per_row is None:
+            labels_all = np.asarray(groups).ravel()
+            if labels_all.size != ll.n_rows:
+                raise ValueError(
+                    f"groups has {labels_all.size} labels but the log-likelihood has "
+                    f"{ll.n_rows} records (all observed variables laid end to end)"
+                )
+        else:
+            labels_all = np.concatenate([np.asarray(p, dtype=object) for p in per_row])
+        if pd.isna(pd.Series(labels_all, dtype=object)).any():
+            raise ValueError("groups contain missing labels; every record needs an individual")
+        codes, uniques = pd.factorize(pd.Series(labels_all, dtype=object), sort=False)
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=len(uniques))
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        row_var = np.searchsorted(ll.offsets, order, side="right") - 1
+        observed = []
+        for k in range(len(uniques)):
+            vs = np.unique(row_var[indptr[k] : indptr[k + 1]])
+            observed.append(ll.names[vs[0]] if vs.size == 1 else "*")
+        labels = np.asarray(list(uniques))
+        if labels.dtype == object:
+            try:
+                labels = labels.astype(str) if all(isinstance(u, str) for u in labels) else labels
+            except (TypeError, ValueError):  # pragma: no cover - defensive
+                pass
+        return cls(labels, indptr, order.astype(np.int64), np.array(observed, dtype=object))
+
+
+def relative_efficiency(posterior: xr.Dataset) -> float:
+    """Relative MCMC efficiency ``r_eff = mean ESS / S``, as :func:`arviz.loo` computes it.
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset
+        The posterior group.
+
+    Returns
+    -------
+    float
+    """
+    import arviz as az
+
+    n_chains = posterior.sizes.get("chain", 1)
+    if n_chains == 1:
+        return 1.0
+    n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
+    ess = az.ess(posterior, method="mean")
+    values = np.hstack([np.ravel(ess[v].values) for v in ess.data_vars])
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 1.0
+    return float(values.mean() / n_samples)
+
+
+def _check_finite(ll_rows: np.ndarray, rows: np.ndarray, labels: list[str] | None, what: str):
+    bad = ~np.isfinite(ll_rows)
+    if not bad.any():
+        return
+    r, s = np.argwhere(bad)[0]
+    kind = "NaN" if np.isnan(ll_rows[r, s]) else "infinite"
+    which = labels[rows[r]] if labels is not None else f"row {rows[r]}"
+    raise ValueError(
+        f"{what} has {int(bad.sum())} {kind if bad.sum() == 1 else 'non-finite'} value(s), "
+        f"first at record {which}, draw {s} ({kind}). The posterior draws must have a finite "
+        "likelihood for every record: check the model for records outside the support of "
+        "the likelihood, missing values in the data, or recompute the log_likelihood group."
+    )
+
+
+def iter_log_weights(
+    ll: LogLikelihood,
+    neighbours: Neighbours,
+    *,
+    reff: float = 1.0,
+    replacement: Sequence[np.ndarray] | None = None,
+    chunk_size: int | None = None,
+) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
+    """Pareto-smoothed, normalised log-weights of every neighbour, chunk by chunk.
+
+    Parameters
+    ----------
+    ll : LogLikelihood
+    neighbours : Neighbours
+    reff : float, default 1
+        Relative MCMC efficiency for the PSIS tail length.
+    replacement : sequence of ndarray, optional
+        For neighbour relation "replace": per observed variable, the ``(S, n_rows_v)``
+        log-likelihood at the replacement values. Without it, records are removed.
+    chunk_size : int, optional
+        Neighbours per chunk; by default about 32 MB of log-weights.
+
+    Yields
+    ------
+    slice
+        The neighbours in this chunk.
+    ndarray, shape (k, S)
+        Smoothed log-weights, normalised (log-sum-exp zero per row).
+    ndarray, shape (k,)
+        Pareto k-hat per neighbour; ``-inf`` where the log-weights are constant (the
+        neighbour posterior equals the full-data one).
+    """
+    n_samples = ll.n_samples
+    if chunk_size is None:
+        chunk_size = max(1, (32 * 2**20) // (8 * n_samples))
+    labels = None
+    n_nb = len(neighbours)
+    for start in range(0, n_nb, chunk_size):
+        stop = min(start + chunk_size, n_nb)
+        lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
+        rows = neighbours.rows[lo:hi]
+        base = ll.gather(rows)
+        if not np.all(np.isfinite(base)):
+            labels = labels or ll.row_labels()
+            _check_finite(base, rows, labels, "the log_likelihood group")
+        if replacement is None:
+            lw = np.negative(base, out=base)
+        else:
+            alt = ll.gather(rows, replacement)
+            if not np.all(np.isfinite(alt)):
+                labels = labels or ll.row_labels()
+                _check_finite(alt, rows, labels, "the log-likelihood at the replacement values")
+            lw = np.subtract(alt, base, out=alt)
+        if hi - lo != stop - start:
+            lw = np.add.reduceat(lw, neighbours.indptr[start:stop] - lo, axis=0)
+        constant = np.ptp(lw, axis=1) == 0
+        smoothed, khat = psislw(lw, reff, out=lw)
+        # identical posteriors (e.g. a record replaced by its own value): the weights are
+        # exactly uniform, not heavy-tailed; PSIS would report k-hat = inf for them
+        khat[constant] = -np.inf
+        yield slice(start, stop), smoothed, khat

@@ -1,0 +1,128 @@
+"""Tests of the executor layer pymc_edp._parallel.map_tasks."""
+
+import concurrent.futures as cf
+import time
+
+import pytest
+
+from pymc_edp._parallel import map_tasks, progress_bar, resolve_n_workers
+
+
+def _square(x):
+    return x * x
+
+
+def _slow_reverse(x):
+    # Later tasks finish first, so completion order differs from task order.
+    time.sleep(0.02 * (5 - x))
+    return -x
+
+
+def _boom(x):
+    if x == 3:
+        raise ValueError("task three failed")
+    return x
+
+
+def test_serial_in_order_with_callback():
+    seen = []
+    out = map_tasks(_square, range(6), progressbar=False, on_result=lambda i, r: seen.append(i))
+    assert out == [0, 1, 4, 9, 16, 25]
+    assert seen == list(range(6))
+
+
+def test_progressbar_on_runs():
+    # rich writes to the captured terminal; the result must not change.
+    assert map_tasks(_square, [1, 2], progressbar=True, description="test") == [1, 4]
+
+
+def test_progress_bar_disabled_is_silent():
+    with progress_bar(3, enabled=False) as bar:
+        bar.advance()
+
+
+def test_empty_tasks():
+    assert map_tasks(_square, [], executor=2, progressbar=False) == []
+
+
+def test_process_pool_int_and_lambda():
+    seen = {}
+    out = map_tasks(
+        lambda x: x + 1,  # closures/lambdas travel by cloudpickle
+        range(8),
+        executor=2,
+        progressbar=False,
+        on_result=lambda i, r: seen.__setitem__(i, r),
+    )
+    assert out == list(range(1, 9))
+    assert seen == {i: i + 1 for i in range(8)}
+
+
+def test_int_one_is_serial():
+    assert map_tasks(_square, [3], executor=1, progressbar=False) == [9]
+    assert resolve_n_workers(-1) >= 1
+    assert resolve_n_workers(0) == 1
+
+
+def test_given_executor_results_in_task_order():
+    order = []
+    with cf.ThreadPoolExecutor(max_workers=5) as pool:
+        out = map_tasks(
+            _slow_reverse,
+            range(5),
+            executor=pool,
+            progressbar=False,
+            on_result=lambda i, r: order.append(i),
+        )
+    assert out == [0, -1, -2, -3, -4]
+    assert sorted(order) == list(range(5))
+    assert order != list(range(5))  # reported as completed, not in task order
+
+
+def test_given_process_pool_executor():
+    with cf.ProcessPoolExecutor(max_workers=2) as pool:
+        assert map_tasks(lambda x: 2 * x, range(4), executor=pool, progressbar=False) == [
+            0,
+            2,
+            4,
+            6,
+        ]
+
+
+@pytest.mark.parametrize("executor", [None, "threads"])
+def test_errors_propagate_with_task_index(executor):
+    ctx = cf.ThreadPoolExecutor(2) if executor == "threads" else None
+    try:
+        with pytest.raises(ValueError, match="task three failed") as info:
+            map_tasks(_boom, range(6), executor=ctx, progressbar=False)
+    finally:
+        if ctx is not None:
+            ctx.shutdown()
+    assert any("task 3" in note for note in getattr(info.value, "__notes__", []))
+
+
+def test_bad_executor():
+    with pytest.raises(TypeError):
+        map_tasks(_square, [1], executor="nope", progressbar=False)
+    with pytest.raises(TypeError):
+        map_tasks(_square, [1], executor=True, progressbar=False)
+
+
+def test_dask_client():
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        seen = []
+        out = map_tasks(
+            _square,
+            range(7),
+            executor=client,
+            progressbar=False,
+            on_result=lambda i, r: seen.append((i, r)),
+        )
+    assert out == [i * i for i in range(7)]
+    assert sorted(seen) == [(i, i * i) for i in range(7)]

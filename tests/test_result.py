@@ -1,0 +1,102 @@
+import arviz as az
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+
+import pymc_edp as edp
+from pymc_edp import EDPResult
+
+
+@pytest.fixture
+def result(rng):
+    y = rng.normal(0, 1, 10)
+    mu = rng.normal(y.sum() / 11, 1 / np.sqrt(11), (2, 1000))
+    theta = mu[..., None] + rng.normal(0, 0.1, (2, 1000, 3))
+    idata = az.from_dict(
+        posterior={"mu": mu, "theta": theta},
+        log_likelihood={"y": stats.norm.logpdf(y, mu[..., None], 1)},
+        coords={"patient": [f"p{i}" for i in range(10)], "arm": ["a", "b", "c"]},
+        dims={"y": ["patient"], "theta": ["arm"]},
+    )
+    return edp.audit(idata, bins=10, method="psis", progressbar=False)
+
+
+def test_summary_and_views(result):
+    df = result.summary()
+    assert list(df.index) == ["mu", "theta[a]", "theta[b]", "theta[c]"]
+    assert list(df.columns) == ["var_name", "epsilon", "worst_neighbour", "worst_bin", "n_bins"]
+    assert df["epsilon"].max() == result.epsilon
+    assert result.epsilon_by_var["theta"] == df.loc[df.var_name == "theta", "epsilon"].max()
+    top = result.most_exposed(3)
+    assert list(top["epsilon"]) == sorted(result.pointwise["epsilon"].values)[::-1][:3]
+    assert top.index[0] == result.worst_neighbour
+    assert result.pointwise["epsilon"].sel(neighbour=result.worst_neighbour) == result.epsilon
+
+
+def test_repr_is_a_table(result):
+    text = repr(result)
+    assert "B = 10" in text
+    assert "10 neighbours (record removed)" in text
+    assert "theta[b]" in text
+    assert f"epsilon = {result.epsilon:.3f}" in text
+    assert "Pareto k diagnostic values" in text
+
+
+def assert_same(a: EDPResult, b: EDPResult):
+    assert a.epsilon == b.epsilon
+    assert a.epsilon_by_var == b.epsilon_by_var
+    assert (a.bins, a.neighbour, a.method, a.smoothing) == (
+        b.bins,
+        b.neighbour,
+        b.method,
+        b.smoothing,
+    )
+    assert (a.n_samples, a.reff, a.khat_threshold, a.warnings) == (
+        b.n_samples,
+        b.reff,
+        b.khat_threshold,
+        b.warnings,
+    )
+    xr.testing.assert_identical(a.pointwise, b.pointwise)
+    xr.testing.assert_identical(a.parameters, b.parameters)
+
+
+def test_dataset_round_trip(result):
+    back = EDPResult.from_dataset(result.to_dataset())
+    assert_same(result, back)
+    assert back.log_weights is None
+    full = EDPResult.from_dataset(result.to_dataset(include_weights=True))
+    xr.testing.assert_equal(full.log_weights, result.log_weights)
+    xr.testing.assert_equal(full.draws, result.draws)
+
+
+@pytest.mark.parametrize("engine", ["netcdf4", "h5netcdf"])
+def test_netcdf_round_trip(result, tmp_path, engine):
+    path = tmp_path / "audit.nc"
+    result.to_netcdf(path, include_weights=True, engine=engine)
+    back = EDPResult.from_netcdf(path)
+    assert_same(result, back)
+    np.testing.assert_array_equal(back.log_weights.values, result.log_weights.values)
+    assert repr(back) == repr(result)
+
+
+def test_round_trip_keeps_warnings(rng):
+    mu = rng.normal(0.0, 0.05, (2, 1000))
+    ll = stats.norm.logpdf(np.array([0.0, 8.0]), mu[..., None], 0.3)
+    with pytest.warns(edp.EDPWarning):
+        res = edp.audit(
+            az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll}), bins=5, progressbar=False
+        )
+    back = EDPResult.from_dataset(res.to_dataset())
+    assert back.warnings == res.warnings != ()
+
+
+def test_from_dataset_rejects_foreign():
+    with pytest.raises(ValueError, match="not written by EDPResult"):
+        EDPResult.from_dataset(xr.Dataset())
+
+
+def test_frozen(result):
+    with pytest.raises(AttributeError):
+        result.epsilon = 0.0

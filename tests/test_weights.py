@@ -1,0 +1,145 @@
+import arviz as az
+import numpy as np
+import pytest
+import xarray as xr
+
+from pymc_edp.weights import LogLikelihood, Neighbours, iter_log_weights, relative_efficiency
+
+
+def loglik_dataset(rng, n_chains=2, n_draws=500):
+    return xr.Dataset(
+        {
+            "y": (("chain", "draw", "obs"), rng.normal(-1, 0.3, (n_chains, n_draws, 6))),
+            "z": (("chain", "draw", "row", "col"), rng.normal(-2, 0.3, (n_chains, n_draws, 2, 3))),
+        },
+        coords={
+            "obs": list("abcdef"),
+            "row": [0, 1],
+            "col": [10, 20, 30],
+            "person": ("obs", [1, 1, 2, 2, 3, 3]),
+            "who": (("row", "col"), [[1, 2, 3], [1, 2, 3]]),
+        },
+    )
+
+
+def test_loglik_layout_and_gather(rng):
+    ds = loglik_dataset(rng)
+    ll = LogLikelihood.from_dataset(ds)
+    assert ll.names == ("y", "z")
+    assert ll.n_samples == 1000
+    assert ll.n_rows == 12
+    np.testing.assert_array_equal(ll.offsets, [0, 6, 12])
+    assert ll.row_labels()[:2] == ["y[a]", "y[b]"]
+    assert ll.row_labels()[6] == "z[0, 10]"
+    rows = np.array([7, 0, 11, 3])
+    got = ll.gather(rows)
+    want = np.stack(
+        [
+            ds["z"].values[:, :, 0, 1].ravel(),
+            ds["y"].values[:, :, 0].ravel(),
+            ds["z"].values[:, :, 1, 2].ravel(),
+            ds["y"].values[:, :, 3].ravel(),
+        ]
+    )
+    np.testing.assert_array_equal(got, want)
+    # a contiguous block is a copy, never a view of the user's data
+    block = ll.gather(np.arange(2, 4))
+    block[:] = 0.0
+    assert np.all(ds["y"].values[:, :, 2:4] != 0.0)
+
+
+def test_loglik_errors(rng):
+    ds = loglik_dataset(rng)
+    with pytest.raises(KeyError, match="not in the log_likelihood group"):
+        LogLikelihood.from_dataset(ds, ["nope"])
+    scalar = xr.Dataset({"y": (("chain", "draw"), rng.normal(size=(2, 10)))})
+    with pytest.raises(ValueError, match="does not factorise"):
+        LogLikelihood.from_dataset(scalar)
+
+
+def test_neighbours_records_labels(rng):
+    ds = loglik_dataset(rng)
+    one = LogLikelihood.from_dataset(ds, ["y"])
+    nbs = Neighbours.records(one)
+    assert list(nbs.labels) == list("abcdef")
+    both = Neighbours.records(LogLikelihood.from_dataset(ds))
+    assert both.labels[6] == "z[0, 10]"
+    assert list(both.observed[:7]) == ["y"] * 6 + ["z"]
+
+
+def test_neighbours_groups_coordinate_array_and_mapping(rng):
+    ds = loglik_dataset(rng)
+    ll = LogLikelihood.from_dataset(ds, ["y"])
+    by_coord = Neighbours.from_groups(ll, "person")
+    assert list(by_coord.labels) == [1, 2, 3]
+    np.testing.assert_array_equal(by_coord.n_rows, [2, 2, 2])
+    by_array = Neighbours.from_groups(ll, [1, 1, 2, 2, 3, 3])
+    np.testing.assert_array_equal(by_array.rows, by_coord.rows)
+    # two observed variables sharing individuals
+    both = LogLikelihood.from_dataset(ds)
+    shared = Neighbours.from_groups(
+        both, {"y": [1, 1, 2, 2, 3, 3], "z": np.array([[1, 2, 3], [1, 2, 3]])}
+    )
+    np.testing.assert_array_equal(shared.n_rows, [4, 4, 4])
+    assert set(shared.observed) == {"*"}
+    person1 = shared.rows[shared.indptr[0] : shared.indptr[1]]
+    np.testing.assert_array_equal(np.sort(person1), [0, 1, 6, 9])
+
+
+def test_neighbours_groups_errors(rng):
+    ll = LogLikelihood.from_dataset(loglik_dataset(rng), ["y"])
+    with pytest.raises(KeyError, match="not a coordinate"):
+        Neighbours.from_groups(ll, "household")
+    with pytest.raises(ValueError, match="6 records"):
+        Neighbours.from_groups(ll, [1, 2, 3])
+    with pytest.raises(ValueError, match="missing labels"):
+        Neighbours.from_groups(ll, [1, 1, 2, None, 3, 3])
+
+
+def test_log_weights_remove_matches_arviz(rng):
+    ds = loglik_dataset(rng)
+    ll = LogLikelihood.from_dataset(ds, ["y"])
+    nbs = Neighbours.records(ll)
+    chunks = list(iter_log_weights(ll, nbs, reff=0.8, chunk_size=4))
+    assert [c[0] for c in chunks] == [slice(0, 4), slice(4, 6)]
+    lw = np.concatenate([c[1] for c in chunks])
+    khat = np.concatenate([c[2] for c in chunks])
+    ref = -ds["y"].stack(__sample__=("chain", "draw")).transpose("obs", "__sample__")
+    ref_lw, ref_k = az.psislw(ref, reff=0.8)
+    np.testing.assert_allclose(lw, ref_lw.values, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(khat, ref_k.values, rtol=1e-9)
+
+
+def test_log_weights_groups_and_replacement(rng):
+    ds = loglik_dataset(rng)
+    ll = LogLikelihood.from_dataset(ds, ["y"])
+    nbs = Neighbours.from_groups(ll, "person")
+    ((_, lw, _),) = iter_log_weights(ll, nbs)
+    y = ds["y"].values.reshape(1000, 6)
+    ref, _ = az.psislw(-(y[:, 0::2] + y[:, 1::2]).T)
+    np.testing.assert_allclose(lw, ref, rtol=1e-9, atol=1e-9)
+
+    alt = rng.normal(-1, 0.3, (1000, 6))
+    ((_, lw_r, _),) = iter_log_weights(ll, Neighbours.records(ll), replacement=[alt])
+    ref_r, _ = az.psislw((alt - y).T)
+    np.testing.assert_allclose(lw_r, ref_r, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_loglik_is_an_error(rng, bad):
+    ds = loglik_dataset(rng)
+    ds["y"][0, 5, 2] = bad
+    ll = LogLikelihood.from_dataset(ds, ["y"])
+    with pytest.raises(ValueError, match=r"first at record y\[c\], draw 5"):
+        list(iter_log_weights(ll, Neighbours.records(ll)))
+
+
+def test_relative_efficiency(rng):
+    iid = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(4, 1000)))})
+    # independent draws: ESS ~ S, so r_eff ~ 1 (ESS is estimated: +-10%)
+    assert relative_efficiency(iid) == pytest.approx(1.0, abs=0.1)
+    ar = np.cumsum(rng.normal(size=(4, 1000)), axis=1) * 0.1 + rng.normal(size=(4, 1000))
+    sticky = xr.Dataset({"mu": (("chain", "draw"), ar)})
+    assert relative_efficiency(sticky) < 0.5
+    one_chain = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(1, 100)))})
+    assert relative_efficiency(one_chain) == 1.0
