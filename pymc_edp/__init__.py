@@ -9,10 +9,19 @@ from pymc_edp._compat import import_arviz
 
 import_arviz()
 
-from pymc_edp import calibration, conjugate, risk  # noqa: E402
+from pymc_edp import calibration, conjugate, query, risk  # noqa: E402
 from pymc_edp.audit import audit  # noqa: E402
 from pymc_edp.result import EDPResult, EDPWarning  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["EDPResult", "EDPWarning", "__version__", "audit", "calibration", "conjugate", "risk"]
+__all__ = [
+    "EDPResult",
+    "EDPWarning",
+    "__version__",
+    "audit",
+    "calibration",
+    "conjugate",
+    "query",
+    "risk",
+]

@@ -1,0 +1,111 @@
+"""Ready-made vectorised queries (sums and means of a column).
+
+Any callable ``query(df)`` works with :func:`pymc_edp.query.query_edp`; it is then evaluated
+once per database and individual (Algorithm 1 of Burchard, Daoud & Dotterrer 2020). A query
+that also has a method ``leave_one_out(df, id_col)`` -- returning the query on ``df`` without
+each individual's rows, as a :class:`pandas.Series` (scalar queries) or
+:class:`pandas.DataFrame` (vector queries, one row per individual) indexed by individual --
+is evaluated in one pass per database instead. The classes here implement that protocol for
+sums and means; write your own in the same way.
+
+Randomised queries take a keyword argument ``rng`` (a :class:`numpy.random.Generator`), in
+``__call__`` and, if present, in ``leave_one_out``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["LeaveOneOutQuery", "MeanQuery", "SumQuery", "mean_query", "sum_query"]
+
+
+@runtime_checkable
+class LeaveOneOutQuery(Protocol):
+    """A query that can evaluate itself without each individual in one pass."""
+
+    def __call__(self, df: pd.DataFrame):  # noqa: D102
+        ...
+
+    def leave_one_out(self, df: pd.DataFrame, id_col: str) -> pd.Series | pd.DataFrame:  # noqa: D102
+        ...
+
+
+class SumQuery:
+    """Sum of one or several columns (a vector query for several).
+
+    Parameters
+    ----------
+    columns : str or sequence of str
+        Column(s) to sum.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> q = SumQuery("usage")
+    >>> df = pd.DataFrame({"id": [1, 1, 2], "usage": [1.0, 2.0, 5.0]})
+    >>> q(df), q.leave_one_out(df, "id").to_dict()
+    (8.0, {1: 5.0, 2: 3.0})
+    """
+
+    def __init__(self, columns: str | Sequence[str]):
+        self.columns = columns
+        self._vector = not isinstance(columns, str)
+
+    def __repr__(self) -> str:
+        return f"SumQuery({self.columns!r})"
+
+    def __call__(self, df: pd.DataFrame):
+        """Query value on ``df``."""
+        if self._vector:
+            return df[list(self.columns)].sum()
+        return float(df[self.columns].sum())
+
+    def leave_one_out(self, df: pd.DataFrame, id_col: str) -> pd.Series | pd.DataFrame:
+        """Query value without each individual's rows, indexed by individual."""
+        cols = list(self.columns) if self._vector else [self.columns]
+        total = df[cols].sum()
+        per = df.groupby(id_col, sort=False)[cols].sum()
+        out = total - per
+        return out if self._vector else out[self.columns]
+
+
+class MeanQuery:
+    """Mean of a column over the rows of a database (per-row mean).
+
+    Parameters
+    ----------
+    column : str
+        Column to average.
+    """
+
+    def __init__(self, column: str):
+        self.column = column
+
+    def __repr__(self) -> str:
+        return f"MeanQuery({self.column!r})"
+
+    def __call__(self, df: pd.DataFrame) -> float:
+        """Query value on ``df``."""
+        return float(df[self.column].mean())
+
+    def leave_one_out(self, df: pd.DataFrame, id_col: str) -> pd.Series:
+        """Query value without each individual's rows, indexed by individual."""
+        col = df[self.column]
+        grouped = col.groupby(df[id_col], sort=False)
+        sums, counts = grouped.sum(), grouped.count()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (col.sum() - sums) / (col.count() - counts)
+
+
+def sum_query(columns: str | Sequence[str]) -> SumQuery:
+    """Vectorised sum of a column (or several: a vector query); see :class:`SumQuery`."""
+    return SumQuery(columns)
+
+
+def mean_query(column: str) -> MeanQuery:
+    """Vectorised mean of a column; see :class:`MeanQuery`."""
+    return MeanQuery(column)

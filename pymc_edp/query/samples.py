@@ -1,0 +1,359 @@
+"""Algorithm 1 of Burchard, Daoud & Dotterrer: the query with and without every individual.
+
+:func:`query_samples` evaluates a query on every database ``X^j`` and on every ``X^j_i``
+(database ``j`` with individual ``i``'s rows removed), serially, on a process pool or on dask
+(:func:`pymc_edp._parallel.map_tasks`), or in one pass per database for queries with a
+``leave_one_out`` method (:mod:`pymc_edp.query.queries`). The result is an
+:class:`xarray.Dataset` that the density and privacy steps consume and that round-trips to
+netCDF, so the expensive part never has to be run twice.
+
+References
+----------
+.. [1] Burchard, P., Daoud, A. and Dotterrer, D. (2020). Empirical Differential Privacy.
+   arXiv:2011.05418, Algorithm 1 and section 4.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from pymc_edp._parallel import map_tasks, resolve_n_workers
+
+__all__ = ["as_databases", "query_samples"]
+
+Databases = Mapping[Hashable, pd.DataFrame] | Sequence[pd.DataFrame] | pd.DataFrame
+
+
+def as_databases(
+    databases: Databases, *, database_col: str | None = None
+) -> tuple[list[Hashable], list[pd.DataFrame]]:
+    """Normalise the accepted inputs to ``(labels, frames)``.
+
+    Parameters
+    ----------
+    databases : mapping, sequence of DataFrames, or DataFrame
+        A mapping ``label -> DataFrame`` (labels kept, in mapping order), a sequence of
+        DataFrames (labelled ``0..n-1``), or one DataFrame split by ``database_col`` (labels
+        sorted).
+    database_col : str, optional
+        Column naming the database of each row (required for a single DataFrame).
+
+    Returns
+    -------
+    labels : list
+    frames : list of pandas.DataFrame
+    """
+    if isinstance(databases, pd.DataFrame):
+        if database_col is None:
+            raise ValueError("a single DataFrame needs database_col= to split it into databases")
+        groups = databases.groupby(database_col, sort=True)
+        labels = list(groups.groups)
+        frames = [groups.get_group(k).drop(columns=database_col) for k in labels]
+    elif isinstance(databases, Mapping):
+        labels = list(databases)
+        frames = [databases[k] for k in labels]
+    else:
+        frames = list(databases)
+        labels = list(range(len(frames)))
+    if len(frames) < 2:
+        raise ValueError("at least two databases are needed")
+    for f in frames:
+        if not isinstance(f, pd.DataFrame):
+            raise TypeError(f"databases must be pandas DataFrames, got {type(f).__name__}")
+    return labels, frames
+
+
+def _takes_rng(func: Callable) -> bool:
+    try:
+        return "rng" in inspect.signature(func).parameters
+    except (TypeError, ValueError):  # builtins, some callables
+        return False
+
+
+def _to_vector(value: Any) -> np.ndarray:
+    arr = np.asarray(value, dtype=float).ravel()
+    if arr.size == 0:
+        raise ValueError("the query returned an empty result")
+    return arr
+
+
+class _Evaluator:
+    """Picklable task runner (one database, one draw, a chunk of individuals)."""
+
+    def __init__(self, query, id_col, entropy, crn, takes_rng, loo_takes_rng, vectorised):
+        self.query = query
+        self.id_col = id_col
+        self.entropy = entropy
+        self.crn = crn
+        self.takes_rng = takes_rng
+        self.loo_takes_rng = loo_takes_rng
+        self.vectorised = vectorised
+
+    def _rng(self, j: int, k: int, i: int) -> np.random.Generator:
+        key = (j, k) if self.crn else (j, k, i)
+        return np.random.default_rng(np.random.SeedSequence(self.entropy, spawn_key=key))
+
+    def _raw(self, df, j, k, i):
+        if self.takes_rng:
+            return self.query(df, rng=self._rng(j, k, i))
+        return self.query(df)
+
+    def _call(self, df, j, k, i):
+        return _to_vector(self._raw(df, j, k, i))
+
+    def __call__(self, task):
+        j, k, df, ids, positions, with_full = task
+        full = None
+        if with_full:
+            raw = self._raw(df, j, k, 0)
+            names = list(raw.index) if isinstance(raw, pd.Series) else None
+            full = (_to_vector(raw), names)
+        if self.vectorised:
+            kwargs = {"rng": self._rng(j, k, 0)} if self.loo_takes_rng else {}
+            loo = self.query.leave_one_out(df, self.id_col, **kwargs)
+            loo = loo.reindex(ids)
+            values = np.asarray(loo, dtype=float).reshape(len(ids), -1)
+            return j, k, full, ids, values
+        ids_col = df[self.id_col].to_numpy()
+        out = []
+        for pos, i in zip(positions, ids, strict=True):
+            keep = ids_col != i
+            # Stream key 0 is the full database; individual number ``pos`` gets ``pos + 1``.
+            out.append(self._call(df.loc[keep], j, k, int(pos) + 1))
+        values = np.vstack(out) if out else np.empty((0, 0))
+        return j, k, full, ids, values
+
+
+def query_samples(
+    databases: Databases,
+    query: Callable[..., Any],
+    *,
+    id_col: str,
+    database_col: str | None = None,
+    individuals: Sequence[Hashable] | None = None,
+    n_draws: int = 1,
+    side_info: Callable[[pd.DataFrame], Any] | None = None,
+    random_seed: int | np.random.SeedSequence | None = None,
+    common_random_numbers: bool = True,
+    executor: Any = None,
+    chunk_size: int | None = None,
+    progressbar: bool = True,
+) -> xr.Dataset:
+    """Evaluate a query on every database with and without every individual (Algorithm 1).
+
+    Parameters
+    ----------
+    databases : mapping of DataFrames, sequence of DataFrames, or DataFrame
+        The sample databases ``X^1..X^n``, assumed drawn independently from one distribution
+        (see :func:`~pymc_edp.query.independence_check`). With a single DataFrame, give
+        ``database_col``.
+    query : callable
+        ``query(df)`` returning a number or a vector (array or :class:`pandas.Series`, whose
+        index names the components). A keyword argument ``rng`` makes it a randomised query
+        and receives a :class:`numpy.random.Generator`. A ``leave_one_out(df, id_col)`` method
+        (see :mod:`pymc_edp.query.queries`) switches to one vectorised pass per database.
+    id_col : str
+        Column holding the individual identifier, shared across databases.
+    database_col : str, optional
+        Column naming the database of each row, for a single DataFrame.
+    individuals : sequence, optional
+        Individuals to audit (default: every id seen in any database). An individual absent
+        from a database leaves it unchanged.
+    n_draws : int, default 1
+        Evaluations per database for randomised queries ([1]_, Definition 2).
+    side_info : callable, optional
+        Adversary knowledge ``g(df)`` evaluated on each full database ([1]_, section 4);
+        stored as ``side_info`` for :func:`~pymc_edp.query.privacy_profile` to condition on.
+    random_seed : int or SeedSequence, optional
+        Seed for randomised queries; every evaluation gets its own child stream, so results
+        do not depend on the executor.
+    common_random_numbers : bool, default True
+        Give the evaluations with and without ``i`` on the same database and draw the same
+        random stream. This leaves both distributions unchanged but couples the two samples,
+        which makes the estimated difference much less noisy.
+    executor : None, int, concurrent.futures.Executor or dask.distributed.Client
+        Where to run the query evaluations; see :func:`pymc_edp._parallel.map_tasks`.
+    chunk_size : int, optional
+        Individuals per task (default: all of a database's individuals in one task when
+        serial, about four tasks per worker otherwise).
+    progressbar : bool, default True
+
+    Returns
+    -------
+    xarray.Dataset
+        ``value`` (database, draw[, component]): ``f(X^j)``; ``value_without`` (individual,
+        database, draw[, component]): ``f(X^j_i)``; ``present`` (individual, database);
+        ``side_info`` (database) when requested.
+    """
+    labels, frames = as_databases(databases, database_col=database_col)
+    for f in frames:
+        if id_col not in f.columns:
+            raise KeyError(f"id column {id_col!r} missing from a database")
+    ids_per_db = [pd.unique(f[id_col].to_numpy()) for f in frames]
+    if individuals is None:
+        all_ids = pd.unique(np.concatenate(ids_per_db))
+        try:
+            all_ids = np.sort(all_ids)
+        except TypeError:
+            pass
+    else:
+        all_ids = np.asarray(list(individuals))
+    id_index = pd.Index(all_ids)
+    if not id_index.is_unique:
+        raise ValueError("individuals must be unique")
+    n_db, n_ind = len(frames), len(id_index)
+    present = np.zeros((n_ind, n_db), dtype=bool)
+    for j, ids in enumerate(ids_per_db):
+        loc = id_index.get_indexer(ids)
+        present[loc[loc >= 0], j] = True
+
+    takes_rng = _takes_rng(query)
+    vectorised = callable(getattr(query, "leave_one_out", None))
+    loo_takes_rng = vectorised and _takes_rng(query.leave_one_out)
+    if n_draws > 1 and not takes_rng:
+        raise ValueError("n_draws > 1 needs a randomised query (one accepting rng=)")
+    seed = random_seed if isinstance(random_seed, np.random.SeedSequence) else None
+    entropy = (seed or np.random.SeedSequence(random_seed)).entropy
+    evaluator = _Evaluator(
+        query, id_col, entropy, common_random_numbers, takes_rng, loo_takes_rng, vectorised
+    )
+
+    # Tasks: (database, draw, frame, individuals present, evaluate the full database?)
+    is_parallel = executor is not None and not (
+        isinstance(executor, int) and resolve_n_workers(executor) == 1
+    )
+    tasks = []
+    for j, f in enumerate(frames):
+        here_pos = np.flatnonzero(present[:, j])
+        here = list(id_index[here_pos])
+        for k in range(n_draws):
+            if vectorised:
+                tasks.append((j, k, f, here, here_pos, True))
+                continue
+            if chunk_size is not None:
+                size = chunk_size
+            elif is_parallel:
+                # About four tasks per worker overall (a task never spans databases).
+                workers = (
+                    resolve_n_workers(executor) if isinstance(executor, int) else os_workers()
+                )
+                size = max(1, math.ceil(len(here) * n_db * n_draws / (4 * workers)))
+            else:
+                size = max(len(here), 1)
+            starts = range(0, len(here), size) if here else [0]
+            for c, s in enumerate(starts):
+                tasks.append((j, k, f, here[s : s + size], here_pos[s : s + size], c == 0))
+
+    results = map_tasks(
+        evaluator,
+        tasks,
+        executor=executor,
+        progressbar=progressbar,
+        description="Query with/without each individual",
+    )
+
+    n_comp = None
+    value = None
+    without = None
+    names = None
+    for j, k, full_names, _ids, _vals in results:
+        if full_names is not None:
+            full, names = full_names
+            if n_comp is None:
+                n_comp = full.size
+                value = np.full((n_db, n_draws, n_comp), np.nan)
+                without = np.full((n_ind, n_db, n_draws, n_comp), np.nan)
+            if full.size != n_comp:
+                raise ValueError("the query returned results of different lengths")
+            value[j, k] = full
+    for j, k, _, ids, vals in results:
+        if len(ids):
+            if vals.shape[1] != n_comp:
+                raise ValueError("the query returned results of different lengths")
+            without[id_index.get_indexer(ids), j, k] = vals
+    # Absent individuals leave the database unchanged: the full evaluation is reused.
+    absent = ~present
+    without[absent] = value[np.nonzero(absent)[1]]
+    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(without))):
+        bad = ~np.isfinite(without).all(axis=(1, 2, 3))
+        raise ValueError(
+            "the query returned non-finite values (e.g. an empty database after removing an "
+            f"individual); offending individuals: {list(id_index[bad][:10])}"
+        )
+
+    comp_names = _component_names(names, n_comp)
+    coords = {
+        "database": _coord(labels),
+        "individual": _coord(list(id_index)),
+        "draw": np.arange(n_draws),
+    }
+    if n_comp == 1:
+        data_vars = {
+            "value": (("database", "draw"), value[..., 0]),
+            "value_without": (("individual", "database", "draw"), without[..., 0]),
+        }
+    else:
+        coords["component"] = comp_names
+        data_vars = {
+            "value": (("database", "draw", "component"), value),
+            "value_without": (("individual", "database", "draw", "component"), without),
+        }
+    data_vars["present"] = (("individual", "database"), present)
+    if side_info is not None:
+        data_vars["side_info"] = ("database", _side_values(side_info, frames))
+    ds = xr.Dataset(data_vars, coords=coords)
+    ds["value"].attrs["description"] = "query on each database, f(X^j)"
+    ds["value_without"].attrs["description"] = "query without the individual, f(X^j_i)"
+    ds.attrs.update(
+        {
+            "id_col": str(id_col),
+            "query": _query_name(query),
+            "n_draws": int(n_draws),
+            "randomised": int(takes_rng),
+            "common_random_numbers": int(common_random_numbers),
+            "vectorised": int(vectorised),
+        }
+    )
+    return ds
+
+
+def os_workers() -> int:
+    """Number of local cores (workers assumed for a user-supplied executor)."""
+    return resolve_n_workers(-1)
+
+
+def _coord(values: list) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iufb":
+        return arr
+    if arr.dtype.kind == "M":
+        return arr
+    return np.asarray([str(v) for v in values], dtype=object)
+
+
+def _component_names(names, n_comp) -> np.ndarray:
+    if names is not None and len(names) == n_comp:
+        return np.asarray([str(c) for c in names], dtype=object)
+    return np.asarray([str(i) for i in range(n_comp)], dtype=object)
+
+
+def _side_values(side_info, frames) -> np.ndarray:
+    vals = [side_info(f) for f in frames]
+    arr = np.asarray(vals)
+    if arr.ndim != 1:
+        raise ValueError("side_info must return one value (number or label) per database")
+    if arr.dtype.kind in "iufb":
+        return arr.astype(float)
+    return np.asarray([str(v) for v in vals], dtype=object)
+
+
+def _query_name(query) -> str:
+    name = getattr(query, "__name__", None)
+    return name if name is not None else repr(query)
