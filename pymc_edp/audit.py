@@ -10,12 +10,13 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp import _kernels
-from pymc_edp._progress import progress_bar
+from pymc_edp._parallel import progress_bar
 from pymc_edp._psis import khat_threshold
 from pymc_edp.result import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, EDPResult, EDPWarning
 from pymc_edp.weights import (
     LogLikelihood,
     Neighbours,
+    NonFactorisedError,
     iter_log_weights,
     posterior_matrix,
     relative_efficiency,
@@ -113,6 +114,7 @@ def audit(
     max_refits: int | None = None,
     build_model=None,
     estimator: str = "pooled",
+    sampler_kwargs: dict | None = None,
 ) -> EDPResult:
     """Audit the empirical differential privacy (B-EDP) of a posterior.
 
@@ -189,6 +191,9 @@ def audit(
         with the reweighted full-data draws by multiple importance sampling (balance
         heuristic); ``"raw"`` counts the refit draws alone (Charest & Han's procedure, biased
         upward at small draw counts).
+    sampler_kwargs : dict, optional
+        Passed to every refit's sampler (``nutpie.sample`` or ``pm.sample``), e.g.
+        ``{"target_accept": 0.95}``.
 
     Returns
     -------
@@ -250,10 +255,31 @@ def audit(
             f"{MIN_DRAWS_PER_BIN * bins} samples."
         )
 
-    ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
     if isinstance(observed, str):
         observed = [observed]
-    ll = LogLikelihood.from_dataset(ll_ds, observed)
+    factorised = True
+    try:
+        ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
+        ll = LogLikelihood.from_dataset(ll_ds, observed)
+    except (NonFactorisedError, ValueError) as err:
+        no_loglik = "no 'log_likelihood' group" in str(err)
+        if build_model is None or not (isinstance(err, NonFactorisedError) or no_loglik):
+            raise
+        # refit-only: records are the entries of each observed variable's first dimension
+        if method == "psis":
+            raise ValueError(
+                "method='psis' needs a factorised pointwise log-likelihood; with build_model= "
+                "use method='refit' (or 'auto', which then refits every neighbour)"
+            ) from err
+        if "observed_data" not in idata.groups():
+            raise ValueError(
+                "refitting through build_model needs the observed_data group to know the "
+                "records; sample with pm.sample so that it is stored"
+            ) from err
+        factorised = False
+        ll = LogLikelihood.from_observed(
+            idata["observed_data"], observed, posterior.sizes["chain"], posterior.sizes["draw"]
+        )
     if ll.n_samples != n_samples:
         raise ValueError(
             f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
@@ -271,7 +297,15 @@ def audit(
             except ValueError:
                 if neighbour == "replace":
                     raise
-    if neighbour == "replace":
+    if neighbour == "replace" and not factorised:
+        for name in ll.names:
+            candidates[name] = _candidates(replacements, name, observed_y[name])
+            if candidates[name].shape[0] != 1:
+                raise ValueError(
+                    "without a factorised likelihood the worst of several replacements "
+                    "cannot be chosen by reweighting: give one replacement per record"
+                )
+    elif neighbour == "replace":
         per_var = []
         for name in ll.names:
             candidates[name] = _candidates(replacements, name, observed_y[name])
@@ -297,8 +331,12 @@ def audit(
     store = np.empty((n_nb, n_samples)) if store_weights else None
 
     chunk = max(1, (32 * 2**20) // (8 * n_samples))
+    if not factorised:
+        replacement_sets, store = [], None
     total = len(replacement_sets) * int(np.ceil(n_nb / chunk))
-    with progress_bar(total, "EDP: reweighting neighbours", disable=not progressbar) as advance:
+    with progress_bar(
+        total if total > 1 else 0, description="EDP: reweighting neighbours", enabled=progressbar
+    ) as bar:
         for c, repl in enumerate(replacement_sets):
             for sl, lw, kh in iter_log_weights(
                 ll, nbs, reff=reff, replacement=repl or None, chunk_size=chunk
@@ -317,7 +355,7 @@ def audit(
                 worst_cand[idx] = c
                 if store is not None:
                     store[idx] = lw[better]
-                advance()
+                bar.advance()
 
     threshold = khat_threshold(n_samples)
     nb_method = np.full(n_nb, "psis", dtype=object)
@@ -325,7 +363,7 @@ def audit(
     messages: list[str] = []
     refits = None
     can_refit = model is not None or build_model is not None
-    if method == "refit":
+    if method == "refit" or not factorised:
         to_refit = np.arange(n_nb)
     elif method == "auto" and can_refit:
         to_refit = np.flatnonzero(khat > threshold)
@@ -356,18 +394,23 @@ def audit(
             observed_y=observed_y,
             candidates=candidates if neighbour == "replace" else None,
             worst_cand=worst_cand,
-            full_log_ratio=lambda k: _full_log_ratio(ll, nbs, k, replacement_sets[worst_cand[k]]),
+            full_log_ratio=lambda k: _full_log_ratio(
+                ll, nbs, k, replacement_sets[worst_cand[k]] if replacement_sets else []
+            ),
             smoothing=smoothing,
             estimator=estimator,
+            # what the refits depend on (not bins or estimator: one set of refits serves
+            # every B and both estimators)
             config=dict(
-                bins=bins,
                 neighbour=neighbour,
+                groups=None if groups is None else "given",
                 draws=draws,
                 tune=tune,
                 chains=chains,
                 random_seed=random_seed,
-                estimator=estimator,
                 engine=engine or "default",
+                builder=build_model is not None,
+                sampler_kwargs={k: repr(v) for k, v in (sampler_kwargs or {}).items()},
                 labels=[str(x) for x in nbs.labels],
                 var_names=list(names),
             ),
@@ -379,6 +422,7 @@ def audit(
             checkpoint=checkpoint,
             random_seed=random_seed,
             progressbar=progressbar,
+            sampler_kwargs=sampler_kwargs,
         )
         messages.extend(refit_messages)
         for k, est in refits.estimates.items():
@@ -387,6 +431,8 @@ def audit(
             if est is not None:
                 eps[k], argbin[k] = est
                 nb_method[k] = "refit"
+    # neighbours with neither weights nor a successful refit have no estimate
+    eps[np.isneginf(eps)] = np.nan
 
     return _assemble(
         eps=eps,
@@ -455,7 +501,9 @@ def _assemble(
     labels = _netcdf_safe(nbs.labels)
     messages = list(messages)
     par_labels = np.asarray(par_labels, dtype=str)
-    worst_par = np.argmax(eps, axis=1)
+    # NaN marks a neighbour with no estimate (no weights and a failed refit)
+    filled = np.where(np.isnan(eps), -np.inf, eps)
+    worst_par = np.argmax(filled, axis=1)
     rows = np.arange(eps.shape[0])
     pointwise = xr.Dataset(
         {
@@ -473,7 +521,7 @@ def _assemble(
     pointwise["status"] = (NEIGHBOUR_DIM, np.asarray(status, dtype=str))
     if worst_cand is not None:
         pointwise["worst_replacement"] = (NEIGHBOUR_DIM, worst_cand)
-    worst_nb = np.argmax(eps, axis=0)
+    worst_nb = np.argmax(filled, axis=0)
     cols = np.arange(eps.shape[1])
     parameters = xr.Dataset(
         {
@@ -488,7 +536,7 @@ def _assemble(
     by_var = {}
     for name in dict.fromkeys(var_of):
         sel = np.asarray(var_of) == name
-        by_var[name] = float(parameters["epsilon"].values[sel].max())
+        by_var[name] = float(np.nanmax(parameters["epsilon"].values[sel], initial=-np.inf))
 
     bad = (khat > threshold) & (nb_method == "psis")
     if bad.any():
@@ -527,7 +575,7 @@ def _assemble(
         draws, dims=(PARAMETER_DIM, SAMPLE_DIM), coords={PARAMETER_DIM: par_labels}, name="draws"
     )
     return EDPResult(
-        epsilon=float(eps.max()),
+        epsilon=float(filled.max()) if np.isfinite(filled).any() else float("nan"),
         epsilon_by_var=by_var,
         pointwise=pointwise,
         parameters=parameters,

@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from pymc_edp.weights import NonFactorisedError
+
 __all__ = [
     "NeighbourData",
     "RefitOutcome",
@@ -47,10 +49,6 @@ DW, ALT, SWITCH, POTENTIAL = "edp_dw_{}", "edp_alt_{}", "edp_v_{}", "edp_reweigh
 
 # per-process cache of compiled samplers, keyed by an engine's token (survives pickling)
 _COMPILED: dict[str, object] = {}
-
-
-class NonFactorisedError(ValueError):
-    """The likelihood does not have one term per record."""
 
 
 def refit_seed(random_seed, index: int) -> int:
@@ -160,6 +158,7 @@ class _EngineBase:
     tune: int = 1000
     chains: int = 2
     var_names: tuple = ()
+    sampler_kwargs: dict = field(default_factory=dict)
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def _finish(self, idata) -> tuple[xr.Dataset, int]:
@@ -196,6 +195,7 @@ class NutpieEngine(_EngineBase):
             chains=self.chains,
             seed=seed,
             progress_bar=False,
+            **self.sampler_kwargs,
         )
         return self._finish(idata)
 
@@ -229,6 +229,7 @@ class PymcEngine(_EngineBase):
                 random_seed=seed,
                 progressbar=False,
                 compute_convergence_checks=False,
+                **self.sampler_kwargs,
             )
         return self._finish(idata)
 
@@ -256,6 +257,7 @@ class BuilderEngine(_EngineBase):
                 nuts_sampler=self.nuts_sampler,
                 progressbar=False,
                 compute_convergence_checks=False,
+                **self.sampler_kwargs,
             )
         return self._finish(idata)
 
@@ -269,9 +271,17 @@ def make_engine(
     tune: int,
     chains: int,
     var_names,
+    sampler_kwargs: dict | None = None,
 ):
     """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides."""
     var_names = tuple(var_names)
+    common = dict(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        var_names=var_names,
+        sampler_kwargs=dict(sampler_kwargs or {}),
+    )
     if build_model is not None:
         sampler = "nutpie" if engine == "nutpie" else "pymc"
         return BuilderEngine(
@@ -292,7 +302,7 @@ def make_engine(
         except ImportError:
             engine = "pymc"
     cls = NutpieEngine if engine == "nutpie" else PymcEngine
-    return cls(draws=draws, tune=tune, chains=chains, var_names=var_names, model=model)
+    return cls(**common, model=model)
 
 
 # ------------------------------------------------------------------ running refits
@@ -642,6 +652,7 @@ def refit_neighbours(
     checkpoint,
     random_seed,
     progressbar: bool,
+    sampler_kwargs: dict | None = None,
 ) -> tuple[RefitRun, list[str]]:
     """Refit neighbours ``to_refit`` and estimate their epsilon; used by :func:`audit`."""
     from pymc_edp._pymc import ElementwiseLogLik
@@ -679,7 +690,13 @@ def refit_neighbours(
             raise ValueError(str(err)) from None
         keep = tuple(dict.fromkeys([*names, *(rv.name for rv in model.free_RVs)]))
         eng = make_engine(
-            engine, model=nb_model, draws=draws, tune=tune, chains=chains, var_names=keep
+            engine,
+            model=nb_model,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            var_names=keep,
+            sampler_kwargs=sampler_kwargs,
         )
         make_data = neighbour_data_arrays
         loglik_fns = (

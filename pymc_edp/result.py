@@ -303,3 +303,137 @@ class EDPResult:
         """
         with xr.open_dataset(path) as ds:
             return cls.from_dataset(ds.load())
+
+    # ------------------------------------------------- diagnostics (pymc_edp.diagnostics)
+    @property
+    def mcse(self) -> xr.Dataset:
+        """Monte-Carlo standard error of epsilon and of every per-record epsilon.
+
+        See :func:`pymc_edp.diagnostics.epsilon_mcse`; needs ``log_weights``.
+        """
+        from pymc_edp.diagnostics import epsilon_mcse
+
+        return epsilon_mcse(self)
+
+    def interval(self, prob: float = 0.9) -> xr.Dataset:
+        """Monte-Carlo interval of epsilon and of every per-record epsilon.
+
+        See :func:`pymc_edp.diagnostics.epsilon_interval`.
+
+        Parameters
+        ----------
+        prob : float, default 0.9
+
+        Returns
+        -------
+        xarray.Dataset
+        """
+        from pymc_edp.diagnostics import epsilon_interval
+
+        return epsilon_interval(self, prob)
+
+    @property
+    def emi(self) -> xr.Dataset:
+        """Abowd's empirical measure of imprecision; warns when epsilon is within 2 EMI of 0.
+
+        See :func:`pymc_edp.diagnostics.emi`.
+        """
+        from pymc_edp.diagnostics import emi
+
+        return emi(self)
+
+    @property
+    def empty_bins(self) -> xr.Dataset:
+        """Bins receiving no (or under one draw's) weight, per parameter, and the smoothing.
+
+        See :func:`pymc_edp.diagnostics.empty_bins`.
+        """
+        from pymc_edp.diagnostics import empty_bins
+
+        return empty_bins(self)
+
+    def smoothing_sensitivity(
+        self, smoothing: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1, 1.0)
+    ) -> xr.DataArray:
+        """Epsilon for several additive smoothing constants (warns when 0 gives infinity).
+
+        See :func:`pymc_edp.diagnostics.smoothing_sensitivity`.
+
+        Parameters
+        ----------
+        smoothing : tuple of float
+
+        Returns
+        -------
+        xarray.DataArray
+        """
+        from pymc_edp.diagnostics import smoothing_sensitivity
+
+        return smoothing_sensitivity(self, smoothing)
+
+    @property
+    def continuous_limit(self) -> xr.Dataset:
+        """The ``B -> inf`` reference: largest ``|log density ratio|`` over the draws.
+
+        See :func:`pymc_edp.diagnostics.continuous_limit`.
+        """
+        from pymc_edp.diagnostics import continuous_limit
+
+        return continuous_limit(self)
+
+    def curve(
+        self, bins: tuple[int, ...] = (5, 10, 20, 50, 100, 250), prob: float | None = 0.9
+    ) -> xr.DataArray:
+        """Epsilon over the number of bins B, from the stored weights (no refitting).
+
+        See :func:`pymc_edp.diagnostics.epsilon_curve`.
+
+        Parameters
+        ----------
+        bins : sequence of int, default (5, 10, 20, 50, 100, 250)
+        prob : float or None, default 0.9
+
+        Returns
+        -------
+        xarray.DataArray
+        """
+        from pymc_edp.diagnostics import epsilon_curve
+
+        return epsilon_curve(self, bins, prob=prob)
+
+    def delta_profile(self, epsilons, targets=None) -> xr.Dataset:
+        """Bin-free (eps, delta) profile: ``delta_i``, ``delta`` and total risk ``delta_star``.
+
+        See :func:`pymc_edp.diagnostics.delta_profile`.
+
+        Parameters
+        ----------
+        epsilons : array_like
+        targets : array_like, optional
+            Deltas for which the smallest epsilon meeting them is reported.
+
+        Returns
+        -------
+        xarray.Dataset
+        """
+        from pymc_edp.diagnostics import delta_profile
+
+        return delta_profile(self, epsilons, targets=targets)
+
+    def bin_log_ratios(self, neighbour=None) -> xr.DataArray:
+        """Bin log ratios of one neighbour (default the worst), over (parameter, bin).
+
+        See :func:`pymc_edp.diagnostics.bin_log_ratios`.
+        """
+        from pymc_edp.diagnostics import bin_log_ratios
+
+        return bin_log_ratios(self, neighbour)
+
+    def diagnose(self, prob: float = 0.9) -> str:
+        """Plain-language report of how far to trust epsilon.
+
+        See :func:`pymc_edp.diagnostics.diagnose`.
+        """
+        from pymc_edp.diagnostics import diagnose
+
+        return diagnose(self, prob)

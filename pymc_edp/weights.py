@@ -33,6 +33,7 @@ from pymc_edp._psis import psislw
 __all__ = [
     "LogLikelihood",
     "Neighbours",
+    "NonFactorisedError",
     "iter_log_weights",
     "posterior_matrix",
     "relative_efficiency",
@@ -49,6 +50,10 @@ def _element_labels(da: xr.DataArray, dims: Sequence[str]) -> list[str]:
     grids = np.meshgrid(*values, indexing="ij")
     flat = [g.ravel() for g in grids]
     return [f"{da.name}[{', '.join(str(v[k]) for v in flat)}]" for k in range(flat[0].size)]
+
+
+class NonFactorisedError(ValueError):
+    """The likelihood does not have one term per record, so records cannot be reweighted."""
 
 
 def posterior_matrix(posterior: xr.Dataset, names: Sequence[str]):
@@ -128,7 +133,7 @@ class LogLikelihood:
                 )
             rec_dims = [d for d in da.dims if d not in SAMPLE_DIMS]
             if not rec_dims:
-                raise ValueError(
+                raise NonFactorisedError(
                     f"the log-likelihood of {name!r} has a single term per draw: its likelihood "
                     "does not factorise over records (e.g. an MvNormal, GP or AR over all "
                     "records), so no record can be removed by reweighting. Either model the "
@@ -144,6 +149,34 @@ class LogLikelihood:
             raise ValueError("log_likelihood variables have different numbers of draws")
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return cls(tuple(names), tuple(arrays), offsets, ds)
+
+    @classmethod
+    def from_observed(
+        cls, observed: xr.Dataset, names: Sequence[str] | None, n_chains: int, n_draws: int
+    ) -> LogLikelihood:
+        """Record layout from ``observed_data`` when no pointwise log-likelihood exists.
+
+        Records are the entries along each variable's first dimension. The log-likelihood
+        values are zero placeholders (never materialised): only refits can be used.
+        """
+        names = list(observed.data_vars) if names is None else list(names)
+        unknown = [n for n in names if n not in observed.data_vars]
+        if unknown:
+            raise KeyError(f"observed variable(s) {unknown} not in the observed_data group")
+        data_vars, arrays = {}, []
+        for name in names:
+            da = observed[name]
+            if da.ndim == 0:
+                raise ValueError(f"observed variable {name!r} is a scalar: it has no records")
+            dim = da.dims[0]
+            n = da.sizes[dim]
+            zeros = np.broadcast_to(0.0, (n_chains, n_draws, n))
+            data_vars[name] = xr.DataArray(
+                zeros, dims=(*SAMPLE_DIMS, dim), coords={dim: da[dim].values}
+            )
+            arrays.append(np.broadcast_to(0.0, (n_chains * n_draws, n)))
+        offsets = np.concatenate([[0], np.cumsum([a.shape[1] for a in arrays])]).astype(np.int64)
+        return cls(tuple(names), tuple(arrays), offsets, xr.Dataset(data_vars))
 
     @property
     def n_samples(self) -> int:

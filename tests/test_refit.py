@@ -1,0 +1,320 @@
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_edp as edp
+from pymc_edp import conjugate, refit
+
+SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
+REFIT_KW = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 7, "progressbar": False}
+
+
+def sample(model, draws, chains=4, seed=1, **kw):
+    with model:
+        return pm.sample(
+            draws,
+            tune=1000,
+            chains=chains,
+            cores=min(chains, 2),
+            random_seed=seed,
+            idata_kwargs={"log_likelihood": True},
+            **SAMPLE_KW,
+            **kw,
+        )
+
+
+# ------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def normal30():
+    rng = np.random.default_rng(30)
+    sigma, mu0, sigma0 = np.sqrt(5.0), 10.0, np.sqrt(3.0)
+    y = rng.normal(10.0, sigma, 30)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", mu0, sigma0)
+        pm.Normal("y", mu, sigma, observed=y)
+    return sample(model, 2500), model, (y, sigma, mu0, sigma0)
+
+
+@pytest.fixture(scope="module")
+def normal30_refits(tmp_path_factory):
+    """One set of refits (a checkpoint) serves every B and both estimators."""
+    return tmp_path_factory.mktemp("nn30")
+
+
+# ------------------------------------------------------------------- accuracy
+@pytest.mark.slow
+@pytest.mark.parametrize("bins", [5, 10, 20])
+def test_normal_normal_refit_within_5_percent(normal30, normal30_refits, bins):
+    idata, model, (y, sigma, mu0, sigma0) = normal30
+    exact = conjugate.normal_normal_edp(y, sigma, mu0, sigma0, bins)
+    res = edp.audit(
+        idata, model, bins=bins, method="refit", checkpoint=normal30_refits, **REFIT_KW
+    )
+    raw = edp.audit(
+        idata,
+        model,
+        bins=bins,
+        method="refit",
+        estimator="raw",
+        checkpoint=normal30_refits,
+        **REFIT_KW,
+    )
+    assert set(res.pointwise["method"].values) == {"refit"}
+    assert len(res.refits) == 30
+    assert res.epsilon == pytest.approx(exact, rel=0.05)
+    # Charest & Han's procedure on the same refit draws: biased upward (their Tables 3-4);
+    # the pooled estimator removes most of it
+    assert raw.epsilon > exact
+    assert abs(res.epsilon - exact) < 0.5 * abs(raw.epsilon - exact)
+    # the refit posteriors are the exact neighbour posteriors
+    worst = res.worst_neighbour
+    post = res.refits[worst].posterior["mu"].values
+    mean, sd = conjugate.normal_normal_posterior(np.delete(y, worst), sigma, mu0, sigma0)
+    assert post.mean() == pytest.approx(mean, abs=4 * sd / np.sqrt(500))
+    assert post.std() == pytest.approx(sd, rel=0.1)
+
+
+@pytest.fixture(scope="module")
+def bernoulli_table2():
+    y = np.array([1, 0, 0, 0, 0])
+    with pm.Model() as model:
+        p = pm.Beta("p", 0.5, 0.5)
+        pm.Bernoulli("y", p, observed=y)
+    return sample(model, 2500, seed=5), model
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bins", [5, 10, 20])
+def test_bernoulli_replace_refit(bernoulli_table2, bins, tmp_path_factory):
+    idata, model = bernoulli_table2
+    res = edp.audit(
+        idata,
+        model,
+        bins=bins,
+        method="refit",
+        neighbour="replace",
+        checkpoint=tmp_path_factory.getbasetemp() / "bb",
+        **REFIT_KW,
+    )
+    exact = conjugate.beta_binomial_edp(5, 1, 0.5, 0.5, bins, neighbour="replace")
+    assert res.epsilon == pytest.approx(exact, rel=0.05)
+    assert set(res.pointwise["method"].values) == {"refit"}
+
+
+# ------------------------------------------------------- auto refits the bad k-hat
+@pytest.fixture(scope="module")
+def outlier_model():
+    """Normal mean with one gross outlier: removing it moves the posterior by ~4 sd."""
+    rng = np.random.default_rng(3)
+    y = np.append(rng.normal(0.0, 1.0, 19), 9.0)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+    return sample(model, 1000, chains=2), model, y
+
+
+@pytest.mark.slow
+def test_auto_refits_the_extreme_record(outlier_model):
+    idata, model, y = outlier_model
+    with pytest.warns(edp.EDPWarning, match="k-hat above"):
+        psis = edp.audit(idata, model, bins=10, method="psis", progressbar=False)
+    assert psis.pointwise["pareto_k"].values[-1] > psis.khat_threshold
+    auto = edp.audit(idata, model, bins=10, method="auto", **REFIT_KW)
+    full = edp.audit(idata, model, bins=10, method="refit", **REFIT_KW)
+    methods = auto.pointwise["method"].values
+    assert methods[-1] == "refit"
+    assert np.all(methods[:-1] == "psis")
+    assert auto.warnings == ()
+    # same seed per neighbour: auto's refit of the outlier is refit's refit of it
+    assert auto.pointwise["epsilon"].values[-1] == full.pointwise["epsilon"].values[-1]
+    exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 10.0, 10, pointwise=True)
+    # 2,000 full-data draws: ~5% MC error at this epsilon
+    assert auto.pointwise["epsilon"].values[-1] == pytest.approx(exact[-1], rel=0.1)
+    assert auto.epsilon == pytest.approx(exact.max(), rel=0.1)
+
+
+def test_max_refits_leaves_the_rest_flagged(outlier_model):
+    idata, model, _ = outlier_model
+    with pytest.warns(edp.EDPWarning) as record:
+        res = edp.audit(idata, model, bins=10, method="refit", max_refits=0, **REFIT_KW)
+    assert set(res.pointwise["method"].values) == {"psis"}
+    messages = [str(w.message) for w in record]
+    # the outlier stays flagged, and the budget names what it left to reweighting
+    assert any("k-hat above" in m for m in messages)
+    assert any(m.startswith("max_refits=0: 20 neighbour(s) left to reweighting") for m in messages)
+    assert res.warnings == tuple(messages)
+
+
+# --------------------------------------------------------- groups and several obs
+@pytest.mark.slow
+def test_hierarchical_leave_one_group_out():
+    rng = np.random.default_rng(8)
+    groups = np.repeat(np.arange(5), 6)
+    y = rng.normal(rng.normal(0, 1, 5)[groups], 1.0)
+    coords = {"school": ["a", "b", "c", "d", "e"], "obs": np.arange(30)}
+    with pm.Model(coords=coords) as model:
+        mu = pm.Normal("mu", 0, 2)
+        tau = pm.HalfNormal("tau", 1)
+        z = pm.Normal("z", 0, 1, dims="school")
+        theta = pm.Deterministic("theta", mu + tau * z, dims="school")
+        pm.Normal("y", theta[groups], 1.0, observed=y, dims="obs")
+    idata = sample(model, 1000, chains=2, target_accept=0.9)
+    idata.log_likelihood = idata.log_likelihood.assign_coords(
+        pupil_school=("obs", np.array(coords["school"])[groups])
+    )
+    res = edp.audit(
+        idata,
+        model,
+        var_names="mu",
+        bins=5,
+        method="refit",
+        groups="pupil_school",
+        sampler_kwargs={"target_accept": 0.99},
+        **REFIT_KW,
+    )
+    assert list(res.pointwise["neighbour"].values) == coords["school"]
+    np.testing.assert_array_equal(res.pointwise["n_rows"], 6)
+    assert set(res.pointwise["method"].values) == {"refit"}
+    assert np.all(np.isfinite(res.pointwise["epsilon"]))
+    # the refit of school "a" is the model without any of its pupils
+    post = res.refits["a"].posterior
+    assert {"mu", "tau", "z"} <= set(post.data_vars)
+
+
+@pytest.mark.slow
+def test_two_observed_variables_sharing_individuals():
+    rng = np.random.default_rng(9)
+    person1 = np.repeat(np.arange(6), 2)
+    y1 = rng.normal(1.0, 1.0, 12)
+    y2 = rng.normal(2.0, 1.0, 6)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 3)
+        b = pm.Normal("b", 0, 3)
+        pm.Normal("y1", a, 1.0, observed=y1)
+        pm.Normal("y2", a + b, 1.0, observed=y2)
+    idata = sample(model, 1000, chains=2)
+    groups = {"y1": person1, "y2": np.arange(6)}
+    res = edp.audit(idata, model, bins=5, method="refit", groups=groups, **REFIT_KW)
+    assert res.n_neighbours == 6
+    np.testing.assert_array_equal(res.pointwise["n_rows"], 3)
+    assert set(res.pointwise["observed"].values) == {"*"}
+    # person 0 removed: a's posterior is conjugate in y1[2:] and y2[1:] - b (b integrated):
+    # check against the PSIS estimate, which is reliable here (all k-hat good)
+    psis = edp.audit(idata, model, bins=5, method="psis", groups=groups, progressbar=False)
+    np.testing.assert_allclose(
+        res.pointwise["epsilon"], psis.pointwise["epsilon"], rtol=0.25, atol=0.03
+    )
+
+
+# ------------------------------------------------------------- resumable refits
+def test_interrupted_audit_resumes(outlier_model, tmp_path, monkeypatch):
+    idata, model, _ = outlier_model
+    reference = edp.audit(idata, model, bins=5, method="refit", **REFIT_KW)
+    engine_cls = refit.NutpieEngine
+    original = engine_cls.sample
+    calls = {"n": 0}
+
+    def flaky(self, data, seed):
+        calls["n"] += 1
+        if calls["n"] == 8:
+            raise KeyboardInterrupt("simulated kill after 7 refits")
+        return original(self, data, seed)
+
+    monkeypatch.setattr(engine_cls, "sample", flaky)
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **REFIT_KW)
+    assert len(list(ckpt.glob("refit_*.nc"))) == 7
+    calls["n"] = 100  # no more interruptions; count the refits of the rerun
+    res = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **REFIT_KW)
+    assert calls["n"] - 100 == 20 - 7
+    np.testing.assert_array_equal(res.pointwise["epsilon"], reference.pointwise["epsilon"])
+    # a different configuration is refused rather than mixed in
+    with pytest.raises(ValueError, match="different audit"):
+        edp.audit(
+            idata, model, bins=5, method="refit", checkpoint=ckpt, **{**REFIT_KW, "draws": 500}
+        )
+
+
+def test_failed_refit_is_recorded(outlier_model, monkeypatch):
+    idata, model, _ = outlier_model
+    original = refit.NutpieEngine.sample
+
+    def broken(self, data, seed):
+        if data["edp_dw_y"][3] == -1:
+            raise RuntimeError("sampler exploded")
+        return original(self, data, seed)
+
+    monkeypatch.setattr(refit.NutpieEngine, "sample", broken)
+    with pytest.warns(edp.EDPWarning, match="1 refit.s. failed"):
+        res = edp.audit(idata, model, bins=5, method="refit", **REFIT_KW)
+    assert res.pointwise["method"].values[3] == "psis"
+    assert res.pointwise["status"].values[3] == "error: RuntimeError: sampler exploded"
+    assert res.refits.status.loc[3, "status"] == "error"
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:max_refits=3:pymc_edp.EDPWarning")
+def test_pymc_engine_and_dask_give_the_same_result(outlier_model):
+    distributed = pytest.importorskip("distributed")
+    idata, model, _ = outlier_model
+    kw = {**REFIT_KW, "max_refits": 3}
+    serial = edp.audit(idata, model, bins=5, method="refit", **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dask's own start-up chatter
+        cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        dist = edp.audit(idata, model, bins=5, method="refit", executor=client, **kw)
+    finally:
+        client.close()
+        cluster.close()
+    np.testing.assert_array_equal(dist.pointwise["epsilon"], serial.pointwise["epsilon"])
+    pymc_engine = edp.audit(idata, model, bins=5, method="refit", engine="pymc", **kw)
+    # a different sampler: equal within Monte-Carlo error
+    np.testing.assert_allclose(
+        pymc_engine.pointwise["epsilon"], serial.pointwise["epsilon"], rtol=0.15
+    )
+
+
+# ----------------------------------------------------------------- build_model path
+def test_neighbour_model_refuses_non_factorised():
+    with pm.Model() as model:
+        m = pm.Normal("m", 0, 1)
+        pm.MvNormal("y", m * np.ones(4), np.eye(4) + 0.5, observed=np.zeros(4))
+    with pytest.raises(refit.NonFactorisedError, match="build_model"):
+        refit.neighbour_model(model)
+
+
+@pytest.mark.slow
+def test_build_model_refits_a_non_factorised_model():
+    rng = np.random.default_rng(4)
+    y = rng.normal(1.0, 1.0, 8)
+
+    def build_model(data):
+        n = len(data["y"])
+        with pm.Model() as m:
+            mu = pm.Normal("mu", 0, 3)
+            pm.MvNormal("y", mu * np.ones(n), np.eye(n), observed=data["y"])
+        return m
+
+    model = build_model({"y": y})
+    with model:
+        idata = pm.sample(1000, tune=500, chains=2, random_seed=2, **SAMPLE_KW)
+    with pytest.raises(ValueError, match="method='psis' needs a factorised"):
+        edp.audit(idata, bins=5, method="psis", build_model=build_model, progressbar=False)
+    with pytest.warns(edp.EDPWarning, match="raw estimator"):
+        res = edp.audit(idata, bins=5, method="auto", build_model=build_model, **REFIT_KW)
+    assert res.n_neighbours == 8
+    assert set(res.pointwise["method"].values) == {"refit"}
+    # MvNormal with identity covariance is the Normal-Normal model in disguise
+    exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 3.0, 5)
+    assert res.epsilon == pytest.approx(exact, rel=0.5)  # raw estimator, 2,000 draws
+
+
+def test_refit_seed_is_order_free():
+    assert refit.refit_seed(1, 5) == refit.refit_seed(1, 5)
+    assert refit.refit_seed(1, 5) != refit.refit_seed(1, 6)
+    assert refit.refit_seed(None, 5) == refit.refit_seed(0, 5)
