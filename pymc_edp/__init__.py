@@ -9,19 +9,23 @@ from pymc_edp._compat import import_arviz
 
 import_arviz()
 
-from pymc_edp import calibration, conjugate, query, risk  # noqa: E402
+from pymc_edp import calibration, conjugate, query, risk, tuning  # noqa: E402
 from pymc_edp.audit import audit  # noqa: E402
 from pymc_edp.result import EDPResult, EDPWarning  # noqa: E402
+from pymc_edp.tuning import PriorTuningResult, tune_prior  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "EDPResult",
     "EDPWarning",
+    "PriorTuningResult",
     "__version__",
     "audit",
     "calibration",
     "conjugate",
     "query",
     "risk",
+    "tune_prior",
+    "tuning",
 ]
