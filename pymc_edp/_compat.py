@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 ARVIZ_TRAP_HELP = (
-    "`import arviz` failed inside matplotlib ({err}). This is the known clash between "
-    "ArviZ 0.23, the `arviz-plots` package (pulled in by bambi, for example) and "
-    "matplotlib >= 3.11. Fix it with ONE of:\n"
-    "    pip uninstall arviz-plots          # if you do not need it\n"
-    '    pip install "matplotlib<3.11"      # keep arviz-plots\n'
+    "`import arviz` failed ({err}). This is the known clash between ArviZ 0.23, which "
+    "imports the `arviz-plots` package when it is installed (bambi pulls it in, for "
+    "example), and matplotlib >= 3.11, where arviz-plots' start-up code fails. Fix it with "
+    "ONE of:\n"
+    '    pip install "matplotlib<3.11"      # keeps arviz-plots; the fix for bambi users\n'
+    "    pip uninstall arviz-plots          # only if nothing you use needs it (bambi does)\n"
     "See the troubleshooting section of the pymc_edp README."
 )
 

@@ -90,29 +90,35 @@ def neighbour_model(model, observed=None):
         weight vector would switch (an MvNormal over all records, a GP, an AR series).
     """
     import pymc as pm
+    import pytensor
     import pytensor.tensor as pt
     from pymc.model.fgraph import clone_model
 
     clone = clone_model(model)
+    point = clone.initial_point()
     terms = []
     with clone:
         for rv in _observed_rvs(clone, observed):
             value = clone.rvs_to_values[rv]
             data = np.asarray(value.data if hasattr(value, "data") else value.get_value())
-            logp = pm.logp(rv, value)
-            n_terms = logp.type.ndim
-            if n_terms == 0:
+            # the model's own elementwise logp, in value space (pm.logp(rv, value) would
+            # leave cloned random variables behind for e.g. pm.Censored)
+            (logp,) = clone.logp(vars=[rv], sum=False)
+            if logp.type.ndim == 0:
                 raise NonFactorisedError(
                     f"the log-likelihood of {rv.name!r} is a single term (its distribution "
                     "couples all records, e.g. an MvNormal, GP or AR over the data), so a "
                     "record cannot be switched off by a weight. Pass build_model=, a function "
                     "that builds the model from each neighbour's data."
                 )
-            shape = tuple(logp.shape.eval()) if logp.type.ndim else ()
+            shape = np.shape(
+                clone.compile_fn(logp, inputs=clone.value_vars, on_unused_input="ignore")(point)
+            )
             dw = pm.Data(DW.format(rv.name), np.zeros(shape))
             alt = pm.Data(ALT.format(rv.name), data.copy())
             v = pm.Data(SWITCH.format(rv.name), np.zeros(shape))
-            terms.append(pt.sum(dw * logp) + pt.sum(v * pm.logp(rv, alt)))
+            (alt_logp,) = pytensor.clone_replace([logp], replace={value: alt})
+            terms.append(pt.sum(dw * logp) + pt.sum(v * alt_logp))
         pm.Potential(POTENTIAL, pt.add(*terms) if len(terms) > 1 else terms[0])
     return clone
 
@@ -607,12 +613,9 @@ def _estimate(
             mass_nb[p, : bins_obj.n_bins[p]] = (
                 np.bincount(idx_refit[p], minlength=bins_obj.n_bins[p]) / n_pseudo
             )
-        full = _kernels.smoothed_log_probabilities(
-            mass_full, bins_obj.n_bins, bins_obj.n_samples, smoothing
+        return _kernels.epsilon_from_masses(
+            mass_nb, mass_full, bins_obj.n_bins, n_pseudo, smoothing, bins_obj.n_samples
         )
-        neigh = _kernels.smoothed_log_probabilities(mass_nb, bins_obj.n_bins, n_pseudo, smoothing)
-        diff = np.where(np.isnan(full), -np.inf, np.abs(neigh - full))
-        return diff.max(axis=-1), diff.argmax(axis=-1)
     lw_full, lw_nb, _ = _kernels.pooled_log_weights(lr_full, lr_refit)
     idx = np.concatenate([bins_obj.index, idx_refit], axis=1)
     w_full, w_nb = np.exp(lw_full), np.exp(lw_nb)

@@ -318,3 +318,26 @@ def test_refit_seed_is_order_free():
     assert refit.refit_seed(1, 5) == refit.refit_seed(1, 5)
     assert refit.refit_seed(1, 5) != refit.refit_seed(1, 6)
     assert refit.refit_seed(None, 5) == refit.refit_seed(0, 5)
+
+
+def test_neighbour_model_censored_likelihood():
+    """pm.Censored (the demo's survival model) refits without stray random variables."""
+    from pymc_edp.datasets import heart_transplant_model, load_heart_transplant
+
+    df = load_heart_transplant().iloc[:12]
+    model = heart_transplant_model(df)
+    nb = refit.neighbour_model(model)
+    (obs,) = model.observed_RVs
+    dw = np.zeros(12)
+    dw[3] = -1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "RandomVariables were found in the derived graph"
+        logp = nb.compile_logp()
+        point = nb.initial_point()
+        full = logp(point)
+        with nb:
+            pm.set_data({f"edp_dw_{obs.name}": dw})
+        removed = logp(point)
+    # removing record 3 subtracts exactly its log-likelihood term
+    terms = model.compile_fn(model.logp(vars=[obs], sum=False)[0])(model.initial_point())
+    assert full - removed == pytest.approx(terms[3], rel=1e-10)
