@@ -9,7 +9,7 @@ from pymc_edp._compat import import_arviz
 
 import_arviz()
 
-from pymc_edp import calibration, conjugate, query, risk, tuning  # noqa: E402
+from pymc_edp import calibration, conjugate, diagnostics, plots, query, refit, risk, tuning  # noqa: E402
 from pymc_edp.audit import audit  # noqa: E402
 from pymc_edp.result import EDPResult, EDPWarning  # noqa: E402
 from pymc_edp.tuning import PriorTuningResult, tune_prior  # noqa: E402
@@ -24,7 +24,10 @@ __all__ = [
     "audit",
     "calibration",
     "conjugate",
+    "diagnostics",
+    "plots",
     "query",
+    "refit",
     "risk",
     "tune_prior",
     "tuning",

@@ -344,13 +344,16 @@ def epsilon_from_masses(
     n_bins: np.ndarray,
     n_pseudo: float,
     smoothing: float = 0.01,
+    n_pseudo_full: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Epsilon and its bin from two sets of bin probabilities ``(..., n_parameters, max_bins)``.
 
-    Both are smoothed with :func:`smoothed_log_probabilities` against ``n_pseudo`` draws.
+    Both are smoothed with :func:`smoothed_log_probabilities`, the neighbour's against
+    ``n_pseudo`` draws and the full-data one against ``n_pseudo_full`` (default the same).
     """
+    n_pseudo_full = n_pseudo if n_pseudo_full is None else n_pseudo_full
     neigh = smoothed_log_probabilities(mass_neighbour, n_bins, n_pseudo, smoothing)
-    full = smoothed_log_probabilities(mass_full, n_bins, n_pseudo, smoothing)
+    full = smoothed_log_probabilities(mass_full, n_bins, n_pseudo_full, smoothing)
     diff = np.where(np.isnan(full), -np.inf, np.abs(neigh - full))
     return diff.max(axis=-1), diff.argmax(axis=-1)
 
@@ -637,13 +640,31 @@ def hockey_stick_delta(
     .. [1] Burchard, P., Daoud, A. and Dotterrer, D. "Empirical Differential Privacy."
        arXiv:2001.09190, 2020 (Theorem 1).
     """
-    lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
-    n, n_samples = lw.shape
     epsilons = np.atleast_1d(np.asarray(epsilons, dtype=float))
     if np.any(epsilons < 0) or not np.all(np.isfinite(epsilons)):
         raise ValueError("epsilons must be finite and non-negative")
+    prepared = hockey_stick_prepare(log_weights, log_weights_reference)
+    return _hockey_stick_kernel(*prepared, epsilons)
+
+
+def hockey_stick_prepare(
+    log_weights: np.ndarray, log_weights_reference: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted log density ratios and cumulative weights for :func:`hockey_stick_delta`.
+
+    Evaluate many epsilons later with ``hockey_stick_from_prepared(prepared, epsilons)``
+    without sorting again.
+
+    Returns
+    -------
+    wq_cum, wp_cum : ndarray, shape (n, S + 1)
+        Cumulative neighbour and reference weights in the order of the ratio.
+    log_t_sorted : ndarray, shape (n, S)
+    """
     from scipy.special import logsumexp
 
+    lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
+    n, n_samples = lw.shape
     log_q = lw - logsumexp(lw, axis=1, keepdims=True)
     if log_weights_reference is None:
         log_p = np.full_like(log_q, -np.log(n_samples))
@@ -654,13 +675,14 @@ def hockey_stick_delta(
         log_t = log_q - log_p
     log_t = np.where(np.isnan(log_t), -np.inf, log_t)  # both weights zero: no mass
     order = np.argsort(log_t, axis=1, kind="stable")
-    log_t_sorted = np.take_along_axis(log_t, order, axis=1)
+    log_t_sorted = np.ascontiguousarray(np.take_along_axis(log_t, order, axis=1))
     zero = np.zeros((n, 1))
     wq_cum = np.concatenate([zero, np.cumsum(np.exp(np.take_along_axis(log_q, order, 1)), 1)], 1)
     wp_cum = np.concatenate([zero, np.cumsum(np.exp(np.take_along_axis(log_p, order, 1)), 1)], 1)
-    return _hockey_stick_kernel(
-        wq_cum,
-        wp_cum,
-        np.ascontiguousarray(log_t_sorted),
-        epsilons,
-    )
+    return wq_cum, wp_cum, log_t_sorted
+
+
+def hockey_stick_from_prepared(prepared: tuple, epsilons: np.ndarray) -> np.ndarray:
+    """:func:`hockey_stick_delta` from the output of :func:`hockey_stick_prepare`."""
+    epsilons = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    return _hockey_stick_kernel(*prepared, epsilons)

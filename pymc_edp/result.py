@@ -437,3 +437,33 @@ class EDPResult:
         from pymc_edp.diagnostics import diagnose
 
         return diagnose(self, prob)
+
+    def plot_curve(self, **kwargs):
+        """Epsilon against B with error bars; see :func:`pymc_edp.plots.plot_epsilon_curve`."""
+        from pymc_edp.plots import plot_epsilon_curve
+
+        return plot_epsilon_curve(self, **kwargs)
+
+    def plot_intervals(self, **kwargs):
+        """Per-record epsilon with intervals; see :func:`pymc_edp.plots.plot_epsilon_intervals`."""
+        from pymc_edp.plots import plot_epsilon_intervals
+
+        return plot_epsilon_intervals(self, **kwargs)
+
+    def plot_bin_log_ratios(self, neighbour=None, **kwargs):
+        """Bin log-ratio heatmap; see :func:`pymc_edp.plots.plot_bin_log_ratios`."""
+        from pymc_edp.plots import plot_bin_log_ratios
+
+        return plot_bin_log_ratios(self, neighbour, **kwargs)
+
+    def plot_neighbour_posterior(self, neighbour=None, parameter=None, **kwargs):
+        """Full vs neighbour posterior; see :func:`pymc_edp.plots.plot_neighbour_posterior`."""
+        from pymc_edp.plots import plot_neighbour_posterior
+
+        return plot_neighbour_posterior(self, neighbour, parameter, **kwargs)
+
+    def plot_delta_profile(self, epsilons=None, **kwargs):
+        """(eps, delta) and delta* curves; see :func:`pymc_edp.plots.plot_delta_profile`."""
+        from pymc_edp.plots import plot_delta_profile
+
+        return plot_delta_profile(self, epsilons, **kwargs)

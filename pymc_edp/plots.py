@@ -1,0 +1,685 @@
+"""Plots of EDP audit results (matplotlib, in the look of ArviZ's default style).
+
+matplotlib is an optional dependency: install it with ``pip install "pymc-edp[plots]"``.
+Every function takes ``ax=None`` (a new figure is made when it is None) and returns the axes.
+ArviZ itself is not imported here, so plotting does not depend on ArviZ's matplotlib backend.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["ARVIZ_COLORS", "KHAT_COLORS", "khat_class", "plot_pointwise_epsilon"]
+
+#: The colour cycle of ArviZ's default styles (``arviz-whitegrid`` / ``arviz-darkgrid``).
+ARVIZ_COLORS = (
+    "#2a2eec",
+    "#fa7c17",
+    "#328c06",
+    "#c10c90",
+    "#933708",
+    "#65e5f3",
+    "#e6e135",
+    "#1ccd6a",
+    "#bd8ad5",
+    "#b16b57",
+)
+
+#: Colour of each Pareto k-hat class, from the ArviZ cycle.
+KHAT_COLORS = {"good": ARVIZ_COLORS[0], "ok": ARVIZ_COLORS[1], "bad": ARVIZ_COLORS[3]}
+
+_KHAT_OK_LOWER = 0.5
+
+
+def _require_matplotlib():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "pymc_edp's plots need matplotlib, an optional dependency. Install it with "
+            '`pip install "pymc-edp[plots]"` (or `pip install matplotlib`).'
+        ) from err
+    return plt
+
+
+def khat_class(pareto_k: Any, threshold: float) -> np.ndarray:
+    """Classify Pareto k-hat values as ``"good"``, ``"ok"`` or ``"bad"``.
+
+    ``good``: ``k <= min(0.5, threshold)``; ``ok``: up to ``threshold``; ``bad``: above
+    ``threshold`` (and non-finite values). ``threshold`` is the sample-size-dependent limit
+    of Vehtari et al. (2024), ``min(1 - 1 / log10(S), 0.7)``, stored on an audit result as
+    ``khat_threshold``; estimates above it are unreliable.
+
+    Parameters
+    ----------
+    pareto_k : array_like
+        k-hat values.
+    threshold : float
+        Reliability threshold.
+
+    Returns
+    -------
+    numpy.ndarray of str
+        Class of each value, same shape as ``pareto_k``.
+    """
+    k = np.asarray(pareto_k, dtype=float)
+    good = np.isfinite(k) & (k <= min(_KHAT_OK_LOWER, threshold))
+    ok = np.isfinite(k) & ~good & (k <= threshold)
+    return np.where(good, "good", np.where(ok, "ok", "bad"))
+
+
+def _style_axes(ax) -> None:
+    """ArviZ-like cosmetics: light grid behind the data, light frame, no tick marks."""
+    ax.set_axisbelow(True)
+    ax.grid(True, color="0.88", linewidth=0.8)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_color("0.75")
+    ax.tick_params(length=0, colors="0.15")
+
+
+def _reduce_to_neighbours(da, dim: str) -> np.ndarray:
+    extra = [d for d in da.dims if d != dim]
+    if extra:
+        da = da.max(dim=extra)
+    return np.asarray(da.values, dtype=float)
+
+
+def _reduce_method(da, dim: str) -> np.ndarray:
+    if da.dims != (dim,):
+        return np.full(da.sizes.get(dim, 0), "", dtype=object)
+    return np.asarray(da.values).astype(str)
+
+
+def plot_pointwise_epsilon(
+    result: Any,
+    *,
+    ax: Axes | None = None,
+    labels: int = 5,
+    dim: str = "neighbour",
+    xlabel: str | None = None,
+    title: bool | str = True,
+    figsize: tuple[float, float] | None = None,
+    legend: bool = True,
+    scatter_kwargs: dict[str, Any] | None = None,
+) -> Axes:
+    """Plot the epsilon of every neighbour (record) of an audit, coloured by Pareto k-hat.
+
+    Each point is one neighbour dataset (one removed record, or one removed individual): x is
+    its position in the data, y its epsilon (maximum over parameters and bins). Points are
+    coloured by the k-hat class of its importance weights (good / ok / bad against the
+    result's ``khat_threshold``): a *bad* point's epsilon rests on unreliable weights, unless
+    it was refitted (ringed, when ``pointwise["method"]`` says ``"refit"``). The
+    ``labels`` most exposed records are annotated with their coordinate value (e.g. the
+    patient id), and a dashed line marks the overall epsilon.
+
+    Parameters
+    ----------
+    result : EDPResult
+        An audit result: needs ``pointwise`` (an :class:`xarray.Dataset` over ``dim`` with
+        ``"epsilon"`` and, optionally, ``"pareto_k"`` and ``"method"``) and
+        ``khat_threshold``.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure is created when None.
+    labels : int, default 5
+        Number of highest-epsilon records to annotate (0 for none).
+    dim : str, default "neighbour"
+        The neighbour dimension of ``result.pointwise``.
+    xlabel : str, optional
+        x-axis label. By default the x axis shows the coordinate values of ``dim`` when they
+        are numeric and increasing (e.g. patient ids), else the record positions.
+    title : bool or str, default True
+        True for an automatic title with epsilon and the number of bins, a string for a
+        custom one, False for none.
+    figsize : tuple of float, optional
+        Figure size when a new figure is created; default ``(9, 4.2)``.
+    legend : bool, default True
+        Draw the k-hat legend.
+    scatter_kwargs : dict, optional
+        Extra keyword arguments for :meth:`~matplotlib.axes.Axes.scatter`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+
+    Raises
+    ------
+    ImportError
+        If matplotlib is not installed (it is the ``plots`` extra).
+    """
+    plt = _require_matplotlib()
+
+    pointwise = result.pointwise
+    if "epsilon" not in pointwise:
+        raise KeyError("result.pointwise has no 'epsilon' variable")
+    eps_da = pointwise["epsilon"]
+    if dim not in eps_da.dims:
+        raise ValueError(
+            f"result.pointwise['epsilon'] has dims {eps_da.dims}; no neighbour dim {dim!r}"
+        )
+    eps = _reduce_to_neighbours(eps_da, dim)
+    names = np.asarray(pointwise[dim].values) if dim in pointwise.coords else np.arange(eps.size)
+    threshold = float(getattr(result, "khat_threshold", 0.7))
+    if "pareto_k" in pointwise:
+        khat = _reduce_to_neighbours(pointwise["pareto_k"], dim)
+        classes = khat_class(khat, threshold)
+    else:
+        classes = None
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize or (9.0, 4.2), layout="constrained")
+    _style_axes(ax)
+
+    # numeric, increasing labels (e.g. patient ids 1..n) serve as x; otherwise positions
+    numeric = names.dtype.kind in "iuf" and names.size == eps.size
+    if numeric and (names.size < 2 or np.all(np.diff(names.astype(float)) > 0)):
+        x = names.astype(float)
+        default_xlabel = f"{dim} ({eps.size} records)"
+    else:
+        x = np.arange(eps.size, dtype=float)
+        default_xlabel = f"record position ({eps.size} {dim}s)"
+    kwargs = {"s": 28, "linewidths": 0.6, "edgecolors": "white", "zorder": 3}
+    kwargs.update(scatter_kwargs or {})
+    if classes is None:
+        ax.scatter(x, eps, color=ARVIZ_COLORS[0], **kwargs)
+    else:
+        bounds = {
+            "good": f"k ≤ {min(_KHAT_OK_LOWER, threshold):.2f}",
+            "ok": f"{min(_KHAT_OK_LOWER, threshold):.2f} < k ≤ {threshold:.2f}",
+            "bad": f"k > {threshold:.2f}",
+        }
+        for cls in ("good", "ok", "bad"):
+            sel = classes == cls
+            ax.scatter(
+                x[sel],
+                eps[sel],
+                color=KHAT_COLORS[cls],
+                label=f"{cls} ({bounds[cls]}): {int(sel.sum())}",
+                **kwargs,
+            )
+
+    if "method" in pointwise:
+        refitted = _reduce_method(pointwise["method"], dim) == "refit"
+        if refitted.any():
+            ax.scatter(
+                x[refitted],
+                eps[refitted],
+                s=kwargs["s"] * 3,
+                facecolors="none",
+                edgecolors="0.15",
+                linewidths=0.9,
+                zorder=4,
+                label=f"refitted: {int(refitted.sum())}",
+            )
+
+    finite = np.isfinite(eps)
+    if finite.any():
+        overall = float(np.nanmax(eps))
+        ax.axhline(overall, color="0.45", linestyle="--", linewidth=0.9, zorder=2)
+    else:
+        overall = float("nan")
+
+    n_labels = min(int(labels), int(finite.sum()))
+    if n_labels > 0:
+        order = np.argsort(-np.where(finite, eps, -np.inf), kind="stable")[:n_labels]
+        x_right = x.min() + 0.9 * (x.max() - x.min()) if x.size else 0.0
+        for i in order:
+            dx = -5 if x.size > 1 and x[i] > x_right else 5
+            ax.annotate(
+                str(names[i]),
+                xy=(x[i], eps[i]),
+                xytext=(dx, 4),
+                textcoords="offset points",
+                ha="left" if dx > 0 else "right",
+                va="bottom",
+                fontsize=9,
+                color="0.15",
+                zorder=4,
+            )
+        ax.margins(y=0.12)
+
+    if x.size:
+        pad = 0.02 * (x.max() - x.min()) + 0.5
+        ax.set_xlim(x.min() - pad, x.max() + pad)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(xlabel if xlabel is not None else default_xlabel)
+    ax.set_ylabel("ε of neighbour")
+    if title:
+        if isinstance(title, str):
+            ax.set_title(title)
+        else:
+            bins = getattr(result, "bins", None)
+            text = f"Per-record ε (max {overall:.3g}"
+            text += f", B = {bins})" if bins is not None else ")"
+            ax.set_title(text)
+    if legend and classes is not None:
+        ax.legend(
+            title="Pareto k-hat",
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+            fontsize=8,
+            title_fontsize=8,
+            alignment="left",
+        )
+    return ax
+
+
+# ------------------------------------------------------------------- diagnostics plots
+def _coordinate_positions(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values)
+    if values.dtype.kind in "iuf" and np.all(np.diff(values.astype(float)) > 0):
+        return values.astype(float)
+    return np.arange(values.size, dtype=float)
+
+
+def plot_epsilon_curve(
+    result: Any,
+    *,
+    bins: Any = (5, 10, 20, 50, 100, 250),
+    prob: float | None = 0.9,
+    exact: Any = None,
+    ax: Axes | None = None,
+    figsize: tuple[float, float] | None = None,
+) -> Axes:
+    """Plot epsilon against the number of bins B, with Monte-Carlo error bars.
+
+    The curve comes from the audit's stored importance weights (no refitting,
+    :func:`pymc_edp.diagnostics.epsilon_curve`); error bars are its ``prob`` intervals. The
+    ``B -> inf`` reference (largest ``|log density ratio|`` over the draws) is a dashed line,
+    labelled as diverging when it grows with the number of draws.
+
+    Parameters
+    ----------
+    result : EDPResult or xarray.DataArray
+        An audit result (with weights), or a curve from ``result.curve()``.
+    bins : sequence of int, default (5, 10, 20, 50, 100, 250)
+        Used when ``result`` is an audit result.
+    prob : float or None, default 0.9
+    exact : mapping or array_like, optional
+        Exact epsilon per B (e.g. from :mod:`pymc_edp.conjugate`), drawn as crosses.
+    ax : matplotlib.axes.Axes, optional
+    figsize : tuple of float, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    References
+    ----------
+    .. [1] Charest, A.-S. and Han, Y. (2017), sec. 3.3 (epsilon depends on B).
+    """
+    plt = _require_matplotlib()
+    import xarray as xr
+
+    if isinstance(result, xr.DataArray):
+        curve = result
+    else:
+        from pymc_edp.diagnostics import epsilon_curve
+
+        curve = epsilon_curve(result, bins, prob=prob)
+    b = np.asarray(curve["bins"].values, dtype=float)
+    eps = np.asarray(curve.values, dtype=float)
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize or (6.4, 4.0), layout="constrained")
+    _style_axes(ax)
+    if "lower" in curve.coords and np.isfinite(curve["lower"].values).any():
+        lo, hi = curve["lower"].values, curve["upper"].values
+        yerr = np.vstack([eps - lo, hi - eps])
+        p = curve.attrs.get("prob", prob)
+        label = f"ε (B), {100 * float(p):.0f}% Monte-Carlo interval"
+    else:
+        yerr, label = None, "ε (B)"
+    ax.errorbar(
+        b,
+        eps,
+        yerr=yerr,
+        color=ARVIZ_COLORS[0],
+        marker="o",
+        ms=5,
+        capsize=3,
+        lw=1.4,
+        label=label,
+        zorder=3,
+    )
+    if exact is not None:
+        ex = (
+            np.array([exact[int(v)] for v in b])
+            if isinstance(exact, dict)
+            else np.asarray(exact, dtype=float)
+        )
+        ax.scatter(b, ex, marker="x", s=40, color=ARVIZ_COLORS[1], label="exact", zorder=4)
+    lim = curve.attrs.get("continuous_limit")
+    if lim is not None and np.isfinite(lim):
+        div = curve.attrs.get("continuous_limit_diverges", False)
+        text = f"B → ∞ reference: {lim:.3g}" + (" (diverges with S)" if div else "")
+        ax.axhline(lim, color="0.45", ls="--", lw=0.9, label=text, zorder=2)
+    ax.set_xscale("log")
+    ax.set_xticks(b)
+    ax.set_xticklabels([str(int(v)) for v in b])
+    ax.minorticks_off()
+    ax.set_xlabel("number of bins B")
+    ax.set_ylabel("ε")
+    top = np.nanmax(np.concatenate([eps, [lim if lim is not None else 0.0]]))
+    ax.set_ylim(0, 1.1 * top if np.isfinite(top) and top > 0 else None)
+    ax.set_title("B-EDP ε against the number of bins")
+    ax.legend(fontsize=8, loc="best")
+    return ax
+
+
+def plot_epsilon_intervals(
+    result: Any,
+    *,
+    prob: float = 0.9,
+    labels: int = 5,
+    ax: Axes | None = None,
+    figsize: tuple[float, float] | None = None,
+) -> Axes:
+    """Per-record epsilon with its Monte-Carlo interval, coloured by Pareto k-hat.
+
+    Each neighbour is a point at its epsilon with a vertical ``prob`` interval
+    (:func:`pymc_edp.diagnostics.epsilon_interval`), coloured by its k-hat class; the
+    ``labels`` most exposed records are annotated with their coordinate value, and the
+    overall epsilon's interval is shaded.
+
+    Parameters
+    ----------
+    result : EDPResult
+    prob : float, default 0.9
+    labels : int, default 5
+    ax : matplotlib.axes.Axes, optional
+    figsize : tuple of float, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    plt = _require_matplotlib()
+    from pymc_edp.diagnostics import epsilon_interval
+
+    iv = epsilon_interval(result, prob)
+    names = np.asarray(iv["neighbour"].values)
+    x = _coordinate_positions(names)
+    est = iv["estimate_i"].values
+    lo = iv["epsilon_i"].sel(interval="lower").values
+    hi = iv["epsilon_i"].sel(interval="upper").values
+    threshold = float(getattr(result, "khat_threshold", 0.7))
+    classes = khat_class(result.pointwise["pareto_k"].values, threshold)
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize or (8.0, 4.2), layout="constrained")
+    _style_axes(ax)
+    glo, ghi = iv["epsilon"].values
+    ax.axhspan(
+        glo,
+        ghi,
+        color="0.85",
+        alpha=0.6,
+        lw=0,
+        zorder=1,
+        label=f"ε, {100 * prob:.0f}% interval [{glo:.3g}, {ghi:.3g}]",
+    )
+    for cls in ("good", "ok", "bad"):
+        sel = classes == cls
+        if not sel.any():
+            continue
+        ax.vlines(x[sel], lo[sel], hi[sel], color=KHAT_COLORS[cls], lw=1.0, alpha=0.7, zorder=2)
+        ax.scatter(
+            x[sel],
+            est[sel],
+            color=KHAT_COLORS[cls],
+            s=18,
+            zorder=3,
+            label=f"k-hat {cls}: {int(sel.sum())}",
+        )
+    order = np.argsort(-np.nan_to_num(est, nan=-np.inf), kind="stable")[: max(int(labels), 0)]
+    for rank, i in enumerate(order):
+        dx = 6 if rank % 2 == 0 else -6
+        ax.annotate(
+            str(names[i]),
+            xy=(x[i], hi[i]),
+            xytext=(dx, 3),
+            textcoords="offset points",
+            ha="left" if dx > 0 else "right",
+            va="bottom",
+            fontsize=9,
+            color="0.15",
+        )
+    ax.set_ylim(bottom=0)
+    ax.margins(y=0.12)
+    ax.set_xlabel(f"record ({names.size} neighbours)")
+    ax.set_ylabel("ε of neighbour")
+    ax.set_title(f"Per-record ε with {100 * prob:.0f}% Monte-Carlo intervals (B = {result.bins})")
+    ax.legend(fontsize=8, loc="best")
+    return ax
+
+
+def plot_bin_log_ratios(
+    result: Any,
+    neighbour: Any = None,
+    *,
+    ax: Axes | None = None,
+    figsize: tuple[float, float] | None = None,
+    cmap: str = "RdBu_r",
+) -> Axes:
+    """Heatmap of the bin log ratios ``log P_i(b) - log P(b)`` of one neighbour.
+
+    Rows are the audited parameters, columns the equal-probability bins of each one's
+    full-data posterior; the colour scale is symmetric about 0 and the cell that sets the
+    neighbour's epsilon is outlined.
+
+    Parameters
+    ----------
+    result : EDPResult
+    neighbour : optional
+        Coordinate value; default the neighbour attaining epsilon.
+    ax : matplotlib.axes.Axes, optional
+    figsize : tuple of float, optional
+    cmap : str, default "RdBu_r"
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    plt = _require_matplotlib()
+    from matplotlib.patches import Rectangle
+
+    from pymc_edp.diagnostics import bin_log_ratios
+
+    lr = bin_log_ratios(result, neighbour)
+    values = np.asarray(lr.values, dtype=float)
+    n_par, n_bins = values.shape
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize or (7.0, 1.6 + 0.35 * n_par), layout="constrained")
+    vmax = float(np.nanmax(np.abs(values))) or 1.0
+    im = ax.imshow(
+        np.ma.masked_invalid(values),
+        aspect="auto",
+        cmap=cmap,
+        vmin=-vmax,
+        vmax=vmax,
+        interpolation="nearest",
+    )
+    p, j = np.unravel_index(np.nanargmax(np.abs(values)), values.shape)
+    ax.add_patch(Rectangle((j - 0.5, p - 0.5), 1, 1, fill=False, ec="0.1", lw=1.6))
+    ax.set_yticks(np.arange(n_par))
+    ax.set_yticklabels([str(v) for v in lr["parameter"].values])
+    step = max(1, n_bins // 10)
+    ax.set_xticks(np.arange(0, n_bins, step))
+    ax.set_xlabel("bin of the full-data posterior (equal probability)")
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    cbar = ax.figure.colorbar(im, ax=ax, pad=0.02)
+    cbar.set_label("log ratio")
+    cbar.outline.set_visible(False)
+    ax.set_title(
+        f"Bin log ratios of neighbour {lr.attrs['neighbour']} "
+        f"(max |·| = {abs(values[p, j]):.3g}, B = {lr.attrs['bins']})"
+    )
+    return ax
+
+
+def plot_neighbour_posterior(
+    result: Any,
+    neighbour: Any = None,
+    parameter: Any = None,
+    *,
+    ax: Axes | None = None,
+    figsize: tuple[float, float] | None = None,
+    n_hist: int = 60,
+) -> Axes:
+    """Overlay the full-data posterior and one neighbour's (reweighted) posterior.
+
+    Both are histograms of the full-data draws, the neighbour's weighted by its normalised
+    importance weights; the audit's bin edges are drawn as faint vertical lines.
+
+    Parameters
+    ----------
+    result : EDPResult
+    neighbour : optional
+        Coordinate value; default the neighbour attaining epsilon.
+    parameter : str, optional
+        Parameter label; default the one that sets this neighbour's epsilon.
+    ax : matplotlib.axes.Axes, optional
+    figsize : tuple of float, optional
+    n_hist : int, default 60
+        Histogram bins (display only).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    plt = _require_matplotlib()
+    from pymc_edp import _kernels
+
+    if result.log_weights is None or result.draws is None:
+        raise ValueError("this plot needs the audit's log_weights and draws (store_weights=True)")
+    pw = result.pointwise
+    if neighbour is None:
+        neighbour = result.worst_neighbour
+    labels = pw["neighbour"].values
+    hits = np.flatnonzero(labels == neighbour)
+    if hits.size == 0:
+        raise KeyError(f"no neighbour {neighbour!r}")
+    i = int(hits[0])
+    if parameter is None:
+        parameter = str(pw["worst_parameter"].values[i])
+    draws = np.asarray(result.draws.sel(parameter=parameter).values, dtype=float)
+    w = _kernels.normalised_weights(result.log_weights.values[i])[0]
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize or (6.4, 4.0), layout="constrained")
+    _style_axes(ax)
+    edges = np.linspace(draws.min(), draws.max(), n_hist + 1)
+    ax.hist(
+        draws,
+        bins=edges,
+        density=True,
+        histtype="stepfilled",
+        color=ARVIZ_COLORS[0],
+        alpha=0.25,
+        label="full data D",
+    )
+    ax.hist(draws, bins=edges, density=True, histtype="step", color=ARVIZ_COLORS[0], lw=1.2)
+    ax.hist(
+        draws,
+        bins=edges,
+        weights=w,
+        density=True,
+        histtype="step",
+        color=ARVIZ_COLORS[1],
+        lw=1.6,
+        label=f"neighbour {neighbour} (reweighted)",
+    )
+    cut = _kernels.quantile_bins(draws[None], int(result.bins)).edges[0]
+    for c in cut[np.isfinite(cut)]:
+        ax.axvline(c, color="0.7", lw=0.5, zorder=0)
+    eps_i = float(pw["epsilon"].values[i])
+    ax.set_xlabel(parameter)
+    ax.set_ylabel("posterior density")
+    ax.set_title(f"Full vs neighbour posterior (ε = {eps_i:.3g}, B = {result.bins})")
+    ax.legend(fontsize=8, loc="best")
+    return ax
+
+
+def plot_delta_profile(
+    result: Any,
+    epsilons: Any = None,
+    *,
+    ax: Axes | None = None,
+    figsize: tuple[float, float] | None = None,
+    logy: bool = True,
+) -> Axes:
+    """Plot the bin-free (ε, δ) profile δ(ε) = max_i δ_i(ε) and the total risk δ*(ε).
+
+    Parameters
+    ----------
+    result : EDPResult or xarray.Dataset
+        An audit result (with weights), or a profile from ``result.delta_profile()``.
+    epsilons : array_like, optional
+        Grid for an audit result; default 200 points up to 1.5 times its epsilon.
+    ax : matplotlib.axes.Axes, optional
+    figsize : tuple of float, optional
+    logy : bool, default True
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    References
+    ----------
+    .. [1] Burchard, P., Daoud, A. and Dotterrer, D. (2020), Theorem 1, Definition 3.
+    """
+    plt = _require_matplotlib()
+    import xarray as xr
+
+    audit_eps = None
+    if isinstance(result, xr.Dataset):
+        prof = result
+    else:
+        from pymc_edp.diagnostics import delta_profile
+
+        audit_eps = float(result.epsilon)
+        if epsilons is None:
+            epsilons = np.linspace(0, 1.5 * audit_eps, 200)
+        prof = delta_profile(result, epsilons)
+    e = prof["epsilon"].values
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize or (6.4, 4.0), layout="constrained")
+    _style_axes(ax)
+    d, ds = prof["delta"].values, prof["delta_star"].values
+    ax.plot(e, d, color=ARVIZ_COLORS[0], lw=1.6, label="δ(ε) = max_i δ_i(ε)")
+    ax.plot(e, ds, color=ARVIZ_COLORS[3], lw=1.6, ls="-.", label="total risk δ*(ε)")
+    if audit_eps is not None:
+        ax.axvline(
+            audit_eps,
+            color="0.45",
+            ls="--",
+            lw=0.9,
+            label=f"B-EDP ε = {audit_eps:.3g} (B = {result.bins})",
+        )
+    if logy:
+        positive = np.concatenate([d[d > 0], ds[ds > 0]])
+        if positive.size:
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=max(positive.min(), 1e-6) / 2, top=min(1.0, positive.max() * 2))
+    ax.set_xlabel("ε")
+    ax.set_ylabel("δ")
+    ax.set_title("Bin-free (ε, δ) profile")
+    ax.legend(fontsize=8, loc="best")
+    return ax
+
+
+__all__ += [  # the diagnostics plots, appended
+    "plot_bin_log_ratios",
+    "plot_delta_profile",
+    "plot_epsilon_curve",
+    "plot_epsilon_intervals",
+    "plot_neighbour_posterior",
+]

@@ -1,0 +1,240 @@
+import re
+
+import numpy as np
+import pytest
+
+from pymc_edp import cli
+from pymc_edp.datasets import heart_transplant_model, load_heart_transplant
+from pymc_edp.result import EDPResult
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+DEMO_OPTIONS = (
+    "--bins",
+    "--draws",
+    "--tune",
+    "--chains",
+    "--seed",
+    "--method",
+    "--sampler",
+    "--top",
+    "--output",
+    "--no-plot",
+    "--no-progress",
+)
+
+
+def _top_rows(out: str, k: int) -> list[list[str]]:
+    """The k data rows of the "most exposed patients" table."""
+    lines = out.splitlines()
+    (start,) = [i for i, line in enumerate(lines) if "most exposed patients" in line]
+    header = lines[start + 1].split()
+    assert header[:7] == [
+        "patient",
+        "epsilon",
+        "pareto_k",
+        "worst_parameter",
+        "age",
+        "survival_days",
+        "censored",
+    ]
+    return [lines[start + 2 + j].split() for j in range(k)]
+
+
+def _check_top_rows(rows, res: EDPResult) -> None:
+    df = load_heart_transplant().set_index("patient")
+    eps = res.pointwise["epsilon"]
+    expected_ids = eps["neighbour"].values[np.argsort(-eps.values, kind="stable")[: len(rows)]]
+    assert [int(r[0]) for r in rows] == [int(i) for i in expected_ids]
+    for row in rows:
+        pid = int(row[0])
+        assert float(row[1]) == pytest.approx(float(eps.sel(neighbour=pid)), abs=5e-4)
+        k = float(res.pointwise["pareto_k"].sel(neighbour=pid))
+        assert float(row[2]) == pytest.approx(k, abs=5e-4)
+        assert row[3] in ("intercept", "beta_age", "alpha")
+        assert float(row[4]) == pytest.approx(df.loc[pid, "age"])
+        assert int(row[5]) == df.loc[pid, "survival"]
+        assert row[6] == ("yes" if df.loc[pid, "censored"] == 1 else "no")
+
+
+def _check_reading(out: str, res: EDPResult) -> None:
+    match = re.search(
+        r"Reading: removing patient (\d+) \(age [\d.]+, (died after|censored at) \d+ days\) "
+        r".* bins of (\w+) by a factor of up to e\^([\d.]+) = ([\d.]+) "
+        r"\(90% Monte-Carlo interval of epsilon: \[([\d.]+), ([\d.]+)\]\)\.",
+        out,
+    )
+    assert match, out
+    assert int(match[1]) == res.worst_neighbour
+    assert match[3] == str(
+        res.pointwise["worst_parameter"].sel(neighbour=res.worst_neighbour).values
+    )
+    assert float(match[4]) == pytest.approx(res.epsilon, abs=5e-4)
+    assert float(match[6]) <= float(match[4]) <= float(match[7])
+
+
+# ---------------------------------------------------------------- parser, no sampling
+def test_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["demo", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for option in DEMO_OPTIONS:
+        assert option in out
+    assert "heart_transplant_edp.nc" in out and "heart_transplant_epsilon.png" in out
+    assert "(default: 20)" in out  # --bins
+
+
+def test_top_level_help_and_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--help"])
+    assert exc.value.code == 0
+    assert "demo" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0
+    assert re.search(r"pymc-edp \d+\.\d+", capsys.readouterr().out)
+
+
+def test_no_command_prints_usage(capsys):
+    assert cli.main([]) == 2
+    assert "usage: pymc-edp" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--bins", "0"],
+        ["demo", "--draws", "ten"],
+        ["demo", "--method", "exact"],
+        ["demo", "--neighbour", "replace"],
+    ],
+)
+def test_bad_arguments_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    assert "error" in capsys.readouterr().err
+
+
+# ----------------------------------------------- demo with a stand-in fit (no MCMC)
+@pytest.fixture(scope="module")
+def quick_fit():
+    """The demo model with posterior-like draws (normal approximation), no sampling."""
+    import arviz as az
+    import pymc as pm
+
+    rng = np.random.default_rng(7)
+    model = heart_transplant_model()
+    shape = (2, 300)
+    posterior = {
+        "intercept": rng.normal(0.55, 0.28, shape),
+        "beta_age": rng.normal(-0.84, 0.32, shape),
+        "alpha": np.exp(rng.normal(-0.56, 0.125, shape)),
+    }
+    idata = az.from_dict(posterior=posterior)
+    pm.compute_log_likelihood(idata, model=model, progressbar=False)
+    return model, idata
+
+
+@pytest.fixture
+def stub_fit(quick_fit, monkeypatch):
+    calls = []
+
+    def fake_fit(df=None, **kwargs):
+        calls.append(kwargs)
+        return quick_fit[0], quick_fit[1], "nutpie"
+
+    monkeypatch.setattr(cli, "fit_demo_model", fake_fit)
+    return calls
+
+
+def test_demo_flow_with_stub_fit(stub_fit, tmp_path, capsys):
+    out_dir = tmp_path / "new" / "dir"
+    argv = ["demo", "--method", "psis", "--no-progress", "--output", str(out_dir)]
+    argv += ["--draws", "300", "--seed", "3", "--bins", "10", "--top", "3"]
+    assert cli.main(argv) == 0
+    (kwargs,) = stub_fit
+    assert kwargs == {
+        "draws": 300,
+        "tune": None,
+        "chains": 2,
+        "random_seed": 3,
+        "sampler": "auto",
+        "progressbar": False,
+    }
+    out = capsys.readouterr().out
+    assert "69 patients (45 deaths, 24 censored)" in out
+    assert "Empirical DP audit (B-EDP, B = 10, psis)" in out
+    res = EDPResult.from_netcdf(out_dir / cli.RESULT_FILENAME)
+    assert res.bins == 10 and res.n_neighbours == 69
+    assert f"epsilon = {res.epsilon:.3f}" in out
+    assert "The 3 most exposed patients" in out
+    _check_reading(out, res)
+    _check_top_rows(_top_rows(out, 3), res)
+    assert (out_dir / cli.FIGURE_FILENAME).read_bytes()[:8] == PNG_MAGIC
+    assert str((out_dir / cli.FIGURE_FILENAME).resolve()) in out
+
+
+def test_demo_no_plot(stub_fit, tmp_path, capsys):
+    argv = ["demo", "--method", "psis", "--no-plot", "--no-progress", "--output", str(tmp_path)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / cli.RESULT_FILENAME).is_file()
+    assert not (tmp_path / cli.FIGURE_FILENAME).exists()
+    assert "figure" not in out.split("Wrote:")[1]
+
+
+def test_demo_without_matplotlib(stub_fit, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "_matplotlib_available", lambda: False)
+    argv = ["demo", "--method", "psis", "--no-progress", "--output", str(tmp_path)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "matplotlib is not installed" in out and "pymc-edp[plots]" in out
+    assert not (tmp_path / cli.FIGURE_FILENAME).exists()
+
+
+# ---------------------------------------------------------------- end to end
+@pytest.mark.slow
+def test_demo_end_to_end(tmp_path, capsys):
+    argv = ["demo", "--draws", "200", "--no-progress", "--output", str(tmp_path)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+
+    assert re.search(r"Sampled with (nutpie|pymc): 2 chains x 200 draws \(200 tuning\)", out)
+    assert "Empirical DP audit (B-EDP, B = 20, auto)" in out
+    assert "69 neighbours (record removed), 400 posterior draws" in out
+    for name in ("intercept", "beta_age", "alpha"):
+        assert re.search(rf"^{name}\s+\d+\.\d{{3}}\s+\d+", out, flags=re.MULTILINE)
+    assert "Pareto k diagnostic values:" in out
+
+    res = EDPResult.from_netcdf(tmp_path / cli.RESULT_FILENAME)
+    assert res.n_neighbours == 69
+    np.testing.assert_array_equal(res.pointwise["neighbour"].values, np.arange(1, 70))
+    assert f"epsilon = {res.epsilon:.3f}" in out
+    assert 0 < res.epsilon < 10
+    assert "The 5 most exposed patients" in out
+    _check_reading(out, res)
+    _check_top_rows(_top_rows(out, 5), res)
+
+    png = tmp_path / cli.FIGURE_FILENAME
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert png.stat().st_size > 10_000
+    assert "Wrote:" in out and str(png.resolve()) in out
+
+
+def test_fit_demo_model_rejects_unknown_sampler():
+    with pytest.raises(ValueError, match="sampler"):
+        cli.fit_demo_model(sampler="stan")
+
+
+@pytest.mark.slow
+def test_fit_demo_model_with_pymc_sampler():
+    _, idata, sampler = cli.fit_demo_model(
+        draws=100, tune=100, chains=2, random_seed=1, sampler="pymc", progressbar=False
+    )
+    assert sampler == "pymc"
+    ll = idata.log_likelihood["survival"]
+    assert dict(ll.sizes) == {"chain": 2, "draw": 100, "patient": 69}
+    np.testing.assert_array_equal(ll["patient"].values, np.arange(1, 70))
+    assert np.isfinite(ll.values).all()
+    assert -2.0 < float(idata.posterior["beta_age"].mean()) < 0.0
