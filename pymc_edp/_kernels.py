@@ -686,3 +686,59 @@ def hockey_stick_from_prepared(prepared: tuple, epsilons: np.ndarray) -> np.ndar
     """:func:`hockey_stick_delta` from the output of :func:`hockey_stick_prepare`."""
     epsilons = np.atleast_1d(np.asarray(epsilons, dtype=float))
     return _hockey_stick_kernel(*prepared, epsilons)
+
+
+def refit_epsilon(
+    refit_draws: np.ndarray,
+    bins: Bins,
+    smoothing: float = 0.01,
+    log_ratio_full: np.ndarray | None = None,
+    log_ratio_refit: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-parameter epsilon of one refitted neighbour, and the bin that attains it.
+
+    Without log likelihood ratios this is Charest & Han's estimator: the refit draws counted
+    in the full-data bins, against the full-data counts. With them, the pooled estimator:
+    both posteriors' bin masses from the pooled full-data and refit draws, weighted by
+    :func:`pooled_log_weights`, so that their Monte-Carlo errors cancel in the log ratio.
+
+    Parameters
+    ----------
+    refit_draws : ndarray, shape (n_parameters, S2)
+    bins : Bins
+        Cut from the full-data draws (``S1`` of them).
+    smoothing : float, default 0.01
+    log_ratio_full, log_ratio_refit : ndarray, optional
+        ``log r`` at the full-data (S1) and refit (S2) draws.
+
+    Returns
+    -------
+    eps : ndarray, shape (n_parameters,)
+    argbin : ndarray, shape (n_parameters,)
+    """
+    idx_refit = assign_bins(refit_draws, bins)
+    n_par, max_bins = bins.counts.shape
+    mass_nb = np.zeros((n_par, max_bins))
+    if log_ratio_refit is None:
+        n_pseudo = refit_draws.shape[1]
+        for p in range(n_par):
+            mass_nb[p, : bins.n_bins[p]] = (
+                np.bincount(idx_refit[p], minlength=bins.n_bins[p]) / n_pseudo
+            )
+        return epsilon_from_masses(
+            mass_nb,
+            bins.counts / bins.n_samples,
+            bins.n_bins,
+            n_pseudo,
+            smoothing,
+            bins.n_samples,
+        )
+    lw_full, lw_nb, _ = pooled_log_weights(log_ratio_full, log_ratio_refit)
+    idx = np.concatenate([bins.index, idx_refit], axis=1)
+    w_full, w_nb = np.exp(lw_full), np.exp(lw_nb)
+    mass_full = np.zeros((n_par, max_bins))
+    for p in range(n_par):
+        nb_p = bins.n_bins[p]
+        mass_nb[p, :nb_p] = np.bincount(idx[p], weights=w_nb, minlength=nb_p)
+        mass_full[p, :nb_p] = np.bincount(idx[p], weights=w_full, minlength=nb_p)
+    return epsilon_from_masses(mass_nb, mass_full, bins.n_bins, idx.shape[1], smoothing)

@@ -327,6 +327,7 @@ def audit(
     eps = np.full((n_nb, n_par), -np.inf)
     argbin = np.zeros((n_nb, n_par), dtype=np.int64)
     khat = np.full(n_nb, np.nan)
+    eps_unsmoothed = np.full(n_nb, -np.inf)  # to say when smoothing moves epsilon
     worst_cand = np.zeros(n_nb, dtype=np.int64)
     store = np.empty((n_nb, n_samples)) if store_weights else None
 
@@ -342,6 +343,9 @@ def audit(
                 ll, nbs, reff=reff, replacement=repl or None, chunk_size=chunk
             ):
                 e, b = _kernels.epsilon_from_log_weights(lw, bins_obj, smoothing)
+                if smoothing > 0:
+                    e0, _ = _kernels.epsilon_from_log_weights(lw, bins_obj, 0.0)
+                    eps_unsmoothed[sl] = np.fmax(eps_unsmoothed[sl], e0.max(axis=1))
                 cur = eps[sl]
                 # the neighbour's worst candidate (kept for its weights and label) ...
                 better = e.max(axis=1) > cur.max(axis=1)
@@ -431,6 +435,23 @@ def audit(
             if est is not None:
                 eps[k], argbin[k] = est
                 nb_method[k] = "refit"
+    psis_rows = nb_method == "psis"
+    if smoothing > 0 and factorised and psis_rows.any():
+        smoothed_max = float(np.max(eps[psis_rows]))
+        raw_max = float(np.max(eps_unsmoothed[psis_rows]))
+        if np.isinf(raw_max):
+            messages.append(
+                f"some bins receive no weight at all under a neighbour: without smoothing "
+                f"epsilon would be infinite; smoothing={smoothing:g} gives {smoothed_max:.3f}, "
+                "a value set by the smoothing constant (Charest & Han sec. 4)"
+            )
+        elif abs(raw_max - smoothed_max) > 0.05 * raw_max:
+            messages.append(
+                f"smoothing={smoothing:g} changes the reweighted epsilon from {raw_max:.3f} "
+                f"(no smoothing) to {smoothed_max:.3f}: the decisive bins hold less than a few "
+                "draws' worth of weight. Reweighted bins are never empty, so smoothing=0 is "
+                "the less biased choice here; report both."
+            )
     # neighbours with neither weights nor a successful refit have no estimate
     eps[np.isneginf(eps)] = np.nan
 

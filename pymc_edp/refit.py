@@ -602,31 +602,9 @@ def _estimate(
     from pymc_edp.weights import posterior_matrix
 
     refit_draws, _, _ = posterior_matrix(post, names)
-    idx_refit = _kernels.assign_bins(refit_draws, bins_obj)
-    n_par, max_bins = bins_obj.counts.shape
-    mass_nb = np.zeros((n_par, max_bins))
-    mass_full = bins_obj.counts / bins_obj.n_samples
     if estimator == "raw" or lr_refit is None:
-        # Charest & Han: refit draws counted against the full-data bins
-        n_pseudo = refit_draws.shape[1]
-        for p in range(n_par):
-            mass_nb[p, : bins_obj.n_bins[p]] = (
-                np.bincount(idx_refit[p], minlength=bins_obj.n_bins[p]) / n_pseudo
-            )
-        return _kernels.epsilon_from_masses(
-            mass_nb, mass_full, bins_obj.n_bins, n_pseudo, smoothing, bins_obj.n_samples
-        )
-    lw_full, lw_nb, _ = _kernels.pooled_log_weights(lr_full, lr_refit)
-    idx = np.concatenate([bins_obj.index, idx_refit], axis=1)
-    w_full, w_nb = np.exp(lw_full), np.exp(lw_nb)
-    mass_full = np.zeros((n_par, max_bins))
-    for p in range(n_par):
-        nb_p = bins_obj.n_bins[p]
-        mass_nb[p, :nb_p] = np.bincount(idx[p], weights=w_nb, minlength=nb_p)
-        mass_full[p, :nb_p] = np.bincount(idx[p], weights=w_full, minlength=nb_p)
-    return _kernels.epsilon_from_masses(
-        mass_nb, mass_full, bins_obj.n_bins, idx.shape[1], smoothing
-    )
+        return _kernels.refit_epsilon(refit_draws, bins_obj, smoothing)
+    return _kernels.refit_epsilon(refit_draws, bins_obj, smoothing, lr_full, lr_refit)
 
 
 def refit_neighbours(

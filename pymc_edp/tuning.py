@@ -217,41 +217,6 @@ def _refit_draws(result: EDPResult, label) -> tuple[np.ndarray, int] | None:
     return np.asarray(draws, dtype=float), int(post.sizes.get("chain", 1))
 
 
-def _raw_epsilon(refit: np.ndarray, bins: _kernels.Bins, smoothing: float) -> float:
-    """Charest & Han's estimator: refit draws counted in the full-data bins."""
-    idx = _kernels.assign_bins(refit, bins)
-    n_par, max_bins = bins.counts.shape
-    mass = np.zeros((n_par, max_bins))
-    for p in range(n_par):
-        mass[p, : bins.n_bins[p]] = np.bincount(idx[p], minlength=bins.n_bins[p]) / refit.shape[1]
-    neigh = _kernels.smoothed_log_probabilities(mass, bins.n_bins, refit.shape[1], smoothing)
-    full = _kernels.smoothed_log_probabilities(
-        bins.counts / bins.n_samples, bins.n_bins, bins.n_samples, smoothing
-    )
-    return float(np.nanmax(np.abs(neigh - full)))
-
-
-def _pooled_epsilon(
-    refit: np.ndarray,
-    lr_full: np.ndarray,
-    lr_refit: np.ndarray,
-    bins: _kernels.Bins,
-    smoothing: float,
-) -> float:
-    """The audit's pooled estimator: full-data and refit draws combined (balance heuristic)."""
-    lw_full, lw_nb, _ = _kernels.pooled_log_weights(lr_full, lr_refit)
-    idx = np.concatenate([bins.index, _kernels.assign_bins(refit, bins)], axis=1)
-    w_full, w_nb = np.exp(lw_full), np.exp(lw_nb)
-    n_par, max_bins = bins.counts.shape
-    mass_full, mass_nb = np.zeros((n_par, max_bins)), np.zeros((n_par, max_bins))
-    for p in range(n_par):
-        nb_p = bins.n_bins[p]
-        mass_nb[p, :nb_p] = np.bincount(idx[p], weights=w_nb, minlength=nb_p)
-        mass_full[p, :nb_p] = np.bincount(idx[p], weights=w_full, minlength=nb_p)
-    e, _ = _kernels.epsilon_from_masses(mass_nb, mass_full, bins.n_bins, idx.shape[1], smoothing)
-    return float(e.max())
-
-
 def _removal_log_ratios(result: EDPResult, idata, model, groups, observed):
     """``k -> (log r at the full draws, function of a refit posterior)`` for removal."""
     if idata is None or model is None or not result.neighbour.startswith("remove"):
@@ -365,9 +330,9 @@ def bootstrap_epsilon_mcse(
         lr = None
         if ratios is not None:
             lr = ratios(int(k), result.refits[labels[k]]["posterior"])
-            ref = _pooled_epsilon(rd, *lr, bins0, result.smoothing)
+            ref = float(_kernels.refit_epsilon(rd, bins0, result.smoothing, *lr)[0].max())
         else:
-            ref = _raw_epsilon(rd, bins0, result.smoothing)
+            ref = float(_kernels.refit_epsilon(rd, bins0, result.smoothing)[0].max())
         refitted.append((float(eps_nb[k]), ref, rd, rc, _block_length(rd, rc), lr))
     if keep.size == 0 and not refitted:
         return 0.0
@@ -383,9 +348,13 @@ def bootstrap_epsilon_mcse(
         for est, ref, rd, rc, rblock, lr in refitted:
             ridx = _block_indices(rng, rc, rd.shape[1] // rc, rblock)
             if lr is None:
-                e_b = _raw_epsilon(rd[:, ridx], bins, result.smoothing)
+                e_b = float(_kernels.refit_epsilon(rd[:, ridx], bins, result.smoothing)[0].max())
             else:
-                e_b = _pooled_epsilon(rd[:, ridx], lr[0][idx], lr[1][ridx], bins, result.smoothing)
+                e_b = float(
+                    _kernels.refit_epsilon(
+                        rd[:, ridx], bins, result.smoothing, lr[0][idx], lr[1][ridx]
+                    )[0].max()
+                )
             rep = max(rep, est + e_b - ref)
         reps[b] = rep
     return float(np.std(reps, ddof=1))

@@ -207,8 +207,12 @@ def test_zero_smoothing_infinite_is_announced(rng):
     # one record whose removal puts e^(-hundreds) weight on the lower half: empty bins
     ll = (-300.0 * mu)[..., None]
     idata = az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
-    with pytest.warns(edp.EDPWarning, match="k-hat"):
+    with pytest.warns(edp.EDPWarning) as record:
         res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    messages = [str(w.message) for w in record]
+    assert any("k-hat" in m for m in messages)
+    # the audit itself says that alpha = 0 would be infinite (not silently smoothed)
+    assert any("without smoothing epsilon would be infinite" in m for m in messages)
     eb = res.empty_bins
     assert int(eb["n_empty"].sum()) > 0
     with pytest.warns(edp.EDPWarning, match="smoothing = 0 gives an infinite epsilon"):

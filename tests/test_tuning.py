@@ -17,7 +17,6 @@ from pymc_edp.tuning import (
     PriorTuningResult,
     _find_bracket,
     _monotone,
-    _pooled_epsilon,
     _refit_draws,
     _removal_log_ratios,
     _root,
@@ -294,7 +293,8 @@ def test_confirmation_refits_and_its_mcse(rng):
     pm.set_data({"sigma0": res.value}, model=model)
     rd, _ = _refit_draws(res.audit, labels[k])
     lr = ratios(k, res.audit.refits[labels[k]]["posterior"])
-    assert _pooled_epsilon(rd, *lr, bins, 0.01) == pytest.approx(res.epsilon, rel=1e-6)
+    eps_pooled = _kernels.refit_epsilon(rd, bins, 0.01, *lr)[0].max()
+    assert eps_pooled == pytest.approx(res.epsilon, rel=1e-6)
 
 
 def test_result_summary_is_tabular():
