@@ -169,8 +169,12 @@ def bin_log_ratios(log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01)
 
 
 def epsilon_from_log_weights(
-    log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01
-) -> tuple[np.ndarray, np.ndarray]:
+    log_weights: np.ndarray,
+    bins: Bins,
+    smoothing: float = 0.01,
+    *,
+    with_unsmoothed: bool = False,
+):
     """Per-neighbour, per-parameter B-EDP epsilon and the bin that attains it.
 
     ``eps[i, p] = max_j |log P_i(b_pj) - log P(b_pj)|`` with both probabilities additively
@@ -187,10 +191,15 @@ def epsilon_from_log_weights(
         Additive smoothing in units of draws; 0 gives the raw estimator (``inf`` when a bin
         receives no weight).
 
+    with_unsmoothed : bool, default False
+        Also return, from the same pass, the epsilon without smoothing.
+
     Returns
     -------
     eps : ndarray, shape (n_neighbours, n_parameters)
     argbin : ndarray of int64, shape (n_neighbours, n_parameters)
+    eps_unsmoothed : ndarray, shape (n_neighbours, n_parameters)
+        Only with ``with_unsmoothed``; ``inf`` where a bin receives no weight.
     """
     lw = np.ascontiguousarray(np.atleast_2d(log_weights), dtype=np.float64)
     n_samples = bins.n_samples
@@ -199,7 +208,9 @@ def epsilon_from_log_weights(
             f"log_weights have {lw.shape[-1]} samples but the bins were built from {n_samples}"
         )
     full = smoothed_log_probabilities(bins.counts / n_samples, bins.n_bins, n_samples, smoothing)
-    return _epsilon_kernel(lw, bins.index, bins.n_bins, full, float(smoothing))
+    full0 = smoothed_log_probabilities(bins.counts / n_samples, bins.n_bins, n_samples, 0.0)
+    eps, argbin, eps0 = _epsilon_kernel(lw, bins.index, bins.n_bins, full, full0, float(smoothing))
+    return (eps, argbin, eps0) if with_unsmoothed else (eps, argbin)
 
 
 @numba.njit(cache=True)
@@ -233,11 +244,12 @@ def _bin_mass(lw, index, max_bins):
 
 
 @numba.njit(parallel=True, cache=True)
-def _epsilon_kernel(lw, index, n_bins, full, smoothing):
+def _epsilon_kernel(lw, index, n_bins, full, full0, smoothing):
     n, n_samples = lw.shape
     n_par = index.shape[0]
     max_bins = full.shape[1]
     eps = np.empty((n, n_par))
+    eps0 = np.empty((n, n_par))
     argbin = np.empty((n, n_par), dtype=np.int64)
     for i in numba.prange(n):
         w = np.empty(n_samples)
@@ -249,6 +261,7 @@ def _epsilon_kernel(lw, index, n_bins, full, smoothing):
                 mass[index[p, s]] += w[s]
             log_denom = np.log(n_samples + n_bins[p] * smoothing)
             best = -1.0
+            best0 = -1.0
             best_j = 0
             for j in range(n_bins[p]):
                 num = n_samples * mass[j] + smoothing
@@ -259,9 +272,17 @@ def _epsilon_kernel(lw, index, n_bins, full, smoothing):
                 if d > best:
                     best = d
                     best_j = j
+                # the same bin without smoothing (full-data bins are never empty)
+                if mass[j] > 0.0:
+                    d0 = abs(np.log(mass[j]) - full0[p, j])
+                else:
+                    d0 = np.inf
+                if d0 > best0:
+                    best0 = d0
             eps[i, p] = best
+            eps0[i, p] = best0
             argbin[i, p] = best_j
-    return eps, argbin
+    return eps, argbin, eps0
 
 
 def pooled_log_weights(

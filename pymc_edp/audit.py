@@ -342,10 +342,10 @@ def audit(
             for sl, lw, kh in iter_log_weights(
                 ll, nbs, reff=reff, replacement=repl or None, chunk_size=chunk
             ):
-                e, b = _kernels.epsilon_from_log_weights(lw, bins_obj, smoothing)
-                if smoothing > 0:
-                    e0, _ = _kernels.epsilon_from_log_weights(lw, bins_obj, 0.0)
-                    eps_unsmoothed[sl] = np.fmax(eps_unsmoothed[sl], e0.max(axis=1))
+                e, b, e0 = _kernels.epsilon_from_log_weights(
+                    lw, bins_obj, smoothing, with_unsmoothed=True
+                )
+                eps_unsmoothed[sl] = np.fmax(eps_unsmoothed[sl], e0.max(axis=1))
                 cur = eps[sl]
                 # the neighbour's worst candidate (kept for its weights and label) ...
                 better = e.max(axis=1) > cur.max(axis=1)

@@ -133,3 +133,16 @@ def test_monotone_transform_invariance(seed, bins, scale, transform):
     moved = TRANSFORMS[transform](draws)
     eps_t, _ = _kernels.epsilon_from_log_weights(lw, _kernels.quantile_bins(moved, bins))
     np.testing.assert_allclose(eps_t, eps, rtol=1e-12, atol=1e-12)
+
+
+def test_unsmoothed_from_the_same_pass(rng):
+    draws = rng.normal(size=(2, 3000))
+    lw = rng.normal(scale=2.0, size=(5, 3000)) + 3 * draws[0]
+    bo = _kernels.quantile_bins(draws, 50)
+    eps, argbin, eps0 = _kernels.epsilon_from_log_weights(lw, bo, 0.5, with_unsmoothed=True)
+    ref, ref_bin = _kernels.epsilon_from_log_weights(lw, bo, 0.5)
+    ref0, _ = _kernels.epsilon_from_log_weights(lw, bo, 0.0)
+    np.testing.assert_array_equal(eps, ref)
+    np.testing.assert_array_equal(argbin, ref_bin)
+    np.testing.assert_allclose(eps0, ref0, rtol=1e-12)
+    assert np.all(eps0 >= eps)  # smoothing pulls every log ratio towards zero
