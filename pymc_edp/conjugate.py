@@ -138,7 +138,7 @@ def beta_binomial_edp(
 
     With ``x`` successes in ``n`` Bernoulli records and prior ``Beta(alpha, beta)``, the
     posterior is ``Beta(alpha + x, beta + n - x)``. It is cut into B bins of equal
-    posterior probability, and
+    posterior probability, and::
 
         eps = max over D', j of |log P(p in b_j | D') - log P(p in b_j | D)|,
 

@@ -117,7 +117,9 @@ def neighbour_model(model, observed=None):
             dw = pm.Data(DW.format(rv.name), np.zeros(shape))
             alt = pm.Data(ALT.format(rv.name), data.copy())
             v = pm.Data(SWITCH.format(rv.name), np.zeros(shape))
-            (alt_logp,) = pytensor.clone_replace([logp], replace={value: alt})
+            # pm.Data may hold the data in another dtype (int32 vs the value's int64)
+            alt_value = pt.specify_shape(alt.astype(value.dtype), value.type.shape)
+            (alt_logp,) = pytensor.clone_replace([logp], replace={value: alt_value})
             terms.append(pt.sum(dw * logp) + pt.sum(v * alt_logp))
         pm.Potential(POTENTIAL, pt.add(*terms) if len(terms) > 1 else terms[0])
     return clone
@@ -212,18 +214,23 @@ class PymcEngine(_EngineBase):
 
     model: object = None
 
+    _STEP_KWARGS = ("target_accept", "max_treedepth", "early_max_treedepth", "step_scale")
+
     def _step(self):
         if self.token not in _COMPILED:
             import pymc as pm
 
+            # NUTS settings go to the step method built once, not to every pm.sample call
+            step_kw = {k: v for k, v in self.sampler_kwargs.items() if k in self._STEP_KWARGS}
             with self.model:
-                _COMPILED[self.token] = pm.NUTS()
+                _COMPILED[self.token] = pm.NUTS(**step_kw)
         return _COMPILED[self.token]
 
     def sample(self, data: dict, seed: int):
         import pymc as pm
 
         step = self._step()
+        sample_kw = {k: v for k, v in self.sampler_kwargs.items() if k not in self._STEP_KWARGS}
         with self.model:
             pm.set_data(data)
             idata = pm.sample(
@@ -235,7 +242,7 @@ class PymcEngine(_EngineBase):
                 random_seed=seed,
                 progressbar=False,
                 compute_convergence_checks=False,
-                **self.sampler_kwargs,
+                **sample_kw,
             )
         return self._finish(idata)
 

@@ -121,7 +121,7 @@ def dp_epsilon(
 
     Rows are indexed by the confidential statistic (the count x) and columns by the
     released value; row x is ``P(output | x)``. Neighbouring datasets are adjacent rows
-    (``x`` and ``x + 1``: one record changed), so
+    (``x`` and ``x + 1``: one record changed), so::
 
         eps = max over x, c of |log T[x + 1, c] - log T[x, c]|.
 
@@ -172,7 +172,7 @@ def conditional_dp_epsilon(
 
     Charest & Han (2017, Sec. 3.1) condition the DP ratio on the observed data: only the
     neighbours of the observed dataset are compared with it. With rows indexed by the count
-    x, the neighbours are the rows ``x - 1`` and ``x + 1`` that exist, so
+    x, the neighbours are the rows ``x - 1`` and ``x + 1`` that exist, so::
 
         cdp(x) = max over x' in {x - 1, x + 1}, c of |log T[x', c] - log T[x, c]|.
 

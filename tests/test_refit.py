@@ -341,3 +341,27 @@ def test_neighbour_model_censored_likelihood():
     # removing record 3 subtracts exactly its log-likelihood term
     terms = model.compile_fn(model.logp(vars=[obs], sum=False)[0])(model.initial_point())
     assert full - removed == pytest.approx(terms[3], rel=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore:max_refits=2:pymc_edp.EDPWarning")
+@pytest.mark.parametrize("engine", ["nutpie", "pymc"])
+def test_integer_data_and_step_settings(engine):
+    """0/1 data (int pm.Data vs int64 values) refit; NUTS settings reach the PyMC step."""
+    y = np.array([1, 0, 0, 1, 1, 1, 0, 1])
+    with pm.Model() as model:
+        p = pm.Beta("p", 1.0, 1.0)
+        pm.Bernoulli("y", p, observed=y)
+    idata = sample(model, 500, chains=2)
+    res = edp.audit(
+        idata,
+        model,
+        bins=5,
+        method="refit",
+        max_refits=2,
+        engine=engine,
+        sampler_kwargs={"target_accept": 0.9},
+        **{**REFIT_KW, "draws": 300, "tune": 300},
+    )
+    refitted = res.pointwise["method"].values == "refit"
+    assert refitted.sum() == 2
+    assert set(res.pointwise["status"].values[refitted]) == {"ok"}

@@ -95,7 +95,7 @@ def query_edp(
     """Empirical ``(eps, delta)``-DP of a query released over many databases.
 
     Runs the query on every database with and without every individual (Algorithm 1 of
-    [1]_), estimates the two densities of the results by a variable-bandwidth KDE chosen by
+    [1]), estimates the two densities of the results by a variable-bandwidth KDE chosen by
     held-out log-likelihood (sec. 5), and integrates ``delta_i(eps)`` (Algorithm 2), giving
     ``delta(eps) = max_i delta_i`` (Theorem 1) and the total risk ``delta*(eps) = 1 -
     prod_i (1 - delta_i)`` (Definition 3).

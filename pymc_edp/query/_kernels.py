@@ -253,7 +253,7 @@ def ecdf_density(points: ArrayLike, grid: ArrayLike, *, window: int | None = Non
     Between the order statistics ``X_(j)`` and ``X_(j+w)`` the density is estimated as
     ``w / (n (X_(j+w) - X_(j)))`` and attributed to their midpoint; the estimate is
     interpolated linearly onto ``grid``, set to zero outside the range of midpoints and
-    renormalised. ``w ~ sqrt(n)`` balances bias and variance ([1]_, sec. 5).
+    renormalised. ``w ~ sqrt(n)`` balances bias and variance ([1], sec. 5).
 
     Parameters
     ----------
@@ -340,7 +340,7 @@ def hockey_stick_delta(
 
     ``delta(eps) = max( int (p - e^eps q)_+ dx, int (q - e^eps p)_+ dx )``: the smallest
     ``delta`` for which ``P(E) <= e^eps Q(E) + delta`` and ``Q(E) <= e^eps P(E) + delta`` for
-    every event ``E`` ([1]_, Theorem 1 and Algorithm 2). With ``p`` the density with
+    every event ``E`` ([1], Theorem 1 and Algorithm 2). With ``p`` the density with
     individual ``i`` and ``q`` the one without, this is ``delta_i(eps)``.
 
     Parameters
@@ -445,7 +445,7 @@ def hausdorff_distance(a: ArrayLike, b: ArrayLike) -> float:
     """Hausdorff distance between two finite sets of reals (or of points in R^d).
 
     ``d_H(A, B) = max(max_a min_b |a - b|, max_b min_a |a - b|)``, the distance used in
-    Proposition 1 of [1]_ (but see :func:`bottleneck_distance`).
+    Proposition 1 of [1] (but see :func:`bottleneck_distance`).
 
     Parameters
     ----------
@@ -473,7 +473,7 @@ def bottleneck_distance(a: ArrayLike, b: ArrayLike) -> float:
 
     ``W_inf(A, B) = min over bijections pi of max_k |a_k - b_pi(k)|``; in one dimension the
     sorted matching is optimal, so it is ``max_k |a_(k) - b_(k)|``. It is never smaller than
-    the Hausdorff distance, and it is the distance for which Proposition 1 of [1]_ holds:
+    the Hausdorff distance, and it is the distance for which Proposition 1 of [1] holds:
     Laplace KDEs of scale ``W_inf / eps`` differ by at most ``eps`` in log density (each
     kernel term is within ``e^eps`` of its matched partner). With the Hausdorff distance the
     proposition fails when the sets have clusters of different sizes (see the tests).
@@ -541,7 +541,7 @@ def laplace_deconvolution(
     half_width: float = 45.0,
     max_grid: int = 1 << 21,
 ) -> tuple[NDArray, NDArray]:
-    """Solve ``k * h = l_lambda`` for the noise density ``h`` by FFT (eq. 2 of [1]_).
+    """Solve ``k * h = l_lambda`` for the noise density ``h`` by FFT (eq. 2 of [1]).
 
     ``h = F^-1( F l_lambda / F k )``, with ``l_lambda`` the Laplace kernel of scale
     ``lambda`` and ``k`` the curator's kernel (of scale ``bandwidth``). Both transforms are

@@ -264,7 +264,7 @@ def select_density(
     folds: int = 5,
     window: int | None = None,
 ) -> tuple[DensityModel, pd.DataFrame]:
-    """Choose kernel and bandwidth by held-out (K-fold) log-likelihood ([1]_, sec. 5, 7).
+    """Choose kernel and bandwidth by held-out (K-fold) log-likelihood ([1], sec. 5, 7).
 
     For each kernel (and adaptivity) the global bandwidth is optimised on a log scale
     (bounded Brent search within a factor 30 of Silverman's rule either way) for the mean

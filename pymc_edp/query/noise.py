@@ -196,7 +196,7 @@ def noise_kernel(
     folds : int, default 5
     distance : {"bottleneck", "hausdorff"}, default "bottleneck"
         Set distance behind ``lambda = max_i distance(P^, P^_i) / eps``. The paper's
-        Hausdorff distance ([1]_, Proposition 1) does not guarantee ``eps`` in general; the
+        Hausdorff distance ([1], Proposition 1) does not guarantee ``eps`` in general; the
         bottleneck distance does (and is at least as large).
 
     Returns

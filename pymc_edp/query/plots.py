@@ -52,7 +52,7 @@ def plot_delta(
     plot_kwargs: dict | None = None,
     title: str | None = None,
 ) -> Any:
-    """``delta(eps)`` and/or the total risk ``delta*(eps)`` (Figures 3 and 4 of [1]_).
+    """``delta(eps)`` and/or the total risk ``delta*(eps)`` (Figures 3 and 4 of [1]).
 
     Parameters
     ----------
@@ -177,7 +177,7 @@ def plot_densities(
     title: str | None = None,
     xlim: tuple[float, float] | None = None,
 ) -> Any:
-    """Estimated densities with and without an exposed individual (Figure 5 of [1]_).
+    """Estimated densities with and without an exposed individual (Figure 5 of [1]).
 
     Parameters
     ----------
@@ -238,7 +238,7 @@ def plot_noise_kernel(
     hist_kwargs: dict | None = None,
     title: str | None = None,
 ) -> Any:
-    """Histogram of noise draws with the noise density ``h`` (Figure 1 of [1]_).
+    """Histogram of noise draws with the noise density ``h`` (Figure 1 of [1]).
 
     Parameters
     ----------

@@ -385,7 +385,7 @@ def privacy_profile(
 
     For every individual ``i`` the densities ``p^`` (query with everybody) and ``p^_i``
     (without ``i``) are estimated with one density model, selected by held-out
-    log-likelihood on the sample with everybody ([1]_, sec. 5), and
+    log-likelihood on the sample with everybody ([1], sec. 5), and
     ``delta_i(eps) = max(int (p^ - e^eps p^_i)_+, int (p^_i - e^eps p^)_+)`` is integrated
     numerically (Algorithm 2). Then ``delta = max_i delta_i`` (Theorem 1) and the total
     risk ``delta* = 1 - prod_i (1 - delta_i)`` (Definition 3).
@@ -413,7 +413,7 @@ def privacy_profile(
         Number of most exposed individuals whose ``p^_i`` is stored (for plots).
     side_info_buckets : int or sequence of float, optional
         Condition on the adversary knowledge stored as ``side_info`` in ``samples``
-        ([1]_, Definition 4): an int gives that many quantile buckets, a sequence gives
+        ([1], Definition 4): an int gives that many quantile buckets, a sequence gives
         bucket edges; non-numeric side information is bucketed by value. Each bucket gets its
         own density selection. ``delta_i`` is then the maximum over buckets (the definition
         asks for every ``Z``), ``delta_star`` the worst bucket's total risk, and per-bucket

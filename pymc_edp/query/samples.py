@@ -167,9 +167,9 @@ def query_samples(
         Individuals to audit (default: every id seen in any database). An individual absent
         from a database leaves it unchanged.
     n_draws : int, default 1
-        Evaluations per database for randomised queries ([1]_, Definition 2).
+        Evaluations per database for randomised queries ([1], Definition 2).
     side_info : callable, optional
-        Adversary knowledge ``g(df)`` evaluated on each full database ([1]_, section 4);
+        Adversary knowledge ``g(df)`` evaluated on each full database ([1], section 4);
         stored as ``side_info`` for :func:`~pymc_edp.query.privacy_profile` to condition on.
     random_seed : int or SeedSequence, optional
         Seed for randomised queries; every evaluation gets its own child stream, so results
