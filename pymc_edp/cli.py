@@ -84,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
         Parser with the ``demo`` subcommand.
+
+    Examples
+    --------
+    >>> from pymc_edp.cli import build_parser
+    >>> args = build_parser().parse_args(["demo", "--draws", "500", "--no-plot"])
+    >>> args.command, args.draws, args.tune, args.bins, args.method, args.no_plot
+    ('demo', 500, None, 20, 'auto', True)
     """
     from pymc_edp import __version__
 
@@ -231,6 +238,20 @@ def fit_demo_model(
         If ``sampler="nutpie"`` and nutpie is not installed.
     RuntimeError
         If the log-likelihood does not have one value per patient.
+
+    Examples
+    --------
+    Fitting samples with NUTS (a few seconds to minutes), so that call is not run here;
+    arguments are checked before anything is sampled:
+
+    >>> from pymc_edp.cli import fit_demo_model
+    >>> fit_demo_model(sampler="stan")
+    Traceback (most recent call last):
+        ...
+    ValueError: sampler must be 'auto', 'nutpie' or 'pymc', not 'stan'
+    >>> model, idata, sampler = fit_demo_model(draws=200, progressbar=False)  # doctest: +SKIP
+    >>> idata.log_likelihood["survival"].sizes["patient"]  # doctest: +SKIP
+    69
     """
     import pymc as pm
 
@@ -441,6 +462,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         Exit status: 0 on success, 2 for a usage error.
+
+    Examples
+    --------
+    ``pymc-edp demo`` fits and audits a model (slow); without a command the help goes to
+    standard error and the exit status is 2:
+
+    >>> from pymc_edp.cli import main
+    >>> main([])
+    2
+    >>> try:
+    ...     main(["--version"])  # doctest: +ELLIPSIS
+    ... except SystemExit as stop:
+    ...     print("exit status", stop.code)
+    pymc-edp ...
+    exit status 0
     """
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -265,6 +265,18 @@ def epsilon_mcse(
        Bayesian Analysis 16(2) (effective sample size).
     .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. (2024), JMLR 25(72).
     .. [3] Charest, A.-S. and Han, Y. (2017), Journal of Privacy and Confidentiality 7(3).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> se = edp.diagnostics.epsilon_mcse(res)
+    >>> round(float(se["epsilon"]), 2), str(se.attrs["worst_neighbour"])
+    (0.07, "St. Paul's")
+    >>> se["ess_i"].dims
+    ('neighbour',)
     """
     n_bins = result.bins if bins is None else int(bins)
     unc = _uncertainty(result, n_bins, candidates)
@@ -325,6 +337,18 @@ def epsilon_interval(
     ----------
     .. [1] Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C. (2021),
        Bayesian Analysis 16(2).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> iv = edp.diagnostics.epsilon_interval(res, prob=0.9)
+    >>> iv["epsilon"].round(2).values.tolist()
+    [0.64, 0.87]
+    >>> iv["epsilon_i"].sel(interval="upper").dims
+    ('neighbour',)
     """
     n_bins = result.bins if bins is None else int(bins)
     unc = _uncertainty(result, n_bins, candidates)
@@ -379,6 +403,18 @@ def emi(result: EDPResult, *, bins: int | None = None, warn: bool = True) -> xr.
        Confidentiality 5(1).
     .. [2] Charest, A.-S. and Han, Y. (2017), Journal of Privacy and Confidentiality 7(3),
        sec. 4, Tables 3-4.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> em = edp.diagnostics.emi(res, warn=False)
+    >>> round(float(em["emi"]), 2), em.attrs["n_draws"]
+    (0.27, 1000)
+    >>> em.attrs["message"]  # empty: epsilon is clearly above 2 EMI
+    ''
     """
     cache = _cache(result)
     n_bins = result.bins if bins is None else int(bins)
@@ -465,6 +501,18 @@ def empty_bins(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
         ``neighbours_with_empty`` and the coordinate ``var_name``; attributes
         ``smoothing``, ``bins``, ``n_pairs`` (neighbours x bins per parameter) and
         ``refit_neighbours`` (their counts come from the reweighting estimate).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> eb = edp.diagnostics.empty_bins(res)
+    >>> eb["n_empty"].values.tolist(), eb["n_under_one_draw"].values.tolist()
+    ([0], [0])
+    >>> eb.attrs["bins"]
+    10
     """
     n_bins = result.bins if bins is None else int(bins)
     lw = _weights(result)
@@ -528,6 +576,18 @@ def smoothing_sensitivity(
     References
     ----------
     .. [1] Charest, A.-S. and Han, Y. (2017), sec. 4 (additive smoothing, alpha = 0.01).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> eps = edp.diagnostics.smoothing_sensitivity(res, (0.0, 0.01, 1.0))
+    >>> eps.round(3).values.tolist()
+    [0.753, 0.753, 0.751]
+    >>> eps.attrs["audit_smoothing"]
+    0.01
     """
     n_bins = result.bins if bins is None else int(bins)
     lw = _weights(result)
@@ -588,6 +648,20 @@ def continuous_limit(result: EDPResult) -> xr.Dataset:
     References
     ----------
     .. [1] Charest, A.-S. and Han, Y. (2017), sec. 3.3 (B-EDP grows with B).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> lim = edp.diagnostics.continuous_limit(res)
+    >>> round(float(lim["epsilon_inf"]), 2)
+    2.83
+    >>> bool(lim["diverges"])  # normal posteriors: the log density ratio is unbounded
+    True
+    >>> lim["sup_log_ratio"].dims
+    ('neighbour',)
     """
     cache = _cache(result)
     if "continuous_limit" in cache:
@@ -673,6 +747,30 @@ def epsilon_curve(
     References
     ----------
     .. [1] Charest, A.-S. and Han, Y. (2017), sec. 3.3, Table 2, Figure 2.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> curve = edp.diagnostics.epsilon_curve(res, bins=(5, 10, 20))
+    >>> curve.round(3).values.tolist()
+    [0.562, 0.753, 0.875]
+    >>> list(curve.coords)
+    ['bins', 'mcse', 'lower', 'upper', 'worst_neighbour']
+
+    A B leaving fewer than 10 draws per bin gives NaN and an
+    :class:`~pymc_edp.result.EDPWarning`:
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     curve = edp.diagnostics.epsilon_curve(res, bins=(10, 250), prob=None)
+    >>> [w.category.__name__ for w in caught]
+    ['EDPWarning']
+    >>> curve.round(3).values.tolist()
+    [0.753, nan]
     """
     grid = np.asarray(list(bins), dtype=np.int64)
     if grid.ndim != 1 or grid.size == 0 or np.any(grid < 2):
@@ -782,6 +880,20 @@ def delta_profile(
     ----------
     .. [1] Burchard, P., Daoud, A. and Dotterrer, D. "Empirical Differential Privacy."
        arXiv:2001.09190, 2020 (Theorem 1, Definition 3).
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> prof = edp.diagnostics.delta_profile(res, [0.0, 0.5, 1.0], targets=[0.01])
+    >>> prof["delta"].round(3).values.tolist()
+    [0.252, 0.135, 0.063]
+    >>> bool((prof["delta_star"] >= prof["delta"]).all())
+    True
+    >>> round(float(prof["epsilon_delta"][0]), 2)
+    1.87
     """
     eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
     lw = _weights(result)
@@ -851,6 +963,20 @@ def bin_log_ratios(result: EDPResult, neighbour=None, *, bins: int | None = None
     -------
     xarray.DataArray
         Over (``parameter``, ``bin``); NaN past a parameter's effective number of bins.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> lr = edp.diagnostics.bin_log_ratios(res, "Choate")
+    >>> lr.dims, lr.sizes["bin"]
+    (('parameter', 'bin'), 10)
+    >>> bool(abs(lr).max() <= res.epsilon)
+    True
+    >>> edp.diagnostics.bin_log_ratios(res, bins=5).sizes["bin"]
+    5
     """
     n_bins = result.bins if bins is None else int(bins)
     labels = result.pointwise[NEIGHBOUR_DIM].values
@@ -885,6 +1011,18 @@ def diagnose(result: EDPResult, prob: float = 0.9) -> str:
     Returns
     -------
     str
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> report = edp.diagnostics.diagnose(res, prob=0.9)
+    >>> print(report.splitlines()[0])
+    epsilon = 0.753 (B = 10, smoothing = 0.01)
+    >>> "90% interval" in report
+    True
     """
     iv = epsilon_interval(result, prob)
     se = epsilon_mcse(result)

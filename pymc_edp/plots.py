@@ -66,6 +66,12 @@ def khat_class(pareto_k: Any, threshold: float) -> np.ndarray:
     -------
     numpy.ndarray of str
         Class of each value, same shape as ``pareto_k``.
+
+    Examples
+    --------
+    >>> from pymc_edp.plots import khat_class
+    >>> khat_class([0.2, 0.6, 0.9, float("nan")], threshold=0.7).tolist()
+    ['good', 'ok', 'bad', 'bad']
     """
     k = np.asarray(pareto_k, dtype=float)
     good = np.isfinite(k) & (k <= min(_KHAT_OK_LOWER, threshold))
@@ -153,6 +159,22 @@ def plot_pointwise_epsilon(
     ------
     ImportError
         If matplotlib is not installed (it is the ``plots`` extra).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> ax = edp.plots.plot_pointwise_epsilon(res, labels=3)
+    >>> ax.get_title()
+    'Per-record ε (max 0.753, B = 10)'
+    >>> ax.get_xlabel()
+    'record position (8 neighbours)'
+    >>> plt.close(ax.figure)
     """
     plt = _require_matplotlib()
 
@@ -315,6 +337,27 @@ def plot_epsilon_curve(
     References
     ----------
     .. [1] Charest, A.-S. and Han, Y. (2017), sec. 3.3 (epsilon depends on B).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> ax = edp.plots.plot_epsilon_curve(res, bins=(5, 10, 20))
+    >>> [t.get_text() for t in ax.get_xticklabels()]
+    ['5', '10', '20']
+    >>> plt.close(ax.figure)
+
+    A curve computed beforehand can be passed instead of the result:
+
+    >>> ax = edp.plots.plot_epsilon_curve(res.curve(bins=(5, 10, 20)))
+    >>> ax.get_title()
+    'B-EDP ε against the number of bins'
+    >>> plt.close(ax.figure)
     """
     plt = _require_matplotlib()
     import xarray as xr
@@ -400,6 +443,20 @@ def plot_epsilon_intervals(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> ax = edp.plots.plot_epsilon_intervals(res, prob=0.8, labels=2)
+    >>> ax.get_title()
+    'Per-record ε with 80% Monte-Carlo intervals (B = 10)'
+    >>> plt.close(ax.figure)
     """
     plt = _require_matplotlib()
     from pymc_edp.diagnostics import epsilon_interval
@@ -486,6 +543,22 @@ def plot_bin_log_ratios(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> ax = edp.plots.plot_bin_log_ratios(res)
+    >>> ax.get_title()
+    "Bin log ratios of neighbour St. Paul's (max |·| = 0.753, B = 10)"
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['mu']
+    >>> plt.close(ax.figure)
     """
     plt = _require_matplotlib()
     from matplotlib.patches import Rectangle
@@ -555,6 +628,22 @@ def plot_neighbour_posterior(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> ax = edp.plots.plot_neighbour_posterior(res, parameter="mu")
+    >>> ax.get_title()
+    'Full vs neighbour posterior (ε = 0.753, B = 10)'
+    >>> ax.get_xlabel()
+    'mu'
+    >>> plt.close(ax.figure)
     """
     plt = _require_matplotlib()
     from pymc_edp import _kernels
@@ -635,6 +724,22 @@ def plot_delta_profile(
     References
     ----------
     .. [1] Burchard, P., Daoud, A. and Dotterrer, D. (2020), Theorem 1, Definition 3.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> import numpy as np
+    >>> prof = res.delta_profile(np.linspace(0, 2, 21))
+    >>> ax = edp.plots.plot_delta_profile(prof)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['δ(ε) = max_i δ_i(ε)', 'total risk δ*(ε)']
+    >>> plt.close(ax.figure)
     """
     plt = _require_matplotlib()
     import xarray as xr

@@ -52,7 +52,16 @@ _COMPILED: dict[str, object] = {}
 
 
 def refit_seed(random_seed, index: int) -> int:
-    """Seed of refit ``index``: reproducible whatever the order or resumption of refits."""
+    """Seed of refit ``index``: reproducible whatever the order or resumption of refits.
+
+    Examples
+    --------
+    >>> from pymc_edp.refit import refit_seed
+    >>> refit_seed(1, 0), refit_seed(1, 1)
+    (1835504127, 1189033389)
+    >>> refit_seed(None, 3) == refit_seed(0, 3)  # no seed behaves as seed 0
+    True
+    """
     base = 0 if random_seed is None else int(random_seed)
     return int(np.random.SeedSequence([base, int(index)]).generate_state(1)[0])
 
@@ -88,6 +97,22 @@ def neighbour_model(model, observed=None):
     NonFactorisedError
         When an observed variable's log-likelihood has fewer terms than the records a
         weight vector would switch (an MvNormal over all records, a GP, an AR series).
+
+    Examples
+    --------
+    Building the clone is fast (no sampling); each observed variable gets three data
+    vectors, all zero-weighted, and one potential carries the reweighting:
+
+    >>> import pymc as pm
+    >>> from pymc_edp.refit import neighbour_model
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, -0.3, 0.8])
+    >>> nb = neighbour_model(model)
+    >>> sorted(d.name for d in nb.data_vars), [p.name for p in nb.potentials]
+    (['edp_alt_y', 'edp_dw_y', 'edp_v_y'], ['edp_reweight'])
+    >>> nb["edp_dw_y"].get_value()  # set to -1 for the record a refit removes
+    array([0., 0., 0.])
     """
     import pymc as pm
     import pytensor
@@ -142,6 +167,17 @@ class NeighbourData(Mapping):
         Observed values of the neighbour dataset.
     keep : dict
         Boolean mask over each variable's records (False where removed).
+
+    Examples
+    --------
+    The data a ``build_model`` receives for the neighbour without record 2 of ``y``:
+
+    >>> import numpy as np
+    >>> from pymc_edp.refit import NeighbourData
+    >>> data = NeighbourData(label=2, index=2, observed={"y": np.array([0.1, -0.3])},
+    ...                      keep={"y": np.array([True, True, False])})
+    >>> list(data), data["y"], len(data)
+    (['y'], array([ 0.1, -0.3]), 1)
     """
 
     label: object
@@ -321,7 +357,17 @@ def make_engine(
 # ------------------------------------------------------------------ running refits
 @dataclass(frozen=True)
 class RefitOutcome:
-    """What became of one refit."""
+    """What became of one refit.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_edp.refit import RefitOutcome, refit_seed
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 4)))})
+    >>> out = RefitOutcome(0, "a", "ok", "", refit_seed(1, 0), 0.5, post)
+    >>> out.status, out.seed, dict(out.posterior.sizes)
+    ('ok', 1835504127, {'chain': 1, 'draw': 4})
+    """
 
     index: int
     label: object
@@ -427,6 +473,22 @@ def run_refits(
 
     Each outcome is saved the moment it completes, so an interrupted run loses at most the
     refits in flight; rerunning with the same checkpoint refits only what is missing.
+
+    Examples
+    --------
+    Any engine with a ``sample(data, seed) -> (posterior, n_divergences)`` method works;
+    this toy one returns a constant posterior instead of sampling:
+
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_edp.refit import run_refits
+    >>> class ToyEngine:
+    ...     def sample(self, data, seed):
+    ...         mu = np.full((1, 4), data["shift"])
+    ...         return xr.Dataset({"mu": (("chain", "draw"), mu)}), 0
+    >>> tasks = [(0, "a", {"shift": 1.0}, 11), (1, "b", {"shift": 2.0}, 12)]
+    >>> done = run_refits(ToyEngine(), tasks, progressbar=False)
+    >>> sorted(done), done[1].status, done[1].seed, float(done[1].posterior["mu"].mean())
+    ([0, 1], 'ok', 12, 2.0)
     """
     from functools import partial
 
@@ -465,6 +527,29 @@ class Refits(Mapping):
 
     ``refits[label]`` is an :class:`arviz.InferenceData` with the refit's posterior;
     :attr:`status` tabulates every refit's status, reason, seed and time.
+
+    Examples
+    --------
+    Usually returned by :func:`pymc_edp.audit` as ``res.refits``; here built from two
+    hand-made outcomes, one of them failed:
+
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_edp.refit import RefitOutcome, Refits
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 4)))})
+    >>> refits = Refits({
+    ...     0: RefitOutcome(0, "a", "ok", "", 11, 0.5, post),
+    ...     1: RefitOutcome(1, "b", "error", "ValueError: boom", 12, 0.1, None),
+    ... })
+    >>> refits
+    Refits(2 neighbours: {'ok': 1, 'error': 1})
+    >>> refits.status["status"].to_dict()
+    {'a': 'ok', 'b': 'error'}
+    >>> refits["a"].posterior["mu"].shape
+    (1, 4)
+    >>> refits["b"]
+    Traceback (most recent call last):
+        ...
+    KeyError: "refit of 'b' failed: ValueError: boom"
     """
 
     def __init__(self, outcomes: dict[int, RefitOutcome]):

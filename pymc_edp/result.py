@@ -17,7 +17,23 @@ SAMPLE_DIM = "sample"
 
 
 class EDPWarning(UserWarning):
-    """A diagnostic that makes an epsilon less trustworthy (bad k-hat, few draws, ...)."""
+    """A diagnostic that makes an epsilon less trustworthy (bad k-hat, few draws, ...).
+
+    Examples
+    --------
+    Diagnostics are issued as ``EDPWarning``; they can be recorded, silenced or turned into
+    errors with :mod:`warnings`:
+
+    >>> import warnings
+    >>> import pymc_edp as edp
+    >>> issubclass(edp.EDPWarning, UserWarning)
+    True
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("k-hat above the threshold", edp.EDPWarning)
+    >>> [w.category.__name__ for w in caught]
+    ['EDPWarning']
+    """
 
 
 def _khat_table(khat: np.ndarray, threshold: float) -> list[tuple[str, int, float]]:
@@ -84,6 +100,32 @@ class EDPResult:
     ----------
     .. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
        Privacy." Journal of Privacy and Confidentiality 7(3), 2017.
+
+    Examples
+    --------
+    :func:`pymc_edp.audit` returns an ``EDPResult``; here for the mean ``mu`` of the
+    eight-schools posterior shipped with ArviZ, removing one school at a time:
+
+    >>> import arviz as az
+    >>> import pymc_edp as edp
+    >>> idata = az.load_arviz_data("centered_eight")
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> type(res).__name__
+    'EDPResult'
+    >>> round(res.epsilon, 3)
+    0.753
+    >>> res.bins, res.neighbour, res.method, res.n_samples, res.n_chains
+    (10, 'remove', 'psis', 2000, 4)
+    >>> {k: round(v, 3) for k, v in res.epsilon_by_var.items()}
+    {'mu': 0.753}
+    >>> res.pointwise["epsilon"].dims
+    ('neighbour',)
+    >>> print(res)  # doctest: +ELLIPSIS
+    Empirical DP audit (B-EDP, B = 10, psis)
+    8 neighbours (record removed), 2000 posterior draws, smoothing = 0.01
+    ...
+    epsilon = 0.753  (max over parameters and neighbours; worst neighbour: St. Paul's)
+    ...
     """
 
     epsilon: float
@@ -106,12 +148,32 @@ class EDPResult:
     # ------------------------------------------------------------------ views
     @property
     def n_neighbours(self) -> int:
-        """Number of neighbour datasets audited."""
+        """Number of neighbour datasets audited.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> res.n_neighbours
+        8
+        """
         return self.pointwise.sizes[NEIGHBOUR_DIM]
 
     @property
     def worst_neighbour(self):
-        """Coordinate value of the neighbour that attains ``epsilon``."""
+        """Coordinate value of the neighbour that attains ``epsilon``.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> str(res.worst_neighbour)
+        "St. Paul's"
+        """
         eps = self.pointwise["epsilon"]
         return eps[NEIGHBOUR_DIM].values[int(np.argmax(eps.values))]
 
@@ -123,6 +185,20 @@ class EDPResult:
         pandas.DataFrame
             Columns ``var_name``, ``epsilon``, ``worst_neighbour``, ``worst_bin``, ``n_bins``,
             indexed by the ArviZ-style parameter label.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> df = res.summary()
+        >>> list(df.columns)
+        ['var_name', 'epsilon', 'worst_neighbour', 'worst_bin', 'n_bins']
+        >>> df.index.tolist()
+        ['mu']
+        >>> round(float(df.loc["mu", "epsilon"]), 3)
+        0.753
         """
         ds = self.parameters
         df = pd.DataFrame(
@@ -147,6 +223,18 @@ class EDPResult:
         Returns
         -------
         pandas.DataFrame
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> top = res.most_exposed(3)
+        >>> top.index.tolist()
+        ["St. Paul's", 'Choate', 'Hotchkiss']
+        >>> list(top.columns)
+        ['epsilon', 'pareto_k', 'worst_parameter']
         """
         pw = self.pointwise
         order = np.argsort(-pw["epsilon"].values, kind="stable")[:k]
@@ -212,6 +300,20 @@ class EDPResult:
         Returns
         -------
         xarray.Dataset
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> ds = res.to_dataset()
+        >>> ds.attrs["bins"], ds.attrs["neighbour"]
+        (10, 'remove')
+        >>> "pointwise_epsilon" in ds, "parameter_epsilon" in ds
+        (True, True)
+        >>> "log_weights" in ds, "log_weights" in res.to_dataset(include_weights=True)
+        (False, True)
         """
         pw = self.pointwise.rename({v: f"pointwise_{v}" for v in self.pointwise.data_vars})
         par = self.parameters.rename({v: f"parameter_{v}" for v in self.parameters.data_vars})
@@ -239,6 +341,18 @@ class EDPResult:
         Returns
         -------
         EDPResult
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> back = edp.EDPResult.from_dataset(res.to_dataset())
+        >>> back.epsilon == res.epsilon
+        True
+        >>> back.summary().equals(res.summary())
+        True
         """
         if "pymc_edp_result" not in ds.attrs:
             raise ValueError("this Dataset was not written by EDPResult.to_dataset")
@@ -286,6 +400,23 @@ class EDPResult:
         include_weights : bool, default False
         **kwargs
             Passed to :meth:`xarray.Dataset.to_netcdf`.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> import os
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "audit.nc")
+        ...     res.to_netcdf(path)
+        ...     back = edp.EDPResult.from_netcdf(path)
+        >>> back.epsilon == res.epsilon
+        True
+        >>> back.log_weights is None  # include_weights=True keeps them
+        True
         """
         self.to_dataset(include_weights=include_weights).to_netcdf(path, **kwargs)
 
@@ -300,6 +431,23 @@ class EDPResult:
         Returns
         -------
         EDPResult
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> import os
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "audit.nc")
+        ...     res.to_netcdf(path, include_weights=True)
+        ...     back = edp.EDPResult.from_netcdf(path)
+        >>> back.summary().equals(res.summary())
+        True
+        >>> back.log_weights.dims
+        ('neighbour', 'sample')
         """
         with xr.open_dataset(path) as ds:
             return cls.from_dataset(ds.load())
@@ -310,6 +458,18 @@ class EDPResult:
         """Monte-Carlo standard error of epsilon and of every per-record epsilon.
 
         See :func:`pymc_edp.diagnostics.epsilon_mcse`; needs ``log_weights``.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> se = res.mcse
+        >>> round(float(se["epsilon"]), 2)
+        0.07
+        >>> se["epsilon_i"].dims
+        ('neighbour',)
         """
         from pymc_edp.diagnostics import epsilon_mcse
 
@@ -327,6 +487,19 @@ class EDPResult:
         Returns
         -------
         xarray.Dataset
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> iv = res.interval(0.9)
+        >>> lower, upper = iv["epsilon"].values
+        >>> bool(lower < res.epsilon < upper)
+        True
+        >>> iv["epsilon_i"].dims
+        ('neighbour', 'interval')
         """
         from pymc_edp.diagnostics import epsilon_interval
 
@@ -337,6 +510,18 @@ class EDPResult:
         """Abowd's empirical measure of imprecision; warns when epsilon is within 2 EMI of 0.
 
         See :func:`pymc_edp.diagnostics.emi`.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> em = res.emi
+        >>> round(float(em["emi"]), 2)
+        0.27
+        >>> res.epsilon > 2 * float(em["emi"])  # clearly above the noise floor: no warning
+        True
         """
         from pymc_edp.diagnostics import emi
 
@@ -347,6 +532,16 @@ class EDPResult:
         """Bins receiving no (or under one draw's) weight, per parameter, and the smoothing.
 
         See :func:`pymc_edp.diagnostics.empty_bins`.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> eb = res.empty_bins
+        >>> int(eb["n_empty"].sum()), int(eb["n_under_one_draw"].sum())
+        (0, 0)
         """
         from pymc_edp.diagnostics import empty_bins
 
@@ -366,6 +561,16 @@ class EDPResult:
         Returns
         -------
         xarray.DataArray
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> eps = res.smoothing_sensitivity((0.01, 0.1, 1.0))
+        >>> eps.round(3).values.tolist()
+        [0.753, 0.753, 0.751]
         """
         from pymc_edp.diagnostics import smoothing_sensitivity
 
@@ -376,6 +581,18 @@ class EDPResult:
         """The ``B -> inf`` reference: largest ``|log density ratio|`` over the draws.
 
         See :func:`pymc_edp.diagnostics.continuous_limit`.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> lim = res.continuous_limit
+        >>> bool(lim["epsilon_inf"] >= res.epsilon)
+        True
+        >>> bool(lim["diverges"])  # normal posteriors: the log density ratio is unbounded
+        True
         """
         from pymc_edp.diagnostics import continuous_limit
 
@@ -396,6 +613,18 @@ class EDPResult:
         Returns
         -------
         xarray.DataArray
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> eps = res.curve(bins=(5, 10, 20))
+        >>> eps.round(3).values.tolist()
+        [0.562, 0.753, 0.875]
+        >>> eps["upper"].dims
+        ('bins',)
         """
         from pymc_edp.diagnostics import epsilon_curve
 
@@ -415,6 +644,20 @@ class EDPResult:
         Returns
         -------
         xarray.Dataset
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> prof = res.delta_profile([0.0, 0.5, 1.0], targets=[0.01])
+        >>> prof["delta"].round(3).values.tolist()
+        [0.252, 0.135, 0.063]
+        >>> prof["delta_i"].dims
+        ('neighbour', 'epsilon')
+        >>> round(float(prof["epsilon_delta"][0]), 2)
+        1.87
         """
         from pymc_edp.diagnostics import delta_profile
 
@@ -424,6 +667,18 @@ class EDPResult:
         """Bin log ratios of one neighbour (default the worst), over (parameter, bin).
 
         See :func:`pymc_edp.diagnostics.bin_log_ratios`.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> lr = res.bin_log_ratios()
+        >>> lr.dims, lr.sizes["bin"], str(lr.attrs["neighbour"])
+        (('parameter', 'bin'), 10, "St. Paul's")
+        >>> round(float(abs(lr).max()), 3)
+        0.753
         """
         from pymc_edp.diagnostics import bin_log_ratios
 
@@ -433,37 +688,124 @@ class EDPResult:
         """Plain-language report of how far to trust epsilon.
 
         See :func:`pymc_edp.diagnostics.diagnose`.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> report = res.diagnose()
+        >>> print(report.splitlines()[0])
+        epsilon = 0.753 (B = 10, smoothing = 0.01)
+        >>> "EMI" in report
+        True
         """
         from pymc_edp.diagnostics import diagnose
 
         return diagnose(self, prob)
 
     def plot_curve(self, **kwargs):
-        """Epsilon against B with error bars; see :func:`pymc_edp.plots.plot_epsilon_curve`."""
+        """Epsilon against B with error bars; see :func:`pymc_edp.plots.plot_epsilon_curve`.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> ax = res.plot_curve(bins=(5, 10, 20))
+        >>> ax.get_title()
+        'B-EDP ε against the number of bins'
+        >>> plt.close(ax.figure)
+        """
         from pymc_edp.plots import plot_epsilon_curve
 
         return plot_epsilon_curve(self, **kwargs)
 
     def plot_intervals(self, **kwargs):
-        """Per-record epsilon with intervals; see :func:`pymc_edp.plots.plot_epsilon_intervals`."""
+        """Per-record epsilon with intervals; see :func:`pymc_edp.plots.plot_epsilon_intervals`.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> ax = res.plot_intervals()
+        >>> ax.get_title()
+        'Per-record ε with 90% Monte-Carlo intervals (B = 10)'
+        >>> plt.close(ax.figure)
+        """
         from pymc_edp.plots import plot_epsilon_intervals
 
         return plot_epsilon_intervals(self, **kwargs)
 
     def plot_bin_log_ratios(self, neighbour=None, **kwargs):
-        """Bin log-ratio heatmap; see :func:`pymc_edp.plots.plot_bin_log_ratios`."""
+        """Bin log-ratio heatmap; see :func:`pymc_edp.plots.plot_bin_log_ratios`.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> ax = res.plot_bin_log_ratios()
+        >>> ax.get_title()
+        "Bin log ratios of neighbour St. Paul's (max |·| = 0.753, B = 10)"
+        >>> plt.close(ax.figure)
+        """
         from pymc_edp.plots import plot_bin_log_ratios
 
         return plot_bin_log_ratios(self, neighbour, **kwargs)
 
     def plot_neighbour_posterior(self, neighbour=None, parameter=None, **kwargs):
-        """Full vs neighbour posterior; see :func:`pymc_edp.plots.plot_neighbour_posterior`."""
+        """Full vs neighbour posterior; see :func:`pymc_edp.plots.plot_neighbour_posterior`.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> ax = res.plot_neighbour_posterior("Choate")
+        >>> ax.get_xlabel()
+        'mu'
+        >>> plt.close(ax.figure)
+        """
         from pymc_edp.plots import plot_neighbour_posterior
 
         return plot_neighbour_posterior(self, neighbour, parameter, **kwargs)
 
     def plot_delta_profile(self, epsilons=None, **kwargs):
-        """(eps, delta) and delta* curves; see :func:`pymc_edp.plots.plot_delta_profile`."""
+        """(eps, delta) and delta* curves; see :func:`pymc_edp.plots.plot_delta_profile`.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> import arviz as az
+        >>> import pymc_edp as edp
+        >>> idata = az.load_arviz_data("centered_eight")
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> ax = res.plot_delta_profile()
+        >>> ax.get_title(), ax.get_yscale()
+        ('Bin-free (ε, δ) profile', 'log')
+        >>> plt.close(ax.figure)
+        """
         from pymc_edp.plots import plot_delta_profile
 
         return plot_delta_profile(self, epsilons, **kwargs)

@@ -155,6 +155,21 @@ def dp_epsilon(
     .. [2] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
        Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
        *Transactions on Data Privacy* 5, Appendix A.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.risk import dp_epsilon
+    >>> rr = np.array([[0.75, 0.25], [0.25, 0.75]])  # randomized response
+    >>> round(dp_epsilon(rr), 4), round(float(np.log(3)), 4)
+    (1.0986, 1.0986)
+    >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
+    >>> t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5)
+    >>> round(dp_epsilon(t), 4)  # log 11, Charest & Han's Table 1
+    2.3979
+    >>> log_t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5, log=True)
+    >>> round(dp_epsilon(log_t, log=True), 4)
+    2.3979
     """
     log_t = _log_transition(transition, log)
     p = None if pairs is None else _check_pairs(pairs, log_t.shape[0])
@@ -201,6 +216,16 @@ def conditional_dp_epsilon(
     .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
        Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1,
        Table 1 (1.466 for x = 2, 3; 2.398 for x = 0, 1, 4, 5).
+
+    Examples
+    --------
+    >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
+    >>> from pymc_edp.risk import conditional_dp_epsilon
+    >>> t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5)  # Charest & Han, Table 1
+    >>> round(conditional_dp_epsilon(t, 2), 3)
+    1.466
+    >>> conditional_dp_epsilon(t, [0, 1, 2, 3, 4, 5]).round(3).tolist()
+    [2.398, 2.398, 1.466, 1.466, 2.398, 2.398]
     """
     log_t = _log_transition(transition, log)
     n_rows = log_t.shape[0]
@@ -251,6 +276,16 @@ def conditional_dp_distribution(
     .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
        Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1,
        Figure 1.
+
+    Examples
+    --------
+    >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
+    >>> from pymc_edp.risk import conditional_dp_distribution
+    >>> cdp = conditional_dp_distribution(beta_binomial_synthesizer_matrix(5, 0.5, 0.5))
+    >>> cdp.dims, round(cdp.attrs["dp_epsilon"], 4)
+    (('x',), 2.3979)
+    >>> cdp.round(3).values.tolist()
+    [2.398, 2.398, 1.466, 1.466, 2.398, 2.398]
     """
     n_rows = np.asarray(transition).shape[0]
     cdp = conditional_dp_epsilon(transition, np.arange(n_rows), log=log)
@@ -368,6 +403,17 @@ def mcclure_reiter_risk(
     .. [1] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
        Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
        *Transactions on Data Privacy* 5, eq. (5).
+
+    Examples
+    --------
+    McClure & Reiter's setting, n = n_s = 1000 records, a record whose value is the only one
+    in the data (x = 1), intruder prior 0.5:
+
+    >>> from pymc_edp.risk import mcclure_reiter_risk
+    >>> round(mcclure_reiter_risk(1, 1, 1000, epsilon=0.01), 4)
+    0.4975
+    >>> mcclure_reiter_risk(1, [0, 1, 2, 5], 1000, epsilon=1000).round(4).tolist()
+    [0.269, 0.5003, 0.7315, 0.9821]
     """
     a, b, n, n_s = _mr_synthesizer(epsilon, n, n_synthetic)
     if y not in (0, 1):
@@ -408,6 +454,13 @@ def mcclure_reiter_relative_risk(
     References
     ----------
     .. [1] McClure, D. and Reiter, J. P. (2012). *Transactions on Data Privacy* 5, eq. (8).
+
+    Examples
+    --------
+    >>> from pymc_edp.risk import mcclure_reiter_relative_risk
+    >>> rr = mcclure_reiter_relative_risk(1, [0, 1, 5, 10], 10, epsilon=1.0, prior=0.1)
+    >>> rr.round(4).tolist()
+    [0.616, 0.7104, 1.2343, 2.3197]
     """
     r = mcclure_reiter_risk(x, x_synthetic, n, epsilon, n_synthetic=n_synthetic, prior=prior, y=y)
     w = _check_prior(prior)
@@ -457,6 +510,16 @@ def mcclure_reiter_expected_risk(
     .. [1] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
        Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
        *Transactions on Data Privacy* 5, eqs. (6)-(7), Table 1.
+
+    Examples
+    --------
+    Two entries of McClure & Reiter's Table 1 (n = n_s = 1000, ``p0 = 0.001``):
+
+    >>> from pymc_edp.risk import mcclure_reiter_expected_risk
+    >>> round(mcclure_reiter_expected_risk(0.001, 1000, 1000), 4)
+    0.1252
+    >>> f"{mcclure_reiter_expected_risk(0.001, 0.01, 1000):.3g}"
+    '3.14e-05'
     """
     p0_arr = np.asarray(p0, dtype=float)
     eps_arr = np.asarray(epsilon, dtype=float)
@@ -530,6 +593,15 @@ class AcceptableRegion:
     References
     ----------
     .. [1] McClure, D. and Reiter, J. P. (2012). *Transactions on Data Privacy* 5, Sec. 4.
+
+    Examples
+    --------
+    >>> from pymc_edp.risk import AcceptableRegion
+    >>> region = AcceptableRegion(r_upper=(0.1, 1.0), rr_max=(10.0, 1.05))
+    >>> region.rr_max
+    (10.0, 1.05)
+    >>> region(relative_risk=[5.0, 5.0, 1.02], risk=[0.05, 0.5, 0.9]).tolist()
+    [True, False, True]
     """
 
     r_upper: tuple[float, ...]
@@ -561,6 +633,18 @@ class DisclosureAssessment:
     risks : xarray.Dataset
         Over dim ``"prior"`` (the intruder's ``P(Y_j = 1)``): ``risk`` (R_j),
         ``relative_risk`` (RR_j) and ``acceptable`` (bool).
+
+    Examples
+    --------
+    >>> from pymc_edp.risk import AcceptableRegion, mcclure_reiter_assessment
+    >>> region = AcceptableRegion(r_upper=(0.1, 1.0), rr_max=(10.0, 1.05))
+    >>> a = mcclure_reiter_assessment(
+    ...     1, 1, 10, 5.0, acceptable=region, priors=[0.01, 0.05, 0.5, 0.9]
+    ... )
+    >>> a.risks["risk"].round(4).values.tolist()
+    [0.0073, 0.037, 0.4217, 0.8678]
+    >>> a.acceptable, a.unacceptable_priors.size
+    (True, 0)
     """
 
     risks: xr.Dataset
@@ -611,6 +695,16 @@ def mcclure_reiter_assessment(
     .. [1] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
        Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
        *Transactions on Data Privacy* 5, Sec. 4, Figures 3-4.
+
+    Examples
+    --------
+    >>> from pymc_edp.risk import AcceptableRegion, mcclure_reiter_assessment
+    >>> region = AcceptableRegion(r_upper=(0.1, 1.0), rr_max=(10.0, 1.05))
+    >>> mcclure_reiter_assessment(1, 1, 10, 1.0, acceptable=region).acceptable
+    True
+    >>> a = mcclure_reiter_assessment(1, 1, 10, 10.0, acceptable=region)
+    >>> a.acceptable, a.unacceptable_priors.size, round(float(a.unacceptable_priors.min()), 4)
+    (False, 439, 0.0909)
     """
     w = np.arange(1, 1001) / 1001 if priors is None else np.asarray(priors, dtype=float)
     if w.ndim != 1:
@@ -664,6 +758,17 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
     ----------
     .. [1] Lee, J. and Clifton, C. (2011). "How Much Is Enough? Choosing epsilon for
        Differential Privacy." *ISC 2011*, LNCS 7001, Sec. 4.1 and 6 (Table 4).
+
+    Examples
+    --------
+    Lee & Clifton's absence days:
+
+    >>> import numpy as np
+    >>> from pymc_edp.risk import lee_clifton_sensitivity
+    >>> round(lee_clifton_sensitivity([1, 2, 3, 10], np.mean), 4)  # 17/6
+    2.8333
+    >>> lee_clifton_sensitivity([1, 2, 3, 10], np.median)
+    4.0
     """
     u = np.asarray(universe)
     if u.shape[0] < 3:
@@ -694,6 +799,16 @@ class PossibleWorlds:
         Query value on each world, shape ``(n, k)``.
     sensitivity : float
         ``Delta f`` used for the Laplace scale.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.risk import possible_worlds
+    >>> worlds = possible_worlds([1, 2, 3, 10], np.mean)
+    >>> worlds.n, worlds.delta_v
+    (4, 3.0)
+    >>> worlds.distances[3].round(4).tolist()  # world {1, 2, 3} against the others
+    [3.0, 2.6667, 2.3333, 0.0]
     """
 
     universe: np.ndarray
@@ -741,6 +856,16 @@ def possible_worlds(
     References
     ----------
     .. [1] Lee, J. and Clifton, C. (2011). *ISC 2011*, LNCS 7001, Sec. 4.3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.risk import possible_worlds
+    >>> worlds = possible_worlds([1, 2, 3, 10], np.mean)  # Lee & Clifton's absence days
+    >>> worlds.values[:, 0].round(4).tolist()  # mean without 1, 2, 3, 10
+    [5.0, 4.6667, 4.3333, 2.0]
+    >>> round(worlds.sensitivity, 4), worlds.delta_v
+    (2.8333, 3.0)
     """
     u = np.asarray(universe)
     if u.ndim == 0 or u.shape[0] < 3:
@@ -813,6 +938,16 @@ def possible_world_beliefs(
     ----------
     .. [1] Lee, J. and Clifton, C. (2011). "How Much Is Enough? Choosing epsilon for
        Differential Privacy." *ISC 2011*, LNCS 7001, Definitions 3 and 5, Sec. 4.4.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.risk import possible_world_beliefs
+    >>> b = possible_world_beliefs([1, 2, 3, 10], np.mean, response=2.2013, epsilon=2.0)
+    >>> b["missing"].values.tolist()
+    [1, 2, 3, 10]
+    >>> b.round(4).values.tolist()
+    [0.0988, 0.125, 0.1582, 0.618]
     """
     worlds = possible_worlds(universe, query, sensitivity=sensitivity)
     eps = np.asarray(epsilon, dtype=float)
@@ -859,6 +994,15 @@ def lee_clifton_risk(
     References
     ----------
     .. [1] Lee, J. and Clifton, C. (2011). *ISC 2011*, LNCS 7001, Definition 5.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.risk import lee_clifton_risk
+    >>> round(lee_clifton_risk([1, 2, 3, 10], np.mean, 2.2013, 2.0), 4)
+    0.618
+    >>> lee_clifton_risk([1, 2, 3, 10], np.mean, 2.2013, [0.5, 2.0]).round(4).tolist()
+    [0.3318, 0.618]
     """
     beliefs = possible_world_beliefs(universe, query, response, epsilon, sensitivity)
     return _as_float_or_array(beliefs.max("world").values)
@@ -903,6 +1047,13 @@ def lee_clifton_worst_case_belief(
     ----------
     .. [1] Lee, J. and Clifton, C. (2011). *ISC 2011*, LNCS 7001, eqs. (1)-(3), (10)-(12),
        (19)-(21).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.risk import lee_clifton_worst_case_belief
+    >>> round(lee_clifton_worst_case_belief([1, 2, 3, 4], np.mean, 0.5), 4)  # eq. (12)
+    0.3292
     """
     worlds = possible_worlds(universe, query, sensitivity=sensitivity)
     eps = np.asarray(epsilon, dtype=float)
@@ -940,6 +1091,14 @@ def lee_clifton_epsilon_bound(delta_f: float, delta_v: float, n: int, rho: float
     References
     ----------
     .. [1] Lee, J. and Clifton, C. (2011). *ISC 2011*, LNCS 7001, eqs. (6)-(9), (16)-(18).
+
+    Examples
+    --------
+    >>> from pymc_edp.risk import lee_clifton_epsilon_bound
+    >>> round(lee_clifton_epsilon_bound(17 / 6, 3.0, n=4, rho=1 / 3), 4)  # mean, absence days
+    0.3829
+    >>> round(lee_clifton_epsilon_bound(4.0, 1.0, n=4, rho=1 / 3), 4)  # median
+    1.6219
     """
     n = _check_int_scalar(n, "n", 2)
     if not (delta_f > 0 and delta_v > 0):
@@ -988,6 +1147,15 @@ def lee_clifton_max_epsilon(
     ----------
     .. [1] Lee, J. and Clifton, C. (2011). "How Much Is Enough? Choosing epsilon for
        Differential Privacy." *ISC 2011*, LNCS 7001, Sec. 5.2 and 6.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.risk import lee_clifton_max_epsilon
+    >>> round(lee_clifton_max_epsilon([1, 2, 3, 10], np.median, 1 / 3), 4)  # 4 ln 2
+    2.7726
+    >>> round(lee_clifton_max_epsilon([1, 2, 3, 10], np.mean, 1 / 3), 4)  # eq. (7) gives 0.3829
+    0.4317
     """
     worlds = possible_worlds(universe, query, sensitivity=sensitivity)
     w = _world_prior(prior, worlds.n)
@@ -1032,6 +1200,16 @@ class DensityBounds:
     ----------
     lower, upper : numpy.ndarray
         Bounds of equal shape, ``lower <= upper``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.risk import DensityBounds
+    >>> bounds = DensityBounds(lower=np.array([0.1, 0.2]), upper=np.array([0.3, 0.4]))
+    >>> bounds.upper.tolist()
+    [0.3, 0.4]
+    >>> bounds.contains([0.2, 0.4]), bounds.contains([0.2, 0.5])
+    (True, False)
     """
 
     lower: np.ndarray
@@ -1082,6 +1260,15 @@ def bailie_gong_posterior_bounds(
     ----------
     .. [1] Bailie, J. and Gong, R. "Differential Privacy: General Inferential Limits via
        Intervals of Measures." Theorem (posterior bounds).
+
+    Examples
+    --------
+    >>> from pymc_edp.risk import bailie_gong_posterior_bounds
+    >>> bounds = bailie_gong_posterior_bounds(0.5, epsilon=0.1, d_star_star=3)
+    >>> round(float(bounds.lower), 4), round(float(bounds.upper), 4)
+    (0.3704, 0.6749)
+    >>> bounds.contains(0.6), bounds.contains(0.7)
+    (True, False)
     """
     eps, d = _check_eps_d(epsilon, d_star_star)
     p = np.asarray(prior, dtype=float)
@@ -1101,6 +1288,12 @@ def hamming_distances(datasets: Sequence | np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray
         ``(m, m)`` integer matrix of the number of records that differ.
+
+    Examples
+    --------
+    >>> from pymc_edp.risk import hamming_distances
+    >>> hamming_distances([[0, 0], [0, 1], [1, 0], [1, 1]]).tolist()
+    [[0, 1, 1, 2], [1, 0, 2, 1], [1, 2, 0, 1], [2, 1, 1, 0]]
     """
     x = np.asarray(datasets)
     x = x.reshape(x.shape[0], x.shape[1], -1)
@@ -1141,6 +1334,23 @@ def bailie_gong_prior_predictive_bounds(
     .. [1] Bailie, J. and Gong, R. "Differential Privacy: General Inferential Limits via
        Intervals of Measures." Theorems (bounds on the privatised data probability; prior
        predictive bounds).
+
+    Examples
+    --------
+    The sum of two binary records released with Laplace noise (eps = 0.5), evaluated at
+    t = 0, 1, 2; the uniform prior's predictive density lies within the bounds:
+
+    >>> import numpy as np
+    >>> from pymc_edp.calibration import laplace_mechanism
+    >>> from pymc_edp.risk import bailie_gong_prior_predictive_bounds, hamming_distances
+    >>> datasets = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
+    >>> mech = laplace_mechanism(epsilon=0.5, sensitivity=1.0)
+    >>> dens = mech.density_matrix(datasets.sum(axis=1), [0.0, 1.0, 2.0]).values
+    >>> bounds = bailie_gong_prior_predictive_bounds(dens, hamming_distances(datasets), 0.5)
+    >>> bounds.lower.round(4).tolist(), bounds.upper.round(4).tolist()
+    ([0.092, 0.092, 0.092], [0.25, 0.4122, 0.25])
+    >>> bounds.contains(dens.mean(axis=0))
+    True
     """
     p = np.asarray(densities, dtype=float)
     d = np.asarray(distances, dtype=float)
@@ -1186,6 +1396,14 @@ def bailie_gong_power_bound(
     ----------
     .. [1] Bailie, J. and Gong, R. "Differential Privacy: General Inferential Limits via
        Intervals of Measures." Theorem (Neyman-Pearson hypothesis testing).
+
+    Examples
+    --------
+    >>> from pymc_edp.risk import bailie_gong_power_bound
+    >>> round(bailie_gong_power_bound(0.05, epsilon=0.5, d_star_star=1), 4)
+    0.0824
+    >>> bailie_gong_power_bound(0.05, [0.5, 1.0, 5.0], 1).round(4).tolist()
+    [0.0824, 0.1359, 1.0]
     """
     a = np.asarray(alpha, dtype=float)
     if np.any(~((a >= 0) & (a <= 1))):

@@ -42,6 +42,15 @@ def dataset_path(filename: str):
     importlib.resources.abc.Traversable
         Handle with ``open()``/``read_text()``; use :func:`importlib.resources.as_file` if a
         real file-system path is needed.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import dataset_path
+    >>> csv = dataset_path("heart_transplant.csv")
+    >>> csv.name, csv.is_file()
+    ('heart_transplant.csv', True)
+    >>> csv.read_text(encoding="utf-8").splitlines()[0]
+    'patient,survival,censored,age'
     """
     return resources.files("pymc_edp.datasets").joinpath(filename)
 
@@ -94,6 +103,12 @@ def heart_transplant_provenance() -> str:
     -------
     str
         Contents of ``heart_transplant.md``.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import heart_transplant_provenance
+    >>> heart_transplant_provenance().splitlines()[0]
+    '# Stanford heart-transplant survival data (69 patients)'
     """
     return dataset_path("heart_transplant.md").read_text(encoding="utf-8")
 
@@ -127,6 +142,19 @@ def heart_transplant_model(df: pd.DataFrame | None = None) -> pm.Model:
     -------
     pymc.Model
         The model, with free variables ``intercept``, ``beta_age`` and ``alpha``.
+
+    Examples
+    --------
+    Building the model is fast; sampling it is what :func:`pymc_edp.cli.fit_demo_model` does:
+
+    >>> from pymc_edp.datasets import heart_transplant_model, load_heart_transplant
+    >>> model = heart_transplant_model()
+    >>> [rv.name for rv in model.free_RVs], [rv.name for rv in model.observed_RVs]
+    (['intercept', 'beta_age', 'alpha'], ['survival'])
+    >>> len(model.coords["patient"])
+    69
+    >>> len(heart_transplant_model(load_heart_transplant().head(10)).coords["patient"])
+    10
     """
     import pymc as pm
 

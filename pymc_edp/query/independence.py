@@ -90,6 +90,24 @@ def independence_check(
     pandas.DataFrame
         Indexed by test (``ljung_box_ranks``, ``runs``, ``ks_halves``) with columns
         ``statistic``, ``pvalue`` and ``reject``.
+
+    Examples
+    --------
+    Independent draws pass; a trend fails all three tests (and warns unless ``warn=False``):
+
+    >>> import warnings
+    >>> import numpy as np
+    >>> from pymc_edp.query import IndependenceWarning, independence_check
+    >>> values = np.random.default_rng(1).normal(size=50)
+    >>> independence_check(values)["reject"].tolist()
+    [False, False, False]
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always", IndependenceWarning)
+    ...     table = independence_check(values + np.arange(50))
+    >>> table["reject"].to_dict()
+    {'ljung_box_ranks': True, 'runs': True, 'ks_halves': True}
+    >>> [w.category.__name__ for w in caught]
+    ['IndependenceWarning']
     """
     x = np.asarray(values, dtype=float).ravel()
     if not np.all(np.isfinite(x)):

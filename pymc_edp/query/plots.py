@@ -78,6 +78,21 @@ def plot_delta(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from pymc_edp.query import query_samples, sum_query
+    >>> rng = np.random.default_rng(0)
+    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
+    >>> from pymc_edp.query import plot_delta, privacy_profile
+    >>> res = privacy_profile(samples, progressbar=False)
+    >>> ax = plot_delta(res, kind=["delta", "delta_star"], target=0.01)
+    >>> len(ax.get_lines())  # two curves and their two target markers
+    4
+    >>> import matplotlib.pyplot as plt
+    >>> plt.close("all")
     """
     from pymc_edp.query.profile import epsilon_at
 
@@ -145,6 +160,21 @@ def plot_delta_i(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from pymc_edp.query import query_samples, sum_query
+    >>> rng = np.random.default_rng(0)
+    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
+    >>> from pymc_edp.query import plot_delta_i, privacy_profile
+    >>> res = privacy_profile(samples, progressbar=False)
+    >>> ax = plot_delta_i(res, top=3)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['2', '3', '0']
+    >>> import matplotlib.pyplot as plt
+    >>> plt.close("all")
     """
     ax = _axes(ax, figsize)
     if individuals is None:
@@ -195,6 +225,21 @@ def plot_densities(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from pymc_edp.query import query_samples, sum_query
+    >>> rng = np.random.default_rng(0)
+    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
+    >>> from pymc_edp.query import plot_densities, privacy_profile
+    >>> res = privacy_profile(samples, progressbar=False)
+    >>> ax = plot_densities(res)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['with everybody', 'without 2']
+    >>> import matplotlib.pyplot as plt
+    >>> plt.close("all")
     """
     if "density" not in result:
         raise ValueError("the result has no densities (vector query or densities not kept)")
@@ -255,6 +300,20 @@ def plot_noise_kernel(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from pymc_edp.query import query_samples, sum_query
+    >>> rng = np.random.default_rng(0)
+    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
+    >>> from pymc_edp.query import noise_kernel, plot_noise_kernel
+    >>> ax = plot_noise_kernel(noise_kernel(samples, 1.0), n_samples=10_000)
+    >>> ax.get_legend().get_texts()[0].get_text()
+    '10,000 draws'
+    >>> import matplotlib.pyplot as plt
+    >>> plt.close("all")
     """
     ax = _axes(ax, figsize)
     draws = noise.sample(n_samples, np.random.default_rng(random_seed))

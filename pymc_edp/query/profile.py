@@ -449,6 +449,22 @@ def privacy_profile(
         ``top_individual`` over ``rank``; ``density``
         and ``density_without`` over ``grid`` (1-D queries); density-selection scores over
         ``candidate``; independence tests over ``test``; the density model in ``attrs``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from pymc_edp.query import query_samples, sum_query
+    >>> rng = np.random.default_rng(0)
+    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
+    >>> from pymc_edp.query import privacy_profile
+    >>> res = privacy_profile(samples, progressbar=False)
+    >>> res.attrs["density_method"], res.attrs["density_kernel"]
+    ('variable-kde', 'gaussian')
+    >>> res["epsilon_delta"].to_series().round(3).to_dict()
+    {0.01: 3.39, 0.001: inf}
+    >>> res["top_individual"].to_numpy().tolist()
+    [2, 3, 0, 1, 4]
     """
     eps = np.asarray(DEFAULT_EPSILONS if epsilons is None else epsilons, dtype=float)
     if eps.ndim != 1 or np.any(np.diff(eps) <= 0) or eps[0] < 0:
@@ -632,6 +648,20 @@ def epsilon_at(result: xr.Dataset, target: float, *, kind: str = "delta") -> flo
     -------
     float
         ``inf`` if the curve never reaches the target on the grid.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from pymc_edp.query import query_samples, sum_query
+    >>> rng = np.random.default_rng(0)
+    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
+    >>> from pymc_edp.query import epsilon_at, privacy_profile
+    >>> res = privacy_profile(samples, progressbar=False)
+    >>> round(epsilon_at(res, 0.01), 3)  # a target of the result: bisection-refined
+    3.39
+    >>> round(epsilon_at(res, 0.05), 3)  # any other level: read off the epsilon grid
+    1.551
     """
     if kind not in {"delta", "delta_star"}:
         raise ValueError("kind must be 'delta' or 'delta_star'")

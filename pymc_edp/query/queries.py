@@ -80,6 +80,14 @@ class MeanQuery:
     ----------
     column : str
         Column to average.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> q = MeanQuery("usage")
+    >>> df = pd.DataFrame({"id": [1, 1, 2], "usage": [1.0, 2.0, 6.0]})
+    >>> q(df), q.leave_one_out(df, "id").to_dict()
+    (3.0, {1: 6.0, 2: 1.5})
     """
 
     def __init__(self, column: str):
@@ -102,10 +110,33 @@ class MeanQuery:
 
 
 def sum_query(columns: str | Sequence[str]) -> SumQuery:
-    """Vectorised sum of a column (or several: a vector query); see :class:`SumQuery`."""
+    """Vectorised sum of a column (or several: a vector query); see :class:`SumQuery`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> q = sum_query(["a", "b"])
+    >>> q
+    SumQuery(['a', 'b'])
+    >>> df = pd.DataFrame({"id": [1, 2], "a": [1.0, 2.0], "b": [10.0, 20.0]})
+    >>> q(df).to_dict()
+    {'a': 3.0, 'b': 30.0}
+    >>> q.leave_one_out(df, "id").to_dict("index")
+    {1: {'a': 2.0, 'b': 20.0}, 2: {'a': 1.0, 'b': 10.0}}
+    """
     return SumQuery(columns)
 
 
 def mean_query(column: str) -> MeanQuery:
-    """Vectorised mean of a column; see :class:`MeanQuery`."""
+    """Vectorised mean of a column; see :class:`MeanQuery`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> q = mean_query("age")
+    >>> q
+    MeanQuery('age')
+    >>> q(pd.DataFrame({"id": [1, 2, 3], "age": [30.0, 40.0, 50.0]}))
+    40.0
+    """
     return MeanQuery(column)

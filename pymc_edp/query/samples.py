@@ -191,6 +191,24 @@ def query_samples(
         ``value`` (database, draw[, component]): ``f(X^j)``; ``value_without`` (individual,
         database, draw[, component]): ``f(X^j_i)``; ``present`` (individual, database);
         ``side_info`` (database) when requested.
+
+    Examples
+    --------
+    Forty databases of the same five individuals; the query is the sum of ``x``:
+
+    >>> import numpy as np, pandas as pd
+    >>> from pymc_edp.query import query_samples, sum_query
+    >>> rng = np.random.default_rng(0)
+    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
+    >>> dict(samples.sizes)
+    {'database': 40, 'draw': 1, 'individual': 5}
+    >>> dbs[0]["x"].round(3).tolist()
+    [1.834, 2.638, 1.066, 3.981, 0.913]
+    >>> round(samples["value"].isel(database=0, draw=0).item(), 3)
+    10.432
+    >>> samples["value_without"].isel(database=0, draw=0).round(3).to_numpy()
+    array([8.598, 7.794, 9.366, 6.452, 9.519])
     """
     labels, frames = as_databases(databases, database_col=database_col)
     for f in frames:
