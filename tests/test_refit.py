@@ -365,3 +365,46 @@ def test_integer_data_and_step_settings(engine):
     refitted = res.pointwise["method"].values == "refit"
     assert refitted.sum() == 2
     assert set(res.pointwise["status"].values[refitted]) == {"ok"}
+
+
+def test_nutpie_raw_trace_equals_inference_data_path():
+    """The fast arrow conversion gives the draws nutpie's own InferenceData holds."""
+    pytest.importorskip("nutpie")
+    import nutpie
+
+    rng = np.random.default_rng(2)
+    coords = {"coef": ["a", "b"]}
+    with pm.Model(coords=coords) as model:
+        beta = pm.Normal("beta", 0, 1, dims="coef")
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("y", beta[0] + beta[1], sigma, observed=rng.normal(size=10))
+    eng = refit.make_engine(
+        "nutpie",
+        model=refit.neighbour_model(model),
+        draws=200,
+        tune=200,
+        chains=2,
+        var_names=("beta", "sigma"),
+    )
+    dw = np.zeros(10)
+    dw[4] = -1.0
+    compiled = eng._compiled().with_data(edp_dw_y=dw)
+    raw = nutpie.sample(
+        compiled,
+        draws=200,
+        tune=200,
+        chains=2,
+        seed=11,
+        progress_bar=False,
+        return_raw_trace=True,
+    )
+    fast, div = eng._from_arrow(raw, compiled)  # the fast path itself, not its fallback
+    via_engine, _ = eng.sample({"edp_dw_y": dw}, seed=11)
+    np.testing.assert_array_equal(via_engine["beta"].values, fast["beta"].values)
+    idata = nutpie.sample(compiled, draws=200, tune=200, chains=2, seed=11, progress_bar=False)
+    slow, div_slow = eng._finish(idata)
+    assert div == div_slow
+    for name in ("beta", "sigma"):
+        np.testing.assert_array_equal(fast[name].values, slow[name].values)
+    assert list(fast["beta"].dims) == ["chain", "draw", "coef"]
+    assert list(fast["coef"].values) == ["a", "b"]
