@@ -319,11 +319,8 @@ class Neighbours:
             vs = np.unique(row_var[indptr[k] : indptr[k + 1]])
             observed.append(ll.names[vs[0]] if vs.size == 1 else "*")
         labels = np.asarray(list(uniques))
-        if labels.dtype == object:
-            try:
-                labels = labels.astype(str) if all(isinstance(u, str) for u in labels) else labels
-            except (TypeError, ValueError):  # pragma: no cover - defensive
-                pass
+        if labels.dtype == object and all(isinstance(u, str) for u in labels):
+            labels = labels.astype(str)
         return cls(labels, indptr, order.astype(np.int64), np.array(observed, dtype=object))
 
 
