@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -228,11 +229,8 @@ class NutpieEngine(_EngineBase):
             _COMPILED[self.token] = nutpie.compile_pymc_model(self.model)
         return _COMPILED[self.token]
 
-    def sample(self, data: dict, seed: int):
-        import nutpie
-
-        compiled = self._compiled().with_data(**data)
-        kwargs = dict(
+    def _kwargs(self, seed: int) -> dict:
+        return dict(
             draws=self.draws,
             tune=self.tune,
             chains=self.chains,
@@ -240,6 +238,19 @@ class NutpieEngine(_EngineBase):
             progress_bar=False,
             **self.sampler_kwargs,
         )
+
+    def sample_idata(self, data: dict, seed: int):
+        """The full InferenceData of one run with ``data``, and the model sampled."""
+        import nutpie
+
+        compiled = self._compiled().with_data(**data)
+        return nutpie.sample(compiled, **self._kwargs(seed)), self.model
+
+    def sample(self, data: dict, seed: int):
+        import nutpie
+
+        compiled = self._compiled().with_data(**data)
+        kwargs = self._kwargs(seed)
         try:
             # the raw arrow trace skips building a full InferenceData (~20 ms a refit)
             raw = nutpie.sample(compiled, return_raw_trace=True, **kwargs)
@@ -319,7 +330,8 @@ class PymcEngine(_EngineBase):
                 _COMPILED[self.token] = pm.NUTS(**step_kw)
         return _COMPILED[self.token]
 
-    def sample(self, data: dict, seed: int):
+    def sample_idata(self, data: dict, seed: int):
+        """The full InferenceData of one run with ``data``, and the model sampled."""
         import pymc as pm
 
         step = self._step()
@@ -337,7 +349,10 @@ class PymcEngine(_EngineBase):
                 compute_convergence_checks=False,
                 **sample_kw,
             )
-        return self._finish(idata)
+        return idata, self.model
+
+    def sample(self, data: dict, seed: int):
+        return self._finish(self.sample_idata(data, seed)[0])
 
 
 @dataclass
@@ -347,7 +362,8 @@ class BuilderEngine(_EngineBase):
     build_model: Callable | None = None
     nuts_sampler: str = "pymc"
 
-    def sample(self, data, seed: int):
+    def sample_idata(self, data, seed: int):
+        """The full InferenceData of one run with ``data``, and the model built for it."""
         import pymc as pm
 
         model = self.build_model(data)
@@ -365,7 +381,23 @@ class BuilderEngine(_EngineBase):
                 compute_convergence_checks=False,
                 **self.sampler_kwargs,
             )
-        return self._finish(idata)
+        return idata, model
+
+    def sample(self, data, seed: int):
+        return self._finish(self.sample_idata(data, seed)[0])
+
+
+def resolve_engine(engine: str | None) -> str:
+    """``"nutpie"`` or ``"pymc"``; None picks nutpie when it is installed."""
+    if engine not in (None, "nutpie", "pymc"):
+        raise ValueError(f"engine must be 'nutpie', 'pymc' or None, got {engine!r}")
+    if engine is None:
+        try:
+            import nutpie  # noqa: F401
+        except ImportError:
+            return "pymc"
+        return "nutpie"
+    return engine
 
 
 def make_engine(
@@ -379,35 +411,22 @@ def make_engine(
     var_names,
     sampler_kwargs: dict | None = None,
 ):
-    """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides."""
-    var_names = tuple(var_names)
+    """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides.
+
+    With ``build_model`` the sampler is PyMC's unless ``engine="nutpie"`` (each neighbour
+    model compiles anew, which PyMC's compile cache makes cheaper).
+    """
     common = dict(
         draws=draws,
         tune=tune,
         chains=chains,
-        var_names=var_names,
+        var_names=tuple(var_names),
         sampler_kwargs=dict(sampler_kwargs or {}),
     )
     if build_model is not None:
         sampler = "nutpie" if engine == "nutpie" else "pymc"
-        return BuilderEngine(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            var_names=var_names,
-            build_model=build_model,
-            nuts_sampler=sampler,
-        )
-    if engine not in (None, "nutpie", "pymc"):
-        raise ValueError(f"engine must be 'nutpie', 'pymc' or None, got {engine!r}")
-    if engine is None:
-        try:
-            import nutpie  # noqa: F401
-
-            engine = "nutpie"
-        except ImportError:
-            engine = "pymc"
-    cls = NutpieEngine if engine == "nutpie" else PymcEngine
+        return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
+    cls = NutpieEngine if resolve_engine(engine) == "nutpie" else PymcEngine
     return cls(**common, model=model)
 
 
@@ -439,6 +458,8 @@ def _run_one(engine, task) -> RefitOutcome:
     index, label, data, seed = task
     start = time.perf_counter()
     try:
+        if callable(data):  # expanded here, not held for every task at once
+            data = data()
         post, div = engine.sample(data, seed)
     except Exception as err:  # recorded, never silently dropped
         return RefitOutcome(
@@ -547,8 +568,6 @@ def run_refits(
     >>> sorted(done), done[1].status, done[1].seed, float(done[1].posterior["mu"].mean())
     ([0, 1], 'ok', 12, 2.0)
     """
-    from functools import partial
-
     from pymc_edp._parallel import map_tasks
 
     done: dict[int, RefitOutcome] = {}
@@ -650,61 +669,77 @@ class Refits(Mapping):
 
 
 # ------------------------------------------------------------------ estimation
-def neighbour_data_arrays(ll, nbs, k: int, observed_y: dict, candidate: dict | None) -> dict:
-    """``pm.Data`` values of :func:`neighbour_model` for neighbour ``k``.
+def neighbour_changes(ll, nbs, k: int, candidate: dict | None) -> dict:
+    """What neighbour ``k`` changes: per observed variable, its records and new values.
 
-    Parameters
-    ----------
-    ll : pymc_edp.weights.LogLikelihood
-    nbs : pymc_edp.weights.Neighbours
-    k : int
-    observed_y : dict
-        Observed values per variable.
-    candidate : dict, optional
-        Replacement data set per variable (``neighbour="replace"``).
+    Returns
+    -------
+    dict
+        ``{name: (local_indices, replacement_values or None)}`` — a few numbers per
+        neighbour, expanded to full data only when its refit runs
+        (:class:`_NeighbourDataMaker`).
     """
     rows = nbs.rows[nbs.indptr[k] : nbs.indptr[k + 1]]
     var = np.searchsorted(ll.offsets, rows, side="right") - 1
-    data = {}
+    changes = {}
     for v, name in enumerate(ll.names):
         n_v = ll.offsets[v + 1] - ll.offsets[v]
-        shape = ll.datasets[name].shape[2:]
         local = rows[var == v] - ll.offsets[v]
-        dw = np.zeros(n_v)
-        dw[local] = -1.0
-        data[DW.format(name)] = dw.reshape(shape)
-        y = np.asarray(observed_y[name])
-        alt = y.copy()
-        switch = np.zeros(n_v)
+        values = None
         if candidate is not None:
-            alt.reshape(n_v, -1)[local] = np.asarray(candidate[name]).reshape(n_v, -1)[local]
-            switch[local] = 1.0
-        data[ALT.format(name)] = alt
-        data[SWITCH.format(name)] = switch.reshape(shape)
-    return data
+            values = np.asarray(candidate[name]).reshape(n_v, -1)[local]
+        changes[name] = (local, values)
+    return changes
 
 
-def builder_data(ll, nbs, k: int, observed_y: dict, candidate: dict | None) -> NeighbourData:
-    """The :class:`NeighbourData` of neighbour ``k`` for a user's ``build_model``."""
-    rows = nbs.rows[nbs.indptr[k] : nbs.indptr[k + 1]]
-    var = np.searchsorted(ll.offsets, rows, side="right") - 1
-    observed, keep = {}, {}
-    for v, name in enumerate(ll.names):
-        n_v = ll.offsets[v + 1] - ll.offsets[v]
-        local = rows[var == v] - ll.offsets[v]
-        y = np.asarray(observed_y[name])
-        mask = np.ones(n_v, dtype=bool)
-        if candidate is None:
-            mask[local] = False
-            # records along the first axis (rows of a multivariate observation included) are
-            # dropped; records laid over several axes are passed whole, with `keep` to mask
-            observed[name] = y[mask] if y.shape[:1] == (n_v,) else y
-        else:
-            alt = y.copy()
-            alt.reshape(n_v, -1)[local] = np.asarray(candidate[name]).reshape(n_v, -1)[local]
-            observed[name] = alt
-        keep[name] = mask
-    return NeighbourData(nbs.labels[k], k, observed, keep)
+@dataclass(frozen=True)
+class _NeighbourDataMaker:
+    """Expands a neighbour's changes into the data its refit needs.
+
+    ``pm.Data`` values of :func:`neighbour_model` (the default), or the
+    :class:`NeighbourData` handed to a user's ``build_model``.
+    """
+
+    observed_y: dict
+    record_shapes: dict
+    builder: bool = False
+
+    def __call__(self, index: int, label, changes: dict):
+        if self.builder:
+            return self._builder(index, label, changes)
+        data = {}
+        for name, (local, values) in changes.items():
+            shape = self.record_shapes[name]
+            n_v = int(np.prod(shape))
+            dw = np.zeros(n_v)
+            dw[local] = -1.0
+            alt = np.asarray(self.observed_y[name]).copy()
+            switch = np.zeros(n_v)
+            if values is not None:
+                alt.reshape(n_v, -1)[local] = values
+                switch[local] = 1.0
+            data[DW.format(name)] = dw.reshape(shape)
+            data[ALT.format(name)] = alt
+            data[SWITCH.format(name)] = switch.reshape(shape)
+        return data
+
+    def _builder(self, index: int, label, changes: dict) -> NeighbourData:
+        observed, keep = {}, {}
+        for name, (local, values) in changes.items():
+            n_v = int(np.prod(self.record_shapes[name]))
+            y = np.asarray(self.observed_y[name])
+            mask = np.ones(n_v, dtype=bool)
+            if values is None:
+                mask[local] = False
+                # records along the first axis (rows of a multivariate observation included)
+                # are dropped; records laid over several axes are passed whole, with `keep`
+                observed[name] = y[mask] if y.shape[:1] == (n_v,) else y
+            else:
+                alt = y.copy()
+                alt.reshape(n_v, -1)[local] = values
+                observed[name] = alt
+            keep[name] = mask
+        return NeighbourData(label, index, observed, keep)
 
 
 def log_ratio_at(
@@ -806,7 +841,6 @@ def refit_neighbours(
             chains=chains,
             var_names=names,
         )
-        make_data = builder_data
         loglik_fns = None
         if estimator == "pooled":
             messages.append(
@@ -828,20 +862,21 @@ def refit_neighbours(
             var_names=keep,
             sampler_kwargs=sampler_kwargs,
         )
-        make_data = neighbour_data_arrays
         loglik_fns = (
             {n: ElementwiseLogLik(model, n) for n in ll.names} if estimator == "pooled" else None
         )
 
-    tasks = [
-        (
-            int(k),
-            _jsonable(nbs.labels[k]),
-            make_data(ll, nbs, int(k), observed_y, candidate(k)),
-            refit_seed(random_seed, int(k)),
-        )
-        for k in to_refit
-    ]
+    maker = _NeighbourDataMaker(
+        observed_y={n: observed_y[n] for n in ll.names},
+        record_shapes={n: tuple(ll.datasets[n].shape[2:]) for n in ll.names},
+        builder=build_model is not None,
+    )
+    tasks = []
+    for k in to_refit:
+        k = int(k)
+        label = _jsonable(nbs.labels[k])
+        lazy = partial(maker, k, label, neighbour_changes(ll, nbs, k, candidate(k)))
+        tasks.append((k, label, lazy, refit_seed(random_seed, k)))
     ckpt = Checkpoint(checkpoint, config) if checkpoint is not None else None
     outcomes = run_refits(eng, tasks, executor=executor, checkpoint=ckpt, progressbar=progressbar)
 

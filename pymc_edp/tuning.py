@@ -398,112 +398,48 @@ def bootstrap_epsilon_mcse(
 
 
 # --------------------------------------------------------------------------- samplers
-def _default_engine(engine: str | None) -> str:
-    if engine not in (None, "nutpie", "pymc"):
-        raise ValueError(f"engine must be 'nutpie', 'pymc' or None, got {engine!r}")
-    if engine is None:
-        try:
-            import nutpie  # noqa: F401
+class _Sampler:
+    """Samples the model at one strength value with a refit engine (compiled once).
 
-            return "nutpie"
-        except ImportError:
-            return "pymc"
-    return engine
+    With a model, the engine compiles it once and each trial only swaps the ``pm.Data``
+    hyperparameter; with a builder, each trial builds (and compiles) a new model.
+    """
 
+    def __init__(self, engine, *, model=None, name=None, build_model=None, draws, tune, chains):
+        from pymc_edp.refit import make_engine
 
-class _DataSampler:
-    """One compiled model; each trial only swaps the ``pm.Data`` hyperparameter."""
+        self.model, self.name = model, name
+        if model is not None:
+            self.dtype = model[name].get_value().dtype
+            self.engine = make_engine(
+                engine, model=model, draws=draws, tune=tune, chains=chains, var_names=()
+            )
+        else:
+            self.engine = make_engine(
+                engine,
+                build_model=lambda value: build_model(float(value)),
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                var_names=(),
+            )
 
-    def __init__(self, model, name: str, engine: str, draws: int, tune: int, chains: int):
-        self.model, self.name, self.engine = model, name, engine
-        self.draws, self.tune, self.chains = draws, tune, chains
-        self.dtype = model[name].get_value().dtype
-        self._compiled = None
-        self._step = None
-
-    def model_at(self, value: float):
+    def model_at(self, value: float) -> None:
+        """Set the hyperparameter of the user's model (data form only)."""
         import pymc as pm
 
-        pm.set_data({self.name: np.asarray(value, dtype=self.dtype)}, model=self.model)
-        return self.model
+        if self.model is not None:
+            pm.set_data({self.name: np.asarray(value, dtype=self.dtype)}, model=self.model)
 
     def __call__(self, value: float, seed: int):
         import pymc as pm
 
-        model = self.model_at(value)
-        if self.engine == "nutpie":
-            import nutpie
-
-            if self._compiled is None:
-                self._compiled = nutpie.compile_pymc_model(model)
-            compiled = self._compiled.with_data(**{self.name: np.asarray(value, self.dtype)})
-            idata = nutpie.sample(
-                compiled,
-                draws=self.draws,
-                tune=self.tune,
-                chains=self.chains,
-                seed=int(seed),
-                progress_bar=False,
-            )
+        if self.model is not None:
+            self.model_at(value)
+            data = {self.name: np.asarray(value, dtype=self.dtype)}
         else:
-            with model:
-                if self._step is None:
-                    self._step = pm.NUTS()
-                idata = pm.sample(
-                    draws=self.draws,
-                    tune=self.tune,
-                    chains=self.chains,
-                    cores=1,
-                    step=self._step,
-                    random_seed=int(seed),
-                    progressbar=False,
-                    compute_convergence_checks=False,
-                )
-        pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
-        return idata, model
-
-
-class _BuilderSampler:
-    """``build_model(value) -> pm.Model``: a new model (and compilation) per trial."""
-
-    def __init__(self, build_model, engine: str, draws: int, tune: int, chains: int):
-        self.build_model, self.engine = build_model, engine
-        self.draws, self.tune, self.chains = draws, tune, chains
-
-    def model_at(self, value: float):
-        import pymc as pm
-
-        model = self.build_model(float(value))
-        if not isinstance(model, pm.Model):
-            raise TypeError(f"build_model must return a pymc.Model, got {type(model).__name__}")
-        return model
-
-    def __call__(self, value: float, seed: int):
-        import pymc as pm
-
-        model = self.model_at(value)
-        if self.engine == "nutpie":
-            import nutpie
-
-            idata = nutpie.sample(
-                nutpie.compile_pymc_model(model),
-                draws=self.draws,
-                tune=self.tune,
-                chains=self.chains,
-                seed=int(seed),
-                progress_bar=False,
-            )
-        else:
-            with model:
-                idata = pm.sample(
-                    draws=self.draws,
-                    tune=self.tune,
-                    chains=self.chains,
-                    cores=1,
-                    random_seed=int(seed),
-                    progressbar=False,
-                    compute_convergence_checks=False,
-                )
+            data = value
+        idata, model = self.engine.sample_idata(data, int(seed))
         pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
         return idata, model
 
@@ -944,18 +880,23 @@ def tune_prior(
         lo, hi = (float(v) for v in bracket)
         if not (0 < lo < hi and np.isfinite(hi)):
             raise ValueError(f"bracket must be (low, high) with 0 < low < high, got {bracket}")
-    engine = _default_engine(engine)
+    from pymc_edp.refit import resolve_engine
+
+    # the builder form defaults to nutpie too (refits through build_model default to PyMC)
+    engine = resolve_engine(engine)
     if model is not None:
         original = _check_hyperparameter(model, hyperparameter)
         initial = original if initial is None else float(initial)
-        sampler = _DataSampler(model, hyperparameter, engine, draws, tune, chains)
+        sampler = _Sampler(
+            engine, model=model, name=hyperparameter, draws=draws, tune=tune, chains=chains
+        )
     else:
         if not callable(build_model):
             raise TypeError("build_model must be callable: build_model(value) -> pm.Model")
         if initial is None:
             raise ValueError("build_model= needs initial=, the untuned value of the strength")
         original = None
-        sampler = _BuilderSampler(build_model, engine, draws, tune, chains)
+        sampler = _Sampler(engine, build_model=build_model, draws=draws, tune=tune, chains=chains)
     if not (np.isfinite(initial) and initial > 0):
         raise ValueError(f"the initial value must be finite and > 0, got {initial!r}")
 

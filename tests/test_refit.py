@@ -408,3 +408,48 @@ def test_nutpie_raw_trace_equals_inference_data_path():
         np.testing.assert_array_equal(fast[name].values, slow[name].values)
     assert list(fast["beta"].dims) == ["chain", "draw", "coef"]
     assert list(fast["coef"].values) == ["a", "b"]
+
+
+def test_make_engine_passes_sampler_kwargs_to_every_engine():
+    kw = {"target_accept": 0.95}
+    common = {"draws": 10, "tune": 10, "chains": 1, "var_names": (), "sampler_kwargs": kw}
+    builder = refit.make_engine(None, build_model=lambda data: None, **common)
+    assert isinstance(builder, refit.BuilderEngine)
+    assert builder.nuts_sampler == "pymc" and builder.sampler_kwargs == kw
+    for name, cls in [("pymc", refit.PymcEngine), ("nutpie", refit.NutpieEngine)]:
+        eng = refit.make_engine(name, model=None, **common)
+        assert isinstance(eng, cls) and eng.sampler_kwargs == kw
+    with pytest.raises(ValueError, match="engine must be"):
+        refit.make_engine("stan", model=None, **common)
+
+
+def test_refit_tasks_hold_changes_not_full_data():
+    """A task keeps its neighbour's rows only; full pm.Data vectors appear when it runs."""
+    import xarray as xr
+
+    from pymc_edp.weights import LogLikelihood, Neighbours
+
+    ll = LogLikelihood.from_dataset(
+        xr.Dataset(
+            {
+                "y1": (("chain", "draw", "i"), np.zeros((1, 4, 6))),
+                "y2": (("chain", "draw", "j"), np.zeros((1, 4, 3))),
+            }
+        )
+    )
+    nbs = Neighbours.from_groups(ll, {"y1": [0, 0, 1, 1, 2, 2], "y2": [0, 1, 2]})
+    y = {"y1": np.arange(6.0), "y2": np.arange(3.0) + 10}
+    changes = refit.neighbour_changes(ll, nbs, 1, {"y1": -y["y1"], "y2": -y["y2"]})
+    np.testing.assert_array_equal(changes["y1"][0], [2, 3])
+    np.testing.assert_array_equal(changes["y2"][0], [1])
+    np.testing.assert_array_equal(changes["y2"][1].ravel(), [-11.0])
+    maker = refit._NeighbourDataMaker(y, {"y1": (6,), "y2": (3,)})
+    data = maker(1, 1, changes)
+    np.testing.assert_array_equal(data["edp_dw_y1"], [0, 0, -1, -1, 0, 0])
+    np.testing.assert_array_equal(data["edp_alt_y1"], [0, 1, -2, -3, 4, 5])
+    np.testing.assert_array_equal(data["edp_v_y2"], [0, 1, 0])
+    removed = refit._NeighbourDataMaker(y, {"y1": (6,), "y2": (3,)}, builder=True)(
+        1, 1, refit.neighbour_changes(ll, nbs, 1, None)
+    )
+    np.testing.assert_array_equal(removed["y1"], [0, 1, 4, 5])
+    np.testing.assert_array_equal(removed.keep["y2"], [True, False, True])
