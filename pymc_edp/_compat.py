@@ -1,6 +1,40 @@
-"""Import guards for the optional and fragile parts of the scientific stack."""
+"""Every difference between the two supported PyMC stacks, in one place.
+
+``pymc_edp`` runs on PyMC 5 / PyTensor 2 / ArviZ 0.23 (``InferenceData``) and on PyMC 6 /
+PyTensor 3 / ArviZ 1.x (``xarray.DataTree``, statistics in ``arviz_stats``). Nothing outside
+this module branches on a version: it asks this module for groups, containers, effective
+sample sizes, the log-likelihood and the PSIS tail rule.
+
+Posterior containers are accepted in three forms, on either stack: an ArviZ 0.23
+``InferenceData``, an ``xarray.DataTree`` (what PyMC 6 returns; also valid with ArviZ 0.23),
+or any object with the same group interface.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "ARVIZ_1",
+    "PSIS_TAIL_RULE",
+    "check_container",
+    "compute_log_likelihood",
+    "ess",
+    "from_dict",
+    "get_group",
+    "group_names",
+    "has_group",
+    "import_arviz",
+    "loo_pareto_k",
+    "make_container",
+    "set_group",
+    "stack_psislw",
+    "stack_versions",
+]
 
 ARVIZ_TRAP_HELP = (
     "`import arviz` failed ({err}). This is the known clash between ArviZ 0.23, which "
@@ -9,8 +43,48 @@ ARVIZ_TRAP_HELP = (
     "ONE of:\n"
     '    pip install "matplotlib<3.11"      # keeps arviz-plots; the fix for bambi users\n'
     "    pip uninstall arviz-plots          # only if nothing you use needs it (bambi does)\n"
+    "    or move to Python >= 3.12, where pip gives PyMC 6 / ArviZ 1.x without the clash.\n"
     "See the troubleshooting section of the pymc_edp README."
 )
+
+
+def _major(package: str) -> int:
+    try:
+        return int(version(package).split(".")[0])
+    except (PackageNotFoundError, ValueError):  # pragma: no cover - broken installs
+        return 0
+
+
+#: ArviZ 1.x (``arviz_base`` / ``arviz_stats``, DataTree) rather than 0.23 (InferenceData).
+ARVIZ_1 = _major("arviz") >= 1
+
+#: How the PSIS tail length is chosen: ArviZ 0.23's ``psislw`` takes
+#: ``ceil(min(S / 5, 3 sqrt(S / r_eff)))`` draws, arviz_stats' ``floor(3 sqrt(S / r_eff))``
+#: (``floor(S / 5)`` when ``S r_eff <= 225``). k-hats match the stack the user has.
+PSIS_TAIL_RULE = "arviz_stats" if ARVIZ_1 else "arviz"
+
+
+def stack_versions() -> dict[str, str]:
+    """Installed versions of the PyMC stack, for logs and bug reports.
+
+    Returns
+    -------
+    dict
+        Package name to version (``"-"`` where not installed).
+
+    Examples
+    --------
+    >>> from pymc_edp._compat import stack_versions
+    >>> sorted(stack_versions())
+    ['arviz', 'numpy', 'pymc', 'pytensor', 'xarray']
+    """
+    out = {}
+    for pkg in ("pymc", "pytensor", "arviz", "xarray", "numpy"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:  # pragma: no cover
+            out[pkg] = "-"
+    return out
 
 
 def import_arviz():
@@ -28,3 +102,214 @@ def import_arviz():
             raise ImportError(ARVIZ_TRAP_HELP.format(err=err)) from err
         raise
     return arviz
+
+
+# ------------------------------------------------------------------------- containers
+def _is_datatree(data) -> bool:
+    return isinstance(data, xr.DataTree)
+
+
+def group_names(data) -> list[str]:
+    """Names of the groups of an ``InferenceData`` or ``DataTree`` (``"posterior"``, ...).
+
+    Parameters
+    ----------
+    data : xarray.DataTree or arviz.InferenceData
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_edp._compat import group_names
+    >>> dt = xr.DataTree.from_dict(
+    ...     {"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 3)))})})
+    >>> group_names(dt)
+    ['posterior']
+    """
+    if _is_datatree(data):
+        return list(data.children)
+    groups = getattr(data, "groups", None)
+    if callable(groups):
+        return [str(g).lstrip("/") for g in groups()]
+    raise TypeError(
+        f"expected an xarray.DataTree (PyMC 6 / ArviZ 1.x) or an arviz.InferenceData "
+        f"(PyMC 5 / ArviZ 0.23), got {type(data).__name__}"
+    )
+
+
+def check_container(data, what: str = "idata") -> None:
+    """Raise a ``TypeError`` unless ``data`` is a DataTree or InferenceData with a posterior."""
+    try:
+        names = group_names(data)
+    except TypeError as err:
+        raise TypeError(f"{what}: {err}") from None
+    if "posterior" not in names:
+        raise ValueError(
+            f"{what} has no 'posterior' group (it has {names}); pass the object returned by "
+            "pm.sample"
+        )
+
+
+def has_group(data, name: str) -> bool:
+    """Whether ``data`` has the group ``name``."""
+    return name in group_names(data)
+
+
+def get_group(data, name: str) -> xr.Dataset:
+    """Group ``name`` of ``data`` as an :class:`xarray.Dataset`, on either stack.
+
+    Parameters
+    ----------
+    data : xarray.DataTree or arviz.InferenceData
+    name : str
+
+    Returns
+    -------
+    xarray.Dataset
+
+    Raises
+    ------
+    KeyError
+        If the group is missing; the message lists the groups there are.
+    """
+    if not has_group(data, name):
+        raise KeyError(f"no {name!r} group; the groups are {group_names(data)}")
+    group = data[name]
+    if isinstance(group, xr.DataTree):
+        return group.to_dataset()
+    return group
+
+
+def set_group(data, name: str, dataset: xr.Dataset) -> None:
+    """Put ``dataset`` into ``data`` as group ``name`` (replacing it if present), in place."""
+    if _is_datatree(data):
+        data[name] = xr.DataTree(dataset)
+    elif has_group(data, name):
+        setattr(data, name, dataset)
+    else:
+        data.add_groups({name: dataset})
+
+
+def make_container(groups: Mapping[str, xr.Dataset]):
+    """The stack's own container holding ``groups``.
+
+    An ``xarray.DataTree`` on ArviZ 1.x, an ``arviz.InferenceData`` on ArviZ 0.23, so that
+    results (e.g. ``res.refits``) come back in the type the user's stack works with.
+
+    Parameters
+    ----------
+    groups : mapping of str to xarray.Dataset
+
+    Returns
+    -------
+    xarray.DataTree or arviz.InferenceData
+    """
+    if ARVIZ_1:
+        return xr.DataTree.from_dict(dict(groups))
+    az = import_arviz()
+    return az.InferenceData(**groups)
+
+
+def from_dict(groups: Mapping[str, Mapping], *, coords=None, dims=None):
+    """The stack's container from ``{group: {variable: array}}``, ArviZ's conventions.
+
+    ``arviz.from_dict`` takes the groups as keyword arguments on ArviZ 0.23 and as one
+    mapping on ArviZ 1.x; this takes the mapping on both.
+
+    Parameters
+    ----------
+    groups : mapping of str to mapping of str to array_like
+        Arrays with leading ``(chain, draw)`` dimensions, except in ``observed_data`` and
+        ``constant_data``.
+    coords, dims : dict, optional
+        As in ArviZ.
+
+    Returns
+    -------
+    xarray.DataTree or arviz.InferenceData
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp._compat import from_dict, get_group
+    >>> data = from_dict({"posterior": {"mu": np.zeros((2, 5))}})
+    >>> dict(get_group(data, "posterior").sizes)
+    {'chain': 2, 'draw': 5}
+    """
+    if ARVIZ_1:
+        from arviz_base import from_dict as _from_dict
+
+        return _from_dict(dict(groups), coords=coords, dims=dims)
+    az = import_arviz()
+    return az.from_dict(**dict(groups), coords=coords, dims=dims)
+
+
+# ----------------------------------------------------------------------- statistics
+def ess(dataset: xr.Dataset, method: str = "mean") -> xr.Dataset:
+    """The stack's effective sample size of every variable of a ``(chain, draw)`` Dataset.
+
+    ``arviz_stats.ess`` on ArviZ 1.x, ``arviz.ess`` on 0.23 (the same estimators).
+    """
+    if ARVIZ_1:
+        from arviz_stats import ess as _ess
+
+        return _ess(dataset, method=method)
+    az = import_arviz()
+    return az.ess(dataset, method=method)
+
+
+def loo_pareto_k(data, var_name: str | None = None) -> np.ndarray:
+    """The stack's own PSIS-LOO Pareto k-hats (``arviz_stats.loo`` or ``az.loo``), flattened.
+
+    Used to check that our k-hats are the ones the user's ArviZ would report.
+    """
+    if ARVIZ_1:
+        from arviz_stats import loo
+
+        out = loo(data, pointwise=True, var_name=var_name)
+    else:
+        az = import_arviz()
+        out = az.loo(data, pointwise=True, var_name=var_name)
+    return np.asarray(out.pareto_k).ravel()
+
+
+def stack_psislw(log_weights: np.ndarray, reff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The stack's own PSIS of rows of log weights (sample axis last), normalised.
+
+    ``arviz.psislw`` on ArviZ 0.23; arviz_stats' ``psislw`` accessor on ArviZ 1.x (which
+    takes log-likelihood values, the negated log weights). A reference for our kernel.
+    """
+    lw = np.asarray(log_weights, dtype=float)
+    if ARVIZ_1:
+        import arviz_stats  # noqa: F401 - registers the ``azstats`` accessor
+
+        dims = [f"dim_{i}" for i in range(lw.ndim - 1)] + ["__sample__"]
+        smoothed, khat = xr.DataArray(-lw, dims=dims).azstats.psislw(r_eff=reff, dim="__sample__")
+        return np.asarray(smoothed), np.asarray(khat)
+    az = import_arviz()
+    smoothed, khat = az.psislw(lw.copy(), reff=reff)
+    return np.asarray(smoothed), np.asarray(khat)
+
+
+# --------------------------------------------------------------------------- PyMC
+def compute_log_likelihood(data, model, *, progressbar: bool = False) -> xr.Dataset:
+    """Pointwise log-likelihood of ``model`` at the draws of ``data``, as a Dataset.
+
+    PyMC 5 takes an ``InferenceData`` and PyMC 6 a ``DataTree``; either is converted to the
+    type the installed PyMC expects, and ``data`` itself is never modified.
+    """
+    import pymc as pm
+
+    posterior = get_group(data, "posterior")
+    out = pm.compute_log_likelihood(
+        make_container({"posterior": posterior}),
+        model=model,
+        extend_inferencedata=False,
+        progressbar=progressbar,
+    )
+    if isinstance(out, xr.Dataset):
+        return out
+    return get_group(out, "log_likelihood")

@@ -24,7 +24,10 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["khat_threshold", "psislw"]
+__all__ = ["TAIL_RULES", "khat_threshold", "psis_tail_length", "psislw"]
+
+#: Tail-length rules: ArviZ 0.23's ``psislw`` and arviz_stats' (ArviZ 1.x) PSIS.
+TAIL_RULES = ("arviz", "arviz_stats")
 
 _EPS = float(np.finfo(np.float64).eps)
 _CUTOFFMIN = float(np.log(np.finfo(np.float64).tiny))
@@ -415,17 +418,52 @@ def _same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
     )
 
 
+def psis_tail_length(n_samples: int, reff: float = 1.0, rule: str = "arviz") -> int:
+    """Number ``M`` of draws in the Pareto-smoothed tail.
+
+    Parameters
+    ----------
+    n_samples : int
+        Draws per row, ``S``.
+    reff : float, default 1.0
+        Relative MCMC efficiency.
+    rule : {"arviz", "arviz_stats"}, default "arviz"
+        ``"arviz"`` (ArviZ 0.23's ``psislw``): ``ceil(min(S / 5, 3 sqrt(S / reff)))``.
+        ``"arviz_stats"`` (ArviZ 1.x): ``floor(3 sqrt(S / reff))`` when ``S reff > 225``,
+        else ``floor(S / 5)``.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from pymc_edp._psis import psis_tail_length
+    >>> psis_tail_length(4000), psis_tail_length(4000, rule="arviz_stats")
+    (190, 189)
+    """
+    if rule == "arviz":
+        # ArviZ's cutoff rule, computed with the same Python float arithmetic
+        return int(np.ceil(min(n_samples / 5.0, 3 * (n_samples / reff) ** 0.5)))
+    if rule == "arviz_stats":
+        if n_samples * reff > 225:
+            return int(np.floor(3 * (n_samples / reff) ** 0.5))
+        return int(np.floor(n_samples / 5))
+    raise ValueError(f"rule must be one of {TAIL_RULES}, got {rule!r}")
+
+
 def psislw(
     log_weights: np.ndarray,
     reff: float = 1.0,
     *,
     normalize: bool = True,
     out: np.ndarray | None = None,
+    tail_rule: str = "arviz",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pareto-smoothed importance sampling of many rows of log weights.
 
     A compiled, parallel equivalent of :func:`arviz.psislw` for NumPy arrays. For every row
-    the ``M = ceil(min(S / 5, 3 * sqrt(S / reff)))`` largest log weights (strictly above the
+    the ``M`` largest log weights (:func:`psis_tail_length`; strictly above the
     ``(M + 1)``-th largest, and above ``log(tiny)``) form the tail; a generalized Pareto
     distribution is fitted to their exceedances with the empirical-Bayes method of Zhang &
     Stephens (2009) and ArviZ's weakly informative prior on the shape; the tail is replaced
@@ -448,6 +486,9 @@ def psislw(
         Preallocated float64, C-contiguous array of the input's shape for the smoothed log
         weights. It may be ``log_weights`` itself (in-place smoothing, no extra ``n x S``
         allocation). Any other overlap with the input is resolved by copying the input.
+    tail_rule : {"arviz", "arviz_stats"}, default "arviz"
+        Tail length of ArviZ 0.23 or of arviz_stats (:func:`psis_tail_length`); the rest of
+        the algorithm is the same in both.
 
     Returns
     -------
@@ -502,8 +543,7 @@ def psislw(
     reff = float(reff)
     if not (math.isfinite(reff) and reff > 0):
         raise ValueError(f"reff must be a positive finite number, got {reff}.")
-    # ArviZ's cutoff rule, computed with the same Python float arithmetic
-    n_tail = int(np.ceil(min(n_samples / 5.0, 3 * (n_samples / reff) ** 0.5)))
+    n_tail = psis_tail_length(n_samples, reff, tail_rule)
 
     if out is None:
         out = np.empty(shape, dtype=np.float64)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from pymc_edp._compat import compute_log_likelihood, get_group, has_group
+
 __all__ = [
     "ensure_log_likelihood",
     "observed_values",
@@ -12,9 +14,9 @@ __all__ = [
 ]
 
 _NO_LOGLIK = (
-    "the InferenceData has no 'log_likelihood' group and no model was given to compute it. "
-    "Either sample with pm.sample(..., idata_kwargs={'log_likelihood': True}), or run "
-    "pm.compute_log_likelihood(idata, model=model), or pass model= to pymc_edp.audit."
+    "the posterior has no 'log_likelihood' group and no model was given to compute it. "
+    "Either run pm.compute_log_likelihood(idata, model=model) after sampling, or pass "
+    "model= to pymc_edp.audit."
 )
 
 
@@ -23,7 +25,7 @@ def ensure_log_likelihood(idata, model=None, *, progressbar: bool = False) -> xr
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
     model : pymc.Model, optional
     progressbar : bool, default False
 
@@ -31,23 +33,19 @@ def ensure_log_likelihood(idata, model=None, *, progressbar: bool = False) -> xr
     -------
     xarray.Dataset
     """
-    if "log_likelihood" in idata.groups():
-        return idata["log_likelihood"]
+    if has_group(idata, "log_likelihood"):
+        return get_group(idata, "log_likelihood")
     if model is None:
         raise ValueError(_NO_LOGLIK)
-    import pymc as pm
-
     _check_posterior_has_free_rvs(idata, model)
-    out = pm.compute_log_likelihood(
-        idata, model=model, extend_inferencedata=False, progressbar=progressbar
-    )
-    return out["log_likelihood"] if hasattr(out, "groups") else out
+    return compute_log_likelihood(idata, model, progressbar=progressbar)
 
 
 def _check_posterior_has_free_rvs(idata, model) -> None:
-    if "posterior" not in idata.groups():
-        raise ValueError("the InferenceData has no 'posterior' group")
-    missing = [rv.name for rv in model.free_RVs if rv.name not in idata["posterior"]]
+    if not has_group(idata, "posterior"):
+        raise ValueError("the posterior container has no 'posterior' group")
+    posterior = get_group(idata, "posterior")
+    missing = [rv.name for rv in model.free_RVs if rv.name not in posterior]
     if missing:
         raise ValueError(
             f"the posterior lacks the model's free variable(s) {missing}; the log-likelihood "
@@ -57,8 +55,10 @@ def _check_posterior_has_free_rvs(idata, model) -> None:
 
 def observed_values(idata, model, name: str) -> np.ndarray:
     """The observed data of variable ``name``, from ``observed_data`` or else the model."""
-    if "observed_data" in idata.groups() and name in idata["observed_data"]:
-        return np.asarray(idata["observed_data"][name].values)
+    if has_group(idata, "observed_data"):
+        observed = get_group(idata, "observed_data")
+        if name in observed:
+            return np.asarray(observed[name].values)
     if model is not None and name in model.named_vars:
         rv = model[name]
         value = model.rvs_to_values.get(rv)
@@ -69,7 +69,7 @@ def observed_values(idata, model, name: str) -> np.ndarray:
             if data is not None:
                 return np.asarray(data)
     raise ValueError(
-        f"cannot find the observed values of {name!r}: the InferenceData has no observed_data "
+        f"cannot find the observed values of {name!r}: the posterior has no observed_data "
         "for it and no model holding it was given"
     )
 
@@ -89,11 +89,10 @@ class ElementwiseLogLik:
     """
 
     def __init__(self, model, name: str):
-        import pytensor
         import pytensor.tensor as pt
         from pymc.model.transform.conditioning import remove_value_transforms
         from pymc.pytensorf import compile as pm_compile
-        from pytensor.graph.replace import vectorize_graph
+        from pytensor.graph.replace import clone_replace, vectorize_graph
 
         umodel = remove_value_transforms(model)
         if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
@@ -102,7 +101,7 @@ class ElementwiseLogLik:
         value = umodel.rvs_to_values[rv]
         (logp,) = umodel.logp(vars=[rv], sum=False)
         y_new = pt.tensor(name=f"{name}_value", dtype=value.dtype, shape=(None,) * value.ndim)
-        (logp,) = pytensor.clone_replace([logp], replace={value: y_new})
+        (logp,) = clone_replace([logp], replace={value: y_new})
         self.free = [v.name for v in umodel.free_RVs]
         values = [umodel.rvs_to_values[v] for v in umodel.free_RVs]
         self.dtypes = [v.dtype for v in values]
@@ -166,7 +165,7 @@ def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> n
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree or arviz.InferenceData
         Must hold the posterior of every free variable of ``model``.
     model : pymc.Model
     name : str
@@ -185,4 +184,5 @@ def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> n
         )
     _check_posterior_has_free_rvs(idata, model)
     fn = ElementwiseLogLik(model, name)
-    return np.stack([fn(idata["posterior"], v) for v in np.asarray(values)])
+    posterior = get_group(idata, "posterior")
+    return np.stack([fn(posterior, v) for v in np.asarray(values)])

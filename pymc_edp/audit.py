@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -10,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp import _kernels
+from pymc_edp._compat import check_container, get_group, has_group
 from pymc_edp._parallel import progress_bar
 from pymc_edp._psis import khat_threshold
 from pymc_edp.result import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, EDPResult, EDPWarning
@@ -32,17 +34,37 @@ MIN_DRAWS_PER_BIN = 10
 
 
 def _select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str]:
-    from arviz.utils import _var_names
+    """Posterior variables named by ``var_names``, with ArviZ's conventions.
 
+    ``None`` selects every variable; names starting with ``~`` are excluded (when every name
+    is negated, all others are kept); ``filter_vars="like"`` matches substrings and
+    ``"regex"`` regular expressions.
+    """
+    available = list(posterior.data_vars)
+    if var_names is None:
+        return available
+    if filter_vars not in (None, "like", "regex"):
+        raise ValueError(f"filter_vars must be None, 'like' or 'regex', got {filter_vars!r}")
     if isinstance(var_names, str):
         var_names = [var_names]
-    try:
-        names = _var_names(var_names, posterior, filter_vars)
-    except KeyError as err:
-        raise KeyError(
-            f"{err.args[0]}. The posterior has variables {list(posterior.data_vars)}."
-        ) from None
-    return list(posterior.data_vars) if names is None else list(names)
+    var_names = list(var_names)
+    if not all(isinstance(v, str) for v in var_names):
+        raise TypeError(f"var_names must be a string or a list of strings, got {var_names!r}")
+    negated = [v[1:] for v in var_names if v.startswith("~") and v not in available]
+    kept = [v for v in var_names if not (v.startswith("~") and v not in available)]
+
+    def matches(pattern: str, name: str) -> bool:
+        if filter_vars == "like":
+            return pattern in name
+        if filter_vars == "regex":
+            return re.search(pattern, name) is not None
+        return pattern == name
+
+    missing = [v for v in kept + negated if not any(matches(v, a) for a in available)]
+    if missing:
+        raise KeyError(f"var_names {missing} not found. The posterior has variables {available}.")
+    selected = [a for a in available if any(matches(v, a) for v in kept)] if kept else available
+    return [a for a in selected if not any(matches(v, a) for v in negated)]
 
 
 def _candidates(replacements, name: str, observed: np.ndarray) -> np.ndarray:
@@ -128,9 +150,10 @@ def audit(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
-        With a ``posterior`` group and a ``log_likelihood`` group (computed from ``model``
-        when missing).
+    idata : xarray.DataTree or arviz.InferenceData
+        What ``pm.sample`` returned (a DataTree on PyMC 6, an InferenceData on PyMC 5), with
+        a ``posterior`` group and a ``log_likelihood`` group (computed from ``model`` when
+        missing; ``pm.compute_log_likelihood(idata)`` adds it).
     model : pymc.Model, optional
         Needed for ``neighbour="replace"`` (``p(y' | theta)``), for refits, and to compute a
         missing ``log_likelihood`` group.
@@ -211,9 +234,9 @@ def audit(
 
     Examples
     --------
-    >>> import arviz as az
+    >>> from pymc_edp.datasets import load_eight_schools
     >>> import pymc_edp as edp
-    >>> idata = az.load_arviz_data("centered_eight")
+    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", method="psis", progressbar=False)
     >>> round(res.epsilon, 2) > 0
     True
@@ -231,8 +254,7 @@ def audit(
     bins = int(bins)
     if not np.isfinite(smoothing) or smoothing < 0:
         raise ValueError(f"smoothing must be a finite number >= 0, got {smoothing!r}")
-    if not hasattr(idata, "groups") or "posterior" not in idata.groups():
-        raise ValueError("idata must be an arviz.InferenceData with a 'posterior' group")
+    check_container(idata)
     if replacements is not None and neighbour != "replace":
         raise ValueError("replacements= is only used with neighbour='replace'")
     if method == "refit" and model is None and build_model is None:
@@ -243,7 +265,7 @@ def audit(
     if max_refits is not None and (not isinstance(max_refits, int | np.integer) or max_refits < 0):
         raise ValueError(f"max_refits must be a non-negative integer, got {max_refits!r}")
 
-    posterior = idata["posterior"]
+    posterior = get_group(idata, "posterior")
     names = _select_var_names(posterior, var_names, filter_vars)
     par_draws, par_labels, var_of = posterior_matrix(posterior, names)
     n_samples = par_draws.shape[1]
@@ -271,14 +293,17 @@ def audit(
                 "method='psis' needs a factorised pointwise log-likelihood; with build_model= "
                 "use method='refit' (or 'auto', which then refits every neighbour)"
             ) from err
-        if "observed_data" not in idata.groups():
+        if not has_group(idata, "observed_data"):
             raise ValueError(
                 "refitting through build_model needs the observed_data group to know the "
                 "records; sample with pm.sample so that it is stored"
             ) from err
         factorised = False
         ll = LogLikelihood.from_observed(
-            idata["observed_data"], observed, posterior.sizes["chain"], posterior.sizes["draw"]
+            get_group(idata, "observed_data"),
+            observed,
+            posterior.sizes["chain"],
+            posterior.sizes["draw"],
         )
     if ll.n_samples != n_samples:
         raise ValueError(

@@ -165,13 +165,13 @@ def plot_pointwise_epsilon(
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
-    >>> import arviz as az
+    >>> from pymc_edp.datasets import load_eight_schools
     >>> import pymc_edp as edp
-    >>> idata = az.load_arviz_data("centered_eight")
+    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_pointwise_epsilon(res, labels=3)
     >>> ax.get_title()
-    'Per-record ε (max 0.753, B = 10)'
+    'Per-record ε (max 0.75..., B = 10)'
     >>> ax.get_xlabel()
     'record position (8 neighbours)'
     >>> plt.close(ax.figure)
@@ -343,9 +343,9 @@ def plot_epsilon_curve(
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
-    >>> import arviz as az
+    >>> from pymc_edp.datasets import load_eight_schools
     >>> import pymc_edp as edp
-    >>> idata = az.load_arviz_data("centered_eight")
+    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_epsilon_curve(res, bins=(5, 10, 20))
     >>> [t.get_text() for t in ax.get_xticklabels()]
@@ -449,9 +449,9 @@ def plot_epsilon_intervals(
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
-    >>> import arviz as az
+    >>> from pymc_edp.datasets import load_eight_schools
     >>> import pymc_edp as edp
-    >>> idata = az.load_arviz_data("centered_eight")
+    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_epsilon_intervals(res, prob=0.8, labels=2)
     >>> ax.get_title()
@@ -549,13 +549,13 @@ def plot_bin_log_ratios(
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
-    >>> import arviz as az
+    >>> from pymc_edp.datasets import load_eight_schools
     >>> import pymc_edp as edp
-    >>> idata = az.load_arviz_data("centered_eight")
+    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_bin_log_ratios(res)
     >>> ax.get_title()
-    "Bin log ratios of neighbour St. Paul's (max |·| = 0.753, B = 10)"
+    "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
     >>> [t.get_text() for t in ax.get_yticklabels()]
     ['mu']
     >>> plt.close(ax.figure)
@@ -634,13 +634,13 @@ def plot_neighbour_posterior(
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
-    >>> import arviz as az
+    >>> from pymc_edp.datasets import load_eight_schools
     >>> import pymc_edp as edp
-    >>> idata = az.load_arviz_data("centered_eight")
+    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_neighbour_posterior(res, parameter="mu")
     >>> ax.get_title()
-    'Full vs neighbour posterior (ε = 0.753, B = 10)'
+    'Full vs neighbour posterior (ε = 0.75..., B = 10)'
     >>> ax.get_xlabel()
     'mu'
     >>> plt.close(ax.figure)
@@ -730,9 +730,9 @@ def plot_delta_profile(
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
-    >>> import arviz as az
+    >>> from pymc_edp.datasets import load_eight_schools
     >>> import pymc_edp as edp
-    >>> idata = az.load_arviz_data("centered_eight")
+    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> import numpy as np
     >>> prof = res.delta_profile(np.linspace(0, 2, 21))

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from pymc_edp._compat import get_group, has_group, make_container
 from pymc_edp.weights import NonFactorisedError
 
 __all__ = [
@@ -116,9 +117,9 @@ def neighbour_model(model, observed=None):
     array([0., 0., 0.])
     """
     import pymc as pm
-    import pytensor
     import pytensor.tensor as pt
     from pymc.model.fgraph import clone_model
+    from pytensor.graph.replace import clone_replace
 
     clone = clone_model(model)
     point = clone.initial_point()
@@ -145,7 +146,7 @@ def neighbour_model(model, observed=None):
             v = pm.Data(SWITCH.format(rv.name), np.zeros(shape))
             # pm.Data may hold the data in another dtype (int32 vs the value's int64)
             alt_value = pt.specify_shape(alt.astype(value.dtype), value.type.shape)
-            (alt_logp,) = pytensor.clone_replace([logp], replace={value: alt_value})
+            (alt_logp,) = clone_replace([logp], replace={value: alt_value})
             terms.append(pt.sum(dw * logp) + pt.sum(v * alt_logp))
         pm.Potential(POTENTIAL, pt.add(*terms) if len(terms) > 1 else terms[0])
     return clone
@@ -207,12 +208,14 @@ class _EngineBase:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def _finish(self, idata) -> tuple[xr.Dataset, int]:
-        post = idata["posterior"]
+        post = get_group(idata, "posterior")
         keep = [v for v in self.var_names if v in post] or list(post.data_vars)
         post = post[keep].load()
         div = 0
-        if "sample_stats" in idata.groups() and "diverging" in idata["sample_stats"]:
-            div = int(idata["sample_stats"]["diverging"].sum())
+        if has_group(idata, "sample_stats"):
+            stats = get_group(idata, "sample_stats")
+            if "diverging" in stats:
+                div = int(stats["diverging"].sum())
         return post, div
 
 
@@ -259,10 +262,8 @@ class NutpieEngine(_EngineBase):
         try:
             return self._from_arrow(raw, compiled)
         except Exception:  # pragma: no cover - nutpie's raw format changed
-            _log.debug("unexpected nutpie trace layout; converting with nutpie's own code")
-            from nutpie.sample import _arrow_to_arviz
-
-            return self._finish(_arrow_to_arviz(*raw.get_arrow_trace()))
+            _log.debug("unexpected nutpie trace layout; sampling again through nutpie's API")
+            return self._finish(nutpie.sample(compiled, **kwargs))
 
     def _from_arrow(self, raw, compiled) -> tuple[xr.Dataset, int]:
         """Posterior of the kept variables and the divergence count from nutpie's trace."""
@@ -601,7 +602,8 @@ def run_refits(
 class Refits(Mapping):
     """Refitted neighbour posteriors, indexed by neighbour label.
 
-    ``refits[label]`` is an :class:`arviz.InferenceData` with the refit's posterior;
+    ``refits[label]`` is the stack's own container (an :class:`xarray.DataTree` on ArviZ
+    1.x, an :class:`arviz.InferenceData` on ArviZ 0.23) with the refit's posterior;
     :attr:`status` tabulates every refit's status, reason, seed and time.
 
     Examples
@@ -633,12 +635,10 @@ class Refits(Mapping):
         self._by_label = {o.label: o for o in self._outcomes.values()}
 
     def __getitem__(self, label):
-        import arviz as az
-
         out = self._by_label[label]
         if out.posterior is None:
             raise KeyError(f"refit of {label!r} failed: {out.reason}")
-        return az.InferenceData(posterior=out.posterior)
+        return make_container({"posterior": out.posterior})
 
     def __iter__(self) -> Iterator:
         return iter(self._by_label)

@@ -9,11 +9,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pymc_edp._compat import get_group, group_names
+
 __all__ = ["EDPResult", "EDPWarning"]
 
 NEIGHBOUR_DIM = "neighbour"
 PARAMETER_DIM = "parameter"
 SAMPLE_DIM = "sample"
+#: Default name of the audit's group in a DataTree (:meth:`EDPResult.to_datatree`).
+AUDIT_GROUP = "edp_audit"
 
 
 class EDPWarning(UserWarning):
@@ -106,25 +110,25 @@ class EDPResult:
     :func:`pymc_edp.audit` returns an ``EDPResult``; here for the mean ``mu`` of the
     eight-schools posterior shipped with ArviZ, removing one school at a time:
 
-    >>> import arviz as az
+    >>> from pymc_edp.datasets import load_eight_schools
     >>> import pymc_edp as edp
-    >>> idata = az.load_arviz_data("centered_eight")
+    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> type(res).__name__
     'EDPResult'
     >>> round(res.epsilon, 3)
-    0.753
+    0.75...
     >>> res.bins, res.neighbour, res.method, res.n_samples, res.n_chains
     (10, 'remove', 'psis', 2000, 4)
     >>> {k: round(v, 3) for k, v in res.epsilon_by_var.items()}
-    {'mu': 0.753}
+    {'mu': 0.75...}
     >>> res.pointwise["epsilon"].dims
     ('neighbour',)
     >>> print(res)  # doctest: +ELLIPSIS
     Empirical DP audit (B-EDP, B = 10, psis)
     8 neighbours (record removed), 2000 posterior draws, smoothing = 0.01
     ...
-    epsilon = 0.753  (max over parameters and neighbours; worst neighbour: St. Paul's)
+    epsilon = 0.75...  (max over parameters and neighbours; worst neighbour: St. Paul's)
     ...
     """
 
@@ -152,9 +156,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> res.n_neighbours
         8
@@ -167,9 +171,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> str(res.worst_neighbour)
         "St. Paul's"
@@ -188,9 +192,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> df = res.summary()
         >>> list(df.columns)
@@ -198,7 +202,7 @@ class EDPResult:
         >>> df.index.tolist()
         ['mu']
         >>> round(float(df.loc["mu", "epsilon"]), 3)
-        0.753
+        0.75...
         """
         ds = self.parameters
         df = pd.DataFrame(
@@ -226,9 +230,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> top = res.most_exposed(3)
         >>> top.index.tolist()
@@ -303,9 +307,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ds = res.to_dataset()
         >>> ds.attrs["bins"], ds.attrs["neighbour"]
@@ -344,9 +348,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> back = edp.EDPResult.from_dataset(res.to_dataset())
         >>> back.epsilon == res.epsilon
@@ -391,6 +395,79 @@ class EDPResult:
             draws=ds["draws"] if "draws" in ds else None,
         )
 
+    def to_datatree(
+        self, idata=None, *, group: str = AUDIT_GROUP, include_weights: bool = False
+    ) -> xr.DataTree:
+        """The result as a group of an :class:`xarray.DataTree`, beside the posterior.
+
+        Parameters
+        ----------
+        idata : xarray.DataTree or arviz.InferenceData, optional
+            The audited posterior: its groups are copied into the returned tree (the input
+            is not modified). Without it the tree holds only the audit.
+        group : str, default "edp_audit"
+            Name of the audit's group.
+        include_weights : bool, default False
+            Also store ``log_weights`` and ``draws``.
+
+        Returns
+        -------
+        xarray.DataTree
+            Writes with ``.to_netcdf`` / ``.to_zarr``; :meth:`from_datatree` reads it back.
+
+        Examples
+        --------
+        >>> from pymc_edp.datasets import load_eight_schools
+        >>> import pymc_edp as edp
+        >>> idata = load_eight_schools()
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> tree = res.to_datatree(idata)
+        >>> sorted(tree.children)
+        ['constant_data', 'edp_audit', 'log_likelihood', 'observed_data', 'posterior']
+        >>> edp.EDPResult.from_datatree(tree).epsilon == res.epsilon
+        True
+        """
+        groups = {}
+        if idata is not None:
+            groups = {name: get_group(idata, name) for name in group_names(idata)}
+        if group in groups:
+            raise ValueError(f"idata already has a group named {group!r}; pass group=")
+        groups[group] = self.to_dataset(include_weights=include_weights)
+        return xr.DataTree.from_dict(groups)
+
+    @classmethod
+    def from_datatree(cls, tree, *, group: str = AUDIT_GROUP) -> EDPResult:
+        """Read the result stored in group ``group`` by :meth:`to_datatree`.
+
+        Parameters
+        ----------
+        tree : xarray.DataTree or arviz.InferenceData
+            E.g. opened with ``xarray.open_datatree(path)`` (netCDF) or
+            ``xarray.open_datatree(path, engine="zarr")``.
+        group : str, default "edp_audit"
+
+        Returns
+        -------
+        EDPResult
+
+        Examples
+        --------
+        >>> from pymc_edp.datasets import load_eight_schools
+        >>> import pymc_edp as edp
+        >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
+        ...                 progressbar=False)
+        >>> edp.EDPResult.from_datatree(res.to_datatree()).summary().equals(res.summary())
+        True
+        """
+        try:
+            ds = get_group(tree, group)
+        except KeyError:
+            raise KeyError(
+                f"no audit group {group!r} in this tree (groups: {group_names(tree)}); it is "
+                "written by EDPResult.to_datatree"
+            ) from None
+        return cls.from_dataset(ds.load())
+
     def to_netcdf(self, path, *, include_weights: bool = False, **kwargs) -> None:
         """Write :meth:`to_dataset` to a netCDF file.
 
@@ -403,9 +480,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> import os
         >>> import tempfile
@@ -434,9 +511,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> import os
         >>> import tempfile
@@ -461,9 +538,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> se = res.mcse
         >>> round(float(se["epsilon"]), 2)
@@ -490,9 +567,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> iv = res.interval(0.9)
         >>> lower, upper = iv["epsilon"].values
@@ -513,9 +590,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> em = res.emi
         >>> round(float(em["emi"]), 2)
@@ -535,9 +612,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> eb = res.empty_bins
         >>> int(eb["n_empty"].sum()), int(eb["n_under_one_draw"].sum())
@@ -564,13 +641,13 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> eps = res.smoothing_sensitivity((0.01, 0.1, 1.0))
         >>> eps.round(3).values.tolist()
-        [0.753, 0.753, 0.751]
+        [0.75..., 0.75..., 0.751]
         """
         from pymc_edp.diagnostics import smoothing_sensitivity
 
@@ -584,9 +661,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> lim = res.continuous_limit
         >>> bool(lim["epsilon_inf"] >= res.epsilon)
@@ -616,13 +693,13 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> eps = res.curve(bins=(5, 10, 20))
         >>> eps.round(3).values.tolist()
-        [0.562, 0.753, 0.875]
+        [0.562, 0.75..., 0.875]
         >>> eps["upper"].dims
         ('bins',)
         """
@@ -647,9 +724,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> prof = res.delta_profile([0.0, 0.5, 1.0], targets=[0.01])
         >>> prof["delta"].round(3).values.tolist()
@@ -670,15 +747,15 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> lr = res.bin_log_ratios()
         >>> lr.dims, lr.sizes["bin"], str(lr.attrs["neighbour"])
         (('parameter', 'bin'), 10, "St. Paul's")
         >>> round(float(abs(lr).max()), 3)
-        0.753
+        0.75...
         """
         from pymc_edp.diagnostics import bin_log_ratios
 
@@ -691,13 +768,13 @@ class EDPResult:
 
         Examples
         --------
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> report = res.diagnose()
         >>> print(report.splitlines()[0])
-        epsilon = 0.753 (B = 10, smoothing = 0.01)
+        epsilon = 0.75... (B = 10, smoothing = 0.01)
         >>> "EMI" in report
         True
         """
@@ -713,9 +790,9 @@ class EDPResult:
         >>> import matplotlib
         >>> matplotlib.use("Agg")
         >>> import matplotlib.pyplot as plt
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_curve(bins=(5, 10, 20))
         >>> ax.get_title()
@@ -734,9 +811,9 @@ class EDPResult:
         >>> import matplotlib
         >>> matplotlib.use("Agg")
         >>> import matplotlib.pyplot as plt
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_intervals()
         >>> ax.get_title()
@@ -755,13 +832,13 @@ class EDPResult:
         >>> import matplotlib
         >>> matplotlib.use("Agg")
         >>> import matplotlib.pyplot as plt
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_bin_log_ratios()
         >>> ax.get_title()
-        "Bin log ratios of neighbour St. Paul's (max |·| = 0.753, B = 10)"
+        "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
         >>> plt.close(ax.figure)
         """
         from pymc_edp.plots import plot_bin_log_ratios
@@ -776,9 +853,9 @@ class EDPResult:
         >>> import matplotlib
         >>> matplotlib.use("Agg")
         >>> import matplotlib.pyplot as plt
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_neighbour_posterior("Choate")
         >>> ax.get_xlabel()
@@ -797,9 +874,9 @@ class EDPResult:
         >>> import matplotlib
         >>> matplotlib.use("Agg")
         >>> import matplotlib.pyplot as plt
-        >>> import arviz as az
+        >>> from pymc_edp.datasets import load_eight_schools
         >>> import pymc_edp as edp
-        >>> idata = az.load_arviz_data("centered_eight")
+        >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_delta_profile()
         >>> ax.get_title(), ax.get_yscale()

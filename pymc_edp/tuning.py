@@ -34,6 +34,7 @@ import pandas as pd
 import xarray as xr
 
 from pymc_edp import _kernels
+from pymc_edp._compat import compute_log_likelihood, ess, get_group, make_container
 from pymc_edp.audit import METHODS, NEIGHBOUR_RELATIONS, audit
 from pymc_edp.result import NEIGHBOUR_DIM, PARAMETER_DIM, EDPResult, EDPWarning
 from pymc_edp.weights import posterior_matrix
@@ -200,15 +201,15 @@ class PriorTuningResult:
 # ------------------------------------------------------------------------------ MCSE
 def _block_length(draws: np.ndarray, n_chains: int) -> int:
     """Moving-block length: ``max(S_c^(1/3), 2 tau)`` with ``tau = S / min ESS``."""
-    import arviz as az
-
     n_par, n_samples = draws.shape
     per_chain = n_samples // n_chains
     tau = 1.0
+    chains = draws.reshape(n_par, n_chains, per_chain)
+    bulk = ess(xr.Dataset({"x": (("p", "chain", "draw"), chains)}), method="bulk")["x"].values
     for p in range(n_par):
-        ess = float(az.ess(draws[p].reshape(n_chains, per_chain)))
-        if np.isfinite(ess) and ess > 0:
-            tau = max(tau, n_samples / ess)
+        ess_p = float(bulk[p])
+        if np.isfinite(ess_p) and ess_p > 0:
+            tau = max(tau, n_samples / ess_p)
     return int(min(per_chain, max(math.ceil(per_chain ** (1 / 3)), math.ceil(2 * tau))))
 
 
@@ -226,7 +227,7 @@ def _refit_draws(result: EDPResult, label) -> tuple[np.ndarray, int] | None:
     if result.refits is None:
         return None
     try:
-        post = result.refits[label]["posterior"]
+        post = get_group(result.refits[label], "posterior")
     except KeyError:
         return None
     names = list(dict.fromkeys(result.parameters["var_name"].values.astype(str)))
@@ -240,29 +241,18 @@ def _removal_log_ratios(result: EDPResult, idata, model, groups, observed):
     """``k -> (log r at the full draws, function of a refit posterior)`` for removal."""
     if idata is None or model is None or not result.neighbour.startswith("remove"):
         return None
-    import pymc as pm
-
     from pymc_edp.weights import LogLikelihood, Neighbours
 
     if isinstance(observed, str):
         observed = [observed]
-    ll = LogLikelihood.from_dataset(idata["log_likelihood"], observed)
+    ll = LogLikelihood.from_dataset(get_group(idata, "log_likelihood"), observed)
     nbs = Neighbours.records(ll) if groups is None else Neighbours.from_groups(ll, groups)
     if len(nbs) != result.n_neighbours:
         return None
 
     def ratios(k: int, post: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
-        import arviz as az
-
         rows = nbs.rows[nbs.indptr[k] : nbs.indptr[k + 1]]
-        out = pm.compute_log_likelihood(
-            az.InferenceData(posterior=post),
-            var_names=list(ll.names),
-            model=model,
-            extend_inferencedata=False,
-            progressbar=False,
-        )
-        ds = out["log_likelihood"] if hasattr(out, "groups") else out
+        ds = compute_log_likelihood(make_container({"posterior": post}), model)
         ll_refit = LogLikelihood.from_dataset(ds, ll.names)
         return -ll.gather(rows).sum(axis=0), -ll_refit.gather(rows).sum(axis=0)
 
@@ -324,15 +314,17 @@ def bootstrap_epsilon_mcse(
     A fake posterior of a normal mean (seeded draws, with their pointwise log-likelihood),
     audited by reweighting only:
 
-    >>> import arviz as az, numpy as np
+    >>> import numpy as np, xarray as xr
     >>> from scipy import stats
     >>> import pymc_edp as edp
     >>> from pymc_edp.tuning import bootstrap_epsilon_mcse
     >>> rng = np.random.default_rng(0)
     >>> y = rng.normal(size=20)
     >>> mu = rng.normal(y.mean(), 1 / np.sqrt(20), size=(2, 500))
-    >>> idata = az.from_dict(posterior={"mu": mu},
-    ...                      log_likelihood={"y": stats.norm.logpdf(y, loc=mu[..., None])})
+    >>> ll = stats.norm.logpdf(y, loc=mu[..., None])
+    >>> idata = xr.DataTree.from_dict({
+    ...     "posterior": xr.Dataset({"mu": (("chain", "draw"), mu)}),
+    ...     "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), ll)})})
     >>> res = edp.audit(idata, method="psis", bins=10, progressbar=False)
     >>> round(res.epsilon, 2), round(bootstrap_epsilon_mcse(res, n_bootstrap=50, random_seed=0), 3)
     (0.85, 0.026)
@@ -649,8 +641,8 @@ def _monotone(trials: list[_Trial], sign: int) -> tuple[bool, str]:
 
 
 def _utility(untuned, tuned, names: Sequence[str]) -> xr.Dataset:
-    d0, labels, _ = posterior_matrix(untuned["posterior"], names)
-    d1, labels1, _ = posterior_matrix(tuned["posterior"], names)
+    d0, labels, _ = posterior_matrix(get_group(untuned, "posterior"), names)
+    d1, labels1, _ = posterior_matrix(get_group(tuned, "posterior"), names)
     if list(labels) != list(labels1):
         raise ValueError("the tuned and untuned posteriors have different parameters")
     m0, s0 = d0.mean(axis=1), d0.std(axis=1, ddof=1)

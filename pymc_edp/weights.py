@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pymc_edp._compat import PSIS_TAIL_RULE, ess
 from pymc_edp._psis import psislw
 
 __all__ = [
@@ -325,7 +326,7 @@ class Neighbours:
 
 
 def relative_efficiency(posterior: xr.Dataset) -> float:
-    """Relative MCMC efficiency ``r_eff = mean ESS / S``, as :func:`arviz.loo` computes it.
+    """Relative MCMC efficiency ``r_eff = mean ESS / S``, as the stack's PSIS-LOO computes it.
 
     Parameters
     ----------
@@ -336,14 +337,12 @@ def relative_efficiency(posterior: xr.Dataset) -> float:
     -------
     float
     """
-    import arviz as az
-
     n_chains = posterior.sizes.get("chain", 1)
     if n_chains == 1:
         return 1.0
     n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
-    ess = az.ess(posterior, method="mean")
-    values = np.hstack([np.ravel(ess[v].values) for v in ess.data_vars])
+    ess_ds = ess(posterior, method="mean")
+    values = np.hstack([np.ravel(ess_ds[v].values) for v in ess_ds.data_vars])
     values = values[np.isfinite(values)]
     if values.size == 0:
         return 1.0
@@ -421,7 +420,7 @@ def iter_log_weights(
         if hi - lo != stop - start:
             lw = np.add.reduceat(lw, neighbours.indptr[start:stop] - lo, axis=0)
         constant = np.ptp(lw, axis=1) == 0
-        smoothed, khat = psislw(lw, reff, out=lw)
+        smoothed, khat = psislw(lw, reff, out=lw, tail_rule=PSIS_TAIL_RULE)
         # identical posteriors (e.g. a record replaced by its own value): the weights are
         # exactly uniform, not heavy-tailed; PSIS would report k-hat = inf for them
         khat[constant] = -np.inf

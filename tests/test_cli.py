@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pymc_edp import cli
+from pymc_edp._compat import from_dict
 from pymc_edp.datasets import heart_transplant_model, load_heart_transplant
 from pymc_edp.result import EDPResult
 
@@ -120,7 +121,6 @@ def test_bad_arguments_exit_2(argv, capsys):
 @pytest.fixture(scope="module")
 def quick_fit():
     """The demo model with posterior-like draws (normal approximation), no sampling."""
-    import arviz as az
     import pymc as pm
 
     rng = np.random.default_rng(7)
@@ -131,7 +131,7 @@ def quick_fit():
         "beta_age": rng.normal(-0.84, 0.32, shape),
         "alpha": np.exp(rng.normal(-0.56, 0.125, shape)),
     }
-    idata = az.from_dict(posterior=posterior)
+    idata = from_dict({"posterior": posterior})
     pm.compute_log_likelihood(idata, model=model, progressbar=False)
     return model, idata
 

@@ -1,8 +1,24 @@
+"""The compatibility layer: both stacks, both containers, the same numbers."""
+
 import builtins
+import subprocess
+import sys
 
+import numpy as np
 import pytest
+import xarray as xr
+from scipy import stats
 
-from pymc_edp._compat import import_arviz
+import pymc_edp as edp
+from pymc_edp._compat import (
+    ARVIZ_1,
+    from_dict,
+    get_group,
+    group_names,
+    import_arviz,
+    loo_pareto_k,
+    make_container,
+)
 
 
 def test_arviz_matplotlib_trap_gives_actionable_error(monkeypatch):
@@ -35,3 +51,110 @@ def test_other_attribute_errors_propagate(monkeypatch):
 
 def test_import_arviz_works():
     assert import_arviz().__name__ == "arviz"
+
+
+def test_stack_container_type():
+    import arviz as az
+
+    obj = from_dict({"posterior": {"mu": np.zeros((2, 10))}})
+    if ARVIZ_1:
+        assert isinstance(obj, xr.DataTree)
+    else:
+        assert isinstance(obj, az.InferenceData)
+    assert group_names(obj) == ["posterior"]
+    assert isinstance(get_group(obj, "posterior"), xr.Dataset)
+    with pytest.raises(KeyError, match="no 'nope' group.*posterior"):
+        get_group(obj, "nope")
+    with pytest.raises(TypeError, match="DataTree.*InferenceData"):
+        group_names({"posterior": None})
+
+
+def _audits(data):
+    """psis and replace-free audits whose every number is compared across containers."""
+    return edp.audit(data, bins=10, method="psis", progressbar=False)
+
+
+def _assert_identical(a, b):
+    assert a.epsilon == pytest.approx(b.epsilon, rel=1e-12, abs=1e-12)
+    for name in ("epsilon", "pareto_k", "epsilon_parameter"):
+        np.testing.assert_allclose(a.pointwise[name], b.pointwise[name], rtol=1e-12, atol=1e-12)
+    for name in ("worst_bin", "worst_parameter"):
+        np.testing.assert_array_equal(a.pointwise[name], b.pointwise[name])
+    np.testing.assert_array_equal(a.pointwise["neighbour"], b.pointwise["neighbour"])
+
+
+def test_datatree_and_inferencedata_give_identical_audits():
+    """ArviZ's centered eight schools, given as the stack's container and converted.
+
+    On ArviZ 0.23: its InferenceData and the DataTree ``idata.to_datatree()`` gives. On 1.x
+    (no InferenceData class any more): arviz_base's DataTree and the same groups rebuilt as a
+    plain ``xarray.DataTree``. Note that arviz_base ships other draws of this data set than
+    ArviZ 0.23, so the numbers differ between the stacks, not between the containers.
+    """
+    import arviz as az
+
+    native = az.load_arviz_data("centered_eight")
+    if ARVIZ_1:
+        other = xr.DataTree.from_dict({g: get_group(native, g) for g in group_names(native)})
+    else:
+        other = native.to_datatree()
+        assert isinstance(other, xr.DataTree)
+    a, b = _audits(native), _audits(other)
+    _assert_identical(a, b)
+    # the k-hats are the stack's own PSIS-LOO k-hats on the same object
+    np.testing.assert_allclose(a.pointwise["pareto_k"], loo_pareto_k(native), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(b.pointwise["pareto_k"], loo_pareto_k(native), rtol=0, atol=1e-10)
+
+
+def test_khat_equals_stack_loo_on_many_records(rng):
+    """Heavier tails and a realistic layout: 2 chains x 1,500 draws, 40 records."""
+    y = np.append(rng.normal(0, 1, 38), [6.0, -7.0])
+    mu = rng.normal(y.mean(), 1 / np.sqrt(40), (2, 1500))
+    ll = stats.norm.logpdf(y, mu[..., None], 1.0)
+    data = from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
+    res = _audits(data)
+    np.testing.assert_allclose(res.pointwise["pareto_k"], loo_pareto_k(data), rtol=0, atol=1e-10)
+
+
+def test_refits_come_back_in_the_stack_container():
+    from pymc_edp.refit import RefitOutcome, Refits
+
+    post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 4)))})
+    refits = Refits({0: RefitOutcome(0, "a", "ok", "", 11, 0.5, post)})
+    assert type(refits["a"]) is type(make_container({"posterior": post}))
+
+
+def test_no_private_arviz_names_in_the_package():
+    """Only public ArviZ / arviz_base / arviz_stats names (no ``arviz.*._name``)."""
+    import pathlib
+    import re
+
+    pkg = pathlib.Path(edp.__file__).parent
+    pattern = re.compile(r"(arviz\w*)(\.\w+)*\._[a-z]\w*|from arviz\w*(\.\w+)* import _")
+    hits = [
+        f"{p.name}:{i}"
+        for p in pkg.rglob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line) and "``" not in line  # docs may name what they mirror
+    ]
+    assert hits == []
+
+
+def test_install_does_not_downgrade_the_stack(tmp_path):
+    """``pip install --dry-run`` of this checkout into the current environment changes none
+    of the PyMC stack's packages (no upper pins that exclude what is installed)."""
+    import json
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet"]
+    cmd += ["--report", str(report), str(root)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        pytest.fail(f"pip install --dry-run failed:\n{proc.stderr[-2000:]}")
+    installs = json.loads(report.read_text())["install"]
+    touched = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in installs}
+    touched.pop("pymc-edp", None)
+    stack = {"pymc", "arviz", "pytensor", "numpy", "xarray", "arviz-base", "arviz-stats"}
+    assert not (stack & set(touched)), f"installing pymc_edp would change {touched}"

@@ -10,6 +10,7 @@ import pytest
 import xarray as xr
 from scipy import stats
 
+from pymc_edp._compat import from_dict
 from pymc_edp.datasets import (
     DAYS_PER_YEAR,
     dataset_path,
@@ -54,11 +55,10 @@ def test_provenance_note():
 
 
 def _loglik_at(model, point):
-    import arviz as az
     import pymc as pm
 
     posterior = {k: np.full((1, 1), v) for k, v in point.items()}
-    idata = az.from_dict(posterior=posterior)
+    idata = from_dict({"posterior": posterior})
     ll = pm.compute_log_likelihood(
         idata, model=model, extend_inferencedata=False, progressbar=False
     )

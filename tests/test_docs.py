@@ -76,11 +76,14 @@ def test_docstring_examples(test, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples may write files
     runner = doctest.DocTestRunner(optionflags=OPTIONFLAGS)
     test.globs = dict(test.globs)
-    result = runner.run(test, out=lambda s: print(s, end=""))
+    report: list[str] = []  # doctest swaps sys.stdout while it runs: collect, then show
+    result = runner.run(test, out=report.append)
     import matplotlib.pyplot as plt
 
     plt.close("all")
-    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed"
+    assert result.failed == 0, (
+        f"{result.failed} of {result.attempted} examples failed:\n{''.join(report)}"
+    )
 
 
 def public_objects() -> dict[str, object]:

@@ -8,13 +8,13 @@ import xarray as xr
 from matplotlib.colors import to_hex
 
 import pymc_edp as edp
+from pymc_edp._compat import from_dict
 from pymc_edp.plots import KHAT_COLORS, khat_class, plot_pointwise_epsilon
 
 
 @pytest.fixture
 def result(rng):
     """A real audit of a Normal-mean posterior with labelled records (no MCMC)."""
-    import arviz as az
 
     n, chains, draws = 25, 2, 500
     y = rng.normal(0.0, 1.0, n)
@@ -23,9 +23,8 @@ def result(rng):
     mu = rng.normal(y.sum() / (n + 1), post_sd, (chains, draws))
     ll = -0.5 * (y[None, None, :] - mu[..., None]) ** 2 - 0.5 * np.log(2 * np.pi)
     ids = np.arange(101, 101 + n)
-    idata = az.from_dict(
-        posterior={"mu": mu},
-        log_likelihood={"y": ll},
+    idata = from_dict(
+        {"posterior": {"mu": mu}, "log_likelihood": {"y": ll}},
         coords={"person": ids},
         dims={"y": ["person"]},
     )
@@ -155,13 +154,12 @@ def test_clear_error_without_matplotlib(result, monkeypatch):
 @pytest.fixture(scope="module")
 def diag_result():
     """Normal-mean audit with stored weights, for the diagnostics plots."""
-    import arviz as az
 
     rng = np.random.default_rng(4)
     y = rng.normal(0.0, 1.0, 30)
     mu = rng.normal(y.sum() / 31, 1 / np.sqrt(31), (2, 1500))
     ll = -0.5 * (y[None, None, :] - mu[..., None]) ** 2 - 0.5 * np.log(2 * np.pi)
-    idata = az.from_dict(posterior={"mu": mu}, log_likelihood={"y": ll})
+    idata = from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
     return edp.audit(idata, method="psis", bins=10, progressbar=False)
 
 

@@ -6,6 +6,7 @@ import pytest
 
 import pymc_edp as edp
 from pymc_edp import conjugate, refit
+from pymc_edp._compat import get_group, set_group
 
 SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
 REFIT_KW = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 7, "progressbar": False}
@@ -13,16 +14,17 @@ REFIT_KW = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 7, "progress
 
 def sample(model, draws, chains=4, seed=1, **kw):
     with model:
-        return pm.sample(
+        idata = pm.sample(
             draws,
             tune=1000,
             chains=chains,
             cores=min(chains, 2),
             random_seed=seed,
-            idata_kwargs={"log_likelihood": True},
             **SAMPLE_KW,
             **kw,
         )
+        pm.compute_log_likelihood(idata, progressbar=False)
+    return idata
 
 
 # ------------------------------------------------------------------------- fixtures
@@ -161,8 +163,12 @@ def test_hierarchical_leave_one_group_out():
         theta = pm.Deterministic("theta", mu + tau * z, dims="school")
         pm.Normal("y", theta[groups], 1.0, observed=y, dims="obs")
     idata = sample(model, 1000, chains=2, target_accept=0.9)
-    idata.log_likelihood = idata.log_likelihood.assign_coords(
-        pupil_school=("obs", np.array(coords["school"])[groups])
+    set_group(
+        idata,
+        "log_likelihood",
+        get_group(idata, "log_likelihood").assign_coords(
+            pupil_school=("obs", np.array(coords["school"])[groups])
+        ),
     )
     res = edp.audit(
         idata,

@@ -21,6 +21,7 @@ __all__ = [
     "dataset_path",
     "heart_transplant_model",
     "heart_transplant_provenance",
+    "load_eight_schools",
     "load_heart_transplant",
 ]
 
@@ -53,6 +54,73 @@ def dataset_path(filename: str):
     'patient,survival,censored,age'
     """
     return resources.files("pymc_edp.datasets").joinpath(filename)
+
+
+def load_eight_schools():
+    """Posterior draws of the centered eight-schools model, as the stack's own container.
+
+    Rubin's (1981) eight schools: a hierarchical Normal model of the effects of coaching
+    programmes in eight schools, ``obs_j ~ N(theta_j, sigma_j)``, ``theta_j ~ N(mu, tau)``.
+    The draws (4 chains x 500) are those of ArviZ 0.23's ``centered_eight`` example, shipped
+    here (``eight_schools.npz``; made by ``scripts/make_eight_schools.py``) because
+    arviz_base ships different draws of the same data: the examples and docs then give the
+    same numbers with PyMC 5 / ArviZ 0.23 and PyMC 6 / ArviZ 1.x.
+
+    Returns
+    -------
+    xarray.DataTree or arviz.InferenceData
+        A DataTree on ArviZ 1.x, an InferenceData on ArviZ 0.23, with groups ``posterior``
+        (``mu``, ``tau``, ``theta``), ``log_likelihood`` (``obs``), ``observed_data``
+        (``obs``) and ``constant_data`` (``sigma``), dimension ``school``.
+
+    References
+    ----------
+    .. [1] Rubin, D. B. "Estimation in parallel randomized experiments." Journal of
+       Educational Statistics 6(4), 1981.
+
+    Examples
+    --------
+    >>> from pymc_edp._compat import get_group
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> idata = load_eight_schools()
+    >>> dict(get_group(idata, "posterior").sizes)
+    {'chain': 4, 'draw': 500, 'school': 8}
+    >>> get_group(idata, "observed_data")["obs"].values.tolist()
+    [28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0]
+    """
+    import xarray as xr
+
+    from pymc_edp._compat import make_container
+
+    with dataset_path("eight_schools.npz").open("rb") as fh, np.load(fh) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    coords = {"school": arrays["school"].astype(str)}
+    sample = ("chain", "draw")
+    chains, draws = arrays["mu"].shape
+    sample_coords = {"chain": np.arange(chains), "draw": np.arange(draws), **coords}
+    attrs = {"inference_library": "pymc", "source": "ArviZ 0.23 centered_eight"}
+    posterior = xr.Dataset(
+        {
+            "mu": (sample, arrays["mu"]),
+            "theta": ((*sample, "school"), arrays["theta"]),
+            "tau": (sample, arrays["tau"]),
+        },
+        coords=sample_coords,
+        attrs=attrs,
+    )
+    log_likelihood = xr.Dataset(
+        {"obs": ((*sample, "school"), arrays["log_likelihood"])}, coords=sample_coords
+    )
+    observed = xr.Dataset({"obs": ("school", arrays["obs"])}, coords=coords)
+    constant = xr.Dataset({"sigma": ("school", arrays["sigma"])}, coords=coords)
+    return make_container(
+        {
+            "posterior": posterior,
+            "log_likelihood": log_likelihood,
+            "observed_data": observed,
+            "constant_data": constant,
+        }
+    )
 
 
 def load_heart_transplant() -> pd.DataFrame:
