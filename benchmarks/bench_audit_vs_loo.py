@@ -1,13 +1,16 @@
 """Headline benchmark: a PSIS EDP audit against ArviZ's PSIS-LOO on the same posterior.
 
 Both do the same core work, Pareto-smoothed importance weights for every record from the
-``log_likelihood`` group, so ``az.loo`` is the natural yardstick for ``edp.audit``
+``log_likelihood`` group, so the stack's own PSIS-LOO (``az.loo`` on ArviZ 0.23,
+``arviz_stats.loo`` on ArviZ 1.x, both measured in the same run) is the natural yardstick for
+``edp.audit``
 (targets: audit/loo time <= 0.5, audit peak extra memory < 3x the log-likelihood array).
 
-Data: an ``InferenceData`` built with ``az.from_dict``: posterior ``mu`` with 4 chains x
-1,000 draws from N(0.1, 0.01) (the posterior sd of a Normal mean from 10,000 unit-variance
-records), and the log-likelihood ``y`` of 10,000 fixed simulated records y_i ~ N(0.1, 1)
-under N(mu, 1), dims ("chain", "draw", "obs"): 4 x 1,000 x 10,000 float64 = 305 MiB.
+Data: the stack's container (InferenceData / DataTree) from ArviZ's ``from_dict``:
+posterior ``mu`` with 4 chains x 1,000 draws from N(0.1, 0.01) (the posterior sd of a
+Normal mean from 10,000 unit-variance records), and the log-likelihood ``y`` of 10,000
+fixed simulated records y_i ~ N(0.1, 1) under N(mu, 1), dims ("chain", "draw", "obs"):
+4 x 1,000 x 10,000 float64 = 305 MiB.
 
 Times are medians of 3 after a warm-up on a small InferenceData (numba compilation or
 cache load, imports). Peak extra memory is measured in a fresh subprocess per method: the
@@ -45,7 +48,7 @@ SEED = 20261121
 
 def make_idata(n_obs: int = 10_000, n_chains: int = 4, n_draws: int = 1_000, seed: int = SEED):
     """The benchmark's InferenceData; the log-likelihood is built without temporaries."""
-    import arviz as az
+    from pymc_edp._compat import from_dict
 
     rng = np.random.default_rng(seed)
     y = rng.normal(0.1, 1.0, size=n_obs)
@@ -55,10 +58,8 @@ def make_idata(n_obs: int = 10_000, n_chains: int = 4, n_draws: int = 1_000, see
     np.square(ll, out=ll)
     ll *= -0.5
     ll -= 0.5 * math.log(2 * math.pi)
-    return az.from_dict(
-        posterior={"mu": mu},
-        log_likelihood={"y": ll},
-        observed_data={"y": y},
+    return from_dict(
+        {"posterior": {"mu": mu}, "log_likelihood": {"y": ll}, "observed_data": {"y": y}},
         dims={"y": ["obs"]},
     )
 
@@ -87,9 +88,9 @@ def _audit_kwargs(store_weights: bool | None) -> dict:
 def _run(method: str, idata):
     warnings.simplefilter("ignore")
     if method == "loo":
-        import arviz as az
+        from pymc_edp._compat import stack_loo
 
-        return az.loo(idata, pointwise=True)
+        return stack_loo(idata)
     import pymc_edp as edp
 
     store = {"audit": None, "audit-nostore": False}[method]
@@ -100,7 +101,7 @@ def memory_child(method: str, n_obs: int) -> None:
     """Subprocess body: print the peak extra memory of one call as JSON."""
     _run(method, make_idata(n_obs=200, n_draws=250))  # warm-up
     idata = make_idata(n_obs=n_obs)
-    ll_bytes = idata.log_likelihood["y"].nbytes
+    ll_bytes = idata["log_likelihood"]["y"].nbytes
     rss_before = _status_kib("VmRSS")
     reset = _reset_peak()
     _run(method, idata)
@@ -140,8 +141,11 @@ def main() -> None:
         memory_child(args.memory_child, args.obs)
         return
 
-    import arviz as az
     import numba
+
+    from pymc_edp._compat import ARVIZ_1, stack_loo, stack_versions
+
+    loo_name = "arviz_stats.loo" if ARVIZ_1 else "az.loo"
 
     print(f"== bench_audit_vs_loo: 4 chains x 1,000 draws, {args.obs:,} records ==")
     try:
@@ -150,7 +154,8 @@ def main() -> None:
         audit = edp.audit
     except (ImportError, AttributeError) as err:
         audit = None
-        print(f"pymc_edp.audit is not importable ({err}): timing az.loo only")
+        print(f"pymc_edp.audit is not importable ({err}): timing {loo_name} only")
+    print("stack: " + ", ".join(f"{k} {v}" for k, v in stack_versions().items()))
     print(
         f"cores={os.cpu_count()} numba threads={numba.get_num_threads()} "
         f"load avg={os.getloadavg()[0]:.2f}"
@@ -159,20 +164,21 @@ def main() -> None:
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        az.loo(small, pointwise=True)
+        stack_loo(small)
         if audit is not None:
             audit(small, **_audit_kwargs(None))
     print(f"warm-up (imports, numba compile or cache load): {time.perf_counter() - t0:.2f} s")
 
     idata = make_idata(n_obs=args.obs)
-    ll_bytes = idata.log_likelihood["y"].nbytes
+    ll_bytes = idata["log_likelihood"]["y"].nbytes
     print(f"log-likelihood: {ll_bytes / 2**20:.0f} MiB float64")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_loo, c_loo, loo = median_time(lambda: az.loo(idata, pointwise=True), args.repeats)
+        t_loo, c_loo, loo = median_time(lambda: stack_loo(idata), args.repeats)
+        elpd = getattr(loo, "elpd_loo", getattr(loo, "elpd", float("nan")))
         print(
-            f"az.loo(pointwise=True)          {t_loo:8.3f} s wall {c_loo:8.3f} s cpu   "
-            f"(elpd_loo = {loo.elpd_loo:.1f})"
+            f"{loo_name + '(pointwise=True)':31s} {t_loo:8.3f} s wall {c_loo:8.3f} s cpu   "
+            f"(elpd_loo = {float(elpd):.1f})"
         )
         methods = ["loo"]
         if audit is not None:
@@ -193,7 +199,7 @@ def main() -> None:
     for method in methods:
         mem = measure_memory(method, args.obs)
         label = {
-            "loo": "az.loo",
+            "loo": loo_name,
             "audit": "edp.audit",
             "audit-nostore": "edp.audit(store_weights=False)",
         }[method]

@@ -35,6 +35,8 @@ import warnings
 
 import numpy as np
 
+from pymc_edp._compat import PSIS_TAIL_RULE
+
 warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
 
 SEED = 20261121
@@ -70,15 +72,15 @@ def _run(method: str, x: np.ndarray):
     if method == "ours":
         from pymc_edp._psis import psislw
 
-        return psislw(x)
+        return psislw(x, tail_rule=PSIS_TAIL_RULE)
     if method == "ours-inplace":
         from pymc_edp._psis import psislw
 
-        return psislw(x, out=x)
-    import arviz as az
+        return psislw(x, out=x, tail_rule=PSIS_TAIL_RULE)
+    from pymc_edp._compat import stack_psislw
 
     with np.errstate(all="ignore"):
-        return az.psislw(x)
+        return stack_psislw(x)
 
 
 def memory_child(method: str, n_rows: int, n_samples: int) -> None:
@@ -129,10 +131,16 @@ def main() -> None:
         memory_child(args.memory_child, args.rows, args.samples)
         return
 
-    import arviz as az
     import numba
 
-    from pymc_edp._psis import psislw
+    from pymc_edp._compat import ARVIZ_1, stack_psislw, stack_versions
+    from pymc_edp._psis import psislw as _psislw
+
+    def psislw(x, **kw):
+        return _psislw(x, tail_rule=PSIS_TAIL_RULE, **kw)
+
+    ref_name = "arviz_stats psislw" if ARVIZ_1 else "arviz.psislw"
+    print("stack: " + ", ".join(f"{k} {v}" for k, v in stack_versions().items()))
 
     if args.threads:
         numba.set_num_threads(args.threads)
@@ -168,14 +176,14 @@ def main() -> None:
     scratch.clear()
     with np.errstate(all="ignore"):
         t_az = median_time(
-            lambda: result.__setitem__("az", az.psislw(x)),
+            lambda: result.__setitem__("az", stack_psislw(x)),
             args.repeats,
             setup=lambda: result.pop("az", None),
         )
         n_loop = min(args.loop_rows, n)
         c0, t0 = time.process_time(), time.perf_counter()
         for row in x[:n_loop]:
-            az.psislw(row)
+            stack_psislw(row)
         t_loop = ((time.perf_counter() - t0) * n / n_loop, (time.process_time() - c0) * n / n_loop)
 
     (lw, k), (lw_az, k_az) = result["ours"], result["az"]
@@ -183,7 +191,7 @@ def main() -> None:
     kf = np.isfinite(k_az)
     same_pattern = np.array_equal(fin, np.isfinite(lw)) and np.array_equal(kf, np.isfinite(k))
     print(
-        f"agreement with arviz: max |lw diff| = {np.max(np.abs(lw - lw_az)[fin]):.1e}, "
+        f"agreement with {ref_name}: max |lw diff| = {np.max(np.abs(lw - lw_az)[fin]):.1e}, "
         f"max |k diff| = {np.max(np.abs(k - k_az)[kf]):.1e}, same inf/nan: {same_pattern}; "
         f"k-hat > 0.7 in {np.mean(k > 0.7):.0%} of rows"
     )
@@ -193,8 +201,8 @@ def main() -> None:
     rows = [
         ("pymc_edp psislw (new output)", t_ours),
         ("pymc_edp psislw (in place, out=input)", t_inplace),
-        ("arviz.psislw", t_az),
-        (f"python loop of arviz.psislw per row (x{n / n_loop:g})", t_loop),
+        (ref_name, t_az),
+        (f"python loop of {ref_name} per row (x{n / n_loop:g})", t_loop),
     ]
     for name, (wall, cpu) in rows:
         print(f"{name:44s} {wall:9.3f} {wall / t_az[0]:9.3f} {cpu:9.3f}")

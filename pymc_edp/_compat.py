@@ -32,6 +32,7 @@ __all__ = [
     "loo_pareto_k",
     "make_container",
     "set_group",
+    "stack_loo",
     "stack_psislw",
     "stack_versions",
 ]
@@ -261,19 +262,22 @@ def ess(dataset: xr.Dataset, method: str = "mean") -> xr.Dataset:
     return az.ess(dataset, method=method)
 
 
-def loo_pareto_k(data, var_name: str | None = None) -> np.ndarray:
-    """The stack's own PSIS-LOO Pareto k-hats (``arviz_stats.loo`` or ``az.loo``), flattened.
-
-    Used to check that our k-hats are the ones the user's ArviZ would report.
-    """
+def stack_loo(data, var_name: str | None = None):
+    """The stack's own pointwise PSIS-LOO: ``arviz_stats.loo`` (1.x) or ``az.loo`` (0.23)."""
     if ARVIZ_1:
         from arviz_stats import loo
 
-        out = loo(data, pointwise=True, var_name=var_name)
-    else:
-        az = import_arviz()
-        out = az.loo(data, pointwise=True, var_name=var_name)
-    return np.asarray(out.pareto_k).ravel()
+        return loo(data, pointwise=True, var_name=var_name)
+    az = import_arviz()
+    return az.loo(data, pointwise=True, var_name=var_name)
+
+
+def loo_pareto_k(data, var_name: str | None = None) -> np.ndarray:
+    """The stack's own PSIS-LOO Pareto k-hats, flattened.
+
+    Used to check that our k-hats are the ones the user's ArviZ would report.
+    """
+    return np.asarray(stack_loo(data, var_name).pareto_k).ravel()
 
 
 def stack_psislw(log_weights: np.ndarray, reff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:

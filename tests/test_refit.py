@@ -6,7 +6,7 @@ import pytest
 
 import pymc_edp as edp
 from pymc_edp import conjugate, refit
-from pymc_edp._compat import get_group, set_group
+from pymc_edp._compat import get_group, make_container, set_group
 
 SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
 REFIT_KW = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 7, "progressbar": False}
@@ -135,6 +135,34 @@ def test_auto_refits_the_extreme_record(outlier_model):
     # 2,000 full-data draws: ~5% MC error at this epsilon
     assert auto.pointwise["epsilon"].values[-1] == pytest.approx(exact[-1], rel=0.1)
     assert auto.epsilon == pytest.approx(exact.max(), rel=0.1)
+
+
+def test_pm_sample_with_nutpie_audited_end_to_end_with_refits():
+    """What a PyMC 6 user runs: pm.sample through nutpie, pm.compute_log_likelihood, an
+    audit with method="auto" that refits the bad-k-hat record (nutpie engine); every object
+    that comes back is the stack's own container."""
+    pytest.importorskip("nutpie")
+    rng = np.random.default_rng(3)
+    y = np.append(rng.normal(0.0, 1.0, 14), 12.0)  # PSIS k-hat of the outlier about 1
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+        idata = pm.sample(
+            1000, tune=500, chains=2, nuts_sampler="nutpie", random_seed=4, progressbar=False
+        )
+        pm.compute_log_likelihood(idata, progressbar=False)
+    container = type(make_container({}))
+    assert isinstance(idata, container)
+    res = edp.audit(idata, model, bins=10, method="auto", engine="nutpie", **REFIT_KW)
+    assert res.pointwise["pareto_k"].values[-1] > res.khat_threshold
+    assert res.pointwise["method"].values[-1] == "refit"
+    assert res.pointwise["status"].values[-1] == "ok"
+    assert list(res.refits) == [res.pointwise["neighbour"].values[-1]]
+    refit = res.refits[res.pointwise["neighbour"].values[-1]]
+    assert isinstance(refit, container)
+    assert dict(get_group(refit, "posterior").sizes) == {"chain": 2, "draw": 1000}
+    exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 10.0, 10, pointwise=True)
+    assert res.epsilon == pytest.approx(exact.max(), rel=0.1)
 
 
 def test_max_refits_leaves_the_rest_flagged(outlier_model):
