@@ -61,9 +61,9 @@ def main(argv=None) -> None:
             cores=1,
             random_seed=1,
             progressbar=False,
-            idata_kwargs={"log_likelihood": True},
             compute_convergence_checks=False,
         )
+        pm.compute_log_likelihood(idata, progressbar=False)
 
     # baseline: fresh model + pm.sample per neighbour
     times = []

@@ -78,15 +78,17 @@ class BetaBinomial:
         return np.stack([special.betainc(a, b, q) for a, b in self.neigh])
 
     def audit(self, theta, smoothing):
-        import arviz as az
+        from pymc_edp._compat import from_dict
 
         import pymc_edp as edp
 
         ll = stats.bernoulli.logpmf(self.y[None, None, :], theta[None, :, None])
-        idata = az.from_dict(
-            posterior={"p": theta[None]},
-            log_likelihood={"y": ll},
-            observed_data={"y": self.y},
+        idata = from_dict(
+            {
+                "posterior": {"p": theta[None]},
+                "log_likelihood": {"y": ll},
+                "observed_data": {"y": self.y},
+            }
         )
         return edp.audit(
             idata,
@@ -126,12 +128,12 @@ class NormalNormal:
         return np.stack([special.ndtr((q - m) / s) for m, s in self.neigh])
 
     def audit(self, theta, smoothing):
-        import arviz as az
+        from pymc_edp._compat import from_dict
 
         import pymc_edp as edp
 
         ll = stats.norm.logpdf(self.y[None, None, :], theta[None, :, None], self.sigma)
-        idata = az.from_dict(posterior={"mu": theta[None]}, log_likelihood={"y": ll})
+        idata = from_dict({"posterior": {"mu": theta[None]}, "log_likelihood": {"y": ll}})
         return edp.audit(
             idata, var_names="mu", bins=20, method="psis", smoothing=smoothing, progressbar=False
         )

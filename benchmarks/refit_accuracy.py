@@ -58,9 +58,9 @@ def main() -> None:
                 cores=2,
                 random_seed=11,
                 progressbar=False,
-                idata_kwargs={"log_likelihood": True},
                 compute_convergence_checks=False,
             )
+            pm.compute_log_likelihood(idata, progressbar=False)
         kw = dict(
             neighbour=relation, draws=1000, tune=500, chains=2, random_seed=7, progressbar=False
         )
