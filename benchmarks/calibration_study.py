@@ -78,9 +78,8 @@ class BetaBinomial:
         return np.stack([special.betainc(a, b, q) for a, b in self.neigh])
 
     def audit(self, theta, smoothing):
-        from pymc_edp._compat import from_dict
-
         import pymc_edp as edp
+        from pymc_edp._compat import from_dict
 
         ll = stats.bernoulli.logpmf(self.y[None, None, :], theta[None, :, None])
         idata = from_dict(
@@ -128,9 +127,8 @@ class NormalNormal:
         return np.stack([special.ndtr((q - m) / s) for m, s in self.neigh])
 
     def audit(self, theta, smoothing):
-        from pymc_edp._compat import from_dict
-
         import pymc_edp as edp
+        from pymc_edp._compat import from_dict
 
         ll = stats.norm.logpdf(self.y[None, None, :], theta[None, :, None], self.sigma)
         idata = from_dict({"posterior": {"mu": theta[None]}, "log_likelihood": {"y": ll}})

@@ -10,7 +10,7 @@ from pymc_edp._compat import import_arviz
 import_arviz()
 
 from pymc_edp import calibration, conjugate, diagnostics, plots, query, refit, risk, tuning  # noqa: E402
-from pymc_edp.audit import audit  # noqa: E402
+from pymc_edp.audit import PerRecord, audit  # noqa: E402
 from pymc_edp.result import EDPResult, EDPWarning  # noqa: E402
 from pymc_edp.tuning import PriorTuningResult, tune_prior  # noqa: E402
 
@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "EDPResult",
     "EDPWarning",
+    "PerRecord",
     "PriorTuningResult",
     "__version__",
     "audit",

@@ -55,7 +55,7 @@ def _check_posterior_has_free_rvs(idata, model) -> None:
 
 def observed_values(idata, model, name: str) -> np.ndarray:
     """The observed data of variable ``name``, from ``observed_data`` or else the model."""
-    if has_group(idata, "observed_data"):
+    if idata is not None and has_group(idata, "observed_data"):
         observed = get_group(idata, "observed_data")
         if name in observed:
             return np.asarray(observed[name].values)

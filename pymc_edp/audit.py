@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import numbers
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -24,7 +27,7 @@ from pymc_edp.weights import (
     relative_efficiency,
 )
 
-__all__ = ["audit"]
+__all__ = ["PerRecord", "audit"]
 
 _log = logging.getLogger("pymc_edp")
 
@@ -63,8 +66,50 @@ def _select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str
     missing = [v for v in kept + negated if not any(matches(v, a) for a in available)]
     if missing:
         raise KeyError(f"var_names {missing} not found. The posterior has variables {available}.")
+    if not var_names:
+        raise ValueError("var_names is empty: name at least one variable, or pass None for all")
     selected = [a for a in available if any(matches(v, a) for v in kept)] if kept else available
-    return [a for a in selected if not any(matches(v, a) for v in negated)]
+    selected = [a for a in selected if not any(matches(v, a) for v in negated)]
+    if not selected:
+        raise ValueError(
+            f"var_names={var_names!r} leaves no variable to audit; the posterior has {available}"
+        )
+    return selected
+
+
+@dataclass(frozen=True)
+class PerRecord:
+    """Replacement values given record by record, for ``neighbour="replace"``.
+
+    A plain list or 1-d array passed as ``replacements=`` always means candidate values,
+    each tried for every record; per-record values must be wrapped in ``PerRecord`` so that
+    the length of a list never decides what it means.
+
+    Parameters
+    ----------
+    values : array_like
+        Shaped like the observed data (one replacement per record), or
+        ``(n_candidates, *observed_shape)`` (several per record; the worst is reported).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_edp as edp
+    >>> edp.PerRecord(np.array([1.0, 0.0, 2.0])).values
+    array([1., 0., 2.])
+    """
+
+    values: object
+
+
+def _is_integer_valued(values: np.ndarray) -> bool:
+    values = np.asarray(values)
+    if values.dtype.kind in "biu":
+        return True
+    if values.dtype.kind != "f":
+        return False
+    finite = values[np.isfinite(values)]
+    return bool(np.all(finite == np.round(finite)))
 
 
 def _candidates(replacements, name: str, observed: np.ndarray) -> np.ndarray:
@@ -82,26 +127,226 @@ def _candidates(replacements, name: str, observed: np.ndarray) -> np.ndarray:
         raise ValueError(
             f"neighbour='replace' needs replacement values for {name!r}: its data are not 0/1 "
             "(for 0/1 data the default replaces each record by its flipped value). Pass "
-            "replacements= as a list of candidate values (each tried for every record), an "
-            "array shaped like the observed data (one value per record), or an array of shape "
-            "(n_candidates, *observed_shape); a dict maps observed variable names to these."
+            "replacements= as a list of candidate values (each tried for every record), or "
+            "edp.PerRecord(values) with one value per record (shaped like the data) or "
+            "(n_candidates, *data_shape); a dict maps observed variable names to these."
         )
-    arr = np.asarray(replacements)
-    if arr.shape == observed.shape:
-        return arr[None]
-    if arr.ndim == observed.ndim + 1 and arr.shape[1:] == observed.shape:
-        return arr
-    if arr.ndim == 1 and observed.ndim >= 1:
-        return np.broadcast_to(
+    if isinstance(replacements, PerRecord):
+        arr = _numeric(replacements.values, name)
+        if arr.shape == observed.shape:
+            arr = arr[None]
+        elif not (arr.ndim == observed.ndim + 1 and arr.shape[1:] == observed.shape):
+            raise ValueError(
+                f"PerRecord replacements for {name!r} have shape {arr.shape}; expected the "
+                f"data's shape {observed.shape} (one per record) or (n_candidates, "
+                f"{', '.join(map(str, observed.shape))})"
+            )
+    else:
+        arr = _numeric(replacements, name)
+        if arr.ndim > 1:
+            raise ValueError(
+                f"replacements for {name!r} have shape {arr.shape}: a plain list or 1-d array "
+                "lists candidate values tried for every record; wrap values given record by "
+                "record in edp.PerRecord(...)"
+            )
+        arr = np.broadcast_to(
             arr.reshape((-1,) + (1,) * observed.ndim), (arr.size, *observed.shape)
         ).copy()
-    if arr.ndim == 0:
-        return np.broadcast_to(arr, observed.shape)[None].copy()
-    raise ValueError(
-        f"replacements for {name!r} have shape {arr.shape}; expected {observed.shape} (one "
-        f"per record), (n_candidates, {', '.join(map(str, observed.shape))}), or a 1-D list "
-        "of candidate values"
+    if arr.shape[0] == 0:
+        raise ValueError(f"replacements for {name!r} are empty: give at least one value")
+    if _is_integer_valued(observed) and not _is_integer_valued(arr):
+        bad = arr[np.isfinite(arr) & (arr != np.round(arr))] if arr.dtype.kind == "f" else arr
+        raise ValueError(
+            f"the data of {name!r} are integers but replacements contain non-integer values "
+            f"(e.g. {bad.ravel()[0]!r}); they would be truncated silently. Give integer "
+            "replacement values inside the likelihood's support."
+        )
+    return arr
+
+
+def _numeric(values, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(values)
+    except ValueError as err:  # ragged lists
+        raise ValueError(f"replacements for {name!r} are not an array: {err}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"replacements for {name!r} must be numbers, got dtype {arr.dtype} ({values!r:.60})"
+        )
+    return arr
+
+
+def _check_model(model, what: str) -> None:
+    if model is None:
+        return
+    import pymc as pm
+
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"{what} must be a pymc.Model, got {type(model).__name__} {model!r:.60}")
+
+
+def _model_observed(model) -> dict[str, np.ndarray]:
+    """Observed values held by ``model``, by observed variable name."""
+    from pymc_edp._pymc import observed_values
+
+    out = {}
+    for rv in model.observed_RVs:
+        try:
+            out[rv.name] = observed_values(None, model, rv.name)
+        except ValueError:
+            continue
+    return out
+
+
+def _check_model_matches_data(model, observed_data: xr.Dataset) -> None:
+    """Refuse a model whose observed data are not the draws' ``observed_data``."""
+    for name, values in _model_observed(model).items():
+        if name not in observed_data:
+            continue
+        stored = np.asarray(observed_data[name].values)
+        values = np.asarray(values)
+        same = stored.shape == values.shape
+        if same and stored.dtype.kind in "biuf" and values.dtype.kind in "biuf":
+            same = bool(np.array_equal(stored.astype(float), values.astype(float), equal_nan=True))
+        elif same:
+            same = bool(np.array_equal(stored, values))
+        if not same:
+            detail = (
+                f"shape {values.shape} vs {stored.shape}"
+                if stored.shape != values.shape
+                else f"{int(np.sum(stored != values))} differing value(s)"
+            )
+            raise ValueError(
+                f"the model's observed data for {name!r} are not the observed_data the "
+                f"posterior was sampled with ({detail}): the log-likelihood would be computed "
+                "from the wrong data. Pass the model that produced these draws (or restore its "
+                "data with pm.set_data)."
+            )
+
+
+def _observed_arrays(idata, model) -> dict[str, np.ndarray]:
+    """Observed data by name: the ``observed_data`` group, else the model's."""
+    if has_group(idata, "observed_data"):
+        ds = get_group(idata, "observed_data")
+        return {str(k): np.asarray(ds[k].values) for k in ds.data_vars}
+    return _model_observed(model) if model is not None else {}
+
+
+def _drop_data_copies(
+    posterior: xr.Dataset, names: list[str], *, explicit: bool, observed: dict
+) -> tuple[list[str], list[str]]:
+    """Remove posterior variables that copy the data or never vary.
+
+    A posterior variable named like an observed variable (PyMC adds one when the data have
+    missing values: it holds the observed records verbatim), or with an element that is the
+    same in every draw, would get epsilon ~ 0 (one merged bin) although publishing it can
+    disclose records exactly. By default they are left out with a warning; asked for by name
+    they are refused.
+    """
+    numeric = [
+        np.asarray(v, dtype=float).ravel()
+        for v in observed.values()
+        if np.asarray(v).dtype.kind in "biuf"
+    ]
+    data_values = np.concatenate(numeric) if numeric else np.empty(0)
+    flagged: dict[str, str] = {}
+    for name in names:
+        da = posterior[name]
+        if name in observed:
+            flagged[name] = (
+                "it is an observed variable (PyMC adds it to the posterior when the data have "
+                "missing values): its draws hold the observed records verbatim"
+            )
+            continue
+        if da.dtype.kind not in "biuf":
+            continue
+        extra = [d for d in da.dims if d not in ("chain", "draw")]
+        values = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=float)
+        values = values.reshape(-1, int(np.prod(values.shape[2:], dtype=int)))
+        if values.shape[0] < 2:
+            continue
+        const = np.all(values == values[:1], axis=0)
+        if not const.any():
+            continue
+        fixed = values[0, const]
+        if data_values.size and np.isin(fixed, data_values).any():
+            flagged[name] = (
+                f"{int(const.sum())} of its {const.size} element(s) equal observed data values "
+                "in every draw"
+            )
+        else:
+            flagged[name] = (
+                f"{int(const.sum())} of its {const.size} element(s) are the same in every draw "
+                "(a constant or a copy of data), so their epsilon would read 0 whatever they "
+                "reveal"
+            )
+    if not flagged:
+        return names, []
+    why = "; ".join(f"{k}: {v}" for k, v in flagged.items())
+    if explicit:
+        raise ValueError(
+            f"var_names asks for posterior variable(s) {sorted(flagged)} that cannot be "
+            f"audited by binning their draws ({why}). Publishing them can disclose records "
+            "exactly; their epsilon is not 0. Leave them out of var_names."
+        )
+    kept = [n for n in names if n not in flagged]
+    if not kept:
+        raise ValueError(f"no posterior variable is left to audit: {why}")
+    message = (
+        f"left out of the audit: posterior variable(s) {sorted(flagged)} ({why}). Such a "
+        "variable is not private at epsilon 0: publishing it can disclose records exactly."
     )
+    return kept, [message]
+
+
+def _check_not_scalar(observed_data, observed) -> None:
+    if observed_data is None:
+        return
+    for name in observed_data.data_vars if observed is None else observed:
+        if name in observed_data and observed_data[name].ndim == 0:
+            raise ValueError(
+                f"observed variable {name!r} is a single scalar value: it has no record "
+                "dimension, so there is no record to remove or replace. Give the data as an "
+                "array with a record dimension (e.g. observed=[value])."
+            )
+
+
+def _check_support(alt: np.ndarray, candidates: np.ndarray, name: str) -> None:
+    """Refuse replacement values where the likelihood is zero (or undefined) at every draw."""
+    bad = ~np.isfinite(alt).any(axis=1)  # (candidate, term): never finite
+    if not bad.any():
+        return
+    c, term = (int(i) for i in np.argwhere(bad)[0])
+    flat = candidates[c].reshape(-1)
+    value = flat[term] if term < flat.size else candidates[c]
+    raise ValueError(
+        f"replacement value {value!r} for record {term} of {name!r} is outside the support of "
+        "its likelihood (log p(y' | theta) is -inf or NaN at every posterior draw): give "
+        "replacement values the data could take"
+    )
+
+
+def _check_log_likelihood_layout(ll_ds, names, posterior, observed_data) -> None:
+    """The pointwise log-likelihood must match the posterior's draws and the data's records."""
+    for name in names:
+        da = ll_ds[name]
+        for dim in ("chain", "draw"):
+            if da.sizes[dim] != posterior.sizes.get(dim, -1):
+                raise ValueError(
+                    f"the log_likelihood of {name!r} has {dim}={da.sizes[dim]} but the "
+                    f"posterior has {dim}={posterior.sizes.get(dim)}: they are not from the "
+                    "same sampling run (recompute it with pm.compute_log_likelihood)"
+                )
+        if observed_data is not None and name in observed_data:
+            rec = tuple(da.sizes[d] for d in da.dims if d not in ("chain", "draw"))
+            obs = tuple(observed_data[name].shape)
+            # a multivariate observation has one term per row: the leading dims must agree
+            if len(rec) > len(obs) or rec != obs[: len(rec)]:
+                raise ValueError(
+                    f"the log_likelihood of {name!r} has records of shape {rec} but "
+                    f"observed_data[{name!r}] has shape {obs}: every record needs exactly one "
+                    "log-likelihood term (recompute it with pm.compute_log_likelihood)"
+                )
 
 
 def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
@@ -137,6 +382,7 @@ def audit(
     build_model=None,
     estimator: str = "pooled",
     sampler_kwargs: dict | None = None,
+    retry_failed: bool = True,
 ) -> EDPResult:
     """Audit the empirical differential privacy (B-EDP) of a posterior.
 
@@ -175,10 +421,12 @@ def audit(
         Leave-one-group-out: a coordinate name, one label per record, or
         ``{observed_name: labels}``. Neighbours are then the individuals, and all their rows
         (in every observed variable) are removed or replaced together.
-    replacements : array_like or dict, optional
-        For ``"replace"``: a list of candidate values tried for every record, an array
-        shaped like the observed data, or ``(n_candidates, *observed_shape)``; a dict per
-        observed variable. Default for 0/1 data: the flipped value.
+    replacements : array_like, PerRecord or dict, optional
+        For ``"replace"``: a list (or 1-d array) of candidate values, each tried for every
+        record, whatever its length; :class:`PerRecord` for values given record by record
+        (shaped like the observed data, or ``(n_candidates, *observed_shape)``); a dict per
+        observed variable. Values must lie in the likelihood's support (integers for integer
+        data). Default for 0/1 data: the flipped value.
     observed : str or list of str, optional
         Observed variables whose records define neighbours; default all.
     smoothing : float, default 0.01
@@ -217,6 +465,9 @@ def audit(
     sampler_kwargs : dict, optional
         Passed to every refit's sampler (``nutpie.sample`` or ``pm.sample``), e.g.
         ``{"target_accept": 0.95}``.
+    retry_failed : bool, default True
+        With ``checkpoint=``: refit again the neighbours whose refit failed in an earlier
+        run (a flaky builder, a lost worker); ``False`` keeps the recorded failures.
 
     Returns
     -------
@@ -243,18 +494,23 @@ def audit(
     """
     from pymc_edp._pymc import ensure_log_likelihood, observed_values, replacement_log_likelihood
 
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if neighbour not in NEIGHBOUR_RELATIONS:
+    if not isinstance(neighbour, str) or neighbour not in NEIGHBOUR_RELATIONS:
         raise ValueError(f"neighbour must be one of {NEIGHBOUR_RELATIONS}, got {neighbour!r}")
-    if estimator not in ("pooled", "raw"):
+    if not isinstance(estimator, str) or estimator not in ("pooled", "raw"):
         raise ValueError(f"estimator must be 'pooled' or 'raw', got {estimator!r}")
     if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or bins < 2:
         raise ValueError(f"bins must be an integer >= 2, got {bins!r}")
     bins = int(bins)
+    if isinstance(smoothing, bool) or not isinstance(smoothing, numbers.Real):
+        raise TypeError(
+            f"smoothing must be a number, got {type(smoothing).__name__} {smoothing!r}"
+        )
     if not np.isfinite(smoothing) or smoothing < 0:
         raise ValueError(f"smoothing must be a finite number >= 0, got {smoothing!r}")
     check_container(idata)
+    _check_model(model, "model")
     if replacements is not None and neighbour != "replace":
         raise ValueError("replacements= is only used with neighbour='replace'")
     if method == "refit" and model is None and build_model is None:
@@ -266,19 +522,31 @@ def audit(
         raise ValueError(f"max_refits must be a non-negative integer, got {max_refits!r}")
 
     posterior = get_group(idata, "posterior")
+    observed_data = (
+        get_group(idata, "observed_data") if has_group(idata, "observed_data") else None
+    )
+    if model is not None and observed_data is not None:
+        _check_model_matches_data(model, observed_data)
     names = _select_var_names(posterior, var_names, filter_vars)
+    names, copy_messages = _drop_data_copies(
+        posterior, names, explicit=var_names is not None, observed=_observed_arrays(idata, model)
+    )
     par_draws, par_labels, var_of = posterior_matrix(posterior, names)
     n_samples = par_draws.shape[1]
     if n_samples < MIN_DRAWS_PER_BIN * bins:
+        max_bins = n_samples // MIN_DRAWS_PER_BIN
+        advice = f"Use bins <= {max_bins} or draw" if max_bins >= 2 else "Draw"
         raise ValueError(
             f"too few draws for the bins asked: {n_samples} posterior draws for bins={bins} "
             f"leaves under {MIN_DRAWS_PER_BIN} draws per bin, where the bin probabilities "
-            f"are mostly noise. Use bins <= {n_samples // MIN_DRAWS_PER_BIN} or draw at least "
-            f"{MIN_DRAWS_PER_BIN * bins} samples."
+            f"are mostly noise. {advice} at least {MIN_DRAWS_PER_BIN * bins} samples."
         )
 
     if isinstance(observed, str):
         observed = [observed]
+    if observed is not None and len(observed) == 0:
+        raise ValueError("observed= is empty: name at least one observed variable, or pass None")
+    _check_not_scalar(observed_data, observed)
     factorised = True
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
@@ -310,6 +578,8 @@ def audit(
             f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
             f"{n_samples}; they must come from the same sampling run"
         )
+    if factorised:
+        _check_log_likelihood_layout(ll_ds, ll.names, posterior, observed_data)
     nbs = Neighbours.records(ll) if groups is None else Neighbours.from_groups(ll, groups)
 
     observed_y: dict = {}
@@ -335,6 +605,7 @@ def audit(
         for name in ll.names:
             candidates[name] = _candidates(replacements, name, observed_y[name])
             alt = replacement_log_likelihood(idata, model, name, candidates[name])
+            _check_support(alt, candidates[name], name)
             n_v = ll.arrays[ll.names.index(name)].shape[1]
             if alt.shape[-1] != n_v:
                 raise ValueError(
@@ -389,7 +660,7 @@ def audit(
     threshold = khat_threshold(n_samples)
     nb_method = np.full(n_nb, "psis", dtype=object)
     status = np.full(n_nb, "", dtype=object)
-    messages: list[str] = []
+    messages: list[str] = list(copy_messages)
     refits = None
     can_refit = model is not None or build_model is not None
     if method == "refit" or not factorised:
@@ -452,6 +723,7 @@ def audit(
             random_seed=random_seed,
             progressbar=progressbar,
             sampler_kwargs=sampler_kwargs,
+            retry_failed=retry_failed,
         )
         messages.extend(refit_messages)
         for k, est in refits.estimates.items():
@@ -461,6 +733,11 @@ def audit(
                 eps[k], argbin[k] = est
                 nb_method[k] = "refit"
     psis_rows = nb_method == "psis"
+    if to_refit.size and not (~psis_rows).any():
+        messages.append(
+            f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
+            "every epsilon here is a reweighting estimate, and the method is reported as 'psis'"
+        )
     if smoothing > 0 and factorised and psis_rows.any():
         smoothed_max = float(np.max(eps[psis_rows]))
         raw_max = float(np.max(eps_unsmoothed[psis_rows]))
@@ -480,7 +757,7 @@ def audit(
     # neighbours with neither weights nor a successful refit have no estimate
     eps[np.isneginf(eps)] = np.nan
 
-    return _assemble(
+    result = _assemble(
         eps=eps,
         argbin=argbin,
         khat=khat,
@@ -493,7 +770,8 @@ def audit(
         store=store,
         bins=bins,
         neighbour=neighbour,
-        method=method if method != "auto" or can_refit else "psis",
+        # what happened, not what was asked: every neighbour refitted, none, or some
+        method="refit" if not psis_rows.any() else "psis" if psis_rows.all() else "auto",
         requested_method=method,
         can_refit=can_refit,
         smoothing=smoothing,
@@ -505,6 +783,25 @@ def audit(
         refits=refits.collection if refits is not None else None,
         n_chains=int(posterior.sizes.get("chain", 1)),
     )
+    return _with_noise_summary(result)
+
+
+def _with_noise_summary(result: EDPResult) -> EDPResult:
+    """Attach the 90% Monte-Carlo interval of epsilon and the EMI noise floor (for printing)."""
+    from pymc_edp import diagnostics
+
+    interval = floor = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if result.log_weights is not None and np.isfinite(result.epsilon):
+            iv = diagnostics.epsilon_interval(result, 0.9)["epsilon"].values
+            interval = (float(iv[0]), float(iv[1]))
+        if result.draws is not None:
+            try:
+                floor = float(diagnostics.emi(result, warn=False)["emi"])
+            except ValueError:  # too few draws per chain for two halves
+                floor = None
+    return dataclasses.replace(result, mc_interval90=interval, noise_floor=floor)
 
 
 def _full_log_ratio(ll, nbs, k, replacement) -> np.ndarray:

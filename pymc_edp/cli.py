@@ -38,7 +38,8 @@ importance reweighting of the posterior draws, with exact refits where the weigh
 unreliable (--method auto).
 
 Prints the audit table (epsilon per parameter, Pareto k-hat diagnostics), the most exposed
-patients (id, epsilon, k-hat, age, survival, censoring), and writes to --output:
+patients (id, epsilon, k-hat, age, survival, censoring), and writes to --output (default:
+a folder pymc_edp_demo/ in the current directory):
   heart_transplant_edp.nc       the audit result (pymc_edp.EDPResult.from_netcdf reads it)
   heart_transplant_epsilon.png  per-patient epsilon coloured by k-hat (needs matplotlib)
 """
@@ -55,6 +56,9 @@ Example:
   pymc-edp demo --output demo_out
   pymc-edp demo --draws 500 --bins 10 --no-plot --no-progress
 """
+
+
+DEFAULT_OUTPUT = "pymc_edp_demo"
 
 
 def _positive_int(text: str) -> int:
@@ -171,11 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--output",
         type=Path,
-        default=Path("."),
+        default=Path(DEFAULT_OUTPUT),
         metavar="DIR",
         help=(
             f"folder for {RESULT_FILENAME} and {FIGURE_FILENAME}; created if missing "
-            "(default: the current folder)"
+            "(default: %(default)s)"
         ),
     )
     demo.add_argument("--no-plot", action="store_true", help=f"do not write {FIGURE_FILENAME}")

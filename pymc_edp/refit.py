@@ -20,6 +20,7 @@ References
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -328,7 +329,10 @@ class PymcEngine(_EngineBase):
             # NUTS settings go to the step method built once, not to every pm.sample call
             step_kw = {k: v for k, v in self.sampler_kwargs.items() if k in self._STEP_KWARGS}
             with self.model:
-                _COMPILED[self.token] = pm.NUTS(**step_kw)
+                if discrete_free_vars(self.model):
+                    _COMPILED[self.token] = _compound_step(self.model, step_kw)
+                else:
+                    _COMPILED[self.token] = pm.NUTS(**step_kw)
         return _COMPILED[self.token]
 
     def sample_idata(self, data: dict, seed: int):
@@ -370,6 +374,8 @@ class BuilderEngine(_EngineBase):
         model = self.build_model(data)
         if not isinstance(model, pm.Model):
             raise TypeError(f"build_model must return a pymc.Model, got {type(model).__name__}")
+        if self.nuts_sampler == "nutpie":
+            resolve_engine("nutpie", model)  # a clear error for discrete latent variables
         with model:
             idata = pm.sample(
                 draws=self.draws,
@@ -388,11 +394,87 @@ class BuilderEngine(_EngineBase):
         return self._finish(self.sample_idata(data, seed)[0])
 
 
-def resolve_engine(engine: str | None) -> str:
-    """``"nutpie"`` or ``"pymc"``; None picks nutpie when it is installed."""
+def discrete_free_vars(model) -> list[str]:
+    """Names of the free (latent) variables of ``model`` with an integer or boolean dtype.
+
+    NUTS, and so nutpie, cannot sample them; PyMC pairs NUTS with a Metropolis-type step.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from pymc_edp.refit import discrete_free_vars
+    >>> with pm.Model() as model:
+    ...     k = pm.Poisson("k", 3.0)
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    ...     y = pm.Normal("y", mu + k, 1.0, observed=[0.5, 4.0])
+    >>> discrete_free_vars(model)
+    ['k']
+    """
+    if model is None:
+        return []
+    return [v.name for v in model.value_vars if np.dtype(v.dtype).kind in "biu"]
+
+
+def _compound_step(model, step_kw: dict):
+    """One step over every free variable: PyMC's own assignment, built once.
+
+    NUTS for the continuous variables and a Metropolis-type step for the discrete ones; the
+    refits only swap shared data.
+    """
+    import pymc as pm
+    from pymc.step_methods import CompoundStep
+
+    discrete = set(discrete_free_vars(model))
+    try:
+        from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+
+        _, selected = assign_step_methods(model)
+        uses_nuts = any(getattr(cls, "name", None) == "nuts" for cls in selected)
+        steps = instantiate_steppers(
+            model, [], selected, step_kwargs={"nuts": step_kw} if step_kw and uses_nuts else None
+        )
+    except (ImportError, TypeError):  # pragma: no cover - a PyMC without this API
+        continuous = [v for v in model.value_vars if v.name not in discrete]
+        steps = [pm.NUTS(vars=continuous, **step_kw)] if continuous else []
+        steps.append(pm.Metropolis(vars=[v for v in model.value_vars if v.name in discrete]))
+    if isinstance(steps, list):
+        return CompoundStep(steps) if len(steps) > 1 else steps[0]
+    return steps
+
+
+def resolve_engine(engine: str | None, model=None) -> str:
+    """``"nutpie"`` or ``"pymc"``; None picks nutpie when it is installed.
+
+    Parameters
+    ----------
+    engine : {"nutpie", "pymc"} or None
+    model : pymc.Model, optional
+        The model the engine will sample. If it has discrete free variables (which NUTS
+        cannot sample), None picks PyMC (logged at INFO level), and ``"nutpie"`` is refused.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine, or ``"nutpie"`` with a model that has discrete free variables.
+    """
     if engine not in (None, "nutpie", "pymc"):
         raise ValueError(f"engine must be 'nutpie', 'pymc' or None, got {engine!r}")
+    discrete = discrete_free_vars(model) if engine != "pymc" else []
+    if engine == "nutpie" and discrete:
+        raise ValueError(
+            f"nutpie cannot sample discrete latent variables ({', '.join(discrete)}): it runs "
+            "NUTS alone. Use engine='pymc' (or engine=None), which pairs NUTS with a "
+            "Metropolis-type step for the discrete variables."
+        )
     if engine is None:
+        if discrete:
+            _log.info(
+                "refitting with PyMC's sampler rather than nutpie: the model has discrete "
+                "latent variable(s) %s, which NUTS cannot sample (PyMC adds a Metropolis-type "
+                "step for them)",
+                discrete,
+            )
+            return "pymc"
         try:
             import nutpie  # noqa: F401
         except ImportError:
@@ -415,7 +497,9 @@ def make_engine(
     """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides.
 
     With ``build_model`` the sampler is PyMC's unless ``engine="nutpie"`` (each neighbour
-    model compiles anew, which PyMC's compile cache makes cheaper).
+    model compiles anew, which PyMC's compile cache makes cheaper). A model with discrete
+    free variables is refitted by PyMC (NUTS plus a Metropolis-type step) when ``engine`` is
+    None; ``engine="nutpie"`` is refused for it (:func:`resolve_engine`).
     """
     common = dict(
         draws=draws,
@@ -427,7 +511,7 @@ def make_engine(
     if build_model is not None:
         sampler = "nutpie" if engine == "nutpie" else "pymc"
         return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
-    cls = NutpieEngine if resolve_engine(engine) == "nutpie" else PymcEngine
+    cls = NutpieEngine if resolve_engine(engine, model) == "nutpie" else PymcEngine
     return cls(**common, model=model)
 
 
@@ -476,50 +560,212 @@ def _run_one(engine, task) -> RefitOutcome:
     return RefitOutcome(index, label, status, reason, seed, time.perf_counter() - start, post)
 
 
+def config_hash(config: dict) -> str:
+    """A short hash of an audit's refit configuration, stored in every checkpointed refit.
+
+    The first 16 hex digits of the SHA-256 of the canonical JSON (sorted keys, no spaces).
+
+    Examples
+    --------
+    >>> from pymc_edp.refit import config_hash
+    >>> config_hash({"draws": 1000, "tune": 500}) == config_hash({"tune": 500, "draws": 1000})
+    True
+    >>> len(config_hash({"draws": 1000}))
+    16
+    """
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_STATUSES = ("ok", "diverged", "error")
+
+
+def _brief(err: BaseException, limit: int = 200) -> str:
+    """``Type: first line of the message``, shortened (xarray's run over several lines)."""
+    lines = str(err).strip().splitlines()
+    text = lines[0] if lines else ""
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
 class Checkpoint:
-    """A folder where each finished refit is written as it completes (netCDF)."""
+    """A folder where each finished refit is written as it completes (netCDF).
+
+    ``manifest.json`` holds the configuration of the audit that wrote the folder, and each
+    ``refit_<index>.nc`` the short :func:`config_hash` of it. The folder heals itself: a refit
+    file that cannot be read is moved aside (``refit_000003.nc.damaged``) and that neighbour
+    refitted; a damaged manifest is moved aside (``manifest.json.damaged``) and written
+    afresh, the refit files then being checked by their stored hash. What was repaired is
+    collected in :attr:`messages` (``refit_neighbours`` returns them, ``audit`` warns).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The folder (created if needed).
+    config : dict
+        What the refits depend on (JSON-serialisable).
+
+    Raises
+    ------
+    ValueError
+        If the folder was written by an audit with a different configuration (its manifest,
+        or with a damaged manifest a refit file's stored hash, differs).
+
+    Examples
+    --------
+    A zero-byte refit file (a full disk, a killed copy) is set aside, not fatal:
+
+    >>> import tempfile, pathlib
+    >>> from pymc_edp.refit import Checkpoint
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = Checkpoint(folder, {"draws": 10})
+    >>> (folder / "refit_000001.nc").write_bytes(b"")
+    0
+    >>> ckpt = Checkpoint(folder, {"draws": 10})
+    >>> ckpt.load(1) is None, (folder / "refit_000001.nc.damaged").exists()
+    (True, True)
+    >>> print(ckpt.messages[0][:60])
+    checkpoint refit file refit_000001.nc is damaged and was mov
+    """
 
     def __init__(self, path, config: dict):
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        self.config_hash = config_hash(config)
+        #: what was repaired, one sentence each (returned by ``refit_neighbours``)
+        self.messages: list[str] = []
+        #: False when the manifest was damaged and rewritten: refit files without a stored
+        #: configuration hash can then not be verified and are refitted
+        self.manifest_intact = True
         manifest = self.path / "manifest.json"
-        if manifest.exists():
-            old = json.loads(manifest.read_text())
-            if old != config:
-                diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
-                raise ValueError(
-                    f"checkpoint {self.path} was written by a different audit (differs in "
-                    f"{diff}); use a new checkpoint path or the same settings"
-                )
-        else:
+        if not manifest.exists():
             manifest.write_text(json.dumps(config, indent=1, sort_keys=True))
+            return
+        try:
+            old = json.loads(manifest.read_text())
+            if not isinstance(old, dict):
+                raise ValueError(f"expected a JSON object, found a {type(old).__name__}")
+        except Exception as err:  # unreadable, truncated, garbled
+            self._replace_manifest(manifest, config, _brief(err))
+            return
+        if old != config:
+            diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+            raise ValueError(
+                f"checkpoint {self.path} was written by a different audit (differs in "
+                f"{diff}); use a new checkpoint path or the same settings"
+            )
+
+    def _replace_manifest(self, manifest: Path, config: dict, problem: str) -> None:
+        # refuse a folder of another audit before touching anything in it
+        for f in sorted(self.path.glob("refit_*.nc")):
+            try:
+                with xr.open_dataset(f) as ds:
+                    stored = ds.attrs.get("config_hash")
+            except Exception:  # damaged: set aside when loaded
+                continue
+            if stored is not None and str(stored) != self.config_hash:
+                raise ValueError(
+                    f"checkpoint {self.path} has a damaged manifest ({manifest.name}: "
+                    f"{problem}) and its refit files were written by a different audit "
+                    f"({f.name} has configuration hash {stored}, this audit "
+                    f"{self.config_hash}); use a new checkpoint path or the same settings"
+                )
+        aside = manifest.with_name(manifest.name + ".damaged")
+        os.replace(manifest, aside)
+        manifest.write_text(json.dumps(config, indent=1, sort_keys=True))
+        self.manifest_intact = False
+        self.messages.append(
+            f"checkpoint manifest {manifest} is damaged ({problem}); moved it to "
+            f"{aside.name} and wrote a new one from this audit's settings. Saved refits are "
+            "reused only where their stored configuration hash matches this audit"
+        )
 
     def _file(self, index: int) -> Path:
         return self.path / f"refit_{index:06d}.nc"
 
+    def _set_aside(self, f: Path, suffix: str) -> str:
+        aside = f.with_name(f.name + suffix)
+        try:
+            os.replace(f, aside)  # replaces an older file set aside under the same name
+        except OSError as err:
+            f.unlink(missing_ok=True)
+            return f"could not be moved aside ({err}) and was deleted"
+        return f"was moved to {aside.name}"
+
     def load(self, index: int) -> RefitOutcome | None:
-        """The saved outcome of refit ``index``, or None."""
+        """The saved outcome of refit ``index``, or None (also when its file was damaged).
+
+        Raises
+        ------
+        ValueError
+            If the file's stored configuration hash is not this audit's.
+        """
         f = self._file(index)
         if not f.exists():
             return None
-        with xr.open_dataset(f) as ds:
-            ds = ds.load()
-        a = ds.attrs
-        post = ds if a["status"] != "error" else None
-        if post is not None:
+        try:
+            with xr.open_dataset(f) as ds:
+                ds = ds.load()
+            out, stored = self._parse(ds, index)
+        except Exception as err:  # truncated, zero bytes, missing or garbled attributes
+            where = self._set_aside(f, ".damaged")
+            self.messages.append(
+                f"checkpoint refit file {f.name} is damaged and {where} ({_brief(err)}); "
+                "refitting that neighbour"
+            )
+            return None
+        if stored is None:
+            if self.manifest_intact:
+                return out  # written before refit files carried a hash
+            where = self._set_aside(f, ".unverified")
+            self.messages.append(
+                f"checkpoint refit file {f.name} has no configuration hash and the manifest "
+                f"was damaged, so it cannot be checked against this audit; it {where} and "
+                "that neighbour is refitted"
+            )
+            return None
+        if stored != self.config_hash:
+            raise ValueError(
+                f"checkpoint {self.path}: {f.name} was written by a different audit "
+                f"(configuration hash {stored}, this audit {self.config_hash}); use a new "
+                "checkpoint path or the same settings"
+            )
+        return out
+
+    @staticmethod
+    def _parse(ds: xr.Dataset, index: int) -> tuple[RefitOutcome, str | None]:
+        a = dict(ds.attrs)
+        missing = [
+            k for k in ("index", "label", "status", "reason", "seed", "seconds") if k not in a
+        ]
+        if missing:
+            raise ValueError(f"missing attribute(s) {missing}")
+        if int(a["index"]) != index:
+            raise ValueError(f"holds refit {int(a['index'])}, not {index}")
+        status = str(a["status"])
+        if status not in _STATUSES:
+            raise ValueError(f"unknown status {status!r}")
+        post = None
+        if status != "error":
+            if not ds.data_vars:
+                raise ValueError(f"status {status!r} but no posterior draws")
+            post = ds
             post.attrs = {}
-        return RefitOutcome(
-            int(a["index"]),
+        stored = a.get("config_hash")
+        out = RefitOutcome(
+            index,
             json.loads(a["label"]),
-            str(a["status"]),
+            status,
             str(a["reason"]),
             int(a["seed"]),
             float(a["seconds"]),
             post,
         )
+        return out, None if stored is None else str(stored)
 
     def save(self, out: RefitOutcome) -> None:
-        """Write one outcome atomically."""
+        """Write one outcome atomically, with this audit's configuration hash."""
         ds = out.posterior.copy() if out.posterior is not None else xr.Dataset()
         ds.attrs = {
             "index": out.index,
@@ -528,6 +774,7 @@ class Checkpoint:
             "reason": out.reason,
             "seed": out.seed,
             "seconds": out.seconds,
+            "config_hash": self.config_hash,
         }
         tmp = self._file(out.index).with_suffix(".tmp")
         ds.to_netcdf(tmp)
@@ -547,11 +794,35 @@ def run_refits(
     executor=None,
     checkpoint: Checkpoint | None = None,
     progressbar: bool = True,
+    retry_failed: bool = True,
 ) -> dict[int, RefitOutcome]:
     """Run refit tasks ``(index, label, data, seed)``, skipping those already checkpointed.
 
     Each outcome is saved the moment it completes, so an interrupted run loses at most the
-    refits in flight; rerunning with the same checkpoint refits only what is missing.
+    refits in flight; rerunning with the same checkpoint refits only what is missing, what
+    failed (unless ``retry_failed=False``) and what the checkpoint found damaged.
+
+    Parameters
+    ----------
+    engine
+        Any object with a ``sample(data, seed) -> (posterior, n_divergences)`` method.
+    tasks : list of tuple
+        ``(index, label, data, seed)``; ``data`` may be a callable returning the data.
+    executor : optional
+        Where refits run (see :func:`pymc_edp._parallel.map_tasks`); serially by default.
+    checkpoint : Checkpoint, optional
+        Restores saved outcomes and saves new ones as they complete. Damaged files it finds
+        are refitted and described in ``checkpoint.messages``.
+    progressbar : bool, default True
+    retry_failed : bool, default True
+        Refit again the neighbours whose saved outcome is a failure (status ``"error"``),
+        so that a passing failure (a crashed worker, memory) does not stay in the
+        checkpoint; False keeps saved failures as they are.
+
+    Returns
+    -------
+    dict of int to RefitOutcome
+        By task index.
 
     Examples
     --------
@@ -573,12 +844,18 @@ def run_refits(
 
     done: dict[int, RefitOutcome] = {}
     todo = []
+    retried = 0
     for task in tasks:
         saved = checkpoint.load(task[0]) if checkpoint is not None else None
+        if saved is not None and saved.status == "error" and retry_failed:
+            retried += 1
+            saved = None
         if saved is not None:
             done[task[0]] = saved
         else:
             todo.append(task)
+    if retried:
+        _log.info("retrying %d refit(s) that failed in an earlier run", retried)
     if todo:
         _log.info("refitting %d neighbour(s) (%d restored from checkpoint)", len(todo), len(done))
 
@@ -818,8 +1095,38 @@ def refit_neighbours(
     random_seed,
     progressbar: bool,
     sampler_kwargs: dict | None = None,
+    retry_failed: bool = True,
 ) -> tuple[RefitRun, list[str]]:
-    """Refit neighbours ``to_refit`` and estimate their epsilon; used by :func:`audit`."""
+    """Refit neighbours ``to_refit`` and estimate their epsilon; used by :func:`audit`.
+
+    Parameters
+    ----------
+    to_refit : numpy.ndarray
+        Indices of the neighbours to refit.
+    config : dict
+        What the refits depend on; checks (and is stored in) the checkpoint.
+    engine : {"nutpie", "pymc"} or None
+        None picks nutpie when installed, PyMC for models with discrete latent variables.
+    checkpoint : path-like or None
+        Folder of saved refits (:class:`Checkpoint`); damaged files in it are refitted.
+    random_seed : int or None
+        Refit ``k`` uses :func:`refit_seed` ``(random_seed, k)``.
+    sampler_kwargs : dict, optional
+        Passed to every refit's sampler.
+    retry_failed : bool, default True
+        Refit again neighbours whose checkpointed refit failed; False keeps the failures.
+
+    The other keywords describe the audit (log-likelihood ``ll``, neighbours ``nbs``,
+    bins, estimator, ...) as :func:`pymc_edp.audit` prepares them.
+
+    Returns
+    -------
+    RefitRun
+        Outcomes, bin-probability estimates and the :class:`Refits` collection.
+    list of str
+        Messages for the caller to show as warnings: failed and divergent refits, and the
+        damaged checkpoint files (or manifest) that were set aside and refitted.
+    """
     from pymc_edp._pymc import ElementwiseLogLik
 
     messages = []
@@ -878,7 +1185,18 @@ def refit_neighbours(
         lazy = partial(maker, k, label, neighbour_changes(ll, nbs, k, candidate(k)))
         tasks.append((k, label, lazy, refit_seed(random_seed, k)))
     ckpt = Checkpoint(checkpoint, config) if checkpoint is not None else None
-    outcomes = run_refits(eng, tasks, executor=executor, checkpoint=ckpt, progressbar=progressbar)
+    try:
+        outcomes = run_refits(
+            eng,
+            tasks,
+            executor=executor,
+            checkpoint=ckpt,
+            progressbar=progressbar,
+            retry_failed=retry_failed,
+        )
+    finally:
+        if ckpt is not None:
+            messages.extend(ckpt.messages)
 
     estimates = {}
     failed = []

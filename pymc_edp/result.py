@@ -40,6 +40,10 @@ class EDPWarning(UserWarning):
     """
 
 
+def _tuple_or_none(value):
+    return None if value is None else tuple(value)
+
+
 def _khat_table(khat: np.ndarray, threshold: float) -> list[tuple[str, int, float]]:
     khat = np.asarray(khat, dtype=float)
     n = max(khat.size, 1)
@@ -148,6 +152,8 @@ class EDPResult:
     log_weights: xr.DataArray | None = field(default=None, repr=False, compare=False)
     draws: xr.DataArray | None = field(default=None, repr=False, compare=False)
     refits: object | None = field(default=None, repr=False, compare=False)
+    mc_interval90: tuple | None = field(default=None, compare=False)
+    noise_floor: float | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ views
     @property
@@ -269,6 +275,7 @@ class EDPResult:
             "",
             f"epsilon = {self.epsilon:.3f}  (max over parameters and neighbours; worst "
             f"neighbour: {self.worst_neighbour})",
+            *self._noise_lines(),
             "",
             "Pareto k diagnostic values:",
             f"{'':>28}{'Count':>7}{'Pct.':>9}",
@@ -280,6 +287,24 @@ class EDPResult:
         if self.warnings:
             lines += ["", "Warnings:"] + [f"- {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def _noise_lines(self) -> list[str]:
+        """The Monte-Carlo interval and the noise-floor caution printed under epsilon."""
+        lines = []
+        lo, hi = self.mc_interval90 or (None, None)
+        if lo is not None and np.isfinite(lo) and np.isfinite(hi):
+            lines.append(f"90% Monte-Carlo interval of epsilon: [{lo:.3f}, {hi:.3f}]")
+        floor = self.noise_floor
+        if floor is not None and np.isfinite(floor):
+            if self.epsilon <= 2 * floor:
+                lines.append(
+                    f"Caution: epsilon is within 2 EMI (noise floor {floor:.3f}) of zero: not "
+                    "distinguishable from Monte-Carlo noise at this number of draws and bins "
+                    "(res.diagnose())."
+                )
+            else:
+                lines.append(f"noise floor (EMI): {floor:.3f}")
+        return lines
 
     # ------------------------------------------------------------ round trip
     _ATTRS = (
@@ -331,6 +356,10 @@ class EDPResult:
         ds.attrs["epsilon"] = self.epsilon
         ds.attrs["epsilon_by_var"] = json.dumps(self.epsilon_by_var)
         ds.attrs["warnings"] = json.dumps(list(self.warnings))
+        ds.attrs["mc_interval90"] = json.dumps(
+            None if self.mc_interval90 is None else [float(v) for v in self.mc_interval90]
+        )
+        ds.attrs["noise_floor"] = json.dumps(self.noise_floor)
         ds.attrs["pymc_edp_result"] = 1
         return ds
 
@@ -393,6 +422,8 @@ class EDPResult:
             n_chains=int(a.get("n_chains", 1)),
             log_weights=ds["log_weights"] if "log_weights" in ds else None,
             draws=ds["draws"] if "draws" in ds else None,
+            mc_interval90=_tuple_or_none(json.loads(a.get("mc_interval90", "null"))),
+            noise_floor=json.loads(a.get("noise_floor", "null")),
         )
 
     def to_datatree(

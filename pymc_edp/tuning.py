@@ -875,7 +875,7 @@ def tune_prior(
     from pymc_edp.refit import resolve_engine
 
     # the builder form defaults to nutpie too (refits through build_model default to PyMC)
-    engine = resolve_engine(engine)
+    engine = resolve_engine(engine, model=model)
     if model is not None:
         original = _check_hyperparameter(model, hyperparameter)
         initial = original if initial is None else float(initial)

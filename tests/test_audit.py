@@ -1,6 +1,10 @@
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import pymc_edp as edp
@@ -262,7 +266,7 @@ def test_replace_candidates_forms(rng):
         bins=5,
         method="psis",
         neighbour="replace",
-        replacements=np.full(6, -3.0),
+        replacements=edp.PerRecord(np.full(6, -3.0)),
         progressbar=False,
     )
     hi = edp.audit(
@@ -271,7 +275,7 @@ def test_replace_candidates_forms(rng):
         bins=5,
         method="psis",
         neighbour="replace",
-        replacements={"y": np.full((1, 6), 3.0)},
+        replacements={"y": edp.PerRecord(np.full((1, 6), 3.0))},
         progressbar=False,
     )
     # the worst case over candidates is the larger of the single-candidate audits
@@ -284,7 +288,13 @@ def test_replace_candidates_forms(rng):
     np.testing.assert_array_equal(both.pointwise["worst_replacement"], chosen)
     # replacing a record by its own value changes nothing
     same = edp.audit(
-        idata, model, bins=5, method="psis", neighbour="replace", replacements=y, progressbar=False
+        idata,
+        model,
+        bins=5,
+        method="psis",
+        neighbour="replace",
+        replacements=edp.PerRecord(y),
+        progressbar=False,
     )
     np.testing.assert_allclose(same.pointwise["epsilon"], 0.0, atol=1e-12)
     # the reweighted replace epsilon matches the exact Normal-Normal value
@@ -364,3 +374,186 @@ def test_replace_needs_model(rng):
 def test_not_inference_data():
     with pytest.raises(TypeError, match="InferenceData"):
         edp.audit({"posterior": None}, method="psis")
+
+
+# ------------------------------------------- never a silently wrong epsilon (issue 12)
+def _tiny_sample(model, seed=1, draws=300):
+    with model:
+        idata = pm.sample(draws, tune=300, chains=2, cores=1, random_seed=seed, **SAMPLE_KW)
+        pm.compute_log_likelihood(idata, progressbar=False)
+    return idata
+
+
+def test_posterior_copy_of_the_data_is_never_epsilon_zero():
+    """NaN in the data: PyMC adds a posterior ``y`` holding the observed values verbatim."""
+    y = np.array([0.3, -1.2, 0.8, np.nan, 1.5, -0.4, 0.1, 2.2])
+    with pm.Model() as model, pytest.warns(UserWarning, match="imputed"):
+        mu = pm.Normal("mu", 0, 2)
+        pm.Normal("y", mu, 1.0, observed=y)
+    idata = _tiny_sample(model)
+    assert "y" in get_group(idata, "posterior")
+    with pytest.warns(edp.EDPWarning, match=r"left out of the audit.*'y'.*disclose"):
+        res = edp.audit(idata, model, bins=5, method="psis", progressbar=False)
+    assert "y" not in res.epsilon_by_var and "mu" in res.epsilon_by_var
+    assert any("left out of the audit" in w for w in res.warnings)
+    with pytest.raises(ValueError, match=r"\['y'\] that cannot be audited.*not 0"):
+        edp.audit(idata, model, var_names=["mu", "y"], bins=5, method="psis", progressbar=False)
+
+
+def test_constant_posterior_variable_is_left_out(rng):
+    idata = fake_idata(rng)
+    post = get_group(idata, "posterior").assign(fixed=lambda d: d["mu"] * 0 + 3.0)
+    set_group(idata, "posterior", post)
+    with pytest.warns(edp.EDPWarning, match=r"'fixed'.*same in every draw"):
+        res = edp.audit(idata, method="psis", bins=5, progressbar=False)
+    assert set(res.epsilon_by_var) == {"mu", "exp_mu"}
+    with pytest.raises(ValueError, match="cannot be audited"):
+        edp.audit(idata, var_names="fixed", method="psis", bins=5, progressbar=False)
+
+
+@pytest.fixture(scope="module")
+def poisson_fit():
+    y = np.random.default_rng(5).poisson(3.0, 12)
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", 2.0, 0.5)
+        pm.Poisson("y", lam, observed=y)
+    return _tiny_sample(model, seed=2), model, y
+
+
+@pytest.mark.parametrize("value", [2.5, 2.9])
+def test_non_integer_replacement_on_integer_data_is_refused(poisson_fit, value):
+    idata, model, _ = poisson_fit
+    with pytest.raises(ValueError, match=r"integers.*non-integer.*truncated"):
+        edp.audit(
+            idata, model, neighbour="replace", replacements=[value], bins=5, progressbar=False
+        )
+
+
+def test_replacement_outside_the_support_is_refused(poisson_fit):
+    idata, model, _ = poisson_fit
+    with pytest.raises(ValueError, match=r"-1.*outside the support"):
+        edp.audit(idata, model, neighbour="replace", replacements=[-1], bins=5, progressbar=False)
+
+
+def test_length_of_replacements_never_decides_their_meaning(poisson_fit):
+    idata, model, y = poisson_fit
+    kw = dict(neighbour="replace", bins=5, method="psis", progressbar=False)
+    values = (y + 3).tolist()  # as many values as records: still candidates for every record
+    as_list = edp.audit(idata, model, replacements=values, **kw)
+    longer = edp.audit(idata, model, replacements=[*values, values[0]], **kw)
+    np.testing.assert_array_equal(as_list.pointwise["epsilon"], longer.pointwise["epsilon"])
+    per_record = edp.audit(idata, model, replacements=edp.PerRecord(np.array(values)), **kw)
+    assert per_record.epsilon < as_list.epsilon  # one value per record, not the worst of 12
+    np.testing.assert_array_equal(per_record.pointwise["worst_replacement"], 0)
+    with pytest.raises(ValueError, match=r"PerRecord"):
+        edp.audit(idata, model, replacements=np.array([values, values]), **kw)
+    with pytest.raises(ValueError, match="empty"):
+        edp.audit(idata, model, replacements=[], **kw)
+
+
+def test_log_likelihood_must_match_records_and_draws(rng):
+    y = rng.normal(size=30)
+    mu = rng.normal(size=(2, 500))
+    ll40 = stats.norm.logpdf(rng.normal(size=40), mu[..., None])
+    bad = from_dict(
+        {"posterior": {"mu": mu}, "log_likelihood": {"y": ll40}, "observed_data": {"y": y}},
+        dims={"y": ["obs"]},
+    )
+    with pytest.raises(ValueError, match=r"records of shape \(40,\).*shape \(30,\)"):
+        edp.audit(bad, bins=5, method="psis", progressbar=False)
+    ll = stats.norm.logpdf(y, mu.reshape(4, 250)[..., None])
+    bad = from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
+    with pytest.raises(ValueError, match="chain=4 but the posterior has chain=2"):
+        edp.audit(bad, bins=5, method="psis", progressbar=False)
+
+
+def test_model_with_other_data_is_refused(rng):
+    y = rng.normal(size=10)
+    mu = rng.normal(y.mean(), 0.3, size=(2, 500))
+    idata = from_dict({"posterior": {"mu": mu}, "observed_data": {"y": y}})
+    with pm.Model() as other:
+        m = pm.Normal("mu", 0, 1)
+        pm.Normal("y", m, 1.0, observed=y + 1.0)
+    with pytest.raises(ValueError, match=r"not the observed_data.*10 differing"):
+        edp.audit(idata, other, bins=5, method="psis", progressbar=False)
+    with pm.Model() as same:
+        m = pm.Normal("mu", 0, 1)
+        pm.Normal("y", m, 1.0, observed=y)
+    res = edp.audit(idata, same, bins=5, method="psis", progressbar=False)
+    assert np.isfinite(res.epsilon)
+
+
+def test_helpful_messages_for_bad_arguments(rng):
+    idata = fake_idata(rng)
+    tiny = from_dict(
+        {
+            "posterior": {"mu": rng.normal(size=(1, 6))},
+            "log_likelihood": {"y": rng.normal(size=(1, 6, 3))},
+        }
+    )
+    with pytest.raises(ValueError, match=r"Draw at least 20 samples") as info:
+        edp.audit(tiny, bins=2, method="psis", progressbar=False)
+    assert "bins <= 0" not in str(info.value)
+    with pytest.raises(TypeError, match="smoothing must be a number"):
+        edp.audit(idata, smoothing="0.01", progressbar=False)
+    with pytest.raises(ValueError, match="var_names is empty"):
+        edp.audit(idata, var_names=[], progressbar=False)
+    with pytest.raises(ValueError, match="leaves no variable"):
+        edp.audit(idata, var_names=["~mu", "~exp_mu"], progressbar=False)
+    for method in ("psis", "auto"):
+        with pytest.raises(TypeError, match="model must be a pymc.Model, got str"):
+            edp.audit(idata, "model", method=method, progressbar=False)
+    scalar = from_dict(
+        {
+            "posterior": {"mu": rng.normal(size=(2, 500))},
+            "log_likelihood": {"y": rng.normal(size=(2, 500))},
+            "observed_data": {"y": np.array(1.0)},
+        }
+    )
+    with pytest.raises(ValueError, match="single scalar value.*no record dimension"):
+        edp.audit(scalar, method="psis", progressbar=False)
+
+
+_ARGUMENTS = {
+    "bins": st.one_of(
+        st.integers(-2, 60), st.floats(allow_nan=True), st.sampled_from(["10", None, True])
+    ),
+    "method": st.sampled_from(["auto", "psis", "refit", "bogus", None, 3]),
+    "neighbour": st.sampled_from(["remove", "replace", "swap", None]),
+    "smoothing": st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["0.01", None, -1, 0])
+    ),
+    "var_names": st.sampled_from(
+        [None, "mu", ["mu", "exp_mu"], [], ["~mu"], "nope", ["~mu", "~exp_mu"], 5, ["m"]]
+    ),
+    "filter_vars": st.sampled_from([None, "like", "regex", "bogus"]),
+    "groups": st.sampled_from([None, "obs", "nope", [1, 2], "pair"]),
+    "replacements": st.sampled_from([None, [0.0], [], "x", [[0.0, 1.0]], "per-record"]),
+    "observed": st.sampled_from([None, "y", [], "nope"]),
+    "model": st.sampled_from([None, "model"]),
+    "max_refits": st.sampled_from([None, 0, 2, -1, "a"]),
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_audit_arguments_never_crash_with_another_exception(data):
+    """Random valid and invalid argument combinations: a result whose epsilon is finite (or
+    NaN / inf with a warning saying why), or a ValueError / TypeError / KeyError with a
+    message, never another exception type."""
+    rng = np.random.default_rng(0)
+    idata = fake_idata(rng)
+    kwargs = {name: data.draw(strategy, label=name) for name, strategy in _ARGUMENTS.items()}
+    if kwargs["groups"] == "pair":
+        kwargs["groups"] = np.arange(8) // 2
+    if kwargs["replacements"] == "per-record":
+        kwargs["replacements"] = edp.PerRecord(np.zeros(8))
+    model = kwargs.pop("model")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            res = edp.audit(idata, model, progressbar=False, **kwargs)
+        except (ValueError, TypeError, KeyError) as err:
+            assert str(err).strip()
+            return
+    assert np.isfinite(res.epsilon) or res.warnings

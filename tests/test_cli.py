@@ -201,13 +201,17 @@ def test_demo_end_to_end(tmp_path, capsys):
     out = capsys.readouterr().out
 
     assert re.search(r"Sampled with (nutpie|pymc): 2 chains x 200 draws \(200 tuning\)", out)
-    assert "Empirical DP audit (B-EDP, B = 20, auto)" in out
+    # the header says what happened: "auto" when some patients were refitted, else "psis"
+    assert re.search(r"Empirical DP audit \(B-EDP, B = 20, (auto|psis)\)", out)
     assert "69 neighbours (record removed), 400 posterior draws" in out
     for name in ("intercept", "beta_age", "alpha"):
         assert re.search(rf"^{name}\s+\d+\.\d{{3}}\s+\d+", out, flags=re.MULTILINE)
     assert "Pareto k diagnostic values:" in out
 
     res = EDPResult.from_netcdf(tmp_path / cli.RESULT_FILENAME)
+    refitted = (res.pointwise["method"] == "refit").any()
+    assert res.method == ("auto" if refitted else "psis")
+    assert f"B = 20, {res.method})" in out
     assert res.n_neighbours == 69
     np.testing.assert_array_equal(res.pointwise["neighbour"].values, np.arange(1, 70))
     assert f"epsilon = {res.epsilon:.3f}" in out
@@ -238,3 +242,13 @@ def test_fit_demo_model_with_pymc_sampler():
     np.testing.assert_array_equal(ll["patient"].values, np.arange(1, 70))
     assert np.isfinite(ll.values).all()
     assert -2.0 < float(idata.posterior["beta_age"].mean()) < 0.0
+
+
+def test_demo_writes_into_its_own_folder_by_default(stub_fit, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["demo", "--method", "psis", "--no-plot", "--no-progress", "--draws", "300"]
+    assert cli.main(argv) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cli.DEFAULT_OUTPUT]
+    assert (tmp_path / cli.DEFAULT_OUTPUT / cli.RESULT_FILENAME).is_file()
+    out = capsys.readouterr().out
+    assert "90% Monte-Carlo interval of epsilon: [" in out

@@ -289,6 +289,169 @@ def test_failed_refit_is_recorded(outlier_model, monkeypatch):
     assert res.refits.status.loc[3, "status"] == "error"
 
 
+# ------------------------------------------------------- self-healing checkpoints
+SMALL_KW = {**REFIT_KW, "draws": 300, "tune": 300}
+
+
+@pytest.fixture(scope="module")
+def normal10():
+    """A Normal mean with 10 records and its refit audit without a checkpoint."""
+    y = np.random.default_rng(10).normal(1.0, 1.0, 10)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 3.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+    idata = sample(model, 300, chains=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", edp.EDPWarning)
+        reference = edp.audit(idata, model, bins=5, method="refit", **SMALL_KW)
+    return idata, model, reference
+
+
+def _count_engine_calls(monkeypatch, fail_once=None):
+    """Count the nutpie refits; optionally make the refit of record ``fail_once`` fail once."""
+    original = refit.NutpieEngine.sample
+    calls = {"n": 0, "failed": False}
+
+    def counting(self, data, seed):
+        calls["n"] += 1
+        if fail_once is not None and data["edp_dw_y"][fail_once] == -1 and not calls["failed"]:
+            calls["failed"] = True
+            raise RuntimeError("worker lost")
+        return original(self, data, seed)
+
+    monkeypatch.setattr(refit.NutpieEngine, "sample", counting)
+    return calls
+
+
+def test_damaged_checkpoint_heals_itself(normal10, tmp_path, monkeypatch):
+    idata, model, reference = normal10
+    ckpt = tmp_path / "ckpt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", edp.EDPWarning)
+        edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+    half, empty = ckpt / "refit_000002.nc", ckpt / "refit_000005.nc"
+    half.write_bytes(half.read_bytes()[: half.stat().st_size // 2])
+    empty.write_bytes(b"")
+    (ckpt / "manifest.json").write_text('{"draws": 300, "tu')
+    calls = _count_engine_calls(monkeypatch)
+    with pytest.warns(edp.EDPWarning) as record:
+        res = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+    text = "\n".join(str(w.message) for w in record)
+    assert "refit_000002.nc is damaged" in text and "refit_000005.nc is damaged" in text
+    assert "manifest" in text and "manifest.json.damaged" in text
+    assert calls["n"] == 2  # exactly the two damaged neighbours
+    np.testing.assert_array_equal(res.pointwise["epsilon"], reference.pointwise["epsilon"])
+    assert set(res.pointwise["method"].values) == {"refit"}
+    assert (ckpt / "refit_000002.nc.damaged").exists()
+    assert (ckpt / "refit_000005.nc.damaged").stat().st_size == 0
+    assert (ckpt / "manifest.json.damaged").read_text() == '{"draws": 300, "tu'
+    # healed: the next rerun restores everything silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", edp.EDPWarning)
+        again = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+    assert calls["n"] == 2
+    np.testing.assert_array_equal(again.pointwise["epsilon"], reference.pointwise["epsilon"])
+    # with the manifest damaged again, refit files of another configuration are refused
+    (ckpt / "manifest.json").write_text("garbage")
+    with pytest.raises(ValueError, match="different audit"):
+        edp.audit(
+            idata, model, bins=5, method="refit", checkpoint=ckpt, **{**SMALL_KW, "draws": 200}
+        )
+    assert (ckpt / "manifest.json").read_text() == "garbage"  # nothing touched
+
+
+def test_checkpoint_checks_the_configuration_hash(tmp_path):
+    import xarray as xr
+
+    post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 4)))})
+    out = refit.RefitOutcome(3, 3, "ok", "", 11, 0.5, post)
+    a, b = {"draws": 10}, {"draws": 20}
+    refit.Checkpoint(tmp_path / "a", a).save(out)
+    assert refit.Checkpoint(tmp_path / "a", a).load(3).posterior["mu"].shape == (1, 4)
+    # a refit file of another audit next to this audit's manifest
+    ckpt_b = refit.Checkpoint(tmp_path / "b", b)
+    (tmp_path / "b" / "refit_000003.nc").write_bytes(
+        (tmp_path / "a" / "refit_000003.nc").read_bytes()
+    )
+    with pytest.raises(ValueError, match="different audit.*configuration hash"):
+        ckpt_b.load(3)
+    # a file without a hash (older checkpoints): accepted while the manifest is intact ...
+    with xr.open_dataset(tmp_path / "a" / "refit_000003.nc") as ds:
+        old = ds.load()
+    del old.attrs["config_hash"]
+    old.to_netcdf(tmp_path / "a" / "refit_000003.nc")
+    assert refit.Checkpoint(tmp_path / "a", a).load(3).status == "ok"
+    # ... and set aside (unverifiable) when the manifest was damaged
+    (tmp_path / "a" / "manifest.json").write_text("[1, 2")
+    ckpt = refit.Checkpoint(tmp_path / "a", a)
+    assert ckpt.load(3) is None
+    assert (tmp_path / "a" / "refit_000003.nc.unverified").exists()
+    assert "manifest" in ckpt.messages[0] and "refit_000003.nc" in ckpt.messages[1]
+    # garbled attributes count as damage
+    bad = post.copy()
+    bad.attrs = {"index": 4, "status": "ok"}
+    bad.to_netcdf(tmp_path / "a" / "refit_000004.nc")
+    assert ckpt.load(4) is None
+    assert "refit_000004.nc is damaged" in ckpt.messages[-1]
+    assert "missing attribute" in ckpt.messages[-1]
+
+
+def test_failed_refit_is_retried(normal10, tmp_path, monkeypatch):
+    import json
+
+    idata, model, reference = normal10
+    ckpt = tmp_path / "ckpt"
+    calls = _count_engine_calls(monkeypatch, fail_once=3)
+    with pytest.warns(edp.EDPWarning, match="1 refit.s. failed"):
+        first = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+    assert first.refits.status.loc[3, "status"] == "error"
+    assert calls["n"] == 10
+    # retry_failed=False keeps the saved failure
+    config = json.loads((ckpt / "manifest.json").read_text())
+    tasks = [(k, k, None, refit.refit_seed(7, k)) for k in range(10)]
+
+    class Unused:
+        def sample(self, data, seed):
+            raise AssertionError("nothing should be refitted")
+
+    kept = refit.run_refits(
+        Unused(),
+        tasks,
+        checkpoint=refit.Checkpoint(ckpt, config),
+        progressbar=False,
+        retry_failed=False,
+    )
+    assert kept[3].status == "error" and kept[3].reason == "RuntimeError: worker lost"
+    assert {kept[k].status for k in range(10) if k != 3} == {"ok"}
+    # by default a rerun refits the failure, and it now succeeds
+    res = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+    assert calls["n"] == 11
+    assert res.refits.status.loc[3, "status"] == "ok"
+    assert set(res.pointwise["method"].values) == {"refit"}
+    np.testing.assert_array_equal(res.pointwise["epsilon"], reference.pointwise["epsilon"])
+
+
+def test_discrete_latent_variable_refits_with_pymc(caplog):
+    import logging
+
+    y = np.random.default_rng(11).normal(3.0, 1.0, 10)
+    with pm.Model() as model:
+        k = pm.Poisson("k", 3.0)
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu + k, 1.0, observed=y)
+    idata = sample(model, 300, chains=2)
+    with caplog.at_level(logging.INFO, logger="pymc_edp"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", edp.EDPWarning)
+        res = edp.audit(idata, model, bins=5, method="refit", **SMALL_KW)
+    assert "discrete latent variable" in caplog.text and "'k'" in caplog.text
+    status = res.refits.status["status"]
+    assert len(status) == 10 and set(status) <= {"ok", "diverged"}
+    assert set(res.pointwise["method"].values) == {"refit"}
+    assert np.all(np.isfinite(res.pointwise["epsilon"]))
+    with pytest.raises(ValueError, match="nutpie cannot sample discrete latent.*engine='pymc'"):
+        edp.audit(idata, model, bins=5, method="refit", engine="nutpie", **SMALL_KW)
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:max_refits=3:pymc_edp.EDPWarning")
 def test_pymc_engine_and_dask_give_the_same_result(outlier_model):

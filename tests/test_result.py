@@ -137,3 +137,27 @@ def test_from_dataset_rejects_foreign():
 def test_frozen(result):
     with pytest.raises(AttributeError):
         result.epsilon = 0.0
+
+
+def test_print_shows_the_interval_and_a_noise_caution(rng):
+    """Beside epsilon: its 90% Monte-Carlo interval; a caution when it is within 2 EMI."""
+    y = rng.normal(0, 1, 200)  # many records, few draws: epsilon is mostly noise
+    mu = rng.normal(y.mean(), 1 / np.sqrt(200), (2, 100))
+    ll = stats.norm.logpdf(y, mu[..., None], 1)
+    res = edp.audit(
+        from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}}),
+        bins=10,
+        method="psis",
+        progressbar=False,
+    )
+    lo, hi = res.mc_interval90
+    assert lo <= res.epsilon <= hi
+    iv = res.interval(0.9)["epsilon"].values
+    assert (lo, hi) == (float(iv[0]), float(iv[1]))
+    text = repr(res)
+    assert f"90% Monte-Carlo interval of epsilon: [{lo:.3f}, {hi:.3f}]" in text
+    assert res.epsilon <= 2 * res.noise_floor
+    assert "Caution: epsilon is within 2 EMI" in text
+    back = EDPResult.from_dataset(res.to_dataset())
+    assert back.mc_interval90 == res.mc_interval90 and back.noise_floor == res.noise_floor
+    assert repr(back) == text

@@ -70,6 +70,16 @@ def as_databases(
     return labels, frames
 
 
+def _describe(labels: Sequence[Hashable] | None, j: int) -> str:
+    """How a database is named in messages: its label, and its position if that differs."""
+    if labels is None:
+        return f"at position {j}"
+    label = labels[j]
+    if isinstance(label, int | np.integer) and int(label) == j:
+        return f"{label!r}"
+    return f"{label!r} (position {j})"
+
+
 def _takes_rng(func: Callable) -> bool:
     try:
         return "rng" in inspect.signature(func).parameters
@@ -87,7 +97,9 @@ def _to_vector(value: Any) -> np.ndarray:
 class _Evaluator:
     """Picklable task runner (one database, one draw, a chunk of individuals)."""
 
-    def __init__(self, query, id_col, entropy, crn, takes_rng, loo_takes_rng, vectorised):
+    def __init__(
+        self, query, id_col, entropy, crn, takes_rng, loo_takes_rng, vectorised, labels=None
+    ):
         self.query = query
         self.id_col = id_col
         self.entropy = entropy
@@ -95,6 +107,7 @@ class _Evaluator:
         self.takes_rng = takes_rng
         self.loo_takes_rng = loo_takes_rng
         self.vectorised = vectorised
+        self.labels = labels
 
     def _rng(self, j: int, k: int, i: int) -> np.random.Generator:
         key = (j, k) if self.crn else (j, k, i)
@@ -108,13 +121,33 @@ class _Evaluator:
     def _call(self, df, j, k, i):
         return _to_vector(self._raw(df, j, k, i))
 
+    def _full(self, df, j, k):
+        raw = self._raw(df, j, k, 0)
+        names = list(raw.index) if isinstance(raw, pd.Series) else None
+        return _to_vector(raw), names
+
     def __call__(self, task):
         j, k, df, ids, positions, with_full = task
         full = None
         if with_full:
-            raw = self._raw(df, j, k, 0)
-            names = list(raw.index) if isinstance(raw, pd.Series) else None
-            full = (_to_vector(raw), names)
+            if len(df):
+                full = self._full(df, j, k)
+            else:
+                # An empty database is legitimate (nobody to remove), but the query has to
+                # make sense on it; say which database it is instead of a bare traceback.
+                try:
+                    full = self._full(df, j, k)
+                except Exception as err:
+                    raise ValueError(
+                        f"database {_describe(self.labels, j)} is empty (it has no rows) and "
+                        "the query cannot be evaluated on an empty frame "
+                        f"({type(err).__name__}: {err}); drop the empty database or make the "
+                        "query return a value for an empty frame"
+                    ) from err
+        if not len(ids):
+            # Nobody audited is in this database (e.g. it is empty): only f(X^j) is needed,
+            # and the leave-one-out results are an empty (0, n_components) block.
+            return j, k, full, ids, np.empty((0, 0 if full is None else full[0].size))
         if self.vectorised:
             kwargs = {"rng": self._rng(j, k, 0)} if self.loo_takes_rng else {}
             loo = self.query.leave_one_out(df, self.id_col, **kwargs)
@@ -153,7 +186,10 @@ def query_samples(
     databases : mapping of DataFrames, sequence of DataFrames, or DataFrame
         The sample databases ``X^1..X^n``, assumed drawn independently from one distribution
         (see :func:`~pymc_edp.query.independence_check`). With a single DataFrame, give
-        ``database_col``.
+        ``database_col``. A database may be empty (no rows): nobody is in it, so its
+        ``value_without`` is its ``value``, the query on an empty frame (e.g. 0 for
+        :func:`~pymc_edp.query.sum_query`), which enters both samples like any other
+        database's; the query must then return a finite value for an empty frame.
     query : callable
         ``query(df)`` returning a number or a vector (array or :class:`pandas.Series`, whose
         index names the components). A keyword argument ``rng`` makes it a randomised query
@@ -192,6 +228,13 @@ def query_samples(
         database, draw[, component]): ``f(X^j_i)``; ``present`` (individual, database);
         ``side_info`` (database) when requested.
 
+    Raises
+    ------
+    ValueError
+        If ``id_col`` has missing values (every row needs an individual id), if every
+        database is empty, or if a database is empty and the query fails, or returns a
+        non-finite value, on an empty frame; the messages name the databases.
+
     Examples
     --------
     Forty databases of the same five individuals; the query is the sum of ``x``:
@@ -211,12 +254,15 @@ def query_samples(
     array([8.598, 7.794, 9.366, 6.452, 9.519])
     """
     labels, frames = as_databases(databases, database_col=database_col)
-    for f in frames:
+    for j, f in enumerate(frames):
         if id_col not in f.columns:
-            raise KeyError(f"id column {id_col!r} missing from a database")
+            raise KeyError(f"id column {id_col!r} missing from database {_describe(labels, j)}")
+    _check_ids(frames, labels, id_col)
     ids_per_db = [pd.unique(f[id_col].to_numpy()) for f in frames]
     if individuals is None:
-        all_ids = pd.unique(np.concatenate(ids_per_db))
+        # Empty databases add no individual (and must not turn the ids' dtype to object).
+        nonempty = [ids for ids in ids_per_db if ids.size]
+        all_ids = pd.unique(np.concatenate(nonempty)) if nonempty else np.array([])
         try:
             all_ids = np.sort(all_ids)
         except TypeError:
@@ -240,7 +286,14 @@ def query_samples(
     seed = random_seed if isinstance(random_seed, np.random.SeedSequence) else None
     entropy = (seed or np.random.SeedSequence(random_seed)).entropy
     evaluator = _Evaluator(
-        query, id_col, entropy, common_random_numbers, takes_rng, loo_takes_rng, vectorised
+        query,
+        id_col,
+        entropy,
+        common_random_numbers,
+        takes_rng,
+        loo_takes_rng,
+        vectorised,
+        labels=labels,
     )
 
     # Tasks: (database, draw, frame, individuals present, evaluate the full database?)
@@ -300,6 +353,17 @@ def query_samples(
     absent = ~present
     without[absent] = value[np.nonzero(absent)[1]]
     if not (np.all(np.isfinite(value)) and np.all(np.isfinite(without))):
+        bad_db = np.flatnonzero(~np.isfinite(value).all(axis=(1, 2)))
+        empty_bad = [j for j in bad_db if len(frames[j]) == 0]
+        if empty_bad:
+            many = len(empty_bad) > 1
+            raise ValueError(
+                f"the query returned a non-finite value on database{'s' if many else ''} "
+                f"{', '.join(_describe(labels, j) for j in empty_bad)}, which "
+                f"{'are' if many else 'is'} empty (no rows); drop the empty database"
+                f"{'s' if many else ''} or make the query return a finite value for an empty "
+                "frame"
+            )
         bad = ~np.isfinite(without).all(axis=(1, 2, 3))
         raise ValueError(
             "the query returned non-finite values (e.g. an empty database after removing an "
@@ -340,6 +404,27 @@ def query_samples(
         }
     )
     return ds
+
+
+def _check_ids(frames: list[pd.DataFrame], labels: list[Hashable], id_col: str) -> None:
+    """Refuse missing individual ids, and inputs where every database is empty."""
+    missing = [(j, int(f[id_col].isna().sum())) for j, f in enumerate(frames)]
+    missing = [(j, n) for j, n in missing if n]
+    if missing:
+        where = "; ".join(
+            f"database {_describe(labels, j)}: {n} row{'s' if n > 1 else ''}" for j, n in missing
+        )
+        total = sum(n for _, n in missing)
+        raise ValueError(
+            f"missing individual ids in id column {id_col!r}: {total} row"
+            f"{'s' if total > 1 else ''} with a missing (NaN/None) id ({where}); every row "
+            "needs an individual id -- fill them in or drop those rows"
+        )
+    if all(len(f) == 0 for f in frames):
+        raise ValueError(
+            f"all {len(frames)} databases are empty (no rows), so there is no individual "
+            f"to audit: databases {', '.join(_describe(labels, j) for j in range(len(frames)))}"
+        )
 
 
 def os_workers() -> int:
