@@ -207,7 +207,7 @@ def main() -> None:
     for name, (wall, cpu) in rows:
         print(f"{name:44s} {wall:9.3f} {wall / t_az[0]:9.3f} {cpu:9.3f}")
     print(
-        f"wall-clock speed-up over arviz.psislw: {t_az[0] / t_ours[0]:.1f}x "
+        f"wall-clock speed-up over {ref_name}: {t_az[0] / t_ours[0]:.1f}x "
         f"(in place {t_az[0] / t_inplace[0]:.1f}x)"
     )
 

@@ -441,8 +441,11 @@ def _geyer_tau(acov, chain_mean_var, n_draw):  # pragma: no cover - compiled
 def ess_mean(x: np.ndarray, n_chains: int = 1) -> np.ndarray:
     """Effective sample size for the mean of every row of chain-major draws.
 
-    The estimator of :func:`arviz.ess` with ``method="mean"`` (split chains, FFT
-    autocovariances, Geyer's initial monotone sequence), vectorised over rows.
+    The estimator of :func:`arviz.ess` / ``arviz_stats.ess`` with ``method="mean"`` (split
+    chains, FFT autocovariances, Geyer's initial monotone sequence), vectorised over rows.
+    Kept rather than calling the stack's ESS because it is faster at equal results on many
+    rows (``benchmarks/bench_ess.py``: 0.39x the time of ``arviz.ess`` and 0.86x that of
+    ``arviz_stats.ess`` on 2,000 x 4,000 draws, agreement 1e-14).
 
     Parameters
     ----------

@@ -299,16 +299,17 @@ def _drop_data_copies(
     return kept, [message]
 
 
-def _check_not_scalar(observed_data, observed) -> None:
-    if observed_data is None:
+def _check_not_scalar(observed_data, err: Exception) -> None:
+    """A single-term log-likelihood of a scalar observation is no coupled likelihood."""
+    name = getattr(err, "name", None)
+    if observed_data is None or name is None or name not in observed_data:
         return
-    for name in observed_data.data_vars if observed is None else observed:
-        if name in observed_data and observed_data[name].ndim == 0:
-            raise ValueError(
-                f"observed variable {name!r} is a single scalar value: it has no record "
-                "dimension, so there is no record to remove or replace. Give the data as an "
-                "array with a record dimension (e.g. observed=[value])."
-            )
+    if observed_data[name].size <= 1:
+        raise ValueError(
+            f"observed variable {name!r} is a single scalar value: it has no record "
+            "dimension, so there is no record to remove or replace. Give the data as an "
+            "array with a record dimension (e.g. observed=[value])."
+        ) from err
 
 
 def _check_support(alt: np.ndarray, candidates: np.ndarray, name: str) -> None:
@@ -546,12 +547,13 @@ def audit(
         observed = [observed]
     if observed is not None and len(observed) == 0:
         raise ValueError("observed= is empty: name at least one observed variable, or pass None")
-    _check_not_scalar(observed_data, observed)
     factorised = True
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
         ll = LogLikelihood.from_dataset(ll_ds, observed)
     except (NonFactorisedError, ValueError) as err:
+        if isinstance(err, NonFactorisedError):
+            _check_not_scalar(observed_data, err)
         no_loglik = "no 'log_likelihood' group" in str(err)
         if build_model is None or not (isinstance(err, NonFactorisedError) or no_loglik):
             raise

@@ -54,7 +54,14 @@ def _element_labels(da: xr.DataArray, dims: Sequence[str]) -> list[str]:
 
 
 class NonFactorisedError(ValueError):
-    """The likelihood does not have one term per record, so records cannot be reweighted."""
+    """The likelihood does not have one term per record, so records cannot be reweighted.
+
+    ``name`` is the observed variable concerned, when known.
+    """
+
+    def __init__(self, message: str, name: str | None = None):
+        super().__init__(message)
+        self.name = name
 
 
 def posterior_matrix(posterior: xr.Dataset, names: Sequence[str]):
@@ -139,7 +146,8 @@ class LogLikelihood:
                     "does not factorise over records (e.g. an MvNormal, GP or AR over all "
                     "records), so no record can be removed by reweighting. Either model the "
                     "records so each has its own log-likelihood term, or use method='refit' "
-                    "with build_model=..."
+                    "with build_model=...",
+                    name=name,
                 )
             da = da.transpose(*SAMPLE_DIMS, *rec_dims)
             values = np.asarray(da.values, dtype=np.float64)
