@@ -287,6 +287,26 @@ def test_failed_refit_is_recorded(outlier_model, monkeypatch):
     assert res.pointwise["method"].values[3] == "psis"
     assert res.pointwise["status"].values[3] == "error: RuntimeError: sampler exploded"
     assert res.refits.status.loc[3, "status"] == "error"
+    # the result says what happened: not every neighbour was refitted
+    assert res.method == "auto" and "B = 5, auto)" in repr(res)
+
+
+@pytest.mark.filterwarnings("ignore:Pareto k-hat above:pymc_edp.EDPWarning")
+@pytest.mark.filterwarnings("ignore:.*refit.s. failed:pymc_edp.EDPWarning")
+def test_method_says_psis_when_no_refit_succeeded(outlier_model, monkeypatch):
+    """Every refit fails (e.g. nutpie on a model it cannot sample): not reported as 'refit'."""
+    idata, model, _ = outlier_model
+
+    def broken(self, data, seed):
+        raise TypeError("Cannot convert Type Scalar(float64) into Type Scalar(int64)")
+
+    monkeypatch.setattr(refit.NutpieEngine, "sample", broken)
+    monkeypatch.setattr(refit.PymcEngine, "sample", broken)
+    with pytest.warns(edp.EDPWarning, match="none of the 20 refit.s. succeeded"):
+        res = edp.audit(idata, model, bins=5, method="refit", **REFIT_KW)
+    assert res.method == "psis"
+    assert "B = 5, psis)" in repr(res)
+    assert set(res.pointwise["method"].values) == {"psis"}
 
 
 # ------------------------------------------------------- self-healing checkpoints
