@@ -299,7 +299,9 @@ def stack_psislw(log_weights: np.ndarray, reff: float = 1.0) -> tuple[np.ndarray
 
 
 # --------------------------------------------------------------------------- PyMC
-def compute_log_likelihood(data, model, *, progressbar: bool = False) -> xr.Dataset:
+def compute_log_likelihood(
+    data, model, *, var_names=None, progressbar: bool = False
+) -> xr.Dataset:
     """Pointwise log-likelihood of ``model`` at the draws of ``data``, as a Dataset.
 
     PyMC 5 takes an ``InferenceData`` and PyMC 6 a ``DataTree``; either is converted to the
@@ -310,6 +312,7 @@ def compute_log_likelihood(data, model, *, progressbar: bool = False) -> xr.Data
     posterior = get_group(data, "posterior")
     out = pm.compute_log_likelihood(
         make_container({"posterior": posterior}),
+        var_names=None if var_names is None else list(var_names),
         model=model,
         extend_inferencedata=False,
         progressbar=progressbar,

@@ -8,7 +8,11 @@ import xarray as xr
 from pymc_edp._compat import compute_log_likelihood, get_group, has_group
 
 __all__ = [
+    "check_model",
+    "check_model_matches_data",
     "ensure_log_likelihood",
+    "model_observed",
+    "observed_arrays",
     "observed_values",
     "replacement_log_likelihood",
 ]
@@ -72,6 +76,61 @@ def observed_values(idata, model, name: str) -> np.ndarray:
         f"cannot find the observed values of {name!r}: the posterior has no observed_data "
         "for it and no model holding it was given"
     )
+
+
+def check_model(model, what: str = "model") -> None:
+    """Raise a ``TypeError`` unless ``model`` is None or a :class:`pymc.Model`."""
+    if model is None:
+        return
+    import pymc as pm
+
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"{what} must be a pymc.Model, got {type(model).__name__} {model!r:.60}")
+
+
+def model_observed(model) -> dict[str, np.ndarray]:
+    """Observed values held by ``model``, by observed variable name."""
+    out = {}
+    for rv in model.observed_RVs:
+        try:
+            out[rv.name] = observed_values(None, model, rv.name)
+        except ValueError:
+            continue
+    return out
+
+
+def observed_arrays(idata, model) -> dict[str, np.ndarray]:
+    """Observed data by name: the ``observed_data`` group, else the model's."""
+    if has_group(idata, "observed_data"):
+        ds = get_group(idata, "observed_data")
+        return {str(k): np.asarray(ds[k].values) for k in ds.data_vars}
+    return model_observed(model) if model is not None else {}
+
+
+def check_model_matches_data(model, observed_data: xr.Dataset) -> None:
+    """Refuse a model whose observed data are not the draws' ``observed_data``."""
+    for name, values in model_observed(model).items():
+        if name not in observed_data:
+            continue
+        stored = np.asarray(observed_data[name].values)
+        values = np.asarray(values)
+        same = stored.shape == values.shape
+        if same and stored.dtype.kind in "biuf" and values.dtype.kind in "biuf":
+            same = bool(np.array_equal(stored.astype(float), values.astype(float), equal_nan=True))
+        elif same:
+            same = bool(np.array_equal(stored, values))
+        if not same:
+            detail = (
+                f"shape {values.shape} vs {stored.shape}"
+                if stored.shape != values.shape
+                else f"{int(np.sum(stored != values))} differing value(s)"
+            )
+            raise ValueError(
+                f"the model's observed data for {name!r} are not the observed_data the "
+                f"posterior was sampled with ({detail}): the log-likelihood would be computed "
+                "from the wrong data. Pass the model that produced these draws (or restore its "
+                "data with pm.set_data)."
+            )
 
 
 class ElementwiseLogLik:

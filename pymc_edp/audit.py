@@ -155,7 +155,7 @@ def _candidates(replacements, name: str, observed: np.ndarray) -> np.ndarray:
     if arr.shape[0] == 0:
         raise ValueError(f"replacements for {name!r} are empty: give at least one value")
     if _is_integer_valued(observed) and not _is_integer_valued(arr):
-        bad = arr[np.isfinite(arr) & (arr != np.round(arr))] if arr.dtype.kind == "f" else arr
+        bad = arr[np.isfinite(arr) & (arr != np.round(arr))]  # float: ints are integer-valued
         raise ValueError(
             f"the data of {name!r} are integers but replacements contain non-integer values "
             f"(e.g. {bad.ravel()[0]!r}); they would be truncated silently. Give integer "
@@ -176,72 +176,21 @@ def _numeric(values, name: str) -> np.ndarray:
     return arr
 
 
-def _check_model(model, what: str) -> None:
-    if model is None:
-        return
-    import pymc as pm
-
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"{what} must be a pymc.Model, got {type(model).__name__} {model!r:.60}")
-
-
-def _model_observed(model) -> dict[str, np.ndarray]:
-    """Observed values held by ``model``, by observed variable name."""
-    from pymc_edp._pymc import observed_values
-
-    out = {}
-    for rv in model.observed_RVs:
-        try:
-            out[rv.name] = observed_values(None, model, rv.name)
-        except ValueError:
-            continue
-    return out
-
-
-def _check_model_matches_data(model, observed_data: xr.Dataset) -> None:
-    """Refuse a model whose observed data are not the draws' ``observed_data``."""
-    for name, values in _model_observed(model).items():
-        if name not in observed_data:
-            continue
-        stored = np.asarray(observed_data[name].values)
-        values = np.asarray(values)
-        same = stored.shape == values.shape
-        if same and stored.dtype.kind in "biuf" and values.dtype.kind in "biuf":
-            same = bool(np.array_equal(stored.astype(float), values.astype(float), equal_nan=True))
-        elif same:
-            same = bool(np.array_equal(stored, values))
-        if not same:
-            detail = (
-                f"shape {values.shape} vs {stored.shape}"
-                if stored.shape != values.shape
-                else f"{int(np.sum(stored != values))} differing value(s)"
-            )
-            raise ValueError(
-                f"the model's observed data for {name!r} are not the observed_data the "
-                f"posterior was sampled with ({detail}): the log-likelihood would be computed "
-                "from the wrong data. Pass the model that produced these draws (or restore its "
-                "data with pm.set_data)."
-            )
-
-
-def _observed_arrays(idata, model) -> dict[str, np.ndarray]:
-    """Observed data by name: the ``observed_data`` group, else the model's."""
-    if has_group(idata, "observed_data"):
-        ds = get_group(idata, "observed_data")
-        return {str(k): np.asarray(ds[k].values) for k in ds.data_vars}
-    return _model_observed(model) if model is not None else {}
-
-
 def _drop_data_copies(
-    posterior: xr.Dataset, names: list[str], *, explicit: bool, observed: dict
-) -> tuple[list[str], list[str]]:
-    """Remove posterior variables that copy the data or never vary.
+    draws: np.ndarray, var_of: list[str], *, explicit: bool, observed: dict
+) -> tuple[np.ndarray, list[str]]:
+    """Rows of the ``(parameter, sample)`` matrix to keep: not copies of the data.
 
     A posterior variable named like an observed variable (PyMC adds one when the data have
     missing values: it holds the observed records verbatim), or with an element that is the
     same in every draw, would get epsilon ~ 0 (one merged bin) although publishing it can
     disclose records exactly. By default they are left out with a warning; asked for by name
     they are refused.
+
+    Returns
+    -------
+    keep : ndarray of bool, shape (n_parameters,)
+    messages : list of str
     """
     numeric = [
         np.asarray(v, dtype=float).ravel()
@@ -249,39 +198,33 @@ def _drop_data_copies(
         if np.asarray(v).dtype.kind in "biuf"
     ]
     data_values = np.concatenate(numeric) if numeric else np.empty(0)
+    var_of = np.asarray(var_of)
+    const = np.all(draws == draws[:, :1], axis=1) if draws.shape[1] > 1 else np.zeros(0, bool)
     flagged: dict[str, str] = {}
-    for name in names:
-        da = posterior[name]
+    for name in dict.fromkeys(var_of.tolist()):
         if name in observed:
             flagged[name] = (
                 "it is an observed variable (PyMC adds it to the posterior when the data have "
                 "missing values): its draws hold the observed records verbatim"
             )
             continue
-        if da.dtype.kind not in "biuf":
+        rows = var_of == name
+        fixed = const[rows] if const.size else np.zeros(0, bool)
+        if not fixed.any():
             continue
-        extra = [d for d in da.dims if d not in ("chain", "draw")]
-        values = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=float)
-        values = values.reshape(-1, int(np.prod(values.shape[2:], dtype=int)))
-        if values.shape[0] < 2:
-            continue
-        const = np.all(values == values[:1], axis=0)
-        if not const.any():
-            continue
-        fixed = values[0, const]
-        if data_values.size and np.isin(fixed, data_values).any():
+        n_fixed, n = int(fixed.sum()), int(rows.sum())
+        if data_values.size and np.isin(draws[rows][fixed, 0], data_values).any():
             flagged[name] = (
-                f"{int(const.sum())} of its {const.size} element(s) equal observed data values "
-                "in every draw"
+                f"{n_fixed} of its {n} element(s) equal observed data values in every draw"
             )
         else:
             flagged[name] = (
-                f"{int(const.sum())} of its {const.size} element(s) are the same in every draw "
-                "(a constant or a copy of data), so their epsilon would read 0 whatever they "
-                "reveal"
+                f"{n_fixed} of its {n} element(s) are the same in every draw (a constant or a "
+                "copy of data), so their epsilon would read 0 whatever they reveal"
             )
+    keep = ~np.isin(var_of, list(flagged))
     if not flagged:
-        return names, []
+        return keep, []
     why = "; ".join(f"{k}: {v}" for k, v in flagged.items())
     if explicit:
         raise ValueError(
@@ -289,14 +232,13 @@ def _drop_data_copies(
             f"audited by binning their draws ({why}). Publishing them can disclose records "
             "exactly; their epsilon is not 0. Leave them out of var_names."
         )
-    kept = [n for n in names if n not in flagged]
-    if not kept:
+    if not keep.any():
         raise ValueError(f"no posterior variable is left to audit: {why}")
     message = (
         f"left out of the audit: posterior variable(s) {sorted(flagged)} ({why}). Such a "
         "variable is not private at epsilon 0: publishing it can disclose records exactly."
     )
-    return kept, [message]
+    return keep, [message]
 
 
 def _check_not_scalar(observed_data, err: Exception) -> None:
@@ -493,7 +435,14 @@ def audit(
     >>> round(res.epsilon, 2) > 0
     True
     """
-    from pymc_edp._pymc import ensure_log_likelihood, observed_values, replacement_log_likelihood
+    from pymc_edp._pymc import (
+        check_model,
+        check_model_matches_data,
+        ensure_log_likelihood,
+        observed_arrays,
+        observed_values,
+        replacement_log_likelihood,
+    )
 
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -511,7 +460,7 @@ def audit(
     if not np.isfinite(smoothing) or smoothing < 0:
         raise ValueError(f"smoothing must be a finite number >= 0, got {smoothing!r}")
     check_container(idata)
-    _check_model(model, "model")
+    check_model(model)
     if replacements is not None and neighbour != "replace":
         raise ValueError("replacements= is only used with neighbour='replace'")
     if method == "refit" and model is None and build_model is None:
@@ -527,12 +476,17 @@ def audit(
         get_group(idata, "observed_data") if has_group(idata, "observed_data") else None
     )
     if model is not None and observed_data is not None:
-        _check_model_matches_data(model, observed_data)
+        check_model_matches_data(model, observed_data)
     names = _select_var_names(posterior, var_names, filter_vars)
-    names, copy_messages = _drop_data_copies(
-        posterior, names, explicit=var_names is not None, observed=_observed_arrays(idata, model)
-    )
     par_draws, par_labels, var_of = posterior_matrix(posterior, names)
+    keep, copy_messages = _drop_data_copies(
+        par_draws, var_of, explicit=var_names is not None, observed=observed_arrays(idata, model)
+    )
+    if not keep.all():
+        par_draws = par_draws[keep]
+        par_labels = [lab for lab, k in zip(par_labels, keep, strict=True) if k]
+        var_of = [v for v, k in zip(var_of, keep, strict=True) if k]
+        names = [n for n in names if n in var_of]
     n_samples = par_draws.shape[1]
     if n_samples < MIN_DRAWS_PER_BIN * bins:
         max_bins = n_samples // MIN_DRAWS_PER_BIN

@@ -252,7 +252,7 @@ def _removal_log_ratios(result: EDPResult, idata, model, groups, observed):
 
     def ratios(k: int, post: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
         rows = nbs.rows[nbs.indptr[k] : nbs.indptr[k + 1]]
-        ds = compute_log_likelihood(make_container({"posterior": post}), model)
+        ds = compute_log_likelihood(make_container({"posterior": post}), model, var_names=ll.names)
         ll_refit = LogLikelihood.from_dataset(ds, ll.names)
         return -ll.gather(rows).sum(axis=0), -ll_refit.gather(rows).sum(axis=0)
 
