@@ -48,7 +48,7 @@ SEED = 20261121
 
 def make_idata(n_obs: int = 10_000, n_chains: int = 4, n_draws: int = 1_000, seed: int = SEED):
     """The benchmark's InferenceData; the log-likelihood is built without temporaries."""
-    from pymc_edp._compat import from_dict
+    from pymc_edp.model.compat import from_dict
 
     rng = np.random.default_rng(seed)
     y = rng.normal(0.1, 1.0, size=n_obs)
@@ -88,7 +88,7 @@ def _audit_kwargs(store_weights: bool | None) -> dict:
 def _run(method: str, idata):
     warnings.simplefilter("ignore")
     if method == "loo":
-        from pymc_edp._compat import stack_loo
+        from pymc_edp.model.compat import stack_loo
 
         return stack_loo(idata)
     import pymc_edp as edp
@@ -143,7 +143,7 @@ def main() -> None:
 
     import numba
 
-    from pymc_edp._compat import ARVIZ_1, stack_loo, stack_versions
+    from pymc_edp.model.compat import ARVIZ_1, stack_loo, stack_versions
 
     loo_name = "arviz_stats.loo" if ARVIZ_1 else "az.loo"
 

@@ -1,6 +1,6 @@
 """Our vectorised ESS kernel against the stack's own ESS, on the same rows.
 
-``pymc_edp._kernels.ess_mean`` computes ``ess(method="mean")`` for every row of a
+``pymc_edp.base.mcse.ess_mean`` computes ``ess(method="mean")`` for every row of a
 ``(n_rows, S)`` matrix at once (the MCSE of epsilon needs it for thousands of influence
 series). The baseline is the stack's estimator on the same data as one Dataset
 (``arviz.ess`` on ArviZ 0.23, ``arviz_stats.ess`` on ArviZ 1.x), measured in the same run.
@@ -31,8 +31,8 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")
 
-    from pymc_edp._compat import ARVIZ_1, ess, stack_versions
-    from pymc_edp._kernels import ess_mean
+    from pymc_edp.model.compat import ARVIZ_1, ess, stack_versions
+    from pymc_edp.base.mcse import ess_mean
 
     name = "arviz_stats.ess" if ARVIZ_1 else "arviz.ess"
     print("stack: " + ", ".join(f"{k} {v}" for k, v in stack_versions().items()))
@@ -62,7 +62,7 @@ def main() -> None:
     t_ref, ref = timed(lambda: ess(ds)["x"].values)
     print(f"== bench_ess: {n:,} rows x {c} chains x {d:,} draws, median of {args.repeats} ==")
     print(f"max relative difference: {np.max(np.abs(ours - ref) / ref):.1e}")
-    print(f"{'pymc_edp _kernels.ess_mean':30s} {t_ours:8.3f} s")
+    print(f"{'pymc_edp ess_mean':30s} {t_ours:8.3f} s")
     print(f"{name:30s} {t_ref:8.3f} s")
     print(f"ratio ours / {name}: {t_ours / t_ref:.3f}")
 

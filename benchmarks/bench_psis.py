@@ -1,6 +1,6 @@
 """Benchmark the compiled PSIS kernel against ArviZ's reference implementation.
 
-Times ``pymc_edp._psis.psislw`` (with a fresh output array and in place) and
+Times ``pymc_edp.base.psis.psislw`` (with a fresh output array and in place) and
 ``arviz.psislw`` on the same ``n x S`` matrix of synthetic log weights (default
 10,000 x 4,000), reports the ratio, the agreement of the two results, the cost of a plain
 Python loop of ``arviz.psislw`` over rows, and the peak extra resident memory of each call
@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from pymc_edp._compat import PSIS_TAIL_RULE
+from pymc_edp.model.compat import PSIS_TAIL_RULE
 
 warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
 
@@ -70,14 +70,14 @@ def _reset_peak() -> bool:
 
 def _run(method: str, x: np.ndarray):
     if method == "ours":
-        from pymc_edp._psis import psislw
+        from pymc_edp.base.psis import psislw
 
         return psislw(x, tail_rule=PSIS_TAIL_RULE)
     if method == "ours-inplace":
-        from pymc_edp._psis import psislw
+        from pymc_edp.base.psis import psislw
 
         return psislw(x, out=x, tail_rule=PSIS_TAIL_RULE)
-    from pymc_edp._compat import stack_psislw
+    from pymc_edp.model.compat import stack_psislw
 
     with np.errstate(all="ignore"):
         return stack_psislw(x)
@@ -133,8 +133,8 @@ def main() -> None:
 
     import numba
 
-    from pymc_edp._compat import ARVIZ_1, stack_psislw, stack_versions
-    from pymc_edp._psis import psislw as _psislw
+    from pymc_edp.model.compat import ARVIZ_1, stack_psislw, stack_versions
+    from pymc_edp.base.psis import psislw as _psislw
 
     def psislw(x, **kw):
         return _psislw(x, tail_rule=PSIS_TAIL_RULE, **kw)

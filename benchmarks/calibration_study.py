@@ -79,7 +79,7 @@ class BetaBinomial:
 
     def audit(self, theta, smoothing):
         import pymc_edp as edp
-        from pymc_edp._compat import from_dict
+        from pymc_edp.model.compat import from_dict
 
         ll = stats.bernoulli.logpmf(self.y[None, None, :], theta[None, :, None])
         idata = from_dict(
@@ -128,7 +128,7 @@ class NormalNormal:
 
     def audit(self, theta, smoothing):
         import pymc_edp as edp
-        from pymc_edp._compat import from_dict
+        from pymc_edp.model.compat import from_dict
 
         ll = stats.norm.logpdf(self.y[None, None, :], theta[None, :, None], self.sigma)
         idata = from_dict({"posterior": {"mu": theta[None]}, "log_likelihood": {"y": ll}})
@@ -140,7 +140,7 @@ class NormalNormal:
 # ------------------------------------------------------------------------- estimators
 def refit_estimate(model, theta, n_bins, rng, alpha=ALPHA):
     """Charest & Han's estimator and Abowd's EMI for one set of full-data draws."""
-    from pymc_edp._kernels import quantile_bins
+    from pymc_edp.base.binning import quantile_bins
 
     m = theta.size
     bins = quantile_bins(theta[None], n_bins)

@@ -5,7 +5,7 @@ posterior move?" as a B-EDP epsilon with its diagnostics. EDP is a sensitivity m
 posterior, not a differential-privacy guarantee (Charest & Han, 2017).
 """
 
-from pymc_edp._compat import import_arviz
+from pymc_edp.model.compat import import_arviz
 
 import_arviz()
 

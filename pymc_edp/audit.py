@@ -13,12 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pymc_edp import _kernels
-from pymc_edp._compat import check_container, get_group, has_group
-from pymc_edp._parallel import progress_bar
-from pymc_edp._psis import khat_threshold
+from pymc_edp.base import binning
+from pymc_edp.model.compat import check_container, get_group, has_group
+from pymc_edp.base.parallel import progress_bar
+from pymc_edp.base.psis import khat_threshold
 from pymc_edp.result import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, EDPResult, EDPWarning
-from pymc_edp.weights import (
+from pymc_edp.model.loglik import (
     LogLikelihood,
     Neighbours,
     NonFactorisedError,
@@ -435,7 +435,7 @@ def audit(
     >>> round(res.epsilon, 2) > 0
     True
     """
-    from pymc_edp._pymc import (
+    from pymc_edp.model.pymc import (
         check_model,
         check_model_matches_data,
         ensure_log_likelihood,
@@ -572,7 +572,7 @@ def audit(
         n_cand = max(a.shape[0] for a in per_var)
         replacement_sets = [[a[min(c, a.shape[0] - 1)] for a in per_var] for c in range(n_cand)]
 
-    bins_obj = _kernels.quantile_bins(par_draws, bins)
+    bins_obj = binning.quantile_bins(par_draws, bins)
     reff = relative_efficiency(posterior)
     n_nb = len(nbs)
     n_par = par_draws.shape[0]
@@ -594,7 +594,7 @@ def audit(
             for sl, lw, kh in iter_log_weights(
                 ll, nbs, reff=reff, replacement=repl or None, chunk_size=chunk
             ):
-                e, b, e0 = _kernels.epsilon_from_log_weights(
+                e, b, e0 = binning.epsilon_from_log_weights(
                     lw, bins_obj, smoothing, with_unsmoothed=True
                 )
                 eps_unsmoothed[sl] = np.fmax(eps_unsmoothed[sl], e0.max(axis=1))

@@ -4,7 +4,7 @@ Every function takes an :class:`~pymc_edp.result.EDPResult` that kept its import
 (``audit(..., store_weights=True)``, the default) and returns xarray objects; the
 :class:`~pymc_edp.result.EDPResult` methods ``mcse``, ``interval``, ``emi``, ``empty_bins``,
 ``curve``, ``delta_profile``, ... are thin wrappers around them. The numerical work is in
-:mod:`pymc_edp._kernels` (plain NumPy/numba, sample axis last).
+:mod:`pymc_edp.base` (plain NumPy/numba, sample axis last).
 
 What is computed, and why:
 
@@ -53,7 +53,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
-from pymc_edp import _kernels
+from pymc_edp.base import binning, hockey
+from pymc_edp.base.mcse import bin_log_ratio_se
 from pymc_edp.result import NEIGHBOUR_DIM, PARAMETER_DIM, EDPWarning
 
 if TYPE_CHECKING:
@@ -112,11 +113,11 @@ def _draws(result: EDPResult) -> np.ndarray:
     return np.asarray(result.draws.transpose(PARAMETER_DIM, ...).values, dtype=float)
 
 
-def _bins(result: EDPResult, n_bins: int) -> _kernels.Bins:
+def _bins(result: EDPResult, n_bins: int) -> binning.Bins:
     cache = _cache(result)
     key = ("bins", int(n_bins))
     if key not in cache:
-        cache[key] = _kernels.quantile_bins(_draws(result), int(n_bins))
+        cache[key] = binning.quantile_bins(_draws(result), int(n_bins))
     return cache[key]
 
 
@@ -178,7 +179,7 @@ def _uncertainty(
     par = np.zeros((n, k), dtype=np.int64)
     jbin = np.zeros((n, k), dtype=np.int64)
     for sl in _chunks(n, n_samples, factor=8):
-        ratios = _kernels.bin_log_ratios(lw[sl], bins, alpha)
+        ratios = binning.bin_log_ratios(lw[sl], bins, alpha)
         flat = np.abs(ratios.reshape(ratios.shape[0], -1))
         flat = np.where(np.isnan(flat), -np.inf, flat)
         top = np.argpartition(-flat, k - 1, axis=1)[:, :k] if k < n_pairs else None
@@ -190,7 +191,7 @@ def _uncertainty(
         valid = j < bins.n_bins[p]
         p_safe = np.where(valid, p, 0)
         j_safe = np.where(valid, j, 0)
-        lr, s, e = _kernels.bin_log_ratio_se(
+        lr, s, e = bin_log_ratio_se(
             lw[sl],
             bins,
             p_safe,
@@ -234,7 +235,7 @@ def epsilon_mcse(
     The reweighted bin log-ratio ``l = log P_i(b) - log P(b)`` is a smooth function of
     weighted means over the draws *and* of the empirical quantiles that cut the bins; its
     first-order error is the mean of an influence function ``psi_s`` over the draws
-    (:func:`pymc_edp._kernels.bin_log_ratio_se`). Its variance is ``var(psi) / ESS(psi)``,
+    (:func:`pymc_edp.base.mcse.bin_log_ratio_se`). Its variance is ``var(psi) / ESS(psi)``,
     with the effective sample size of the ``psi`` series (chains split as in
     :func:`arviz.ess`), so autocorrelated MCMC draws get a proportionally larger error. The
     standard error of ``epsilon_i = max |l|`` is that of the leading (parameter, bin) pair,
@@ -430,8 +431,8 @@ def emi(result: EDPResult, *, bins: int | None = None, warn: bool = True) -> xr.
         starts = np.arange(n_chains) * per_chain
         first = (starts[:, None] + np.arange(half)[None, :]).ravel()
         second = (starts[:, None] + per_chain - half + np.arange(half)[None, :]).ravel()
-        cut = _kernels.quantile_bins(draws[:, first], n_bins)
-        idx = _kernels.assign_bins(draws[:, second], cut)
+        cut = binning.quantile_bins(draws[:, first], n_bins)
+        idx = binning.assign_bins(draws[:, second], cut)
         out = np.empty(n_par)
         alpha = result.smoothing
         for p in range(n_par):
@@ -524,7 +525,7 @@ def empty_bins(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
     nb_empty = np.zeros(n_par, dtype=np.int64)
     valid = np.arange(b.counts.shape[1])[None, :] < b.n_bins[:, None]
     for sl in _chunks(n, n_samples, factor=2):
-        mass = _kernels.bin_probabilities(lw[sl], b) * n_samples
+        mass = binning.bin_probabilities(lw[sl], b) * n_samples
         zero = (mass <= 0) & valid
         empty += zero.sum(axis=(0, 2))
         sparse += ((mass < 1) & valid).sum(axis=(0, 2))
@@ -598,7 +599,7 @@ def smoothing_sensitivity(
     out = np.full(values.size, -np.inf)
     for sl in _chunks(lw.shape[0], lw.shape[1], factor=2):
         for a, alpha in enumerate(values):
-            e, _ = _kernels.epsilon_from_log_weights(lw[sl], b, alpha)
+            e, _ = binning.epsilon_from_log_weights(lw[sl], b, alpha)
             out[a] = max(out[a], float(e.max()))
     if np.any(np.isinf(out)):
         n_empty = int(empty_bins(result, bins=n_bins)["n_empty"].sum())
@@ -793,7 +794,7 @@ def epsilon_curve(
         bo = _bins(result, int(b))
         e = np.empty(lw.shape[0])
         for sl in _chunks(lw.shape[0], n_samples, factor=2):
-            e[sl] = _kernels.epsilon_from_log_weights(lw[sl], bo, alpha)[0].max(1)
+            e[sl] = binning.epsilon_from_log_weights(lw[sl], bo, alpha)[0].max(1)
         i = int(np.argmax(e))
         eps[g] = e[i]
         worst[g] = labels[i]
@@ -874,7 +875,7 @@ def delta_profile(
         (``epsilon``), ``worst_neighbour`` (``epsilon``); with ``targets``,
         ``epsilon_delta`` and ``epsilon_delta_star`` over ``target``. Attribute
         ``refit_neighbours``: refitted neighbours enter through their importance weights
-        (use :func:`pymc_edp._kernels.hockey_stick_delta` with pooled weights for a refit).
+        (use :func:`pymc_edp.base.hockey.hockey_stick_delta` with pooled weights for a refit).
 
     References
     ----------
@@ -900,7 +901,7 @@ def delta_profile(
     n, n_samples = lw.shape
     delta_i = np.empty((n, eps.size))
     for sl in _chunks(n, n_samples, factor=4):
-        delta_i[sl] = _kernels.hockey_stick_delta(lw[sl], eps)
+        delta_i[sl] = hockey.hockey_stick_delta(lw[sl], eps)
     labels = result.pointwise[NEIGHBOUR_DIM].values
     data = {
         "delta_i": ((NEIGHBOUR_DIM, "epsilon"), delta_i),
@@ -915,7 +916,7 @@ def delta_profile(
             raise ValueError("targets must be in [0, 1)")
         top = float(continuous_limit(result)["sup_log_ratio"].max()) + 1e-9
         prepared = [
-            (sl, _kernels.hockey_stick_prepare(lw[sl])) for sl in _chunks(n, n_samples, factor=4)
+            (sl, hockey.hockey_stick_prepare(lw[sl])) for sl in _chunks(n, n_samples, factor=4)
         ]
         data["epsilon_delta"] = ("target", _invert(prepared, n, tg, top, star=False))
         data["epsilon_delta_star"] = ("target", _invert(prepared, n, tg, top, star=True))
@@ -931,7 +932,7 @@ def _invert(prepared: list, n: int, targets: np.ndarray, top: float, star: bool)
     def f(e: np.ndarray) -> np.ndarray:
         d = np.empty((n, e.size))
         for sl, prep in prepared:
-            d[sl] = _kernels.hockey_stick_from_prepared(prep, e)
+            d[sl] = hockey.hockey_stick_from_prepared(prep, e)
         return _delta_star(d) if star else d.max(axis=0)
 
     lo = np.zeros(targets.size)
@@ -987,7 +988,7 @@ def bin_log_ratios(result: EDPResult, neighbour=None, *, bins: int | None = None
         raise KeyError(f"no neighbour {neighbour!r}; neighbours are e.g. {list(labels[:5])}")
     lw = _weights(result)[hits[:1]]
     b = _bins(result, n_bins)
-    ratios = _kernels.bin_log_ratios(lw, b, result.smoothing)[0]
+    ratios = binning.bin_log_ratios(lw, b, result.smoothing)[0]
     return xr.DataArray(
         ratios,
         dims=(PARAMETER_DIM, "bin"),

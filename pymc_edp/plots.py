@@ -646,7 +646,8 @@ def plot_neighbour_posterior(
     >>> plt.close(ax.figure)
     """
     plt = _require_matplotlib()
-    from pymc_edp import _kernels
+    from pymc_edp.base import binning
+    from pymc_edp.base.mcse import normalised_weights
 
     if result.log_weights is None or result.draws is None:
         raise ValueError("this plot needs the audit's log_weights and draws (store_weights=True)")
@@ -661,7 +662,7 @@ def plot_neighbour_posterior(
     if parameter is None:
         parameter = str(pw["worst_parameter"].values[i])
     draws = np.asarray(result.draws.sel(parameter=parameter).values, dtype=float)
-    w = _kernels.normalised_weights(result.log_weights.values[i])[0]
+    w = normalised_weights(result.log_weights.values[i])[0]
     if ax is None:
         _, ax = plt.subplots(figsize=figsize or (6.4, 4.0), layout="constrained")
     _style_axes(ax)
@@ -686,7 +687,7 @@ def plot_neighbour_posterior(
         lw=1.6,
         label=f"neighbour {neighbour} (reweighted)",
     )
-    cut = _kernels.quantile_bins(draws[None], int(result.bins)).edges[0]
+    cut = binning.quantile_bins(draws[None], int(result.bins)).edges[0]
     for c in cut[np.isfinite(cut)]:
         ax.axvline(c, color="0.7", lw=0.5, zorder=0)
     eps_i = float(pw["epsilon"].values[i])

@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from pymc_edp._compat import get_group, has_group, make_container
-from pymc_edp.weights import NonFactorisedError
+from pymc_edp.model.compat import get_group, has_group, make_container
+from pymc_edp.model.loglik import NonFactorisedError
 
 __all__ = [
     "NeighbourData",
@@ -809,7 +809,7 @@ def run_refits(
     tasks : list of tuple
         ``(index, label, data, seed)``; ``data`` may be a callable returning the data.
     executor : optional
-        Where refits run (see :func:`pymc_edp._parallel.map_tasks`); serially by default.
+        Where refits run (see :func:`pymc_edp.base.parallel.map_tasks`); serially by default.
     checkpoint : Checkpoint, optional
         Restores saved outcomes and saves new ones as they complete. Damaged files it finds
         are refitted and described in ``checkpoint.messages``.
@@ -840,7 +840,7 @@ def run_refits(
     >>> sorted(done), done[1].status, done[1].seed, float(done[1].posterior["mu"].mean())
     ([0, 1], 'ok', 12, 2.0)
     """
-    from pymc_edp._parallel import map_tasks
+    from pymc_edp.base.parallel import map_tasks
 
     done: dict[int, RefitOutcome] = {}
     todo = []
@@ -1059,13 +1059,13 @@ class RefitRun:
 def _estimate(
     post: xr.Dataset, k: int, *, names, bins_obj, smoothing, estimator, lr_full, lr_refit
 ) -> tuple[np.ndarray, np.ndarray]:
-    from pymc_edp import _kernels
-    from pymc_edp.weights import posterior_matrix
+    from pymc_edp.base import binning
+    from pymc_edp.model.loglik import posterior_matrix
 
     refit_draws, _, _ = posterior_matrix(post, names)
     if estimator == "raw" or lr_refit is None:
-        return _kernels.refit_epsilon(refit_draws, bins_obj, smoothing)
-    return _kernels.refit_epsilon(refit_draws, bins_obj, smoothing, lr_full, lr_refit)
+        return binning.refit_epsilon(refit_draws, bins_obj, smoothing)
+    return binning.refit_epsilon(refit_draws, bins_obj, smoothing, lr_full, lr_refit)
 
 
 def refit_neighbours(
@@ -1127,7 +1127,7 @@ def refit_neighbours(
         Messages for the caller to show as warnings: failed and divergent refits, and the
         damaged checkpoint files (or manifest) that were set aside and refitted.
     """
-    from pymc_edp._pymc import ElementwiseLogLik
+    from pymc_edp.model.pymc import ElementwiseLogLik
 
     messages = []
     missing = [n for n in ll.names if n not in observed_y]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp._compat import get_group, group_names
+from pymc_edp.model.compat import get_group, group_names
 
 __all__ = ["EDPResult", "EDPWarning"]
 

@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp import _kernels
-from pymc_edp._compat import compute_log_likelihood, ess, get_group, make_container
+from pymc_edp.base import binning
+from pymc_edp.model.compat import compute_log_likelihood, ess, get_group, make_container
 from pymc_edp.audit import METHODS, NEIGHBOUR_RELATIONS, audit
 from pymc_edp.result import NEIGHBOUR_DIM, PARAMETER_DIM, EDPResult, EDPWarning
-from pymc_edp.weights import posterior_matrix
+from pymc_edp.model.loglik import posterior_matrix
 
 __all__ = ["LEAKAGE_CAVEAT", "PriorTuningResult", "bootstrap_epsilon_mcse", "tune_prior"]
 
@@ -241,7 +241,7 @@ def _removal_log_ratios(result: EDPResult, idata, model, groups, observed):
     """``k -> (log r at the full draws, function of a refit posterior)`` for removal."""
     if idata is None or model is None or not result.neighbour.startswith("remove"):
         return None
-    from pymc_edp.weights import LogLikelihood, Neighbours
+    from pymc_edp.model.loglik import LogLikelihood, Neighbours
 
     if isinstance(observed, str):
         observed = [observed]
@@ -345,7 +345,7 @@ def bootstrap_epsilon_mcse(
     n_chains = max(1, int(result.n_chains))
     per_chain = draws.shape[1] // n_chains
     block = _block_length(draws, n_chains)
-    bins0 = _kernels.quantile_bins(draws, result.bins)
+    bins0 = binning.quantile_bins(draws, result.bins)
 
     fixed = -np.inf
     ratios = _removal_log_ratios(result, idata, model, groups, observed) if refit.any() else None
@@ -359,9 +359,9 @@ def bootstrap_epsilon_mcse(
         lr = None
         if ratios is not None:
             lr = ratios(int(k), result.refits[labels[k]]["posterior"])
-            ref = float(_kernels.refit_epsilon(rd, bins0, result.smoothing, *lr)[0].max())
+            ref = float(binning.refit_epsilon(rd, bins0, result.smoothing, *lr)[0].max())
         else:
-            ref = float(_kernels.refit_epsilon(rd, bins0, result.smoothing)[0].max())
+            ref = float(binning.refit_epsilon(rd, bins0, result.smoothing)[0].max())
         refitted.append((float(eps_nb[k]), ref, rd, rc, _block_length(rd, rc), lr))
     if keep.size == 0 and not refitted:
         return 0.0
@@ -369,18 +369,18 @@ def bootstrap_epsilon_mcse(
     reps = np.empty(n_bootstrap)
     for b in range(n_bootstrap):
         idx = _block_indices(rng, n_chains, per_chain, block)
-        bins = _kernels.quantile_bins(draws[:, idx], result.bins)
+        bins = binning.quantile_bins(draws[:, idx], result.bins)
         rep = fixed
         if keep.size:
-            e, _ = _kernels.epsilon_from_log_weights(lw[:, idx], bins, result.smoothing)
+            e, _ = binning.epsilon_from_log_weights(lw[:, idx], bins, result.smoothing)
             rep = max(rep, float(e.max()))
         for est, ref, rd, rc, rblock, lr in refitted:
             ridx = _block_indices(rng, rc, rd.shape[1] // rc, rblock)
             if lr is None:
-                e_b = float(_kernels.refit_epsilon(rd[:, ridx], bins, result.smoothing)[0].max())
+                e_b = float(binning.refit_epsilon(rd[:, ridx], bins, result.smoothing)[0].max())
             else:
                 e_b = float(
-                    _kernels.refit_epsilon(
+                    binning.refit_epsilon(
                         rd[:, ridx], bins, result.smoothing, lr[0][idx], lr[1][ridx]
                     )[0].max()
                 )

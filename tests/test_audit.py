@@ -9,7 +9,7 @@ from scipy import stats
 
 import pymc_edp as edp
 from pymc_edp import conjugate
-from pymc_edp._compat import from_dict, get_group, has_group, set_group
+from pymc_edp.model.compat import from_dict, get_group, has_group, set_group
 
 SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
 

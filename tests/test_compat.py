@@ -10,7 +10,7 @@ import xarray as xr
 from scipy import stats
 
 import pymc_edp as edp
-from pymc_edp._compat import (
+from pymc_edp.model.compat import (
     ARVIZ_1,
     from_dict,
     get_group,

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from pymc_edp._compat import from_dict
+from pymc_edp.model.compat import from_dict
 from pymc_edp.datasets import (
     DAYS_PER_YEAR,
     dataset_path,

@@ -6,8 +6,10 @@ import xarray as xr
 from scipy import stats
 
 import pymc_edp as edp
-from pymc_edp import _kernels, diagnostics
-from pymc_edp._compat import ess, from_dict
+from pymc_edp import diagnostics
+from pymc_edp.base import hockey
+from pymc_edp.base.mcse import ess_mean
+from pymc_edp.model.compat import ess, from_dict
 from pymc_edp.conjugate import beta_binomial_edp, normal_normal_edp, normal_normal_posterior
 
 # Charest & Han's Normal-Normal setting: sigma^2 = 5, prior N(10, 3), n = 100
@@ -98,7 +100,7 @@ def _hockey_normal(m_p, s_p, m_q, s_q, e):
 def test_ess_mean_matches_arviz(rng):
     x = _normal_draws(rng, 4, 500, rho=0.8).reshape(1, -1)
     x = np.concatenate([x, rng.normal(size=(1, 2000)), np.ones((1, 2000))])
-    mine = _kernels.ess_mean(x, n_chains=4)
+    mine = ess_mean(x, n_chains=4)
     ref = [
         float(ess(xr.Dataset({"x": (("chain", "draw"), row.reshape(4, 500))}))["x"])
         for row in x[:2]
@@ -112,7 +114,7 @@ def test_hockey_stick_kernel_matches_quadrature(rng):
     theta = rng.normal(size=40_000)
     lw = stats.norm.logpdf(theta, 0.3, 1.1) - stats.norm.logpdf(theta)
     eps = np.array([0.0, 0.1, 0.3])
-    got = _kernels.hockey_stick_delta(lw[None], eps)[0]
+    got = hockey.hockey_stick_delta(lw[None], eps)[0]
 
     def exact(e):
         return max(_hockey_normal(0, 1, 0.3, 1.1, e), _hockey_normal(0.3, 1.1, 0, 1, e))
@@ -120,7 +122,7 @@ def test_hockey_stick_kernel_matches_quadrature(rng):
     # Monte-Carlo s.d. of a mean of (r - e^eps)_+ over 40,000 draws is below 0.002
     np.testing.assert_allclose(got, [exact(e) for e in eps], atol=0.006)
     # pooled form: uniform reference weights give the same numbers
-    same = _kernels.hockey_stick_delta(lw[None], eps, np.zeros(theta.size))
+    same = hockey.hockey_stick_delta(lw[None], eps, np.zeros(theta.size))
     np.testing.assert_allclose(same[0], got, rtol=1e-12)
 
 

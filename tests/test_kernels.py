@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymc_edp import _kernels
+from pymc_edp.base import binning
 
 
 def naive_epsilon(draws, log_weights, bins, smoothing):
@@ -28,7 +28,7 @@ def naive_epsilon(draws, log_weights, bins, smoothing):
 
 def test_quantile_bins_equal_counts(rng):
     draws = rng.normal(size=(3, 4000))
-    bins = _kernels.quantile_bins(draws, 20)
+    bins = binning.quantile_bins(draws, 20)
     np.testing.assert_array_equal(bins.n_bins, 20)
     # 4000 / 20 draws in every bin, exactly: the bins are the empirical quantiles
     np.testing.assert_array_equal(bins.counts, 200)
@@ -38,7 +38,7 @@ def test_quantile_bins_equal_counts(rng):
 def test_quantile_bins_merge_ties(rng):
     # a discrete parameter: most mass on few values -> tied quantile edges
     draws = rng.poisson(0.7, size=(1, 5000)).astype(float)
-    bins = _kernels.quantile_bins(draws, 20)
+    bins = binning.quantile_bins(draws, 20)
     n_b = bins.n_bins[0]
     assert 2 <= n_b < 20
     counts = bins.counts[0, :n_b]
@@ -50,25 +50,25 @@ def test_quantile_bins_merge_ties(rng):
 
 
 def test_quantile_bins_constant_draws():
-    bins = _kernels.quantile_bins(np.full((1, 1000), 3.0), 10)
+    bins = binning.quantile_bins(np.full((1, 1000), 3.0), 10)
     assert bins.n_bins[0] == 1
-    eps, _ = _kernels.epsilon_from_log_weights(np.zeros((2, 1000)), bins)
+    eps, _ = binning.epsilon_from_log_weights(np.zeros((2, 1000)), bins)
     np.testing.assert_allclose(eps, 0.0, atol=1e-12)
 
 
 def test_quantile_bins_rejects_nan():
     with pytest.raises(ValueError, match="NaN"):
-        _kernels.quantile_bins(np.array([[0.0, np.nan, 1.0]]), 2)
+        binning.quantile_bins(np.array([[0.0, np.nan, 1.0]]), 2)
 
 
 def test_epsilon_matches_naive(rng):
     draws = np.vstack([rng.normal(size=3000), rng.poisson(2.0, size=3000)])
     lw = rng.normal(scale=0.5, size=(7, 3000)) + 0.3 * draws[0]
     for bins, smoothing in [(5, 0.01), (20, 0.01), (50, 0.0), (10, 1.0)]:
-        bo = _kernels.quantile_bins(draws, bins)
-        eps, argbin = _kernels.epsilon_from_log_weights(lw, bo, smoothing)
+        bo = binning.quantile_bins(draws, bins)
+        eps, argbin = binning.epsilon_from_log_weights(lw, bo, smoothing)
         np.testing.assert_allclose(eps, naive_epsilon(draws, lw, bins, smoothing), rtol=1e-10)
-        ratios = _kernels.bin_log_ratios(lw, bo, smoothing)
+        ratios = binning.bin_log_ratios(lw, bo, smoothing)
         np.testing.assert_allclose(np.nanmax(np.abs(ratios), axis=-1), eps, rtol=1e-10)
         got = np.take_along_axis(np.abs(ratios), argbin[..., None], axis=-1)[..., 0]
         np.testing.assert_allclose(got, eps, rtol=1e-10)
@@ -76,33 +76,33 @@ def test_epsilon_matches_naive(rng):
 
 def test_uniform_weights_give_zero(rng):
     draws = rng.normal(size=(2, 2000))
-    bo = _kernels.quantile_bins(draws, 20)
-    eps, _ = _kernels.epsilon_from_log_weights(np.full((3, 2000), -7.0), bo)
+    bo = binning.quantile_bins(draws, 20)
+    eps, _ = binning.epsilon_from_log_weights(np.full((3, 2000), -7.0), bo)
     np.testing.assert_allclose(eps, 0.0, atol=1e-12)
 
 
 def test_bin_probabilities_sum_to_one(rng):
     draws = rng.normal(size=(2, 1000))
-    bo = _kernels.quantile_bins(draws, 10)
-    mass = _kernels.bin_probabilities(rng.normal(size=(4, 1000)), bo)
+    bo = binning.quantile_bins(draws, 10)
+    mass = binning.bin_probabilities(rng.normal(size=(4, 1000)), bo)
     np.testing.assert_allclose(mass.sum(-1), 1.0, rtol=1e-12)
 
 
 def test_zero_smoothing_empty_bin_is_infinite():
     draws = np.arange(100.0)[None]
-    bo = _kernels.quantile_bins(draws, 10)
+    bo = binning.quantile_bins(draws, 10)
     lw = np.where(draws[0] < 50, 0.0, -np.inf)[None]  # no weight in the upper bins
-    eps, _ = _kernels.epsilon_from_log_weights(lw, bo, smoothing=0.0)
+    eps, _ = binning.epsilon_from_log_weights(lw, bo, smoothing=0.0)
     assert np.isinf(eps[0, 0])
-    eps_s, _ = _kernels.epsilon_from_log_weights(lw, bo, smoothing=0.01)
+    eps_s, _ = binning.epsilon_from_log_weights(lw, bo, smoothing=0.01)
     # smoothed: log((0 + a) / (S + B a)) vs log((10 + a) / (S + B a)), a = 0.01 -> log(1001)
     np.testing.assert_allclose(eps_s[0, 0], np.log(10.01 / 0.01), rtol=1e-12)
 
 
 def test_weights_sample_mismatch(rng):
-    bo = _kernels.quantile_bins(rng.normal(size=(1, 100)), 5)
+    bo = binning.quantile_bins(rng.normal(size=(1, 100)), 5)
     with pytest.raises(ValueError, match="samples"):
-        _kernels.epsilon_from_log_weights(np.zeros((1, 99)), bo)
+        binning.epsilon_from_log_weights(np.zeros((1, 99)), bo)
 
 
 TRANSFORMS = {
@@ -129,19 +129,19 @@ def test_monotone_transform_invariance(seed, bins, scale, transform):
     rng = np.random.default_rng(seed)
     draws = rng.normal(size=(1, 2000))
     lw = rng.normal(scale=scale, size=(3, 2000)) + draws[0]
-    eps, _ = _kernels.epsilon_from_log_weights(lw, _kernels.quantile_bins(draws, bins))
+    eps, _ = binning.epsilon_from_log_weights(lw, binning.quantile_bins(draws, bins))
     moved = TRANSFORMS[transform](draws)
-    eps_t, _ = _kernels.epsilon_from_log_weights(lw, _kernels.quantile_bins(moved, bins))
+    eps_t, _ = binning.epsilon_from_log_weights(lw, binning.quantile_bins(moved, bins))
     np.testing.assert_allclose(eps_t, eps, rtol=1e-12, atol=1e-12)
 
 
 def test_unsmoothed_from_the_same_pass(rng):
     draws = rng.normal(size=(2, 3000))
     lw = rng.normal(scale=2.0, size=(5, 3000)) + 3 * draws[0]
-    bo = _kernels.quantile_bins(draws, 50)
-    eps, argbin, eps0 = _kernels.epsilon_from_log_weights(lw, bo, 0.5, with_unsmoothed=True)
-    ref, ref_bin = _kernels.epsilon_from_log_weights(lw, bo, 0.5)
-    ref0, _ = _kernels.epsilon_from_log_weights(lw, bo, 0.0)
+    bo = binning.quantile_bins(draws, 50)
+    eps, argbin, eps0 = binning.epsilon_from_log_weights(lw, bo, 0.5, with_unsmoothed=True)
+    ref, ref_bin = binning.epsilon_from_log_weights(lw, bo, 0.5)
+    ref0, _ = binning.epsilon_from_log_weights(lw, bo, 0.0)
     np.testing.assert_array_equal(eps, ref)
     np.testing.assert_array_equal(argbin, ref_bin)
     np.testing.assert_allclose(eps0, ref0, rtol=1e-12)

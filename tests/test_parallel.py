@@ -1,11 +1,11 @@
-"""Tests of the executor layer pymc_edp._parallel.map_tasks."""
+"""Tests of the executor layer pymc_edp.base.parallel.map_tasks."""
 
 import concurrent.futures as cf
 import time
 
 import pytest
 
-from pymc_edp._parallel import map_tasks, progress_bar, resolve_n_workers
+from pymc_edp.base.parallel import map_tasks, progress_bar, resolve_n_workers
 
 
 def _square(x):

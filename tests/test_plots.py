@@ -8,7 +8,7 @@ import xarray as xr
 from matplotlib.colors import to_hex
 
 import pymc_edp as edp
-from pymc_edp._compat import from_dict
+from pymc_edp.model.compat import from_dict
 from pymc_edp.plots import KHAT_COLORS, khat_class, plot_pointwise_epsilon
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pymc_edp._compat import ARVIZ_1, PSIS_TAIL_RULE, stack_psislw
-from pymc_edp._psis import (
+from pymc_edp.model.compat import ARVIZ_1, PSIS_TAIL_RULE, stack_psislw
+from pymc_edp.base.psis import (
     _dot_scaled,
     _exp_parts,
     _heapsort_values,

@@ -6,7 +6,7 @@ import pytest
 
 import pymc_edp as edp
 from pymc_edp import conjugate, refit
-from pymc_edp._compat import get_group, make_container, set_group
+from pymc_edp.model.compat import get_group, make_container, set_group
 
 SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
 REFIT_KW = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 7, "progressbar": False}
@@ -644,7 +644,7 @@ def test_refit_tasks_hold_changes_not_full_data():
     """A task keeps its neighbour's rows only; full pm.Data vectors appear when it runs."""
     import xarray as xr
 
-    from pymc_edp.weights import LogLikelihood, Neighbours
+    from pymc_edp.model.loglik import LogLikelihood, Neighbours
 
     ll = LogLikelihood.from_dataset(
         xr.Dataset(

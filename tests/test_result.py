@@ -5,7 +5,7 @@ from scipy import stats
 
 import pymc_edp as edp
 from pymc_edp import EDPResult
-from pymc_edp._compat import from_dict
+from pymc_edp.model.compat import from_dict
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 import pymc_edp as edp
-from pymc_edp._compat import from_dict, has_group
+from pymc_edp.model.compat import from_dict, has_group
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
 from pymc_edp.result import EDPWarning
 from pymc_edp.tuning import (
@@ -285,15 +285,15 @@ def test_confirmation_refits_and_its_mcse(rng):
     assert 0 < res.mcse < 0.1
     # the bootstrap recomputes the pooled refit estimate exactly as the audit made it
     ratios = _removal_log_ratios(res.audit, res.idata, model, None, None)
-    from pymc_edp import _kernels
+    from pymc_edp.base import binning
 
-    bins = _kernels.quantile_bins(res.audit.draws.values, 10)
+    bins = binning.quantile_bins(res.audit.draws.values, 10)
     labels = res.audit.pointwise["neighbour"].values
     k = int(np.argmax(res.audit.pointwise["epsilon"].values))
     pm.set_data({"sigma0": res.value}, model=model)
     rd, _ = _refit_draws(res.audit, labels[k])
     lr = ratios(k, res.audit.refits[labels[k]]["posterior"])
-    eps_pooled = _kernels.refit_epsilon(rd, bins, 0.01, *lr)[0].max()
+    eps_pooled = binning.refit_epsilon(rd, bins, 0.01, *lr)[0].max()
     assert eps_pooled == pytest.approx(res.epsilon, rel=1e-6)
 
 

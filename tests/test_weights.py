@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pymc_edp._compat import stack_psislw
-from pymc_edp.weights import LogLikelihood, Neighbours, iter_log_weights, relative_efficiency
+from pymc_edp.model.compat import stack_psislw
+from pymc_edp.model.loglik import LogLikelihood, Neighbours, iter_log_weights, relative_efficiency
 
 
 def loglik_dataset(rng, n_chains=2, n_draws=500):

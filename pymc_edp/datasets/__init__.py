@@ -80,7 +80,7 @@ def load_eight_schools():
 
     Examples
     --------
-    >>> from pymc_edp._compat import get_group
+    >>> from pymc_edp.model.compat import get_group
     >>> from pymc_edp.datasets import load_eight_schools
     >>> idata = load_eight_schools()
     >>> dict(get_group(idata, "posterior").sizes)
@@ -90,7 +90,7 @@ def load_eight_schools():
     """
     import xarray as xr
 
-    from pymc_edp._compat import make_container
+    from pymc_edp.model.compat import make_container
 
     with dataset_path("eight_schools.npz").open("rb") as fh, np.load(fh) as npz:
         arrays = {k: npz[k] for k in npz.files}

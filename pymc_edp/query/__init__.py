@@ -130,7 +130,7 @@ def query_edp(
     random_seed : int, optional
         Seeds randomised queries and Monte Carlo integration.
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client
-        Where the query evaluations run (see :func:`pymc_edp._parallel.map_tasks`).
+        Where the query evaluations run (see :func:`pymc_edp.base.parallel.map_tasks`).
     progressbar : bool, default True
     **profile_kwargs
         More options of :func:`privacy_profile` (``kernels``, ``adaptivity``, ``folds``,

@@ -23,7 +23,7 @@ import pandas as pd
 import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
-from pymc_edp._parallel import progress_bar
+from pymc_edp.base.parallel import progress_bar
 from pymc_edp.query._kernels import (
     bottleneck_distance,
     hausdorff_distance,

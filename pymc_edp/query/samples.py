@@ -2,7 +2,7 @@
 
 :func:`query_samples` evaluates a query on every database ``X^j`` and on every ``X^j_i``
 (database ``j`` with individual ``i``'s rows removed), serially, on a process pool or on dask
-(:func:`pymc_edp._parallel.map_tasks`), or in one pass per database for queries with a
+(:func:`pymc_edp.base.parallel.map_tasks`), or in one pass per database for queries with a
 ``leave_one_out`` method (:mod:`pymc_edp.query.queries`). The result is an
 :class:`xarray.Dataset` that the density and privacy steps consume and that round-trips to
 netCDF, so the expensive part never has to be run twice.
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp._parallel import map_tasks, resolve_n_workers
+from pymc_edp.base.parallel import map_tasks, resolve_n_workers
 
 __all__ = ["as_databases", "query_samples"]
 
@@ -215,7 +215,7 @@ def query_samples(
         random stream. This leaves both distributions unchanged but couples the two samples,
         which makes the estimated difference much less noisy.
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client
-        Where to run the query evaluations; see :func:`pymc_edp._parallel.map_tasks`.
+        Where to run the query evaluations; see :func:`pymc_edp.base.parallel.map_tasks`.
     chunk_size : int, optional
         Individuals per task (default: all of a database's individuals in one task when
         serial, about four tasks per worker otherwise).

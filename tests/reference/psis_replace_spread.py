@@ -20,8 +20,8 @@ Run: python tests/reference/psis_replace_spread.py
 
 import numpy as np
 
-from pymc_edp import _kernels
-from pymc_edp._psis import psislw
+from pymc_edp.base import binning
+from pymc_edp.base.psis import psislw
 
 TABLE2_X1 = {5: 2.16, 10: 2.49, 20: 2.97}
 
@@ -36,8 +36,8 @@ def main() -> None:
             lw = np.stack([np.log1p(-p) - np.log(p), np.log(p) - np.log1p(-p)])
             smoothed, _ = psislw(lw, 1.0)
             for b in TABLE2_X1:
-                bins = _kernels.quantile_bins(p[None], b)
-                eps, _ = _kernels.epsilon_from_log_weights(smoothed, bins, 0.01)
+                bins = binning.quantile_bins(p[None], b)
+                eps, _ = binning.epsilon_from_log_weights(smoothed, bins, 0.01)
                 errs[b].append(eps.max() / TABLE2_X1[b] - 1)
         for b in TABLE2_X1:
             a = np.asarray(errs[b])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from pymc_edp._compat import compute_log_likelihood, get_group, has_group
+from pymc_edp.model.compat import compute_log_likelihood, get_group, has_group
 
 __all__ = [
     "check_model",

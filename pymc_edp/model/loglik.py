@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp._compat import PSIS_TAIL_RULE, ess
-from pymc_edp._psis import psislw
+from pymc_edp.model.compat import PSIS_TAIL_RULE, ess
+from pymc_edp.base.psis import psislw
 
 __all__ = [
     "LogLikelihood",

@@ -75,7 +75,7 @@ def stack_versions() -> dict[str, str]:
 
     Examples
     --------
-    >>> from pymc_edp._compat import stack_versions
+    >>> from pymc_edp.model.compat import stack_versions
     >>> sorted(stack_versions())
     ['arviz', 'numpy', 'pymc', 'pytensor', 'xarray']
     """
@@ -124,7 +124,7 @@ def group_names(data) -> list[str]:
     Examples
     --------
     >>> import numpy as np, xarray as xr
-    >>> from pymc_edp._compat import group_names
+    >>> from pymc_edp.model.compat import group_names
     >>> dt = xr.DataTree.from_dict(
     ...     {"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 3)))})})
     >>> group_names(dt)
@@ -235,7 +235,7 @@ def from_dict(groups: Mapping[str, Mapping], *, coords=None, dims=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_edp._compat import from_dict, get_group
+    >>> from pymc_edp.model.compat import from_dict, get_group
     >>> data = from_dict({"posterior": {"mu": np.zeros((2, 5))}})
     >>> dict(get_group(data, "posterior").sizes)
     {'chain': 2, 'draw': 5}

@@ -438,7 +438,7 @@ def psis_tail_length(n_samples: int, reff: float = 1.0, rule: str = "arviz") -> 
 
     Examples
     --------
-    >>> from pymc_edp._psis import psis_tail_length
+    >>> from pymc_edp.base.psis import psis_tail_length
     >>> psis_tail_length(4000), psis_tail_length(4000, rule="arviz_stats")
     (190, 189)
     """
@@ -527,7 +527,7 @@ def psislw(
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_edp._psis import psislw
+    >>> from pymc_edp.base.psis import psislw
     >>> lw = np.random.default_rng(0).standard_t(3, size=(5, 1000))
     >>> smoothed, khat = psislw(lw)
     >>> smoothed.shape, khat.shape
@@ -594,7 +594,7 @@ def khat_threshold(n_samples: int) -> float:
 
     Examples
     --------
-    >>> from pymc_edp._psis import khat_threshold
+    >>> from pymc_edp.base.psis import khat_threshold
     >>> khat_threshold(4000)
     0.7
     >>> round(khat_threshold(100), 6)
