@@ -146,7 +146,7 @@ def test_install_does_not_downgrade_the_stack(tmp_path):
     import json
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     report = tmp_path / "report.json"
     cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet"]
     cmd += ["--report", str(report), str(root)]
