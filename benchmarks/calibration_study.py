@@ -22,7 +22,7 @@ Estimators, per replication:
   ``InferenceData``, through ``pymc_edp.audit(method="psis")`` (Pareto-smoothed
   reweighting), then ``EDPResult.curve`` for all B from the stored weights. Reported with
   smoothing 0 (the reweighting never leaves a bin empty) and with the audit's default 0.01;
-  our EMI is ``EDPResult.emi`` (split-half, M/2 draws per half); at M = 10,000 also the mean
+  our EMI is ``EDPResult.emi()`` (split-half, M/2 draws per half); at M = 10,000 also the mean
   Monte-Carlo standard error and the coverage of the nominal 90% interval.
 
 Usage::

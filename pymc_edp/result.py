@@ -9,35 +9,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pymc_edp import diagnostics, plots
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, EDPWarning
 from pymc_edp.model.compat import get_group, group_names
 
-__all__ = ["EDPResult", "EDPWarning"]
-
-NEIGHBOUR_DIM = "neighbour"
-PARAMETER_DIM = "parameter"
-SAMPLE_DIM = "sample"
+__all__ = ["AUDIT_GROUP", "EDPResult", "EDPWarning"]
 #: Default name of the audit's group in a DataTree (:meth:`EDPResult.to_datatree`).
 AUDIT_GROUP = "edp_audit"
 
-
-class EDPWarning(UserWarning):
-    """A diagnostic that makes an epsilon less trustworthy (bad k-hat, few draws, ...).
-
-    Examples
-    --------
-    Diagnostics are issued as ``EDPWarning``; they can be recorded, silenced or turned into
-    errors with :mod:`warnings`:
-
-    >>> import warnings
-    >>> import pymc_edp as edp
-    >>> issubclass(edp.EDPWarning, UserWarning)
-    True
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     warnings.warn("k-hat above the threshold", edp.EDPWarning)
-    >>> [w.category.__name__ for w in caught]
-    ['EDPWarning']
-    """
 
 
 def _tuple_or_none(value):
@@ -154,6 +133,15 @@ class EDPResult:
     refits: object | None = field(default=None, repr=False, compare=False)
     mc_interval90: tuple | None = field(default=None, compare=False)
     noise_floor: float | None = field(default=None, compare=False)
+    random_seed: int | None = field(default=None, compare=False)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memo(self) -> dict:
+        """What diagnostics computed from this result (bins, influence functions), for reuse.
+
+        Not saved, not compared; a result made with :func:`dataclasses.replace` starts empty.
+        """
+        return self._memo
 
     # ------------------------------------------------------------------ views
     @property
@@ -561,7 +549,6 @@ class EDPResult:
             return cls.from_dataset(ds.load())
 
     # ------------------------------------------------- diagnostics (pymc_edp.diagnostics)
-    @property
     def mcse(self) -> xr.Dataset:
         """Monte-Carlo standard error of epsilon and of every per-record epsilon.
 
@@ -573,15 +560,13 @@ class EDPResult:
         >>> import pymc_edp as edp
         >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
-        >>> se = res.mcse
+        >>> se = res.mcse()
         >>> round(float(se["epsilon"]), 2)
         0.07
         >>> se["epsilon_i"].dims
         ('neighbour',)
         """
-        from pymc_edp.diagnostics import epsilon_mcse
-
-        return epsilon_mcse(self)
+        return diagnostics.epsilon_mcse(self)
 
     def interval(self, prob: float = 0.9) -> xr.Dataset:
         """Monte-Carlo interval of epsilon and of every per-record epsilon.
@@ -609,11 +594,8 @@ class EDPResult:
         >>> iv["epsilon_i"].dims
         ('neighbour', 'interval')
         """
-        from pymc_edp.diagnostics import epsilon_interval
+        return diagnostics.epsilon_interval(self, prob)
 
-        return epsilon_interval(self, prob)
-
-    @property
     def emi(self) -> xr.Dataset:
         """Abowd's empirical measure of imprecision; warns when epsilon is within 2 EMI of 0.
 
@@ -625,17 +607,14 @@ class EDPResult:
         >>> import pymc_edp as edp
         >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
-        >>> em = res.emi
+        >>> em = res.emi()
         >>> round(float(em["emi"]), 2)
         0.27
         >>> res.epsilon > 2 * float(em["emi"])  # clearly above the noise floor: no warning
         True
         """
-        from pymc_edp.diagnostics import emi
+        return diagnostics.emi(self)
 
-        return emi(self)
-
-    @property
     def empty_bins(self) -> xr.Dataset:
         """Bins receiving no (or under one draw's) weight, per parameter, and the smoothing.
 
@@ -647,13 +626,11 @@ class EDPResult:
         >>> import pymc_edp as edp
         >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
-        >>> eb = res.empty_bins
+        >>> eb = res.empty_bins()
         >>> int(eb["n_empty"].sum()), int(eb["n_under_one_draw"].sum())
         (0, 0)
         """
-        from pymc_edp.diagnostics import empty_bins
-
-        return empty_bins(self)
+        return diagnostics.empty_bins(self)
 
     def smoothing_sensitivity(
         self, smoothing: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1, 1.0)
@@ -680,11 +657,8 @@ class EDPResult:
         >>> eps.round(3).values.tolist()
         [0.75..., 0.75..., 0.751]
         """
-        from pymc_edp.diagnostics import smoothing_sensitivity
+        return diagnostics.smoothing_sensitivity(self, smoothing)
 
-        return smoothing_sensitivity(self, smoothing)
-
-    @property
     def continuous_limit(self) -> xr.Dataset:
         """The ``B -> inf`` reference: largest ``|log density ratio|`` over the draws.
 
@@ -696,15 +670,13 @@ class EDPResult:
         >>> import pymc_edp as edp
         >>> idata = load_eight_schools()
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
-        >>> lim = res.continuous_limit
+        >>> lim = res.continuous_limit()
         >>> bool(lim["epsilon_inf"] >= res.epsilon)
         True
         >>> bool(lim["diverges"])  # normal posteriors: the log density ratio is unbounded
         True
         """
-        from pymc_edp.diagnostics import continuous_limit
-
-        return continuous_limit(self)
+        return diagnostics.continuous_limit(self)
 
     def curve(
         self, bins: tuple[int, ...] = (5, 10, 20, 50, 100, 250), prob: float | None = 0.9
@@ -734,9 +706,7 @@ class EDPResult:
         >>> eps["upper"].dims
         ('bins',)
         """
-        from pymc_edp.diagnostics import epsilon_curve
-
-        return epsilon_curve(self, bins, prob=prob)
+        return diagnostics.epsilon_curve(self, bins, prob=prob)
 
     def delta_profile(self, epsilons, targets=None) -> xr.Dataset:
         """Bin-free (eps, delta) profile: ``delta_i``, ``delta`` and total risk ``delta_star``.
@@ -767,9 +737,7 @@ class EDPResult:
         >>> round(float(prof["epsilon_delta"][0]), 2)
         1.87
         """
-        from pymc_edp.diagnostics import delta_profile
-
-        return delta_profile(self, epsilons, targets=targets)
+        return diagnostics.delta_profile(self, epsilons, targets=targets)
 
     def bin_log_ratios(self, neighbour=None) -> xr.DataArray:
         """Bin log ratios of one neighbour (default the worst), over (parameter, bin).
@@ -788,9 +756,7 @@ class EDPResult:
         >>> round(float(abs(lr).max()), 3)
         0.75...
         """
-        from pymc_edp.diagnostics import bin_log_ratios
-
-        return bin_log_ratios(self, neighbour)
+        return diagnostics.bin_log_ratios(self, neighbour)
 
     def diagnose(self, prob: float = 0.9) -> str:
         """Plain-language report of how far to trust epsilon.
@@ -809,9 +775,7 @@ class EDPResult:
         >>> "EMI" in report
         True
         """
-        from pymc_edp.diagnostics import diagnose
-
-        return diagnose(self, prob)
+        return diagnostics.diagnose(self, prob)
 
     def plot_curve(self, **kwargs):
         """Epsilon against B with error bars; see :func:`pymc_edp.plots.plot_epsilon_curve`.
@@ -830,9 +794,7 @@ class EDPResult:
         'B-EDP ε against the number of bins'
         >>> plt.close(ax.figure)
         """
-        from pymc_edp.plots import plot_epsilon_curve
-
-        return plot_epsilon_curve(self, **kwargs)
+        return plots.plot_epsilon_curve(self, **kwargs)
 
     def plot_intervals(self, **kwargs):
         """Per-record epsilon with intervals; see :func:`pymc_edp.plots.plot_epsilon_intervals`.
@@ -851,9 +813,7 @@ class EDPResult:
         'Per-record ε with 90% Monte-Carlo intervals (B = 10)'
         >>> plt.close(ax.figure)
         """
-        from pymc_edp.plots import plot_epsilon_intervals
-
-        return plot_epsilon_intervals(self, **kwargs)
+        return plots.plot_epsilon_intervals(self, **kwargs)
 
     def plot_bin_log_ratios(self, neighbour=None, **kwargs):
         """Bin log-ratio heatmap; see :func:`pymc_edp.plots.plot_bin_log_ratios`.
@@ -872,9 +832,7 @@ class EDPResult:
         "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
         >>> plt.close(ax.figure)
         """
-        from pymc_edp.plots import plot_bin_log_ratios
-
-        return plot_bin_log_ratios(self, neighbour, **kwargs)
+        return plots.plot_bin_log_ratios(self, neighbour, **kwargs)
 
     def plot_neighbour_posterior(self, neighbour=None, parameter=None, **kwargs):
         """Full vs neighbour posterior; see :func:`pymc_edp.plots.plot_neighbour_posterior`.
@@ -893,9 +851,7 @@ class EDPResult:
         'mu'
         >>> plt.close(ax.figure)
         """
-        from pymc_edp.plots import plot_neighbour_posterior
-
-        return plot_neighbour_posterior(self, neighbour, parameter, **kwargs)
+        return plots.plot_neighbour_posterior(self, neighbour, parameter, **kwargs)
 
     def plot_delta_profile(self, epsilons=None, **kwargs):
         """(eps, delta) and delta* curves; see :func:`pymc_edp.plots.plot_delta_profile`.
@@ -914,6 +870,4 @@ class EDPResult:
         ('Bin-free (ε, δ) profile', 'log')
         >>> plt.close(ax.figure)
         """
-        from pymc_edp.plots import plot_delta_profile
-
-        return plot_delta_profile(self, epsilons, **kwargs)
+        return plots.plot_delta_profile(self, epsilons, **kwargs)

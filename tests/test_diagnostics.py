@@ -129,7 +129,7 @@ def test_hockey_stick_kernel_matches_quadrature(rng):
 # -------------------------------------------------------------------- Monte-Carlo error
 def test_mcse_and_interval_shapes(nn_result):
     res = nn_result
-    se = res.mcse
+    se = res.mcse()
     iv = res.interval(0.9)
     assert se["epsilon_i"].dims == ("neighbour",)
     assert iv["epsilon_i"].dims == ("neighbour", "interval")
@@ -141,14 +141,14 @@ def test_mcse_and_interval_shapes(nn_result):
     assert np.all(iv["epsilon_i"].sel(interval="upper") >= iv["estimate_i"])
     wider = res.interval(0.99)["epsilon"].values
     assert wider[0] < lo and wider[1] > hi
-    assert res.mcse is not se  # a fresh Dataset, from the cached arrays
+    assert res.mcse() is not se  # a fresh Dataset, from the cached arrays
     assert float(se["epsilon"]) > 0
 
 
 def test_mcse_needs_weights():
     res = _normal_audit(_normal_draws(np.random.default_rng(1), 1, 1000), store_weights=False)
     with pytest.raises(ValueError, match="store_weights=True"):
-        res.mcse  # noqa: B018
+        res.mcse()  # noqa: B018
 
 
 @pytest.mark.slow
@@ -181,12 +181,12 @@ def test_emi_and_empty_bins_table2_setting(bb_model):
     res = _bb_audit(bb_model, np.random.default_rng(2013))
     exact = beta_binomial_edp(5, 0, 0.5, 0.5, 20)
     assert abs(res.epsilon - exact) < 0.3  # MCSE is ~0.1 here
-    em = res.emi  # epsilon = 6.8 is far above the EMI: no warning
+    em = res.emi()  # epsilon = 6.8 is far above the EMI: no warning
     assert em.attrs["n_draws"] == 5000
     # counts of 5,000 independent draws in 20 bins: relative s.d. of a bin's count ratio
     # sqrt(2 * 0.95 / 250) = 0.087 (both halves noisy); the max over 20 bins is 1-4 s.d.
     assert 0.087 <= float(em["emi"]) <= 0.35
-    eb = res.empty_bins
+    eb = res.empty_bins()
     # reweighting: every bin holds 500 draws with positive weight, so none is empty ...
     assert int(eb["n_empty"].sum()) == 0
     # ... but the lowest bin has a neighbour ratio e^-6.8: 500 * 0.0011 = 0.56 draws' worth
@@ -203,7 +203,7 @@ def test_emi_warns_when_epsilon_within_two_emi():
     m1, s1 = normal_normal_posterior(y, SIGMA, MU0, SIGMA0)
     res = _normal_audit(m1 + s1 * rng.normal(size=(1, 2000)), y=y)
     with pytest.warns(edp.EDPWarning, match="not clearly above the noise floor"):
-        em = res.emi
+        em = res.emi()
     assert res.epsilon <= 2 * float(em["emi"])
     assert "within 2 EMI" in em.attrs["message"]
 
@@ -219,7 +219,7 @@ def test_zero_smoothing_infinite_is_announced(rng):
     assert any("k-hat" in m for m in messages)
     # the audit itself says that alpha = 0 would be infinite (not silently smoothed)
     assert any("without smoothing epsilon would be infinite" in m for m in messages)
-    eb = res.empty_bins
+    eb = res.empty_bins()
     assert int(eb["n_empty"].sum()) > 0
     with pytest.warns(edp.EDPWarning, match="smoothing = 0 gives an infinite epsilon"):
         sens = res.smoothing_sensitivity((0.0, 0.01))
@@ -251,7 +251,7 @@ def test_continuous_limit_bounded_ratio(rng):
     ll = np.log(p)[..., None]
     idata = from_dict({"posterior": {"p": p}, "log_likelihood": {"y": ll}})
     res = edp.audit(idata, var_names="p", bins=20, method="psis", progressbar=False)
-    lim = res.continuous_limit
+    lim = res.continuous_limit()
     expected = np.log(5.0 * 0.6 / np.log(4.0))
     # the self-normalised E[1/p] has relative error ~0.3% at 20,000 draws
     assert float(lim["epsilon_inf"]) == pytest.approx(expected, abs=0.01)
@@ -317,15 +317,15 @@ def test_several_parameters_and_chains(rng):
     )
     res = edp.audit(idata, bins=10, method="psis", progressbar=False)
     assert res.parameters.sizes["parameter"] == 3
-    se = res.mcse
+    se = res.mcse()
     np.testing.assert_allclose(se["estimate_i"], res.pointwise["epsilon"], rtol=1e-12)
     assert np.all(np.isfinite(se["epsilon_i"])) and np.all(se["ess_i"] > 0)
     iv = res.interval()
     assert iv["epsilon"].values[0] <= res.epsilon <= iv["epsilon"].values[1]
-    assert res.emi["emi_parameter"].sizes["parameter"] == 3
-    assert set(res.empty_bins["var_name"].values) == {"beta", "sigma"}
+    assert res.emi()["emi_parameter"].sizes["parameter"] == 3
+    assert set(res.empty_bins()["var_name"].values) == {"beta", "sigma"}
     curve = res.curve(bins=[5, 10, 20])
     assert curve.sel(bins=10).item() == pytest.approx(res.epsilon, rel=1e-12)
     # the joint density ratio bounds every marginal's B-EDP
-    assert float(res.continuous_limit["epsilon_inf"]) >= curve.max()
+    assert float(res.continuous_limit()["epsilon_inf"]) >= curve.max()
     assert res.bin_log_ratios().sizes == {"parameter": 3, "bin": 10}

@@ -1,0 +1,91 @@
+"""Names, warning class and sizes shared by every layer of :mod:`pymc_edp`."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "CHUNK_BYTES",
+    "MIN_DRAWS_PER_BIN",
+    "NEIGHBOUR_DIM",
+    "PARAMETER_DIM",
+    "SAMPLE_DIM",
+    "EDPWarning",
+    "chunk_slices",
+    "resolve_seed",
+    "rows_per_chunk",
+]
+
+NEIGHBOUR_DIM = "neighbour"
+PARAMETER_DIM = "parameter"
+SAMPLE_DIM = "sample"
+
+#: Fewer draws per bin than this leave the bin probabilities mostly noise.
+MIN_DRAWS_PER_BIN = 10
+#: Working memory of one chunk of ``(rows, draws)`` float64 arrays.
+CHUNK_BYTES = 32 * 2**20
+
+
+class EDPWarning(UserWarning):
+    """A diagnostic that makes an epsilon less trustworthy (bad k-hat, few draws, ...).
+
+    Examples
+    --------
+    Diagnostics are issued as ``EDPWarning``; they can be recorded, silenced or turned into
+    errors with :mod:`warnings`:
+
+    >>> import warnings
+    >>> import pymc_edp as edp
+    >>> issubclass(edp.EDPWarning, UserWarning)
+    True
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("k-hat above the threshold", edp.EDPWarning)
+    >>> [w.category.__name__ for w in caught]
+    ['EDPWarning']
+    """
+
+
+def rows_per_chunk(n_samples: int, factor: int = 1) -> int:
+    """Rows of ``n_samples`` float64 values (times ``factor`` arrays) in :data:`CHUNK_BYTES`."""
+    return max(1, CHUNK_BYTES // (8 * max(1, int(n_samples)) * max(1, int(factor))))
+
+
+def chunk_slices(n: int, n_samples: int, factor: int = 1):
+    """Slices of ``range(n)`` of :func:`rows_per_chunk` rows each."""
+    size = rows_per_chunk(n_samples, factor)
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+def resolve_seed(random_seed) -> int:
+    """The integer seed a run actually uses, so that it can be recorded and repeated.
+
+    ``None`` draws fresh entropy (as ``pm.sample`` does); an integer is used as it is; a
+    :class:`numpy.random.Generator` (or ``RandomState``) gives the next integer it draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.base.common import resolve_seed
+    >>> resolve_seed(7)
+    7
+    >>> resolve_seed(np.random.default_rng(0)) == resolve_seed(np.random.default_rng(0))
+    True
+    """
+    if random_seed is None:
+        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+    if isinstance(random_seed, np.random.Generator):
+        return int(random_seed.integers(2**31 - 1))
+    if isinstance(random_seed, np.random.RandomState):
+        return int(random_seed.randint(2**31 - 1))
+    if isinstance(random_seed, bool) or not isinstance(random_seed, numbers.Integral):
+        raise TypeError(
+            "random_seed must be None, an integer or a numpy.random.Generator, got "
+            f"{type(random_seed).__name__} {random_seed!r}"
+        )
+    if random_seed < 0:
+        raise ValueError(f"random_seed must be >= 0, got {random_seed!r}")
+    return int(random_seed)

@@ -1,0 +1,59 @@
+"""Argument checks with messages that say what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["check_choice", "check_int", "check_probability", "check_real"]
+
+
+def check_choice(value, name: str, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``, else a :class:`ValueError` naming them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def check_int(value, name: str, minimum: int | None = None, *, allow_none: bool = False):
+    """``value`` as an ``int`` (``>= minimum``); booleans and non-integers are refused."""
+    if value is None and allow_none:
+        return None
+    ok = not isinstance(value, bool) and isinstance(value, numbers.Integral)
+    if not ok and isinstance(value, numbers.Real) and float(value).is_integer():
+        ok = not isinstance(value, bool)
+    if not ok or (minimum is not None and value < minimum):
+        bound = "" if minimum is None else f" >= {minimum}"
+        raise ValueError(f"{name} must be an integer{bound}, got {value!r}")
+    return int(value)
+
+
+def check_real(
+    value,
+    name: str,
+    *,
+    minimum: float | None = None,
+    positive: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """``value`` as a ``float``: finite (unless ``allow_inf``), ``>= minimum``, ``> 0``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    v = float(value)
+    bad = np.isnan(v) or (not allow_inf and not np.isfinite(v))
+    bad = bad or (minimum is not None and v < minimum) or (positive and not v > 0)
+    if bad:
+        what = "finite " if not allow_inf else ""
+        bound = " > 0" if positive else f" >= {minimum}" if minimum is not None else ""
+        raise ValueError(f"{name} must be a {what}number{bound}, got {value!r}")
+    return v
+
+
+def check_probability(value, name: str = "prob") -> float:
+    """``value`` as a ``float`` in the open interval (0, 1)."""
+    v = check_real(value, name)
+    if not 0 < v < 1:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return v

@@ -1,0 +1,65 @@
+"""How far to trust an EDP audit: Monte-Carlo error, imprecision, bins and the bin-free view.
+
+Every function takes an :class:`~pymc_edp.result.EDPResult` that kept its importance weights
+(``audit(..., store_weights=True)``, the default) and returns xarray objects; the
+:class:`~pymc_edp.result.EDPResult` methods ``mcse``, ``interval``, ``emi``, ``empty_bins``,
+``curve``, ``delta_profile``, ... are thin wrappers around them. The numerical work is in
+:mod:`pymc_edp.base` (plain NumPy/numba, sample axis last).
+
+What is computed, and why:
+
+* **Monte-Carlo standard error and interval** of epsilon and of every per-record
+  ``epsilon_i`` (:func:`epsilon_mcse`, :func:`epsilon_interval`): a delta-method error from
+  the influence function of the reweighted bin probability, *including the randomness of the
+  quantile cut points*, scaled by the effective sample size of that influence series, so
+  MCMC autocorrelation is accounted for. The interval of a maximum is the maximum of the
+  intervals of its leading candidates.
+* **EMI**, Abowd's empirical measure of imprecision (:func:`emi`): the procedure with D in
+  place of the neighbour, on independent draws (bins from the first half of every chain,
+  counts from the second half).
+* **Empty bins and smoothing** (:func:`empty_bins`, :func:`smoothing_sensitivity`).
+* **eps(B)** (:func:`epsilon_curve`) from the stored weights, no refitting, with the
+  continuous limit ``B -> inf`` (:func:`continuous_limit`) as its reference.
+* **The (eps, delta) profile** (:func:`delta_profile`): ``delta_i(eps)``, ``delta(eps)``,
+  total risk ``delta*(eps)`` from the weights, without bins and without density estimates.
+
+Neighbours refitted exactly (``pointwise["method"] == "refit"``) keep their Pareto-smoothed
+importance weights in ``log_weights``; everything here is computed from those weights, so for
+refitted neighbours it describes the *reweighting* estimate, not the refit one (flagged in
+the outputs).
+
+References
+----------
+.. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+   Privacy." Journal of Privacy and Confidentiality 7(3), 2017.
+.. [2] Abowd, J. M., Schneider, M. J. and Vilhuber, L. "Differential privacy applications to
+   Bayesian and linear mixed model estimation." Journal of Privacy and Confidentiality 5(1),
+   2013.
+.. [3] Burchard, P., Daoud, A. and Dotterrer, D. "Empirical Differential Privacy."
+   arXiv:2001.09190, 2020.
+.. [4] Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C.
+   "Rank-normalization, folding, and localization: an improved R-hat for assessing
+   convergence of MCMC." Bayesian Analysis 16(2), 2021.
+.. [5] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. "Pareto smoothed
+   importance sampling." Journal of Machine Learning Research 25(72), 2024.
+"""
+
+from pymc_edp.diagnostics.curve import DEFAULT_CURVE_BINS, continuous_limit, epsilon_curve
+from pymc_edp.diagnostics.imprecision import emi, empty_bins, smoothing_sensitivity
+from pymc_edp.diagnostics.profile import delta_profile
+from pymc_edp.diagnostics.report import bin_log_ratios, diagnose
+from pymc_edp.diagnostics.uncertainty import epsilon_interval, epsilon_mcse
+
+__all__ = [
+    "DEFAULT_CURVE_BINS",
+    "bin_log_ratios",
+    "continuous_limit",
+    "delta_profile",
+    "diagnose",
+    "emi",
+    "empty_bins",
+    "epsilon_curve",
+    "epsilon_interval",
+    "epsilon_mcse",
+    "smoothing_sensitivity",
+]

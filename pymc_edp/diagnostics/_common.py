@@ -1,0 +1,79 @@
+"""What every diagnostic reads from a result: weights, draws and bins, computed once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pymc_edp.base import binning
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
+from pymc_edp.base.validate import check_probability
+
+if TYPE_CHECKING:
+    from pymc_edp.result import EDPResult
+
+#: (parameter, bin) pairs per neighbour whose intervals enter the interval of the maximum.
+DEFAULT_CANDIDATES = 5
+INTERVAL_DIM = "interval"
+
+
+def weights_of(result: EDPResult) -> np.ndarray:
+    """The audit's smoothed log-weights ``(neighbour, sample)``, or a clear error."""
+    if result.log_weights is None:
+        raise ValueError(
+            "this diagnostic needs the importance weights of the audit, which were not kept: "
+            "rerun edp.audit(..., store_weights=True) (the default). Results read back with "
+            "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)."
+        )
+    lw = result.log_weights.transpose(NEIGHBOUR_DIM, ...).values
+    return np.asarray(lw, dtype=float)
+
+
+def draws_of(result: EDPResult) -> np.ndarray:
+    """The full-data draws ``(parameter, sample)`` the bins were cut from."""
+    if result.draws is None:
+        raise ValueError(
+            "this diagnostic needs the full-data draws the bins were cut from "
+            "(result.draws), which this result does not carry"
+        )
+    return np.asarray(result.draws.transpose(PARAMETER_DIM, ...).values, dtype=float)
+
+
+def bins_of(result: EDPResult, n_bins: int) -> binning.Bins:
+    """``n_bins`` equal-probability bins of the full-data draws (computed once per result)."""
+    memo = result.memo()
+    key = ("bins", int(n_bins))
+    if key not in memo:
+        memo[key] = binning.quantile_bins(draws_of(result), int(n_bins))
+    return memo[key]
+
+
+def order_of(result: EDPResult) -> np.ndarray:
+    """``argsort`` of every parameter's full-data draws (computed once per result)."""
+    memo = result.memo()
+    if "order" not in memo:
+        memo["order"] = np.argsort(draws_of(result), axis=1, kind="stable")
+    return memo["order"]
+
+
+def neighbour_coords(result: EDPResult) -> dict:
+    return {NEIGHBOUR_DIM: result.pointwise[NEIGHBOUR_DIM].values}
+
+
+def refitted(result: EDPResult) -> np.ndarray:
+    """True for the neighbours whose epsilon came from a refit."""
+    if "method" in result.pointwise:
+        return np.asarray(result.pointwise["method"].values).astype(str) == "refit"
+    return np.zeros(result.pointwise.sizes[NEIGHBOUR_DIM], dtype=bool)
+
+
+def scalar(value):
+    return value.item() if hasattr(value, "item") else value
+
+
+def z_value(prob: float) -> float:
+    """The standard normal quantile of a central interval of probability ``prob``."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + check_probability(prob) / 2))

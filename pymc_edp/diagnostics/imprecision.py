@@ -1,0 +1,275 @@
+"""Abowd's empirical measure of imprecision (EMI), empty bins and the smoothing constant."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.base import binning
+from pymc_edp.base.common import (
+    PARAMETER_DIM,
+    EDPWarning,
+    chunk_slices,
+)
+from pymc_edp.diagnostics._common import (
+    bins_of,
+    draws_of,
+    refitted,
+    weights_of,
+)
+
+if TYPE_CHECKING:
+    from pymc_edp.result import EDPResult
+
+
+def emi(result: EDPResult, *, bins: int | None = None, warn: bool = True) -> xr.Dataset:
+    """Abowd's empirical measure of imprecision, with a warning when epsilon is not above it.
+
+    The EDP procedure run with the full data D in place of the neighbour, on independent
+    draws: the bins are cut from the first half of every chain and the bin probabilities of
+    "D" are the counts of the second halves (Charest & Han, sec. 4). The true value is 0, so
+    what comes out is the noise floor of counting ``S / 2`` independent draws. It is the
+    imprecision of the *refit* procedure at ``M = S / 2``; the reweighting estimate is far
+    more precise (use :func:`epsilon_interval` for its error), and Charest & Han show a small
+    EMI does not imply an accurate epsilon. A single independent set is used; Abowd et al.
+    take the maximum over n such sets (one per neighbour), which is larger.
+
+    Parameters
+    ----------
+    result : EDPResult
+    bins : int, optional
+        Number of bins; default the audit's.
+    warn : bool, default True
+        Issue an :class:`~pymc_edp.result.EDPWarning` when ``epsilon <= 2 EMI``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``emi`` (scalar, the maximum over parameters), ``emi_parameter`` (``parameter``);
+        attributes ``n_draws`` (draws per half), ``bins``, ``smoothing``, ``epsilon`` and
+        ``message`` (empty when epsilon is clearly above the EMI).
+
+    References
+    ----------
+    .. [1] Abowd, J. M., Schneider, M. J. and Vilhuber, L. (2013), Journal of Privacy and
+       Confidentiality 5(1).
+    .. [2] Charest, A.-S. and Han, Y. (2017), Journal of Privacy and Confidentiality 7(3),
+       sec. 4, Tables 3-4.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> idata = load_eight_schools()
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> em = edp.diagnostics.emi(res, warn=False)
+    >>> round(float(em["emi"]), 2), em.attrs["n_draws"]
+    (0.27, 1000)
+    >>> em.attrs["message"]  # empty: epsilon is clearly above 2 EMI
+    ''
+    """
+    cache = result.memo()
+    n_bins = result.bins if bins is None else int(bins)
+    key = ("emi", n_bins)
+    if key not in cache:
+        draws = draws_of(result)
+        n_par, n_samples = draws.shape
+        n_chains = max(int(result.n_chains), 1)
+        per_chain = n_samples // n_chains
+        half = per_chain // 2
+        if half < 2:
+            raise ValueError("too few draws per chain to split them in two halves")
+        starts = np.arange(n_chains) * per_chain
+        first = (starts[:, None] + np.arange(half)[None, :]).ravel()
+        second = (starts[:, None] + per_chain - half + np.arange(half)[None, :]).ravel()
+        cut = binning.quantile_bins(draws[:, first], n_bins)
+        idx = binning.assign_bins(draws[:, second], cut)
+        out = np.empty(n_par)
+        alpha = result.smoothing
+        for p in range(n_par):
+            nb = int(cut.n_bins[p])
+            c1 = cut.counts[p, :nb].astype(float)
+            c2 = np.bincount(idx[p], minlength=nb)[:nb].astype(float)
+            m = float(first.size)
+            with np.errstate(divide="ignore"):
+                d = np.abs(
+                    np.log(c2 + alpha)
+                    - np.log(m + nb * alpha)
+                    - np.log(c1 + alpha)
+                    + np.log(m + nb * alpha)
+                )
+            out[p] = d.max()
+        value = float(out.max())
+        message = ""
+        if not result.epsilon > 2 * value and n_bins == result.bins:
+            message = (
+                f"epsilon = {result.epsilon:.3g} is not clearly above the noise floor: the "
+                f"empirical measure of imprecision (the same procedure with the data compared "
+                f"to itself, true value 0) is {value:.3g}, and epsilon is within 2 EMI of "
+                "zero. By Abowd's criterion epsilon cannot be told apart from Monte-Carlo "
+                "noise at this number of draws and bins: check result.interval() for the "
+                "estimate's own error, and draw more samples or use fewer bins before "
+                "quoting it."
+            )
+        cache[key] = xr.Dataset(
+            {"emi": ((), value), "emi_parameter": (PARAMETER_DIM, out)},
+            coords={PARAMETER_DIM: result.parameters[PARAMETER_DIM].values},
+            attrs={
+                "n_draws": int(first.size),
+                "bins": n_bins,
+                "smoothing": alpha,
+                "epsilon": result.epsilon,
+                "message": message,
+            },
+        )
+    ds = cache[key]
+    if warn and ds.attrs["message"]:
+        warnings.warn(ds.attrs["message"], EDPWarning, stacklevel=3)
+    return ds
+
+
+# ------------------------------------------------------------ empty bins, smoothing
+def empty_bins(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
+    """Bins that receive no (or almost no) weight under a neighbour, per parameter.
+
+    A bin whose neighbour probability estimate is zero makes the raw (``smoothing=0``)
+    epsilon infinite; Charest & Han met this constantly with counts of independent draws and
+    added ``alpha = 0.01`` draws to every bin. With reweighting every bin holds ``S / B``
+    full-data draws with positive weight, so exact zeros only come from weights underflowing;
+    bins with less than one draw's worth of weight are where the smoothing constant starts
+    to matter.
+
+    Parameters
+    ----------
+    result : EDPResult
+    bins : int, optional
+        Number of bins; default the audit's.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``parameter``: ``n_empty`` ((neighbour, bin) pairs with zero weight),
+        ``n_under_one_draw`` (weight below one draw, ``S m_j < 1``),
+        ``neighbours_with_empty`` and the coordinate ``var_name``; attributes
+        ``smoothing``, ``bins``, ``n_pairs`` (neighbours x bins per parameter) and
+        ``refit_neighbours`` (their counts come from the reweighting estimate).
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> idata = load_eight_schools()
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> eb = edp.diagnostics.empty_bins(res)
+    >>> eb["n_empty"].values.tolist(), eb["n_under_one_draw"].values.tolist()
+    ([0], [0])
+    >>> eb.attrs["bins"]
+    10
+    """
+    n_bins = result.bins if bins is None else int(bins)
+    lw = weights_of(result)
+    b = bins_of(result, n_bins)
+    n, n_samples = lw.shape
+    n_par = b.counts.shape[0]
+    empty = np.zeros(n_par, dtype=np.int64)
+    sparse = np.zeros(n_par, dtype=np.int64)
+    nb_empty = np.zeros(n_par, dtype=np.int64)
+    valid = np.arange(b.counts.shape[1])[None, :] < b.n_bins[:, None]
+    for sl in chunk_slices(n, n_samples, factor=2):
+        mass = binning.bin_probabilities(lw[sl], b) * n_samples
+        zero = (mass <= 0) & valid
+        empty += zero.sum(axis=(0, 2))
+        sparse += ((mass < 1) & valid).sum(axis=(0, 2))
+        nb_empty += zero.any(axis=2).sum(axis=0)
+    return xr.Dataset(
+        {
+            "n_empty": (PARAMETER_DIM, empty),
+            "n_under_one_draw": (PARAMETER_DIM, sparse),
+            "neighbours_with_empty": (PARAMETER_DIM, nb_empty),
+        },
+        coords={
+            PARAMETER_DIM: result.parameters[PARAMETER_DIM].values,
+            "var_name": (PARAMETER_DIM, result.parameters["var_name"].values),
+        },
+        attrs={
+            "smoothing": result.smoothing,
+            "bins": n_bins,
+            "n_pairs": n * b.n_bins,
+            "refit_neighbours": int(refitted(result).sum()),
+        },
+    )
+
+
+def smoothing_sensitivity(
+    result: EDPResult,
+    smoothing: Sequence[float] = (0.0, 0.001, 0.01, 0.1, 1.0),
+    *,
+    bins: int | None = None,
+) -> xr.DataArray:
+    """Epsilon recomputed from the stored weights for several additive smoothing constants.
+
+    ``smoothing = 0`` is the raw estimator: infinite as soon as one bin of one neighbour
+    receives no weight. Rather than return ``inf`` silently this warns
+    (:class:`~pymc_edp.result.EDPWarning`) with the number of such bins.
+
+    Parameters
+    ----------
+    result : EDPResult
+    smoothing : sequence of float, default (0, 0.001, 0.01, 0.1, 1)
+        Additive constants in units of draws.
+    bins : int, optional
+        Number of bins; default the audit's.
+
+    Returns
+    -------
+    xarray.DataArray
+        Epsilon over ``smoothing``; attributes ``bins``, ``audit_smoothing``.
+
+    References
+    ----------
+    .. [1] Charest, A.-S. and Han, Y. (2017), sec. 4 (additive smoothing, alpha = 0.01).
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> idata = load_eight_schools()
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> eps = edp.diagnostics.smoothing_sensitivity(res, (0.0, 0.01, 1.0))
+    >>> eps.round(3).values.tolist()
+    [0.75..., 0.75..., 0.751]
+    >>> eps.attrs["audit_smoothing"]
+    0.01
+    """
+    n_bins = result.bins if bins is None else int(bins)
+    lw = weights_of(result)
+    b = bins_of(result, n_bins)
+    values = np.asarray(smoothing, dtype=float)
+    if np.any(values < 0) or not np.all(np.isfinite(values)):
+        raise ValueError("smoothing values must be finite and >= 0")
+    out = np.full(values.size, -np.inf)
+    for sl in chunk_slices(lw.shape[0], lw.shape[1], factor=2):
+        for a, alpha in enumerate(values):
+            e, _ = binning.epsilon_from_log_weights(lw[sl], b, alpha)
+            out[a] = max(out[a], float(e.max()))
+    if np.any(np.isinf(out)):
+        n_empty = int(empty_bins(result, bins=n_bins)["n_empty"].sum())
+        warnings.warn(
+            f"smoothing = 0 gives an infinite epsilon: {n_empty} (neighbour, bin) pair(s) "
+            "receive no weight at all, and log(0) is -inf. The infinity says nothing about "
+            "the posterior, only that the bin was empty in this sample; keep a positive "
+            "smoothing constant (Charest & Han use 0.01) or use fewer bins.",
+            EDPWarning,
+            stacklevel=3,
+        )
+    return xr.DataArray(
+        out,
+        dims=("smoothing",),
+        coords={"smoothing": values},
+        name="epsilon",
+        attrs={"bins": n_bins, "audit_smoothing": result.smoothing},
+    )
