@@ -92,12 +92,9 @@ def main(argv=None) -> None:
             var_names="beta",
             bins=20,
             method="refit",
-            draws=1000,
-            tune=1000,
-            chains=2,
             random_seed=3,
             progressbar=False,
-            max_refits=max_refits,
+            refit=edp.RefitOptions(draws=1000, tune=1000, chains=2, max_refits=max_refits),
         )
         return res, time.perf_counter() - t0
 
@@ -150,12 +147,9 @@ def main(argv=None) -> None:
                 var_names="beta",
                 bins=20,
                 method="refit",
-                draws=1000,
-                tune=1000,
-                chains=2,
                 random_seed=3,
                 progressbar=False,
-                executor=client,
+                refit=edp.RefitOptions(draws=1000, tune=1000, chains=2, executor=client),
             )
             dask_s = time.perf_counter() - t0
         same = np.array_equal(dist.pointwise["epsilon"].values, res.pointwise["epsilon"].values)

@@ -71,10 +71,20 @@ def main() -> None:
                     idata, model, bins=b, method="psis", neighbour=relation, progressbar=False
                 ).epsilon
                 pooled = edp.audit(
-                    idata, model, bins=b, method="refit", checkpoint=ckpt, **kw
+                    idata,
+                    model,
+                    bins=b,
+                    method="refit",
+                    **kw,
+                    refit=edp.RefitOptions(checkpoint=ckpt),
                 ).epsilon
                 raw = edp.audit(
-                    idata, model, bins=b, method="refit", estimator="raw", checkpoint=ckpt, **kw
+                    idata,
+                    model,
+                    bins=b,
+                    method="refit",
+                    **kw,
+                    refit=edp.RefitOptions(estimator="raw", checkpoint=ckpt),
                 ).epsilon
 
                 def cell(v, exact=exact):

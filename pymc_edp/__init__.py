@@ -3,24 +3,47 @@
 ``pymc_edp.audit(idata)`` answers "if one record were removed or changed, how far would this
 posterior move?" as a B-EDP epsilon with its diagnostics. EDP is a sensitivity measure of the
 posterior, not a differential-privacy guarantee (Charest & Han, 2017).
+
+The package is layered; each layer imports only the ones below it:
+
+* :mod:`pymc_edp.base` -- NumPy/numba kernels (bins and epsilon, PSIS, MCSE, hockey-stick);
+* :mod:`pymc_edp.model` -- PyMC and ArviZ glue (log-likelihood, neighbours, stack
+  differences), and the exact references :mod:`pymc_edp.conjugate`, :mod:`pymc_edp.calibration`;
+* :mod:`pymc_edp.refit` -- exact refits; :mod:`pymc_edp.risk` -- disclosure risk;
+* :mod:`pymc_edp.diagnostics`, then :mod:`pymc_edp.plots`;
+* :class:`EDPResult` and :mod:`pymc_edp.query`;
+* :func:`audit`, then :func:`tune_prior`, then the command line.
 """
 
 from pymc_edp.model.compat import import_arviz
 
 import_arviz()
 
-from pymc_edp import calibration, conjugate, diagnostics, plots, query, refit, risk, tuning  # noqa: E402
-from pymc_edp.audit import PerRecord, audit  # noqa: E402
-from pymc_edp.result import EDPResult, EDPWarning  # noqa: E402
-from pymc_edp.tuning import PriorTuningResult, tune_prior  # noqa: E402
+from pymc_edp import (  # noqa: E402
+    calibration,
+    conjugate,
+    diagnostics,
+    plots,
+    query,
+    refit,
+    risk,
+    tuning,
+)
+from pymc_edp.auditing import PerRecord, audit  # noqa: E402
+from pymc_edp.base.common import EDPWarning  # noqa: E402
+from pymc_edp.refit.options import RefitOptions  # noqa: E402
+from pymc_edp.result import EDPResult  # noqa: E402
+from pymc_edp.tuning import PriorTuningResult, SearchOptions, tune_prior  # noqa: E402
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "EDPResult",
     "EDPWarning",
     "PerRecord",
     "PriorTuningResult",
+    "RefitOptions",
+    "SearchOptions",
     "__version__",
     "audit",
     "calibration",

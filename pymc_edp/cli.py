@@ -407,10 +407,9 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
             neighbour="remove",
             random_seed=args.seed,
             progressbar=progress,
-            draws=args.draws,
-            tune=tune,
-            chains=args.chains,
-            engine=sampler,
+            refit=edp.RefitOptions(
+                draws=args.draws, tune=tune, chains=args.chains, engine=sampler
+            ),
         )
         interval = res.interval(0.9)["epsilon"].values if res.log_weights is not None else None
     say(f"Audited {res.n_neighbours} neighbours in {time.perf_counter() - start:.1f} s")

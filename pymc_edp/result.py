@@ -13,10 +13,16 @@ from pymc_edp import diagnostics, plots
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, EDPWarning
 from pymc_edp.model.compat import get_group, group_names
 
-__all__ = ["AUDIT_GROUP", "EDPResult", "EDPWarning"]
+__all__ = [
+    "AUDIT_GROUP",
+    "NEIGHBOUR_DIM",
+    "PARAMETER_DIM",
+    "SAMPLE_DIM",
+    "EDPResult",
+    "EDPWarning",
+]
 #: Default name of the audit's group in a DataTree (:meth:`EDPResult.to_datatree`).
 AUDIT_GROUP = "edp_audit"
-
 
 
 def _tuple_or_none(value):
@@ -50,8 +56,9 @@ class EDPResult:
         Over dimension ``neighbour`` (and ``parameter``): ``epsilon`` (max over parameters),
         ``epsilon_parameter``, ``pareto_k``, ``worst_parameter``, ``worst_bin``, ``n_rows``,
         ``observed``, ``method`` (``"psis"`` or ``"refit"``), ``status`` (of a refit:
-        ``"ok"``, ``"diverged: ..."``, ``"error: ..."``) and, for ``neighbour="replace"``,
-        ``worst_replacement``.
+        ``"ok"``, ``"diverged: ..."``, ``"error: ..."``), ``refit_mcse`` (Monte-Carlo
+        standard error of a refit's estimate; NaN for reweighted neighbours) and, for
+        ``neighbour="replace"``, ``worst_replacement``.
     parameters : xarray.Dataset
         Over dimension ``parameter`` (one scalar element of a posterior variable):
         ``epsilon``, ``worst_neighbour``, ``worst_bin``, ``n_bins`` (effective B after merging
@@ -140,6 +147,16 @@ class EDPResult:
         """What diagnostics computed from this result (bins, influence functions), for reuse.
 
         Not saved, not compared; a result made with :func:`dataclasses.replace` starts empty.
+
+        Examples
+        --------
+        >>> from pymc_edp.datasets import load_eight_schools
+        >>> import pymc_edp as edp
+        >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
+        ...                 progressbar=False)
+        >>> _ = res.mcse()  # computes the bins' influence functions once ...
+        >>> sorted(k[0] if isinstance(k, tuple) else k for k in res.memo())
+        ['bins', 'order', 'uncertainty']
         """
         return self._memo
 

@@ -182,10 +182,38 @@ def test_dirichlet_build_model_runs_the_mechanism(rng):
 # ---------------------------------------------------------------------------------------
 # Laplace mechanism
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("epsilon", "sensitivity"), [(0.1, 1.0), (2.0, 17 / 6), (5.0, 0.3)])
-def test_laplace_scale_and_epsilon(epsilon, sensitivity):
+LAPLACE_CASES = [(0.1, 1.0), (2.0, 17 / 6), (5.0, 0.3)]
+
+
+@pytest.mark.parametrize(("epsilon", "sensitivity"), LAPLACE_CASES)
+def test_laplace_privacy_loss_at_calibrated_scale_is_epsilon(epsilon, sensitivity):
+    # The privacy loss of releasing t, log p(t | f(x)) - log p(t | f(x')), for neighbouring
+    # query values one sensitivity apart, evaluated with scipy's Laplace at the calibrated
+    # scale: it must stay within [-eps, eps] and reach eps (so the scale is not loose).
     mech = laplace_mechanism(epsilon, sensitivity)
-    assert mech.scale == pytest.approx(sensitivity / epsilon, rel=1e-15)
+    f_x, f_x2 = 1.7, 1.7 + sensitivity
+    b = mech.scale
+    t = np.concatenate([np.linspace(f_x - 10 * b, f_x2 + 10 * b, 2001), [f_x, f_x2]])
+    loss = stats.laplace.logpdf(t, f_x, b) - stats.laplace.logpdf(t, f_x2, b)
+    assert np.max(np.abs(loss)) == pytest.approx(epsilon, rel=EPS_RTOL)
+    assert np.all(np.abs(loss) <= epsilon * (1 + EPS_RTOL))
+    # Reached by every output outside [f(x), f(x')]: -eps above, +eps below.
+    np.testing.assert_allclose(loss[t <= f_x], epsilon, rtol=EPS_RTOL)
+    np.testing.assert_allclose(loss[t >= f_x2], -epsilon, rtol=EPS_RTOL)
+    # DP bounds events, not only densities: the tail event {T > s} with s >= f(x') has
+    # probability ratio exactly e^eps, the largest any event can have.
+    s = f_x2 + np.array([0.0, 0.5, 3.0]) * b
+    log_ratio = stats.laplace.logsf(s, f_x2, b) - stats.laplace.logsf(s, f_x, b)
+    np.testing.assert_allclose(log_ratio, epsilon, rtol=EPS_RTOL)
+    # The mechanism's own density is that Laplace distribution.
+    np.testing.assert_allclose(
+        mech.log_density(t, f_x), stats.laplace.logpdf(t, f_x, b), rtol=1e-13, atol=1e-12
+    )
+
+
+@pytest.mark.parametrize(("epsilon", "sensitivity"), LAPLACE_CASES)
+def test_laplace_density_matrix_epsilon(epsilon, sensitivity):
+    mech = laplace_mechanism(epsilon, sensitivity)
     values = sensitivity * np.arange(4)  # neighbouring datasets: one sensitivity apart
     outputs = np.linspace(-10 * mech.scale, values[-1] + 10 * mech.scale, 2001)
     dens = mech.density_matrix(values, outputs, log=True)
@@ -238,10 +266,3 @@ def test_laplace_build_model(rng):
 def test_validation(call, match):
     with pytest.raises(ValueError, match=match):
         call()
-
-
-def test_results_are_frozen():
-    prior = beta_binomial_synthesizer_prior(1.0, 5)
-    with pytest.raises(AttributeError):
-        prior.alpha = 3.0
-    assert isinstance(prior.alpha, float) and isinstance(prior.n_synthetic, int)

@@ -10,7 +10,6 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from pymc_edp.model.compat import from_dict
 from pymc_edp.datasets import (
     DAYS_PER_YEAR,
     dataset_path,
@@ -18,6 +17,7 @@ from pymc_edp.datasets import (
     heart_transplant_provenance,
     load_heart_transplant,
 )
+from pymc_edp.model.compat import from_dict
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ import pymc_edp as edp
 from pymc_edp import diagnostics
 from pymc_edp.base import hockey
 from pymc_edp.base.mcse import ess_mean
-from pymc_edp.model.compat import ess, from_dict
 from pymc_edp.conjugate import beta_binomial_edp, normal_normal_edp, normal_normal_posterior
+from pymc_edp.model.compat import ess, from_dict
 
 # Charest & Han's Normal-Normal setting: sigma^2 = 5, prior N(10, 3), n = 100
 SIGMA, MU0, SIGMA0 = np.sqrt(5.0), 10.0, np.sqrt(3.0)
@@ -148,7 +148,7 @@ def test_mcse_and_interval_shapes(nn_result):
 def test_mcse_needs_weights():
     res = _normal_audit(_normal_draws(np.random.default_rng(1), 1, 1000), store_weights=False)
     with pytest.raises(ValueError, match="store_weights=True"):
-        res.mcse()  # noqa: B018
+        res.mcse()
 
 
 @pytest.mark.slow

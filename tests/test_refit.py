@@ -3,13 +3,24 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 
 import pymc_edp as edp
 from pymc_edp import conjugate, refit
 from pymc_edp.model.compat import get_group, make_container, set_group
+from pymc_edp.model.loglik import NonFactorisedError
 
 SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
-REFIT_KW = {"draws": 1000, "tune": 500, "chains": 2, "random_seed": 7, "progressbar": False}
+REFIT_OPTS = {"draws": 1000, "tune": 500, "chains": 2}
+SMALL_OPTS = {**REFIT_OPTS, "draws": 300, "tune": 300}
+
+
+def refit_kw(base=REFIT_OPTS, **opts):
+    """Audit keywords: refit options (``base`` updated by ``opts``), seed, no progress bar."""
+    return {"refit": edp.RefitOptions(**{**base, **opts}), "random_seed": 7, "progressbar": False}
+
+
+REFIT_KW = refit_kw()
 
 
 def sample(model, draws, chains=4, seed=1, **kw):
@@ -52,16 +63,18 @@ def test_normal_normal_refit_within_5_percent(normal30, normal30_refits, bins):
     idata, model, (y, sigma, mu0, sigma0) = normal30
     exact = conjugate.normal_normal_edp(y, sigma, mu0, sigma0, bins)
     res = edp.audit(
-        idata, model, bins=bins, method="refit", checkpoint=normal30_refits, **REFIT_KW
+        idata,
+        model,
+        bins=bins,
+        method="refit",
+        **refit_kw(checkpoint=normal30_refits),
     )
     raw = edp.audit(
         idata,
         model,
         bins=bins,
         method="refit",
-        estimator="raw",
-        checkpoint=normal30_refits,
-        **REFIT_KW,
+        **refit_kw(estimator="raw", checkpoint=normal30_refits),
     )
     assert set(res.pointwise["method"].values) == {"refit"}
     assert len(res.refits) == 30
@@ -97,8 +110,7 @@ def test_bernoulli_replace_refit(bernoulli_table2, bins, tmp_path_factory):
         bins=bins,
         method="refit",
         neighbour="replace",
-        checkpoint=tmp_path_factory.getbasetemp() / "bb",
-        **REFIT_KW,
+        **refit_kw(checkpoint=tmp_path_factory.getbasetemp() / "bb"),
     )
     exact = conjugate.beta_binomial_edp(5, 1, 0.5, 0.5, bins, neighbour="replace")
     assert res.epsilon == pytest.approx(exact, rel=0.05)
@@ -153,7 +165,7 @@ def test_pm_sample_with_nutpie_audited_end_to_end_with_refits():
         pm.compute_log_likelihood(idata, progressbar=False)
     container = type(make_container({}))
     assert isinstance(idata, container)
-    res = edp.audit(idata, model, bins=10, method="auto", engine="nutpie", **REFIT_KW)
+    res = edp.audit(idata, model, bins=10, method="auto", **refit_kw(engine="nutpie"))
     assert res.pointwise["pareto_k"].values[-1] > res.khat_threshold
     assert res.pointwise["method"].values[-1] == "refit"
     assert res.pointwise["status"].values[-1] == "ok"
@@ -168,7 +180,7 @@ def test_pm_sample_with_nutpie_audited_end_to_end_with_refits():
 def test_max_refits_leaves_the_rest_flagged(outlier_model):
     idata, model, _ = outlier_model
     with pytest.warns(edp.EDPWarning) as record:
-        res = edp.audit(idata, model, bins=10, method="refit", max_refits=0, **REFIT_KW)
+        res = edp.audit(idata, model, bins=10, method="refit", **refit_kw(max_refits=0))
     assert set(res.pointwise["method"].values) == {"psis"}
     messages = [str(w.message) for w in record]
     # the outlier stays flagged, and the budget names what it left to reweighting
@@ -205,8 +217,7 @@ def test_hierarchical_leave_one_group_out():
         bins=5,
         method="refit",
         groups="pupil_school",
-        sampler_kwargs={"target_accept": 0.99},
-        **REFIT_KW,
+        **refit_kw(sampler_kwargs={"target_accept": 0.99}),
     )
     assert list(res.pointwise["neighbour"].values) == coords["school"]
     np.testing.assert_array_equal(res.pointwise["n_rows"], 6)
@@ -259,16 +270,26 @@ def test_interrupted_audit_resumes(outlier_model, tmp_path, monkeypatch):
     monkeypatch.setattr(engine_cls, "sample", flaky)
     ckpt = tmp_path / "ckpt"
     with pytest.raises(KeyboardInterrupt):
-        edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **REFIT_KW)
+        edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(checkpoint=ckpt),
+        )
     assert len(list(ckpt.glob("refit_*.nc"))) == 7
     calls["n"] = 100  # no more interruptions; count the refits of the rerun
-    res = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **REFIT_KW)
+    res = edp.audit(idata, model, bins=5, method="refit", **refit_kw(checkpoint=ckpt))
     assert calls["n"] - 100 == 20 - 7
     np.testing.assert_array_equal(res.pointwise["epsilon"], reference.pointwise["epsilon"])
     # a different configuration is refused rather than mixed in
     with pytest.raises(ValueError, match="different audit"):
         edp.audit(
-            idata, model, bins=5, method="refit", checkpoint=ckpt, **{**REFIT_KW, "draws": 500}
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(draws=500, checkpoint=ckpt),
         )
 
 
@@ -310,7 +331,7 @@ def test_method_says_psis_when_no_refit_succeeded(outlier_model, monkeypatch):
 
 
 # ------------------------------------------------------- self-healing checkpoints
-SMALL_KW = {**REFIT_KW, "draws": 300, "tune": 300}
+SMALL_KW = refit_kw(SMALL_OPTS)
 
 
 @pytest.fixture(scope="module")
@@ -348,14 +369,26 @@ def test_damaged_checkpoint_heals_itself(normal10, tmp_path, monkeypatch):
     ckpt = tmp_path / "ckpt"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", edp.EDPWarning)
-        edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+        edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, checkpoint=ckpt),
+        )
     half, empty = ckpt / "refit_000002.nc", ckpt / "refit_000005.nc"
     half.write_bytes(half.read_bytes()[: half.stat().st_size // 2])
     empty.write_bytes(b"")
     (ckpt / "manifest.json").write_text('{"draws": 300, "tu')
     calls = _count_engine_calls(monkeypatch)
     with pytest.warns(edp.EDPWarning) as record:
-        res = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+        res = edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, checkpoint=ckpt),
+        )
     text = "\n".join(str(w.message) for w in record)
     assert "refit_000002.nc is damaged" in text and "refit_000005.nc is damaged" in text
     assert "manifest" in text and "manifest.json.damaged" in text
@@ -368,14 +401,24 @@ def test_damaged_checkpoint_heals_itself(normal10, tmp_path, monkeypatch):
     # healed: the next rerun restores everything silently
     with warnings.catch_warnings():
         warnings.simplefilter("error", edp.EDPWarning)
-        again = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+        again = edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, checkpoint=ckpt),
+        )
     assert calls["n"] == 2
     np.testing.assert_array_equal(again.pointwise["epsilon"], reference.pointwise["epsilon"])
     # with the manifest damaged again, refit files of another configuration are refused
     (ckpt / "manifest.json").write_text("garbage")
     with pytest.raises(ValueError, match="different audit"):
         edp.audit(
-            idata, model, bins=5, method="refit", checkpoint=ckpt, **{**SMALL_KW, "draws": 200}
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, draws=200, checkpoint=ckpt),
         )
     assert (ckpt / "manifest.json").read_text() == "garbage"  # nothing touched
 
@@ -423,12 +466,18 @@ def test_failed_refit_is_retried(normal10, tmp_path, monkeypatch):
     ckpt = tmp_path / "ckpt"
     calls = _count_engine_calls(monkeypatch, fail_once=3)
     with pytest.warns(edp.EDPWarning, match="1 refit.s. failed"):
-        first = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+        first = edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, checkpoint=ckpt),
+        )
     assert first.refits.status.loc[3, "status"] == "error"
     assert calls["n"] == 10
     # retry_failed=False keeps the saved failure
     config = json.loads((ckpt / "manifest.json").read_text())
-    tasks = [(k, k, None, refit.refit_seed(7, k)) for k in range(10)]
+    tasks = [refit.RefitTask(k, k, None, refit.refit_seed(7, k)) for k in range(10)]
 
     class Unused:
         def sample(self, data, seed):
@@ -444,7 +493,7 @@ def test_failed_refit_is_retried(normal10, tmp_path, monkeypatch):
     assert kept[3].status == "error" and kept[3].reason == "RuntimeError: worker lost"
     assert {kept[k].status for k in range(10) if k != 3} == {"ok"}
     # by default a rerun refits the failure, and it now succeeds
-    res = edp.audit(idata, model, bins=5, method="refit", checkpoint=ckpt, **SMALL_KW)
+    res = edp.audit(idata, model, bins=5, method="refit", **refit_kw(SMALL_OPTS, checkpoint=ckpt))
     assert calls["n"] == 11
     assert res.refits.status.loc[3, "status"] == "ok"
     assert set(res.pointwise["method"].values) == {"refit"}
@@ -469,7 +518,13 @@ def test_discrete_latent_variable_refits_with_pymc(caplog):
     assert set(res.pointwise["method"].values) == {"refit"}
     assert np.all(np.isfinite(res.pointwise["epsilon"]))
     with pytest.raises(ValueError, match="nutpie cannot sample discrete latent.*engine='pymc'"):
-        edp.audit(idata, model, bins=5, method="refit", engine="nutpie", **SMALL_KW)
+        edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, engine="nutpie"),
+        )
 
 
 @pytest.mark.slow
@@ -477,19 +532,23 @@ def test_discrete_latent_variable_refits_with_pymc(caplog):
 def test_pymc_engine_and_dask_give_the_same_result(outlier_model):
     distributed = pytest.importorskip("distributed")
     idata, model, _ = outlier_model
-    kw = {**REFIT_KW, "max_refits": 3}
+    kw = refit_kw(max_refits=3)
     serial = edp.audit(idata, model, bins=5, method="refit", **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # dask's own start-up chatter
         cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
         client = distributed.Client(cluster)
     try:
-        dist = edp.audit(idata, model, bins=5, method="refit", executor=client, **kw)
+        dist = edp.audit(
+            idata, model, bins=5, method="refit", **refit_kw(max_refits=3, executor=client)
+        )
     finally:
         client.close()
         cluster.close()
     np.testing.assert_array_equal(dist.pointwise["epsilon"], serial.pointwise["epsilon"])
-    pymc_engine = edp.audit(idata, model, bins=5, method="refit", engine="pymc", **kw)
+    pymc_engine = edp.audit(
+        idata, model, bins=5, method="refit", **refit_kw(max_refits=3, engine="pymc")
+    )
     # a different sampler: equal within Monte-Carlo error
     np.testing.assert_allclose(
         pymc_engine.pointwise["epsilon"], serial.pointwise["epsilon"], rtol=0.15
@@ -501,7 +560,7 @@ def test_neighbour_model_refuses_non_factorised():
     with pm.Model() as model:
         m = pm.Normal("m", 0, 1)
         pm.MvNormal("y", m * np.ones(4), np.eye(4) + 0.5, observed=np.zeros(4))
-    with pytest.raises(refit.NonFactorisedError, match="build_model"):
+    with pytest.raises(NonFactorisedError, match="build_model"):
         refit.neighbour_model(model)
 
 
@@ -521,9 +580,20 @@ def test_build_model_refits_a_non_factorised_model():
     with model:
         idata = pm.sample(1000, tune=500, chains=2, random_seed=2, **SAMPLE_KW)
     with pytest.raises(ValueError, match="method='psis' needs a factorised"):
-        edp.audit(idata, bins=5, method="psis", build_model=build_model, progressbar=False)
+        edp.audit(
+            idata,
+            bins=5,
+            method="psis",
+            progressbar=False,
+            refit=edp.RefitOptions(build_model=build_model),
+        )
     with pytest.warns(edp.EDPWarning, match="raw estimator"):
-        res = edp.audit(idata, bins=5, method="auto", build_model=build_model, **REFIT_KW)
+        res = edp.audit(
+            idata,
+            bins=5,
+            method="auto",
+            **refit_kw(build_model=build_model),
+        )
     assert res.n_neighbours == 8
     assert set(res.pointwise["method"].values) == {"refit"}
     # MvNormal with identity covariance is the Normal-Normal model in disguise
@@ -531,10 +601,28 @@ def test_build_model_refits_a_non_factorised_model():
     assert res.epsilon == pytest.approx(exact, rel=0.5)  # raw estimator, 2,000 draws
 
 
-def test_refit_seed_is_order_free():
-    assert refit.refit_seed(1, 5) == refit.refit_seed(1, 5)
-    assert refit.refit_seed(1, 5) != refit.refit_seed(1, 6)
-    assert refit.refit_seed(None, 5) == refit.refit_seed(0, 5)
+def test_refit_seeds_do_not_depend_on_order_or_resumption(tmp_path):
+    """Each refit samples with the seed of (audit seed, neighbour) whatever the run order."""
+
+    class Echo:  # a posterior that records the seed it was sampled with
+        def sample(self, data, seed):
+            return xr.Dataset({"mu": (("chain", "draw"), np.full((1, 2), float(seed)))}), 0
+
+    tasks = [refit.RefitTask(k, f"r{k}", None, refit.refit_seed(7, k)) for k in range(6)]
+    assert len({t.seed for t in tasks}) == 6
+    forward = refit.run_refits(Echo(), tasks, progressbar=False)
+    backward = refit.run_refits(Echo(), tasks[::-1], progressbar=False)
+    pooled = refit.run_refits(Echo(), tasks, executor=2, progressbar=False)
+    config = {"draws": 1}
+    refit.run_refits(Echo(), tasks[:3], checkpoint=refit.Checkpoint(tmp_path, config))
+    resumed = refit.run_refits(
+        Echo(), tasks[::-1], checkpoint=refit.Checkpoint(tmp_path, config), progressbar=False
+    )
+    for task in tasks:
+        k = task.index
+        for run in (forward, backward, pooled, resumed):
+            assert run[k].seed == task.seed
+            assert float(run[k].posterior["mu"][0, 0]) == float(task.seed)
 
 
 def test_neighbour_model_censored_likelihood():
@@ -574,10 +662,13 @@ def test_integer_data_and_step_settings(engine):
         model,
         bins=5,
         method="refit",
-        max_refits=2,
-        engine=engine,
-        sampler_kwargs={"target_accept": 0.9},
-        **{**REFIT_KW, "draws": 300, "tune": 300},
+        **refit_kw(
+            draws=300,
+            tune=300,
+            max_refits=2,
+            engine=engine,
+            sampler_kwargs={"target_accept": 0.9},
+        ),
     )
     refitted = res.pointwise["method"].values == "refit"
     assert refitted.sum() == 2
@@ -660,12 +751,12 @@ def test_refit_tasks_hold_changes_not_full_data():
     np.testing.assert_array_equal(changes["y1"][0], [2, 3])
     np.testing.assert_array_equal(changes["y2"][0], [1])
     np.testing.assert_array_equal(changes["y2"][1].ravel(), [-11.0])
-    maker = refit._NeighbourDataMaker(y, {"y1": (6,), "y2": (3,)})
+    maker = refit.NeighbourDataMaker(y, {"y1": (6,), "y2": (3,)})
     data = maker(1, 1, changes)
     np.testing.assert_array_equal(data["edp_dw_y1"], [0, 0, -1, -1, 0, 0])
     np.testing.assert_array_equal(data["edp_alt_y1"], [0, 1, -2, -3, 4, 5])
     np.testing.assert_array_equal(data["edp_v_y2"], [0, 1, 0])
-    removed = refit._NeighbourDataMaker(y, {"y1": (6,), "y2": (3,)}, builder=True)(
+    removed = refit.NeighbourDataMaker(y, {"y1": (6,), "y2": (3,)}, builder=True)(
         1, 1, refit.neighbour_changes(ll, nbs, 1, None)
     )
     np.testing.assert_array_equal(removed["y1"], [0, 1, 4, 5])

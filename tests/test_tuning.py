@@ -9,22 +9,15 @@ import pytest
 import xarray as xr
 
 import pymc_edp as edp
-from pymc_edp.model.compat import from_dict, has_group
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
+from pymc_edp.model.compat import from_dict, has_group
 from pymc_edp.result import EDPWarning
-from pymc_edp.tuning import (
-    LEAKAGE_CAVEAT,
-    PriorTuningResult,
-    _find_bracket,
-    _monotone,
-    _refit_draws,
-    _removal_log_ratios,
-    _root,
-    _Search,
-    _Trial,
-    bootstrap_epsilon_mcse,
-    tune_prior,
-)
+from pymc_edp.tuning import LEAKAGE_CAVEAT, PriorTuningResult, tune_prior
+from pymc_edp.tuning.search import Search as _Search
+from pymc_edp.tuning.search import Trial as _Trial
+from pymc_edp.tuning.search import find_bracket as _find_bracket
+from pymc_edp.tuning.search import monotone as _monotone
+from pymc_edp.tuning.search import root as _root
 
 SIGMA = math.sqrt(5.0)  # Charest & Han: y_i ~ N(10, sigma^2 = 5)
 MU0 = 10.0
@@ -120,7 +113,9 @@ def test_argument_validation(y100):
     with pytest.raises(ValueError, match="bracket"):
         tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, bracket=(0.5, 0.1))
     with pytest.raises(ValueError, match="method"):
-        tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, method="exact")
+        tune_prior(
+            model, hyperparameter="sigma0", target_epsilon=0.3, audit_kwargs=dict(method="exact")
+        )
     with pytest.raises(ValueError, match="initial"):
         tune_prior(build_model=lambda v: model, target_epsilon=0.3)
     with pm.Model() as int_model:
@@ -144,17 +139,18 @@ def _iid_normal_idata(y, sigma0, n_chains, n_draws, seed):
     return from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
 
 
-def test_bootstrap_mcse_matches_replicate_spread(y100):
+def test_mcse_matches_replicate_spread(y100):
     # 30 independent posteriors: the spread of their epsilons is the true MC error; its
     # estimate from 30 replicates has a relative standard error of about 13%, so the mean
-    # bootstrap MCSE must agree with it within a factor [0.6, 1.6] (about 3.5 SE).
+    # MCSE the tuner uses (the audit's own, res.mcse()) must agree with it within a factor
+    # [0.6, 1.6] (about 3.5 SE).
     eps, mcse = [], []
     for seed in range(30):
         res = edp.audit(
             _iid_normal_idata(y100, 0.12, 2, 1000, seed), method="psis", progressbar=False
         )
         eps.append(res.epsilon)
-        mcse.append(bootstrap_epsilon_mcse(res, n_bootstrap=60, random_seed=seed))
+        mcse.append(float(res.mcse()["epsilon"]))
     ratio = np.mean(mcse) / np.std(eps, ddof=1)
     assert 0.6 < ratio < 1.6
 
@@ -167,7 +163,7 @@ def test_epsilon_mcse_needs_weights(y100):
         store_weights=False,
     )
     with pytest.raises(ValueError, match="store_weights"):
-        bootstrap_epsilon_mcse(res)
+        res.mcse()
 
 
 # ---------------------------------------------------------------------- the Must-show
@@ -182,11 +178,10 @@ def test_tune_prior_normal_normal_meets_target_exactly(y100):
                 model,
                 hyperparameter="sigma0",
                 target_epsilon=target,
-                bins=20,
-                draws=2500,
-                tune=500,
                 random_seed=7,
                 progressbar=False,
+                audit_kwargs=dict(bins=20),
+                refit=edp.RefitOptions(draws=2500, tune=500),
             )
         assert isinstance(res, PriorTuningResult)
         exact = normal_normal_edp(y100, SIGMA, MU0, res.value, 20)
@@ -225,12 +220,11 @@ def test_tune_prior_concentration_direction_detected(y100):
             model,
             hyperparameter="tau0",
             target_epsilon=0.3,
-            draws=1500,
-            tune=500,
-            rtol=0.02,
-            method="psis",
             random_seed=3,
             progressbar=False,
+            refit=edp.RefitOptions(draws=1500, tune=500),
+            search=edp.SearchOptions(rtol=0.02),
+            audit_kwargs=dict(method="psis"),
         )
     assert res.direction == "decreasing"
     exact = normal_normal_edp(y100, SIGMA, MU0, 1.0 / math.sqrt(res.value), 20)
@@ -246,12 +240,11 @@ def test_tune_prior_builder_form_with_bracket(y100):
             initial=math.sqrt(3.0),
             target_epsilon=0.3,
             bracket=(0.08, 0.2),
-            draws=1500,
-            tune=500,
-            rtol=0.02,
-            method="psis",
             random_seed=5,
             progressbar=False,
+            refit=edp.RefitOptions(draws=1500, tune=500),
+            search=edp.SearchOptions(rtol=0.02),
+            audit_kwargs=dict(method="psis"),
         )
     assert res.hyperparameter is None
     assert 0.08 <= res.value <= 0.2
@@ -270,31 +263,23 @@ def test_confirmation_refits_and_its_mcse(rng):
             model,
             hyperparameter="sigma0",
             target_epsilon=0.5,
-            bins=10,
             bracket=(0.1, 1.0),
-            draws=1000,
-            tune=500,
-            rtol=0.03,
-            method="refit",
             random_seed=2,
             progressbar=False,
+            audit_kwargs=dict(bins=10, method="refit"),
+            refit=edp.RefitOptions(draws=1000, tune=500),
+            search=edp.SearchOptions(rtol=0.03),
         )
     assert set(res.audit.pointwise["method"].values) == {"refit"}
     exact = normal_normal_edp(y, SIGMA, MU0, res.value, 10)
     assert abs(res.epsilon - exact) < 4 * res.mcse + 0.01 * exact
     assert 0 < res.mcse < 0.1
-    # the bootstrap recomputes the pooled refit estimate exactly as the audit made it
-    ratios = _removal_log_ratios(res.audit, res.idata, model, None, None)
-    from pymc_edp.base import binning
-
-    bins = binning.quantile_bins(res.audit.draws.values, 10)
-    labels = res.audit.pointwise["neighbour"].values
-    k = int(np.argmax(res.audit.pointwise["epsilon"].values))
-    pm.set_data({"sigma0": res.value}, model=model)
-    rd, _ = _refit_draws(res.audit, labels[k])
-    lr = ratios(k, res.audit.refits[labels[k]]["posterior"])
-    eps_pooled = binning.refit_epsilon(rd, bins, 0.01, *lr)[0].max()
-    assert eps_pooled == pytest.approx(res.epsilon, rel=1e-6)
+    # one MCSE: the tuner reports the confirmation audit's own, here the refit estimate's
+    se = res.audit.mcse()
+    assert res.mcse == pytest.approx(float(se["epsilon"]), rel=1e-12)
+    worst = int(np.argmax(res.audit.pointwise["epsilon"].values))
+    assert bool(se["refit"][worst])
+    assert float(se["estimate_i"][worst]) == pytest.approx(res.epsilon)
 
 
 def test_result_summary_is_tabular():

@@ -6,8 +6,6 @@ Nothing here knows about PyMC or xarray: inputs are plain arrays of posterior dr
 
 References
 ----------
-References
-----------
 .. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
    Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (eq. 2 and sec. 4).
 .. [2] Abowd, J. M., Schneider, M. J. and Vilhuber, L. "Differential privacy applications to

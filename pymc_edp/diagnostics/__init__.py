@@ -24,9 +24,11 @@ What is computed, and why:
   total risk ``delta*(eps)`` from the weights, without bins and without density estimates.
 
 Neighbours refitted exactly (``pointwise["method"] == "refit"``) keep their Pareto-smoothed
-importance weights in ``log_weights``; everything here is computed from those weights, so for
-refitted neighbours it describes the *reweighting* estimate, not the refit one (flagged in
-the outputs).
+importance weights in ``log_weights``. Their Monte-Carlo error and interval at the audit's
+number of bins are those of the refit estimate, computed by the audit with the same delta
+method over the pooled (or refit) draws (``pointwise["refit_mcse"]``); everything else here
+(EMI, empty bins, eps(B), the (eps, delta) profile) is computed from the weights, so for
+refitted neighbours it describes the *reweighting* estimate (flagged in the outputs).
 
 References
 ----------

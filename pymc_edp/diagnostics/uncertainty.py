@@ -8,10 +8,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import (
-    NEIGHBOUR_DIM,
-    chunk_slices,
-)
+from pymc_edp.base.common import NEIGHBOUR_DIM, chunk_slices
 from pymc_edp.base.mcse import bin_log_ratio_se
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
@@ -88,16 +85,43 @@ def _abs_interval(log_ratio: np.ndarray, se: np.ndarray, z: float):
     return lower, upper
 
 
+def refit_errors(result: EDPResult) -> dict:
+    """``{neighbour index: (estimate, se)}`` of the refitted neighbours' own estimates.
+
+    The audit computes each refit's error with its estimate, by the same delta method
+    (:func:`pymc_edp.base.mcse.pooled_log_ratio_se` for the pooled estimator,
+    :func:`pymc_edp.base.mcse.refit_log_ratio_se` for the raw one), and keeps it in
+    ``pointwise["refit_mcse"]``.
+    """
+    if "refit_mcse" not in result.pointwise:
+        return {}
+    se = np.asarray(result.pointwise["refit_mcse"].values, dtype=float)
+    eps = np.asarray(result.pointwise["epsilon"].values, dtype=float)
+    rows = np.flatnonzero(refitted(result) & np.isfinite(se))
+    return {int(i): (float(eps[i]), float(se[i])) for i in rows}
+
+
 def summarise_errors(result: EDPResult, unc: dict, prob: float | None):
-    """Per-neighbour estimate, error, ESS and (with ``prob``) interval from the leading pairs."""
+    """Per-neighbour estimate, error, ESS and (with ``prob``) interval from the leading pairs.
+
+    At the audit's own number of bins, refitted neighbours take their refit estimate and
+    its error (:func:`refit_errors`) in place of the reweighting ones.
+    """
     lr, se = unc["log_ratio"], unc["se"]
     est = np.abs(lr[:, 0])
-    se_i = se[:, 0]
-    ess_i = unc["ess"][:, 0]
-    if prob is None:
-        return est, se_i, ess_i, None, None
-    lower, upper = _abs_interval(lr, se, z_value(prob))
-    return est, se_i, ess_i, np.nanmax(lower, axis=1), np.nanmax(upper, axis=1)
+    se_i = se[:, 0].copy()
+    ess_i = unc["ess"][:, 0].copy()
+    lower = upper = None
+    if prob is not None:
+        lower, upper = _abs_interval(lr, se, z_value(prob))
+        lower, upper = np.nanmax(lower, axis=1), np.nanmax(upper, axis=1)
+    if unc["n_bins"] == result.bins:
+        for i, (e, s) in refit_errors(result).items():
+            est[i], se_i[i], ess_i[i] = e, s, np.nan
+            if prob is not None:
+                z = z_value(prob)
+                lower[i], upper[i] = max(e - z * s, 0.0), e + z * s
+    return est, se_i, ess_i, lower, upper
 
 
 def epsilon_mcse(
@@ -128,10 +152,12 @@ def epsilon_mcse(
     -------
     xarray.Dataset
         ``epsilon`` (scalar) and ``epsilon_i`` (``neighbour``): standard errors;
-        ``estimate_i`` (the reweighting estimate they refer to), ``ess_i`` (effective
-        sample size of the leading pair's influence series), ``refit`` (True where the
-        audit's epsilon_i came from a refit, so the error describes the reweighting
-        estimate instead). Attributes ``bins``, ``estimate`` and ``worst_neighbour``.
+        ``estimate_i`` (the estimate they refer to), ``ess_i`` (effective sample size of
+        the leading pair's influence series), ``refit`` (True where the audit's epsilon_i
+        came from a refit: at the audit's bins its estimate and error are then the refit's,
+        ``pointwise["refit_mcse"]``, by the same delta method; at other bins they describe
+        the reweighting estimate). Attributes
+        ``bins``, ``estimate`` and ``worst_neighbour``.
 
     References
     ----------

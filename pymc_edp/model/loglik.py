@@ -21,21 +21,23 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
-from pymc_edp.model.compat import PSIS_TAIL_RULE, ess
+from pymc_edp.base.common import rows_per_chunk
 from pymc_edp.base.psis import psislw
+from pymc_edp.model.compat import PSIS_TAIL_RULE, ess
+from pymc_edp.model.neighbours import Neighbours
 
 __all__ = [
     "LogLikelihood",
     "Neighbours",
     "NonFactorisedError",
     "iter_log_weights",
+    "log_ratios",
     "posterior_matrix",
     "relative_efficiency",
 ]
@@ -187,6 +189,17 @@ class LogLikelihood:
         offsets = np.concatenate([[0], np.cumsum([a.shape[1] for a in arrays])]).astype(np.int64)
         return cls(tuple(names), tuple(arrays), offsets, xr.Dataset(data_vars))
 
+    @classmethod
+    def at_draws(cls, like: LogLikelihood, arrays: Sequence[np.ndarray]) -> LogLikelihood:
+        """The same records as ``like``, with values ``(S', n_rows_v)`` at other draws."""
+        arrays = tuple(np.asarray(a, dtype=np.float64) for a in arrays)
+        sizes = [a.shape[1] for a in arrays]
+        if sizes != list(np.diff(like.offsets)):
+            raise ValueError(
+                f"arrays have {sizes} rows per variable, expected {list(np.diff(like.offsets))}"
+            )
+        return cls(like.names, arrays, like.offsets, like.datasets)
+
     @property
     def n_samples(self) -> int:
         """Number of posterior draws (chains x draws)."""
@@ -223,114 +236,6 @@ class LogLikelihood:
             sel = var == v
             out[sel] = arrays[v][:, rows[sel] - self.offsets[v]].T
         return out
-
-
-@dataclass(frozen=True)
-class Neighbours:
-    """Which rows each neighbour dataset changes (compressed sparse rows).
-
-    Attributes
-    ----------
-    labels : ndarray
-        Coordinate value of each neighbour (record label or individual).
-    indptr, rows : ndarray
-        Neighbour ``k`` changes rows ``rows[indptr[k]:indptr[k + 1]]``.
-    observed : ndarray of str
-        Observed variable of each neighbour's first row (``"*"`` when a group spans several).
-    """
-
-    labels: np.ndarray
-    indptr: np.ndarray
-    rows: np.ndarray
-    observed: np.ndarray
-
-    def __len__(self) -> int:
-        return self.labels.size
-
-    @property
-    def n_rows(self) -> np.ndarray:
-        """Number of rows per neighbour."""
-        return np.diff(self.indptr)
-
-    @classmethod
-    def records(cls, ll: LogLikelihood) -> Neighbours:
-        """One neighbour per record (row)."""
-        n = ll.n_rows
-        observed = np.repeat(np.array(ll.names, dtype=object), np.diff(ll.offsets))
-        if len(ll.names) == 1 and len(ll.record_dims(ll.names[0])) == 1:
-            dim = ll.record_dims(ll.names[0])[0]
-            labels = np.asarray(ll.datasets[ll.names[0]][dim].values)
-        else:
-            labels = np.array(ll.row_labels(), dtype=object)
-        return cls(labels, np.arange(n + 1, dtype=np.int64), np.arange(n), observed)
-
-    @classmethod
-    def from_groups(cls, ll: LogLikelihood, groups) -> Neighbours:
-        """One neighbour per individual: all its rows in all observed variables.
-
-        Parameters
-        ----------
-        ll : LogLikelihood
-        groups : str, array_like or mapping
-            The name of a coordinate (or dimension) present on every observed variable's
-            record dimensions; or an array with one label per row (all observed variables
-            laid end to end); or a mapping ``{observed_name: labels}`` shaped like each
-            variable's records.
-        """
-        per_row = []
-        for name in ll.names:
-            da = ll.datasets[name]
-            rec_dims = ll.record_dims(name)
-            size = int(np.prod([da.sizes[d] for d in rec_dims]))
-            if isinstance(groups, str):
-                if groups not in da.coords:
-                    raise KeyError(
-                        f"groups={groups!r} is not a coordinate of log_likelihood variable "
-                        f"{name!r} (its coordinates: {list(da.coords)}). Pass the name of a "
-                        "coordinate that labels the individual of each record, or an array."
-                    )
-                coord = da[groups]
-                extra = [d for d in coord.dims if d not in rec_dims]
-                if extra:
-                    raise ValueError(f"coordinate {groups!r} spans non-record dims {extra}")
-                labels = coord.broadcast_like(da.isel(chain=0, draw=0, drop=True))
-                labels = labels.transpose(*rec_dims).values.ravel()
-            elif isinstance(groups, Mapping):
-                if name not in groups:
-                    raise KeyError(f"groups mapping has no entry for observed variable {name!r}")
-                labels = np.asarray(groups[name]).ravel()
-            else:
-                per_row = None
-                break
-            if labels.size != size:
-                raise ValueError(
-                    f"groups for {name!r} have {labels.size} labels but it has {size} records"
-                )
-            per_row.append(labels)
-        if per_row is None:
-            labels_all = np.asarray(groups).ravel()
-            if labels_all.size != ll.n_rows:
-                raise ValueError(
-                    f"groups has {labels_all.size} labels but the log-likelihood has "
-                    f"{ll.n_rows} records (all observed variables laid end to end)"
-                )
-        else:
-            labels_all = np.concatenate([np.asarray(p, dtype=object) for p in per_row])
-        if pd.isna(pd.Series(labels_all, dtype=object)).any():
-            raise ValueError("groups contain missing labels; every record needs an individual")
-        codes, uniques = pd.factorize(pd.Series(labels_all, dtype=object), sort=False)
-        order = np.argsort(codes, kind="stable")
-        counts = np.bincount(codes, minlength=len(uniques))
-        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        row_var = np.searchsorted(ll.offsets, order, side="right") - 1
-        observed = []
-        for k in range(len(uniques)):
-            vs = np.unique(row_var[indptr[k] : indptr[k + 1]])
-            observed.append(ll.names[vs[0]] if vs.size == 1 else "*")
-        labels = np.asarray(list(uniques))
-        if labels.dtype == object and all(isinstance(u, str) for u in labels):
-            labels = labels.astype(str)
-        return cls(labels, indptr, order.astype(np.int64), np.array(observed, dtype=object))
 
 
 def relative_efficiency(posterior: xr.Dataset) -> float:
@@ -406,30 +311,53 @@ def iter_log_weights(
     """
     n_samples = ll.n_samples
     if chunk_size is None:
-        chunk_size = max(1, (32 * 2**20) // (8 * n_samples))
-    labels = None
+        chunk_size = rows_per_chunk(n_samples)
     n_nb = len(neighbours)
     for start in range(0, n_nb, chunk_size):
         stop = min(start + chunk_size, n_nb)
-        lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
-        rows = neighbours.rows[lo:hi]
-        base = ll.gather(rows)
-        if not np.all(np.isfinite(base)):
-            labels = labels or ll.row_labels()
-            _check_finite(base, rows, labels, "the log_likelihood group")
-        if replacement is None:
-            lw = np.negative(base, out=base)
-        else:
-            alt = ll.gather(rows, replacement)
-            if not np.all(np.isfinite(alt)):
-                labels = labels or ll.row_labels()
-                _check_finite(alt, rows, labels, "the log-likelihood at the replacement values")
-            lw = np.subtract(alt, base, out=alt)
-        if hi - lo != stop - start:
-            lw = np.add.reduceat(lw, neighbours.indptr[start:stop] - lo, axis=0)
+        lw = log_ratios(ll, neighbours, start, stop, replacement)
         constant = np.ptp(lw, axis=1) == 0
         smoothed, khat = psislw(lw, reff, out=lw, tail_rule=PSIS_TAIL_RULE)
         # identical posteriors (e.g. a record replaced by its own value): the weights are
         # exactly uniform, not heavy-tailed; PSIS would report k-hat = inf for them
         khat[constant] = -np.inf
         yield slice(start, stop), smoothed, khat
+
+
+def log_ratios(
+    ll: LogLikelihood,
+    neighbours: Neighbours,
+    start: int,
+    stop: int,
+    replacement: Sequence[np.ndarray] | None = None,
+) -> np.ndarray:
+    """``log p(theta | D') - log p(theta | D)`` (up to a constant) of neighbours ``start:stop``.
+
+    At the draws ``ll`` was computed at: minus the summed log-likelihood of each neighbour's
+    rows (removal), or the log-likelihood at the replacement values minus that at the data
+    (``replacement``: per observed variable, the ``(S, n_rows_v)`` log-likelihood at the
+    replacement values). The one place the audit, the refits and the diagnostics get the
+    log density ratio of a neighbour from.
+
+    Returns
+    -------
+    ndarray, shape (stop - start, S)
+        C-contiguous and owned by the caller (safe to overwrite).
+    """
+    lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
+    rows = neighbours.rows[lo:hi]
+    base = ll.gather(rows)
+    if not np.all(np.isfinite(base)):
+        _check_finite(base, rows, ll.row_labels(), "the log_likelihood group")
+    if replacement is None:
+        lr = np.negative(base, out=base)
+    else:
+        alt = ll.gather(rows, replacement)
+        if not np.all(np.isfinite(alt)):
+            _check_finite(
+                alt, rows, ll.row_labels(), "the log-likelihood at the replacement values"
+            )
+        lr = np.subtract(alt, base, out=alt)
+    if hi - lo != stop - start:
+        lr = np.add.reduceat(lr, neighbours.indptr[start:stop] - lo, axis=0)
+    return lr

@@ -245,3 +245,39 @@ def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> n
     fn = ElementwiseLogLik(model, name)
     posterior = get_group(idata, "posterior")
     return np.stack([fn(posterior, v) for v in np.asarray(values)])
+
+
+def check_not_scalar(observed_data, err: Exception) -> None:
+    """A single-term log-likelihood of a scalar observation is no coupled likelihood."""
+    name = getattr(err, "name", None)
+    if observed_data is None or name is None or name not in observed_data:
+        return
+    if observed_data[name].size <= 1:
+        raise ValueError(
+            f"observed variable {name!r} is a single scalar value: it has no record "
+            "dimension, so there is no record to remove or replace. Give the data as an "
+            "array with a record dimension (e.g. observed=[value])."
+        ) from err
+
+
+def check_log_likelihood_layout(ll_ds, names, posterior, observed_data) -> None:
+    """The pointwise log-likelihood must match the posterior's draws and the data's records."""
+    for name in names:
+        da = ll_ds[name]
+        for dim in ("chain", "draw"):
+            if da.sizes[dim] != posterior.sizes.get(dim, -1):
+                raise ValueError(
+                    f"the log_likelihood of {name!r} has {dim}={da.sizes[dim]} but the "
+                    f"posterior has {dim}={posterior.sizes.get(dim)}: they are not from the "
+                    "same sampling run (recompute it with pm.compute_log_likelihood)"
+                )
+        if observed_data is not None and name in observed_data:
+            rec = tuple(da.sizes[d] for d in da.dims if d not in ("chain", "draw"))
+            obs = tuple(observed_data[name].shape)
+            # a multivariate observation has one term per row: the leading dims must agree
+            if len(rec) > len(obs) or rec != obs[: len(rec)]:
+                raise ValueError(
+                    f"the log_likelihood of {name!r} has records of shape {rec} but "
+                    f"observed_data[{name!r}] has shape {obs}: every record needs exactly one "
+                    "log-likelihood term (recompute it with pm.compute_log_likelihood)"
+                )

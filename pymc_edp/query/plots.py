@@ -2,7 +2,8 @@
 
 Each function draws on ``ax`` (a new figure when omitted) and returns the axes, in the manner
 of ArviZ's ``plot_*`` functions: keyword-only options, ``*_kwargs`` dictionaries passed to
-matplotlib, and no global style changes.
+matplotlib, and no global style changes. The look (axes, grid, colours, labels, legend) is
+:mod:`pymc_edp.plots.style`'s, shared with the audit plots of :mod:`pymc_edp.plots`.
 
 References
 ----------
@@ -13,30 +14,29 @@ References
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
 
+from pymc_edp.plots.style import (
+    add_legend,
+    annotate,
+    color,
+    get_axes,
+    reference_line,
+    set_labels,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from pymc_edp.query.noise import NoiseKernel
+
 __all__ = ["plot_delta", "plot_delta_i", "plot_densities", "plot_noise_kernel"]
 
-
-def _axes(ax, figsize):
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize or (6.0, 4.0), layout="constrained")
-    return ax
-
-
-def _style(ax, xlabel: str, ylabel: str, title: str | None) -> None:
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+#: Size of a new figure.
+_FIGSIZE = (6.0, 4.0)
 
 
 def plot_delta(
@@ -47,11 +47,11 @@ def plot_delta(
     xscale: str = "linear",
     yscale: str = "linear",
     xlim: tuple[float, float] | None = None,
-    ax: Any = None,
+    ax: Axes | None = None,
     figsize: tuple[float, float] | None = None,
     plot_kwargs: dict | None = None,
     title: str | None = None,
-) -> Any:
+) -> Axes:
     """``delta(eps)`` and/or the total risk ``delta*(eps)`` (Figures 3 and 4 of [1]).
 
     Parameters
@@ -96,14 +96,14 @@ def plot_delta(
     """
     from pymc_edp.query.profile import epsilon_at
 
-    ax = _axes(ax, figsize)
+    ax = get_axes(ax, figsize=figsize, default_figsize=_FIGSIZE)
     kinds = [kind] if isinstance(kind, str) else list(kind)
     labels = {"delta": r"$\delta(\varepsilon)$", "delta_star": r"$\delta^*(\varepsilon)$"}
     eps = result["epsilon"].to_numpy()
     right = 0.0
     for c, k in enumerate(kinds):
         y = result[k].to_numpy()
-        kw = {"color": f"C{c}", "lw": 2, "label": labels[k]}
+        kw = {"color": color(c), "lw": 2, "label": labels[k]}
         kw.update(plot_kwargs or {})
         (line,) = ax.plot(eps, y, **kw)
         colour = line.get_color()
@@ -112,14 +112,13 @@ def plot_delta(
         if target is not None:
             e = epsilon_at(result, target, kind=k)
             if np.isfinite(e):
-                ax.axvline(e, color=colour, ls="--", lw=1)
-                ax.annotate(
+                reference_line(ax, e, vertical=True, color=colour)
+                annotate(
+                    ax,
                     rf"$\varepsilon$={e:.3g} at {labels[k]}={target:g}",
-                    xy=(e, target),
-                    xytext=(6, 12 + 14 * c),
-                    textcoords="offset points",
+                    (e, target),
+                    offset=(6, 12 + 14 * c),
                     color=colour,
-                    fontsize=9,
                 )
     ax.set_xscale(xscale)
     ax.set_yscale(yscale)
@@ -128,9 +127,9 @@ def plot_delta(
     elif xscale == "linear":
         ax.set_xlim(0, min(eps[-1], 1.15 * right) if right > 0 else eps[-1])
     ylabel = r"$\delta^*$" if kinds == ["delta_star"] else r"$\delta$"
-    _style(ax, r"$\varepsilon$", ylabel, title)
+    set_labels(ax, r"$\varepsilon$", ylabel, title)
     if len(kinds) > 1 or target is not None:
-        ax.legend(frameon=False)
+        add_legend(ax)
     return ax
 
 
@@ -140,11 +139,11 @@ def plot_delta_i(
     individuals: Sequence[Hashable] | None = None,
     top: int = 5,
     xscale: str = "linear",
-    ax: Any = None,
+    ax: Axes | None = None,
     figsize: tuple[float, float] | None = None,
     plot_kwargs: dict | None = None,
     title: str | None = None,
-) -> Any:
+) -> Axes:
     """``delta_i(eps)`` of the most exposed individuals (or of chosen ones).
 
     Parameters
@@ -176,14 +175,14 @@ def plot_delta_i(
     >>> import matplotlib.pyplot as plt
     >>> plt.close("all")
     """
-    ax = _axes(ax, figsize)
+    ax = get_axes(ax, figsize=figsize, default_figsize=_FIGSIZE)
     if individuals is None:
         individuals = list(result["top_individual"].to_numpy()[:top])
     eps = result["epsilon"].to_numpy()
     right = 0.0
     for c, ind in enumerate(individuals):
         y = result["delta_i"].sel(individual=ind).to_numpy()
-        kw = {"color": f"C{c % 10}", "lw": 1.8, "label": str(ind)}
+        kw = {"color": color(c), "lw": 1.8, "label": str(ind)}
         kw.update(plot_kwargs or {})
         ax.plot(eps, y, **kw)
         alive = np.flatnonzero(y > 1e-3 * max(y.max(), 1e-300))
@@ -191,8 +190,8 @@ def plot_delta_i(
     ax.set_xscale(xscale)
     if xscale == "linear" and right > 0:
         ax.set_xlim(0, min(eps[-1], 1.15 * right))
-    _style(ax, r"$\varepsilon$", r"$\delta_i$", title)
-    ax.legend(title="individual", frameon=False, fontsize=9)
+    set_labels(ax, r"$\varepsilon$", r"$\delta_i$", title)
+    add_legend(ax, title="individual")
     return ax
 
 
@@ -201,12 +200,12 @@ def plot_densities(
     *,
     rank: int = 0,
     rug: bool = True,
-    ax: Any = None,
+    ax: Axes | None = None,
     figsize: tuple[float, float] | None = None,
     plot_kwargs: dict | None = None,
     title: str | None = None,
     xlim: tuple[float, float] | None = None,
-) -> Any:
+) -> Axes:
     """Estimated densities with and without an exposed individual (Figure 5 of [1]).
 
     Parameters
@@ -243,46 +242,46 @@ def plot_densities(
     """
     if "density" not in result:
         raise ValueError("the result has no densities (vector query or densities not kept)")
-    ax = _axes(ax, figsize)
+    ax = get_axes(ax, figsize=figsize, default_figsize=_FIGSIZE)
     grid = result["grid"].to_numpy()
     ind = result["top_individual"].to_numpy()[rank]
     kw = {"lw": 2}
     kw.update(plot_kwargs or {})
-    ax.plot(grid, result["density"].to_numpy(), color="C0", label="with everybody", **kw)
+    ax.plot(grid, result["density"].to_numpy(), color=color(0), label="with everybody", **kw)
     ax.plot(
         grid,
         result["density_without"].isel(rank=rank).to_numpy(),
-        color="C1",
+        color=color(1),
         label=f"without {ind}",
         **kw,
     )
     if rug and "value" in result:
         v = result["value"].to_numpy().ravel()
         w = result["value_without"].sel(individual=ind).to_numpy().ravel()
-        ax.plot(v, np.zeros_like(v), "|", color="C0", ms=10, alpha=0.6)
-        ax.plot(w, np.zeros_like(w), "|", color="C1", ms=6, alpha=0.6)
+        ax.plot(v, np.zeros_like(v), "|", color=color(0), ms=10, alpha=0.6)
+        ax.plot(w, np.zeros_like(w), "|", color=color(1), ms=6, alpha=0.6)
         lo, hi = min(v.min(), w.min()), max(v.max(), w.max())
         pad = 0.15 * (hi - lo if hi > lo else 1.0)
         if xlim is None:
             xlim = (lo - pad, hi + pad)
     if xlim is not None:
         ax.set_xlim(*xlim)
-    _style(ax, str(result.attrs.get("query", "query result")), "density", title)
-    ax.legend(frameon=False)
+    set_labels(ax, str(result.attrs.get("query", "query result")), "density", title)
+    add_legend(ax)
     return ax
 
 
 def plot_noise_kernel(
-    noise: Any,
+    noise: NoiseKernel,
     *,
     n_samples: int = 100_000,
     random_seed: int | None = 0,
     bins: int = 200,
-    ax: Any = None,
+    ax: Axes | None = None,
     figsize: tuple[float, float] | None = None,
     hist_kwargs: dict | None = None,
     title: str | None = None,
-) -> Any:
+) -> Axes:
     """Histogram of noise draws with the noise density ``h`` (Figure 1 of [1]).
 
     Parameters
@@ -315,24 +314,29 @@ def plot_noise_kernel(
     >>> import matplotlib.pyplot as plt
     >>> plt.close("all")
     """
-    ax = _axes(ax, figsize)
+    ax = get_axes(ax, figsize=figsize, default_figsize=_FIGSIZE)
     draws = noise.sample(n_samples, np.random.default_rng(random_seed))
     lim = np.quantile(np.abs(draws), 0.995)
-    kw = {"bins": np.linspace(-lim, lim, bins + 1), "density": True, "color": "C0", "alpha": 0.5}
+    kw = {
+        "bins": np.linspace(-lim, lim, bins + 1),
+        "density": True,
+        "color": color(0),
+        "alpha": 0.5,
+    }
     kw.update(hist_kwargs or {})
     ax.hist(draws, label=f"{n_samples:,} draws", **kw)
     x = np.linspace(-lim, lim, 2001)
     lam = noise.scale
-    ax.plot(x, noise.pdf(x), color="C0", lw=1.5, label="noise density $h$")
+    ax.plot(x, noise.pdf(x), color=color(0), lw=1.5, label="noise density $h$")
     ax.plot(
         x,
         np.exp(-np.abs(x) / lam) / (2 * lam),
-        color="C1",
+        color=color(1),
         lw=1.5,
         ls="--",
         label=rf"Laplace($\lambda$={lam:.3g})",
     )
     ax.set_xlim(-lim, lim)
-    _style(ax, "noise", "density", title)
-    ax.legend(frameon=False)
+    set_labels(ax, "noise", "density", title)
+    add_legend(ax)
     return ax

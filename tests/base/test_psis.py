@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pymc_edp.model.compat import ARVIZ_1, PSIS_TAIL_RULE, stack_psislw
 from pymc_edp.base.psis import (
     _dot_scaled,
     _exp_parts,
@@ -25,6 +24,7 @@ from pymc_edp.base.psis import (
     psis_tail_length,
     psislw,
 )
+from pymc_edp.model.compat import ARVIZ_1, PSIS_TAIL_RULE, stack_psislw
 
 # Both implementations do the same floating-point operations except for summation order
 # (pairwise in NumPy, sequential here), a product-of-8 logarithm in the GPD profile

@@ -1,8 +1,9 @@
-"""Plots of EDP audit results (matplotlib, in the look of ArviZ's default style).
+"""Plots of EDP audit results: per-record epsilon, epsilon against B, the (ε, δ) profile.
 
-matplotlib is an optional dependency: install it with ``pip install "pymc-edp[plots]"``.
-Every function takes ``ax=None`` (a new figure is made when it is None) and returns the axes.
-ArviZ itself is not imported here, so plotting does not depend on ArviZ's matplotlib backend.
+Every function takes an audit result (an :class:`~pymc_edp.result.EDPResult`; the
+diagnostics plots need its stored importance weights), draws on ``ax`` (a new figure when it
+is None) and returns the axes. The diagnostics plots compute what they show with
+:mod:`pymc_edp.diagnostics`; the look is :mod:`pymc_edp.plots.style`'s.
 """
 
 from __future__ import annotations
@@ -10,41 +11,42 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import xarray as xr
+
+from pymc_edp.base import binning
+from pymc_edp.base.mcse import normalised_weights
+from pymc_edp.diagnostics import bin_log_ratios, delta_profile, epsilon_curve, epsilon_interval
+from pymc_edp.plots.style import (
+    TEXT_COLOR,
+    add_legend,
+    annotate,
+    color,
+    get_axes,
+    reference_line,
+    require_matplotlib,
+    set_labels,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["ARVIZ_COLORS", "KHAT_COLORS", "khat_class", "plot_pointwise_epsilon"]
+    from pymc_edp.result import EDPResult
 
-#: The colour cycle of ArviZ's default styles (``arviz-whitegrid`` / ``arviz-darkgrid``).
-ARVIZ_COLORS = (
-    "#2a2eec",
-    "#fa7c17",
-    "#328c06",
-    "#c10c90",
-    "#933708",
-    "#65e5f3",
-    "#e6e135",
-    "#1ccd6a",
-    "#bd8ad5",
-    "#b16b57",
-)
+__all__ = [
+    "KHAT_COLORS",
+    "khat_class",
+    "plot_bin_log_ratios",
+    "plot_delta_profile",
+    "plot_epsilon_curve",
+    "plot_epsilon_intervals",
+    "plot_neighbour_posterior",
+    "plot_pointwise_epsilon",
+]
 
 #: Colour of each Pareto k-hat class, from the ArviZ cycle.
-KHAT_COLORS = {"good": ARVIZ_COLORS[0], "ok": ARVIZ_COLORS[1], "bad": ARVIZ_COLORS[3]}
+KHAT_COLORS = {"good": color(0), "ok": color(1), "bad": color(3)}
 
 _KHAT_OK_LOWER = 0.5
-
-
-def _require_matplotlib():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "pymc_edp's plots need matplotlib, an optional dependency. Install it with "
-            '`pip install "pymc-edp[plots]"` (or `pip install matplotlib`).'
-        ) from err
-    return plt
 
 
 def khat_class(pareto_k: Any, threshold: float) -> np.ndarray:
@@ -79,32 +81,28 @@ def khat_class(pareto_k: Any, threshold: float) -> np.ndarray:
     return np.where(good, "good", np.where(ok, "ok", "bad"))
 
 
-def _style_axes(ax) -> None:
-    """ArviZ-like cosmetics: light grid behind the data, light frame, no tick marks."""
-    ax.set_axisbelow(True)
-    ax.grid(True, color="0.88", linewidth=0.8)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    for side in ("left", "bottom"):
-        ax.spines[side].set_color("0.75")
-    ax.tick_params(length=0, colors="0.15")
-
-
-def _reduce_to_neighbours(da, dim: str) -> np.ndarray:
+def _reduce_to_neighbours(da: xr.DataArray, dim: str) -> np.ndarray:
     extra = [d for d in da.dims if d != dim]
     if extra:
         da = da.max(dim=extra)
     return np.asarray(da.values, dtype=float)
 
 
-def _reduce_method(da, dim: str) -> np.ndarray:
+def _reduce_method(da: xr.DataArray, dim: str) -> np.ndarray:
     if da.dims != (dim,):
         return np.full(da.sizes.get(dim, 0), "", dtype=object)
     return np.asarray(da.values).astype(str)
 
 
+def _coordinate_positions(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values)
+    if values.dtype.kind in "iuf" and np.all(np.diff(values.astype(float)) > 0):
+        return values.astype(float)
+    return np.arange(values.size, dtype=float)
+
+
 def plot_pointwise_epsilon(
-    result: Any,
+    result: EDPResult,
     *,
     ax: Axes | None = None,
     labels: int = 5,
@@ -176,7 +174,7 @@ def plot_pointwise_epsilon(
     'record position (8 neighbours)'
     >>> plt.close(ax.figure)
     """
-    plt = _require_matplotlib()
+    require_matplotlib()
 
     pointwise = result.pointwise
     if "epsilon" not in pointwise:
@@ -195,9 +193,7 @@ def plot_pointwise_epsilon(
     else:
         classes = None
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize or (9.0, 4.2), layout="constrained")
-    _style_axes(ax)
+    ax = get_axes(ax, figsize=figsize, default_figsize=(9.0, 4.2))
 
     # numeric, increasing labels (e.g. patient ids 1..n) serve as x; otherwise positions
     numeric = names.dtype.kind in "iuf" and names.size == eps.size
@@ -210,7 +206,7 @@ def plot_pointwise_epsilon(
     kwargs = {"s": 28, "linewidths": 0.6, "edgecolors": "white", "zorder": 3}
     kwargs.update(scatter_kwargs or {})
     if classes is None:
-        ax.scatter(x, eps, color=ARVIZ_COLORS[0], **kwargs)
+        ax.scatter(x, eps, color=color(0), **kwargs)
     else:
         bounds = {
             "good": f"k ≤ {min(_KHAT_OK_LOWER, threshold):.2f}",
@@ -244,7 +240,7 @@ def plot_pointwise_epsilon(
     finite = np.isfinite(eps)
     if finite.any():
         overall = float(np.nanmax(eps))
-        ax.axhline(overall, color="0.45", linestyle="--", linewidth=0.9, zorder=2)
+        reference_line(ax, overall)
     else:
         overall = float("nan")
 
@@ -254,56 +250,35 @@ def plot_pointwise_epsilon(
         x_right = x.min() + 0.9 * (x.max() - x.min()) if x.size else 0.0
         for i in order:
             dx = -5 if x.size > 1 and x[i] > x_right else 5
-            ax.annotate(
-                str(names[i]),
-                xy=(x[i], eps[i]),
-                xytext=(dx, 4),
-                textcoords="offset points",
-                ha="left" if dx > 0 else "right",
-                va="bottom",
-                fontsize=9,
-                color="0.15",
-                zorder=4,
-            )
+            annotate(ax, str(names[i]), (x[i], eps[i]), offset=(dx, 4), zorder=4)
         ax.margins(y=0.12)
 
     if x.size:
         pad = 0.02 * (x.max() - x.min()) + 0.5
         ax.set_xlim(x.min() - pad, x.max() + pad)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel(xlabel if xlabel is not None else default_xlabel)
-    ax.set_ylabel("ε of neighbour")
-    if title:
-        if isinstance(title, str):
-            ax.set_title(title)
-        else:
-            bins = getattr(result, "bins", None)
-            text = f"Per-record ε (max {overall:.3g}"
-            text += f", B = {bins})" if bins is not None else ")"
-            ax.set_title(text)
+    if isinstance(title, str):
+        title_text = title
+    elif title:
+        bins = getattr(result, "bins", None)
+        title_text = f"Per-record ε (max {overall:.3g}"
+        title_text += f", B = {bins})" if bins is not None else ")"
+    else:
+        title_text = None
+    set_labels(ax, xlabel if xlabel is not None else default_xlabel, "ε of neighbour", title_text)
     if legend and classes is not None:
-        ax.legend(
+        add_legend(
+            ax,
             title="Pareto k-hat",
             loc="upper left",
             bbox_to_anchor=(1.01, 1.0),
-            frameon=False,
-            fontsize=8,
-            title_fontsize=8,
             alignment="left",
         )
     return ax
 
 
-# ------------------------------------------------------------------- diagnostics plots
-def _coordinate_positions(values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values)
-    if values.dtype.kind in "iuf" and np.all(np.diff(values.astype(float)) > 0):
-        return values.astype(float)
-    return np.arange(values.size, dtype=float)
-
-
 def plot_epsilon_curve(
-    result: Any,
+    result: EDPResult | xr.DataArray,
     *,
     bins: Any = (5, 10, 20, 50, 100, 250),
     prob: float | None = 0.9,
@@ -359,20 +334,11 @@ def plot_epsilon_curve(
     'B-EDP ε against the number of bins'
     >>> plt.close(ax.figure)
     """
-    plt = _require_matplotlib()
-    import xarray as xr
-
-    if isinstance(result, xr.DataArray):
-        curve = result
-    else:
-        from pymc_edp.diagnostics import epsilon_curve
-
-        curve = epsilon_curve(result, bins, prob=prob)
+    require_matplotlib()
+    curve = result if isinstance(result, xr.DataArray) else epsilon_curve(result, bins, prob=prob)
     b = np.asarray(curve["bins"].values, dtype=float)
     eps = np.asarray(curve.values, dtype=float)
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize or (6.4, 4.0), layout="constrained")
-    _style_axes(ax)
+    ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     if "lower" in curve.coords and np.isfinite(curve["lower"].values).any():
         lo, hi = curve["lower"].values, curve["upper"].values
         yerr = np.vstack([eps - lo, hi - eps])
@@ -384,7 +350,7 @@ def plot_epsilon_curve(
         b,
         eps,
         yerr=yerr,
-        color=ARVIZ_COLORS[0],
+        color=color(0),
         marker="o",
         ms=5,
         capsize=3,
@@ -398,27 +364,25 @@ def plot_epsilon_curve(
             if isinstance(exact, dict)
             else np.asarray(exact, dtype=float)
         )
-        ax.scatter(b, ex, marker="x", s=40, color=ARVIZ_COLORS[1], label="exact", zorder=4)
+        ax.scatter(b, ex, marker="x", s=40, color=color(1), label="exact", zorder=4)
     lim = curve.attrs.get("continuous_limit")
     if lim is not None and np.isfinite(lim):
         div = curve.attrs.get("continuous_limit_diverges", False)
         text = f"B → ∞ reference: {lim:.3g}" + (" (diverges with S)" if div else "")
-        ax.axhline(lim, color="0.45", ls="--", lw=0.9, label=text, zorder=2)
+        reference_line(ax, lim, label=text)
     ax.set_xscale("log")
     ax.set_xticks(b)
     ax.set_xticklabels([str(int(v)) for v in b])
     ax.minorticks_off()
-    ax.set_xlabel("number of bins B")
-    ax.set_ylabel("ε")
     top = np.nanmax(np.concatenate([eps, [lim if lim is not None else 0.0]]))
     ax.set_ylim(0, 1.1 * top if np.isfinite(top) and top > 0 else None)
-    ax.set_title("B-EDP ε against the number of bins")
-    ax.legend(fontsize=8, loc="best")
+    set_labels(ax, "number of bins B", "ε", "B-EDP ε against the number of bins")
+    add_legend(ax)
     return ax
 
 
 def plot_epsilon_intervals(
-    result: Any,
+    result: EDPResult,
     *,
     prob: float = 0.9,
     labels: int = 5,
@@ -458,9 +422,7 @@ def plot_epsilon_intervals(
     'Per-record ε with 80% Monte-Carlo intervals (B = 10)'
     >>> plt.close(ax.figure)
     """
-    plt = _require_matplotlib()
-    from pymc_edp.diagnostics import epsilon_interval
-
+    require_matplotlib()
     iv = epsilon_interval(result, prob)
     names = np.asarray(iv["neighbour"].values)
     x = _coordinate_positions(names)
@@ -469,9 +431,7 @@ def plot_epsilon_intervals(
     hi = iv["epsilon_i"].sel(interval="upper").values
     threshold = float(getattr(result, "khat_threshold", 0.7))
     classes = khat_class(result.pointwise["pareto_k"].values, threshold)
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize or (8.0, 4.2), layout="constrained")
-    _style_axes(ax)
+    ax = get_axes(ax, figsize=figsize, default_figsize=(8.0, 4.2))
     glo, ghi = iv["epsilon"].values
     ax.axhspan(
         glo,
@@ -497,28 +457,21 @@ def plot_epsilon_intervals(
         )
     order = np.argsort(-np.nan_to_num(est, nan=-np.inf), kind="stable")[: max(int(labels), 0)]
     for rank, i in enumerate(order):
-        dx = 6 if rank % 2 == 0 else -6
-        ax.annotate(
-            str(names[i]),
-            xy=(x[i], hi[i]),
-            xytext=(dx, 3),
-            textcoords="offset points",
-            ha="left" if dx > 0 else "right",
-            va="bottom",
-            fontsize=9,
-            color="0.15",
-        )
+        annotate(ax, str(names[i]), (x[i], hi[i]), offset=(6 if rank % 2 == 0 else -6, 3))
     ax.set_ylim(bottom=0)
     ax.margins(y=0.12)
-    ax.set_xlabel(f"record ({names.size} neighbours)")
-    ax.set_ylabel("ε of neighbour")
-    ax.set_title(f"Per-record ε with {100 * prob:.0f}% Monte-Carlo intervals (B = {result.bins})")
-    ax.legend(fontsize=8, loc="best")
+    set_labels(
+        ax,
+        f"record ({names.size} neighbours)",
+        "ε of neighbour",
+        f"Per-record ε with {100 * prob:.0f}% Monte-Carlo intervals (B = {result.bins})",
+    )
+    add_legend(ax)
     return ax
 
 
 def plot_bin_log_ratios(
-    result: Any,
+    result: EDPResult,
     neighbour: Any = None,
     *,
     ax: Axes | None = None,
@@ -560,16 +513,13 @@ def plot_bin_log_ratios(
     ['mu']
     >>> plt.close(ax.figure)
     """
-    plt = _require_matplotlib()
+    require_matplotlib()
     from matplotlib.patches import Rectangle
-
-    from pymc_edp.diagnostics import bin_log_ratios
 
     lr = bin_log_ratios(result, neighbour)
     values = np.asarray(lr.values, dtype=float)
     n_par, n_bins = values.shape
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize or (7.0, 1.6 + 0.35 * n_par), layout="constrained")
+    ax = get_axes(ax, figsize=figsize, default_figsize=(7.0, 1.6 + 0.35 * n_par), grid=False)
     vmax = float(np.nanmax(np.abs(values))) or 1.0
     im = ax.imshow(
         np.ma.masked_invalid(values),
@@ -585,22 +535,22 @@ def plot_bin_log_ratios(
     ax.set_yticklabels([str(v) for v in lr["parameter"].values])
     step = max(1, n_bins // 10)
     ax.set_xticks(np.arange(0, n_bins, step))
-    ax.set_xlabel("bin of the full-data posterior (equal probability)")
-    ax.tick_params(length=0)
-    for side in ax.spines.values():
-        side.set_visible(False)
     cbar = ax.figure.colorbar(im, ax=ax, pad=0.02)
-    cbar.set_label("log ratio")
     cbar.outline.set_visible(False)
-    ax.set_title(
-        f"Bin log ratios of neighbour {lr.attrs['neighbour']} "
-        f"(max |·| = {abs(values[p, j]):.3g}, B = {lr.attrs['bins']})"
+    cbar.set_label("log ratio", color=TEXT_COLOR)
+    set_labels(
+        ax,
+        "bin of the full-data posterior (equal probability)",
+        title=(
+            f"Bin log ratios of neighbour {lr.attrs['neighbour']} "
+            f"(max |·| = {abs(values[p, j]):.3g}, B = {lr.attrs['bins']})"
+        ),
     )
     return ax
 
 
 def plot_neighbour_posterior(
-    result: Any,
+    result: EDPResult,
     neighbour: Any = None,
     parameter: Any = None,
     *,
@@ -645,10 +595,7 @@ def plot_neighbour_posterior(
     'mu'
     >>> plt.close(ax.figure)
     """
-    plt = _require_matplotlib()
-    from pymc_edp.base import binning
-    from pymc_edp.base.mcse import normalised_weights
-
+    require_matplotlib()
     if result.log_weights is None or result.draws is None:
         raise ValueError("this plot needs the audit's log_weights and draws (store_weights=True)")
     pw = result.pointwise
@@ -663,27 +610,25 @@ def plot_neighbour_posterior(
         parameter = str(pw["worst_parameter"].values[i])
     draws = np.asarray(result.draws.sel(parameter=parameter).values, dtype=float)
     w = normalised_weights(result.log_weights.values[i])[0]
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize or (6.4, 4.0), layout="constrained")
-    _style_axes(ax)
+    ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     edges = np.linspace(draws.min(), draws.max(), n_hist + 1)
     ax.hist(
         draws,
         bins=edges,
         density=True,
         histtype="stepfilled",
-        color=ARVIZ_COLORS[0],
+        color=color(0),
         alpha=0.25,
         label="full data D",
     )
-    ax.hist(draws, bins=edges, density=True, histtype="step", color=ARVIZ_COLORS[0], lw=1.2)
+    ax.hist(draws, bins=edges, density=True, histtype="step", color=color(0), lw=1.2)
     ax.hist(
         draws,
         bins=edges,
         weights=w,
         density=True,
         histtype="step",
-        color=ARVIZ_COLORS[1],
+        color=color(1),
         lw=1.6,
         label=f"neighbour {neighbour} (reweighted)",
     )
@@ -691,15 +636,18 @@ def plot_neighbour_posterior(
     for c in cut[np.isfinite(cut)]:
         ax.axvline(c, color="0.7", lw=0.5, zorder=0)
     eps_i = float(pw["epsilon"].values[i])
-    ax.set_xlabel(parameter)
-    ax.set_ylabel("posterior density")
-    ax.set_title(f"Full vs neighbour posterior (ε = {eps_i:.3g}, B = {result.bins})")
-    ax.legend(fontsize=8, loc="best")
+    set_labels(
+        ax,
+        parameter,
+        "posterior density",
+        f"Full vs neighbour posterior (ε = {eps_i:.3g}, B = {result.bins})",
+    )
+    add_legend(ax)
     return ax
 
 
 def plot_delta_profile(
-    result: Any,
+    result: EDPResult | xr.Dataset,
     epsilons: Any = None,
     *,
     ax: Axes | None = None,
@@ -742,50 +690,29 @@ def plot_delta_profile(
     ['δ(ε) = max_i δ_i(ε)', 'total risk δ*(ε)']
     >>> plt.close(ax.figure)
     """
-    plt = _require_matplotlib()
-    import xarray as xr
-
+    require_matplotlib()
     audit_eps = None
     if isinstance(result, xr.Dataset):
         prof = result
     else:
-        from pymc_edp.diagnostics import delta_profile
-
         audit_eps = float(result.epsilon)
         if epsilons is None:
             epsilons = np.linspace(0, 1.5 * audit_eps, 200)
         prof = delta_profile(result, epsilons)
     e = prof["epsilon"].values
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize or (6.4, 4.0), layout="constrained")
-    _style_axes(ax)
+    ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     d, ds = prof["delta"].values, prof["delta_star"].values
-    ax.plot(e, d, color=ARVIZ_COLORS[0], lw=1.6, label="δ(ε) = max_i δ_i(ε)")
-    ax.plot(e, ds, color=ARVIZ_COLORS[3], lw=1.6, ls="-.", label="total risk δ*(ε)")
+    ax.plot(e, d, color=color(0), lw=1.6, label="δ(ε) = max_i δ_i(ε)")
+    ax.plot(e, ds, color=color(3), lw=1.6, ls="-.", label="total risk δ*(ε)")
     if audit_eps is not None:
-        ax.axvline(
-            audit_eps,
-            color="0.45",
-            ls="--",
-            lw=0.9,
-            label=f"B-EDP ε = {audit_eps:.3g} (B = {result.bins})",
+        reference_line(
+            ax, audit_eps, vertical=True, label=f"B-EDP ε = {audit_eps:.3g} (B = {result.bins})"
         )
     if logy:
         positive = np.concatenate([d[d > 0], ds[ds > 0]])
         if positive.size:
             ax.set_yscale("log")
             ax.set_ylim(bottom=max(positive.min(), 1e-6) / 2, top=min(1.0, positive.max() * 2))
-    ax.set_xlabel("ε")
-    ax.set_ylabel("δ")
-    ax.set_title("Bin-free (ε, δ) profile")
-    ax.legend(fontsize=8, loc="best")
+    set_labels(ax, "ε", "δ", "Bin-free (ε, δ) profile")
+    add_legend(ax)
     return ax
-
-
-__all__ += [  # the diagnostics plots, appended
-    "plot_bin_log_ratios",
-    "plot_delta_profile",
-    "plot_epsilon_curve",
-    "plot_epsilon_intervals",
-    "plot_neighbour_posterior",
-]

@@ -353,8 +353,10 @@ def test_too_few_draws_for_bins(rng):
         ({"neighbour": "swap"}, ValueError, "neighbour must be one of"),
         ({"smoothing": -1}, ValueError, "smoothing"),
         ({"method": "refit"}, ValueError, "needs the model"),
-        ({"estimator": "magic"}, ValueError, "estimator must be"),
-        ({"max_refits": -1}, ValueError, "max_refits"),
+        ({"refit": {"estimator": "magic"}}, ValueError, "estimator must be"),
+        ({"refit": {"max_refits": -1}}, ValueError, "max_refits"),
+        ({"refit": {"draw": 10}}, TypeError, r"unknown refit option\(s\) \['draw'\]"),
+        ({"refit": 10}, TypeError, "refit= takes a pymc_edp.RefitOptions"),
         ({"replacements": [1.0]}, ValueError, "only used with neighbour='replace'"),
         ({"neighbour": "replace"}, ValueError, "needs replacement values"),
     ],
@@ -557,3 +559,31 @@ def test_audit_arguments_never_crash_with_another_exception(data):
             assert str(err).strip()
             return
     assert np.isfinite(res.epsilon) or res.warnings
+
+
+def test_random_seed_none_is_fresh_and_recorded(poisson_fit):
+    """None draws a fresh seed (as pm.sample does), recorded so the run can be repeated."""
+    idata, model, _ = poisson_fit
+    kw = dict(
+        bins=5,
+        method="refit",
+        progressbar=False,
+        refit=edp.RefitOptions(draws=100, tune=100, chains=1, max_refits=2),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", edp.EDPWarning)
+        first = edp.audit(idata, model, random_seed=None, **kw)
+        second = edp.audit(idata, model, random_seed=None, **kw)
+        again = edp.audit(idata, model, random_seed=first.random_seed, **kw)
+        from_gen = edp.audit(idata, model, random_seed=np.random.default_rng(3), **kw)
+        same_gen = edp.audit(idata, model, random_seed=np.random.default_rng(3), **kw)
+    assert first.random_seed != second.random_seed
+    refitted = first.pointwise["method"].values == "refit"
+    assert refitted.sum() == 2
+    np.testing.assert_array_equal(again.pointwise["epsilon"], first.pointwise["epsilon"])
+    assert list(again.refits.status["seed"]) == list(first.refits.status["seed"])
+    assert list(first.refits.status["seed"]) != list(second.refits.status["seed"])
+    assert from_gen.random_seed == same_gen.random_seed
+    np.testing.assert_array_equal(from_gen.pointwise["epsilon"], same_gen.pointwise["epsilon"])
+    with pytest.raises(TypeError, match="random_seed must be None, an integer"):
+        edp.audit(idata, model, random_seed="7", **kw)

@@ -1,0 +1,674 @@
+"""The front door: :func:`audit` a posterior's empirical differential privacy.
+
+The audit runs in stages, each a function below: check the arguments, read the posterior and
+its pointwise log-likelihood (:func:`_read_inputs`), reweight every neighbour
+(:func:`_reweight`), refit those whose weights cannot be trusted (:func:`_refit`) and put the
+result together (:func:`_assemble`). The numerical work is in :mod:`pymc_edp.base`, the PyMC
+glue in :mod:`pymc_edp.model`, the refits in :mod:`pymc_edp.refit`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp import diagnostics
+from pymc_edp.base import binning
+from pymc_edp.base.common import (
+    MIN_DRAWS_PER_BIN,
+    NEIGHBOUR_DIM,
+    PARAMETER_DIM,
+    SAMPLE_DIM,
+    EDPWarning,
+    resolve_seed,
+    rows_per_chunk,
+)
+from pymc_edp.base.parallel import progress_bar
+from pymc_edp.base.psis import khat_threshold
+from pymc_edp.base.validate import check_choice, check_int, check_real
+from pymc_edp.model.compat import check_container, get_group, has_group
+from pymc_edp.model.loglik import (
+    LogLikelihood,
+    NonFactorisedError,
+    iter_log_weights,
+    posterior_matrix,
+    relative_efficiency,
+)
+from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.model.pymc import (
+    check_log_likelihood_layout,
+    check_model,
+    check_model_matches_data,
+    check_not_scalar,
+    ensure_log_likelihood,
+    observed_arrays,
+    observed_values,
+    replacement_log_likelihood,
+)
+from pymc_edp.model.replace import PerRecord, candidates, check_support
+from pymc_edp.model.select import drop_data_copies, select_var_names
+from pymc_edp.refit import RefitOptions, RefitProblem, refit_neighbours
+from pymc_edp.result import EDPResult
+
+__all__ = ["PerRecord", "RefitOptions", "audit"]
+
+_log = logging.getLogger("pymc_edp")
+
+METHODS = ("auto", "psis", "refit")
+NEIGHBOUR_RELATIONS = ("remove", "replace")
+#: Neighbours whose Monte-Carlo interval is computed for the printed summary: those with the
+#: largest epsilons (``res.interval()`` computes every neighbour's; at 10,000 records that
+#: costs several times the audit itself).
+SUMMARY_TOP = 32
+
+
+def audit(
+    idata,
+    model=None,
+    *,
+    var_names: str | Sequence[str] | None = None,
+    filter_vars: str | None = None,
+    bins: int = 20,
+    method: str = "auto",
+    neighbour: str = "remove",
+    groups=None,
+    replacements=None,
+    observed: str | Sequence[str] | None = None,
+    smoothing: float = 0.01,
+    refit: RefitOptions | Mapping | None = None,
+    random_seed=None,
+    progressbar: bool = True,
+    store_weights: bool = True,
+) -> EDPResult:
+    """Audit the empirical differential privacy (B-EDP) of a posterior.
+
+    Every scalar element of the selected posterior variables is cut into ``bins``
+    equal-probability bins of its full-data posterior; for each neighbour dataset ``D'``
+    (a record removed or replaced, or an individual's rows removed) the posterior probability
+    of each bin is re-estimated, and ``epsilon = max |log P(b | D') - log P(b | D)|``.
+    Neighbour posteriors are importance reweightings of the full-data draws (PSIS, with
+    k-hat per neighbour); where k-hat says the weights cannot be trusted the neighbour is
+    refitted exactly (``method="auto"``), or every neighbour is (``method="refit"``).
+
+    Parameters
+    ----------
+    idata : xarray.DataTree or arviz.InferenceData
+        What ``pm.sample`` returned (a DataTree on PyMC 6, an InferenceData on PyMC 5), with
+        a ``posterior`` group and a ``log_likelihood`` group (computed from ``model`` when
+        missing; ``pm.compute_log_likelihood(idata)`` adds it).
+    model : pymc.Model, optional
+        Needed for ``neighbour="replace"`` (``p(y' | theta)``), for refits, and to compute a
+        missing ``log_likelihood`` group.
+    var_names : str or list of str, optional
+        Posterior variables to audit, as in ArviZ (``"~name"`` excludes); default all.
+    filter_vars : {None, "like", "regex"}, optional
+        As in ArviZ.
+    bins : int, default 20
+        Number of equal-probability bins ``B``. Always report it: epsilon grows with ``B``.
+    method : {"auto", "psis", "refit"}, default "auto"
+        ``"psis"`` reweights only. ``"refit"`` refits every neighbour. ``"auto"`` reweights
+        and refits the neighbours whose Pareto k-hat exceeds ``min(1 - 1/log10(S), 0.7)``;
+        without a model (or ``refit=RefitOptions(build_model=...)``) it reweights and warns.
+    neighbour : {"remove", "replace"}, default "remove"
+        ``"remove"`` deletes one record (unbounded DP); ``"replace"`` changes one record to
+        each of ``replacements`` and reports the worst case (bounded DP). Refits use each
+        neighbour's worst replacement.
+    groups : str, array_like or dict, optional
+        Leave-one-group-out: a coordinate name, one label per record, or
+        ``{observed_name: labels}``. Neighbours are then the individuals, and all their rows
+        (in every observed variable) are removed or replaced together.
+    replacements : array_like, PerRecord or dict, optional
+        For ``"replace"``: a list (or 1-d array) of candidate values, each tried for every
+        record, whatever its length; :class:`PerRecord` for values given record by record
+        (shaped like the observed data, or ``(n_candidates, *observed_shape)``); a dict per
+        observed variable. Values must lie in the likelihood's support (integers for integer
+        data). Default for 0/1 data: the flipped value.
+    observed : str or list of str, optional
+        Observed variables whose records define neighbours; default all.
+    smoothing : float, default 0.01
+        Additive smoothing of bin probabilities in units of draws (Charest & Han's
+        ``alpha``); 0 gives the raw estimator, infinite when a bin receives no weight.
+    random_seed : int or numpy.random.Generator, optional
+        Seeds the refits: refit ``k`` uses a seed derived from ``(random_seed, k)``, so
+        results do not depend on the order refits run in or on resumption. None draws fresh
+        entropy, as ``pm.sample`` does; the seed used is ``res.random_seed``, so any run can
+        be repeated.
+    progressbar : bool, default True
+    store_weights : bool, default True
+        Keep the smoothed log-weights on the result (``n_neighbours x S`` floats) for later
+        diagnostics.
+    refit : RefitOptions or dict, optional
+        How neighbours are refitted (draws, engine, executor, checkpoint, max_refits,
+        build_model, estimator, ...): a :class:`pymc_edp.RefitOptions`, or a dict of its
+        fields; default ``RefitOptions()``.
+
+    Returns
+    -------
+    EDPResult
+
+    References
+    ----------
+    .. [1] Abowd, J. M., Schneider, M. J. and Vilhuber, L. "Differential privacy applications
+       to Bayesian and linear mixed model estimation." Journal of Privacy and
+       Confidentiality 5(1), 2013.
+    .. [2] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+       Privacy." Journal of Privacy and Confidentiality 7(3), 2017.
+    .. [3] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. "Pareto smoothed
+       importance sampling." Journal of Machine Learning Research 25(72), 2024.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> idata = load_eight_schools()
+    >>> res = edp.audit(idata, var_names="mu", method="psis", progressbar=False)
+    >>> round(res.epsilon, 2) > 0
+    True
+    """
+    opts = RefitOptions.coerce(refit)
+    check_choice(method, "method", METHODS)
+    check_choice(neighbour, "neighbour", NEIGHBOUR_RELATIONS)
+    bins = check_int(bins, "bins", 2)
+    smoothing = check_real(smoothing, "smoothing", minimum=0)
+    check_container(idata)
+    check_model(model)
+    if replacements is not None and neighbour != "replace":
+        raise ValueError("replacements= is only used with neighbour='replace'")
+    if method == "refit" and model is None and opts.build_model is None:
+        raise ValueError(
+            "method='refit' needs the model (model=) or a builder "
+            "(refit=RefitOptions(build_model=...)) to refit the neighbour datasets"
+        )
+    if isinstance(observed, str):
+        observed = [observed]
+    if observed is not None and len(observed) == 0:
+        raise ValueError("observed= is empty: name at least one observed variable, or pass None")
+    seed = resolve_seed(random_seed)
+
+    inp = _read_inputs(idata, model, var_names, filter_vars, bins, observed, method, opts)
+    nbs = Neighbours.records(inp.ll) if groups is None else Neighbours.from_groups(inp.ll, groups)
+    needs_y = neighbour == "replace" or (method != "psis" and inp.can_refit)
+    observed_y = (
+        _observed_y(idata, model, inp.ll, required=neighbour == "replace") if needs_y else {}
+    )
+    cands, replacement_sets = {}, [[]]
+    if neighbour == "replace":
+        cands, replacement_sets = _replacements(idata, model, inp, replacements, observed_y)
+    bins_obj = binning.quantile_bins(inp.draws, bins)
+    est = _reweight(inp, nbs, bins_obj, smoothing, replacement_sets, store_weights, progressbar)
+
+    messages = list(inp.messages)
+    to_refit = _choose_refits(est.khat, method, inp, opts, nbs, messages)
+    nb_method = np.full(len(nbs), "psis", dtype=object)
+    status = np.full(len(nbs), "", dtype=object)
+    refits = None
+    if to_refit.size:
+        problem = RefitProblem(
+            model=model,
+            ll=inp.ll,
+            neighbours=nbs,
+            names=tuple(inp.names),
+            bins=bins_obj,
+            smoothing=smoothing,
+            observed_y=observed_y,
+            candidates=cands or None,
+            worst_candidate=est.worst_cand,
+            replacement_sets=replacement_sets if inp.factorised else None,
+            draws=inp.draws,
+            n_chains=int(inp.posterior.sizes.get("chain", 1)),
+        )
+        # what the refits depend on (not bins or estimator: one set of refits serves every
+        # B and both estimators); a seed drawn afresh does not stop a rerun from resuming
+        config = dict(
+            opts.config(),
+            neighbour=neighbour,
+            groups=None if groups is None else "given",
+            random_seed=None if random_seed is None else seed,
+            labels=[str(x) for x in nbs.labels],
+            var_names=list(inp.names),
+        )
+        run, refit_messages = refit_neighbours(
+            to_refit, problem, opts, random_seed=seed, config=config, progressbar=progressbar
+        )
+        messages.extend(refit_messages)
+        for k, estimate in run.estimates.items():
+            out = run.outcomes[k]
+            status[k] = out.status if not out.reason else f"{out.status}: {out.reason}"
+            if estimate is not None:
+                est.eps[k], est.argbin[k], est.refit_mcse[k] = estimate
+                nb_method[k] = "refit"
+        refits = run.collection
+    psis_rows = nb_method == "psis"
+    if to_refit.size and not (~psis_rows).any():
+        messages.append(
+            f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
+            "every epsilon here is a reweighting estimate, and the method is reported as 'psis'"
+        )
+    if smoothing > 0 and inp.factorised and psis_rows.any():
+        messages.extend(_smoothing_messages(est, psis_rows, smoothing))
+    # neighbours with neither weights nor a successful refit have no estimate
+    est.eps[np.isneginf(est.eps)] = np.nan
+
+    result = _assemble(
+        est,
+        inp,
+        nbs,
+        bins_obj,
+        nb_method=nb_method,
+        status=status,
+        messages=messages,
+        settings=dict(
+            bins=bins,
+            # what happened, not what was asked: every neighbour refitted, none, or some
+            method="refit" if not psis_rows.any() else "psis" if psis_rows.all() else "auto",
+            requested_method=method,
+            neighbour=neighbour if groups is None else f"{neighbour} (groups)",
+            replace=neighbour == "replace",
+            smoothing=smoothing,
+            random_seed=seed,
+        ),
+        refits=refits,
+    )
+    return _with_noise_summary(result)
+
+
+# ------------------------------------------------------------------------- the stages
+@dataclass
+class _Inputs:
+    """The posterior and log-likelihood as the audit reads them."""
+
+    posterior: xr.Dataset
+    names: list[str]
+    draws: np.ndarray
+    par_labels: list[str]
+    var_of: list[str]
+    ll: LogLikelihood
+    factorised: bool
+    can_refit: bool
+    reff: float
+    messages: list[str]
+
+
+def _read_inputs(idata, model, var_names, filter_vars, bins, observed, method, opts) -> _Inputs:
+    """Posterior draws to bin and the pointwise log-likelihood, with every check on them."""
+    posterior = get_group(idata, "posterior")
+    observed_data = (
+        get_group(idata, "observed_data") if has_group(idata, "observed_data") else None
+    )
+    if model is not None and observed_data is not None:
+        check_model_matches_data(model, observed_data)
+    names = select_var_names(posterior, var_names, filter_vars)
+    draws, par_labels, var_of = posterior_matrix(posterior, names)
+    keep, messages = drop_data_copies(
+        draws, var_of, explicit=var_names is not None, observed=observed_arrays(idata, model)
+    )
+    if not keep.all():
+        draws = draws[keep]
+        par_labels = [lab for lab, k in zip(par_labels, keep, strict=True) if k]
+        var_of = [v for v, k in zip(var_of, keep, strict=True) if k]
+        names = [n for n in names if n in var_of]
+    n_samples = draws.shape[1]
+    if n_samples < MIN_DRAWS_PER_BIN * bins:
+        max_bins = n_samples // MIN_DRAWS_PER_BIN
+        advice = f"Use bins <= {max_bins} or draw" if max_bins >= 2 else "Draw"
+        raise ValueError(
+            f"too few draws for the bins asked: {n_samples} posterior draws for bins={bins} "
+            f"leaves under {MIN_DRAWS_PER_BIN} draws per bin, where the bin probabilities "
+            f"are mostly noise. {advice} at least {MIN_DRAWS_PER_BIN * bins} samples."
+        )
+    ll, factorised = _log_likelihood(idata, model, observed, method, opts, observed_data)
+    if ll.n_samples != n_samples:
+        raise ValueError(
+            f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
+            f"{n_samples}; they must come from the same sampling run"
+        )
+    if factorised:
+        check_log_likelihood_layout(ll.datasets, ll.names, posterior, observed_data)
+    return _Inputs(
+        posterior=posterior,
+        names=names,
+        draws=draws,
+        par_labels=par_labels,
+        var_of=var_of,
+        ll=ll,
+        factorised=factorised,
+        can_refit=model is not None or opts.build_model is not None,
+        reff=relative_efficiency(posterior),
+        messages=messages,
+    )
+
+
+def _log_likelihood(idata, model, observed, method, opts, observed_data):
+    """The pointwise log-likelihood, or (with a builder) only the records' layout."""
+    try:
+        ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
+        return LogLikelihood.from_dataset(ll_ds, observed), True
+    except (NonFactorisedError, ValueError) as err:
+        if isinstance(err, NonFactorisedError):
+            check_not_scalar(observed_data, err)
+        no_loglik = "no 'log_likelihood' group" in str(err)
+        if opts.build_model is None or not (isinstance(err, NonFactorisedError) or no_loglik):
+            raise
+        # refit-only: records are the entries of each observed variable's first dimension
+        if method == "psis":
+            raise ValueError(
+                "method='psis' needs a factorised pointwise log-likelihood; with build_model "
+                "use method='refit' (or 'auto', which then refits every neighbour)"
+            ) from err
+        if observed_data is None:
+            raise ValueError(
+                "refitting through build_model needs the observed_data group to know the "
+                "records; sample with pm.sample so that it is stored"
+            ) from err
+    posterior = get_group(idata, "posterior")
+    layout = LogLikelihood.from_observed(
+        observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
+    )
+    return layout, False
+
+
+def _observed_y(idata, model, ll: LogLikelihood, *, required: bool) -> dict:
+    """Observed values of every observed variable that can be found."""
+    out = {}
+    for name in ll.names:
+        try:
+            out[name] = observed_values(idata, model, name)
+        except ValueError:
+            if required:
+                raise
+    return out
+
+
+def _replacements(idata, model, inp: _Inputs, replacements, observed_y):
+    """Candidate values per variable, and per candidate the log-likelihood arrays at them."""
+    cands = {name: candidates(replacements, name, observed_y[name]) for name in inp.ll.names}
+    if not inp.factorised:
+        if any(c.shape[0] != 1 for c in cands.values()):
+            raise ValueError(
+                "without a factorised likelihood the worst of several replacements "
+                "cannot be chosen by reweighting: give one replacement per record"
+            )
+        return cands, []
+    per_var = []
+    for v, name in enumerate(inp.ll.names):
+        alt = replacement_log_likelihood(idata, model, name, cands[name])
+        check_support(alt, cands[name], name)
+        n_v = inp.ll.arrays[v].shape[1]
+        if alt.shape[-1] != n_v:
+            raise ValueError(
+                f"the model's log-likelihood of {name!r} has {alt.shape[-1]} terms per "
+                f"draw but the log_likelihood group has {n_v}"
+            )
+        per_var.append(alt)
+    n_cand = max(a.shape[0] for a in per_var)
+    return cands, [[a[min(c, a.shape[0] - 1)] for a in per_var] for c in range(n_cand)]
+
+
+@dataclass
+class _Estimates:
+    """Per-neighbour results of reweighting (refits overwrite their rows)."""
+
+    eps: np.ndarray  # (neighbour, parameter)
+    argbin: np.ndarray
+    khat: np.ndarray
+    eps_unsmoothed: np.ndarray  # to say when smoothing moves epsilon
+    worst_cand: np.ndarray
+    log_weights: np.ndarray | None
+    refit_mcse: np.ndarray  # standard error of a refit's estimate (NaN: not refitted)
+
+
+def _reweight(inp, nbs, bins_obj, smoothing, replacement_sets, store_weights, progressbar):
+    """Epsilon, k-hat and weights of every neighbour by Pareto-smoothed importance sampling."""
+    n_nb, n_par = len(nbs), inp.draws.shape[0]
+    n_samples = inp.draws.shape[1]
+    est = _Estimates(
+        eps=np.full((n_nb, n_par), -np.inf),
+        argbin=np.zeros((n_nb, n_par), dtype=np.int64),
+        khat=np.full(n_nb, np.nan),
+        eps_unsmoothed=np.full(n_nb, -np.inf),
+        worst_cand=np.zeros(n_nb, dtype=np.int64),
+        log_weights=np.empty((n_nb, n_samples)) if store_weights and inp.factorised else None,
+        refit_mcse=np.full(n_nb, np.nan),
+    )
+    if not inp.factorised:
+        return est
+    chunk = rows_per_chunk(n_samples)
+    total = len(replacement_sets) * int(np.ceil(n_nb / chunk))
+    with progress_bar(
+        total if total > 1 else 0, description="EDP: reweighting neighbours", enabled=progressbar
+    ) as bar:
+        for c, repl in enumerate(replacement_sets):
+            for sl, lw, kh in iter_log_weights(
+                inp.ll, nbs, reff=inp.reff, replacement=repl or None, chunk_size=chunk
+            ):
+                e, b, e0 = binning.epsilon_from_log_weights(
+                    lw, bins_obj, smoothing, with_unsmoothed=True
+                )
+                est.eps_unsmoothed[sl] = np.fmax(est.eps_unsmoothed[sl], e0.max(axis=1))
+                cur = est.eps[sl]
+                # the neighbour's worst candidate (kept for its weights and label) ...
+                better = e.max(axis=1) > cur.max(axis=1)
+                # ... and, per parameter, the max over candidates
+                upd = e > cur
+                est.eps[sl] = np.where(upd, e, cur)
+                est.argbin[sl] = np.where(upd, b, est.argbin[sl])
+                # conservative reliability flag: the worst k-hat over candidates
+                est.khat[sl] = np.fmax(est.khat[sl], kh)
+                idx = np.arange(sl.start, sl.stop)[better]
+                est.worst_cand[idx] = c
+                if est.log_weights is not None:
+                    est.log_weights[idx] = lw[better]
+                bar.advance()
+    return est
+
+
+def _choose_refits(khat, method, inp: _Inputs, opts: RefitOptions, nbs, messages) -> np.ndarray:
+    """Neighbours to refit, worst k-hat first, at most ``opts.max_refits`` of them."""
+    if method == "refit" or not inp.factorised:
+        to_refit = np.arange(len(nbs))
+    elif method == "auto" and inp.can_refit:
+        to_refit = np.flatnonzero(khat > khat_threshold(inp.draws.shape[1]))
+    else:
+        return np.array([], dtype=np.int64)
+    to_refit = to_refit[np.argsort(-np.nan_to_num(khat[to_refit], nan=np.inf), kind="stable")]
+    if opts.max_refits is not None and to_refit.size > opts.max_refits:
+        left = to_refit[opts.max_refits :]
+        messages.append(
+            f"max_refits={opts.max_refits}: {left.size} neighbour(s) left to reweighting "
+            f"({', '.join(str(nbs.labels[i]) for i in left[:10])}"
+            f"{'...' if left.size > 10 else ''})"
+        )
+        to_refit = to_refit[: opts.max_refits]
+    return to_refit
+
+
+def _smoothing_messages(est: _Estimates, psis_rows: np.ndarray, smoothing: float) -> list[str]:
+    """Say when the smoothing constant, not the data, sets the reweighted epsilon."""
+    smoothed_max = float(np.max(est.eps[psis_rows]))
+    raw_max = float(np.max(est.eps_unsmoothed[psis_rows]))
+    if np.isinf(raw_max):
+        return [
+            f"some bins receive no weight at all under a neighbour: without smoothing "
+            f"epsilon would be infinite; smoothing={smoothing:g} gives {smoothed_max:.3f}, "
+            "a value set by the smoothing constant (Charest & Han sec. 4)"
+        ]
+    if abs(raw_max - smoothed_max) > 0.05 * raw_max:
+        return [
+            f"smoothing={smoothing:g} changes the reweighted epsilon from {raw_max:.3f} "
+            f"(no smoothing) to {smoothed_max:.3f}: the decisive bins hold less than a few "
+            "draws' worth of weight. Reweighted bins are never empty, so smoothing=0 is "
+            "the less biased choice here; report both."
+        ]
+    return []
+
+
+def _with_noise_summary(result: EDPResult) -> EDPResult:
+    """Attach the 90% Monte-Carlo interval of epsilon and the EMI noise floor (for printing).
+
+    The interval of a maximum is [max of lower bounds, max of upper bounds]; here over the
+    :data:`SUMMARY_TOP` neighbours with the largest epsilon, which set it unless a lower
+    neighbour has a far larger standard error (``res.interval()`` takes all of them).
+    """
+    interval = floor = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if result.log_weights is not None and np.isfinite(result.epsilon):
+            eps = np.nan_to_num(result.pointwise["epsilon"].values, nan=-np.inf)
+            top = np.sort(np.argsort(-eps, kind="stable")[:SUMMARY_TOP])
+            sub = dataclasses.replace(
+                result,
+                pointwise=result.pointwise.isel({NEIGHBOUR_DIM: top}),
+                log_weights=result.log_weights.isel({NEIGHBOUR_DIM: top}),
+            )
+            iv = diagnostics.epsilon_interval(sub, 0.9)["epsilon"].values
+            interval = (float(iv[0]), float(iv[1]))
+        if result.draws is not None:
+            try:
+                floor = float(diagnostics.emi(result, warn=False)["emi"])
+            except ValueError:  # too few draws per chain for two halves
+                floor = None
+    return dataclasses.replace(result, mc_interval90=interval, noise_floor=floor)
+
+
+# --------------------------------------------------------------------------- assembly
+def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
+    labels = np.asarray(labels)
+    if labels.dtype.kind in "biufUM":
+        return labels
+    return labels.astype(str)
+
+
+def _pointwise(est: _Estimates, nbs, par_labels, labels, nb_method, status, replace: bool):
+    """The per-neighbour table ``res.pointwise``."""
+    eps = est.eps
+    filled = np.where(np.isnan(eps), -np.inf, eps)  # NaN: a neighbour with no estimate
+    worst_par = np.argmax(filled, axis=1)
+    rows = np.arange(eps.shape[0])
+    pointwise = xr.Dataset(
+        {
+            "epsilon": (NEIGHBOUR_DIM, eps[rows, worst_par]),
+            "epsilon_parameter": ((NEIGHBOUR_DIM, PARAMETER_DIM), eps),
+            "pareto_k": (NEIGHBOUR_DIM, est.khat),
+            "worst_parameter": (NEIGHBOUR_DIM, par_labels[worst_par]),
+            "worst_bin": (NEIGHBOUR_DIM, est.argbin[rows, worst_par]),
+            "n_rows": (NEIGHBOUR_DIM, nbs.n_rows),
+            "observed": (NEIGHBOUR_DIM, np.asarray(nbs.observed, dtype=str)),
+            "method": (NEIGHBOUR_DIM, np.asarray(nb_method, dtype=str)),
+            "status": (NEIGHBOUR_DIM, np.asarray(status, dtype=str)),
+            "refit_mcse": (NEIGHBOUR_DIM, est.refit_mcse),
+        },
+        coords={NEIGHBOUR_DIM: labels, PARAMETER_DIM: par_labels},
+    )
+    if replace:
+        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est.worst_cand)
+    return pointwise
+
+
+def _parameters(est: _Estimates, par_labels, labels, bins_obj, var_of) -> xr.Dataset:
+    """The per-parameter table ``res.parameters``."""
+    filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
+    worst_nb = np.argmax(filled, axis=0)
+    cols = np.arange(est.eps.shape[1])
+    return xr.Dataset(
+        {
+            "epsilon": (PARAMETER_DIM, est.eps[worst_nb, cols]),
+            "worst_neighbour": (PARAMETER_DIM, labels[worst_nb]),
+            "worst_bin": (PARAMETER_DIM, est.argbin[worst_nb, cols]),
+            "n_bins": (PARAMETER_DIM, bins_obj.n_bins),
+            "var_name": (PARAMETER_DIM, np.asarray(var_of, dtype=str)),
+        },
+        coords={PARAMETER_DIM: par_labels},
+    )
+
+
+def _reliability_messages(
+    est, nb_method, labels, threshold, settings, can_refit, bins_obj, par_labels
+):
+    """Warnings about neighbours kept to bad weights (first) and about merged bins (last)."""
+    first, last = [], []
+    khat = est.khat
+    bad = (khat > threshold) & (nb_method == "psis")
+    if bad.any():
+        order = np.flatnonzero(bad)[np.argsort(-khat[bad])][:5]
+        worst = ", ".join(f"{labels[i]} ({khat[i]:.2f})" for i in order)
+        if settings["requested_method"] == "auto" and not can_refit:
+            advice = (
+                "pass model= (or refit=RefitOptions(build_model=...)) so that "
+                "method='auto' refits them"
+            )
+        else:
+            advice = "refit them (method='auto' or 'refit') or draw more samples"
+        first.append(
+            f"Pareto k-hat above {threshold:.2f} for {int(bad.sum())} of {khat.size} "
+            f"neighbours kept to reweighting (worst: {worst}): their epsilon is unreliable "
+            f"and may be the one that sets the maximum; {advice}."
+        )
+    if np.any(bins_obj.n_bins < settings["bins"]):
+        merged = [par_labels[p] for p in np.flatnonzero(bins_obj.n_bins < settings["bins"])]
+        last.append(
+            f"tied posterior draws merged bins of {len(merged)} parameter(s) "
+            f"({', '.join(merged[:5])}{'...' if len(merged) > 5 else ''}); their effective "
+            "number of bins is in parameters['n_bins']"
+        )
+    return first, last
+
+
+def _assemble(est, inp, nbs, bins_obj, *, nb_method, status, messages, settings, refits):
+    """The :class:`EDPResult`, its warnings issued and kept on it."""
+    n_samples = inp.draws.shape[1]
+    threshold = khat_threshold(n_samples)
+    labels = _netcdf_safe(nbs.labels)
+    par_labels = np.asarray(inp.par_labels, dtype=str)
+    pointwise = _pointwise(est, nbs, par_labels, labels, nb_method, status, settings["replace"])
+    parameters = _parameters(est, par_labels, labels, bins_obj, inp.var_of)
+    by_var = {}
+    for name in dict.fromkeys(inp.var_of):
+        sel = np.asarray(inp.var_of) == name
+        by_var[name] = float(np.nanmax(parameters["epsilon"].values[sel], initial=-np.inf))
+    first, last = _reliability_messages(
+        est, nb_method, labels, threshold, settings, inp.can_refit, bins_obj, par_labels
+    )
+    messages = [*first, *messages, *last]
+    for msg in messages:
+        warnings.warn(msg, EDPWarning, stacklevel=3)
+        _log.info(msg)
+    log_weights = None
+    if est.log_weights is not None:
+        log_weights = xr.DataArray(
+            est.log_weights,
+            dims=(NEIGHBOUR_DIM, SAMPLE_DIM),
+            coords={NEIGHBOUR_DIM: labels},
+            name="log_weights",
+        )
+    draws_da = xr.DataArray(
+        inp.draws,
+        dims=(PARAMETER_DIM, SAMPLE_DIM),
+        coords={PARAMETER_DIM: par_labels},
+        name="draws",
+    )
+    filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
+    return EDPResult(
+        epsilon=float(filled.max()) if np.isfinite(filled).any() else float("nan"),
+        epsilon_by_var=by_var,
+        pointwise=pointwise,
+        parameters=parameters,
+        bins=settings["bins"],
+        neighbour=settings["neighbour"],
+        method=settings["method"],
+        smoothing=float(settings["smoothing"]),
+        n_samples=int(n_samples),
+        reff=float(inp.reff),
+        khat_threshold=float(threshold),
+        warnings=tuple(messages),
+        n_chains=int(inp.posterior.sizes.get("chain", 1)),
+        log_weights=log_weights,
+        draws=draws_da,
+        refits=refits,
+        random_seed=settings["random_seed"],
+    )

@@ -1,0 +1,127 @@
+"""Neighbour datasets: which log-likelihood rows each record or individual changes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from pymc_edp.model.loglik import LogLikelihood
+
+__all__ = ["Neighbours"]
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Which rows each neighbour dataset changes (compressed sparse rows).
+
+    Attributes
+    ----------
+    labels : ndarray
+        Coordinate value of each neighbour (record label or individual).
+    indptr, rows : ndarray
+        Neighbour ``k`` changes rows ``rows[indptr[k]:indptr[k + 1]]``.
+    observed : ndarray of str
+        Observed variable of each neighbour's first row (``"*"`` when a group spans several).
+    """
+
+    labels: np.ndarray
+    indptr: np.ndarray
+    rows: np.ndarray
+    observed: np.ndarray
+
+    def rows_of(self, k: int) -> np.ndarray:
+        """Global rows that neighbour ``k`` changes."""
+        return self.rows[self.indptr[k] : self.indptr[k + 1]]
+
+    def __len__(self) -> int:
+        return self.labels.size
+
+    @property
+    def n_rows(self) -> np.ndarray:
+        """Number of rows per neighbour."""
+        return np.diff(self.indptr)
+
+    @classmethod
+    def records(cls, ll: LogLikelihood) -> Neighbours:
+        """One neighbour per record (row)."""
+        n = ll.n_rows
+        observed = np.repeat(np.array(ll.names, dtype=object), np.diff(ll.offsets))
+        if len(ll.names) == 1 and len(ll.record_dims(ll.names[0])) == 1:
+            dim = ll.record_dims(ll.names[0])[0]
+            labels = np.asarray(ll.datasets[ll.names[0]][dim].values)
+        else:
+            labels = np.array(ll.row_labels(), dtype=object)
+        return cls(labels, np.arange(n + 1, dtype=np.int64), np.arange(n), observed)
+
+    @classmethod
+    def from_groups(cls, ll: LogLikelihood, groups) -> Neighbours:
+        """One neighbour per individual: all its rows in all observed variables.
+
+        Parameters
+        ----------
+        ll : LogLikelihood
+        groups : str, array_like or mapping
+            The name of a coordinate (or dimension) present on every observed variable's
+            record dimensions; or an array with one label per row (all observed variables
+            laid end to end); or a mapping ``{observed_name: labels}`` shaped like each
+            variable's records.
+        """
+        per_row = []
+        for name in ll.names:
+            da = ll.datasets[name]
+            rec_dims = ll.record_dims(name)
+            size = int(np.prod([da.sizes[d] for d in rec_dims]))
+            if isinstance(groups, str):
+                if groups not in da.coords:
+                    raise KeyError(
+                        f"groups={groups!r} is not a coordinate of log_likelihood variable "
+                        f"{name!r} (its coordinates: {list(da.coords)}). Pass the name of a "
+                        "coordinate that labels the individual of each record, or an array."
+                    )
+                coord = da[groups]
+                extra = [d for d in coord.dims if d not in rec_dims]
+                if extra:
+                    raise ValueError(f"coordinate {groups!r} spans non-record dims {extra}")
+                labels = coord.broadcast_like(da.isel(chain=0, draw=0, drop=True))
+                labels = labels.transpose(*rec_dims).values.ravel()
+            elif isinstance(groups, Mapping):
+                if name not in groups:
+                    raise KeyError(f"groups mapping has no entry for observed variable {name!r}")
+                labels = np.asarray(groups[name]).ravel()
+            else:
+                per_row = None
+                break
+            if labels.size != size:
+                raise ValueError(
+                    f"groups for {name!r} have {labels.size} labels but it has {size} records"
+                )
+            per_row.append(labels)
+        if per_row is None:
+            labels_all = np.asarray(groups).ravel()
+            if labels_all.size != ll.n_rows:
+                raise ValueError(
+                    f"groups has {labels_all.size} labels but the log-likelihood has "
+                    f"{ll.n_rows} records (all observed variables laid end to end)"
+                )
+        else:
+            labels_all = np.concatenate([np.asarray(p, dtype=object) for p in per_row])
+        if pd.isna(pd.Series(labels_all, dtype=object)).any():
+            raise ValueError("groups contain missing labels; every record needs an individual")
+        codes, uniques = pd.factorize(pd.Series(labels_all, dtype=object), sort=False)
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=len(uniques))
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        row_var = np.searchsorted(ll.offsets, order, side="right") - 1
+        observed = []
+        for k in range(len(uniques)):
+            vs = np.unique(row_var[indptr[k] : indptr[k + 1]])
+            observed.append(ll.names[vs[0]] if vs.size == 1 else "*")
+        labels = np.asarray(list(uniques))
+        if labels.dtype == object and all(isinstance(u, str) for u in labels):
+            labels = labels.astype(str)
+        return cls(labels, indptr, order.astype(np.int64), np.array(observed, dtype=object))

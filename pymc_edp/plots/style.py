@@ -1,0 +1,384 @@
+"""The look shared by every pymc_edp figure: ArviZ's colours on a light grid.
+
+Every plot function of the package, the audit plots (:mod:`pymc_edp.plots.audit`) and the
+query plots (:mod:`pymc_edp.query.plots`), gets its axes, labels, legend, reference lines and
+annotations from the few functions here, so they all look alike and no style code is written
+twice. The look follows ArviZ's ``arviz-whitegrid`` style (its colour cycle, a light grid
+behind the data, no top or right frame, no tick marks, dark-grey text, frameless legends),
+applied to the axes drawn on: matplotlib's global ``rcParams`` are never changed, and ArviZ
+itself is not imported.
+
+matplotlib is an optional dependency (``pip install "pymc-edp[plots]"``); it is imported only
+when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from matplotlib.axes import Axes
+    from matplotlib.legend import Legend
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Annotation
+
+__all__ = [
+    "ANNOTATION_FONTSIZE",
+    "ARVIZ_COLORS",
+    "GRID_COLOR",
+    "LEGEND_FONTSIZE",
+    "REFERENCE_COLOR",
+    "SPINE_COLOR",
+    "TEXT_COLOR",
+    "add_legend",
+    "annotate",
+    "color",
+    "get_axes",
+    "reference_line",
+    "require_matplotlib",
+    "set_labels",
+    "style_axes",
+]
+
+#: The colour cycle of ArviZ's default styles (``arviz-whitegrid`` / ``arviz-darkgrid``).
+ARVIZ_COLORS = (
+    "#2a2eec",
+    "#fa7c17",
+    "#328c06",
+    "#c10c90",
+    "#933708",
+    "#65e5f3",
+    "#e6e135",
+    "#1ccd6a",
+    "#bd8ad5",
+    "#b16b57",
+)
+#: Text, tick labels and annotations (ArviZ's ``text.color``).
+TEXT_COLOR = "0.15"
+#: Grid lines, drawn behind the data.
+GRID_COLOR = "0.88"
+#: The left and bottom frame lines.
+SPINE_COLOR = "0.75"
+#: Dashed reference lines (an overall epsilon, a limit, a threshold).
+REFERENCE_COLOR = "0.45"
+#: Legend entries and legend titles.
+LEGEND_FONTSIZE = 8
+#: Point labels (record ids, epsilon at a target delta).
+ANNOTATION_FONTSIZE = 9
+
+
+def require_matplotlib() -> ModuleType:
+    """Import :mod:`matplotlib.pyplot`, with an actionable error when it is missing.
+
+    Returns
+    -------
+    module
+        :mod:`matplotlib.pyplot`.
+
+    Raises
+    ------
+    ImportError
+        If matplotlib is not installed (it is the ``plots`` extra).
+
+    Examples
+    --------
+    >>> from pymc_edp.plots.style import require_matplotlib
+    >>> require_matplotlib().__name__
+    'matplotlib.pyplot'
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:  # the extra is missing; tested by hiding matplotlib.pyplot
+        raise ImportError(
+            "pymc_edp's plots need matplotlib, an optional dependency. Install it with "
+            '`pip install "pymc-edp[plots]"` (or `pip install matplotlib`).'
+        ) from err
+    return plt
+
+
+def color(index: int) -> str:
+    """Return the ``index``-th colour of ArviZ's cycle (wrapping around after ten).
+
+    Parameters
+    ----------
+    index : int
+        Position in the cycle: 0 for the first series, 1 for the second...
+
+    Returns
+    -------
+    str
+        A hex colour of :data:`ARVIZ_COLORS`.
+
+    Examples
+    --------
+    >>> from pymc_edp.plots.style import color
+    >>> color(0), color(11)
+    ('#2a2eec', '#fa7c17')
+    """
+    return ARVIZ_COLORS[int(index) % len(ARVIZ_COLORS)]
+
+
+def style_axes(ax: Axes, *, grid: bool = True) -> Axes:
+    """Give ``ax`` the ArviZ look, in place.
+
+    With ``grid=True`` (line, scatter and histogram plots): a light grid behind the data, no
+    top or right frame, a light left and bottom frame. With ``grid=False`` (images such as
+    heatmaps): no grid and no frame. Always: no tick marks, dark-grey tick labels.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Axes to style.
+    grid : bool, default True
+        Grid and an open frame (True), or neither (False).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from pymc_edp.plots.style import style_axes
+    >>> ax = style_axes(plt.figure().add_subplot())
+    >>> ax.spines["top"].get_visible(), ax.spines["left"].get_visible()
+    (False, True)
+    >>> plt.close("all")
+    """
+    ax.set_axisbelow(True)
+    if grid:
+        ax.grid(True, color=GRID_COLOR, linewidth=0.8)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        for side in ("left", "bottom"):
+            ax.spines[side].set_color(SPINE_COLOR)
+    else:
+        ax.grid(False)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+    ax.tick_params(which="both", length=0, colors=TEXT_COLOR)
+    return ax
+
+
+def get_axes(
+    ax: Axes | None = None,
+    *,
+    figsize: tuple[float, float] | None = None,
+    default_figsize: tuple[float, float] = (6.4, 4.0),
+    grid: bool = True,
+) -> Axes:
+    """Return ``ax``, or the axes of a new figure, styled by :func:`style_axes`.
+
+    This is how every plot function starts.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure (constrained layout) is created when None.
+    figsize : tuple of float, optional
+        Size of a new figure; ``default_figsize`` when None. Ignored when ``ax`` is given.
+    default_figsize : tuple of float, default (6.4, 4.0)
+        The plot function's own default size.
+    grid : bool, default True
+        Passed to :func:`style_axes`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    ImportError
+        If a new figure is needed and matplotlib is not installed.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from pymc_edp.plots.style import get_axes
+    >>> ax = get_axes(figsize=(3, 2))
+    >>> ax.figure.get_size_inches().tolist()
+    [3.0, 2.0]
+    >>> plt.close("all")
+    """
+    if ax is None:
+        plt = require_matplotlib()
+        _, ax = plt.subplots(figsize=figsize or default_figsize, layout="constrained")
+    return style_axes(ax, grid=grid)
+
+
+def set_labels(
+    ax: Axes,
+    xlabel: str | None = None,
+    ylabel: str | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Set the axis labels and the title (``None`` or ``""`` leaves one unset).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    xlabel, ylabel, title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from pymc_edp.plots.style import set_labels
+    >>> ax = set_labels(plt.figure().add_subplot(), "ε", "δ", title=None)
+    >>> ax.get_xlabel(), ax.get_ylabel(), ax.get_title()
+    ('ε', 'δ', '')
+    >>> plt.close("all")
+    """
+    if xlabel:
+        ax.set_xlabel(xlabel, color=TEXT_COLOR)
+    if ylabel:
+        ax.set_ylabel(ylabel, color=TEXT_COLOR)
+    if title:
+        ax.set_title(title, color=TEXT_COLOR)
+    return ax
+
+
+def add_legend(ax: Axes, **kwargs: Any) -> Legend:
+    """Draw the legend of ``ax``: frameless, small type, at the best place.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    **kwargs
+        Passed to :meth:`~matplotlib.axes.Axes.legend`; they override the defaults
+        ``frameon=False``, ``fontsize=title_fontsize=LEGEND_FONTSIZE`` and ``loc="best"``.
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from pymc_edp.plots.style import add_legend
+    >>> ax = plt.figure().add_subplot()
+    >>> _ = ax.plot([0, 1], label="a line")
+    >>> add_legend(ax, title="series").get_frame_on()
+    False
+    >>> plt.close("all")
+    """
+    options: dict[str, Any] = {
+        "frameon": False,
+        "fontsize": LEGEND_FONTSIZE,
+        "title_fontsize": LEGEND_FONTSIZE,
+        "loc": "best",
+    }
+    options.update(kwargs)
+    return ax.legend(**options)
+
+
+def reference_line(
+    ax: Axes,
+    value: float,
+    *,
+    vertical: bool = False,
+    color: str = REFERENCE_COLOR,
+    label: str | None = None,
+    **kwargs: Any,
+) -> Line2D:
+    """Draw a thin dashed reference line across ``ax`` at ``value``.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    value : float
+        y of a horizontal line, or x of a vertical one.
+    vertical : bool, default False
+    color : str, default REFERENCE_COLOR
+    label : str, optional
+        Legend entry; none when omitted.
+    **kwargs
+        Passed to :meth:`~matplotlib.axes.Axes.axhline` or ``axvline``.
+
+    Returns
+    -------
+    matplotlib.lines.Line2D
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from pymc_edp.plots.style import reference_line
+    >>> line = reference_line(plt.figure().add_subplot(), 0.5)
+    >>> line.get_ydata().tolist(), line.get_linestyle()
+    ([0.5, 0.5], '--')
+    >>> plt.close("all")
+    """
+    options: dict[str, Any] = {"color": color, "ls": "--", "lw": 0.9, "zorder": 2}
+    if label is not None:
+        options["label"] = label
+    options.update(kwargs)
+    return (ax.axvline if vertical else ax.axhline)(value, **options)
+
+
+def annotate(
+    ax: Axes,
+    text: str,
+    xy: tuple[float, float],
+    *,
+    offset: tuple[float, float] = (5.0, 4.0),
+    color: str = TEXT_COLOR,
+    **kwargs: Any,
+) -> Annotation:
+    """Label the point ``xy`` with ``text``, offset by ``offset`` points.
+
+    The text sits above the point, to its right (or left, for a negative x offset).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    text : str
+    xy : tuple of float
+        The point, in data coordinates.
+    offset : tuple of float, default (5, 4)
+        Shift of the text, in points.
+    color : str, default TEXT_COLOR
+    **kwargs
+        Passed to :meth:`~matplotlib.axes.Axes.annotate`.
+
+    Returns
+    -------
+    matplotlib.text.Annotation
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from pymc_edp.plots.style import annotate
+    >>> note = annotate(plt.figure().add_subplot(), "id 7", (1.0, 2.0), offset=(-5, 4))
+    >>> note.get_text(), note.xy, note.get_horizontalalignment()
+    ('id 7', (1.0, 2.0), 'right')
+    >>> plt.close("all")
+    """
+    options: dict[str, Any] = {
+        "xytext": offset,
+        "textcoords": "offset points",
+        "ha": "left" if offset[0] >= 0 else "right",
+        "va": "bottom",
+        "fontsize": ANNOTATION_FONTSIZE,
+        "color": color,
+    }
+    options.update(kwargs)
+    return ax.annotate(text, xy=xy, **options)

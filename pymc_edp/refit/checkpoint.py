@@ -1,0 +1,238 @@
+"""A checkpoint folder: each refit saved as it finishes, damaged files set aside and redone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+
+import xarray as xr
+
+from pymc_edp.refit.outcome import RefitOutcome, jsonable
+
+_log = logging.getLogger("pymc_edp")
+
+__all__ = ["Checkpoint", "config_hash"]
+
+
+def config_hash(config: dict) -> str:
+    """A short hash of an audit's refit configuration, stored in every checkpointed refit.
+
+    The first 16 hex digits of the SHA-256 of the canonical JSON (sorted keys, no spaces).
+
+    Examples
+    --------
+    >>> from pymc_edp.refit import config_hash
+    >>> config_hash({"draws": 1000, "tune": 500}) == config_hash({"tune": 500, "draws": 1000})
+    True
+    >>> len(config_hash({"draws": 1000}))
+    16
+    """
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_STATUSES = ("ok", "diverged", "error")
+
+
+def _brief(err: BaseException, limit: int = 200) -> str:
+    """``Type: first line of the message``, shortened (xarray's run over several lines)."""
+    lines = str(err).strip().splitlines()
+    text = lines[0] if lines else ""
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+class Checkpoint:
+    """A folder where each finished refit is written as it completes (netCDF).
+
+    ``manifest.json`` holds the configuration of the audit that wrote the folder, and each
+    ``refit_<index>.nc`` the short :func:`config_hash` of it. The folder heals itself: a refit
+    file that cannot be read is moved aside (``refit_000003.nc.damaged``) and that neighbour
+    refitted; a damaged manifest is moved aside (``manifest.json.damaged``) and written
+    afresh, the refit files then being checked by their stored hash. What was repaired is
+    collected in :attr:`messages` (``refit_neighbours`` returns them, ``audit`` warns).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The folder (created if needed).
+    config : dict
+        What the refits depend on (JSON-serialisable).
+
+    Raises
+    ------
+    ValueError
+        If the folder was written by an audit with a different configuration (its manifest,
+        or with a damaged manifest a refit file's stored hash, differs).
+
+    Examples
+    --------
+    A zero-byte refit file (a full disk, a killed copy) is set aside, not fatal:
+
+    >>> import tempfile, pathlib
+    >>> from pymc_edp.refit import Checkpoint
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = Checkpoint(folder, {"draws": 10})
+    >>> (folder / "refit_000001.nc").write_bytes(b"")
+    0
+    >>> ckpt = Checkpoint(folder, {"draws": 10})
+    >>> ckpt.load(1) is None, (folder / "refit_000001.nc.damaged").exists()
+    (True, True)
+    >>> print(ckpt.messages[0][:60])
+    checkpoint refit file refit_000001.nc is damaged and was mov
+    """
+
+    def __init__(self, path, config: dict):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.config_hash = config_hash(config)
+        #: what was repaired, one sentence each (returned by ``refit_neighbours``)
+        self.messages: list[str] = []
+        #: False when the manifest was damaged and rewritten: refit files without a stored
+        #: configuration hash can then not be verified and are refitted
+        self.manifest_intact = True
+        manifest = self.path / "manifest.json"
+        if not manifest.exists():
+            manifest.write_text(json.dumps(config, indent=1, sort_keys=True))
+            return
+        try:
+            old = json.loads(manifest.read_text())
+            if not isinstance(old, dict):
+                raise ValueError(f"expected a JSON object, found a {type(old).__name__}")
+        except Exception as err:  # unreadable, truncated, garbled
+            self._replace_manifest(manifest, config, _brief(err))
+            return
+        if old != config:
+            diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+            raise ValueError(
+                f"checkpoint {self.path} was written by a different audit (differs in "
+                f"{diff}); use a new checkpoint path or the same settings"
+            )
+
+    def _replace_manifest(self, manifest: Path, config: dict, problem: str) -> None:
+        # refuse a folder of another audit before touching anything in it
+        for f in sorted(self.path.glob("refit_*.nc")):
+            try:
+                with xr.open_dataset(f) as ds:
+                    stored = ds.attrs.get("config_hash")
+            except Exception:  # damaged: set aside when loaded
+                continue
+            if stored is not None and str(stored) != self.config_hash:
+                raise ValueError(
+                    f"checkpoint {self.path} has a damaged manifest ({manifest.name}: "
+                    f"{problem}) and its refit files were written by a different audit "
+                    f"({f.name} has configuration hash {stored}, this audit "
+                    f"{self.config_hash}); use a new checkpoint path or the same settings"
+                )
+        aside = manifest.with_name(manifest.name + ".damaged")
+        os.replace(manifest, aside)
+        manifest.write_text(json.dumps(config, indent=1, sort_keys=True))
+        self.manifest_intact = False
+        self.messages.append(
+            f"checkpoint manifest {manifest} is damaged ({problem}); moved it to "
+            f"{aside.name} and wrote a new one from this audit's settings. Saved refits are "
+            "reused only where their stored configuration hash matches this audit"
+        )
+
+    def _file(self, index: int) -> Path:
+        return self.path / f"refit_{index:06d}.nc"
+
+    def _set_aside(self, f: Path, suffix: str) -> str:
+        aside = f.with_name(f.name + suffix)
+        try:
+            os.replace(f, aside)  # replaces an older file set aside under the same name
+        except OSError as err:
+            f.unlink(missing_ok=True)
+            return f"could not be moved aside ({err}) and was deleted"
+        return f"was moved to {aside.name}"
+
+    def load(self, index: int) -> RefitOutcome | None:
+        """The saved outcome of refit ``index``, or None (also when its file was damaged).
+
+        Raises
+        ------
+        ValueError
+            If the file's stored configuration hash is not this audit's.
+        """
+        f = self._file(index)
+        if not f.exists():
+            return None
+        try:
+            with xr.open_dataset(f) as ds:
+                ds = ds.load()
+            out, stored = self._parse(ds, index)
+        except Exception as err:  # truncated, zero bytes, missing or garbled attributes
+            where = self._set_aside(f, ".damaged")
+            self.messages.append(
+                f"checkpoint refit file {f.name} is damaged and {where} ({_brief(err)}); "
+                "refitting that neighbour"
+            )
+            return None
+        if stored is None:
+            if self.manifest_intact:
+                return out  # written before refit files carried a hash
+            where = self._set_aside(f, ".unverified")
+            self.messages.append(
+                f"checkpoint refit file {f.name} has no configuration hash and the manifest "
+                f"was damaged, so it cannot be checked against this audit; it {where} and "
+                "that neighbour is refitted"
+            )
+            return None
+        if stored != self.config_hash:
+            raise ValueError(
+                f"checkpoint {self.path}: {f.name} was written by a different audit "
+                f"(configuration hash {stored}, this audit {self.config_hash}); use a new "
+                "checkpoint path or the same settings"
+            )
+        return out
+
+    @staticmethod
+    def _parse(ds: xr.Dataset, index: int) -> tuple[RefitOutcome, str | None]:
+        a = dict(ds.attrs)
+        missing = [
+            k for k in ("index", "label", "status", "reason", "seed", "seconds") if k not in a
+        ]
+        if missing:
+            raise ValueError(f"missing attribute(s) {missing}")
+        if int(a["index"]) != index:
+            raise ValueError(f"holds refit {int(a['index'])}, not {index}")
+        status = str(a["status"])
+        if status not in _STATUSES:
+            raise ValueError(f"unknown status {status!r}")
+        post = None
+        if status != "error":
+            if not ds.data_vars:
+                raise ValueError(f"status {status!r} but no posterior draws")
+            post = ds
+            post.attrs = {}
+        stored = a.get("config_hash")
+        out = RefitOutcome(
+            index,
+            json.loads(a["label"]),
+            status,
+            str(a["reason"]),
+            int(a["seed"]),
+            float(a["seconds"]),
+            post,
+        )
+        return out, None if stored is None else str(stored)
+
+    def save(self, out: RefitOutcome) -> None:
+        """Write one outcome atomically, with this audit's configuration hash."""
+        ds = out.posterior.copy() if out.posterior is not None else xr.Dataset()
+        ds.attrs = {
+            "index": out.index,
+            "label": json.dumps(jsonable(out.label)),
+            "status": out.status,
+            "reason": out.reason,
+            "seed": out.seed,
+            "seconds": out.seconds,
+            "config_hash": self.config_hash,
+        }
+        tmp = self._file(out.index).with_suffix(".tmp")
+        ds.to_netcdf(tmp)
+        os.replace(tmp, self._file(out.index))

@@ -1,0 +1,376 @@
+"""Refit engines: nutpie, PyMC and a user's builder, each compiling the model once."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.model.compat import get_group, has_group
+
+_log = logging.getLogger("pymc_edp")
+
+__all__ = [
+    "BuilderEngine",
+    "Engine",
+    "NutpieEngine",
+    "PymcEngine",
+    "discrete_free_vars",
+    "make_engine",
+    "resolve_engine",
+]
+
+# per-process cache of compiled samplers, keyed by an engine's token (survives pickling)
+_COMPILED: dict[str, object] = {}
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What runs one refit: ``sample(data, seed) -> (posterior, n_divergences)``.
+
+    ``data`` are the neighbour's data (``pm.Data`` values of the neighbour model, or the
+    :class:`~pymc_edp.model.transform.NeighbourData` a builder takes); engines must be
+    picklable so that refits can run in other processes.
+
+    Examples
+    --------
+    Any object with that method serves :func:`pymc_edp.refit.run_refits`, e.g. one that
+    draws from a known posterior instead of sampling:
+
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_edp.refit import Engine
+    >>> class Exact:
+    ...     def sample(self, data, seed):
+    ...         mu = np.random.default_rng(seed).normal(data["mean"], 1.0, (1, 100))
+    ...         return xr.Dataset({"mu": (("chain", "draw"), mu)}), 0
+    >>> isinstance(Exact(), Engine)
+    True
+    """
+
+    def sample(self, data, seed: int) -> tuple[xr.Dataset, int]:
+        """Sample the neighbour posterior; its draws of the kept variables and divergences."""
+        ...
+
+
+@dataclass
+class _EngineBase:
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 2
+    var_names: tuple = ()
+    sampler_kwargs: dict = field(default_factory=dict)
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def _finish(self, idata) -> tuple[xr.Dataset, int]:
+        post = get_group(idata, "posterior")
+        keep = [v for v in self.var_names if v in post] or list(post.data_vars)
+        post = post[keep].load()
+        div = 0
+        if has_group(idata, "sample_stats"):
+            stats = get_group(idata, "sample_stats")
+            if "diverging" in stats:
+                div = int(stats["diverging"].sum())
+        return post, div
+
+
+@dataclass
+class NutpieEngine(_EngineBase):
+    """nutpie: compile the neighbour model once per process, ``with_data`` per refit."""
+
+    model: object = None
+
+    def _compiled(self):
+        if self.token not in _COMPILED:
+            import nutpie
+
+            _COMPILED[self.token] = nutpie.compile_pymc_model(self.model)
+        return _COMPILED[self.token]
+
+    def _kwargs(self, seed: int) -> dict:
+        return dict(
+            draws=self.draws,
+            tune=self.tune,
+            chains=self.chains,
+            seed=seed,
+            progress_bar=False,
+            **self.sampler_kwargs,
+        )
+
+    def sample_idata(self, data: dict, seed: int):
+        """The full InferenceData of one run with ``data``, and the model sampled."""
+        import nutpie
+
+        compiled = self._compiled().with_data(**data)
+        return nutpie.sample(compiled, **self._kwargs(seed)), self.model
+
+    def sample(self, data: dict, seed: int):
+        """One refit with ``data``: the posterior of the kept variables and its divergences."""
+        import nutpie
+
+        compiled = self._compiled().with_data(**data)
+        kwargs = self._kwargs(seed)
+        try:
+            # the raw arrow trace skips building a full InferenceData (~20 ms a refit)
+            raw = nutpie.sample(compiled, return_raw_trace=True, **kwargs)
+        except TypeError:  # pragma: no cover - a nutpie without return_raw_trace
+            return self._finish(nutpie.sample(compiled, **kwargs))
+        try:
+            return self._from_arrow(raw, compiled)
+        except Exception:  # pragma: no cover - nutpie's raw format changed
+            _log.debug("unexpected nutpie trace layout; sampling again through nutpie's API")
+            return self._finish(nutpie.sample(compiled, **kwargs))
+
+    def _from_arrow(self, raw, compiled) -> tuple[xr.Dataset, int]:
+        """Posterior of the kept variables and the divergence count from nutpie's trace."""
+        import pyarrow
+
+        draw_batches, stat_batches = raw.get_arrow_trace()
+        coords = {k: np.asarray(v) for k, v in getattr(compiled, "coords", {}).items()}
+        per_var: dict = {}
+        dims_of: dict = {}
+        divergent = 0
+        for draws, stats in zip(draw_batches, stat_batches, strict=True):
+            tuning = pyarrow.array(stats.column("tuning")).to_numpy(zero_copy_only=False)
+            n_tune = int(np.asarray(tuning).sum())
+            div = pyarrow.array(stats.column("diverging")).to_numpy(zero_copy_only=False)
+            div = np.asarray(div)[n_tune:]
+            divergent += int(div.sum())
+            for name in self.var_names or draws.column_names:
+                if name not in draws.column_names:
+                    continue
+                col = draws.column(name)
+                meta = col.field.metadata or {}
+                shape = [int(x) for x in meta.get(b"shape", b"").decode().split(",") if x]
+                dims = [d for d in meta.get(b"dims", b"").decode().split(",") if d]
+                col = pyarrow.array(col)
+                if col.null_count:
+                    raise ValueError(f"missing draws of {name} in nutpie's trace")
+                if hasattr(col, "flatten"):
+                    col = col.flatten()
+                values = np.asarray(col.to_numpy(zero_copy_only=False))
+                values = values.reshape(-1, *shape)[n_tune:]
+                per_var.setdefault(name, []).append(values)
+                dims_of[name] = dims or [f"{name}_dim_{i}" for i in range(len(shape))]
+        if not per_var:
+            raise ValueError("no variables in nutpie's trace")
+        data_vars, used = {}, {}
+        for name, chains in per_var.items():
+            arr = np.stack(chains)
+            data_vars[name] = (("chain", "draw", *dims_of[name]), arr)
+            for d, size in zip(dims_of[name], arr.shape[2:], strict=True):
+                if d in coords and len(coords[d]) == size:
+                    used[d] = coords[d]
+        n_chains, n_draws = next(iter(data_vars.values()))[1].shape[:2]
+        ds = xr.Dataset(
+            data_vars,
+            coords={"chain": np.arange(n_chains), "draw": np.arange(n_draws), **used},
+        )
+        return ds, divergent
+
+
+@dataclass
+class PymcEngine(_EngineBase):
+    """PyMC's NUTS with one step method per process; refits only swap shared data."""
+
+    model: object = None
+
+    _STEP_KWARGS = ("target_accept", "max_treedepth", "early_max_treedepth", "step_scale")
+
+    def _step(self):
+        if self.token not in _COMPILED:
+            import pymc as pm
+
+            # NUTS settings go to the step method built once, not to every pm.sample call
+            step_kw = {k: v for k, v in self.sampler_kwargs.items() if k in self._STEP_KWARGS}
+            with self.model:
+                if discrete_free_vars(self.model):
+                    _COMPILED[self.token] = _compound_step(self.model, step_kw)
+                else:
+                    _COMPILED[self.token] = pm.NUTS(**step_kw)
+        return _COMPILED[self.token]
+
+    def sample_idata(self, data: dict, seed: int):
+        """The full InferenceData of one run with ``data``, and the model sampled."""
+        import pymc as pm
+
+        step = self._step()
+        sample_kw = {k: v for k, v in self.sampler_kwargs.items() if k not in self._STEP_KWARGS}
+        with self.model:
+            pm.set_data(data)
+            idata = pm.sample(
+                draws=self.draws,
+                tune=self.tune,
+                chains=self.chains,
+                cores=1,
+                step=step,
+                random_seed=seed,
+                progressbar=False,
+                compute_convergence_checks=False,
+                **sample_kw,
+            )
+        return idata, self.model
+
+    def sample(self, data: dict, seed: int):
+        """One refit with ``data``: the posterior of the kept variables and its divergences."""
+        return self._finish(self.sample_idata(data, seed)[0])
+
+
+@dataclass
+class BuilderEngine(_EngineBase):
+    """A user's ``build_model(data) -> pm.Model``, sampled afresh for every neighbour."""
+
+    build_model: Callable | None = None
+    nuts_sampler: str = "pymc"
+
+    def sample_idata(self, data, seed: int):
+        """The full InferenceData of one run with ``data``, and the model built for it."""
+        import pymc as pm
+
+        model = self.build_model(data)
+        if not isinstance(model, pm.Model):
+            raise TypeError(f"build_model must return a pymc.Model, got {type(model).__name__}")
+        if self.nuts_sampler == "nutpie":
+            resolve_engine("nutpie", model)  # a clear error for discrete latent variables
+        with model:
+            idata = pm.sample(
+                draws=self.draws,
+                tune=self.tune,
+                chains=self.chains,
+                cores=1,
+                random_seed=seed,
+                nuts_sampler=self.nuts_sampler,
+                progressbar=False,
+                compute_convergence_checks=False,
+                **self.sampler_kwargs,
+            )
+        return idata, model
+
+    def sample(self, data, seed: int):
+        """One refit with ``data``: the posterior of the kept variables and its divergences."""
+        return self._finish(self.sample_idata(data, seed)[0])
+
+
+def discrete_free_vars(model) -> list[str]:
+    """Names of the free (latent) variables of ``model`` with an integer or boolean dtype.
+
+    NUTS, and so nutpie, cannot sample them; PyMC pairs NUTS with a Metropolis-type step.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from pymc_edp.refit import discrete_free_vars
+    >>> with pm.Model() as model:
+    ...     k = pm.Poisson("k", 3.0)
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    ...     y = pm.Normal("y", mu + k, 1.0, observed=[0.5, 4.0])
+    >>> discrete_free_vars(model)
+    ['k']
+    """
+    if model is None:
+        return []
+    return [v.name for v in model.value_vars if np.dtype(v.dtype).kind in "biu"]
+
+
+def _compound_step(model, step_kw: dict):
+    """One step over every free variable: PyMC's own assignment, built once.
+
+    NUTS for the continuous variables and a Metropolis-type step for the discrete ones; the
+    refits only swap shared data.
+    """
+    import pymc as pm
+    from pymc.step_methods import CompoundStep
+
+    discrete = set(discrete_free_vars(model))
+    try:
+        from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+
+        _, selected = assign_step_methods(model)
+        uses_nuts = any(getattr(cls, "name", None) == "nuts" for cls in selected)
+        steps = instantiate_steppers(
+            model, [], selected, step_kwargs={"nuts": step_kw} if step_kw and uses_nuts else None
+        )
+    except (ImportError, TypeError):  # pragma: no cover - a PyMC without this API
+        continuous = [v for v in model.value_vars if v.name not in discrete]
+        steps = [pm.NUTS(vars=continuous, **step_kw)] if continuous else []
+        steps.append(pm.Metropolis(vars=[v for v in model.value_vars if v.name in discrete]))
+    if isinstance(steps, list):
+        return CompoundStep(steps) if len(steps) > 1 else steps[0]
+    return steps
+
+
+def resolve_engine(engine: str | None, model=None) -> str:
+    """``"nutpie"`` or ``"pymc"``; None picks nutpie when it is installed.
+
+    Parameters
+    ----------
+    engine : {"nutpie", "pymc"} or None
+    model : pymc.Model, optional
+        The model the engine will sample. If it has discrete free variables (which NUTS
+        cannot sample), None picks PyMC (logged at INFO level), and ``"nutpie"`` is refused.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine, or ``"nutpie"`` with a model that has discrete free variables.
+    """
+    if engine not in (None, "nutpie", "pymc"):
+        raise ValueError(f"engine must be 'nutpie', 'pymc' or None, got {engine!r}")
+    discrete = discrete_free_vars(model) if engine != "pymc" else []
+    if engine == "nutpie" and discrete:
+        raise ValueError(
+            f"nutpie cannot sample discrete latent variables ({', '.join(discrete)}): it runs "
+            "NUTS alone. Use engine='pymc' (or engine=None), which pairs NUTS with a "
+            "Metropolis-type step for the discrete variables."
+        )
+    if engine is None:
+        if discrete:
+            _log.info(
+                "refitting with PyMC's sampler rather than nutpie: the model has discrete "
+                "latent variable(s) %s, which NUTS cannot sample (PyMC adds a Metropolis-type "
+                "step for them)",
+                discrete,
+            )
+            return "pymc"
+        try:
+            import nutpie  # noqa: F401
+        except ImportError:
+            return "pymc"
+        return "nutpie"
+    return engine
+
+
+def make_engine(
+    engine: str | None,
+    *,
+    model=None,
+    build_model=None,
+    draws: int,
+    tune: int,
+    chains: int,
+    var_names,
+    sampler_kwargs: dict | None = None,
+):
+    """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides.
+
+    With ``build_model`` the sampler is PyMC's unless ``engine="nutpie"`` (each neighbour
+    model compiles anew, which PyMC's compile cache makes cheaper). A model with discrete
+    free variables is refitted by PyMC (NUTS plus a Metropolis-type step) when ``engine`` is
+    None; ``engine="nutpie"`` is refused for it (:func:`resolve_engine`).
+    """
+    common = dict(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        var_names=tuple(var_names),
+        sampler_kwargs=dict(sampler_kwargs or {}),
+    )
+    if build_model is not None:
+        sampler = "nutpie" if engine == "nutpie" else "pymc"
+        return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
+    cls = NutpieEngine if resolve_engine(engine, model) == "nutpie" else PymcEngine
+    return cls(**common, model=model)

@@ -1,0 +1,483 @@
+"""Tune the strength of a prior so that the posterior meets a target B-EDP epsilon.
+
+A stronger prior (a smaller prior scale, a larger concentration) makes the posterior less
+sensitive to any one record, so its empirical differential privacy (EDP) epsilon falls.
+:func:`tune_prior` searches a scalar hyperparameter for the value whose posterior has a target
+epsilon: fast importance-reweighted audits inside the search, then a confirmation audit with
+the method the user chose, and the utility the stronger prior costs.
+
+Choosing a prior after looking at the data leaks information about the data that no audit of
+the resulting posterior accounts for (Charest & Han 2017, sec. 2), and EDP is a sensitivity
+measure of one posterior on one data set, not a differential-privacy guarantee.
+
+References
+----------
+.. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+   Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (sec. 2: prior tuning and
+   its leakage; eq. 2: B-EDP).
+.. [2] Abowd, J. M., Schneider, M. J. and Vilhuber, L. "Differential privacy applications to
+   Bayesian and linear mixed model estimation." Journal of Privacy and Confidentiality 5(1),
+   2013.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp import diagnostics
+from pymc_edp.auditing import METHODS, NEIGHBOUR_RELATIONS, audit
+from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
+from pymc_edp.base.validate import check_choice, check_real
+from pymc_edp.model.compat import get_group
+from pymc_edp.model.loglik import posterior_matrix
+from pymc_edp.refit import RefitOptions, make_engine, resolve_engine
+from pymc_edp.tuning.result import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
+from pymc_edp.tuning.search import (
+    Search,
+    SearchOptions,
+    Trial,
+    answer,
+    find_bracket,
+    monotone,
+    root,
+    trend,
+)
+
+__all__ = ["tune_prior"]
+
+_log = logging.getLogger("pymc_edp")
+
+#: Keys of ``audit_kwargs``: what every audit of the tuner takes.
+AUDIT_KEYS = (
+    "bins",
+    "var_names",
+    "neighbour",
+    "groups",
+    "replacements",
+    "observed",
+    "smoothing",
+    "method",
+)
+
+
+class _Sampler:
+    """Samples the model at one strength value with a refit engine (compiled once).
+
+    With a model, the engine compiles it once and each trial only swaps the ``pm.Data``
+    hyperparameter; with a builder, each trial builds (and compiles) a new model.
+    """
+
+    def __init__(self, engine, opts: RefitOptions, *, model=None, name=None, build_model=None):
+        self.model, self.name = model, name
+        common = dict(draws=opts.draws, tune=opts.tune, chains=opts.chains, var_names=())
+        if model is not None:
+            self.dtype = model[name].get_value().dtype
+            self.engine = make_engine(engine, model=model, **common)
+        else:
+            self.engine = make_engine(
+                engine, build_model=lambda value: build_model(float(value)), **common
+            )
+
+    def model_at(self, value: float) -> None:
+        """Set the hyperparameter of the user's model (data form only)."""
+        import pymc as pm
+
+        if self.model is not None:
+            pm.set_data({self.name: np.asarray(value, dtype=self.dtype)}, model=self.model)
+
+    def __call__(self, value: float, seed: int):
+        import pymc as pm
+
+        if self.model is not None:
+            self.model_at(value)
+            data = {self.name: np.asarray(value, dtype=self.dtype)}
+        else:
+            data = value
+        idata, model = self.engine.sample_idata(data, int(seed))
+        pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
+        return idata, model
+
+
+def _utility(untuned, tuned, names: Sequence[str]) -> xr.Dataset:
+    d0, labels, _ = posterior_matrix(get_group(untuned, "posterior"), names)
+    d1, labels1, _ = posterior_matrix(get_group(tuned, "posterior"), names)
+    if list(labels) != list(labels1):
+        raise ValueError("the tuned and untuned posteriors have different parameters")
+    m0, s0 = d0.mean(axis=1), d0.std(axis=1, ddof=1)
+    m1, s1 = d1.mean(axis=1), d1.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift_sd = (m1 - m0) / s0
+        ratio = s1 / s0
+    dim = PARAMETER_DIM
+    return xr.Dataset(
+        {
+            "mean_untuned": (dim, m0),
+            "sd_untuned": (dim, s0),
+            "mean_tuned": (dim, m1),
+            "sd_tuned": (dim, s1),
+            "mean_shift": (dim, m1 - m0),
+            "mean_shift_sd": (dim, shift_sd),
+            "sd_ratio": (dim, ratio),
+        },
+        coords={dim: np.asarray(labels, dtype=str)},
+    )
+
+
+def _check_hyperparameter(model, name: str) -> float:
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    if name not in model.named_vars:
+        raise KeyError(f"the model has no variable {name!r}")
+    var = model[name]
+    if not isinstance(var, SharedVariable) or var not in model.data_vars:
+        raise TypeError(
+            f"{name!r} must be a pm.Data variable so that the model compiles once; declare "
+            f"the prior strength as pm.Data({name!r}, value) or pass build_model="
+        )
+    value = np.asarray(var.get_value())
+    if value.size != 1:
+        raise ValueError(f"the hyperparameter {name!r} must be a scalar, got shape {value.shape}")
+    if value.dtype.kind != "f":
+        raise TypeError(
+            f"the hyperparameter {name!r} has dtype {value.dtype}; declare it as a float "
+            f"(pm.Data({name!r}, float(value))) so that non-integer values can be tried"
+        )
+    return float(value.reshape(()))
+
+
+def _audit_kwargs(audit_kwargs: Mapping | None) -> dict:
+    """The audits' keyword arguments, with a clear error for what belongs elsewhere."""
+    kw = dict(audit_kwargs or {})
+    elsewhere = {"refit": "refit=", "random_seed": "random_seed=", "progressbar": "progressbar="}
+    for key in kw:
+        if key in elsewhere:
+            raise TypeError(f"pass {key} to tune_prior as {elsewhere[key]}, not in audit_kwargs")
+        if key not in AUDIT_KEYS:
+            raise TypeError(
+                f"audit_kwargs has an unknown key {key!r}; it takes {list(AUDIT_KEYS)} (refit "
+                "options go in refit=RefitOptions(...))"
+            )
+    kw.setdefault("bins", 20)
+    check_choice(kw.setdefault("method", "auto"), "method", METHODS)
+    check_choice(kw.get("neighbour", "remove"), "neighbour", NEIGHBOUR_RELATIONS)
+    return kw
+
+
+def _sampler(model, hyperparameter, build_model, initial, opts: RefitOptions):
+    """The trial sampler, the untuned value and the original value to restore (or None)."""
+    if (model is None) == (build_model is None):
+        raise ValueError("pass either model= (with hyperparameter=) or build_model=")
+    if model is not None and hyperparameter is None:
+        raise ValueError("model= needs hyperparameter=, the name of its pm.Data prior strength")
+    if build_model is not None and hyperparameter is not None:
+        raise ValueError("hyperparameter= is only used with model=, not build_model=")
+    # the builder form defaults to nutpie too (refits through build_model default to PyMC)
+    engine = resolve_engine(opts.engine, model=model)
+    if model is not None:
+        original = _check_hyperparameter(model, hyperparameter)
+        initial = original if initial is None else float(initial)
+        sampler = _Sampler(engine, opts, model=model, name=hyperparameter)
+    else:
+        if not callable(build_model):
+            raise TypeError("build_model must be callable: build_model(value) -> pm.Model")
+        if initial is None:
+            raise ValueError("build_model= needs initial=, the untuned value of the strength")
+        original = None
+        sampler = _Sampler(engine, opts, build_model=build_model)
+    if not (np.isfinite(initial) and initial > 0):
+        raise ValueError(f"the initial value must be finite and > 0, got {initial!r}")
+    return sampler, float(initial), original
+
+
+def _run_search(search: Search, x0: float, bracket, sopts: SearchOptions, sign: int):
+    """Bracket the target and find the root; the answer's log value and its trial."""
+    if bracket is not None:
+        lo, hi = bracket
+        t0 = search(x0, "initial")
+        ta, tb = search(math.log(lo), "bracket"), search(math.log(hi), "bracket")
+        target = search.target
+        if search.met(t0) and lo <= math.exp(x0) <= hi:
+            found = t0
+        elif (ta.epsilon - target) * (tb.epsilon - target) > 0:
+            raise RuntimeError(
+                f"bracket {bracket} does not straddle the target {target:.4g}: "
+                f"epsilon is {ta.epsilon:.4g} at {lo:.4g} and {tb.epsilon:.4g} at {hi:.4g}"
+            )
+        else:
+            found = search.bracket()
+    else:
+        found = find_bracket(search, x0, sign, sopts.step, sopts.max_evaluations)
+    if isinstance(found, Trial):
+        search.stopped = "tolerance"
+    else:
+        root(search, *found, xtol=sopts.xtol, max_evaluations=sopts.max_evaluations)
+    x_best, t_best = answer(search)
+    if t_best is None:
+        t_best = search(x_best, "final")
+    return x_best, t_best
+
+
+def _epsilon_mcse(res) -> float:
+    """The audit's own Monte-Carlo standard error of epsilon (one method everywhere)."""
+    return float(diagnostics.epsilon_mcse(res)["epsilon"])
+
+
+def _collect(caught, into: dict, prefix: str = "", *, reraise_others: bool = False) -> None:
+    for w in caught:
+        if issubclass(w.category, EDPWarning):
+            into[f"{prefix}{w.message}"] = None
+        elif reraise_others:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def tune_prior(
+    model=None,
+    *,
+    hyperparameter: str | None = None,
+    build_model: Callable[[float], object] | None = None,
+    target_epsilon: float,
+    initial: float | None = None,
+    bracket: tuple[float, float] | None = None,
+    audit_kwargs: Mapping | None = None,
+    refit: RefitOptions | Mapping | None = None,
+    search: SearchOptions | Mapping | None = None,
+    random_seed=None,
+    progressbar: bool = True,
+) -> PriorTuningResult:
+    """Find the prior strength whose posterior has a target B-EDP epsilon.
+
+    The prior strength is one positive scalar: a ``pm.Data`` hyperparameter of ``model``
+    (a prior scale, a concentration), so the model compiles once and only that value
+    changes between trials, or the argument of ``build_model(value) -> pm.Model``.
+
+    The search (:mod:`pymc_edp.tuning.search`) works on the log of the value. Each trial
+    samples the posterior with the same seed (common random numbers, so that the estimated
+    relation is smooth) and audits it by importance reweighting (``method="psis"``, fast).
+    Starting from ``initial``, the value is multiplied or divided by ``step`` until epsilon
+    crosses the target; Brent's method on ``log epsilon - log target`` then narrows the bracket
+    until an evaluation is within ``rtol`` of the target, or the epsilons at the two ends of
+    the bracket are within twice their Monte-Carlo error of each other (the noise cannot
+    resolve a narrower bracket). Unless an evaluation met ``rtol`` with a Monte-Carlo error
+    below ``rtol``, the answer is the root of a weighted line of log epsilon on log value
+    through the trials within a factor 2 of the target, which averages their noise. The
+    evaluated points are checked for monotonicity. At the answer a fresh sample (another seed)
+    is audited with ``method`` (refitting neighbours with a bad k-hat under ``"auto"``), and
+    its epsilon, Monte-Carlo standard error and the utility cost against the untuned prior are
+    reported.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        Model with a scalar float ``pm.Data`` hyperparameter. Its value is restored on
+        return (set it to ``res.value`` with ``pm.set_data`` to keep the tuned prior).
+    hyperparameter : str, optional
+        Name of that ``pm.Data`` variable; required with ``model``.
+    target_epsilon : float
+        Target B-EDP epsilon (> 0).
+    bracket : (float, float), optional
+        ``(low, high)`` values known to straddle the target; default: found by stepping
+        from ``initial``.
+    build_model : callable, optional
+        ``build_model(value) -> pm.Model`` in place of ``model`` and ``hyperparameter``;
+        each trial builds and compiles a new model (slower).
+    initial : float, optional
+        The untuned value: the start of the search and the reference of the utility cost.
+        Default: the hyperparameter's current value; required with ``build_model``.
+    audit_kwargs : mapping, optional
+        Keyword arguments of every audit (the search's and the confirmation's):
+        ``bins`` (default 20), ``var_names`` (also the variables whose utility cost is
+        reported), ``neighbour``, ``groups``, ``replacements``, ``observed``, ``smoothing``,
+        and ``method`` (default ``"auto"``) for the confirmation audit at the answer (the
+        search always reweights), as in :func:`pymc_edp.audit`.
+    refit : RefitOptions or dict, optional
+        ``draws``, ``tune``, ``chains`` and ``engine`` of every posterior sampled (each trial
+        and the confirmation), and how the confirmation refits neighbours (``executor``,
+        ``checkpoint``, ``max_refits``, ...), as in :func:`pymc_edp.audit`.
+    search : SearchOptions or dict, optional
+        ``direction``, ``rtol``, ``xtol``, ``step`` and ``max_evaluations`` of the search.
+    random_seed : int or numpy.random.Generator, optional
+        Seeds the search (one seed for every trial), the confirmation sample and its
+        refits. None draws fresh entropy; the seed used is in ``res.random_seed``.
+    progressbar : bool, default True
+        Progress of the confirmation refits.
+
+    Returns
+    -------
+    PriorTuningResult
+        ``.value``, ``.epsilon``, ``.mcse``, ``.idata``, ``.utility``, ``.trials``,
+        ``.audit`` and ``.warnings``.
+
+    Raises
+    ------
+    RuntimeError
+        When the target cannot be bracketed (epsilon levels off before reaching it, or the
+        evaluation budget runs out).
+
+    Warns
+    -----
+    EDPWarning
+        Always, with :data:`LEAKAGE_CAVEAT`: the tuned prior depends on the data, so it
+        leaks information the audit does not count, and EDP is not DP. Also when epsilon is
+        not monotone over the evaluated values, when reweighting was unreliable during the
+        search, or when the confirmed epsilon misses the target by more than ``rtol`` plus
+        three times the combined Monte-Carlo error of the confirmation and the search.
+
+    Notes
+    -----
+    The leakage is not a technicality. Charest & Han (sec. 2) point out that a prior
+    tuned until the posterior looks private is chosen with the data, and the choice of
+    the hyperparameter is then a release of its own. A tuned value is best treated as a
+    design choice to be fixed on other data (a previous wave, a public sample) or paid for
+    from a privacy budget.
+
+    References
+    ----------
+    .. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+       Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (sec. 2 on tuning the
+       prior and its leakage; eq. 2).
+    .. [2] Abowd, J. M., Schneider, M. J. and Vilhuber, L. "Differential privacy
+       applications to Bayesian and linear mixed model estimation." Journal of Privacy and
+       Confidentiality 5(1), 2013.
+    .. [3] Brent, R. P. *Algorithms for Minimization without Derivatives*, ch. 4.
+       Prentice-Hall, 1973.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> import pymc_edp as edp
+    >>> y = np.random.default_rng(0).normal(10, 5**0.5, 100)
+    >>> with pm.Model() as model:
+    ...     sigma0 = pm.Data("sigma0", 3**0.5)
+    ...     mu = pm.Normal("mu", 10, sigma0)
+    ...     _ = pm.Normal("y", mu, 5**0.5, observed=y)
+    >>> res = edp.tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3,
+    ...                      method="psis", random_seed=1)  # doctest: +SKIP
+    >>> res.value, res.epsilon, res.mcse  # doctest: +SKIP
+    """
+    target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
+    kw = _audit_kwargs(audit_kwargs)
+    method = kw.pop("method")
+    opts = RefitOptions.coerce(refit)
+    sopts = SearchOptions.coerce(search)
+    if bracket is not None:
+        lo, hi = (float(v) for v in bracket)
+        if not (0 < lo < hi and np.isfinite(hi)):
+            raise ValueError(f"bracket must be (low, high) with 0 < low < high, got {bracket}")
+        bracket = (lo, hi)
+    sampler, initial, original = _sampler(model, hyperparameter, build_model, initial, opts)
+    seed = resolve_seed(random_seed)
+    search_seed, confirm_seed, refit_seed = (
+        int(s) for s in np.random.default_rng(seed).integers(0, 2**31 - 1, size=3)
+    )
+    diagnostics_: dict[str, None] = {}
+    search_notes: dict[str, list[float]] = {}
+    sign = {"auto": 0, "increasing": 1, "decreasing": -1}[sopts.direction]
+
+    def evaluate(x: float, stage: str) -> Trial:
+        value = math.exp(x)
+        idata, mod = sampler(value, search_seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = audit(idata, mod, method="psis", progressbar=False, **kw)
+        for w in caught:
+            if issubclass(w.category, EDPWarning):
+                search_notes.setdefault(str(w.message), []).append(value)
+        mcse = _epsilon_mcse(res)
+        khat = float(np.nanmax(res.pointwise["pareto_k"].values))
+        _log.info("tune_prior: value %.6g -> epsilon %.4f +- %.4f", value, res.epsilon, mcse)
+        # only the untuned posterior is kept (the utility reference); the rest are dropped
+        keep = stage == "initial"
+        return Trial(x, res.epsilon, mcse, khat, stage, idata if keep else None)
+
+    searcher = Search(evaluate, target_epsilon, sopts.rtol)
+    try:
+        x_best, t_best = _run_search(searcher, math.log(initial), bracket, sopts, sign)
+        value = math.exp(x_best)
+        t_init = searcher.trials[0]
+        for note, values in search_notes.items():
+            where = ", ".join(f"{v:.4g}" for v in values[:5]) + ("..." if len(values) > 5 else "")
+            diagnostics_[
+                f"during the search (reweighting only) at {len(values)} of "
+                f"{len(searcher.trials)} trial values ({where}): {note} The search's epsilons "
+                f"there may be off; the confirmation audit uses method={method!r}."
+            ] = None
+        if sign == 0:
+            sign = trend(searcher.trials) or 1
+        is_monotone, msg = monotone(searcher.trials, sign)
+        if not is_monotone:
+            diagnostics_[msg] = None
+        # the confirmation: an independent sample, audited with the method asked for
+        idata, mod = sampler(value, confirm_seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = audit(
+                idata,
+                mod,
+                method=method,
+                refit=opts,
+                random_seed=refit_seed,
+                progressbar=progressbar,
+                **kw,
+            )
+        _collect(caught, diagnostics_, "confirmation: ", reraise_others=True)
+        mcse = _epsilon_mcse(res)
+    finally:
+        if original is not None:
+            sampler.model_at(original)
+
+    miss = abs(res.epsilon - target_epsilon)
+    # a 3-sigma check: the confirmation and the search's estimate are independent
+    if miss > sopts.rtol * target_epsilon + 3 * math.hypot(mcse, t_best.mcse):
+        diagnostics_[
+            f"the confirmed epsilon {res.epsilon:.4g} +- {mcse:.2g} misses the target "
+            f"{target_epsilon:.4g} by more than rtol and three times the Monte-Carlo error "
+            f"of the confirmation and the search (which estimated {t_best.epsilon:.4g} +- "
+            f"{t_best.mcse:.2g} there); draw more samples (refit=RefitOptions(draws=...)) or "
+            "check the refitted neighbours in res.audit"
+        ] = None
+    messages = (LEAKAGE_CAVEAT, *diagnostics_)
+    for msg in messages:
+        warnings.warn(msg, EDPWarning, stacklevel=2)
+        _log.info(msg)
+    return PriorTuningResult(
+        value=float(value),
+        epsilon=float(res.epsilon),
+        mcse=float(mcse),
+        target_epsilon=float(target_epsilon),
+        hyperparameter=hyperparameter,
+        initial_value=float(initial),
+        initial_epsilon=float(t_init.epsilon),
+        search_epsilon=float(t_best.epsilon),
+        bins=int(kw["bins"]),
+        neighbour=res.neighbour,
+        method=res.method,
+        direction="increasing" if sign > 0 else "decreasing",
+        monotone=is_monotone,
+        stopped=searcher.stopped,
+        trials=_trials(searcher),
+        utility=_utility(t_init.idata, idata, list(res.epsilon_by_var)),
+        warnings=messages,
+        audit=res,
+        idata=idata,
+        idata_untuned=t_init.idata,
+        random_seed=seed,
+    )
+
+
+def _trials(search: Search) -> xr.Dataset:
+    return xr.Dataset(
+        {
+            "value": (TRIAL_DIM, np.exp([t.x for t in search.trials])),
+            "epsilon": (TRIAL_DIM, [t.epsilon for t in search.trials]),
+            "mcse": (TRIAL_DIM, [t.mcse for t in search.trials]),
+            "max_pareto_k": (TRIAL_DIM, [t.max_khat for t in search.trials]),
+            "stage": (TRIAL_DIM, np.asarray([t.stage for t in search.trials], dtype=str)),
+        },
+        coords={TRIAL_DIM: np.arange(len(search.trials))},
+    )

@@ -1,0 +1,168 @@
+"""The result of :func:`~pymc_edp.tuning.tune_prior`: the tuned value and the evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+import xarray as xr
+
+from pymc_edp.result import EDPResult
+
+__all__ = ["LEAKAGE_CAVEAT", "TRIAL_DIM", "PriorTuningResult"]
+
+TRIAL_DIM = "trial"
+
+LEAKAGE_CAVEAT = (
+    "The prior was tuned on the data: the chosen hyperparameter is itself a function of the "
+    "data and leaks information about it that the audited epsilon does not count (Charest & "
+    "Han 2017, sec. 2); a formal guarantee would have to spend privacy budget on the choice "
+    "too. EDP measures how far this posterior moves on this data set when one record changes; "
+    "it is not differential privacy."
+)
+
+
+@dataclass(frozen=True)
+class PriorTuningResult:
+    """A prior strength tuned to a target epsilon, with the evidence and the price paid.
+
+    Attributes
+    ----------
+    value : float
+        The tuned value of the hyperparameter.
+    epsilon : float
+        B-EDP epsilon at ``value`` from the confirmation audit (an independent sample and
+        the method the user chose).
+    mcse : float
+        Monte-Carlo standard error of ``epsilon``, the audit's own
+        (:func:`pymc_edp.diagnostics.epsilon_mcse`).
+    target_epsilon : float
+        The target.
+    hyperparameter : str or None
+        Name of the ``pm.Data`` hyperparameter; None for the builder form.
+    initial_value : float
+        The untuned value the utility cost is measured against.
+    initial_epsilon : float
+        Reweighted epsilon at ``initial_value`` (search seed).
+    search_epsilon : float
+        Reweighted epsilon at ``value`` during the search (common random numbers).
+    bins : int
+        Number of bins ``B``.
+    neighbour : str
+        Neighbour relation.
+    method : str
+        Method of the confirmation audit.
+    direction : str
+        ``"increasing"`` if epsilon grows with the hyperparameter (a scale),
+        ``"decreasing"`` if it falls (a concentration or precision).
+    monotone : bool
+        False when the evaluated epsilons were not monotone in the hyperparameter beyond
+        their Monte-Carlo error (then several values may meet the target).
+    stopped : str
+        Why the search stopped: ``"tolerance"`` (an evaluation met ``rtol``),
+        ``"noise"`` (the epsilons at the ends of the bracket were within twice their
+        Monte-Carlo error of each other), ``"xtol"`` or ``"maxiter"``. Unless an evaluation
+        met ``rtol`` with a Monte-Carlo error below ``rtol`` too, the answer is the root of
+        a weighted line through the trials near the target (stage ``"final"``).
+    trials : xarray.Dataset
+        Over dimension ``trial`` in evaluation order: ``value``, ``epsilon``, ``mcse``,
+        ``max_pareto_k``, ``stage`` (``"initial"``, ``"bracket"``, ``"root"``, ``"final"``).
+    utility : xarray.Dataset
+        Over dimension ``parameter``: posterior ``mean_untuned``, ``sd_untuned``,
+        ``mean_tuned``, ``sd_tuned``, ``mean_shift`` (tuned minus untuned),
+        ``mean_shift_sd`` (the shift in untuned posterior standard deviations) and
+        ``sd_ratio`` (tuned over untuned).
+    warnings : tuple of str
+        :data:`LEAKAGE_CAVEAT` first, then the diagnostics raised during the search and
+        the confirmation.
+    audit : EDPResult
+        The confirmation audit.
+    idata : arviz.InferenceData
+        Posterior at ``value`` (with ``log_likelihood``) the confirmation audited.
+    idata_untuned : arviz.InferenceData
+        Posterior at ``initial_value``.
+    random_seed : int, optional
+        The seed the run used (pass it back to repeat the run).
+
+    References
+    ----------
+    .. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+       Privacy." Journal of Privacy and Confidentiality 7(3), 2017, sec. 2.
+
+    Examples
+    --------
+    Returned by :func:`tune_prior`, which samples the model repeatedly; built by hand here
+    (``trials`` and ``utility`` cut down to one variable each):
+
+    >>> import xarray as xr
+    >>> from pymc_edp import PriorTuningResult
+    >>> res = PriorTuningResult(
+    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
+    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
+    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
+    ...     stopped="tolerance", trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
+    ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
+    ...                        coords={"parameter": ["mu"]}))
+    >>> round(res.relative_error, 4)
+    0.0333
+    >>> res.summary().to_dict()
+    {'mean_shift': {'mu': 0.05}}
+    """
+
+    value: float
+    epsilon: float
+    mcse: float
+    target_epsilon: float
+    hyperparameter: str | None
+    initial_value: float
+    initial_epsilon: float
+    search_epsilon: float
+    bins: int
+    neighbour: str
+    method: str
+    direction: str
+    monotone: bool
+    stopped: str
+    trials: xr.Dataset
+    utility: xr.Dataset
+    warnings: tuple = ()
+    audit: EDPResult | None = field(default=None, repr=False, compare=False)
+    idata: object | None = field(default=None, repr=False, compare=False)
+    idata_untuned: object | None = field(default=None, repr=False, compare=False)
+    random_seed: int | None = field(default=None, compare=False)
+
+    @property
+    def relative_error(self) -> float:
+        """``(epsilon - target_epsilon) / target_epsilon`` of the confirmation audit."""
+        return (self.epsilon - self.target_epsilon) / self.target_epsilon
+
+    def summary(self) -> pd.DataFrame:
+        """The utility cost, one row per audited scalar parameter.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        df = self.utility.to_dataframe()
+        df.index = df.index.astype(str)
+        return df
+
+    def __repr__(self) -> str:
+        name = self.hyperparameter or "strength"
+        lines = [
+            f"Prior tuned to a target B-EDP (B = {self.bins}, neighbour = {self.neighbour})",
+            f"{name} = {self.value:.6g}  (untuned {self.initial_value:.6g}; epsilon "
+            f"{self.direction} in {name})",
+            f"epsilon = {self.epsilon:.4f} +- {self.mcse:.4f} (MCSE, {self.method})  target "
+            f"{self.target_epsilon:.4f}  relative error {100 * self.relative_error:+.1f}%",
+            f"untuned epsilon = {self.initial_epsilon:.4f}; {self.trials.sizes[TRIAL_DIM]} "
+            f"trial values, stopped on {self.stopped}"
+            + ("" if self.monotone else "; epsilon NOT monotone over the evaluated values"),
+            "",
+            "Utility cost (posterior mean and sd, untuned -> tuned):",
+            self.summary().to_string(float_format=lambda x: f"{x:.4g}"),
+            "",
+            "Warnings:",
+        ]
+        lines += [f"- {w}" for w in self.warnings]
+        return "\n".join(lines)

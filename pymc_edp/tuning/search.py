@@ -1,0 +1,294 @@
+"""A root finder for a noisy monotone function: where epsilon meets its target.
+
+Each evaluation returns an estimate with its Monte-Carlo standard error; the search works on
+``log epsilon - log target`` against ``log value``: it brackets the target by geometric
+steps, runs Brent's method until an evaluation meets the tolerance or the bracket's ends can
+no longer be told apart from noise, and answers with a weighted line through the trials near
+the target rather than the last, noisiest one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_edp.base.validate import check_choice, check_int, check_real
+
+__all__ = [
+    "DIRECTIONS",
+    "Search",
+    "SearchOptions",
+    "Trial",
+    "answer",
+    "find_bracket",
+    "monotone",
+    "root",
+    "trend",
+]
+
+DIRECTIONS = ("auto", "increasing", "decreasing")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How :func:`~pymc_edp.tuning.tune_prior` searches the hyperparameter.
+
+    Parameters
+    ----------
+    direction : {"auto", "increasing", "decreasing"}, default "auto"
+        How epsilon moves with the hyperparameter: ``"increasing"`` for a scale (a wider
+        prior lets the data move the posterior more), ``"decreasing"`` for a concentration or
+        precision; ``"auto"`` finds out from the first evaluations.
+    rtol : float, default 0.01
+        Stop when an evaluation is within ``rtol * target`` (and its Monte-Carlo error too).
+    xtol : float, default 1e-3
+        Tolerance of Brent's method on the log value.
+    step : float, default 4
+        Factor by which the value is multiplied or divided while bracketing.
+    max_evaluations : int, default 25
+        Posteriors sampled during the search at most.
+
+    Examples
+    --------
+    >>> import pymc_edp as edp
+    >>> edp.SearchOptions(rtol=0.02).max_evaluations
+    25
+    """
+
+    direction: str = "auto"
+    rtol: float = 0.01
+    xtol: float = 1e-3
+    step: float = 4.0
+    max_evaluations: int = 25
+
+    def __post_init__(self):
+        check_choice(self.direction, "direction", DIRECTIONS)
+        check_real(self.rtol, "rtol", positive=True)
+        check_real(self.xtol, "xtol", positive=True)
+        if not check_real(self.step, "step") > 1:
+            raise ValueError(f"step must be > 1, got {self.step!r}")
+        check_int(self.max_evaluations, "max_evaluations", 2)
+
+    @classmethod
+    def coerce(cls, value: SearchOptions | Mapping | None) -> SearchOptions:
+        """``value`` as options: None gives the defaults, a dict its fields."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            return cls(**value)
+        raise TypeError(f"search= takes a SearchOptions or a dict, got {type(value).__name__}")
+
+
+@dataclass
+class Trial:
+    """One evaluation: log value ``x``, the estimate and its Monte-Carlo error."""
+
+    x: float
+    epsilon: float
+    mcse: float
+    max_khat: float
+    stage: str
+    idata: object = None
+
+
+class _Stop(Exception):
+    """Raised inside the root finder when the search has converged."""
+
+
+class Search:
+    """Evaluations of log epsilon against log value, cached, with the bracket logic."""
+
+    def __init__(self, evaluate: Callable[[float, str], Trial], target: float, rtol: float):
+        self.evaluate_fn = evaluate
+        self.target = target
+        self.rtol = rtol
+        self.trials: list[Trial] = []
+        self.stopped = ""
+
+    def __call__(self, x: float, stage: str) -> Trial:
+        """Evaluate at ``x`` (once: a repeated ``x`` returns the stored trial)."""
+        for t in self.trials:
+            if t.x == x:
+                return t
+        t = self.evaluate_fn(x, stage)
+        self.trials.append(t)
+        return t
+
+    def g(self, t: Trial) -> float:
+        """``log epsilon - log target``, the function whose root is sought."""
+        return math.log(max(t.epsilon, 1e-300) / self.target)
+
+    def met(self, t: Trial) -> bool:
+        """Whether ``t`` is within ``rtol`` of the target."""
+        return abs(t.epsilon - self.target) <= self.rtol * self.target
+
+    def bracket(self) -> tuple[Trial, Trial] | None:
+        """The narrowest pair of adjacent evaluated points whose epsilons straddle the target."""
+        pts = sorted(self.trials, key=lambda t: t.x)
+        best = None
+        for a, b in itertools.pairwise(pts):
+            if (a.epsilon - self.target) * (b.epsilon - self.target) <= 0:
+                if best is None or b.x - a.x < best[1].x - best[0].x:
+                    best = (a, b)
+        return best
+
+    def resolved(self, a: Trial, b: Trial) -> bool:
+        """Whether the epsilons at ``a`` and ``b`` differ by more than twice their MC error."""
+        return abs(a.epsilon - b.epsilon) > 2 * max(math.hypot(a.mcse, b.mcse), 1e-12)
+
+
+def trend(trials: list[Trial]) -> int:
+    """+1 / -1 if epsilon resolvably rises / falls from the lowest to the highest value."""
+    lo = min(trials, key=lambda t: t.x)
+    hi = max(trials, key=lambda t: t.x)
+    if lo is hi or abs(hi.epsilon - lo.epsilon) <= 2 * max(hi.mcse, lo.mcse):
+        return 0
+    return 1 if hi.epsilon > lo.epsilon else -1
+
+
+def find_bracket(
+    search: Search,
+    x0: float,
+    direction: int,
+    step: float,
+    max_evaluations: int,
+) -> tuple[Trial, Trial] | Trial:
+    """Step from ``x0`` by ``log(step)`` until epsilon crosses the target."""
+    t0 = search(x0, "initial")
+    if search.met(t0):
+        return t0
+    h = math.log(step)
+    while True:
+        br = search.bracket()
+        if br is not None:
+            return br
+        if len(search.trials) >= max_evaluations:
+            break
+        xs = [t.x for t in search.trials]
+        lo, hi = min(xs), max(xs)
+        d = direction or trend(search.trials)
+        above = search.trials[0].epsilon > search.target
+        if d == 0:
+            # direction not yet resolvable (a plateau): widen on both sides in turn
+            n_up = sum(t.x > x0 for t in search.trials)
+            n_down = sum(t.x < x0 for t in search.trials)
+            x_new = hi + h if n_up <= n_down else lo - h
+        else:
+            go_up = (d > 0) != above
+            x_new = hi + h if go_up else lo - h
+            # a plateau in the direction of travel means the target is out of reach: two
+            # steps beyond the start on that side changed epsilon by less than its MC error
+            side = sorted(
+                (t for t in search.trials if (t.x >= x0 if go_up else t.x <= x0)),
+                key=lambda t: t.x,
+                reverse=not go_up,
+            )
+            if len(side) >= 3 and not search.resolved(side[-3], side[-1]):
+                last = side[-1]
+                where = "above" if above else "below"
+                raise RuntimeError(
+                    f"epsilon levels off at about {last.epsilon:.4g} (+- {last.mcse:.2g}) as "
+                    f"the hyperparameter goes to {math.exp(last.x):.4g}, still {where} the "
+                    f"target {search.target:.4g}: the target cannot be reached by this "
+                    "hyperparameter (with a very weak prior the likelihood alone sets "
+                    "epsilon; with a very strong one the Monte-Carlo noise floor does)."
+                )
+        search(x_new, "bracket")
+    pts = sorted(search.trials, key=lambda t: t.x)
+    raise RuntimeError(
+        f"could not bracket the target epsilon {search.target:.4g} in {max_evaluations} "
+        f"evaluations: over values {math.exp(pts[0].x):.4g} .. {math.exp(pts[-1].x):.4g} "
+        f"epsilon ranged {min(t.epsilon for t in pts):.4g} .. "
+        f"{max(t.epsilon for t in pts):.4g}. Pass bracket=(low, high) or a larger "
+        "max_evaluations."
+    )
+
+
+def root(search: Search, a: Trial, b: Trial, xtol: float, max_evaluations: int):
+    """Brent's method on ``log eps - log target`` in log value, stopped on tolerance/noise."""
+    from scipy.optimize import brentq
+
+    def f(x: float) -> float:
+        if len(search.trials) >= max_evaluations:
+            search.stopped = "maxiter"
+            raise _Stop
+        t = search(x, "root")
+        if search.met(t):
+            search.stopped = "tolerance"
+            raise _Stop
+        br = search.bracket()
+        if br is not None and not search.resolved(*br):
+            search.stopped = "noise"
+            raise _Stop
+        return search.g(t)
+
+    if search.met(a) or search.met(b):
+        search.stopped = "tolerance"
+        return
+    if not search.resolved(a, b):
+        search.stopped = "noise"
+        return
+    try:
+        brentq(f, a.x, b.x, xtol=xtol, rtol=4 * np.finfo(float).eps, maxiter=max_evaluations)
+        search.stopped = "xtol"
+    except _Stop:
+        pass
+
+
+def answer(search: Search) -> tuple[float, Trial | None]:
+    """The answer: an evaluation within tolerance, else a fit through the nearby trials.
+
+    An evaluation counts as meeting the target only if it is within ``rtol`` and its
+    Monte-Carlo error is too. Otherwise ``log epsilon`` is regressed on ``log value`` (weights
+    ``(epsilon / mcse)^2``) over the trials within a factor 2 of the target, which averages
+    the noise of the trials instead of trusting the last one, and the line is solved for the
+    target; the log-linear interpolation across the final bracket is the fallback.
+    """
+    met = [t for t in search.trials if search.met(t) and t.mcse <= search.rtol * search.target]
+    if met:
+        best = min(met, key=lambda t: abs(search.g(t)))
+        return best.x, best
+    br = search.bracket()
+    if br is None:  # the untuned value already met the target (within noise)
+        best = min(search.trials, key=lambda t: abs(search.g(t)))
+        return best.x, best
+    a, b = br
+    ga, gb = search.g(a), search.g(b)
+    x = a.x if ga == gb else a.x + (b.x - a.x) * ga / (ga - gb)
+    near = [t for t in search.trials if abs(search.g(t)) < math.log(2.0) and t.epsilon > 0]
+    if len({t.x for t in near}) >= 2:
+        xs = np.array([t.x for t in near])
+        gs = np.array([search.g(t) for t in near])
+        w = np.array([(t.epsilon / max(t.mcse, 1e-12 * t.epsilon)) ** 2 for t in near])
+        slope, icept = np.polyfit(xs, gs, 1, w=np.sqrt(w))
+        trend = np.sign(gb - ga) * np.sign(b.x - a.x)
+        if slope != 0 and np.sign(slope) == trend:
+            x_fit = -icept / slope
+            if min(a.x, b.x) <= x_fit <= max(a.x, b.x):
+                x = float(x_fit)
+    return x, None
+
+
+def monotone(trials: list[Trial], sign: int) -> tuple[bool, str]:
+    """Whether the trials move in direction ``sign`` beyond their error, and else why not."""
+    pts = sorted(trials, key=lambda t: t.x)
+    bad = []
+    for a, b in itertools.pairwise(pts):
+        if sign * (b.epsilon - a.epsilon) < -2 * max(a.mcse, b.mcse):
+            bad.append((math.exp(a.x), a.epsilon, math.exp(b.x), b.epsilon))
+    if not bad:
+        return True, ""
+    v0, e0, v1, e1 = bad[0]
+    lo, hi = math.exp(pts[0].x), math.exp(pts[-1].x)
+    return False, (
+        f"epsilon is not monotone in the hyperparameter over [{lo:.4g}, {hi:.4g}] beyond its "
+        f"Monte-Carlo error (e.g. {e0:.4g} at {v0:.4g} but {e1:.4g} at {v1:.4g}); the target "
+        "may be met at several values and the root found need not be the one wanted. Plot "
+        "res.trials or narrow bracket=."
+    )

@@ -1,0 +1,284 @@
+"""The PyMC glue (pymc_edp.model.pymc) on tiny real PyMC models and fake posteriors.
+
+Every log-likelihood is checked against scipy's densities evaluated directly at the
+posterior draws. The posteriors are built with ``compat.from_dict``, so each test runs on
+the container of the installed stack (InferenceData on PyMC 5, DataTree on PyMC 6).
+"""
+
+import re
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+from scipy import stats
+
+from pymc_edp.model.compat import from_dict, get_group, has_group
+from pymc_edp.model.pymc import (
+    ElementwiseLogLik,
+    check_model,
+    check_model_matches_data,
+    ensure_log_likelihood,
+    model_observed,
+    observed_arrays,
+    observed_values,
+    replacement_log_likelihood,
+)
+
+Y = np.array([0.3, -1.2, 2.1, 0.8, 1.5])
+N_CHAINS, N_DRAWS = 2, 7
+# Log-densities are sums of a few float64 terms of order 1-10: round-off is ~1e-15.
+LOGP_ATOL = 1e-10
+
+
+def normal_model(y=Y) -> pm.Model:
+    """``y ~ Normal(mu, sigma)`` with a log-transformed ``sigma``."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("y", mu, sigma, observed=y)
+    return model
+
+
+@pytest.fixture(scope="module")
+def model():
+    return normal_model()
+
+
+@pytest.fixture(scope="module")
+def loglik_y(model):
+    """Compiled once for the module: compiling is the slow part."""
+    return ElementwiseLogLik(model, "y")
+
+
+def draws(rng):
+    """Posterior draws ``(chain, draw)`` of ``mu`` and ``sigma`` (sigma > 0)."""
+    mu = rng.normal(1.0, 0.3, (N_CHAINS, N_DRAWS))
+    sigma = rng.uniform(0.5, 2.0, (N_CHAINS, N_DRAWS))
+    return mu, sigma
+
+
+def posterior_container(mu, sigma, observed=Y, **groups):
+    data = {"posterior": {"mu": mu, "sigma": sigma}, **groups}
+    if observed is not None:
+        data["observed_data"] = {"y": observed}
+    return from_dict(data)
+
+
+def expected_loglik(y, mu, sigma) -> np.ndarray:
+    """``log N(y_i | mu_s, sigma_s)`` with samples flattened chain-major: (sample, record)."""
+    return stats.norm.logpdf(np.asarray(y)[None, :], mu.reshape(-1, 1), sigma.reshape(-1, 1))
+
+
+# ---------------------------------------------------------------------------------------
+# ensure_log_likelihood
+# ---------------------------------------------------------------------------------------
+def test_ensure_log_likelihood_computes_the_pointwise_loglik(rng, model):
+    mu, sigma = draws(rng)
+    idata = posterior_container(mu, sigma)
+    assert not has_group(idata, "log_likelihood")
+    ll = ensure_log_likelihood(idata, model)
+    assert isinstance(ll, xr.Dataset)
+    assert ll["y"].dims[:2] == ("chain", "draw")
+    assert ll["y"].shape == (N_CHAINS, N_DRAWS, Y.size)
+    want = stats.norm.logpdf(Y, mu[..., None], sigma[..., None])  # sigma, not log(sigma)
+    np.testing.assert_allclose(ll["y"].values, want, rtol=0, atol=LOGP_ATOL)
+    assert not has_group(idata, "log_likelihood")  # the user's container is not modified
+
+
+def test_ensure_log_likelihood_returns_the_existing_group(rng):
+    mu, sigma = draws(rng)
+    stored = rng.normal(size=(N_CHAINS, N_DRAWS, Y.size))
+    idata = posterior_container(mu, sigma, log_likelihood={"y": stored})
+    ll = ensure_log_likelihood(idata)  # no model needed: nothing is computed
+    np.testing.assert_array_equal(ll["y"].values, stored)
+
+
+def test_ensure_log_likelihood_errors(rng, model):
+    mu, sigma = draws(rng)
+    with pytest.raises(ValueError, match="no 'log_likelihood' group and no model was given"):
+        ensure_log_likelihood(posterior_container(mu, sigma))
+    only_mu = from_dict({"posterior": {"mu": mu}})
+    with pytest.raises(ValueError, match=re.escape("free variable(s) ['sigma']")):
+        ensure_log_likelihood(only_mu, model)
+    no_posterior = from_dict({"observed_data": {"y": Y}})
+    with pytest.raises(ValueError, match="has no 'posterior' group"):
+        ensure_log_likelihood(no_posterior, model)
+
+
+# ---------------------------------------------------------------------------------------
+# Observed data: observed_values, model_observed, observed_arrays
+# ---------------------------------------------------------------------------------------
+def test_observed_values_prefers_observed_data_over_the_model(rng, model):
+    mu, sigma = draws(rng)
+    stored = Y + 10.0  # differs from the model's data, so the source is visible
+    idata = posterior_container(mu, sigma, observed=stored)
+    np.testing.assert_array_equal(observed_values(idata, model, "y"), stored)
+    np.testing.assert_array_equal(observed_values(None, model, "y"), Y)
+    no_obs = posterior_container(mu, sigma, observed=None)
+    np.testing.assert_array_equal(observed_values(no_obs, model, "y"), Y)
+
+
+def test_observed_values_from_pm_data():
+    # pm.Data is a shared variable (get_value), a plain observed array a constant (.data).
+    new = np.array([4.0, 5.0, 6.0])
+    with pm.Model() as model:
+        data = pm.Data("data", Y)
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=data)
+    np.testing.assert_array_equal(observed_values(None, model, "y"), Y)
+    with model:
+        pm.set_data({"data": new})
+    np.testing.assert_array_equal(observed_values(None, model, "y"), new)
+
+
+def test_observed_values_errors(rng, model):
+    mu, sigma = draws(rng)
+    with pytest.raises(ValueError, match="cannot find the observed values of 'z'"):
+        observed_values(posterior_container(mu, sigma), model, "z")
+    with pytest.raises(ValueError, match="cannot find the observed values of 'y'"):
+        observed_values(posterior_container(mu, sigma, observed=None), None, "y")
+    with pytest.raises(ValueError, match="cannot find the observed values of 'mu'"):
+        observed_values(None, model, "mu")  # a free variable has no observed values
+
+
+def test_model_observed_lists_every_observed_variable():
+    counts = np.array([3, 0, 2])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        rate = pm.Gamma("rate", 2.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=Y)
+        pm.Poisson("k", rate, observed=counts)
+    got = model_observed(model)
+    assert set(got) == {"y", "k"}
+    np.testing.assert_array_equal(got["y"], Y)
+    np.testing.assert_array_equal(got["k"], counts)
+    with pm.Model() as no_data:
+        pm.Normal("mu", 0.0, 1.0)
+    assert model_observed(no_data) == {}
+
+
+def test_observed_arrays(rng, model):
+    mu, sigma = draws(rng)
+    stored = Y + 10.0
+    from_group = observed_arrays(posterior_container(mu, sigma, observed=stored), model)
+    assert set(from_group) == {"y"}
+    np.testing.assert_array_equal(from_group["y"], stored)
+    no_obs = posterior_container(mu, sigma, observed=None)
+    from_model = observed_arrays(no_obs, model)
+    assert set(from_model) == {"y"}
+    np.testing.assert_array_equal(from_model["y"], Y)
+    assert observed_arrays(no_obs, None) == {}
+
+
+# ---------------------------------------------------------------------------------------
+# check_model, check_model_matches_data
+# ---------------------------------------------------------------------------------------
+def test_check_model(model):
+    check_model(None)
+    check_model(model)
+    with pytest.raises(TypeError, match="model must be a pymc.Model, got dict"):
+        check_model({"mu": 1.0})
+    with pytest.raises(TypeError, match="refit_model must be a pymc.Model, got ndarray"):
+        check_model(Y, what="refit_model")
+
+
+def test_check_model_matches_data_accepts_the_same_data(model):
+    check_model_matches_data(model, xr.Dataset({"y": ("obs", Y.copy())}))
+    check_model_matches_data(model, xr.Dataset({"other": ("obs", Y + 1.0)}))  # not compared
+    with pm.Model() as int_model:
+        rate = pm.Gamma("rate", 2.0, 1.0)
+        pm.Poisson("k", rate, observed=np.array([3, 0, 2]))
+    # the same counts stored as floats are the same data
+    check_model_matches_data(int_model, xr.Dataset({"k": ("obs", [3.0, 0.0, 2.0])}))
+
+
+def test_check_model_matches_data_refuses_other_data(model):
+    changed = Y.copy()
+    changed[[1, 3]] += 0.5
+    with pytest.raises(ValueError, match=r"data for 'y' .* \(2 differing value\(s\)\)"):
+        check_model_matches_data(model, xr.Dataset({"y": ("obs", changed)}))
+    with pytest.raises(ValueError, match=re.escape("(shape (5,) vs (4,))")):
+        check_model_matches_data(model, xr.Dataset({"y": ("obs", Y[:4])}))
+
+
+# ---------------------------------------------------------------------------------------
+# ElementwiseLogLik
+# ---------------------------------------------------------------------------------------
+def test_elementwise_loglik_matches_scipy(rng, loglik_y):
+    mu, sigma = draws(rng)
+    posterior = get_group(posterior_container(mu, sigma), "posterior")
+    y_new = np.array([-3.0, 0.0, 0.25, 1.0, 7.5])
+    got = loglik_y(posterior, y_new)
+    assert got.shape == (N_CHAINS * N_DRAWS, Y.size)
+    np.testing.assert_allclose(got, expected_loglik(y_new, mu, sigma), rtol=0, atol=LOGP_ATOL)
+
+
+def test_elementwise_loglik_loop_fallback_gives_the_same_values(rng, model):
+    mu, sigma = draws(rng)
+    posterior = get_group(posterior_container(mu, sigma), "posterior")
+    fn = ElementwiseLogLik(model, "y")
+    fn._vec = None  # as for a model whose graph cannot be vectorised
+    got = fn(posterior, Y)
+    np.testing.assert_allclose(got, expected_loglik(Y, mu, sigma), rtol=0, atol=LOGP_ATOL)
+
+
+def test_elementwise_loglik_vector_parameter_any_dim_order(rng):
+    # A parameter with its own dimension, stored with dims in a non-canonical order.
+    group = np.array([0, 1, 1, 0, 1])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0, shape=2)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("y", mu[group], sigma, observed=Y)
+    mu_d = rng.normal(0.0, 1.0, (N_CHAINS, N_DRAWS, 2))
+    sigma_d = rng.uniform(0.5, 2.0, (N_CHAINS, N_DRAWS))
+    posterior = xr.Dataset(
+        {
+            "mu": (("mu_dim_0", "chain", "draw"), mu_d.transpose(2, 0, 1)),
+            "sigma": (("chain", "draw"), sigma_d),
+        }
+    )
+    got = ElementwiseLogLik(model, "y")(posterior, Y)
+    want = stats.norm.logpdf(Y[None, :], mu_d.reshape(-1, 2)[:, group], sigma_d.reshape(-1, 1))
+    np.testing.assert_allclose(got, want, rtol=0, atol=LOGP_ATOL)
+
+
+def test_elementwise_loglik_errors(rng, model, loglik_y):
+    with pytest.raises(KeyError, match="'mu' is not an observed variable of the model"):
+        ElementwiseLogLik(model, "mu")
+    with pytest.raises(KeyError, match="'z' is not an observed variable of the model"):
+        ElementwiseLogLik(model, "z")
+    mu, _ = draws(rng)
+    only_mu = xr.Dataset({"mu": (("chain", "draw"), mu)})
+    with pytest.raises(
+        ValueError, match=re.escape("lacks the model's free variable(s) ['sigma']")
+    ):
+        loglik_y(only_mu, Y)
+
+
+# ---------------------------------------------------------------------------------------
+# replacement_log_likelihood
+# ---------------------------------------------------------------------------------------
+def test_replacement_log_likelihood_matches_scipy(rng, model):
+    mu, sigma = draws(rng)
+    idata = posterior_container(mu, sigma)
+    candidates = np.stack([np.zeros(Y.size), np.linspace(-2.0, 2.0, Y.size), Y + 3.0])
+    got = replacement_log_likelihood(idata, model, "y", candidates)
+    assert got.shape == (3, N_CHAINS * N_DRAWS, Y.size)
+    for c, values in enumerate(candidates):
+        np.testing.assert_allclose(
+            got[c], expected_loglik(values, mu, sigma), rtol=0, atol=LOGP_ATOL
+        )
+    # At the observed values it is the pointwise log-likelihood, samples flattened.
+    at_y = replacement_log_likelihood(idata, model, "y", Y[None, :])[0]
+    ll = ensure_log_likelihood(idata, model)["y"]
+    np.testing.assert_allclose(at_y, ll.values.reshape(-1, Y.size), rtol=0, atol=LOGP_ATOL)
+
+
+def test_replacement_log_likelihood_errors(rng, model):
+    mu, sigma = draws(rng)
+    with pytest.raises(ValueError, match="neighbour='replace' needs p\\(y' \\| theta\\)"):
+        replacement_log_likelihood(posterior_container(mu, sigma), None, "y", Y[None, :])
+    only_mu = from_dict({"posterior": {"mu": mu}})
+    with pytest.raises(ValueError, match=re.escape("free variable(s) ['sigma']")):
+        replacement_log_likelihood(only_mu, model, "y", Y[None, :])
