@@ -17,8 +17,8 @@ They are defined in :mod:`pymc_edp.plots.audit` and share the look of
 these functions.
 """
 
+from pymc_edp.plots import audit, style
 from pymc_edp.plots.audit import (
-    KHAT_COLORS,
     khat_class,
     plot_bin_log_ratios,
     plot_delta_profile,
@@ -27,7 +27,12 @@ from pymc_edp.plots.audit import (
     plot_neighbour_posterior,
     plot_pointwise_epsilon,
 )
-from pymc_edp.plots.style import ARVIZ_COLORS
+
+# Bound here, not imported, so that their ``#:`` descriptions reach the API reference.
+#: The colour cycle of ArviZ's default styles (``arviz-whitegrid`` / ``arviz-darkgrid``).
+ARVIZ_COLORS = style.ARVIZ_COLORS
+#: Colour of each Pareto k-hat class, from the ArviZ cycle.
+KHAT_COLORS = audit.KHAT_COLORS
 
 __all__ = [
     "ARVIZ_COLORS",

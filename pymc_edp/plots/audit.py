@@ -231,7 +231,7 @@ def plot_pointwise_epsilon(
                 eps[refitted],
                 s=kwargs["s"] * 3,
                 facecolors="none",
-                edgecolors="0.15",
+                edgecolors=TEXT_COLOR,
                 linewidths=0.9,
                 zorder=4,
                 label=f"refitted: {int(refitted.sum())}",

@@ -321,7 +321,7 @@ def reference_line(
     >>> import matplotlib.pyplot as plt
     >>> from pymc_edp.plots.style import reference_line
     >>> line = reference_line(plt.figure().add_subplot(), 0.5)
-    >>> line.get_ydata().tolist(), line.get_linestyle()
+    >>> list(line.get_ydata()), line.get_linestyle()
     ([0.5, 0.5], '--')
     >>> plt.close("all")
     """

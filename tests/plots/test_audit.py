@@ -1,0 +1,353 @@
+"""The audit plots of :mod:`pymc_edp.plots`: each draws the numbers it is given."""
+
+import dataclasses
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import xarray as xr
+from matplotlib.colors import to_hex
+
+import pymc_edp as edp
+from pymc_edp import plots
+from pymc_edp.base import binning
+from pymc_edp.base.mcse import normalised_weights
+from pymc_edp.diagnostics import bin_log_ratios, epsilon_interval
+from pymc_edp.plots import KHAT_COLORS, khat_class, plot_pointwise_epsilon
+from pymc_edp.plots.style import REFERENCE_COLOR
+
+
+def _with_pointwise(res, **updates):
+    pw = res.pointwise.copy()
+    for name, values in updates.items():
+        pw[name] = ("neighbour", np.asarray(values))
+    return dataclasses.replace(res, pointwise=pw)
+
+
+def _points(ax, prefixes=("good", "ok", "bad")):
+    """(x, y) of the scatter points whose legend label starts with one of ``prefixes``."""
+    xy = [c.get_offsets() for c in ax.collections if c.get_label().startswith(prefixes)]
+    xy = np.concatenate(xy)
+    return xy[np.argsort(xy[:, 0], kind="stable")]
+
+
+def _dashed(ax):
+    return [line for line in ax.lines if line.get_linestyle() == "--"]
+
+
+def test_public_api_is_complete():
+    public = {
+        name
+        for name in dir(plots.audit)
+        if (name.startswith("plot_") or name in {"khat_class", "KHAT_COLORS"})
+    }
+    assert public <= set(plots.__all__)
+    assert {name for name in plots.__all__ if name.startswith("plot_")} == {
+        "plot_bin_log_ratios",
+        "plot_delta_profile",
+        "plot_epsilon_curve",
+        "plot_epsilon_intervals",
+        "plot_neighbour_posterior",
+        "plot_pointwise_epsilon",
+    }
+    for name in plots.__all__:
+        assert getattr(plots, name) is not None
+    assert edp.plots.plot_epsilon_curve is plots.audit.plot_epsilon_curve
+
+
+# ----------------------------------------------------------------- plot_pointwise_epsilon
+def test_pointwise_draws_every_record_and_labels_top_records(result):
+    ax = plot_pointwise_epsilon(result)
+    assert ax.figure.axes == [ax]  # a new figure, of the documented default size
+    np.testing.assert_allclose(ax.figure.get_size_inches(), [9.0, 4.2])
+    eps = result.pointwise["epsilon"]
+    ids = eps["neighbour"].values
+    # one point per record, at (its id, its epsilon)
+    np.testing.assert_allclose(_points(ax), np.column_stack([ids, eps.values]))
+    # a dashed horizontal line at the overall epsilon
+    (overall,) = _dashed(ax)
+    np.testing.assert_allclose(overall.get_ydata(), [eps.max()] * 2)
+    assert overall.get_color() == REFERENCE_COLOR
+    # the five most exposed records are labelled with their id, at their point
+    texts = [t.get_text() for t in ax.texts]
+    top = ids[np.argsort(-eps.values)[:5]]
+    assert texts == [str(v) for v in top]
+    assert "108" in texts  # the outlier y[7]
+    for t in ax.texts:
+        assert t.xy[0] == float(t.get_text())
+        assert t.xy[1] == pytest.approx(float(eps.sel(neighbour=int(t.get_text()))))
+    assert ax.get_ylim()[0] == 0
+    assert ax.get_xlabel() == "neighbour (25 records)"
+    assert ax.get_ylabel() == "ε of neighbour"
+    assert ax.get_title() == f"Per-record ε (max {float(eps.max()):.3g}, B = 10)"
+    assert ax.get_legend().get_title().get_text() == "Pareto k-hat"
+
+
+def test_uses_given_axes_and_label_count(result):
+    _, ax = plt.subplots()
+    out = plot_pointwise_epsilon(result, ax=ax, labels=2, title=False, legend=False)
+    assert out is ax
+    assert len(ax.texts) == 2
+    assert ax.get_title() == ""
+    assert ax.get_legend() is None
+    assert len(plot_pointwise_epsilon(result, ax=plt.figure().add_subplot(), labels=0).texts) == 0
+
+
+def test_custom_title_and_xlabel(result):
+    ax = plot_pointwise_epsilon(result, title="my title", xlabel="patient")
+    assert ax.get_title() == "my title"
+    assert ax.get_xlabel() == "patient"
+
+
+def test_points_coloured_by_khat_class(result):
+    n = result.n_neighbours
+    thr = result.khat_threshold
+    khat = np.full(n, 0.1)
+    khat[:3] = (thr + 0.5) / 2  # ok
+    khat[3:5] = thr + 0.1  # bad
+    res = _with_pointwise(result, pareto_k=khat)
+    ax = plot_pointwise_epsilon(res)
+    colours = {}
+    for coll in ax.collections:
+        label = coll.get_label()
+        if coll.get_offsets().shape[0] and label.split(" ")[0] in KHAT_COLORS:
+            colours[label.split(" ")[0]] = (
+                to_hex(coll.get_facecolors()[0]),
+                coll.get_offsets().shape[0],
+            )
+    assert colours == {
+        "good": (KHAT_COLORS["good"], n - 5),
+        "ok": (KHAT_COLORS["ok"], 3),
+        "bad": (KHAT_COLORS["bad"], 2),
+    }
+    # the bad points are records 0 and 1 ... 3 and 4: their ids and epsilons
+    (bad,) = [c for c in ax.collections if c.get_label().startswith("bad")]
+    ids = res.pointwise["neighbour"].values
+    np.testing.assert_allclose(bad.get_offsets()[:, 0], ids[3:5])
+    np.testing.assert_allclose(bad.get_offsets()[:, 1], res.pointwise["epsilon"].values[3:5])
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("bad") and t.endswith(": 2") for t in legend)
+
+
+def test_khat_class_boundaries():
+    k = np.array([-0.1, 0.5, 0.55, 0.69, 0.7, 1.2, np.nan])
+    assert khat_class(k, 0.69).tolist() == ["good", "good", "ok", "ok", "bad", "bad", "bad"]
+    # a threshold below 0.5 (few draws) leaves no "ok" band
+    assert khat_class([0.3, 0.45, 0.5], 0.4).tolist() == ["good", "bad", "bad"]
+
+
+def test_refitted_records_are_ringed(result):
+    method = np.array(["psis"] * result.n_neighbours, dtype=object)
+    method[[0, 4]] = "refit"
+    ax = plot_pointwise_epsilon(_with_pointwise(result, method=method.astype(str)))
+    rings = [c for c in ax.collections if c.get_label().startswith("refitted")]
+    assert len(rings) == 1
+    pw = result.pointwise
+    np.testing.assert_allclose(
+        rings[0].get_offsets(),
+        np.column_stack([pw["neighbour"].values[[0, 4]], pw["epsilon"].values[[0, 4]]]),
+    )
+    assert rings[0].get_label() == "refitted: 2"
+
+
+def test_string_labels_use_positions(result):
+    pw = result.pointwise.assign_coords(neighbour=[f"id-{i}" for i in range(result.n_neighbours)])
+    ax = plot_pointwise_epsilon(dataclasses.replace(result, pointwise=pw), labels=1)
+    (text,) = ax.texts
+    assert text.get_text().startswith("id-")
+    assert text.xy[0] == int(text.get_text()[3:])
+    assert ax.get_xlabel() == f"record position ({result.n_neighbours} neighbours)"
+    np.testing.assert_allclose(_points(ax)[:, 0], np.arange(result.n_neighbours))
+
+
+def test_stand_in_without_khat_and_with_parameter_dim():
+    class StandIn:
+        khat_threshold = 0.7
+        pointwise = xr.Dataset(
+            {"epsilon": (("neighbour", "parameter"), [[0.1, 0.3], [0.2, 0.05], [0.0, 0.4]])},
+            coords={"neighbour": [1, 2, 3]},
+        )
+
+    ax = plot_pointwise_epsilon(StandIn(), labels=1)
+    (text,) = ax.texts
+    assert text.get_text() == "3"
+    # the maximum over parameters, at the neighbour ids
+    np.testing.assert_allclose(ax.collections[0].get_offsets(), [[1, 0.3], [2, 0.2], [3, 0.4]])
+    assert ax.get_title() == "Per-record ε (max 0.4)"  # no bins attribute
+    assert ax.get_legend() is None  # no k-hat, no legend
+
+
+def test_rejects_missing_dim(result):
+    with pytest.raises(ValueError, match="no neighbour dim"):
+        plot_pointwise_epsilon(result, dim="record")
+
+
+def test_saves_png(result, tmp_path):
+    ax = plot_pointwise_epsilon(result)
+    path = tmp_path / "eps.png"
+    ax.figure.savefig(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_clear_error_without_matplotlib(result, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"pymc-edp\[plots\]"):
+        plot_pointwise_epsilon(result)
+
+
+# ------------------------------------------------------------------- diagnostics plots
+DIAGNOSTICS_PLOTS = [
+    ("curve", lambda r, ax: r.plot_curve(bins=[5, 10, 20, 50, 100], ax=ax)),
+    ("intervals", lambda r, ax: r.plot_intervals(ax=ax)),
+    ("bin_log_ratios", lambda r, ax: r.plot_bin_log_ratios(ax=ax)),
+    ("overlay", lambda r, ax: r.plot_neighbour_posterior(ax=ax)),
+    ("delta_profile", lambda r, ax: r.plot_delta_profile(ax=ax)),
+]
+DIAGNOSTICS_IDS = [name for name, _ in DIAGNOSTICS_PLOTS]
+
+
+@pytest.mark.parametrize(("name", "call"), DIAGNOSTICS_PLOTS, ids=DIAGNOSTICS_IDS)
+def test_diagnostics_plots_render_png_on_given_axes(diag_result, tmp_path, name, call):
+    ax = call(diag_result, None)
+    assert ax.figure.axes[0] is ax
+    path = tmp_path / f"diag_{name}.png"
+    ax.figure.savefig(path, dpi=60)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # an axes passed in is the one drawn on and returned
+    _, given = plt.subplots()
+    assert call(diag_result, given) is given
+    assert given.has_data()
+
+
+def test_epsilon_curve_draws_the_curve_and_its_intervals(diag_result):
+    bins = [5, 10, 20, 50, 100]
+    ax = diag_result.plot_curve(bins=bins)
+    curve = diag_result.curve(bins=bins)
+    (container,) = ax.containers
+    data_line = container.lines[0]
+    np.testing.assert_allclose(data_line.get_xdata(), bins)
+    np.testing.assert_allclose(data_line.get_ydata(), curve.values)
+    # one vertical error bar per B, from the lower to the upper interval bound
+    (bars,) = container.lines[2]
+    segments = np.array(bars.get_segments())
+    np.testing.assert_allclose(segments[:, :, 0], np.column_stack([bins, bins]))
+    np.testing.assert_allclose(segments[:, 0, 1], curve["lower"].values)
+    np.testing.assert_allclose(segments[:, 1, 1], curve["upper"].values)
+    # the B -> inf reference
+    (limit,) = _dashed(ax)
+    np.testing.assert_allclose(limit.get_ydata(), [curve.attrs["continuous_limit"]] * 2)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(b) for b in bins]
+    assert ax.get_xlabel() == "number of bins B"
+    assert ax.get_ylabel() == "ε"
+    assert ax.get_title() == "B-EDP ε against the number of bins"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "ε (B), 90% Monte-Carlo interval" in legend
+
+
+def test_epsilon_curve_of_a_precomputed_curve_with_exact_values(diag_result):
+    curve = diag_result.curve(bins=[5, 10, 20])
+    ax = plots.plot_epsilon_curve(curve, exact=[0.1, 0.2, 0.3])
+    (exact,) = [c for c in ax.collections if c.get_label() == "exact"]
+    np.testing.assert_allclose(exact.get_offsets(), [[5, 0.1], [10, 0.2], [20, 0.3]])
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(), curve.values)
+    assert any("B → ∞" in t.get_text() for t in ax.get_legend().get_texts())
+    # exact values given as a mapping from B
+    ax = plots.plot_epsilon_curve(curve, exact={5: 0.1, 10: 0.2, 20: 0.3})
+    (exact,) = [c for c in ax.collections if c.get_label() == "exact"]
+    np.testing.assert_allclose(exact.get_offsets()[:, 1], [0.1, 0.2, 0.3])
+
+
+def test_epsilon_intervals_draw_estimates_bars_and_band(diag_result):
+    ax = plots.plot_epsilon_intervals(diag_result, labels=3)
+    iv = epsilon_interval(diag_result, 0.9)
+    ids = iv["neighbour"].values.astype(float)
+    points = _points(ax, ("k-hat",))
+    np.testing.assert_allclose(points, np.column_stack([ids, iv["estimate_i"].values]))
+    segments = np.concatenate([np.array(c.get_segments()) for c in ax.collections[::2]])
+    segments = segments[np.argsort(segments[:, 0, 0], kind="stable")]
+    np.testing.assert_allclose(segments[:, 0, 1], iv["epsilon_i"].sel(interval="lower"))
+    np.testing.assert_allclose(segments[:, 1, 1], iv["epsilon_i"].sel(interval="upper"))
+    # the overall epsilon's interval is the shaded band
+    band = ax.patches[0].get_bbox()
+    np.testing.assert_allclose([band.y0, band.y1], iv["epsilon"].values)
+    top = diag_result.pointwise["epsilon"].to_series().nlargest(3).index
+    assert [t.get_text() for t in ax.texts] == [str(v) for v in top]
+    assert ax.get_xlabel() == "record (30 neighbours)"
+    assert ax.get_ylabel() == "ε of neighbour"
+    assert ax.get_title() == "Per-record ε with 90% Monte-Carlo intervals (B = 10)"
+
+
+def test_bin_log_ratios_heatmap_shows_the_ratios(diag_result):
+    ax = diag_result.plot_bin_log_ratios()
+    lr = bin_log_ratios(diag_result)
+    (image,) = ax.images
+    np.testing.assert_allclose(image.get_array(), lr.values)
+    vmax = np.nanmax(np.abs(lr.values))
+    np.testing.assert_allclose(image.get_clim(), [-vmax, vmax])  # symmetric about 0
+    # the outlined cell is the one with the largest |log ratio|
+    p, j = np.unravel_index(np.nanargmax(np.abs(lr.values)), lr.shape)
+    (outline,) = ax.patches
+    assert outline.get_xy() == (j - 0.5, p - 0.5)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["mu"]
+    assert str(diag_result.worst_neighbour) in ax.get_title()
+    assert ax.get_title().endswith(f"(max |·| = {abs(lr.values[p, j]):.3g}, B = 10)")
+    assert ax.get_xlabel() == "bin of the full-data posterior (equal probability)"
+    assert ax.figure.axes[1].get_ylabel() == "log ratio"  # the colour bar
+
+
+def test_neighbour_posterior_overlays_the_reweighted_histogram(diag_result):
+    ax = diag_result.plot_neighbour_posterior(n_hist=40)
+    worst = diag_result.worst_neighbour
+    i = int(np.flatnonzero(diag_result.pointwise["neighbour"].values == worst)[0])
+    draws = diag_result.draws.sel(parameter="mu").values
+    weights = normalised_weights(diag_result.log_weights.values[i])[0]
+    edges = np.linspace(draws.min(), draws.max(), 41)
+    full, _ = np.histogram(draws, edges, density=True)
+    reweighted, _ = np.histogram(draws, edges, weights=weights, density=True)
+    _filled, outline, neighbour = ax.patches
+    np.testing.assert_allclose(outline.get_xy()[1:-1:2, 1], full)
+    np.testing.assert_allclose(neighbour.get_xy()[1:-1:2, 1], reweighted)
+    # faint vertical lines at the audit's bin edges
+    cuts = binning.quantile_bins(draws[None], 10).edges[0]
+    cuts = cuts[np.isfinite(cuts)]
+    np.testing.assert_allclose([line.get_xdata()[0] for line in ax.lines], cuts)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["full data D", f"neighbour {worst} (reweighted)"]
+    assert ax.get_xlabel() == "mu"
+    assert ax.get_ylabel() == "posterior density"
+    eps = float(diag_result.pointwise["epsilon"].values[i])
+    assert ax.get_title() == f"Full vs neighbour posterior (ε = {eps:.3g}, B = 10)"
+
+
+def test_neighbour_posterior_needs_weights(diag_result):
+    with pytest.raises(ValueError, match="store_weights"):
+        plots.plot_neighbour_posterior(dataclasses.replace(diag_result, log_weights=None))
+    with pytest.raises(KeyError, match="no neighbour"):
+        plots.plot_neighbour_posterior(diag_result, neighbour=999)
+
+
+def test_delta_profile_draws_both_curves_and_the_audit_epsilon(diag_result):
+    ax = diag_result.plot_delta_profile()
+    grid = np.linspace(0, 1.5 * diag_result.epsilon, 200)
+    prof = diag_result.delta_profile(grid)
+    delta, delta_star, audit_eps = ax.lines
+    np.testing.assert_allclose(delta.get_xdata(), grid)
+    np.testing.assert_allclose(delta.get_ydata(), prof["delta"].values)
+    np.testing.assert_allclose(delta_star.get_ydata(), prof["delta_star"].values)
+    np.testing.assert_allclose(audit_eps.get_xdata(), [diag_result.epsilon] * 2)
+    assert audit_eps.get_linestyle() == "--"
+    assert ax.get_yscale() == "log"
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("ε", "δ")
+    assert ax.get_title() == "Bin-free (ε, δ) profile"
+
+
+def test_delta_profile_of_a_precomputed_profile(diag_result):
+    prof = diag_result.delta_profile(np.linspace(0, 0.5, 20))
+    ax = plots.plot_delta_profile(prof, logy=False)
+    assert len(ax.lines) == 2  # no audit epsilon without the result
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), prof["delta"].values)
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), prof["delta_star"].values)
+    assert ax.get_yscale() == "linear"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["δ(ε) = max_i δ_i(ε)", "total risk δ*(ε)"]
