@@ -133,8 +133,8 @@ def main() -> None:
 
     import numba
 
-    from pymc_edp.model.compat import ARVIZ_1, stack_psislw, stack_versions
     from pymc_edp.base.psis import psislw as _psislw
+    from pymc_edp.model.compat import ARVIZ_1, stack_psislw, stack_versions
 
     def psislw(x, **kw):
         return _psislw(x, tail_rule=PSIS_TAIL_RULE, **kw)

@@ -42,7 +42,7 @@ def main(argv=None) -> None:
     import pymc as pm
 
     import pymc_edp as edp
-    from pymc_edp import refit
+    from pymc_edp.refit import engines
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-baseline", type=int, default=3)
@@ -101,7 +101,7 @@ def main(argv=None) -> None:
     # ours, cold: the first audit in this process, so every one-time cost is inside it
     # (compiling the neighbour model, numba and PyTensor warm-ups); each audit compiles
     # its own neighbour model
-    refit._COMPILED.clear()
+    engines._COMPILED.clear()
     res, ours_total = run()
     # marginal cost per refit: two warm audits of 20 and 200 refits, differenced, so the
     # fixed costs (compilation included) cancel

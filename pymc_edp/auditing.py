@@ -53,7 +53,8 @@ from pymc_edp.model.pymc import (
 )
 from pymc_edp.model.replace import PerRecord, candidates, check_support
 from pymc_edp.model.select import drop_data_copies, select_var_names
-from pymc_edp.refit import RefitOptions, RefitProblem, refit_neighbours
+from pymc_edp.refit.options import RefitOptions
+from pymc_edp.refit.run import RefitProblem, refit_neighbours
 from pymc_edp.result import EDPResult
 
 __all__ = ["PerRecord", "RefitOptions", "audit"]

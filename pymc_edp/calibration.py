@@ -43,6 +43,7 @@ import pandas as pd
 import xarray as xr
 from scipy import special
 
+from pymc_edp.base.validate import check_int, check_real
 from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
 
 if TYPE_CHECKING:
@@ -64,23 +65,7 @@ __all__ = [
 # Validation helpers
 # --------------------------------------------------------------------------------------
 def _check_epsilon(epsilon: float) -> float:
-    eps = float(epsilon)
-    if not (eps > 0 and np.isfinite(eps)):
-        raise ValueError(f"`epsilon` must be finite and > 0, got {epsilon!r}.")
-    return eps
-
-
-def _check_count(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or int(value) != value or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
-
-
-def _check_positive(value: float, name: str) -> float:
-    v = float(value)
-    if not (v > 0 and np.isfinite(v)):
-        raise ValueError(f"`{name}` must be finite and > 0, got {value!r}.")
-    return v
+    return check_real(epsilon, "epsilon", positive=True)
 
 
 def _split_by_mean(a_min: float, prior_mean: float) -> tuple[float, float]:
@@ -95,8 +80,8 @@ def _split_by_mean(a_min: float, prior_mean: float) -> tuple[float, float]:
 
 
 def _check_counts(x, n) -> tuple[int, int]:
-    n = _check_count(n, "n", 0)
-    x = _check_count(x, "x", 0)
+    n = check_int(n, "n", 0)
+    x = check_int(x, "x", 0)
     if x > n:
         raise ValueError(f"Need 0 <= x <= n, got x={x}, n={n}.")
     return x, n
@@ -155,9 +140,9 @@ class BetaBinomialSynthesizer:
     n_synthetic: int
 
     def __post_init__(self):
-        object.__setattr__(self, "alpha", _check_positive(self.alpha, "alpha"))
-        object.__setattr__(self, "beta", _check_positive(self.beta, "beta"))
-        object.__setattr__(self, "n_synthetic", _check_count(self.n_synthetic, "n_synthetic"))
+        object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", positive=True))
+        object.__setattr__(self, "beta", check_real(self.beta, "beta", positive=True))
+        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic"))
 
     @property
     def epsilon(self) -> float:
@@ -230,7 +215,7 @@ def beta_binomial_synthesizer_prior(
     (2.9099, 8.7297, 1.0)
     """
     eps = _check_epsilon(epsilon)
-    n_s = _check_count(n_synthetic, "n_synthetic")
+    n_s = check_int(n_synthetic, "n_synthetic")
     alpha, beta = _split_by_mean(n_s / np.expm1(eps), prior_mean)
     return BetaBinomialSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
 
@@ -280,9 +265,9 @@ class BernoulliSynthesizer:
     n_synthetic: int
 
     def __post_init__(self):
-        object.__setattr__(self, "alpha", _check_positive(self.alpha, "alpha"))
-        object.__setattr__(self, "beta", _check_positive(self.beta, "beta"))
-        object.__setattr__(self, "n_synthetic", _check_count(self.n_synthetic, "n_synthetic"))
+        object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", positive=True))
+        object.__setattr__(self, "beta", check_real(self.beta, "beta", positive=True))
+        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic"))
 
     @property
     def epsilon(self) -> float:
@@ -295,7 +280,7 @@ class BernoulliSynthesizer:
 
     def transition_matrix(self, n: int, *, log: bool = False) -> xr.DataArray:
         """``P(x_synthetic | x)`` for ``x = 0..n``: Binomial(n_s, (x + a) / (n + a + b)) rows."""
-        n = _check_count(n, "n", 0)
+        n = check_int(n, "n", 0)
         n_s = self.n_synthetic
         p = self.success_probability(np.arange(n + 1), n)[:, None]
         k = np.arange(n_s + 1)[None, :]
@@ -367,7 +352,7 @@ def bernoulli_synthesizer_prior(
     (999.5, 999.5, 1.0)
     """
     eps = _check_epsilon(epsilon)
-    n_s = _check_count(n_synthetic, "n_synthetic")
+    n_s = check_int(n_synthetic, "n_synthetic")
     alpha, beta = _split_by_mean(1.0 / np.expm1(eps / n_s), prior_mean)
     return BernoulliSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
 
@@ -435,9 +420,9 @@ class DirichletMultinomialSynthesizer:
         if len(a) < 2:
             raise ValueError("`alpha` needs at least two categories.")
         for v in a:
-            _check_positive(v, "alpha")
+            check_real(v, "alpha", positive=True)
         object.__setattr__(self, "alpha", a)
-        object.__setattr__(self, "n_synthetic", _check_count(self.n_synthetic, "n_synthetic"))
+        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic"))
 
     @property
     def n_categories(self) -> int:
@@ -451,7 +436,7 @@ class DirichletMultinomialSynthesizer:
 
     def datasets(self, n: int) -> np.ndarray:
         """All count vectors of n records over the K categories, shape (m, K)."""
-        return _compositions(_check_count(n, "n", 0), self.n_categories)
+        return _compositions(check_int(n, "n", 0), self.n_categories)
 
     def neighbour_pairs(self, n: int) -> np.ndarray:
         """Row pairs of :meth:`transition_matrix` that differ by one record's category."""
@@ -573,12 +558,12 @@ def dirichlet_multinomial_synthesizer_prior(
     ([2.9099, 4.3648, 7.2747], 1.0)
     """
     eps = _check_epsilon(epsilon)
-    n_s = _check_count(n_synthetic, "n_synthetic")
+    n_s = check_int(n_synthetic, "n_synthetic")
     a_min = n_s / np.expm1(eps)
     if (n_categories is None) == (prior_mean is None):
         raise ValueError("Give exactly one of `n_categories` and `prior_mean`.")
     if prior_mean is None:
-        k = _check_count(n_categories, "n_categories", 2)
+        k = check_int(n_categories, "n_categories", 2)
         alpha = (a_min,) * k
     else:
         m = np.asarray(prior_mean, dtype=float)
@@ -626,7 +611,9 @@ class LaplaceMechanism:
     epsilon: float
 
     def __post_init__(self):
-        object.__setattr__(self, "sensitivity", _check_positive(self.sensitivity, "sensitivity"))
+        object.__setattr__(
+            self, "sensitivity", check_real(self.sensitivity, "sensitivity", positive=True)
+        )
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
 
     @property

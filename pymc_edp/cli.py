@@ -359,6 +359,13 @@ def _save_figure(res, path: Path, top: int) -> None:
 
 
 def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
+    """``pymc-edp demo``: fit the survival model, audit it, print and save the result.
+
+    Loads the heart-transplant data, fits (or reads back) the censored Weibull model,
+    audits it with the options of ``args``, prints the table and the most exposed patients
+    to ``out``, and writes the netCDF result and the PNG figure under ``args.output``.
+    Returns the process exit status.
+    """
     import pymc_edp as edp
     from pymc_edp.datasets import load_heart_transplant
     from pymc_edp.result import EDPWarning

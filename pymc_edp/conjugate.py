@@ -24,6 +24,8 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
+from pymc_edp.base.validate import check_choice
+
 __all__ = [
     "beta_binomial_edp",
     "beta_binomial_synthesizer_matrix",
@@ -97,8 +99,7 @@ def _as_bins(bins: int | Sequence[int]) -> tuple[np.ndarray, bool]:
 
 
 def _check_neighbour(neighbour: str) -> None:
-    if neighbour not in ("remove", "replace"):
-        raise ValueError(f"`neighbour` must be 'remove' or 'replace', got {neighbour!r}.")
+    check_choice(neighbour, "neighbour", ("remove", "replace"))
 
 
 # --------------------------------------------------------------------------------------

@@ -33,11 +33,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 
 def module_name(path: Path) -> str:
+    """Dotted name of the module in ``path``."""
     parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def layer_of(module: str) -> int:
+    """Index in :data:`LAYERS` of the layer ``module`` belongs to."""
     for i, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
             if module == prefix or module.startswith(prefix + "."):
@@ -79,6 +81,7 @@ def imports(path: Path, modules: set[str]) -> list[tuple[str, int]]:
 
 
 def main() -> int:
+    """Print every upward import and cycle; 0 when there is none."""
     files = sorted(ROOT.rglob("*.py"))
     modules = {module_name(f) for f in files}
     graph: dict[str, set[str]] = {m: set() for m in modules}

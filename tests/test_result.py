@@ -134,9 +134,18 @@ def test_from_dataset_rejects_foreign():
         EDPResult.from_dataset(xr.Dataset())
 
 
-def test_frozen(result):
-    with pytest.raises(AttributeError):
-        result.epsilon = 0.0
+def test_diagnostics_are_computed_once_per_result(result):
+    """Diagnostics keep what they computed on the result; a replaced result starts afresh."""
+    import dataclasses
+
+    assert result.memo() == {} or "bins" not in str(list(result.memo()))
+    first = result.mcse()
+    keys = set(result.memo())
+    assert any(k[0] == "bins" for k in keys if isinstance(k, tuple))
+    second = result.mcse()
+    assert set(result.memo()) == keys  # nothing recomputed
+    assert first is not second and first.equals(second)
+    assert dataclasses.replace(result, bins=result.bins).memo() == {}
 
 
 def test_print_shows_the_interval_and_a_noise_caution(rng):

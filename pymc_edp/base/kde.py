@@ -128,7 +128,12 @@ def _kde_logpdf_kernel(points, inv_h, log_norm, x, gaussian):  # pragma: no cove
                 top = lk
             elif lk > -np.inf:
                 acc += math.exp(lk - top)
-        out[b, j] = top + math.log(acc) if acc > 0.0 else -np.inf
+            elif lk != lk:  # NaN in, NaN out
+                acc = np.nan
+        if acc > 0.0:
+            out[b, j] = top + math.log(acc)
+        else:  # no kernel reaches x (-inf), or a NaN
+            out[b, j] = -np.inf if acc == 0.0 else np.nan
     return out
 
 

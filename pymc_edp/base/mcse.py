@@ -87,7 +87,7 @@ def ess_mean(x: np.ndarray, n_chains: int = 1) -> np.ndarray:
     The estimator of :func:`arviz.ess` / ``arviz_stats.ess`` with ``method="mean"`` (split
     chains, FFT autocovariances, Geyer's initial monotone sequence), vectorised over rows.
     Kept rather than calling the stack's ESS because it is faster at equal results on many
-    rows (``benchmarks/bench_ess.py``: 0.39x the time of ``arviz.ess`` and 0.86x that of
+    rows (the package's ESS benchmark: 0.39x the time of ``arviz.ess`` and 0.86x that of
     ``arviz_stats.ess`` on 2,000 x 4,000 draws, agreement 1e-14).
 
     Parameters
@@ -204,11 +204,7 @@ def bin_log_ratio_se(
     parameter = np.atleast_2d(np.asarray(parameter, dtype=np.int64))
     bin_index = np.atleast_2d(np.asarray(bin_index, dtype=np.int64))
     k = parameter.shape[1]
-    if n_local is None:
-        # a window well inside the neighbouring bins: wider ones bias r(q) where r is steep
-        smallest = min(int(c[:nb].min()) for c, nb in zip(bins.counts, bins.n_bins, strict=True))
-        n_local = int(min(np.clip(np.sqrt(n_samples), 10, 200), max(5, smallest // 2)))
-    n_local = int(min(n_local, n_samples))
+    n_local = _window_size(bins, None, n_samples, n_local)
     cum = np.concatenate(
         [np.zeros((bins.counts.shape[0], 1), dtype=np.int64), np.cumsum(bins.counts, axis=1)],
         axis=1,
@@ -249,6 +245,35 @@ def bin_log_ratio_se(
         se[:, c] = n_samples * se_m / (n_samples * m + smoothing)
         ess[:, c] = e
     return log_ratio, se, ess
+
+
+def _window_size(bins: Bins, parameter: int | None, n_samples: int, n_local: int | None) -> int:
+    """Draws averaged for ``r(q)`` at a cut point.
+
+    ``clip(sqrt(S), 10, 200)`` by default, at most half the smallest bin's count of
+    ``parameter`` (of every parameter when None): a window well inside the neighbouring
+    bins, as wider ones bias ``r(q)`` where ``r`` is steep.
+    """
+    if n_local is None:
+        params = range(bins.counts.shape[0]) if parameter is None else [parameter]
+        smallest = min(int(bins.counts[q, : bins.n_bins[q]].min()) for q in params)
+        n_local = int(min(np.clip(np.sqrt(n_samples), 10, 200), max(5, smallest // 2)))
+    return int(min(n_local, n_samples))
+
+
+def _cut_points(bins: Bins, parameter: int, bin_index: int, n_local: int):
+    """The interior edges of a bin, as ``(edge, rank, sign, window)``.
+
+    ``rank`` draws lie below the cut, ``sign`` is +1 for the upper edge and -1 for the lower,
+    and ``window`` is the slice of the sorted draws around the cut.
+    """
+    n_samples = bins.index.shape[1]
+    cum = np.concatenate([[0], np.cumsum(bins.counts[parameter])])
+    for edge, sign in ((bin_index + 1, 1.0), (bin_index, -1.0)):
+        if 0 < edge < bins.n_bins[parameter]:
+            rank = int(cum[edge])
+            start = int(np.clip(rank - n_local // 2, 0, n_samples - n_local))
+            yield edge, rank, sign, slice(start, start + n_local)
 
 
 def refit_log_ratio_se(
@@ -317,21 +342,12 @@ def refit_log_ratio_se(
     psi_refit = in_bin - mass
     ess_refit = float(ess_mean(psi_refit[None], n_chains_refit)[0])
     var = float(np.mean(psi_refit**2)) / ess_refit if ess_refit > 0 else np.inf
-    if n_local is None:
-        smallest = int(bins.counts[p, : bins.n_bins[p]].min())
-        n_local = int(min(np.clip(np.sqrt(n_samples), 10, 200), max(5, smallest // 2)))
-    n_local = int(min(n_local, n_samples))
-    cum = np.concatenate([[0], np.cumsum(bins.counts[p])])
+    n_local = _window_size(bins, p, n_samples, n_local)
     full_idx = bins.index[p]
     psi_full = np.zeros(n_samples)
-    for edge, sign in ((j + 1, 1.0), (j, -1.0)):
-        if not 0 < edge < bins.n_bins[p]:
-            continue
-        rank = int(cum[edge])
-        start = int(np.clip(rank - n_local // 2, 0, n_samples - n_local))
-        window = draws[p, order[p, start : start + n_local]]
-        lo, hi = window.min(), window.max()
-        share_refit = np.mean((theta >= lo) & (theta <= hi))
+    for edge, rank, sign, window in _cut_points(bins, p, j, n_local):
+        near = draws[p, order[p, window]]
+        share_refit = np.mean((theta >= near.min()) & (theta <= near.max()))
         r_q = share_refit / (n_local / n_samples)
         psi_full += sign * r_q * (rank / n_samples - (full_idx < edge))
     if np.any(psi_full):
@@ -407,18 +423,10 @@ def pooled_log_ratio_se(
     w_n = np.exp(np.asarray(log_weights_neighbour, dtype=float))
     m_f, m_n = float(w_f @ ind), float(w_n @ ind)
     phi = w_n * (ind - m_n) / m_n - w_f * (ind - m_f) / m_f
-    if n_local is None:
-        smallest = int(bins.counts[p, : bins.n_bins[p]].min())
-        n_local = int(min(np.clip(np.sqrt(n_full), 10, 200), max(5, smallest // 2)))
-    n_local = int(min(n_local, n_full))
-    cum = np.concatenate([[0], np.cumsum(bins.counts[p])])
+    n_local = _window_size(bins, p, n_full, n_local)
     ratio = w_n[:n_full] / w_f[:n_full]
-    for edge, sign in ((j + 1, 1.0), (j, -1.0)):
-        if not 0 < edge < bins.n_bins[p]:
-            continue
-        rank = int(cum[edge])
-        start = int(np.clip(rank - n_local // 2, 0, n_full - n_local))
-        r_q = float(ratio[order[p, start : start + n_local]].mean())
+    for edge, rank, sign, window in _cut_points(bins, p, j, n_local):
+        r_q = float(ratio[order[p, window]].mean())
         below = bins.index[p] < edge
         phi[:n_full] += sign * (r_q / m_n - 1.0 / m_f) * (rank / n_full - below) / n_full
     var = 0.0

@@ -160,10 +160,16 @@ def _iter_serial(func, tasks) -> Iterator[tuple[int, Any]]:
         yield i, result
 
 
-def _iter_futures(futures: dict, shutdown: Callable[[], None] | None = None):
+def _drain(completed, index_of, futures, shutdown=None) -> Iterator[tuple[int, Any]]:
+    """``(task index, result)`` as futures complete; on exit cancel the rest.
+
+    ``completed`` iterates the futures as they finish (``concurrent.futures.as_completed``
+    or dask's), ``index_of`` maps a future to its task index. The one completion loop of
+    process pools, executors and dask clients.
+    """
     try:
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
+        for fut in completed:
+            i = index_of(fut)
             try:
                 result = fut.result()
             except Exception as err:
@@ -175,6 +181,10 @@ def _iter_futures(futures: dict, shutdown: Callable[[], None] | None = None):
             fut.cancel()
         if shutdown is not None:
             shutdown()
+
+
+def _iter_futures(futures: dict, shutdown: Callable[[], None] | None = None):
+    return _drain(cf.as_completed(futures), futures.__getitem__, futures, shutdown)
 
 
 def _start_executor(func, tasks, executor: cf.Executor) -> Iterator[tuple[int, Any]]:
@@ -203,18 +213,7 @@ def _iter_dask(futures: list, client) -> Iterator[tuple[int, Any]]:
     except ImportError:  # pragma: no cover - a client-like object without distributed
         yield from enumerate(client.gather(futures))
         return
-    try:
-        for fut in as_completed(futures):
-            i = index[fut.key]
-            try:
-                result = fut.result()
-            except Exception as err:
-                _note(err, i)
-                raise
-            yield i, result
-    finally:
-        for fut in futures:
-            fut.cancel()
+    yield from _drain(as_completed(futures), lambda f: index[f.key], futures)
 
 
 def _start_dask(func, tasks, client) -> Iterator[tuple[int, Any]]:

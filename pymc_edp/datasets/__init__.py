@@ -62,7 +62,7 @@ def load_eight_schools():
     Rubin's (1981) eight schools: a hierarchical Normal model of the effects of coaching
     programmes in eight schools, ``obs_j ~ N(theta_j, sigma_j)``, ``theta_j ~ N(mu, tau)``.
     The draws (4 chains x 500) are those of ArviZ 0.23's ``centered_eight`` example, shipped
-    here (``eight_schools.npz``; made by ``scripts/make_eight_schools.py``) because
+    here (``eight_schools.npz``, written from them by a script of the source repository) because
     arviz_base ships different draws of the same data: the examples and docs then give the
     same numbers with PyMC 5 / ArviZ 0.23 and PyMC 6 / ArviZ 1.x.
 

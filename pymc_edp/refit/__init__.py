@@ -15,25 +15,12 @@ References
    Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (sec. 4: the refit estimator).
 """
 
-from pymc_edp.model.transform import (
-    NeighbourData,
-    NeighbourDataMaker,
-    neighbour_changes,
-    neighbour_model,
-)
+from pymc_edp.model.transform import NeighbourData, neighbour_model
 from pymc_edp.refit.checkpoint import Checkpoint, config_hash
-from pymc_edp.refit.engines import (
-    BuilderEngine,
-    Engine,
-    NutpieEngine,
-    PymcEngine,
-    discrete_free_vars,
-    make_engine,
-    resolve_engine,
-)
+from pymc_edp.refit.engines import Engine
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, refit_seed
-from pymc_edp.refit.run import RefitProblem, RefitRun, refit_neighbours, run_refits
+from pymc_edp.refit.run import run_refits
 
 __all__ = [
     "Checkpoint",

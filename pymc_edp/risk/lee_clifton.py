@@ -25,7 +25,8 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from pymc_edp.risk._common import as_float_or_array, check_int_scalar
+from pymc_edp.base.validate import check_int
+from pymc_edp.risk._common import as_float_or_array
 
 __all__ = [
     "PossibleWorlds",
@@ -411,7 +412,7 @@ def lee_clifton_epsilon_bound(delta_f: float, delta_v: float, n: int, rho: float
     >>> round(lee_clifton_epsilon_bound(4.0, 1.0, n=4, rho=1 / 3), 4)  # median
     1.6219
     """
-    n = check_int_scalar(n, "n", 2)
+    n = check_int(n, "n", 2)
     if not (delta_f > 0 and delta_v > 0):
         raise ValueError("`delta_f` and `delta_v` must be > 0.")
     if not (1.0 / n <= rho < 1.0):

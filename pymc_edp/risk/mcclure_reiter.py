@@ -24,8 +24,9 @@ import numpy as np
 import xarray as xr
 from scipy import special, stats
 
+from pymc_edp.base.validate import check_int
 from pymc_edp.calibration import BernoulliSynthesizer, bernoulli_synthesizer_prior
-from pymc_edp.risk._common import as_float_or_array, check_int_scalar
+from pymc_edp.risk._common import as_float_or_array
 
 __all__ = [
     "AcceptableRegion",
@@ -43,12 +44,12 @@ def _mr_synthesizer(
     epsilon: float | BernoulliSynthesizer, n: int, n_synthetic: int | None
 ) -> tuple[float, float, int, int]:
     """``(alpha, beta, n, n_s)`` of the synthesizer; ``epsilon`` may be a synthesizer."""
-    n = check_int_scalar(n, "n", 1)
+    n = check_int(n, "n", 1)
     if isinstance(epsilon, BernoulliSynthesizer):
         if n_synthetic is not None and n_synthetic != epsilon.n_synthetic:
             raise ValueError("`n_synthetic` disagrees with the synthesizer passed.")
         return float(epsilon.alpha), float(epsilon.beta), n, int(epsilon.n_synthetic)
-    n_s = n if n_synthetic is None else check_int_scalar(n_synthetic, "n_synthetic", 1)
+    n_s = n if n_synthetic is None else check_int(n_synthetic, "n_synthetic", 1)
     syn = bernoulli_synthesizer_prior(float(epsilon), n_s)
     return syn.alpha, syn.beta, n, n_s
 
@@ -253,8 +254,8 @@ def mcclure_reiter_expected_risk(
     if np.any(~((p0_arr >= 0) & (p0_arr <= 1))):
         raise ValueError("`p0` must lie in [0, 1].")
     w = float(_check_prior(prior))
-    n = check_int_scalar(n, "n", 1)
-    n_s = n if n_synthetic is None else check_int_scalar(n_synthetic, "n_synthetic", 1)
+    n = check_int(n, "n", 1)
+    n_s = n if n_synthetic is None else check_int(n_synthetic, "n_synthetic", 1)
 
     big_x = np.arange(n + 1)
     p_x = stats.binom.pmf(big_x[None, :], n, np.atleast_1d(p0_arr)[:, None])  # (P, n+1)

@@ -36,7 +36,8 @@ from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
 from pymc_edp.base.validate import check_choice, check_real
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
-from pymc_edp.refit import RefitOptions, make_engine, resolve_engine
+from pymc_edp.refit.engines import make_engine, resolve_engine
+from pymc_edp.refit.options import RefitOptions
 from pymc_edp.tuning.result import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
 from pymc_edp.tuning.search import (
     Search,

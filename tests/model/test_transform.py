@@ -1,0 +1,74 @@
+"""Tests of The neighbour-model transform (:mod:`pymc_edp.model.transform`)."""
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+from pymc_edp import refit
+from pymc_edp.model import transform
+from pymc_edp.model.loglik import NonFactorisedError
+
+
+def test_neighbour_model_refuses_non_factorised():
+    with pm.Model() as model:
+        m = pm.Normal("m", 0, 1)
+        pm.MvNormal("y", m * np.ones(4), np.eye(4) + 0.5, observed=np.zeros(4))
+    with pytest.raises(NonFactorisedError, match="build_model"):
+        refit.neighbour_model(model)
+
+
+def test_neighbour_model_censored_likelihood():
+    """pm.Censored (the demo's survival model) refits without stray random variables."""
+    from pymc_edp.datasets import heart_transplant_model, load_heart_transplant
+
+    df = load_heart_transplant().iloc[:12]
+    model = heart_transplant_model(df)
+    nb = refit.neighbour_model(model)
+    (obs,) = model.observed_RVs
+    dw = np.zeros(12)
+    dw[3] = -1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "RandomVariables were found in the derived graph"
+        logp = nb.compile_logp()
+        point = nb.initial_point()
+        full = logp(point)
+        with nb:
+            pm.set_data({f"edp_dw_{obs.name}": dw})
+        removed = logp(point)
+    # removing record 3 subtracts exactly its log-likelihood term
+    terms = model.compile_fn(model.logp(vars=[obs], sum=False)[0])(model.initial_point())
+    assert full - removed == pytest.approx(terms[3], rel=1e-10)
+
+
+def test_refit_tasks_hold_changes_not_full_data():
+    """A task keeps its neighbour's rows only; full pm.Data vectors appear when it runs."""
+
+    from pymc_edp.model.loglik import LogLikelihood, Neighbours
+
+    ll = LogLikelihood.from_dataset(
+        xr.Dataset(
+            {
+                "y1": (("chain", "draw", "i"), np.zeros((1, 4, 6))),
+                "y2": (("chain", "draw", "j"), np.zeros((1, 4, 3))),
+            }
+        )
+    )
+    nbs = Neighbours.from_groups(ll, {"y1": [0, 0, 1, 1, 2, 2], "y2": [0, 1, 2]})
+    y = {"y1": np.arange(6.0), "y2": np.arange(3.0) + 10}
+    changes = transform.neighbour_changes(ll, nbs, 1, {"y1": -y["y1"], "y2": -y["y2"]})
+    np.testing.assert_array_equal(changes["y1"][0], [2, 3])
+    np.testing.assert_array_equal(changes["y2"][0], [1])
+    np.testing.assert_array_equal(changes["y2"][1].ravel(), [-11.0])
+    maker = transform.NeighbourDataMaker(y, {"y1": (6,), "y2": (3,)})
+    data = maker(1, 1, changes)
+    np.testing.assert_array_equal(data["edp_dw_y1"], [0, 0, -1, -1, 0, 0])
+    np.testing.assert_array_equal(data["edp_alt_y1"], [0, 1, -2, -3, 4, 5])
+    np.testing.assert_array_equal(data["edp_v_y2"], [0, 1, 0])
+    removed = transform.NeighbourDataMaker(y, {"y1": (6,), "y2": (3,)}, builder=True)(
+        1, 1, transform.neighbour_changes(ll, nbs, 1, None)
+    )
+    np.testing.assert_array_equal(removed["y1"], [0, 1, 4, 5])
+    np.testing.assert_array_equal(removed.keep["y2"], [True, False, True])

@@ -1,0 +1,191 @@
+"""Tests of checkpoints: saved as they finish, resumed, healed (refit.checkpoint)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from refit_support import (
+    REFIT_KW,
+    SMALL_OPTS,
+    count_engine_calls,
+    refit_kw,
+)
+
+import pymc_edp as edp
+from pymc_edp import refit
+from pymc_edp.refit import engines
+
+
+def test_interrupted_audit_resumes(outlier_model, tmp_path, monkeypatch):
+    idata, model, _ = outlier_model
+    reference = edp.audit(idata, model, bins=5, method="refit", **REFIT_KW)
+    engine_cls = engines.NutpieEngine
+    original = engine_cls.sample
+    calls = {"n": 0}
+
+    def flaky(self, data, seed):
+        calls["n"] += 1
+        if calls["n"] == 8:
+            raise KeyboardInterrupt("simulated kill after 7 refits")
+        return original(self, data, seed)
+
+    monkeypatch.setattr(engine_cls, "sample", flaky)
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(checkpoint=ckpt),
+        )
+    assert len(list(ckpt.glob("refit_*.nc"))) == 7
+    calls["n"] = 100  # no more interruptions; count the refits of the rerun
+    res = edp.audit(idata, model, bins=5, method="refit", **refit_kw(checkpoint=ckpt))
+    assert calls["n"] - 100 == 20 - 7
+    np.testing.assert_array_equal(res.pointwise["epsilon"], reference.pointwise["epsilon"])
+    # a different configuration is refused rather than mixed in
+    with pytest.raises(ValueError, match="different audit"):
+        edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(draws=500, checkpoint=ckpt),
+        )
+
+
+def test_damaged_checkpoint_heals_itself(normal10, tmp_path, monkeypatch):
+    idata, model, reference = normal10
+    ckpt = tmp_path / "ckpt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", edp.EDPWarning)
+        edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, checkpoint=ckpt),
+        )
+    half, empty = ckpt / "refit_000002.nc", ckpt / "refit_000005.nc"
+    half.write_bytes(half.read_bytes()[: half.stat().st_size // 2])
+    empty.write_bytes(b"")
+    (ckpt / "manifest.json").write_text('{"draws": 300, "tu')
+    calls = count_engine_calls(monkeypatch)
+    with pytest.warns(edp.EDPWarning) as record:
+        res = edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, checkpoint=ckpt),
+        )
+    text = "\n".join(str(w.message) for w in record)
+    assert "refit_000002.nc is damaged" in text and "refit_000005.nc is damaged" in text
+    assert "manifest" in text and "manifest.json.damaged" in text
+    assert calls["n"] == 2  # exactly the two damaged neighbours
+    np.testing.assert_array_equal(res.pointwise["epsilon"], reference.pointwise["epsilon"])
+    assert set(res.pointwise["method"].values) == {"refit"}
+    assert (ckpt / "refit_000002.nc.damaged").exists()
+    assert (ckpt / "refit_000005.nc.damaged").stat().st_size == 0
+    assert (ckpt / "manifest.json.damaged").read_text() == '{"draws": 300, "tu'
+    # healed: the next rerun restores everything silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", edp.EDPWarning)
+        again = edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, checkpoint=ckpt),
+        )
+    assert calls["n"] == 2
+    np.testing.assert_array_equal(again.pointwise["epsilon"], reference.pointwise["epsilon"])
+    # with the manifest damaged again, refit files of another configuration are refused
+    (ckpt / "manifest.json").write_text("garbage")
+    with pytest.raises(ValueError, match="different audit"):
+        edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, draws=200, checkpoint=ckpt),
+        )
+    assert (ckpt / "manifest.json").read_text() == "garbage"  # nothing touched
+
+
+def test_checkpoint_checks_the_configuration_hash(tmp_path):
+
+    post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 4)))})
+    out = refit.RefitOutcome(3, 3, "ok", "", 11, 0.5, post)
+    a, b = {"draws": 10}, {"draws": 20}
+    refit.Checkpoint(tmp_path / "a", a).save(out)
+    assert refit.Checkpoint(tmp_path / "a", a).load(3).posterior["mu"].shape == (1, 4)
+    # a refit file of another audit next to this audit's manifest
+    ckpt_b = refit.Checkpoint(tmp_path / "b", b)
+    (tmp_path / "b" / "refit_000003.nc").write_bytes(
+        (tmp_path / "a" / "refit_000003.nc").read_bytes()
+    )
+    with pytest.raises(ValueError, match="different audit.*configuration hash"):
+        ckpt_b.load(3)
+    # a file without a hash (older checkpoints): accepted while the manifest is intact ...
+    with xr.open_dataset(tmp_path / "a" / "refit_000003.nc") as ds:
+        old = ds.load()
+    del old.attrs["config_hash"]
+    old.to_netcdf(tmp_path / "a" / "refit_000003.nc")
+    assert refit.Checkpoint(tmp_path / "a", a).load(3).status == "ok"
+    # ... and set aside (unverifiable) when the manifest was damaged
+    (tmp_path / "a" / "manifest.json").write_text("[1, 2")
+    ckpt = refit.Checkpoint(tmp_path / "a", a)
+    assert ckpt.load(3) is None
+    assert (tmp_path / "a" / "refit_000003.nc.unverified").exists()
+    assert "manifest" in ckpt.messages[0] and "refit_000003.nc" in ckpt.messages[1]
+    # garbled attributes count as damage
+    bad = post.copy()
+    bad.attrs = {"index": 4, "status": "ok"}
+    bad.to_netcdf(tmp_path / "a" / "refit_000004.nc")
+    assert ckpt.load(4) is None
+    assert "refit_000004.nc is damaged" in ckpt.messages[-1]
+    assert "missing attribute" in ckpt.messages[-1]
+
+
+def test_failed_refit_is_retried(normal10, tmp_path, monkeypatch):
+    import json
+
+    idata, model, reference = normal10
+    ckpt = tmp_path / "ckpt"
+    calls = count_engine_calls(monkeypatch, fail_once=3)
+    with pytest.warns(edp.EDPWarning, match="1 refit.s. failed"):
+        first = edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, checkpoint=ckpt),
+        )
+    assert first.refits.status.loc[3, "status"] == "error"
+    assert calls["n"] == 10
+    # retry_failed=False keeps the saved failure
+    config = json.loads((ckpt / "manifest.json").read_text())
+    tasks = [refit.RefitTask(k, k, None, refit.refit_seed(7, k)) for k in range(10)]
+
+    class Unused:
+        def sample(self, data, seed):
+            raise AssertionError("nothing should be refitted")
+
+    kept = refit.run_refits(
+        Unused(),
+        tasks,
+        checkpoint=refit.Checkpoint(ckpt, config),
+        progressbar=False,
+        retry_failed=False,
+    )
+    assert kept[3].status == "error" and kept[3].reason == "RuntimeError: worker lost"
+    assert {kept[k].status for k in range(10) if k != 3} == {"ok"}
+    # by default a rerun refits the failure, and it now succeeds
+    res = edp.audit(idata, model, bins=5, method="refit", **refit_kw(SMALL_OPTS, checkpoint=ckpt))
+    assert calls["n"] == 11
+    assert res.refits.status.loc[3, "status"] == "ok"
+    assert set(res.pointwise["method"].values) == {"refit"}
+    np.testing.assert_array_equal(res.pointwise["epsilon"], reference.pointwise["epsilon"])

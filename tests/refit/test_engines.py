@@ -1,0 +1,155 @@
+"""Tests of Refit engines: nutpie, PyMC, builder (:mod:`pymc_edp.refit.engines`)."""
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+from refit_support import (
+    SMALL_KW,
+    SMALL_OPTS,
+    refit_kw,
+    sample,
+)
+
+import pymc_edp as edp
+from pymc_edp import refit
+from pymc_edp.refit import engines
+
+
+def test_discrete_latent_variable_refits_with_pymc(caplog):
+    import logging
+
+    y = np.random.default_rng(11).normal(3.0, 1.0, 10)
+    with pm.Model() as model:
+        k = pm.Poisson("k", 3.0)
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu + k, 1.0, observed=y)
+    idata = sample(model, 300, chains=2)
+    with caplog.at_level(logging.INFO, logger="pymc_edp"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", edp.EDPWarning)
+        res = edp.audit(idata, model, bins=5, method="refit", **SMALL_KW)
+    assert "discrete latent variable" in caplog.text and "'k'" in caplog.text
+    status = res.refits.status["status"]
+    assert len(status) == 10 and set(status) <= {"ok", "diverged"}
+    assert set(res.pointwise["method"].values) == {"refit"}
+    assert np.all(np.isfinite(res.pointwise["epsilon"]))
+    with pytest.raises(ValueError, match="nutpie cannot sample discrete latent.*engine='pymc'"):
+        edp.audit(
+            idata,
+            model,
+            bins=5,
+            method="refit",
+            **refit_kw(SMALL_OPTS, engine="nutpie"),
+        )
+
+
+@pytest.mark.filterwarnings("ignore:max_refits=2:pymc_edp.EDPWarning")
+@pytest.mark.parametrize("engine", ["nutpie", "pymc"])
+def test_integer_data_and_step_settings(engine):
+    """0/1 data (int pm.Data vs int64 values) refit; NUTS settings reach the PyMC step."""
+    y = np.array([1, 0, 0, 1, 1, 1, 0, 1])
+    with pm.Model() as model:
+        p = pm.Beta("p", 1.0, 1.0)
+        pm.Bernoulli("y", p, observed=y)
+    idata = sample(model, 500, chains=2)
+    res = edp.audit(
+        idata,
+        model,
+        bins=5,
+        method="refit",
+        **refit_kw(
+            draws=300,
+            tune=300,
+            max_refits=2,
+            engine=engine,
+            sampler_kwargs={"target_accept": 0.9},
+        ),
+    )
+    refitted = res.pointwise["method"].values == "refit"
+    assert refitted.sum() == 2
+    assert set(res.pointwise["status"].values[refitted]) == {"ok"}
+
+
+def test_nutpie_raw_trace_equals_inference_data_path():
+    """The fast arrow conversion gives the draws nutpie's own InferenceData holds."""
+    pytest.importorskip("nutpie")
+    import nutpie
+
+    rng = np.random.default_rng(2)
+    coords = {"coef": ["a", "b"]}
+    with pm.Model(coords=coords) as model:
+        beta = pm.Normal("beta", 0, 1, dims="coef")
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("y", beta[0] + beta[1], sigma, observed=rng.normal(size=10))
+    eng = engines.make_engine(
+        "nutpie",
+        model=refit.neighbour_model(model),
+        draws=200,
+        tune=200,
+        chains=2,
+        var_names=("beta", "sigma"),
+    )
+    dw = np.zeros(10)
+    dw[4] = -1.0
+    compiled = eng._compiled().with_data(edp_dw_y=dw)
+    raw = nutpie.sample(
+        compiled,
+        draws=200,
+        tune=200,
+        chains=2,
+        seed=11,
+        progress_bar=False,
+        return_raw_trace=True,
+    )
+    fast, div = eng._from_arrow(raw, compiled)  # the fast path itself, not its fallback
+    via_engine, _ = eng.sample({"edp_dw_y": dw}, seed=11)
+    np.testing.assert_array_equal(via_engine["beta"].values, fast["beta"].values)
+    idata = nutpie.sample(compiled, draws=200, tune=200, chains=2, seed=11, progress_bar=False)
+    slow, div_slow = eng._finish(idata)
+    assert div == div_slow
+    for name in ("beta", "sigma"):
+        np.testing.assert_array_equal(fast[name].values, slow[name].values)
+    assert list(fast["beta"].dims) == ["chain", "draw", "coef"]
+    assert list(fast["coef"].values) == ["a", "b"]
+
+
+def test_make_engine_passes_sampler_kwargs_to_every_engine():
+    kw = {"target_accept": 0.95}
+    common = {"draws": 10, "tune": 10, "chains": 1, "var_names": (), "sampler_kwargs": kw}
+    builder = engines.make_engine(None, build_model=lambda data: None, **common)
+    assert isinstance(builder, engines.BuilderEngine)
+    assert builder.nuts_sampler == "pymc" and builder.sampler_kwargs == kw
+    for name, cls in [("pymc", engines.PymcEngine), ("nutpie", engines.NutpieEngine)]:
+        eng = engines.make_engine(name, model=None, **common)
+        assert isinstance(eng, cls) and eng.sampler_kwargs == kw
+    with pytest.raises(ValueError, match="engine must be"):
+        engines.make_engine("stan", model=None, **common)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:max_refits=3:pymc_edp.EDPWarning")
+def test_pymc_engine_and_dask_give_the_same_result(outlier_model):
+    distributed = pytest.importorskip("distributed")
+    idata, model, _ = outlier_model
+    kw = refit_kw(max_refits=3)
+    serial = edp.audit(idata, model, bins=5, method="refit", **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dask's own start-up chatter
+        cluster = distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        dist = edp.audit(
+            idata, model, bins=5, method="refit", **refit_kw(max_refits=3, executor=client)
+        )
+    finally:
+        client.close()
+        cluster.close()
+    np.testing.assert_array_equal(dist.pointwise["epsilon"], serial.pointwise["epsilon"])
+    pymc_engine = edp.audit(
+        idata, model, bins=5, method="refit", **refit_kw(max_refits=3, engine="pymc")
+    )
+    # a different sampler: equal within Monte-Carlo error
+    np.testing.assert_allclose(
+        pymc_engine.pointwise["epsilon"], serial.pointwise["epsilon"], rtol=0.15
+    )

@@ -1,0 +1,221 @@
+"""Tests of refits through the audit: accuracy, auto, groups, builders (refit.run)."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from refit_support import REFIT_KW, SAMPLE_KW, refit_kw, sample
+
+import pymc_edp as edp
+from pymc_edp import conjugate
+from pymc_edp.model.compat import get_group, make_container, set_group
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bins", [5, 10, 20])
+def test_normal_normal_refit_within_5_percent(normal30, normal30_refits, bins):
+    idata, model, (y, sigma, mu0, sigma0) = normal30
+    exact = conjugate.normal_normal_edp(y, sigma, mu0, sigma0, bins)
+    res = edp.audit(
+        idata,
+        model,
+        bins=bins,
+        method="refit",
+        **refit_kw(checkpoint=normal30_refits),
+    )
+    raw = edp.audit(
+        idata,
+        model,
+        bins=bins,
+        method="refit",
+        **refit_kw(estimator="raw", checkpoint=normal30_refits),
+    )
+    assert set(res.pointwise["method"].values) == {"refit"}
+    assert len(res.refits) == 30
+    assert res.epsilon == pytest.approx(exact, rel=0.05)
+    # Charest & Han's procedure on the same refit draws: biased upward (their Tables 3-4);
+    # the pooled estimator removes most of it
+    assert raw.epsilon > exact
+    assert abs(res.epsilon - exact) < 0.5 * abs(raw.epsilon - exact)
+    # the refit posteriors are the exact neighbour posteriors
+    worst = res.worst_neighbour
+    post = res.refits[worst].posterior["mu"].values
+    mean, sd = conjugate.normal_normal_posterior(np.delete(y, worst), sigma, mu0, sigma0)
+    assert post.mean() == pytest.approx(mean, abs=4 * sd / np.sqrt(500))
+    assert post.std() == pytest.approx(sd, rel=0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bins", [5, 10, 20])
+def test_bernoulli_replace_refit(bernoulli_table2, bins, tmp_path_factory):
+    idata, model = bernoulli_table2
+    res = edp.audit(
+        idata,
+        model,
+        bins=bins,
+        method="refit",
+        neighbour="replace",
+        **refit_kw(checkpoint=tmp_path_factory.getbasetemp() / "bb"),
+    )
+    exact = conjugate.beta_binomial_edp(5, 1, 0.5, 0.5, bins, neighbour="replace")
+    assert res.epsilon == pytest.approx(exact, rel=0.05)
+    assert set(res.pointwise["method"].values) == {"refit"}
+
+
+@pytest.mark.slow
+def test_auto_refits_the_extreme_record(outlier_model):
+    idata, model, y = outlier_model
+    with pytest.warns(edp.EDPWarning, match="k-hat above"):
+        psis = edp.audit(idata, model, bins=10, method="psis", progressbar=False)
+    assert psis.pointwise["pareto_k"].values[-1] > psis.khat_threshold
+    auto = edp.audit(idata, model, bins=10, method="auto", **REFIT_KW)
+    full = edp.audit(idata, model, bins=10, method="refit", **REFIT_KW)
+    methods = auto.pointwise["method"].values
+    assert methods[-1] == "refit"
+    assert np.all(methods[:-1] == "psis")
+    assert auto.warnings == ()
+    # same seed per neighbour: auto's refit of the outlier is refit's refit of it
+    assert auto.pointwise["epsilon"].values[-1] == full.pointwise["epsilon"].values[-1]
+    exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 10.0, 10, pointwise=True)
+    # 2,000 full-data draws: ~5% MC error at this epsilon
+    assert auto.pointwise["epsilon"].values[-1] == pytest.approx(exact[-1], rel=0.1)
+    assert auto.epsilon == pytest.approx(exact.max(), rel=0.1)
+
+
+def test_pm_sample_with_nutpie_audited_end_to_end_with_refits():
+    """What a PyMC 6 user runs: pm.sample through nutpie, pm.compute_log_likelihood, an
+    audit with method="auto" that refits the bad-k-hat record (nutpie engine); every object
+    that comes back is the stack's own container."""
+    pytest.importorskip("nutpie")
+    rng = np.random.default_rng(3)
+    y = np.append(rng.normal(0.0, 1.0, 14), 12.0)  # PSIS k-hat of the outlier about 1
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+        idata = pm.sample(
+            1000, tune=500, chains=2, nuts_sampler="nutpie", random_seed=4, progressbar=False
+        )
+        pm.compute_log_likelihood(idata, progressbar=False)
+    container = type(make_container({}))
+    assert isinstance(idata, container)
+    res = edp.audit(idata, model, bins=10, method="auto", **refit_kw(engine="nutpie"))
+    assert res.pointwise["pareto_k"].values[-1] > res.khat_threshold
+    assert res.pointwise["method"].values[-1] == "refit"
+    assert res.pointwise["status"].values[-1] == "ok"
+    assert list(res.refits) == [res.pointwise["neighbour"].values[-1]]
+    refit = res.refits[res.pointwise["neighbour"].values[-1]]
+    assert isinstance(refit, container)
+    assert dict(get_group(refit, "posterior").sizes) == {"chain": 2, "draw": 1000}
+    exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 10.0, 10, pointwise=True)
+    assert res.epsilon == pytest.approx(exact.max(), rel=0.1)
+
+
+def test_max_refits_leaves_the_rest_flagged(outlier_model):
+    idata, model, _ = outlier_model
+    with pytest.warns(edp.EDPWarning) as record:
+        res = edp.audit(idata, model, bins=10, method="refit", **refit_kw(max_refits=0))
+    assert set(res.pointwise["method"].values) == {"psis"}
+    messages = [str(w.message) for w in record]
+    # the outlier stays flagged, and the budget names what it left to reweighting
+    assert any("k-hat above" in m for m in messages)
+    assert any(m.startswith("max_refits=0: 20 neighbour(s) left to reweighting") for m in messages)
+    assert res.warnings == tuple(messages)
+
+
+@pytest.mark.slow
+def test_hierarchical_leave_one_group_out():
+    rng = np.random.default_rng(8)
+    groups = np.repeat(np.arange(5), 6)
+    y = rng.normal(rng.normal(0, 1, 5)[groups], 1.0)
+    coords = {"school": ["a", "b", "c", "d", "e"], "obs": np.arange(30)}
+    with pm.Model(coords=coords) as model:
+        mu = pm.Normal("mu", 0, 2)
+        tau = pm.HalfNormal("tau", 1)
+        z = pm.Normal("z", 0, 1, dims="school")
+        theta = pm.Deterministic("theta", mu + tau * z, dims="school")
+        pm.Normal("y", theta[groups], 1.0, observed=y, dims="obs")
+    idata = sample(model, 1000, chains=2, target_accept=0.9)
+    set_group(
+        idata,
+        "log_likelihood",
+        get_group(idata, "log_likelihood").assign_coords(
+            pupil_school=("obs", np.array(coords["school"])[groups])
+        ),
+    )
+    res = edp.audit(
+        idata,
+        model,
+        var_names="mu",
+        bins=5,
+        method="refit",
+        groups="pupil_school",
+        **refit_kw(sampler_kwargs={"target_accept": 0.99}),
+    )
+    assert list(res.pointwise["neighbour"].values) == coords["school"]
+    np.testing.assert_array_equal(res.pointwise["n_rows"], 6)
+    assert set(res.pointwise["method"].values) == {"refit"}
+    assert np.all(np.isfinite(res.pointwise["epsilon"]))
+    # the refit of school "a" is the model without any of its pupils
+    post = res.refits["a"].posterior
+    assert {"mu", "tau", "z"} <= set(post.data_vars)
+
+
+@pytest.mark.slow
+def test_two_observed_variables_sharing_individuals():
+    rng = np.random.default_rng(9)
+    person1 = np.repeat(np.arange(6), 2)
+    y1 = rng.normal(1.0, 1.0, 12)
+    y2 = rng.normal(2.0, 1.0, 6)
+    with pm.Model() as model:
+        a = pm.Normal("a", 0, 3)
+        b = pm.Normal("b", 0, 3)
+        pm.Normal("y1", a, 1.0, observed=y1)
+        pm.Normal("y2", a + b, 1.0, observed=y2)
+    idata = sample(model, 1000, chains=2)
+    groups = {"y1": person1, "y2": np.arange(6)}
+    res = edp.audit(idata, model, bins=5, method="refit", groups=groups, **REFIT_KW)
+    assert res.n_neighbours == 6
+    np.testing.assert_array_equal(res.pointwise["n_rows"], 3)
+    assert set(res.pointwise["observed"].values) == {"*"}
+    # person 0 removed: a's posterior is conjugate in y1[2:] and y2[1:] - b (b integrated):
+    # check against the PSIS estimate, which is reliable here (all k-hat good)
+    psis = edp.audit(idata, model, bins=5, method="psis", groups=groups, progressbar=False)
+    np.testing.assert_allclose(
+        res.pointwise["epsilon"], psis.pointwise["epsilon"], rtol=0.25, atol=0.03
+    )
+
+
+@pytest.mark.slow
+def test_build_model_refits_a_non_factorised_model():
+    rng = np.random.default_rng(4)
+    y = rng.normal(1.0, 1.0, 8)
+
+    def build_model(data):
+        n = len(data["y"])
+        with pm.Model() as m:
+            mu = pm.Normal("mu", 0, 3)
+            pm.MvNormal("y", mu * np.ones(n), np.eye(n), observed=data["y"])
+        return m
+
+    model = build_model({"y": y})
+    with model:
+        idata = pm.sample(1000, tune=500, chains=2, random_seed=2, **SAMPLE_KW)
+    with pytest.raises(ValueError, match="method='psis' needs a factorised"):
+        edp.audit(
+            idata,
+            bins=5,
+            method="psis",
+            progressbar=False,
+            refit=edp.RefitOptions(build_model=build_model),
+        )
+    with pytest.warns(edp.EDPWarning, match="raw estimator"):
+        res = edp.audit(
+            idata,
+            bins=5,
+            method="auto",
+            **refit_kw(build_model=build_model),
+        )
+    assert res.n_neighbours == 8
+    assert set(res.pointwise["method"].values) == {"refit"}
+    # MvNormal with identity covariance is the Normal-Normal model in disguise
+    exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 3.0, 5)
+    assert res.epsilon == pytest.approx(exact, rel=0.5)  # raw estimator, 2,000 draws
