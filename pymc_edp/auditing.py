@@ -50,6 +50,7 @@ from pymc_edp.model.pymc import (
     observed_arrays,
     observed_values,
     replacement_log_likelihood,
+    resolve_model,
 )
 from pymc_edp.model.replace import PerRecord, candidates, check_support
 from pymc_edp.model.select import drop_data_copies, select_var_names
@@ -105,7 +106,8 @@ def audit(
         missing; ``pm.compute_log_likelihood(idata)`` adds it).
     model : pymc.Model, optional
         Needed for ``neighbour="replace"`` (``p(y' | theta)``), for refits, and to compute a
-        missing ``log_likelihood`` group.
+        missing ``log_likelihood`` group. Default: the model of the enclosing ``with`` block,
+        if any (as PyMC's ``model=None``), else none.
     var_names : str or list of str, optional
         Posterior variables to audit, as in ArviZ (``"~name"`` excludes); default all.
     filter_vars : {None, "like", "regex"}, optional
@@ -172,6 +174,7 @@ def audit(
     >>> round(res.epsilon, 2) > 0
     True
     """
+    model = resolve_model(model)
     opts = RefitOptions.coerce(refit)
     check_choice(method, "method", METHODS)
     check_choice(neighbour, "neighbour", NEIGHBOUR_RELATIONS)

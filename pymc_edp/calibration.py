@@ -142,7 +142,7 @@ class BetaBinomialSynthesizer:
     def __post_init__(self):
         object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", positive=True))
         object.__setattr__(self, "beta", check_real(self.beta, "beta", positive=True))
-        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic"))
+        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic", 1))
 
     @property
     def epsilon(self) -> float:
@@ -215,7 +215,7 @@ def beta_binomial_synthesizer_prior(
     (2.9099, 8.7297, 1.0)
     """
     eps = _check_epsilon(epsilon)
-    n_s = check_int(n_synthetic, "n_synthetic")
+    n_s = check_int(n_synthetic, "n_synthetic", 1)
     alpha, beta = _split_by_mean(n_s / np.expm1(eps), prior_mean)
     return BetaBinomialSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
 
@@ -267,7 +267,7 @@ class BernoulliSynthesizer:
     def __post_init__(self):
         object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", positive=True))
         object.__setattr__(self, "beta", check_real(self.beta, "beta", positive=True))
-        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic"))
+        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic", 1))
 
     @property
     def epsilon(self) -> float:
@@ -352,7 +352,7 @@ def bernoulli_synthesizer_prior(
     (999.5, 999.5, 1.0)
     """
     eps = _check_epsilon(epsilon)
-    n_s = check_int(n_synthetic, "n_synthetic")
+    n_s = check_int(n_synthetic, "n_synthetic", 1)
     alpha, beta = _split_by_mean(1.0 / np.expm1(eps / n_s), prior_mean)
     return BernoulliSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
 
@@ -422,7 +422,7 @@ class DirichletMultinomialSynthesizer:
         for v in a:
             check_real(v, "alpha", positive=True)
         object.__setattr__(self, "alpha", a)
-        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic"))
+        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic", 1))
 
     @property
     def n_categories(self) -> int:
@@ -558,7 +558,7 @@ def dirichlet_multinomial_synthesizer_prior(
     ([2.9099, 4.3648, 7.2747], 1.0)
     """
     eps = _check_epsilon(epsilon)
-    n_s = check_int(n_synthetic, "n_synthetic")
+    n_s = check_int(n_synthetic, "n_synthetic", 1)
     a_min = n_s / np.expm1(eps)
     if (n_categories is None) == (prior_mean is None):
         raise ValueError("Give exactly one of `n_categories` and `prior_mean`.")

@@ -138,6 +138,7 @@ def hockey_stick_delta(
     >>> hockey_stick_delta(log_ratio, [0.0, 0.5, 1.0], normalize=False).round(2)
     array([0.38, 0.24, 0.13])
     """
+    check_choice(direction, "direction", tuple(_DIRECTIONS))
     eps = np.asarray(epsilons, dtype=float)
     if np.any(eps < 0) or not np.all(np.isfinite(eps)):
         raise ValueError("epsilons must be finite and non-negative")
@@ -179,22 +180,25 @@ def hockey_stick_prepare(
     """
     from scipy.special import logsumexp
 
-    lw = np.asarray(log_weights, dtype=float)
-    lw = lw.reshape(-1, lw.shape[-1]) if lw.ndim else lw.reshape(1, 1)
-    n, n_samples = lw.shape
+    lw = np.atleast_1d(np.asarray(log_weights, dtype=float))
+    batch, n_samples = lw.shape[:-1], lw.shape[-1]
+    lw = lw.reshape(-1, n_samples)
+    n = lw.shape[0]
     if log_weights_reference is None:
         ref = None
-        log_p = np.full_like(lw, -np.log(n_samples))
+        log_c = np.log(n_samples)
+        log_p = np.full_like(lw, -log_c)
     else:
-        ref_in = np.asarray(log_weights_reference, dtype=float)
-        ref = np.broadcast_to(ref_in, (*np.shape(log_weights)[:-1], n_samples)).reshape(lw.shape)
-        log_p = ref - logsumexp(ref, axis=1, keepdims=True)
+        ref = np.asarray(log_weights_reference, dtype=float)
+        ref = np.broadcast_to(ref, (*batch, n_samples)).reshape(lw.shape)
+        log_c = logsumexp(ref, axis=1, keepdims=True)
+        log_p = ref - log_c
     with np.errstate(invalid="ignore"):
         if normalize:
             log_q = lw - logsumexp(lw, axis=1, keepdims=True)
             log_t = log_q - log_p
-        else:
-            log_q = lw + (log_p if ref is None else log_p - ref)
+        else:  # one normalising constant for both: that of the reference
+            log_q = lw - log_c
             log_t = lw if ref is None else lw - ref
     log_t = np.where(np.isnan(log_t), -np.inf, log_t)  # both weights zero: no mass
     order = np.argsort(log_t, axis=1, kind="stable")
@@ -222,8 +226,9 @@ def hockey_stick_from_prepared(
     >>> import numpy as np
     >>> from pymc_edp.base.hockey import hockey_stick_from_prepared, hockey_stick_prepare
     >>> prepared = hockey_stick_prepare(np.log([[0.1, 0.2, 0.3, 0.4]]))
+    >>> # at eps = 0.2: (0.25 - e^0.2 0.1) + (0.25 - e^0.2 0.2)
     >>> hockey_stick_from_prepared(prepared, [0.0, 0.2], direction="forward").round(4)
-    array([[0.2   , 0.1557]])
+    array([[0.2   , 0.1336]])
     """
     code = _DIRECTIONS[check_choice(direction, "direction", tuple(_DIRECTIONS))]
     eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
@@ -260,7 +265,7 @@ def total_risk(delta_i: ArrayLike, axis: int = 0) -> np.ndarray:
     >>> from pymc_edp.base.hockey import total_risk
     >>> total_risk(np.array([[0.5, 0.1], [0.5, 0.0]]))
     array([0.75, 0.1 ])
-    >>> float(total_risk(np.full(1000, 1e-18)))  # 1 - prod(1 - d) would give 0.0
+    >>> print(f"{total_risk(np.full(1000, 1e-18)):.4g}")  # 1 - prod(1 - d) gives 0
     1e-15
     """
     with np.errstate(divide="ignore"):
@@ -290,8 +295,8 @@ def smallest_epsilon(
     Parameters
     ----------
     delta : callable
-        ``delta(eps) -> values``: ``eps`` of shape ``(T,)``, one epsilon per target, and
-        values of the same shape.
+        ``delta(eps) -> values``: ``eps`` has the shape of ``targets`` (one epsilon per
+        target; a 0-d array for a scalar target), and so have the values.
     targets : array_like, shape (T,) or scalar
         The deltas to reach.
     lower, upper : array_like, broadcastable to ``(T,)``
@@ -304,7 +309,8 @@ def smallest_epsilon(
 
     Returns
     -------
-    ndarray, shape (T,) (or a 0-d array for a scalar ``targets``)
+    ndarray
+        The shape of ``targets``.
 
     Examples
     --------
@@ -316,8 +322,6 @@ def smallest_epsilon(
     array([4.6052, 0.6931, 0.    ])
     """
     tg = np.asarray(targets, dtype=float)
-    shape = tg.shape
-    tg = np.atleast_1d(tg)
     lo = np.array(np.broadcast_to(np.asarray(lower, dtype=float), tg.shape))
     hi = np.array(np.broadcast_to(np.asarray(upper, dtype=float), tg.shape))
     start = lo.copy()
@@ -329,4 +333,4 @@ def smallest_epsilon(
         ok = np.asarray(delta(mid)) <= tg
         hi = np.where(ok, mid, hi)
         lo = np.where(ok, lo, mid)
-    return np.where(at_lower, start, hi).reshape(shape)
+    return np.where(at_lower, start, hi)

@@ -38,7 +38,7 @@ References
    Bayesian and linear mixed model estimation." Journal of Privacy and Confidentiality 5(1),
    2013.
 .. [3] Burchard, P., Daoud, A. and Dotterrer, D. "Empirical Differential Privacy."
-   arXiv:2001.09190, 2020.
+   arXiv:2011.05418, 2020.
 .. [4] Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C.
    "Rank-normalization, folding, and localization: an improved R-hat for assessing
    convergence of MCMC." Bayesian Analysis 16(2), 2021.

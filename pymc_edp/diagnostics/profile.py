@@ -23,11 +23,6 @@ if TYPE_CHECKING:
     from pymc_edp.result import EDPResult
 
 
-def _delta_star(delta_i: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return -np.expm1(np.sum(np.log1p(-np.clip(delta_i, 0.0, 1.0)), axis=0))
-
-
 def delta_profile(
     result: EDPResult,
     epsilons: Sequence[float] | np.ndarray,
@@ -63,7 +58,7 @@ def delta_profile(
     References
     ----------
     .. [1] Burchard, P., Daoud, A. and Dotterrer, D. "Empirical Differential Privacy."
-       arXiv:2001.09190, 2020 (Theorem 1, Definition 3).
+       arXiv:2011.05418, 2020 (Theorem 1, Definition 3).
 
     Examples
     --------
@@ -89,7 +84,7 @@ def delta_profile(
     data = {
         "delta_i": ((NEIGHBOUR_DIM, "epsilon"), delta_i),
         "delta": ("epsilon", delta_i.max(axis=0)),
-        "delta_star": ("epsilon", _delta_star(delta_i)),
+        "delta_star": ("epsilon", hockey.total_risk(delta_i)),
         "worst_neighbour": ("epsilon", labels[np.argmax(delta_i, axis=0)]),
     }
     coords = {NEIGHBOUR_DIM: labels, "epsilon": eps}
@@ -115,16 +110,8 @@ def _invert(prepared: list, n: int, targets: np.ndarray, top: float, star: bool)
         d = np.empty((n, e.size))
         for sl, prep in prepared:
             d[sl] = hockey.hockey_stick_from_prepared(prep, e)
-        return _delta_star(d) if star else d.max(axis=0)
+        return hockey.total_risk(d) if star else d.max(axis=0)
 
-    lo = np.zeros(targets.size)
-    hi = np.full(targets.size, top)
-    at_zero = f(lo) <= targets
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        ok = f(mid) <= targets
-        hi = np.where(ok, mid, hi)
-        lo = np.where(ok, lo, mid)
-        if np.all(hi - lo < 1e-7 * max(top, 1.0)):
-            break
-    return np.where(at_zero, 0.0, hi)
+    return hockey.smallest_epsilon(
+        f, targets, 0.0, top, rtol=0.0, atol=1e-7 * max(top, 1.0), max_iter=60
+    )

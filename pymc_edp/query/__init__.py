@@ -9,7 +9,8 @@ Front door: :func:`query_edp` (Algorithms 1 and 2 in one call) and :func:`noise_
 (section 6). The steps are public too: :func:`query_samples` (the expensive query
 evaluations), :func:`privacy_profile` (densities and ``delta``), :func:`select_density`,
 :func:`independence_check`, :func:`check_noise`, and the NumPy kernel
-:func:`hockey_stick_delta`.
+:func:`hockey_stick_delta_grid` (the hockey-stick divergence between two densities on a grid;
+from weighted draws it is :func:`pymc_edp.base.hockey.hockey_stick_delta`).
 
 References
 ----------
@@ -30,8 +31,7 @@ from numpy.typing import ArrayLike
 from pymc_edp.query._kernels import (
     bottleneck_distance,
     hausdorff_distance,
-    hockey_stick_delta,
-    hockey_stick_delta_samples,
+    hockey_stick_delta_grid,
 )
 from pymc_edp.query.density import DensityModel, select_density
 from pymc_edp.query.independence import IndependenceWarning, independence_check
@@ -57,8 +57,7 @@ __all__ = [
     "check_noise",
     "epsilon_at",
     "hausdorff_distance",
-    "hockey_stick_delta",
-    "hockey_stick_delta_samples",
+    "hockey_stick_delta_grid",
     "independence_check",
     "mean_query",
     "noise_kernel",

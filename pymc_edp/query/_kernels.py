@@ -1,245 +1,39 @@
-"""NumPy kernels for query-level empirical DP (Burchard, Daoud & Dotterrer 2020).
+"""NumPy kernels of the query-level audit: grids, hockey-stick integrals, distances, noise.
 
 Plain NumPy on arrays with the sample (or grid) axis last; no pandas, no xarray. Everything
-here is deterministic given its inputs, except the samplers, which take a ``Generator``.
+here is deterministic given its inputs. The kernels shared with the posterior audit live in
+:mod:`pymc_edp.base`: kernel density estimates in :mod:`pymc_edp.base.kde`, the hockey-stick
+divergence from weighted draws, the total risk and the bisection for the epsilon at a delta
+in :mod:`pymc_edp.base.hockey`.
 
 References
 ----------
 .. [1] Burchard, P., Daoud, A. and Dotterrer, D. (2020). Empirical Differential Privacy.
-   arXiv:2011.05418 (``shared/papers/burchard-daoud-dotterrer-empirical-dp.txt``).
-.. [2] Breiman, L., Meisel, W. and Purcell, E. (1977). Variable kernel estimates of
-   multivariate densities. Technometrics 19(2), 135-144.
-.. [3] Abramson, I. S. (1982). On bandwidth variation in kernel estimates -- a square root
-   law. Annals of Statistics 10(4), 1217-1223.
-.. [4] Diggle, P. J. and Hall, P. (1993). A Fourier approach to nonparametric deconvolution
+   arXiv:2011.05418.
+.. [2] Diggle, P. J. and Hall, P. (1993). A Fourier approach to nonparametric deconvolution
    of a density estimate. JRSS B 55(2), 523-531.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pymc_edp.base.kde import Kernel, get_kernel
+from pymc_edp.base.validate import check_choice
+
 __all__ = [
-    "KERNELS",
-    "Kernel",
     "bottleneck_distance",
     "deconvolution_spacing",
     "ecdf_density",
     "hausdorff_distance",
-    "hockey_stick_delta",
-    "hockey_stick_delta_samples",
-    "kde_logpdf_mv",
-    "kde_pdf",
-    "kde_sample",
+    "hockey_stick_delta_grid",
     "laplace_deconvolution",
     "positive_part_integral",
     "trapezoid_mass",
 ]
-
-# Work arrays are cut into pieces of at most this many elements (~64 MB of float64).
-_CHUNK_ELEMENTS = 1 << 23
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A symmetric unit-scale smoothing kernel.
-
-    Attributes
-    ----------
-    name : str
-        ``"gaussian"`` or ``"laplace"``.
-    variance : float
-        Variance of the unit-scale kernel (the bandwidth is the kernel's scale parameter:
-        the standard deviation of the Gaussian, the scale ``b`` of the Laplace).
-    cutoff : float
-        Mass beyond ``cutoff`` scales is below 1e-17; used to size grids.
-    """
-
-    name: str
-    variance: float
-    cutoff: float
-
-    def logpdf(self, u: NDArray) -> NDArray:
-        """Log density of the unit-scale kernel."""
-        if self.name == "gaussian":
-            return -0.5 * u * u - 0.5 * math.log(2 * math.pi)
-        return -np.abs(u) - math.log(2.0)
-
-    def fourier(self, omega: NDArray) -> NDArray:
-        """Characteristic function ``E[exp(i omega U)]`` of the unit-scale kernel."""
-        if self.name == "gaussian":
-            return np.exp(-0.5 * omega * omega)
-        return 1.0 / (1.0 + omega * omega)
-
-    def sample(self, rng: np.random.Generator, size) -> NDArray:
-        """Draws from the unit-scale kernel."""
-        if self.name == "gaussian":
-            return rng.standard_normal(size)
-        return rng.laplace(0.0, 1.0, size)
-
-    def tail(self, u: NDArray) -> NDArray:
-        """``P(U > u)`` for the unit-scale kernel."""
-        from scipy.special import ndtr
-
-        if self.name == "gaussian":
-            return ndtr(-u)
-        return np.where(u >= 0, 0.5 * np.exp(-np.abs(u)), 1.0 - 0.5 * np.exp(-np.abs(u)))
-
-
-KERNELS: dict[str, Kernel] = {
-    "gaussian": Kernel("gaussian", 1.0, 9.0),
-    "laplace": Kernel("laplace", 2.0, 40.0),
-}
-
-
-def _kernel(kernel: str | Kernel) -> Kernel:
-    if isinstance(kernel, Kernel):
-        return kernel
-    try:
-        return KERNELS[kernel]
-    except KeyError:
-        raise ValueError(f"unknown kernel {kernel!r}; choose from {sorted(KERNELS)}") from None
-
-
-# ----------------------------------------------------------------------------------------
-# Kernel density estimation (fixed and variable bandwidth), any dimension
-# ----------------------------------------------------------------------------------------
-
-
-def kde_logpdf_mv(
-    points: ArrayLike,
-    x: ArrayLike,
-    bandwidths: ArrayLike,
-    kernel: str | Kernel = "gaussian",
-) -> NDArray:
-    """Log density of a multivariate (variable-bandwidth) product-kernel KDE.
-
-    ``p(x) = 1/n sum_j prod_d k((x_d - X_jd) / h_j) / h_j``, the sample-point estimator of
-    Breiman, Meisel & Purcell [2]_ with an isotropic bandwidth per point (callers whiten the
-    data first).
-
-    Parameters
-    ----------
-    points : array_like, shape (n, d)
-        Kernel centres.
-    x : array_like, shape (m, d)
-        Evaluation points.
-    bandwidths : array_like, shape (n,) or scalar
-        Scale of each kernel.
-    kernel : {"gaussian", "laplace"}
-
-    Returns
-    -------
-    ndarray, shape (m,)
-    """
-    k = _kernel(kernel)
-    pts = np.asarray(points, dtype=float)
-    xx = np.asarray(x, dtype=float)
-    n, d = pts.shape
-    h = np.broadcast_to(np.asarray(bandwidths, dtype=float), (n,))
-    log_norm = -d * np.log(h) - math.log(n)
-    m = xx.shape[0]
-    out = np.empty(m)
-    step = max(1, _CHUNK_ELEMENTS // max(n * d, 1))
-    for start in range(0, m, step):
-        stop = min(m, start + step)
-        u = (xx[start:stop, None, :] - pts[None, :, :]) / h[None, :, None]
-        logk = k.logpdf(u).sum(axis=-1) + log_norm[None, :]
-        mx = logk.max(axis=-1, keepdims=True)
-        out[start:stop] = np.log(np.exp(logk - mx).sum(axis=-1)) + mx[:, 0]
-    return out
-
-
-def kde_pdf(
-    points: ArrayLike,
-    x: ArrayLike,
-    bandwidths: ArrayLike,
-    kernel: str | Kernel = "gaussian",
-) -> NDArray:
-    """Density of a 1-D (variable-bandwidth) kernel density estimate.
-
-    ``p(x) = 1/n sum_j k((x - X_j) / h_j) / h_j``: the sample-point estimator of Breiman,
-    Meisel & Purcell [2]_; a single bandwidth gives the ordinary KDE. Direct summation,
-    chunked so that memory stays bounded.
-
-    Parameters
-    ----------
-    points : array_like, shape (..., n)
-        Kernel centres, sample axis last; leading axes are batch axes (one sample per
-        individual, say).
-    x : array_like, shape (m,)
-        Evaluation points, shared by the batch.
-    bandwidths : array_like
-        Kernel scales, broadcastable to ``points.shape``.
-    kernel : {"gaussian", "laplace"}
-        Unit kernel; the bandwidth is its scale (Gaussian s.d., Laplace ``b``).
-
-    Returns
-    -------
-    ndarray, shape (..., m)
-    """
-    xx = np.asarray(x, dtype=float)
-    k = _kernel(kernel)
-    pts = np.asarray(points, dtype=float)
-    n = pts.shape[-1]
-    batch = pts.shape[:-1]
-    h = np.broadcast_to(np.asarray(bandwidths, dtype=float), pts.shape)
-    m = xx.shape[0]
-    out = np.empty((*batch, m))
-    inv_h = 1.0 / h
-    per_x = max(int(np.prod(batch, dtype=int)) * n, 1)
-    step = max(1, _CHUNK_ELEMENTS // per_x)
-    if k.name == "gaussian":
-        const = 1.0 / (n * math.sqrt(2 * math.pi))
-    else:
-        const = 0.5 / n
-    for start in range(0, m, step):
-        stop = min(m, start + step)
-        u = (xx[start:stop, None] - pts[..., None, :]) * inv_h[..., None, :]
-        if k.name == "gaussian":
-            np.multiply(u, u, out=u)
-            u *= -0.5
-        else:
-            np.abs(u, out=u)
-            u *= -1.0
-        np.exp(u, out=u)
-        u *= inv_h[..., None, :]
-        out[..., start:stop] = u.sum(axis=-1) * const
-    return out
-
-
-def kde_sample(
-    points: ArrayLike,
-    bandwidths: ArrayLike,
-    kernel: str | Kernel,
-    size: int,
-    rng: np.random.Generator,
-) -> NDArray:
-    """Draw from a (variable-bandwidth) KDE: pick a centre, add scaled kernel noise.
-
-    Parameters
-    ----------
-    points : array_like, shape (n,) or (n, d)
-    bandwidths : array_like, shape (n,) or scalar
-    kernel : {"gaussian", "laplace"}
-    size : int
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    ndarray, shape (size,) or (size, d)
-    """
-    k = _kernel(kernel)
-    pts = np.asarray(points, dtype=float)
-    h = np.broadcast_to(np.asarray(bandwidths, dtype=float), pts.shape[:1])
-    idx = rng.integers(0, pts.shape[0], size)
-    if pts.ndim == 1:
-        return pts[idx] + h[idx] * k.sample(rng, size)
-    return pts[idx] + h[idx, None] * k.sample(rng, (size, pts.shape[1]))
 
 
 # ----------------------------------------------------------------------------------------
@@ -291,7 +85,7 @@ def ecdf_density(points: ArrayLike, grid: ArrayLike, *, window: int | None = Non
 
 
 # ----------------------------------------------------------------------------------------
-# Hockey-stick divergence (the delta of Theorem 1 / Algorithm 2)
+# Hockey-stick divergence between densities on a grid (Theorem 1 / Algorithm 2)
 # ----------------------------------------------------------------------------------------
 
 
@@ -327,7 +121,7 @@ def positive_part_integral(g: ArrayLike, x: ArrayLike) -> NDArray:
     return (cell * dx).sum(axis=-1)
 
 
-def hockey_stick_delta(
+def hockey_stick_delta_grid(
     p: ArrayLike,
     q: ArrayLike,
     x: ArrayLike,
@@ -336,7 +130,7 @@ def hockey_stick_delta(
     normalize: bool = True,
     direction: str = "both",
 ) -> NDArray:
-    """Hockey-stick divergence between two densities on a grid, in both directions.
+    """Hockey-stick divergence between two densities given on a grid, in both directions.
 
     ``delta(eps) = max( int (p - e^eps q)_+ dx, int (q - e^eps p)_+ dx )``: the smallest
     ``delta`` for which ``P(E) <= e^eps Q(E) + delta`` and ``Q(E) <= e^eps P(E) + delta`` for
@@ -366,8 +160,9 @@ def hockey_stick_delta(
     -----
     The integrand is integrated exactly for the piecewise-linear interpolant of the densities
     (:func:`positive_part_integral`), so the kinks where ``p = e^eps q`` add no error beyond
-    the interpolation error of the densities themselves. The same quantity from *samples* of
-    one density and the log ratio at those samples is :func:`hockey_stick_delta_samples`.
+    the interpolation error of the densities themselves. The same quantity from *draws* of
+    one density and the log ratio at those draws is
+    :func:`pymc_edp.base.hockey.hockey_stick_delta` (with ``normalize=False``).
 
     Examples
     --------
@@ -376,10 +171,10 @@ def hockey_stick_delta(
 
     >>> import numpy as np
     >>> from scipy import stats
-    >>> from pymc_edp.query import hockey_stick_delta
+    >>> from pymc_edp.query import hockey_stick_delta_grid
     >>> x = np.linspace(-8, 9, 2001)
     >>> p, q = stats.norm.pdf(x), stats.norm.pdf(x, loc=1.0)
-    >>> hockey_stick_delta(p, q, x, [0.0, 0.5, 1.0]).round(4)
+    >>> hockey_stick_delta_grid(p, q, x, [0.0, 0.5, 1.0]).round(4)
     array([0.3829, 0.2384, 0.1269])
     """
     xg = np.asarray(x, dtype=float)
@@ -392,70 +187,12 @@ def hockey_stick_delta(
     eps = np.asarray(epsilon, dtype=float)
     scalar = eps.ndim == 0
     eps = np.atleast_1d(eps)
-    if direction not in {"both", "forward", "backward"}:
-        raise ValueError("direction must be 'both', 'forward' or 'backward'")
+    check_choice(direction, "direction", ("both", "forward", "backward"))
     out = np.empty(p.shape[:-1] + eps.shape)
     for k, e in enumerate(eps):
         factor = math.exp(e)
         fwd = positive_part_integral(p - factor * q, xg) if direction != "backward" else 0.0
         bwd = positive_part_integral(q - factor * p, xg) if direction != "forward" else 0.0
-        out[..., k] = np.maximum(fwd, bwd)
-    out = np.clip(out, 0.0, 1.0)
-    return out[..., 0] if scalar else out
-
-
-def hockey_stick_delta_samples(
-    log_ratio: ArrayLike,
-    epsilon: ArrayLike,
-    *,
-    weights: ArrayLike | None = None,
-    direction: str = "both",
-) -> NDArray:
-    """Sample-based hockey-stick divergence from log density ratios at draws of ``p``.
-
-    With ``r = q / p`` evaluated at draws from ``p`` (optionally self-normalised weights),
-    ``int (p - e^eps q)_+ = E_p[(1 - e^eps r)_+]`` and ``int (q - e^eps p)_+ = E_p[(r -
-    e^eps)_+]``; ``"both"`` returns their maximum, the bin-free profile of the design notes.
-
-    Parameters
-    ----------
-    log_ratio : array_like, shape (..., S)
-        ``log q(theta_s) - log p(theta_s)`` at draws ``theta_s ~ p`` (sample axis last).
-    epsilon : array_like, shape (k,) or scalar
-    weights : array_like, shape (..., S), optional
-        Non-negative weights of the draws (normalised here); equal weights by default.
-    direction : {"both", "forward", "backward"}
-
-    Returns
-    -------
-    ndarray, shape (..., k) (or (...) for a scalar ``epsilon``)
-
-    Examples
-    --------
-    The same two normals as in :func:`hockey_stick_delta`, from draws of ``p``:
-
-    >>> import numpy as np
-    >>> from scipy import stats
-    >>> from pymc_edp.query import hockey_stick_delta_samples
-    >>> draws = np.random.default_rng(0).normal(size=100_000)
-    >>> log_ratio = stats.norm.logpdf(draws, loc=1.0) - stats.norm.logpdf(draws)
-    >>> hockey_stick_delta_samples(log_ratio, [0.0, 0.5, 1.0]).round(2)
-    array([0.38, 0.24, 0.13])
-    """
-    lr = np.asarray(log_ratio, dtype=float)
-    if weights is None:
-        w = np.full(lr.shape, 1.0 / lr.shape[-1])
-    else:
-        w = np.broadcast_to(np.asarray(weights, dtype=float), lr.shape)
-        w = w / w.sum(axis=-1, keepdims=True)
-    eps = np.asarray(epsilon, dtype=float)
-    scalar = eps.ndim == 0
-    eps = np.atleast_1d(eps)
-    out = np.empty(lr.shape[:-1] + eps.shape)
-    r = np.exp(lr)
-    for k, e in enumerate(eps):
-        fwd = (w * np.maximum(1.0 - np.exp(e + lr), 0.0)).sum(-1) if direction != "backward" else 0
-        bwd = (w * np.maximum(r - math.exp(e), 0.0)).sum(-1) if direction != "forward" else 0
         out[..., k] = np.maximum(fwd, bwd)
     out = np.clip(out, 0.0, 1.0)
     return out[..., 0] if scalar else out
@@ -509,7 +246,9 @@ def bottleneck_distance(a: ArrayLike, b: ArrayLike) -> float:
     the Hausdorff distance, and it is the distance for which Proposition 1 of [1] holds:
     Laplace KDEs of scale ``W_inf / eps`` differ by at most ``eps`` in log density (each
     kernel term is within ``e^eps`` of its matched partner). With the Hausdorff distance the
-    proposition fails when the sets have clusters of different sizes (see the tests).
+    proposition fails when the sets have clusters of different sizes: the two samples of the
+    example below are the same set (``d_H = 0``), yet near 0 one KDE is about twice the other
+    for every scale that is small against the gap of 1.
 
     Parameters
     ----------
@@ -561,7 +300,7 @@ def deconvolution_spacing(scale: float, kernel: str | Kernel, bandwidth: float) 
     ValueError
         If the kernel is too wide for any noise density to exist (``Var k >= 2 lambda^2``).
     """
-    k = _kernel(kernel)
+    k = get_kernel(kernel)
     lam, b = float(scale), float(bandwidth)
     if k.variance * b * b >= 2.0 * lam * lam:
         raise ValueError(
@@ -592,7 +331,7 @@ def laplace_deconvolution(
     kernels) and only the inverse transform is numerical. For a Gaussian ``k`` the ratio
     grows without bound at high frequency, so the grid spacing is chosen no finer than
     :func:`deconvolution_spacing` -- the band limit of Diggle & Hall's Fourier
-    deconvolution [4]_.
+    deconvolution [2]_.
 
     Parameters
     ----------
@@ -632,7 +371,7 @@ def laplace_deconvolution(
     if n > max_grid:
         n = max_grid
         dx = 2 * half_width * lam / n
-    return _deconvolve(lam, _kernel(kernel), float(bandwidth), dx, n)
+    return _deconvolve(lam, get_kernel(kernel), float(bandwidth), dx, n)
 
 
 def _deconvolve(lam: float, k: Kernel, b: float, dx: float, n: int) -> tuple[NDArray, NDArray]:

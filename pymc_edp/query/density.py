@@ -27,13 +27,8 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
 
-from pymc_edp.query._kernels import (
-    KERNELS,
-    ecdf_density,
-    kde_logpdf_mv,
-    kde_pdf,
-    kde_sample,
-)
+from pymc_edp.base.kde import KERNELS, kde_logpdf, kde_pdf, kde_sample
+from pymc_edp.query._kernels import ecdf_density
 
 __all__ = ["DENSITY_METHODS", "DensityModel", "select_density"]
 
@@ -113,7 +108,7 @@ class DensityModel:
             raise ValueError("the ecdf estimator is one-dimensional")
         if self.method == "kde" or self.adaptivity == 0:
             return np.full(pts.shape[0], self.bandwidth)
-        log_pilot = kde_logpdf_mv(pts, pts, self.pilot_bandwidth, self.kernel)
+        log_pilot = kde_logpdf(pts, pts, self.pilot_bandwidth, self.kernel)
         return _abramson(log_pilot, self.bandwidth, self.adaptivity)
 
     # -- evaluation -------------------------------------------------------------------
@@ -135,7 +130,7 @@ class DensityModel:
     def logpdf_mv(self, points: ArrayLike, x: ArrayLike, bandwidths: ArrayLike | None = None):
         """Log density fitted to one multivariate sample ``(n, d)`` at ``x`` ``(m, d)``."""
         h = self.point_bandwidths_mv(points) if bandwidths is None else bandwidths
-        return kde_logpdf_mv(points, x, h, self.kernel)
+        return kde_logpdf(points, x, h, self.kernel)
 
     def sample(
         self,
@@ -262,7 +257,7 @@ def _heldout_loglik_mv(x, fold, folds, kernel, log_h, alpha, log_pilots) -> floa
         test = fold == f
         train = ~test
         hj = h if alpha == 0 else _abramson(log_pilots[f], h, alpha)
-        total += float(np.sum(kde_logpdf_mv(x[train], x[test], hj, kernel)))
+        total += float(np.sum(kde_logpdf(x[train], x[test], hj, kernel)))
     return total / x.shape[0]
 
 
@@ -372,7 +367,7 @@ def select_density(
             for f in range(k_folds):
                 train = x[fold != f]
                 if mv:
-                    pilots.append(kde_logpdf_mv(train, train, h0, kernel))
+                    pilots.append(kde_logpdf(train, train, h0, kernel))
                 else:
                     pilots.append(pilot_logpdf(train, h0, kernel))
             for alpha in alphas:

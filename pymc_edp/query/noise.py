@@ -3,11 +3,13 @@
 Given the query samples with and without each individual, the paper sets the Laplace scale
 to ``lambda = max_i d_H(P^, P^_i) / eps`` (Hausdorff distance) so that the Laplace KDEs of the
 two samples differ by at most ``eps`` in log density everywhere (Proposition 1). That
-proposition is false as stated -- samples with clusters of different sizes break it (see
-``tests/test_query.py``) -- but it holds with the bottleneck (infinity-Wasserstein) distance
-``W_inf``, which in one dimension is the largest gap between matched order statistics and is
-never smaller than ``d_H``. :func:`noise_kernel` uses ``W_inf`` by default and the paper's
-``d_H`` on request. The curator estimates the query's
+proposition is false as stated when the samples have clusters of different sizes: for ``A``
+eight points in [0, 0.07] and one at 2, and ``B`` seven of those points and two at 3 and
+3.01, ``d_H = 1.01``, yet at ``eps = 5`` the Laplace KDEs of scale ``d_H / eps`` differ by
+5.67 in log density at ``x = 3``. It holds with the bottleneck (infinity-Wasserstein)
+distance ``W_inf``, which in one dimension is the largest gap between matched order
+statistics and is never smaller than ``d_H``. :func:`noise_kernel` uses ``W_inf`` by default
+and the paper's ``d_H`` on request. The curator estimates the query's
 distribution with a KDE ``p^ = k * P^``; the noise ``h`` that turns it into the Laplace KDE
 solves ``k * h = l_lambda`` and is found by FFT deconvolution (eq. 2). Adding a draw of ``h``
 to every released value then achieves ``eps`` (Theorem 2).

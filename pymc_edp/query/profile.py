@@ -23,12 +23,18 @@ import pandas as pd
 import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
+from pymc_edp.base.hockey import (
+    hockey_stick_delta,
+    hockey_stick_from_prepared,
+    hockey_stick_prepare,
+    smallest_epsilon,
+    total_risk,
+)
 from pymc_edp.base.parallel import progress_bar
 from pymc_edp.query._kernels import (
     bottleneck_distance,
     hausdorff_distance,
-    hockey_stick_delta,
-    hockey_stick_delta_samples,
+    hockey_stick_delta_grid,
     trapezoid_mass,
 )
 from pymc_edp.query.density import DensityModel, select_density
@@ -78,11 +84,12 @@ def _flatten(samples: xr.Dataset) -> tuple[NDArray, NDArray, NDArray]:
 
 
 def _smallest_eps(
-    total: Callable[[float], float], target: float, eps: NDArray, values: NDArray
+    total: Callable[[NDArray], NDArray], target: float, eps: NDArray, values: NDArray
 ) -> float:
     """Smallest eps with ``total(eps) <= target`` for a non-increasing ``total``.
 
-    Bracketed on the grid ``eps`` (where ``values = total(eps)``), then bisection.
+    Bracketed on the grid ``eps`` (where ``values = total(eps)``), then bisected to ``1e-9``
+    relative precision by :func:`~pymc_edp.base.hockey.smallest_epsilon`.
     """
     ok = values <= target
     if ok[0]:
@@ -90,23 +97,7 @@ def _smallest_eps(
     if not ok.any():
         return math.inf
     k = int(np.argmax(ok))
-    lo, hi = float(eps[k - 1]), float(eps[k])
-    for _ in range(40):
-        if hi - lo <= 1e-9 * max(hi, 1e-12):
-            break
-        mid = 0.5 * (lo + hi)
-        if total(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def _total_risk(delta_i: NDArray, axis: int = 0) -> NDArray:
-    """``1 - prod_i (1 - delta_i)``, computed in log space."""
-    with np.errstate(divide="ignore"):
-        log_keep = np.log1p(-np.clip(delta_i, 0.0, 1.0)).sum(axis=axis)
-    return -np.expm1(log_keep)
+    return float(smallest_epsilon(total, target, eps[k - 1], eps[k], rtol=1e-9, max_iter=40))
 
 
 def _grid_interp_eps(eps: NDArray, values: NDArray, target: float) -> float:
@@ -172,7 +163,7 @@ def _core_1d(q, qw, groups, eps, targets, model, scores, *, n_grid, progressbar)
             worst_mass = max(worst_mass, float(np.max(np.abs(trapezoid_mass(pw, grid) - 1.0))))
             if cache is not None:
                 cache[start : start + idx.size] = pw
-            delta_i[idx] = hockey_stick_delta(p, pw, grid, eps)
+            delta_i[idx] = hockey_stick_delta_grid(p, pw, grid, eps)
             bar.advance(idx.size)
 
     def subset_densities(idx: NDArray) -> NDArray:
@@ -204,7 +195,7 @@ def _core_1d(q, qw, groups, eps, targets, model, scores, *, n_grid, progressbar)
 
 def _targets(delta_i, eps, targets, p, grid, subset_densities):
     delta = delta_i.max(axis=0)
-    star = _total_risk(delta_i)
+    star = total_risk(delta_i)
     eps_delta = np.empty(len(targets))
     eps_star = np.empty(len(targets))
     for t, target in enumerate(targets):
@@ -224,9 +215,9 @@ def _refine(rel, delta_i, eps, values, target, p, grid, subset_densities, how) -
         return _grid_interp_eps(eps, values, target)
     dens = subset_densities(rel)
 
-    def total(e: float) -> float:
-        d = hockey_stick_delta(p, dens, grid, e)
-        return float(d.max()) if how == "max" else float(_total_risk(d))
+    def total(e: NDArray) -> NDArray:
+        d = hockey_stick_delta_grid(p, dens, grid, e)
+        return d.max(axis=0) if how == "max" else total_risk(d)
 
     return _smallest_eps(total, target, eps, values)
 
@@ -266,14 +257,24 @@ def _core_mc(q, qw, groups, eps, targets, model, scores, *, draws, rng, progress
             bar.advance()
 
     def total_factory(rel, how):
-        def total(e):
-            d = np.array([_mc_delta(*ratios[int(i)], np.array([e]))[0] for i in rel])
-            return float(d.max()) if how == "max" else float(_total_risk(d))
+        # Sort the draws of the relevant individuals once; each bisection step then costs two
+        # binary searches per individual and direction.
+        fwd, bwd = (
+            hockey_stick_prepare(np.stack([ratios[int(i)][j] for i in rel]), normalize=False)
+            for j in (0, 1)
+        )
+
+        def total(e: NDArray) -> NDArray:
+            d = np.maximum(
+                hockey_stick_from_prepared(fwd, e, direction="forward"),
+                hockey_stick_from_prepared(bwd, e, direction="forward"),
+            )[:, 0]
+            return d.max(axis=0) if how == "max" else total_risk(d)
 
         return total
 
     delta = delta_i.max(axis=0)
-    star = _total_risk(delta_i)
+    star = total_risk(delta_i)
     eps_delta = np.empty(len(targets))
     eps_star = np.empty(len(targets))
     for t, target in enumerate(targets):
@@ -297,8 +298,14 @@ def _core_mc(q, qw, groups, eps, targets, model, scores, *, draws, rng, progress
 
 
 def _mc_delta(fwd: NDArray, bwd: NDArray, eps: NDArray) -> NDArray:
-    a = hockey_stick_delta_samples(fwd, eps, direction="forward")
-    b = hockey_stick_delta_samples(bwd, eps, direction="forward")
+    """``max(int (p - e^eps p_i)_+, int (p_i - e^eps p)_+)`` from draws of each density.
+
+    ``fwd = log p_i - log p`` at draws of ``p``, ``bwd = log p - log p_i`` at draws of ``p_i``:
+    each integral is the forward hockey stick of its own draws (exact log ratios, so the
+    weights are not self-normalised).
+    """
+    a = hockey_stick_delta(fwd, eps, normalize=False, direction="forward")
+    b = hockey_stick_delta(bwd, eps, normalize=False, direction="forward")
     return np.maximum(a, b)
 
 
@@ -427,7 +434,7 @@ def privacy_profile(
         within [1024, 16384] points.
     mc_draws : int, default 4096
         Vector queries: Monte Carlo draws per density for the hockey-stick integrals
-        (:func:`~pymc_edp.query.hockey_stick_delta_samples`).
+        (:func:`pymc_edp.base.hockey.hockey_stick_delta` of the log density ratios).
     random_seed : int, optional
         Seeds the Monte Carlo draws (vector queries only).
     check_independence : bool, default True
@@ -513,7 +520,7 @@ def privacy_profile(
         delta_i = stack.max(axis=0)
         keep = _rank(delta_i, eps, targets)[:top]
         by_bucket_delta = stack.max(axis=1)
-        by_bucket_star = np.stack([_total_risk(c.delta_i) for c in per_bucket])
+        by_bucket_star = np.stack([total_risk(c.delta_i) for c in per_bucket])
         core = per_bucket[int(np.argmax(by_bucket_delta.sum(axis=1)))]
         ds = _assemble(
             _Core(
@@ -583,7 +590,7 @@ def _rank(delta_i: NDArray, eps: NDArray, targets: Sequence[float]) -> NDArray:
 def _assemble(core, eps, targets, individuals, keep, exposure_tol, delta_star=None):
     delta_i = core.delta_i
     delta = delta_i.max(axis=0)
-    star = _total_risk(delta_i) if delta_star is None else delta_star
+    star = total_risk(delta_i) if delta_star is None else delta_star
     most = individuals[np.argmax(delta_i, axis=0)]
     eps_i = np.array([[_grid_interp_eps(eps, d, t) for t in targets] for d in delta_i])
     ds = xr.Dataset(

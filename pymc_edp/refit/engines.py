@@ -263,7 +263,7 @@ def discrete_free_vars(model) -> list[str]:
     Examples
     --------
     >>> import pymc as pm
-    >>> from pymc_edp.refit import discrete_free_vars
+    >>> from pymc_edp.refit.engines import discrete_free_vars
     >>> with pm.Model() as model:
     ...     k = pm.Poisson("k", 3.0)
     ...     mu = pm.Normal("mu", 0.0, 1.0)

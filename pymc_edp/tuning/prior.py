@@ -36,6 +36,7 @@ from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
 from pymc_edp.base.validate import check_choice, check_real
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
+from pymc_edp.model.pymc import resolve_model
 from pymc_edp.refit.engines import make_engine, resolve_engine
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.tuning.result import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
@@ -277,6 +278,8 @@ def tune_prior(
     model : pymc.Model, optional
         Model with a scalar float ``pm.Data`` hyperparameter. Its value is restored on
         return (set it to ``res.value`` with ``pm.set_data`` to keep the tuned prior).
+        Default: the model of the enclosing ``with`` block, if any (not with
+        ``build_model``, which builds its own models).
     hyperparameter : str, optional
         Name of that ``pm.Data`` variable; required with ``model``.
     target_epsilon : float
@@ -361,6 +364,7 @@ def tune_prior(
     ...                      method="psis", random_seed=1)  # doctest: +SKIP
     >>> res.value, res.epsilon, res.mcse  # doctest: +SKIP
     """
+    model = resolve_model(model) if build_model is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
     kw = _audit_kwargs(audit_kwargs)
     method = kw.pop("method")

@@ -1,4 +1,4 @@
-"""Reference for tests/test_query.py::test_gaussian_families_mae (Must-show of issue #6).
+"""Reference for tests/query/test_profile.py::test_gaussian_families_mae (Must-show of issue #6).
 
 f(X) ~ N(0, 1) with individual i and N(d, 1) without, d = 0.5, 2,000 databases, independent
 samples; 20 seeded repetitions. Prints the mean absolute error of delta(eps) against the exact

@@ -9,7 +9,7 @@ Run from the repository root:
     python tests/reference/query_grunfeld_example.py --figures  # also docs/figures/query_*.png
 
 The numbers it prints are the ones quoted in docs/query.md and checked by
-tests/test_query.py::test_grunfeld_worked_example.
+tests/query/test_init.py::test_grunfeld_worked_example.
 """
 
 import json
