@@ -20,13 +20,12 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from numpy.typing import ArrayLike
 
 from pymc_edp.query._kernels import (
     bottleneck_distance,
@@ -42,7 +41,7 @@ from pymc_edp.query.plots import (
     plot_densities,
     plot_noise_kernel,
 )
-from pymc_edp.query.profile import DEFAULT_EPSILONS, epsilon_at, privacy_profile
+from pymc_edp.query.profile import DEFAULT_EPSILONS, ProfileOptions, epsilon_at, privacy_profile
 from pymc_edp.query.queries import MeanQuery, SumQuery, mean_query, sum_query
 from pymc_edp.query.samples import Databases, query_samples
 
@@ -52,6 +51,7 @@ __all__ = [
     "IndependenceWarning",
     "MeanQuery",
     "NoiseKernel",
+    "ProfileOptions",
     "SumQuery",
     "bottleneck_distance",
     "check_noise",
@@ -79,17 +79,13 @@ def query_edp(
     *,
     id_col: str,
     database_col: str | None = None,
-    epsilons: ArrayLike | None = None,
-    density: str | DensityModel = "variable-kde",
     individuals: Sequence[Hashable] | None = None,
     n_draws: int = 1,
     side_info: Callable[[pd.DataFrame], Any] | None = None,
-    side_info_buckets: int | Sequence[float] | None = None,
-    targets: Sequence[float] = (1e-2, 1e-3),
+    profile: Mapping[str, Any] | None = None,
     random_seed: int | None = None,
     executor: Any = None,
     progressbar: bool = True,
-    **profile_kwargs: Any,
 ) -> xr.Dataset:
     """Empirical ``(eps, delta)``-DP of a query released over many databases.
 
@@ -110,30 +106,24 @@ def query_edp(
         Individual identifier column.
     database_col : str, optional
         Database column of a single DataFrame.
-    epsilons : array_like, optional
-        Privacy levels (default :data:`DEFAULT_EPSILONS`).
-    density : {"variable-kde", "kde", "ecdf"} or DensityModel, default "variable-kde"
-        Density estimator.
     individuals : sequence, optional
         Individuals to audit (default: all).
     n_draws : int, default 1
         Evaluations per database of a randomised query.
     side_info : callable, optional
-        Adversary knowledge ``g(df)`` (sec. 4); with ``side_info_buckets`` the profile is
-        conditioned on its buckets.
-    side_info_buckets : int or sequence of float, optional
-        Quantile bucket count or bucket edges for ``side_info``.
-    targets : sequence of float, default (0.01, 0.001)
-        ``delta`` levels whose ``eps`` is reported (``epsilon_delta``,
-        ``epsilon_delta_star``).
+        Adversary knowledge ``g(df)`` (sec. 4); with ``profile={"side_info_buckets": ...}``
+        the profile is conditioned on its buckets.
+    profile : dict, optional
+        Keyword arguments of :func:`privacy_profile`: ``epsilons`` (default
+        :data:`DEFAULT_EPSILONS`), ``density`` (default ``"variable-kde"``), ``targets``
+        (``delta`` levels whose ``eps`` is reported, default (0.01, 0.001)),
+        ``side_info_buckets``, ``options`` (a :class:`ProfileOptions`: kernels, folds,
+        ``top``, ``n_grid``, ...), ``check_independence``, ``keep_samples``.
     random_seed : int, optional
         Seeds randomised queries and Monte Carlo integration.
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client
         Where the query evaluations run (see :func:`pymc_edp.base.parallel.map_tasks`).
     progressbar : bool, default True
-    **profile_kwargs
-        More options of :func:`privacy_profile` (``kernels``, ``adaptivity``, ``folds``,
-        ``top``, ``n_grid``, ``check_independence``...).
 
     Returns
     -------
@@ -167,16 +157,11 @@ def query_edp(
         executor=executor,
         progressbar=progressbar,
     )
-    return privacy_profile(
-        samples,
-        epsilons=epsilons,
-        density=density,
-        targets=targets,
-        side_info_buckets=side_info_buckets,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        **profile_kwargs,
-    )
+    profile = dict(profile or {})
+    for key in ("random_seed", "progressbar"):
+        if key in profile:
+            raise TypeError(f"pass {key} to query_edp itself, not in profile")
+    return privacy_profile(samples, random_seed=random_seed, progressbar=progressbar, **profile)
 
 
 # Keep numpy imported for doctest namespaces.

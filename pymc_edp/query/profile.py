@@ -15,7 +15,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +40,7 @@ from pymc_edp.query._kernels import (
 from pymc_edp.query.density import DensityModel, select_density
 from pymc_edp.query.independence import independence_check
 
-__all__ = ["DEFAULT_EPSILONS", "epsilon_at", "privacy_profile"]
+__all__ = ["DEFAULT_EPSILONS", "ProfileOptions", "epsilon_at", "privacy_profile"]
 
 #: Default privacy levels: 0 and 100 log-spaced values from 0.001 to 10.
 DEFAULT_EPSILONS = np.concatenate([[0.0], np.geomspace(1e-3, 10.0, 100)])
@@ -368,21 +368,70 @@ def _buckets(side: NDArray, buckets) -> tuple[NDArray, list[str]]:
     return codes, labels
 
 
+@dataclass(frozen=True)
+class ProfileOptions:
+    """Density selection and numerics of :func:`privacy_profile`.
+
+    Parameters
+    ----------
+    kernels : sequence of str, default ("gaussian", "laplace")
+        Candidate kernels for the held-out selection.
+    adaptivity : float or sequence of float, default (0, 0.5)
+        Candidate Abramson exponents for ``"variable-kde"`` (0 = fixed bandwidth).
+    bandwidth : float, optional
+        Fix the global bandwidth (skip its selection).
+    folds : int, default 5
+        Folds of the held-out selection (databases are never split).
+    top : int, default 5
+        Number of most exposed individuals whose ``p^_i`` is stored (for plots).
+    exposure_tol : float, default 1e-6
+        ``n_exposed`` counts individuals with ``delta_i > exposure_tol``.
+    n_grid : int, optional
+        Integration grid size (1-D). By default the spacing is a quarter of the smallest
+        kernel bandwidth and the grid extends until each kernel has < 1e-10 mass outside,
+        within [1024, 16384] points.
+    mc_draws : int, default 4096
+        Vector queries: Monte Carlo draws per density for the hockey-stick integrals
+        (:func:`pymc_edp.base.hockey.hockey_stick_delta` of the log density ratios).
+
+    Examples
+    --------
+    >>> from pymc_edp.query import ProfileOptions
+    >>> ProfileOptions(kernels=("gaussian",), top=3).folds
+    5
+    >>> ProfileOptions.coerce({"n_grid": 2048}).n_grid
+    2048
+    """
+
+    kernels: tuple = ("gaussian", "laplace")
+    adaptivity: float | tuple = (0.0, 0.5)
+    bandwidth: float | None = None
+    folds: int = 5
+    top: int = 5
+    exposure_tol: float = 1e-6
+    n_grid: int | None = None
+    mc_draws: int = 4096
+
+    @classmethod
+    def coerce(cls, value: ProfileOptions | Mapping | None) -> ProfileOptions:
+        """``value`` as options: None gives the defaults, a dict its fields."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            return cls(**value)
+        raise TypeError(f"options= takes a ProfileOptions or a dict, got {type(value).__name__}")
+
+
 def privacy_profile(
     samples: xr.Dataset,
     *,
     epsilons: ArrayLike | None = None,
     density: str | DensityModel = "variable-kde",
-    kernels: Sequence[str] = ("gaussian", "laplace"),
-    adaptivity: float | Sequence[float] = (0.0, 0.5),
-    bandwidth: float | None = None,
-    folds: int = 5,
     targets: Sequence[float] = (1e-2, 1e-3),
-    top: int = 5,
     side_info_buckets: int | Sequence[float] | None = None,
-    exposure_tol: float = 1e-6,
-    n_grid: int | None = None,
-    mc_draws: int = 4096,
+    options: ProfileOptions | Mapping | None = None,
     random_seed: int | None = None,
     check_independence: bool = True,
     keep_samples: bool = True,
@@ -405,19 +454,9 @@ def privacy_profile(
         Privacy levels; :data:`DEFAULT_EPSILONS` (0 and 0.001..10, log-spaced) by default.
     density : {"variable-kde", "kde", "ecdf"} or DensityModel
         Density estimator (a :class:`DensityModel` is used as given, without selection).
-    kernels : sequence of str, default ("gaussian", "laplace")
-        Candidate kernels for the held-out selection.
-    adaptivity : float or sequence of float, default (0, 0.5)
-        Candidate Abramson exponents for ``"variable-kde"`` (0 = fixed bandwidth).
-    bandwidth : float, optional
-        Fix the global bandwidth (skip its selection).
-    folds : int, default 5
-        Folds of the held-out selection (databases are never split).
     targets : sequence of float, default (0.01, 0.001)
         ``delta`` levels at which the smallest ``eps`` with ``delta(eps) <= target`` (and the
         same for ``delta*``) is found by bisection to ``1e-9`` relative precision.
-    top : int, default 5
-        Number of most exposed individuals whose ``p^_i`` is stored (for plots).
     side_info_buckets : int or sequence of float, optional
         Condition on the adversary knowledge stored as ``side_info`` in ``samples``
         ([1], Definition 4): an int gives that many quantile buckets, a sequence gives
@@ -426,15 +465,10 @@ def privacy_profile(
         asks for every ``Z``), ``delta_star`` the worst bucket's total risk, and per-bucket
         curves are returned too (the eps at the targets are then read off the eps grid).
         Requires ``side_info`` in ``samples``.
-    exposure_tol : float, default 1e-6
-        ``n_exposed`` counts individuals with ``delta_i > exposure_tol``.
-    n_grid : int, optional
-        Integration grid size (1-D). By default the spacing is a quarter of the smallest
-        kernel bandwidth and the grid extends until each kernel has < 1e-10 mass outside,
-        within [1024, 16384] points.
-    mc_draws : int, default 4096
-        Vector queries: Monte Carlo draws per density for the hockey-stick integrals
-        (:func:`pymc_edp.base.hockey.hockey_stick_delta` of the log density ratios).
+    options : ProfileOptions or dict, optional
+        Density selection (``kernels``, ``adaptivity``, ``bandwidth``, ``folds``), the
+        numerics (``n_grid``, ``mc_draws``), ``top`` and ``exposure_tol``; see
+        :class:`ProfileOptions`.
     random_seed : int, optional
         Seeds the Monte Carlo draws (vector queries only).
     check_independence : bool, default True
@@ -477,6 +511,8 @@ def privacy_profile(
     if eps.ndim != 1 or np.any(np.diff(eps) <= 0) or eps[0] < 0:
         raise ValueError("epsilons must be increasing and non-negative")
     targets = [float(t) for t in np.atleast_1d(targets)]
+    opts = ProfileOptions.coerce(options)
+    top, exposure_tol = opts.top, opts.exposure_tol
     rng = np.random.default_rng(random_seed)
     q, qw, groups = _flatten(samples)
     individuals = samples["individual"].to_numpy()
@@ -485,12 +521,12 @@ def privacy_profile(
         eps=eps,
         targets=targets,
         density=density,
-        kernels=tuple(kernels),
-        adaptivity=adaptivity,
-        bandwidth=bandwidth,
-        folds=folds,
-        n_grid=n_grid,
-        mc_draws=mc_draws,
+        kernels=tuple(opts.kernels),
+        adaptivity=opts.adaptivity,
+        bandwidth=opts.bandwidth,
+        folds=opts.folds,
+        n_grid=opts.n_grid,
+        mc_draws=opts.mc_draws,
         rng=rng,
         progressbar=progressbar,
     )

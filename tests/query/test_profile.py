@@ -81,10 +81,10 @@ def test_vector_query_monte_carlo_matches_1d_answer():
         _vector_samples(q, qi),
         epsilons=EPS,
         density="kde",
-        kernels=("gaussian",),
         random_seed=1,
         check_independence=False,
         progressbar=False,
+        options=dict(kernels=("gaussian",)),
     )
     assert res.attrs["integration"] == "monte-carlo"
     np.testing.assert_allclose(res["delta"].to_numpy(), exact_delta(D, EPS), atol=0.04)
@@ -100,10 +100,8 @@ def test_vector_query_targets_are_bisected_on_the_monte_carlo_curve():
     eps = np.linspace(0.0, 3.0, 7)
     kw = dict(
         density="kde",
-        kernels=("gaussian",),
-        bandwidth=0.3,
+        options=dict(kernels=("gaussian",), bandwidth=0.3, mc_draws=2000),
         random_seed=2,
-        mc_draws=2000,
         check_independence=False,
         progressbar=False,
     )
@@ -124,7 +122,11 @@ def test_vector_query_targets_are_bisected_on_the_monte_carlo_curve():
 def test_privacy_profile_reuses_samples(audit):
     # the samples stored in the result are enough to re-run with another estimator
     again = edpq.privacy_profile(
-        audit, density="kde", kernels=("gaussian",), check_independence=False, progressbar=False
+        audit,
+        density="kde",
+        check_independence=False,
+        progressbar=False,
+        options=dict(kernels=("gaussian",)),
     )
     assert again.attrs["density_method"] == "kde"
     assert again["top_individual"].to_numpy()[0] == 3
@@ -156,13 +158,13 @@ def test_side_information_conditioning_increases_exposure():
         id_col="id",
         individuals=[0],
         side_info=others,
-        epsilons=[0.0, 0.5, 1.0],
-        targets=[],
-        kernels=("gaussian",),
         progressbar=False,
     )
-    plain = edpq.query_edp(dbs, edpq.sum_query("x"), **kw)
-    cond = edpq.query_edp(dbs, edpq.sum_query("x"), side_info_buckets=3, **kw)
+    profile = dict(epsilons=[0.0, 0.5, 1.0], targets=[], options=dict(kernels=("gaussian",)))
+    plain = edpq.query_edp(dbs, edpq.sum_query("x"), **kw, profile=profile)
+    cond = edpq.query_edp(
+        dbs, edpq.sum_query("x"), **kw, profile=dict(profile, side_info_buckets=3)
+    )
     assert cond.sizes["bucket"] == 3
     assert int(cond["n_databases"].sum()) == 300
     assert np.all(cond["delta"].to_numpy() > plain["delta"].to_numpy())

@@ -108,9 +108,11 @@ def test_query_edp_with_an_empty_database(rng, make_databases):
     """
     dbs, key = _with_empty(make_databases, rng)
     kw = dict(
-        epsilons=[0.0, 0.5, 1.0, 2.0, 4.0, 8.0],
-        targets=[0.05],
-        kernels=("gaussian",),
+        profile=dict(
+            epsilons=[0.0, 0.5, 1.0, 2.0, 4.0, 8.0],
+            targets=[0.05],
+            options=dict(kernels=("gaussian",)),
+        ),
         random_seed=0,
         progressbar=False,
     )
@@ -133,7 +135,7 @@ def test_query_edp_with_an_empty_database(rng, make_databases):
         coords={"database": np.array([key], dtype=object), "individual": part["individual"]},
     )
     ref_samples = xr.concat([part, empty], dim="database").sel(database=list(dbs))
-    ref = edpq.privacy_profile(ref_samples, **kw)
+    ref = edpq.privacy_profile(ref_samples, random_seed=0, progressbar=False, **kw["profile"])
     for name in ("delta", "delta_star", "delta_i", "epsilon_delta", "epsilon_delta_star"):
         np.testing.assert_allclose(res[name], ref[name], rtol=1e-12, err_msg=name)
     # the empty database does count (it is one more draw of the query): the profile differs

@@ -63,8 +63,8 @@ def run(figures: bool = False, outdir: Path | None = None) -> dict:
         id_col="firm",
         database_col="year",
         side_info=gm_growth,
-        side_info_buckets=2,
         progressbar=False,
+        profile=dict(side_info_buckets=2),
     )
 
     def at(ds, name, eps):
