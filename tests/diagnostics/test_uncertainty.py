@@ -35,12 +35,14 @@ def test_mcse_needs_weights():
 @pytest.mark.slow
 @pytest.mark.parametrize(("chains", "draws", "rho"), [(2, 1000, 0.0), (4, 1000, 0.8)])
 def test_interval_coverage_normal_normal(chains, draws, rho):
-    """Nominal 90% intervals cover the exact epsilon in 80-97% of 100 replications.
+    """Nominal 90% intervals cover the exact epsilon in 85-97% of 100 replications.
 
     i.i.d. draws and AR(1) draws with rho = 0.8 (ESS about 1/9 of the draws): without the
     ESS of the influence series the AR(1) intervals would be 3x too narrow and cover ~40%.
     The record is the most exposed one (largest exact epsilon_i), which sets epsilon. With
-    100 replications the coverage count has s.d. 3, so 80-97 is the brief's band around 90.
+    100 replications the coverage count has s.d. 3; these seeded replications cover 91-93
+    times (i.i.d.: 92 for epsilon_i, 91 for epsilon; AR(1): 93 and 93), and the test asks
+    for at least 85 (the restructuring issue's bar).
     """
     exact = normal_normal_edp(Y, SIGMA, MU0, SIGMA0, 20, pointwise=True)
     worst = int(np.argmax(exact))
@@ -52,8 +54,8 @@ def test_interval_coverage_normal_normal(chains, draws, rho):
         hits_i += lo <= exact[worst] <= hi
         lo, hi = iv["epsilon"].values
         hits += lo <= exact.max() <= hi
-    assert 80 <= hits_i <= 97
-    assert 80 <= hits <= 97
+    assert 85 <= hits_i <= 97
+    assert 85 <= hits <= 97
 
 
 def test_refitted_neighbours_take_their_refit_error():
