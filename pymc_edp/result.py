@@ -293,6 +293,10 @@ class EDPResult:
             lines += ["", "Warnings:"] + [f"- {w}" for w in self.warnings]
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.edp_result_html`."""
+        return plots.html.edp_result_html(self)
+
     def _noise_lines(self) -> list[str]:
         """The Monte-Carlo interval and the noise-floor caution printed under epsilon."""
         lines = []
@@ -793,6 +797,39 @@ class EDPResult:
         True
         """
         return diagnostics.diagnose(self, prob)
+
+    def plot(self, **kwargs):
+        """The overview figure: four plots on one figure; see :func:`pymc_edp.plots.plot_overview`.
+
+        Per-neighbour epsilon with k-hat, epsilon against B, and the worst neighbour's bin
+        log ratios and posterior overlay.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :func:`pymc_edp.plots.plot_overview` (``figsize``, ``curve_bins``,
+            ``labels``).
+
+        Returns
+        -------
+        numpy.ndarray of matplotlib.axes.Axes
+            The ``(2, 2)`` axes.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> from pymc_edp.datasets import load_eight_schools
+        >>> import pymc_edp as edp
+        >>> idata = load_eight_schools()
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> axes = res.plot()
+        >>> axes.shape, axes[0, 1].get_title()
+        ((2, 2), 'B-EDP ε against the number of bins')
+        >>> plt.close(axes[0, 0].figure)
+        """
+        return plots.plot_overview(self, **kwargs)
 
     def plot_curve(self, **kwargs):
         """Epsilon against B with error bars; see :func:`pymc_edp.plots.plot_epsilon_curve`.

@@ -587,3 +587,97 @@ def test_random_seed_none_is_fresh_and_recorded(poisson_fit):
     np.testing.assert_array_equal(from_gen.pointwise["epsilon"], same_gen.pointwise["epsilon"])
     with pytest.raises(TypeError, match="random_seed must be None, an integer"):
         edp.audit(idata, model, random_seed="7", **kw)
+
+
+# ------------------------------------------ the model of the enclosing `with` block (issue 15)
+def _assert_same_audit(a, b):
+    np.testing.assert_array_equal(a.pointwise["epsilon"], b.pointwise["epsilon"])
+    np.testing.assert_array_equal(a.pointwise["method"], b.pointwise["method"])
+    assert a.epsilon == b.epsilon and a.summary().equals(b.summary())
+    assert a.warnings == b.warnings
+
+
+def test_audit_takes_the_model_of_the_with_block_remove():
+    y = np.random.default_rng(7).normal(1.0, 1.0, 20)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 3)
+        pm.Normal("y", mu, 1.0, observed=y)
+        idata = pm.sample(200, tune=200, chains=1, random_seed=3, **SAMPLE_KW)
+        bare = idata.copy()  # no log_likelihood group: computing it needs the model
+        pm.compute_log_likelihood(idata, progressbar=False)
+        in_context = edp.audit(idata, bins=5, method="psis", progressbar=False)
+        computed = edp.audit(bare, bins=5, method="psis", progressbar=False)
+    explicit = edp.audit(idata, model, bins=5, method="psis", progressbar=False)
+    _assert_same_audit(in_context, explicit)
+    _assert_same_audit(computed, explicit)
+    # outside a model context, the old error stays
+    with pytest.raises(ValueError, match="no 'log_likelihood' group.*compute_log_likelihood"):
+        edp.audit(bare, bins=5, method="psis", progressbar=False)
+
+
+def test_audit_takes_the_model_of_the_with_block_replace():
+    y = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0])
+    with pm.Model() as model:
+        p = pm.Beta("p", 1, 1)
+        pm.Bernoulli("y", p, observed=y)
+        idata = pm.sample(200, tune=200, chains=1, random_seed=4, **SAMPLE_KW)
+        pm.compute_log_likelihood(idata, progressbar=False)
+        in_context = edp.audit(
+            idata, bins=5, method="psis", neighbour="replace", progressbar=False
+        )
+    explicit = edp.audit(
+        idata, model, bins=5, method="psis", neighbour="replace", progressbar=False
+    )
+    _assert_same_audit(in_context, explicit)
+    np.testing.assert_array_equal(
+        in_context.pointwise["worst_replacement"], explicit.pointwise["worst_replacement"]
+    )
+    with pytest.raises(ValueError, match="needs the model"):
+        edp.audit(idata, bins=5, method="psis", neighbour="replace", progressbar=False)
+
+
+def test_audit_takes_the_model_of_the_with_block_refit(poisson_fit):
+    idata, model, _ = poisson_fit
+    kw = dict(
+        bins=5,
+        method="refit",
+        random_seed=11,
+        progressbar=False,
+        refit=edp.RefitOptions(draws=100, tune=100, chains=1, max_refits=1),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", edp.EDPWarning)
+        with model:
+            in_context = edp.audit(idata, **kw)
+        explicit = edp.audit(idata, model, **kw)
+    assert (in_context.pointwise["method"].values == "refit").sum() == 1
+    _assert_same_audit(in_context, explicit)
+    with pytest.raises(ValueError, match="method='refit' needs the model"):
+        edp.audit(idata, **kw)
+
+
+def test_explicit_model_wins_over_the_with_block(poisson_fit):
+    idata, model, _ = poisson_fit
+    y = get_group(idata, "observed_data")["y"].values
+    with pm.Model():  # a model of other data: it is refused, unless a model is passed
+        lam = pm.Gamma("lam", 2.0, 0.5)
+        pm.Poisson("y", lam, observed=y + 1)
+        res = edp.audit(idata, model, bins=5, method="psis", progressbar=False)
+        with pytest.raises(ValueError, match=r"not the observed_data.*12 differing"):
+            edp.audit(idata, bins=5, method="psis", progressbar=False)
+    assert np.isfinite(res.epsilon)
+
+
+def test_tune_prior_takes_the_model_of_the_with_block():
+    with pm.Model():
+        sigma0 = pm.Data("sigma0", 1.0)
+        mu = pm.Normal("mu", 0.0, sigma0)
+        pm.Normal("y", mu, 1.0, observed=np.zeros(5))
+        # the context model is used: its variables are looked up
+        with pytest.raises(KeyError, match="no variable 'nope'"):
+            edp.tune_prior(hyperparameter="nope", target_epsilon=0.3, progressbar=False)
+        # ... but never with a builder, which builds its own models
+        with pytest.raises(ValueError, match="build_model= needs initial="):
+            edp.tune_prior(build_model=lambda v: None, target_epsilon=0.3, progressbar=False)
+    with pytest.raises(ValueError, match="pass either model="):
+        edp.tune_prior(hyperparameter="sigma0", target_epsilon=0.3, progressbar=False)

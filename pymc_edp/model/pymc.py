@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import xarray as xr
 
@@ -15,7 +17,10 @@ __all__ = [
     "observed_arrays",
     "observed_values",
     "replacement_log_likelihood",
+    "resolve_model",
 ]
+
+_log = logging.getLogger("pymc_edp")
 
 _NO_LOGLIK = (
     "the posterior has no 'log_likelihood' group and no model was given to compute it. "
@@ -76,6 +81,49 @@ def observed_values(idata, model, name: str) -> np.ndarray:
         f"cannot find the observed values of {name!r}: the posterior has no observed_data "
         "for it and no model holding it was given"
     )
+
+
+def resolve_model(model=None):
+    """Return ``model``, or else the model of the enclosing ``with`` block, or else None.
+
+    As PyMC's own functions do with ``model=None`` (:func:`pymc.modelcontext`), but without
+    an error outside a model context: there the caller's behaviour without a model applies.
+
+    Parameters
+    ----------
+    model : pymc.Model, optional
+        The model passed explicitly; returned unchanged when given.
+
+    Returns
+    -------
+    pymc.Model or None
+        ``model``; when it is None, the innermost model of the enclosing ``with`` block
+        (logged at DEBUG level), or None outside any model context.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from pymc_edp.model.pymc import resolve_model
+    >>> resolve_model() is None
+    True
+    >>> with pm.Model() as model:
+    ...     resolve_model() is model
+    True
+    >>> other = pm.Model()
+    >>> with model:
+    ...     resolve_model(other) is other  # an explicit model wins
+    True
+    """
+    if model is not None:
+        return model
+    import pymc as pm
+
+    try:
+        model = pm.modelcontext(None)
+    except TypeError:  # "No model on context stack."
+        return None
+    _log.debug("model=None: using the model of the enclosing `with` block (%r)", model.name)
+    return model
 
 
 def check_model(model, what: str = "model") -> None:

@@ -9,15 +9,17 @@ ArviZ itself is not imported here, so plotting does not depend on ArviZ's matplo
 - :func:`plot_epsilon_intervals` -- per-record epsilon with Monte-Carlo intervals;
 - :func:`plot_bin_log_ratios` -- heatmap of one neighbour's bin log ratios;
 - :func:`plot_neighbour_posterior` -- the full-data and one neighbour's posterior;
-- :func:`plot_delta_profile` -- the bin-free (ε, δ) profile and the total risk δ*(ε).
+- :func:`plot_delta_profile` -- the bin-free (ε, δ) profile and the total risk δ*(ε);
+- :func:`plot_overview` -- four of them on one figure (``res.plot()``).
 
 They are defined in :mod:`pymc_edp.plots.audit` and share the look of
 :mod:`pymc_edp.plots.style` with the query plots of :mod:`pymc_edp.query`
 (:func:`~pymc_edp.query.plot_delta` and the others). The ``EDPResult.plot_*`` methods call
-these functions.
+these functions. :mod:`pymc_edp.plots.html` renders the results as HTML for Jupyter (their
+``_repr_html_``).
 """
 
-from pymc_edp.plots import audit, style
+from pymc_edp.plots import audit, html, style  # noqa: F401  (html: the results' _repr_html_)
 from pymc_edp.plots.audit import (
     khat_class,
     plot_bin_log_ratios,
@@ -25,6 +27,7 @@ from pymc_edp.plots.audit import (
     plot_epsilon_curve,
     plot_epsilon_intervals,
     plot_neighbour_posterior,
+    plot_overview,
     plot_pointwise_epsilon,
 )
 
@@ -43,5 +46,6 @@ __all__ = [
     "plot_epsilon_curve",
     "plot_epsilon_intervals",
     "plot_neighbour_posterior",
+    "plot_overview",
     "plot_pointwise_epsilon",
 ]

@@ -14,8 +14,15 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
+from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.base.mcse import normalised_weights
-from pymc_edp.diagnostics import bin_log_ratios, delta_profile, epsilon_curve, epsilon_interval
+from pymc_edp.diagnostics import (
+    DEFAULT_CURVE_BINS,
+    bin_log_ratios,
+    delta_profile,
+    epsilon_curve,
+    epsilon_interval,
+)
 from pymc_edp.plots.style import (
     TEXT_COLOR,
     add_legend,
@@ -40,6 +47,7 @@ __all__ = [
     "plot_epsilon_curve",
     "plot_epsilon_intervals",
     "plot_neighbour_posterior",
+    "plot_overview",
     "plot_pointwise_epsilon",
 ]
 
@@ -716,3 +724,104 @@ def plot_delta_profile(
     set_labels(ax, "ε", "δ", "Bin-free (ε, δ) profile")
     add_legend(ax)
     return ax
+
+
+def _overview_bins(result: EDPResult, bins: Any) -> list[int]:
+    """The B grid of the overview's curve: the defaults and the audit's B that the draws allow."""
+    if bins is not None:
+        return [int(b) for b in bins]
+    grid = {int(b) for b in DEFAULT_CURVE_BINS} | {int(result.bins)}
+    most = int(result.n_samples) // MIN_DRAWS_PER_BIN
+    return sorted(b for b in grid if b <= most) or [int(result.bins)]
+
+
+def _note(ax: Axes, title: str, text: str) -> None:
+    ax.set_axis_off()
+    ax.text(
+        0.5, 0.5, text, ha="center", va="center", wrap=True, color=TEXT_COLOR,
+        transform=ax.transAxes,
+    )  # fmt: skip
+    ax.set_title(title, color=TEXT_COLOR)
+
+
+def plot_overview(
+    result: EDPResult,
+    *,
+    figsize: tuple[float, float] | None = None,
+    curve_bins: Any = None,
+    labels: int = 3,
+) -> np.ndarray:
+    """The figures to look at first, on one figure: what ``res.plot()`` draws.
+
+    A 2 x 2 grid of the audit's plots:
+
+    - top left, :func:`plot_pointwise_epsilon`: every neighbour's epsilon, coloured by its
+      Pareto k-hat (which neighbours move the posterior, and can their weights be trusted);
+    - top right, :func:`plot_epsilon_curve`: epsilon against the number of bins B, with
+      Monte-Carlo error bars (how much the number depends on B);
+    - bottom left, :func:`plot_bin_log_ratios` of the worst neighbour (where its epsilon
+      is set);
+    - bottom right, :func:`plot_neighbour_posterior` of the worst neighbour and parameter
+      (the full-data and the neighbour's posterior overlaid).
+
+    The last three need the audit's stored weights; for a result without them
+    (``store_weights=False``, or read back without ``include_weights=True``) their axes hold
+    a note instead.
+
+    Parameters
+    ----------
+    result : EDPResult
+    figsize : tuple of float, optional
+        Size of the figure; default ``(13, 8)``.
+    curve_bins : sequence of int, optional
+        The B grid of the curve; default ``(5, 10, 20, 50, 100, 250)`` and the audit's B,
+        those leaving at least 10 draws per bin.
+    labels : int, default 3
+        Neighbours labelled in the top-left plot.
+
+    Returns
+    -------
+    numpy.ndarray of matplotlib.axes.Axes
+        Shape ``(2, 2)``, on one figure (``axes[0, 0].figure``).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
+    ...                 progressbar=False)
+    >>> axes = edp.plots.plot_overview(res)
+    >>> axes.shape
+    (2, 2)
+    >>> [ax.get_title().split(" (")[0] for ax in axes.flat]  # doctest: +NORMALIZE_WHITESPACE
+    ['Per-record ε', 'B-EDP ε against the number of bins',
+     "Bin log ratios of neighbour St. Paul's", 'Full vs neighbour posterior']
+    >>> plt.close(axes[0, 0].figure)
+    """
+    plt = require_matplotlib()
+    _, axes = plt.subplots(2, 2, figsize=figsize or (13.0, 8.0), layout="constrained")
+    top_left = plot_pointwise_epsilon(result, ax=axes[0, 0], labels=labels, legend=False)
+    if top_left.get_legend_handles_labels()[0]:  # the k-hat classes, under the plot
+        add_legend(
+            top_left,
+            title="Pareto k-hat",
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+            ncols=4,
+        )
+    if getattr(result, "log_weights", None) is None or getattr(result, "draws", None) is None:
+        why = (
+            "needs the audit's stored weights:\naudit(..., store_weights=True), or\n"
+            "EDPResult.to_netcdf(path, include_weights=True) before reading it back"
+        )
+        _note(axes[0, 1], "B-EDP ε against the number of bins", why)
+        _note(axes[1, 0], "Bin log ratios of the worst neighbour", why)
+        _note(axes[1, 1], "Full vs neighbour posterior", why)
+        return axes
+    plot_epsilon_curve(result, bins=_overview_bins(result, curve_bins), ax=axes[0, 1])
+    plot_bin_log_ratios(result, ax=axes[1, 0])
+    plot_neighbour_posterior(result, ax=axes[1, 1])
+    return axes

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import xarray as xr
 
+from pymc_edp import plots
 from pymc_edp.result import EDPResult
 
 __all__ = ["LEAKAGE_CAVEAT", "TRIAL_DIM", "PriorTuningResult"]
@@ -146,6 +147,10 @@ class PriorTuningResult:
         df = self.utility.to_dataframe()
         df.index = df.index.astype(str)
         return df
+
+    def _repr_html_(self) -> str:
+        """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.tuning_result_html`."""
+        return plots.html.tuning_result_html(self)
 
     def __repr__(self) -> str:
         name = self.hyperparameter or "strength"

@@ -49,6 +49,7 @@ def test_public_api_is_complete():
         "plot_epsilon_curve",
         "plot_epsilon_intervals",
         "plot_neighbour_posterior",
+        "plot_overview",
         "plot_pointwise_epsilon",
     }
     for name in plots.__all__:
@@ -351,3 +352,69 @@ def test_delta_profile_of_a_precomputed_profile(diag_result):
     assert ax.get_yscale() == "linear"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["δ(ε) = max_i δ_i(ε)", "total risk δ*(ε)"]
+
+
+# ---------------------------------------------------------------------- plot_overview
+def test_overview_lays_out_the_four_first_figures(diag_result):
+    res = diag_result
+    axes = plots.plot_overview(res, curve_bins=(5, 10, 20))
+    assert axes.shape == (2, 2)
+    fig = axes[0, 0].figure
+    assert all(ax.figure is fig for ax in axes.flat)
+    np.testing.assert_allclose(fig.get_size_inches(), [13.0, 8.0])
+    eps = res.pointwise["epsilon"].values
+    worst = res.worst_neighbour
+    # top left: every neighbour's epsilon, the three largest labelled
+    tl = axes[0, 0]
+    assert tl.get_title() == f"Per-record ε (max {eps.max():.3g}, B = 10)"
+    np.testing.assert_allclose(np.sort(_points(tl)[:, 1]), np.sort(eps))
+    assert len(tl.texts) == 3 and tl.texts[0].get_text() == str(worst)
+    # top right: epsilon against B, the curve of the result
+    tr = axes[0, 1]
+    assert tr.get_title() == "B-EDP ε against the number of bins"
+    curve = res.curve(bins=(5, 10, 20))
+    (line,) = [ln for ln in tr.lines if ln.get_marker() == "o"]
+    np.testing.assert_allclose(line.get_xdata(), [5, 10, 20])
+    np.testing.assert_allclose(line.get_ydata(), curve.values)
+    # bottom left: the worst neighbour's bin log ratios
+    bl = axes[1, 0]
+    assert bl.get_title().startswith(f"Bin log ratios of neighbour {worst} ")
+    (image,) = bl.images
+    np.testing.assert_allclose(image.get_array().data, bin_log_ratios(res).values)
+    # bottom right: the worst neighbour's posterior overlaid on the full-data one
+    br = axes[1, 1]
+    i = int(np.argmax(eps))
+    assert br.get_title() == f"Full vs neighbour posterior (ε = {eps[i]:.3g}, B = 10)"
+    assert br.get_xlabel() == str(res.pointwise["worst_parameter"].values[i])
+    labels = [t.get_text() for t in br.get_legend().get_texts()]
+    assert labels == ["full data D", f"neighbour {worst} (reweighted)"]
+    # the colorbar of the heatmap is the figure's only other axes
+    assert len(fig.axes) == 5
+
+
+def test_result_plot_calls_the_overview_with_its_options(diag_result):
+    axes = diag_result.plot(figsize=(8, 6), labels=1)
+    assert axes.shape == (2, 2)
+    np.testing.assert_allclose(axes[0, 0].figure.get_size_inches(), [8.0, 6.0])
+    assert len(axes[0, 0].texts) == 1
+
+
+def test_overview_curve_bins_default_to_those_the_draws_allow(result):
+    # 1,000 draws: B = 250 would leave under 10 draws per bin (NaN and a warning)
+    axes = result.plot()
+    (line,) = [ln for ln in axes[0, 1].lines if ln.get_marker() == "o"]
+    np.testing.assert_allclose(line.get_xdata(), [5, 10, 20, 50, 100])
+
+
+def test_overview_without_weights_notes_what_it_cannot_draw(diag_result):
+    res = dataclasses.replace(diag_result, log_weights=None, draws=None)
+    axes = plots.plot_overview(res)
+    assert axes.shape == (2, 2)
+    assert axes[0, 0].get_title().startswith("Per-record ε")
+    assert len(_points(axes[0, 0])) == res.n_neighbours
+    for ax in (axes[0, 1], axes[1, 0], axes[1, 1]):
+        assert not ax.axison
+        assert not ax.lines and not ax.images and not ax.collections
+        (note,) = ax.texts
+        assert "store_weights=True" in note.get_text()
+    assert axes[0, 1].get_title() == "B-EDP ε against the number of bins"

@@ -1,0 +1,685 @@
+"""Rich HTML views of audit results, for Jupyter (the ``_repr_html_`` of the result classes).
+
+A notebook cell that ends with an :class:`~pymc_edp.EDPResult` (or a
+:class:`~pymc_edp.PriorTuningResult`) shows it as the HTML these functions return, in the
+manner of xarray's and ArviZ's HTML views: a header, the numbers a reader wants first, and
+collapsible sections (``<details>``) for the tables, an inline figure and the warnings.
+``print(res)`` (and ``repr`` in a terminal) is unchanged.
+
+The HTML is self-contained: one inline ``<style>`` whose rules are all scoped under the
+class :data:`CSS_CLASS`, an inline SVG figure (made with matplotlib when it is installed,
+and left out otherwise), no JavaScript, no external stylesheet, font or image, so it works
+offline, in exported notebooks and in JupyterLab's dark theme (the colours follow
+JupyterLab's theme variables, with a dark variant for ``prefers-color-scheme: dark``). Every
+text taken from a result is escaped.
+
+The query-level privacy profile of :func:`pymc_edp.query.query_edp` is an
+:class:`xarray.Dataset`, so its HTML view is xarray's own.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pymc_edp.plots.audit import KHAT_COLORS
+from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
+
+if TYPE_CHECKING:
+    from pymc_edp.result import EDPResult
+    from pymc_edp.tuning.result import PriorTuningResult
+
+__all__ = [
+    "CSS",
+    "CSS_CLASS",
+    "MAX_TABLE_ROWS",
+    "edp_result_html",
+    "epsilon_svg",
+    "search_svg",
+    "tuning_result_html",
+]
+
+#: Class of the outer ``<div>`` of every view; every CSS rule is scoped under it.
+CSS_CLASS = "pedp-wrap"
+#: Rows shown in a parameter or trial table (the largest epsilons first beyond this).
+MAX_TABLE_ROWS = 25
+#: Neighbours drawn one by one in the inline figure; beyond this the figure shows the
+#: sorted epsilons at log-spaced ranks, so that its size does not grow with the data.
+MAX_POINTS = 150
+
+_DARK = """
+  --pedp-accent: #9b9dff;
+  --pedp-warn: #ffb36b;
+  --pedp-warn-bg: rgba(250, 124, 23, 0.16);
+"""
+
+#: The stylesheet included (once) in every view.
+CSS = f"""
+.pedp-wrap {{
+  --pedp-fg: var(--jp-content-font-color0, inherit);
+  --pedp-fg2: var(--jp-content-font-color2, inherit);
+  --pedp-border: var(--jp-border-color2, rgba(128, 128, 128, 0.35));
+  --pedp-stripe: rgba(128, 128, 128, 0.09);
+  --pedp-accent: #2a2eec;
+  --pedp-warn: #b35300;
+  --pedp-warn-bg: rgba(250, 124, 23, 0.10);
+  display: block;
+  min-width: 300px;
+  max-width: 780px;
+  color: var(--pedp-fg);
+  font-family: var(--jp-content-font-family, -apple-system, BlinkMacSystemFont,
+    "Segoe UI", Helvetica, Arial, sans-serif);
+  font-size: var(--jp-content-font-size1, 13px);
+  line-height: 1.5;
+}}
+body[data-jp-theme-light="false"] .pedp-wrap,
+html[data-theme="dark"] .pedp-wrap,
+body[data-theme="dark"] .pedp-wrap,
+body.vscode-dark .pedp-wrap {{{_DARK}}}
+@media (prefers-color-scheme: dark) {{
+  html:not([data-theme="light"]) body:not([data-jp-theme-light="true"]):not(.vscode-light)
+    .pedp-wrap {{{_DARK}  }}
+}}
+.pedp-wrap .pedp-header {{
+  display: flex; flex-wrap: wrap; align-items: baseline; column-gap: 0.8em;
+  padding-bottom: 3px; margin-bottom: 4px; border-bottom: solid 1px var(--pedp-border);
+}}
+.pedp-wrap .pedp-type {{ font-weight: 600; }}
+.pedp-wrap .pedp-sub, .pedp-wrap .pedp-muted, .pedp-wrap .pedp-count,
+.pedp-wrap .pedp-caption {{ color: var(--pedp-fg2); opacity: 0.85; }}
+.pedp-wrap .pedp-count {{ font-weight: normal; }}
+.pedp-wrap .pedp-caption {{ font-size: 0.88em; margin: 2px 0 4px 0; }}
+.pedp-wrap .pedp-kv {{
+  display: grid; grid-template-columns: max-content auto; column-gap: 1.2em;
+  width: auto; margin: 4px 0 6px 0; padding: 0;
+}}
+.pedp-wrap .pedp-kv dt, .pedp-wrap .pedp-kv dd {{
+  display: block; float: none; width: auto; margin: 0; padding: 0;
+}}
+.pedp-wrap .pedp-kv dt {{ color: var(--pedp-fg2); font-weight: normal; }}
+.pedp-wrap .pedp-caution {{ color: var(--pedp-warn); }}
+.pedp-wrap .pedp-eps {{ font-size: 1.25em; font-weight: 600; color: var(--pedp-accent); }}
+.pedp-wrap details {{ border-top: solid 1px var(--pedp-border); padding: 3px 0; }}
+.pedp-wrap details details {{ margin-left: 1.2em; }}
+.pedp-wrap summary {{ cursor: pointer; font-weight: 600; color: var(--pedp-fg); }}
+.pedp-wrap table.pedp-table {{
+  border-collapse: collapse; border: none; margin: 4px 0 6px 0; color: var(--pedp-fg);
+  font-variant-numeric: tabular-nums; background: transparent; table-layout: auto;
+  font-size: inherit;
+}}
+.pedp-wrap .pedp-table th, .pedp-wrap .pedp-table td {{
+  padding: 2px 10px; text-align: right; border: none;
+  border-bottom: solid 1px var(--pedp-border); background: transparent;
+  color: var(--pedp-fg); white-space: nowrap;
+}}
+.pedp-wrap .pedp-table th:first-child, .pedp-wrap .pedp-table td:first-child {{
+  text-align: left;
+}}
+.pedp-wrap .pedp-table thead th {{ font-weight: 600; }}
+.pedp-wrap .pedp-table tbody tr:nth-child(odd) {{ background: transparent; }}
+.pedp-wrap .pedp-table tbody tr:nth-child(even) {{ background: var(--pedp-stripe); }}
+.pedp-wrap .pedp-table tbody tr:hover {{ background: var(--pedp-stripe); }}
+.pedp-wrap ul.pedp-warnings {{ margin: 4px 0; padding: 0; }}
+.pedp-wrap ul.pedp-warnings li {{
+  list-style: none; margin: 3px 0; padding: 2px 8px;
+  border-left: solid 3px var(--pedp-warn); background: var(--pedp-warn-bg);
+}}
+.pedp-wrap .pedp-figure {{
+  display: inline-block; max-width: 100%; margin: 2px 0; padding: 2px;
+  background: #ffffff; border-radius: 3px;
+}}
+.pedp-wrap .pedp-figure svg {{ display: block; max-width: 100%; height: auto; }}
+"""
+
+_SVG_RC = {"svg.fonttype": "none", "font.size": 7.5, "axes.titlesize": 7.5}
+
+
+# ------------------------------------------------------------------------ small pieces
+def _e(value: Any) -> str:
+    """Escape any value for HTML text or an attribute."""
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: Any, spec: str = ".3f") -> str:
+    try:
+        return format(float(value), spec)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _kv(items: Sequence[tuple[str, str]]) -> str:
+    """A key-value list; values are HTML already (escaped by the caller)."""
+    rows = "".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in items)
+    return f'<dl class="pedp-kv">{rows}</dl>'
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A table of escaped cells (numbers should be formatted to strings first)."""
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="pedp-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _section(title: str, body: str, *, count: Any = None, open_: bool = True) -> str:
+    extra = "" if count is None else f' <span class="pedp-count">({_e(count)})</span>'
+    return (
+        f"<details{' open' if open_ else ''}><summary>{_e(title)}{extra}</summary>{body}</details>"
+    )
+
+
+def _warnings(warnings: Sequence[str]) -> str:
+    if not warnings:
+        return _section("Warnings", '<div class="pedp-muted">none</div>', count=0, open_=False)
+    items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
+    return _section("Warnings", f'<ul class="pedp-warnings">{items}</ul>', count=len(warnings))
+
+
+def _wrap(kind: str, subtitle: str, body: str, *, style: bool) -> str:
+    css = f"<style>{CSS}</style>" if style else ""
+    return (
+        f'<div class="{CSS_CLASS}">{css}<div class="pedp-header">'
+        f'<span class="pedp-type">{_e(kind)}</span><span class="pedp-sub">{_e(subtitle)}</span>'
+        f"</div>{body}</div>"
+    )
+
+
+def _clean_svg(text: str) -> str:
+    """Return matplotlib's SVG without the XML header, doctype, comments and metadata."""
+    text = text[text.index("<svg") :]
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+    # matplotlib's stylesheet selects every element of the page: scope it to its figure
+    text = text.replace("*{stroke-linejoin", f".{CSS_CLASS} .pedp-figure svg *{{stroke-linejoin")
+    return re.sub(r">\s+<", "><", text).strip()
+
+
+def _svg(draw, figsize: tuple[float, float]) -> str:
+    """Draw on a fresh axes (no pyplot, so no figure is left open) and return the SVG."""
+    try:
+        import matplotlib as mpl
+        from matplotlib.figure import Figure
+    except ImportError:  # the plots extra is missing: the view has no figure
+        return ""
+    with mpl.rc_context(_SVG_RC):
+        fig = Figure(figsize=figsize)
+        ax = style_axes(fig.add_subplot())
+        draw(ax)
+        buf = io.StringIO()
+        fig.savefig(
+            buf,
+            format="svg",
+            facecolor="white",
+            bbox_inches="tight",
+            pad_inches=0.04,
+            metadata={"Date": None},
+        )
+    return _clean_svg(buf.getvalue())
+
+
+def _figure(svg: str, caption: str) -> str:
+    if not svg:
+        return '<div class="pedp-muted">(install matplotlib for the figure)</div>'
+    return f'<div class="pedp-figure">{svg}</div><div class="pedp-caption">{_e(caption)}</div>'
+
+
+# ----------------------------------------------------------------------- EDPResult
+def _neighbour_arrays(result: EDPResult):
+    pw = result.pointwise
+    eps = np.asarray(pw["epsilon"].values, dtype=float)
+    if eps.ndim > 1:
+        eps = eps.reshape(eps.shape[0], -1).max(axis=1)
+    n = eps.size
+    khat = (
+        np.asarray(pw["pareto_k"].values, dtype=float).reshape(n, -1).max(axis=1)
+        if "pareto_k" in pw
+        else np.full(n, np.nan)
+    )
+    method = (
+        np.asarray(pw["method"].values).astype(str).reshape(-1)
+        if "method" in pw and pw["method"].size == n
+        else np.full(n, "", dtype=object)
+    )
+    labels = np.asarray(pw["neighbour"].values) if "neighbour" in pw.coords else np.arange(n)
+    return eps, khat, method, labels
+
+
+def epsilon_svg(
+    result: EDPResult,
+    *,
+    max_points: int = MAX_POINTS,
+    figsize: tuple[float, float] = (4.8, 1.7),
+) -> str:
+    """A small inline SVG of per-neighbour epsilon, for the HTML view of an audit.
+
+    Up to ``max_points`` neighbours, each is a point in data order, blue when its Pareto
+    k-hat is at most the result's ``khat_threshold`` and magenta above it, ringed when it was
+    refitted, with the overall epsilon dashed and the worst neighbour labelled. With more
+    neighbours the figure shows the sorted epsilons (largest first) at at most
+    ``max_points`` log-spaced ranks, so that it stays a few kilobytes at any data size.
+
+    Parameters
+    ----------
+    result : EDPResult
+        An audit result (``pointwise`` with ``epsilon``, optionally ``pareto_k`` and
+        ``method``; ``khat_threshold``).
+    max_points : int, default 150
+    figsize : tuple of float, default (4.8, 1.7)
+        Size in inches.
+
+    Returns
+    -------
+    str
+        The ``<svg>`` element (no XML header, text kept as text), or ``""`` when matplotlib
+        is not installed.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> from pymc_edp.plots.html import epsilon_svg
+    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
+    ...                 progressbar=False)
+    >>> svg = epsilon_svg(res)
+    >>> svg.startswith("<svg"), len(svg) < 30_000
+    (True, True)
+    >>> "St. Paul" in svg  # the worst neighbour is labelled
+    True
+    """
+    eps, khat, method, labels = _neighbour_arrays(result)
+    threshold = float(getattr(result, "khat_threshold", 0.7))
+    finite = np.isfinite(eps)
+    bad = khat > threshold
+    refit = method == "refit"
+    good_color, bad_color = KHAT_COLORS["good"], KHAT_COLORS["bad"]
+
+    def draw(ax):
+        if not finite.any():
+            ax.text(0.5, 0.5, "no finite ε", ha="center", va="center", transform=ax.transAxes)
+            return
+        top = float(np.max(eps[finite]))
+        if eps.size <= max_points:
+            x = np.arange(eps.size)
+            for sel, col in ((~bad, good_color), (bad, bad_color)):
+                sel = sel & finite
+                ax.scatter(x[sel], eps[sel], s=10, color=col, lw=0, zorder=3)
+            ring = refit & finite
+            if ring.any():
+                ax.scatter(
+                    x[ring], eps[ring], s=34, facecolors="none", edgecolors=TEXT_COLOR, lw=0.7
+                )
+            i = int(np.nanargmax(np.where(finite, eps, -np.inf)))
+            right = x[i] > 0.7 * max(eps.size - 1, 1)
+            ax.annotate(
+                str(labels[i]),
+                (x[i], eps[i]),
+                xytext=(-4 if right else 4, 2),
+                textcoords="offset points",
+                ha="right" if right else "left",
+                va="bottom",
+                color=TEXT_COLOR,
+            )
+            ax.set_xlim(-0.5 - 0.02 * eps.size, eps.size - 0.5 + 0.02 * eps.size)
+            ax.set_xlabel("neighbour (data order)", color=TEXT_COLOR)
+        else:
+            order = np.argsort(-np.where(finite, eps, -np.inf), kind="stable")[: finite.sum()]
+            ranks = np.unique(np.geomspace(1, order.size, max_points).round().astype(int))
+            idx = order[ranks - 1]
+            ax.plot(ranks, eps[idx], color=good_color, lw=1.0, zorder=2)
+            sel = bad[idx]
+            ax.scatter(ranks[sel], eps[idx][sel], s=9, color=bad_color, lw=0, zorder=3)
+            ax.set_xscale("log")
+            ax.set_xlabel(f"rank of neighbour (largest ε first, of {eps.size})", color=TEXT_COLOR)
+        ax.axhline(top, color=REFERENCE_COLOR, ls="--", lw=0.8, zorder=1)
+        ax.set_ylim(0, 1.18 * top if top > 0 else 1.0)
+        ax.set_ylabel("ε", color=TEXT_COLOR)
+
+    return _svg(draw, figsize)
+
+
+def _epsilon_items(result: EDPResult) -> list[tuple[str, str]]:
+    kind = {"remove": "record removed", "replace": "record replaced"}.get(
+        result.neighbour, result.neighbour
+    )
+    items = [("ε (B-EDP)", f'<span class="pedp-eps">{_e(_num(result.epsilon))}</span>')]
+    lo, hi = getattr(result, "mc_interval90", None) or (None, None)
+    if lo is not None and np.isfinite(lo) and np.isfinite(hi):
+        items.append(("90% Monte-Carlo interval", _e(f"[{_num(lo)}, {_num(hi)}]")))
+    items.append(("worst neighbour", _e(result.worst_neighbour)))
+    items.append(("bins B", _e(result.bins)))
+    floor = getattr(result, "noise_floor", None)
+    if floor is not None and np.isfinite(floor):
+        text = _e(_num(floor))
+        if result.epsilon <= 2 * floor:
+            text += (
+                ' <span class="pedp-caution">'
+                + _e(
+                    "caution: ε is within 2 EMI of zero, not distinguishable from Monte-Carlo "
+                    "noise at this number of draws and bins (res.diagnose())"
+                )
+                + "</span>"
+            )
+        items.append(("noise floor (EMI)", text))
+    items.append(
+        (
+            "neighbours",
+            _e(
+                f"{result.n_neighbours} ({kind}); {result.n_samples} posterior draws in "
+                f"{getattr(result, 'n_chains', 1)} chain(s); smoothing = {result.smoothing:g}"
+            ),
+        )
+    )
+    return items
+
+
+def _parameter_table(result: EDPResult) -> str:
+    ds = result.parameters
+    eps = np.asarray(ds["epsilon"].values, dtype=float)
+    names = np.asarray(ds["parameter"].values).astype(str)
+    rows_idx = np.arange(eps.size)
+    note = ""
+    if eps.size > MAX_TABLE_ROWS:
+        rows_idx = np.argsort(-np.nan_to_num(eps, nan=-np.inf), kind="stable")[:MAX_TABLE_ROWS]
+        note = (
+            f'<div class="pedp-caption">the {MAX_TABLE_ROWS} of {eps.size} parameters with '
+            "the largest ε; res.summary() has them all</div>"
+        )
+    cols = {
+        "worst neighbour": ds["worst_neighbour"].values if "worst_neighbour" in ds else None,
+        "worst bin": ds["worst_bin"].values if "worst_bin" in ds else None,
+        "bins": ds["n_bins"].values if "n_bins" in ds else None,
+    }
+    header = ["parameter", "ε", *[k for k, v in cols.items() if v is not None]]
+    rows = [
+        [names[i], _num(eps[i]), *[v[i] for v in cols.values() if v is not None]] for i in rows_idx
+    ]
+    return _table(header, rows) + note
+
+
+def _khat_section(result: EDPResult) -> str:
+    _, khat, method, _ = _neighbour_arrays(result)
+    threshold = float(result.khat_threshold)
+    n = max(khat.size, 1)
+    counts = [
+        (f"(-Inf, {threshold:.2f}]", "good", int(np.sum(khat <= threshold))),
+        (f"({threshold:.2f}, 1]", "bad", int(np.sum((khat > threshold) & (khat <= 1)))),
+        ("(1, Inf)", "very bad", int(np.sum(khat > 1))),
+    ]
+    table = _table(
+        ["Pareto k̂", "", "count", "pct."],
+        [(lab, cls, c, f"{100 * c / n:.1f}%") for lab, cls, c in counts],
+    )
+    by_method = Counter(str(m) for m in method if str(m))
+    methods = _table(
+        ["neighbour posterior", "count"],
+        [(m, c) for m, c in sorted(by_method.items(), key=lambda mc: (-mc[1], mc[0]))],
+    )
+    body = table + methods
+    pw = result.pointwise
+    if "status" in pw:
+        status = Counter(
+            str(s).split(":", 1)[0] for s in np.asarray(pw["status"].values).reshape(-1) if str(s)
+        )
+        if status:
+            body += _table(["refit status", "count"], sorted(status.items()))
+    refitted = by_method.get("refit", 0)
+    bad = counts[1][2] + counts[2][2]
+    return _section(
+        "Pareto k̂ diagnostic",
+        body,
+        count=f"{bad} above {threshold:.2f}, {refitted} refitted",
+        open_=bad > 0,
+    )
+
+
+def edp_result_html(result: EDPResult, *, style: bool = True) -> str:
+    """The HTML view of an audit result (``EDPResult._repr_html_``).
+
+    A header (B, method, neighbour relation), epsilon with its 90% Monte-Carlo interval,
+    worst neighbour, B and noise floor, then collapsible sections: epsilon by parameter,
+    an inline SVG of per-neighbour epsilon (:func:`epsilon_svg`), the Pareto k-hat table
+    with how many neighbour posteriors were reweighted, refitted (or obtained otherwise:
+    one row per value of ``pointwise["method"]``), and the warnings.
+
+    Parameters
+    ----------
+    result : EDPResult
+    style : bool, default True
+        Include the ``<style>`` element (False when nested in another view).
+
+    Returns
+    -------
+    str
+        Self-contained HTML (no script, no external resource). The figure's element ids
+        are drawn at random (as matplotlib does), so that views shown side by side never
+        share one; two renderings differ in them only.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> from pymc_edp.plots.html import edp_result_html
+    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
+    ...                 progressbar=False)
+    >>> page = edp_result_html(res)
+    >>> page.startswith('<div class="pedp-wrap">'), "<script" in page
+    (True, False)
+    >>> f"{res.epsilon:.3f}" in page and "St. Paul&#x27;s" in page
+    True
+    >>> res._repr_html_()[:60] == page[:60]  # what Jupyter shows
+    True
+    """
+    subtitle = (
+        f"Empirical DP audit (B-EDP, B = {result.bins}, {result.method}, "
+        f"neighbour = {result.neighbour})"
+    )
+    eps, khat, method, _ = _neighbour_arrays(result)
+    n = eps.size
+    order = "sorted" if n > MAX_POINTS else "in data order"
+    caption = [f"ε of each of the {n} neighbours ({order})"]
+    if np.any(khat > result.khat_threshold):
+        caption.append(f"magenta: Pareto k̂ above {result.khat_threshold:.2f}")
+    if n <= MAX_POINTS and np.any(method == "refit"):
+        caption.append("ringed: refitted")
+    caption.append("dashed: ε. res.plot() draws the overview figure.")
+    body = (
+        _kv(_epsilon_items(result))
+        + _section(
+            "ε by parameter", _parameter_table(result), count=result.parameters.sizes["parameter"]
+        )
+        + _section(
+            "ε by neighbour",
+            _figure(epsilon_svg(result), "; ".join(caption)),
+            count=n,
+        )
+        + _khat_section(result)
+        + _warnings(tuple(result.warnings))
+    )
+    return _wrap("pymc_edp.EDPResult", subtitle, body, style=style)
+
+
+# ---------------------------------------------------------------- PriorTuningResult
+def search_svg(result: PriorTuningResult, *, figsize: tuple[float, float] = (4.8, 1.8)) -> str:
+    """A small inline SVG of the prior-strength search: epsilon at every trial value.
+
+    The trials' epsilons (with their Monte-Carlo standard errors, when known) against the
+    hyperparameter (on a log scale when it spans more than a factor 10), the target epsilon
+    dashed, and the confirmation at the tuned value marked.
+
+    Parameters
+    ----------
+    result : PriorTuningResult
+        Needs ``trials`` with ``value`` and ``epsilon``.
+    figsize : tuple of float, default (4.8, 1.8)
+
+    Returns
+    -------
+    str
+        The ``<svg>`` element, or ``""`` without matplotlib or without trial epsilons.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pymc_edp import PriorTuningResult
+    >>> from pymc_edp.plots.html import search_svg
+    >>> res = PriorTuningResult(
+    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
+    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
+    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
+    ...     stopped="tolerance",
+    ...     trials=xr.Dataset({"value": ("trial", [1.73, 1.2]),
+    ...                        "epsilon": ("trial", [0.45, 0.3])}),
+    ...     utility=xr.Dataset())
+    >>> search_svg(res).startswith("<svg")
+    True
+    """
+    trials = result.trials
+    if "value" not in trials or "epsilon" not in trials:
+        return ""
+    x = np.asarray(trials["value"].values, dtype=float)
+    y = np.asarray(trials["epsilon"].values, dtype=float)
+    se = np.asarray(trials["mcse"].values, dtype=float) if "mcse" in trials else None
+    name = result.hyperparameter or "prior strength"
+
+    def draw(ax):
+        ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
+        ax.errorbar(
+            x[ok],
+            y[ok],
+            yerr=None if se is None else np.nan_to_num(se[ok]),
+            fmt="o",
+            ms=3.5,
+            color=color(0),
+            lw=0.8,
+            capsize=2,
+            zorder=3,
+        )
+        ax.axhline(result.target_epsilon, color=REFERENCE_COLOR, ls="--", lw=0.8)
+        ax.scatter([result.value], [result.epsilon], marker="D", s=22, color=color(1), zorder=4)
+        if ok.any() and x[ok].max() > 10 * x[ok].min():  # a wide search reads best in log
+            from matplotlib.ticker import FuncFormatter
+
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+            ax.minorticks_off()
+        ax.set_xlabel(name, color=TEXT_COLOR)
+        ax.set_ylabel("ε", color=TEXT_COLOR)
+
+    return _svg(draw, figsize)
+
+
+def _dataset_table(ds, dim: str, spec: str = ".4g") -> str:
+    names = list(ds.data_vars)
+    if not names or dim not in ds.dims:
+        return '<div class="pedp-muted">(empty)</div>'
+    index = np.asarray(ds[dim].values) if dim in ds.coords else np.arange(ds.sizes[dim])
+    cols = [np.asarray(ds[v].values).reshape(ds.sizes[dim], -1)[:, 0] for v in names]
+    rows = []
+    for i in range(min(ds.sizes[dim], MAX_TABLE_ROWS)):
+        cells = [
+            _num(c[i], spec) if np.asarray(c).dtype.kind in "iuf" else str(c[i]) for c in cols
+        ]
+        rows.append([index[i], *cells])
+    note = ""
+    if ds.sizes[dim] > MAX_TABLE_ROWS:
+        note = f'<div class="pedp-caption">first {MAX_TABLE_ROWS} of {ds.sizes[dim]}</div>'
+    return _table([dim, *names], rows) + note
+
+
+def tuning_result_html(result: PriorTuningResult, *, style: bool = True) -> str:
+    """The HTML view of a prior-tuning result (``PriorTuningResult._repr_html_``).
+
+    The tuned value and its epsilon (with Monte-Carlo standard error) against the target,
+    then collapsible sections: an inline SVG of the search (:func:`search_svg`), the utility
+    cost, the trials, the confirmation audit (its own view, nested) and the warnings, the
+    data-leakage caveat first.
+
+    Parameters
+    ----------
+    result : PriorTuningResult
+    style : bool, default True
+        Include the ``<style>`` element.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pymc_edp import PriorTuningResult
+    >>> from pymc_edp.plots.html import tuning_result_html
+    >>> res = PriorTuningResult(
+    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
+    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
+    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
+    ...     stopped="tolerance", trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
+    ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
+    ...                        coords={"parameter": ["mu"]}),
+    ...     warnings=("a caveat",))
+    >>> page = tuning_result_html(res)
+    >>> "sigma0" in page and "0.3100" in page and "a caveat" in page
+    True
+    """
+    name = result.hyperparameter or "strength"
+    n_trials = result.trials.sizes.get("trial", 0)
+    items = [
+        (
+            name,
+            f'<span class="pedp-eps">{_e(_num(result.value, ".6g"))}</span> '
+            + _e(f"(untuned {_num(result.initial_value, '.6g')}; ε {result.direction} in {name})"),
+        ),
+        (
+            "ε (confirmation)",
+            _e(
+                f"{_num(result.epsilon, '.4f')} ± {_num(result.mcse, '.4f')} "
+                f"(MCSE, {result.method})"
+            ),
+        ),
+        (
+            "target ε",
+            _e(
+                f"{_num(result.target_epsilon, '.4f')} (relative error "
+                f"{100 * result.relative_error:+.1f}%)"
+            ),
+        ),
+        ("untuned ε", _e(_num(result.initial_epsilon, ".4f"))),
+        (
+            "search",
+            _e(
+                f"{n_trials} trial values, stopped on {result.stopped}"
+                + ("" if result.monotone else "; ε NOT monotone over the evaluated values")
+            ),
+        ),
+    ]
+    utility = result.utility
+    body = (
+        _kv(items)
+        + _section(
+            "Search",
+            _figure(
+                search_svg(result),
+                f"ε at each trial value of {name} (error bars: MCSE); dashed: the target; "
+                "diamond: the confirmation at the tuned value.",
+            ),
+            count=n_trials,
+        )
+        + _section(
+            "Utility cost (untuned → tuned)",
+            _dataset_table(utility, "parameter"),
+            count=utility.sizes.get("parameter", 0),
+        )
+        + _section("Trials", _dataset_table(result.trials, "trial"), count=n_trials, open_=False)
+    )
+    if getattr(result, "audit", None) is not None:
+        body += _section(
+            "Confirmation audit", edp_result_html(result.audit, style=False), open_=False
+        )
+    body += _warnings(tuple(result.warnings))
+    subtitle = f"Prior tuned to a target B-EDP (B = {result.bins}, neighbour = {result.neighbour})"
+    return _wrap("pymc_edp.PriorTuningResult", subtitle, body, style=style)
