@@ -356,7 +356,7 @@ def test_too_few_draws_for_bins(rng):
         ({"refit": {"estimator": "magic"}}, ValueError, "estimator must be"),
         ({"refit": {"max_refits": -1}}, ValueError, "max_refits"),
         ({"refit": {"draw": 10}}, TypeError, r"unknown refit option\(s\) \['draw'\]"),
-        ({"refit": 10}, TypeError, "refit= takes a pymc_edp.RefitOptions"),
+        ({"refit": 10}, TypeError, "refit= takes a RefitOptions"),
         ({"replacements": [1.0]}, ValueError, "only used with neighbour='replace'"),
         ({"neighbour": "replace"}, ValueError, "needs replacement values"),
     ],

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["check_choice", "check_int", "check_probability", "check_real"]
+__all__ = ["as_options", "check_choice", "check_int", "check_probability", "check_real"]
 
 
 def check_choice(value, name: str, choices: Sequence[str]) -> str:
@@ -57,3 +58,41 @@ def check_probability(value, name: str = "prob") -> float:
     if not 0 < v < 1:
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
     return v
+
+
+def as_options(cls, value, argument: str):
+    """``value`` as an instance of the frozen options dataclass ``cls``.
+
+    None gives the defaults, an instance is returned as it is, a dict gives its fields
+    (unknown keys are named in the error); anything else is a :class:`TypeError` that says
+    what ``argument=`` takes.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from pymc_edp.base.validate import as_options
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Opts:
+    ...     draws: int = 10
+    >>> as_options(Opts, {"draws": 3}, "opts")
+    Opts(draws=3)
+    >>> as_options(Opts, {"draw": 3}, "opts")
+    Traceback (most recent call last):
+        ...
+    TypeError: unknown opts option(s) ['draw']; Opts takes ['draws']
+    """
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, Mapping):
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise TypeError(
+                f"unknown {argument} option(s) {unknown}; {cls.__name__} takes {sorted(known)}"
+            )
+        return cls(**value)
+    raise TypeError(
+        f"{argument}= takes a {cls.__name__} or a dict of its fields, got {type(value).__name__}"
+    )

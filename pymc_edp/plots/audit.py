@@ -29,6 +29,7 @@ from pymc_edp.plots.style import (
     annotate,
     color,
     get_axes,
+    get_axes_grid,
     reference_line,
     require_matplotlib,
     set_labels,
@@ -741,7 +742,7 @@ def _note(ax: Axes, title: str, text: str) -> None:
         0.5, 0.5, text, ha="center", va="center", wrap=True, color=TEXT_COLOR,
         transform=ax.transAxes,
     )  # fmt: skip
-    ax.set_title(title, color=TEXT_COLOR)
+    set_labels(ax, title=title)
 
 
 def plot_overview(
@@ -801,8 +802,7 @@ def plot_overview(
      "Bin log ratios of neighbour St. Paul's", 'Full vs neighbour posterior']
     >>> plt.close(axes[0, 0].figure)
     """
-    plt = require_matplotlib()
-    _, axes = plt.subplots(2, 2, figsize=figsize or (13.0, 8.0), layout="constrained")
+    axes = get_axes_grid(2, 2, figsize=figsize or (13.0, 8.0))
     top_left = plot_pointwise_epsilon(result, ax=axes[0, 0], labels=labels, legend=False)
     if top_left.get_legend_handles_labels()[0]:  # the k-hat classes, under the plot
         add_legend(

@@ -213,6 +213,37 @@ def get_axes(
     return style_axes(ax, grid=grid)
 
 
+def get_axes_grid(nrows: int, ncols: int, *, figsize: tuple[float, float] | None = None):
+    """A new figure of ``nrows x ncols`` axes (constrained layout), every one styled.
+
+    Parameters
+    ----------
+    nrows, ncols : int
+    figsize : tuple of float, optional
+
+    Returns
+    -------
+    numpy.ndarray of matplotlib.axes.Axes
+        Shape ``(nrows, ncols)``.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from pymc_edp.plots.style import get_axes_grid
+    >>> axes = get_axes_grid(2, 2, figsize=(6, 4))
+    >>> axes.shape
+    (2, 2)
+    >>> plt.close("all")
+    """
+    plt = require_matplotlib()
+    _, axes = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained", squeeze=False)
+    for ax in axes.flat:
+        style_axes(ax)
+    return axes
+
+
 def set_labels(
     ax: Axes,
     xlabel: str | None = None,

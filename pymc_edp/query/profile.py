@@ -31,6 +31,7 @@ from pymc_edp.base.hockey import (
     total_risk,
 )
 from pymc_edp.base.parallel import progress_bar
+from pymc_edp.base.validate import as_options
 from pymc_edp.query._kernels import (
     bottleneck_distance,
     hausdorff_distance,
@@ -415,13 +416,7 @@ class ProfileOptions:
     @classmethod
     def coerce(cls, value: ProfileOptions | Mapping | None) -> ProfileOptions:
         """``value`` as options: None gives the defaults, a dict its fields."""
-        if value is None:
-            return cls()
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, Mapping):
-            return cls(**value)
-        raise TypeError(f"options= takes a ProfileOptions or a dict, got {type(value).__name__}")
+        return as_options(cls, value, "options")
 
 
 def privacy_profile(

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pymc_edp.base.validate import check_choice, check_int
+from pymc_edp.base.validate import as_options, check_choice, check_int
 
 __all__ = ["ESTIMATORS", "RefitOptions"]
 
@@ -94,22 +93,7 @@ class RefitOptions:
     @classmethod
     def coerce(cls, value: RefitOptions | Mapping | None) -> RefitOptions:
         """``value`` as options: None gives the defaults, a dict its fields."""
-        if value is None:
-            return cls()
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, Mapping):
-            known = {f.name for f in dataclasses.fields(cls)}
-            unknown = sorted(set(value) - known)
-            if unknown:
-                raise TypeError(
-                    f"unknown refit option(s) {unknown}; RefitOptions takes {sorted(known)}"
-                )
-            return cls(**value)
-        raise TypeError(
-            f"refit= takes a pymc_edp.RefitOptions or a dict of its fields, got "
-            f"{type(value).__name__}"
-        )
+        return as_options(cls, value, "refit")
 
     def config(self) -> dict:
         """What the refits depend on, for the checkpoint (not bins or estimator)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_edp.base.validate import check_choice, check_int, check_real
+from pymc_edp.base.validate import as_options, check_choice, check_int, check_real
 
 __all__ = [
     "DIRECTIONS",
@@ -76,13 +76,7 @@ class SearchOptions:
     @classmethod
     def coerce(cls, value: SearchOptions | Mapping | None) -> SearchOptions:
         """``value`` as options: None gives the defaults, a dict its fields."""
-        if value is None:
-            return cls()
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, Mapping):
-            return cls(**value)
-        raise TypeError(f"search= takes a SearchOptions or a dict, got {type(value).__name__}")
+        return as_options(cls, value, "search")
 
 
 @dataclass
