@@ -389,6 +389,8 @@ def refit_epsilon(
     smoothing: float = 0.01,
     log_ratio_full: np.ndarray | None = None,
     log_ratio_refit: np.ndarray | None = None,
+    *,
+    pooled_weights: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-parameter epsilon of one refitted neighbour, and the bin that attains it.
 
@@ -405,6 +407,8 @@ def refit_epsilon(
     smoothing : float, default 0.01
     log_ratio_full, log_ratio_refit : ndarray, optional
         ``log r`` at the full-data (S1) and refit (S2) draws.
+    pooled_weights : (ndarray, ndarray), optional
+        :func:`pooled_log_weights` of those log ratios when the caller already has them.
 
     Returns
     -------
@@ -428,7 +432,10 @@ def refit_epsilon(
             smoothing,
             bins.n_samples,
         )
-    lw_full, lw_nb, _ = pooled_log_weights(log_ratio_full, log_ratio_refit)
+    if pooled_weights is None:
+        lw_full, lw_nb, _ = pooled_log_weights(log_ratio_full, log_ratio_refit)
+    else:
+        lw_full, lw_nb = pooled_weights
     idx = np.concatenate([bins.index, idx_refit], axis=1)
     w_full, w_nb = np.exp(lw_full), np.exp(lw_nb)
     mass_full = np.zeros((n_par, max_bins))

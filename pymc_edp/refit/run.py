@@ -207,10 +207,14 @@ class RefitProblem:
 def _estimate(problem: RefitProblem, refit_draws, log_ratios_k, posterior, order):
     """Epsilon per parameter, its bin, and the Monte-Carlo error of the leading pair."""
     bins, smoothing = problem.bins, problem.smoothing
+    pooled = None
     if log_ratios_k is None:
         eps, argbin = binning.refit_epsilon(refit_draws, bins, smoothing)
     else:
-        eps, argbin = binning.refit_epsilon(refit_draws, bins, smoothing, *log_ratios_k)
+        pooled = binning.pooled_log_weights(*log_ratios_k)[:2]
+        eps, argbin = binning.refit_epsilon(
+            refit_draws, bins, smoothing, *log_ratios_k, pooled_weights=pooled
+        )
     se = np.nan
     if order is not None:
         p = int(np.argmax(eps))
@@ -220,17 +224,16 @@ def _estimate(problem: RefitProblem, refit_draws, log_ratios_k, posterior, order
             n_chains=problem.n_chains,
             n_chains_refit=int(posterior.sizes.get("chain", 1)),
         )
-        if log_ratios_k is None:
+        if pooled is None:
             _, se, _ = refit_log_ratio_se(refit_draws, bins, p, int(argbin[p]), **common)
         else:
-            lw_full, lw_nb, _ = binning.pooled_log_weights(*log_ratios_k)
             _, se, _ = pooled_log_ratio_se(
                 refit_draws,
                 bins,
                 p,
                 int(argbin[p]),
-                log_weights_full=lw_full,
-                log_weights_neighbour=lw_nb,
+                log_weights_full=pooled[0],
+                log_weights_neighbour=pooled[1],
                 **common,
             )
     return eps, argbin, float(se)
