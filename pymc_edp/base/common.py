@@ -8,12 +8,14 @@ import numpy as np
 
 __all__ = [
     "CHUNK_BYTES",
+    "MEMORY_BUDGET",
     "MIN_DRAWS_PER_BIN",
     "NEIGHBOUR_DIM",
     "PARAMETER_DIM",
     "SAMPLE_DIM",
     "EDPWarning",
     "chunk_slices",
+    "parse_bytes",
     "resolve_seed",
     "rows_per_chunk",
 ]
@@ -26,6 +28,50 @@ SAMPLE_DIM = "sample"
 MIN_DRAWS_PER_BIN = 10
 #: Working memory of one chunk of ``(rows, draws)`` float64 arrays.
 CHUNK_BYTES = 32 * 2**20
+#: Default working-memory budget of the audit's chunk loop over records (``memory=``).
+MEMORY_BUDGET = 512 * 2**20
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def parse_bytes(value, name: str = "memory") -> int:
+    """A number of bytes from an int or a string such as ``"512MiB"`` or ``"2 GB"``.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.common import parse_bytes
+    >>> parse_bytes("512MiB"), parse_bytes("2 GB"), parse_bytes(1024)
+    (536870912, 2000000000, 1024)
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number of bytes or a string like '1GiB'")
+    if isinstance(value, numbers.Real):
+        out = int(value)
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "")
+        digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+        unit = text[len(digits) :]
+        if unit not in _UNITS or not digits:
+            raise ValueError(
+                f"{name}={value!r} is not a size: give bytes or a string like '512MiB', "
+                "'2GB' (units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+            )
+        out = int(float(digits) * _UNITS[unit])
+    else:
+        raise TypeError(f"{name} must be a number of bytes or a string like '1GiB'")
+    if out <= 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return out
 
 
 class EDPWarning(UserWarning):

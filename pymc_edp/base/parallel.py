@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import functools
 import logging
 import os
 import pickle
@@ -216,8 +217,17 @@ def _iter_dask(futures: list, client) -> Iterator[tuple[int, Any]]:
     yield from _drain(as_completed(futures), lambda f: index[f.key], futures)
 
 
-def _start_dask(func, tasks, client) -> Iterator[tuple[int, Any]]:
-    futures = [client.submit(func, t, pure=False) for t in tasks]
+def _call_shared(func, shared, task):
+    return func(shared, task)
+
+
+def _start_dask(func, tasks, client, shared=None) -> Iterator[tuple[int, Any]]:
+    if shared is None:
+        futures = [client.submit(func, t, pure=False) for t in tasks]
+    else:
+        # sent to every worker once, not pickled again with every task
+        (remote,) = client.scatter([shared], broadcast=True, hash=False)
+        futures = [client.submit(_call_shared, func, remote, t, pure=False) for t in tasks]
     return _iter_dask(futures, client)
 
 
@@ -229,6 +239,7 @@ def map_tasks(
     progressbar: bool = True,
     description: str = "Working",
     on_result: Callable[[int, Any], None] | None = None,
+    shared: Any = None,
 ) -> list[Any]:
     """Run ``func(task)`` for every task and return the results in task order.
 
@@ -250,6 +261,10 @@ def map_tasks(
     on_result : callable, optional
         Called as ``on_result(index, result)`` in this process as soon as each task finishes
         (completion order, not task order), e.g. to save results incrementally.
+    shared : object, optional
+        State every task needs (e.g. the data): ``func(shared, task)`` is called instead of
+        ``func(task)``, and ``shared`` is sent to each worker once (a dask ``Client``
+        scatters it; a process pool pickles it once per worker).
 
     Returns
     -------
@@ -264,6 +279,8 @@ def map_tasks(
     """
     tasks = list(tasks)
     n = len(tasks)
+    if shared is not None and not _is_dask_client(executor):
+        func = functools.partial(func, shared)
     if isinstance(executor, bool):
         raise TypeError("executor must be None, an int, an Executor or a dask Client")
     if isinstance(executor, int):
@@ -277,7 +294,7 @@ def map_tasks(
     elif isinstance(executor, cf.Executor):
         iterator = _start_executor(func, tasks, executor)
     elif _is_dask_client(executor):
-        iterator = _start_dask(func, tasks, executor)
+        iterator = _start_dask(func, tasks, executor, shared)
     else:
         raise TypeError(
             "executor must be None, an int, a concurrent.futures.Executor or a dask Client, "

@@ -36,10 +36,12 @@ __all__ = [
     "LogLikelihood",
     "Neighbours",
     "NonFactorisedError",
+    "is_lazy",
     "iter_log_weights",
     "log_ratios",
     "posterior_matrix",
     "relative_efficiency",
+    "smoothed_log_weights",
 ]
 
 SAMPLE_DIMS = ("chain", "draw")
@@ -152,8 +154,7 @@ class LogLikelihood:
                     name=name,
                 )
             da = da.transpose(*SAMPLE_DIMS, *rec_dims)
-            values = np.asarray(da.values, dtype=np.float64)
-            arrays.append(values.reshape(values.shape[0] * values.shape[1], -1))
+            arrays.append(_columns(da))
         sizes = [a.shape[1] for a in arrays]
         n_samples = {a.shape[0] for a in arrays}
         if len(n_samples) != 1:
@@ -229,13 +230,41 @@ class LogLikelihood:
         if rows.size and var[0] == var[-1] and np.all(np.diff(rows) == 1):
             v = var[0]
             lo = rows[0] - self.offsets[v]
-            # always a copy: callers overwrite the result in place
-            return arrays[v][:, lo : lo + rows.size].T.copy()
+            # always a float64 copy: callers overwrite the result in place
+            block = _read(arrays[v], slice(lo, lo + rows.size))
+            return np.array(block.T, dtype=np.float64, order="C")
         out = np.empty((rows.size, self.n_samples))
         for v in np.unique(var):
             sel = var == v
-            out[sel] = arrays[v][:, rows[sel] - self.offsets[v]].T
+            out[sel] = _read(arrays[v], rows[sel] - self.offsets[v]).T
         return out
+
+    @property
+    def lazy(self) -> bool:
+        """True when the values are read or computed chunk by chunk, never held whole."""
+        return any(is_lazy(a) for a in self.arrays)
+
+
+def _columns(da: xr.DataArray):
+    """``(chain * draw, n_rows)`` view of one log-likelihood variable, read lazily if it is lazy.
+
+    In-memory values are reshaped without a copy and keep their dtype (float32 is not
+    upcast whole: :meth:`LogLikelihood.gather` converts one chunk at a time). A dask-backed
+    variable (a group opened from zarr or netCDF with ``chunks=``) stays a dask array whose
+    columns are computed when a chunk of records is gathered.
+    """
+    if is_lazy(da.data):
+        data = da.data
+        return data.reshape(data.shape[0] * data.shape[1], -1)
+    values = np.asarray(da.values)
+    if values.dtype.kind != "f":
+        values = values.astype(np.float64)
+    return values.reshape(values.shape[0] * values.shape[1], -1)
+
+
+def is_lazy(array) -> bool:
+    """True for arrays whose values are computed when read (dask arrays, column providers)."""
+    return not isinstance(array, np.ndarray) and hasattr(array, "shape")
 
 
 def relative_efficiency(posterior: xr.Dataset) -> float:
@@ -260,6 +289,20 @@ def relative_efficiency(posterior: xr.Dataset) -> float:
     if values.size == 0:
         return 1.0
     return float(values.mean() / n_samples)
+
+
+def _read(array, columns) -> np.ndarray:
+    """Columns ``columns`` (a slice or index array) of one ``(S, n_rows_v)`` array, in memory."""
+    if isinstance(array, np.ndarray):
+        return array[:, columns]
+    if hasattr(array, "compute"):  # dask: one task graph per chunk, computed here
+        if not isinstance(columns, slice):
+            columns = np.asarray(columns)
+            if columns.size and np.all(np.diff(columns) > 0):
+                lo, hi = int(columns[0]), int(columns[-1]) + 1
+                return np.asarray(array[:, lo:hi].compute())[:, columns - lo]
+        return np.asarray(array[:, columns].compute())
+    return np.asarray(array[:, columns])
 
 
 def _check_finite(ll_rows: np.ndarray, rows: np.ndarray, labels: list[str] | None, what: str):
@@ -316,12 +359,36 @@ def iter_log_weights(
     for start in range(0, n_nb, chunk_size):
         stop = min(start + chunk_size, n_nb)
         lw = log_ratios(ll, neighbours, start, stop, replacement)
-        constant = np.ptp(lw, axis=1) == 0
-        smoothed, khat = psislw(lw, reff, out=lw, tail_rule=PSIS_TAIL_RULE)
-        # identical posteriors (e.g. a record replaced by its own value): the weights are
-        # exactly uniform, not heavy-tailed; PSIS would report k-hat = inf for them
-        khat[constant] = -np.inf
+        smoothed, khat = smoothed_log_weights(lw, reff, np.ptp(lw, axis=1))
         yield slice(start, stop), smoothed, khat
+
+
+def smoothed_log_weights(
+    log_ratio: np.ndarray, reff: float, spread: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pareto-smoothed, normalised log-weights and k-hat of log ratios, in place.
+
+    Parameters
+    ----------
+    log_ratio : ndarray, shape (k, S)
+        From :func:`log_ratios`; C-contiguous float64, overwritten.
+    reff : float
+        Relative MCMC efficiency for the PSIS tail length.
+    spread : ndarray, shape (k,), optional
+        ``max - min`` of each row (computed when not given): rows where it is zero are
+        identical posteriors (e.g. a record replaced by its own value), whose weights are
+        exactly uniform; their k-hat is ``-inf`` where PSIS would report ``inf``.
+
+    Returns
+    -------
+    log_weights : ndarray, shape (k, S)
+    khat : ndarray, shape (k,)
+    """
+    if spread is None:
+        spread = np.ptp(log_ratio, axis=1)
+    smoothed, khat = psislw(log_ratio, reff, out=log_ratio, tail_rule=PSIS_TAIL_RULE)
+    khat[spread == 0] = -np.inf
+    return smoothed, khat
 
 
 def log_ratios(

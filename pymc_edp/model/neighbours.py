@@ -38,6 +38,21 @@ class Neighbours:
         """Global rows that neighbour ``k`` changes."""
         return self.rows[self.indptr[k] : self.indptr[k + 1]]
 
+    def subset(self, index) -> Neighbours:
+        """The neighbours ``index`` (an integer array), in that order."""
+        index = np.asarray(index, dtype=np.int64)
+        lengths = np.diff(self.indptr)[index]
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        starts = self.indptr[index]
+        rows = (
+            np.concatenate([self.rows[a : a + m] for a, m in zip(starts, lengths, strict=True)])
+            if index.size and not np.all(lengths == 1)
+            else self.rows[starts]
+            if index.size
+            else self.rows[:0]
+        )
+        return Neighbours(self.labels[index], indptr, rows, self.observed[index])
+
     def __len__(self) -> int:
         return self.labels.size
 

@@ -1,0 +1,91 @@
+"""The chunk reweighter: chunks in any order give the same numbers; the pruning bound holds."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
+
+from pymc_edp.base import binning
+from pymc_edp.model.compat import from_dict
+from pymc_edp.model.loglik import LogLikelihood, Neighbours
+from pymc_edp.model.reweight import ChunkOptions, Reweighter, prune_margin
+
+
+def _reweighter(ll_values, draws, bins=10, smoothing=0.01, groups=None, replacement=None):
+    ds = from_dict({"posterior": {"m": draws[None]}, "log_likelihood": {"y": ll_values[None]}})
+    from pymc_edp.model.compat import get_group
+
+    ll = LogLikelihood.from_dataset(get_group(ds, "log_likelihood"))
+    nbs = Neighbours.records(ll) if groups is None else Neighbours.from_groups(ll, groups)
+    sets = ((),) if replacement is None else tuple((r,) for r in replacement)
+    return Reweighter(
+        ll=ll,
+        neighbours=nbs,
+        bins=binning.quantile_bins(draws[None], bins),
+        smoothing=smoothing,
+        reff=1.0,
+        replacement_sets=sets,
+        keep_weights=True,
+    )
+
+
+def _normal_case(rng, n=40, s=800, scale=1.0):
+    y = rng.normal(0, 1, n) * scale
+    y[0] = 6.0  # one influential record
+    m = rng.normal(y.mean(), 1 / np.sqrt(n), s)
+    ll = stats.norm.logpdf(y[None, :], m[:, None], 1.0)
+    return ll, m
+
+
+def test_chunks_in_any_order_give_the_same_numbers(rng):
+    ll, m = _normal_case(rng)
+    rw = _reweighter(ll, m)
+    full = rw.estimate(slice(0, 40))
+    idx = rng.permutation(40)[:13]
+    part = rw.estimate(idx)
+    np.testing.assert_array_equal(part.eps, full.eps[idx])
+    np.testing.assert_array_equal(part.khat, full.khat[idx])
+    np.testing.assert_array_equal(part.log_weights, full.log_weights[idx])
+    np.testing.assert_array_equal(rw.bound(idx), full.bound[idx])
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    bins=st.integers(2, 20),
+    smoothing=st.sampled_from([0.0, 0.01, 1.0]),
+    scale=st.floats(0.1, 5.0),
+)
+def test_bound_is_never_below_epsilon(seed, bins, smoothing, scale):
+    """eps_i <= max log r - min log r, for PSIS-smoothed weights and any smoothing."""
+    rng = np.random.default_rng(seed)
+    ll, m = _normal_case(rng, n=20, s=400, scale=scale)
+    res = _reweighter(ll, m, bins=bins, smoothing=smoothing).estimate(slice(0, 20))
+    finite = np.isfinite(res.eps.max(axis=1))
+    assert np.all(res.eps.max(axis=1)[finite] <= prune_margin(res.bound[finite]))
+
+
+def test_bound_of_groups_and_replacements(rng):
+    ll, m = _normal_case(rng, n=12)
+    groups = np.repeat(np.arange(4), 3)
+    rw = _reweighter(ll, m, groups=groups)
+    # a group's log ratio is minus the sum of its rows' log-likelihoods
+    lr = -ll.reshape(-1, 4, 3).sum(axis=2).T
+    np.testing.assert_allclose(rw.bound(slice(0, 4)), np.ptp(lr, axis=1))
+    alt = [stats.norm.logpdf(np.full((1, 12), v), m[:, None], 1.0) for v in (-1.0, 3.0)]
+    rw = _reweighter(ll, m, replacement=alt)
+    res = rw.estimate(slice(0, 12))
+    expect = np.fmax(*(np.ptp(a - ll, axis=0) for a in alt))
+    np.testing.assert_allclose(res.bound, expect)
+    assert np.all(res.eps.max(axis=1) <= prune_margin(res.bound))
+
+
+def test_chunk_options():
+    assert ChunkOptions(memory="1GiB").rows(4000) == 2**30 // (8 * 8 * 4000)
+    assert ChunkOptions.coerce({"memory": 2**20}).memory_bytes == 2**20
+    with pytest.raises(ValueError, match="not a size"):
+        ChunkOptions(memory="lots")
+    with pytest.raises(TypeError, match="executor"):
+        ChunkOptions(executor=4)
+    with pytest.raises(ValueError, match="prune_above"):
+        ChunkOptions(prune_above=-1)
