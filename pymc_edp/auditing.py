@@ -27,16 +27,14 @@ from pymc_edp.base.common import (
     SAMPLE_DIM,
     EDPWarning,
     resolve_seed,
-    rows_per_chunk,
 )
-from pymc_edp.base.parallel import progress_bar
+from pymc_edp.base.parallel import map_tasks, progress_bar
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.base.validate import check_choice, check_int, check_real
 from pymc_edp.model.compat import check_container, get_group, has_group
 from pymc_edp.model.loglik import (
     LogLikelihood,
     NonFactorisedError,
-    iter_log_weights,
     posterior_matrix,
     relative_efficiency,
 )
@@ -53,16 +51,25 @@ from pymc_edp.model.pymc import (
     resolve_model,
 )
 from pymc_edp.model.replace import PerRecord, candidates, check_support
+from pymc_edp.model.reweight import (
+    ChunkOptions,
+    Reweighter,
+    bound_chunk,
+    estimate_chunk,
+    prune_margin,
+)
 from pymc_edp.model.select import drop_data_copies, select_var_names
+from pymc_edp.model.stream import model_log_likelihood, stream_supported
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.run import RefitProblem, refit_neighbours
 from pymc_edp.result import EDPResult
 
-__all__ = ["PerRecord", "RefitOptions", "audit"]
+__all__ = ["ChunkOptions", "PerRecord", "RefitOptions", "audit"]
 
 _log = logging.getLogger("pymc_edp")
 
 METHODS = ("auto", "psis", "refit")
+LOG_LIKELIHOOD_SOURCES = ("auto", "group", "model")
 NEIGHBOUR_RELATIONS = ("remove", "replace")
 #: Neighbours whose Monte-Carlo interval is computed for the printed summary: those with the
 #: largest epsilons (``res.interval()`` computes every neighbour's; at 10,000 records that
@@ -86,7 +93,10 @@ def audit(
     refit: RefitOptions | Mapping | None = None,
     random_seed=None,
     progressbar: bool = True,
-    store_weights: bool = True,
+    store_weights: bool | None = None,
+    log_likelihood: str = "auto",
+    prune: bool | None = None,
+    chunks: ChunkOptions | Mapping | None = None,
 ) -> EDPResult:
     """Audit the empirical differential privacy (B-EDP) of a posterior.
 
@@ -143,9 +153,29 @@ def audit(
         entropy, as ``pm.sample`` does; the seed used is ``res.random_seed``, so any run can
         be repeated.
     progressbar : bool, default True
-    store_weights : bool, default True
+        Show progress (records reweighted, refits run).
+    store_weights : bool, optional
         Keep the smoothed log-weights on the result (``n_neighbours x S`` floats) for later
-        diagnostics.
+        diagnostics (``res.mcse()``, ``res.interval()``, most plots). Default: yes, unless the
+        audit prunes or reads the log-likelihood chunk by chunk (a large audit, where they
+        would not fit in memory).
+    log_likelihood : {"auto", "group", "model"}, default "auto"
+        Where the pointwise log-likelihood comes from. ``"group"``: the ``log_likelihood``
+        group (read chunk by chunk when it is lazy, e.g. opened from zarr with dask
+        chunks). ``"model"``: computed from ``model`` for each chunk of records over all
+        draws and dropped, so the ``n x S`` array is never held. ``"auto"``: the group when
+        there is one, else the model (streamed when its likelihood allows, else computed
+        whole as ``pm.compute_log_likelihood`` does).
+    prune : bool, optional
+        ``True`` reweights records in decreasing order of the bound
+        ``max log r - min log r`` on their epsilon and stops when the next bound is below
+        the largest epsilon found: the epsilon is exactly that of the full audit, and
+        pruned records keep their bound (``pointwise["epsilon_bound"]``, method
+        ``"pruned"``). ``False`` computes every record. ``None`` prunes when records x draws
+        exceeds ``chunks.prune_above`` (default 1e8).
+    chunks : ChunkOptions or dict, optional
+        Memory budget per chunk of records, the executor chunks run on (e.g. a dask
+        ``Client``), the pruning threshold: a :class:`pymc_edp.ChunkOptions`.
     refit : RefitOptions or dict, optional
         How neighbours are refitted (draws, engine, executor, checkpoint, max_refits,
         build_model, estimator, ...): a :class:`pymc_edp.RefitOptions`, or a dict of its
@@ -193,9 +223,15 @@ def audit(
         observed = [observed]
     if observed is not None and len(observed) == 0:
         raise ValueError("observed= is empty: name at least one observed variable, or pass None")
+    check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
+    if prune is not None and not isinstance(prune, bool):
+        raise TypeError(f"prune must be True, False or None, got {prune!r}")
+    chunk_opts = ChunkOptions.coerce(chunks)
     seed = resolve_seed(random_seed)
 
-    inp = _read_inputs(idata, model, var_names, filter_vars, bins, observed, method, opts)
+    inp = _read_inputs(
+        idata, model, var_names, filter_vars, bins, observed, method, opts, log_likelihood
+    )
     nbs = Neighbours.records(inp.ll) if groups is None else Neighbours.from_groups(inp.ll, groups)
     needs_y = neighbour == "replace" or (method != "psis" and inp.can_refit)
     observed_y = (
@@ -205,11 +241,36 @@ def audit(
     if neighbour == "replace":
         cands, replacement_sets = _replacements(idata, model, inp, replacements, observed_y)
     bins_obj = binning.quantile_bins(inp.draws, bins)
-    est = _reweight(inp, nbs, bins_obj, smoothing, replacement_sets, store_weights, progressbar)
+    n_samples = inp.draws.shape[1]
+    pruning = _pruning(prune, method, inp, len(nbs) * n_samples, chunk_opts)
+    if store_weights is None:
+        big = len(nbs) * n_samples * 8 > chunk_opts.memory_bytes
+        store_weights = not (pruning or (inp.ll.lazy and big))
+    elif store_weights and pruning:
+        raise ValueError(
+            "store_weights=True keeps every neighbour's weights, but pruning skips "
+            "neighbours: pass prune=False to reweight (and keep) them all"
+        )
+    rw = Reweighter(
+        ll=inp.ll,
+        neighbours=nbs,
+        bins=bins_obj,
+        smoothing=smoothing,
+        reff=inp.reff,
+        replacement_sets=tuple(tuple(r) for r in replacement_sets),
+        keep_weights=bool(store_weights) and inp.factorised,
+    )
+    # refits (method="auto") may replace the estimates of bad k-hat neighbours: only the
+    # others give a lower bound on the final epsilon that pruning can stop at
+    refit_later = method == "auto" and inp.can_refit
+    est = _reweight(rw, inp.factorised, pruning, refit_later, chunk_opts, progressbar)
 
     messages = list(inp.messages)
+    if pruning:
+        _log.info(_pruning_message(est, nbs))
     to_refit = _choose_refits(est.khat, method, inp, opts, nbs, messages)
     nb_method = np.full(len(nbs), "psis", dtype=object)
+    nb_method[est.pruned] = "pruned"
     status = np.full(len(nbs), "", dtype=object)
     refits = None
     if to_refit.size:
@@ -249,7 +310,7 @@ def audit(
                 nb_method[k] = "refit"
         refits = run.collection
     psis_rows = nb_method == "psis"
-    if to_refit.size and not (~psis_rows).any():
+    if to_refit.size and not (nb_method == "refit").any():
         messages.append(
             f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
             "every epsilon here is a reweighting estimate, and the method is reported as 'psis'"
@@ -270,7 +331,7 @@ def audit(
         settings=dict(
             bins=bins,
             # what happened, not what was asked: every neighbour refitted, none, or some
-            method="refit" if not psis_rows.any() else "psis" if psis_rows.all() else "auto",
+            method=_method_used(nb_method),
             requested_method=method,
             neighbour=neighbour if groups is None else f"{neighbour} (groups)",
             replace=neighbour == "replace",
@@ -299,7 +360,9 @@ class _Inputs:
     messages: list[str]
 
 
-def _read_inputs(idata, model, var_names, filter_vars, bins, observed, method, opts) -> _Inputs:
+def _read_inputs(
+    idata, model, var_names, filter_vars, bins, observed, method, opts, source="auto"
+) -> _Inputs:
     """Posterior draws to bin and the pointwise log-likelihood, with every check on them."""
     posterior = get_group(idata, "posterior")
     observed_data = (
@@ -326,7 +389,7 @@ def _read_inputs(idata, model, var_names, filter_vars, bins, observed, method, o
             f"leaves under {MIN_DRAWS_PER_BIN} draws per bin, where the bin probabilities "
             f"are mostly noise. {advice} at least {MIN_DRAWS_PER_BIN * bins} samples."
         )
-    ll, factorised = _log_likelihood(idata, model, observed, method, opts, observed_data)
+    ll, factorised = _log_likelihood(idata, model, observed, method, opts, observed_data, source)
     if ll.n_samples != n_samples:
         raise ValueError(
             f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
@@ -348,8 +411,11 @@ def _read_inputs(idata, model, var_names, filter_vars, bins, observed, method, o
     )
 
 
-def _log_likelihood(idata, model, observed, method, opts, observed_data):
+def _log_likelihood(idata, model, observed, method, opts, observed_data, source="auto"):
     """The pointwise log-likelihood, or (with a builder) only the records' layout."""
+    streamed = _streamed_log_likelihood(idata, model, observed, source)
+    if streamed is not None:
+        return streamed, True
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
         return LogLikelihood.from_dataset(ll_ds, observed), True
@@ -375,6 +441,37 @@ def _log_likelihood(idata, model, observed, method, opts, observed_data):
         observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
     )
     return layout, False
+
+
+def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | None:
+    """The log-likelihood computed from the model chunk by chunk, when asked or best."""
+    if source == "group":
+        if not has_group(idata, "log_likelihood"):
+            raise ValueError(
+                "log_likelihood='group' but the posterior has no 'log_likelihood' group: run "
+                "pm.compute_log_likelihood(idata, model=model), or pass model= with "
+                "log_likelihood='model' (or 'auto') to compute it chunk by chunk"
+            )
+        return None
+    if source == "auto" and (has_group(idata, "log_likelihood") or model is None):
+        return None
+    if model is None:
+        raise ValueError(
+            "log_likelihood='model' computes the log-likelihood from the model: pass model="
+        )
+    names = observed or [rv.name for rv in model.observed_RVs]
+    reasons = {k: v for k, v in stream_supported(model, names).items() if v is not None}
+    if reasons:
+        if source == "model":
+            detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
+            raise ValueError(
+                "log_likelihood='model' cannot compute these observed variables' "
+                f"log-likelihood record by record ({detail}). Use log_likelihood='auto' (or "
+                "compute the group with pm.compute_log_likelihood)."
+            )
+        _log.info("computing the whole log_likelihood group: %s", reasons)
+        return None
+    return model_log_likelihood(model, idata, names)
 
 
 def _observed_y(idata, model, ll: LogLikelihood, *, required: bool) -> dict:
@@ -425,51 +522,124 @@ class _Estimates:
     worst_cand: np.ndarray
     log_weights: np.ndarray | None
     refit_mcse: np.ndarray  # standard error of a refit's estimate (NaN: not refitted)
+    bound: np.ndarray  # max - min of the log ratios: eps <= bound (NaN: not computed)
+    pruned: np.ndarray  # neighbours skipped because their bound is below epsilon
 
 
-def _reweight(inp, nbs, bins_obj, smoothing, replacement_sets, store_weights, progressbar):
-    """Epsilon, k-hat and weights of every neighbour by Pareto-smoothed importance sampling."""
-    n_nb, n_par = len(nbs), inp.draws.shape[0]
-    n_samples = inp.draws.shape[1]
+def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, progressbar):
+    """Epsilon, k-hat, bound and weights of every neighbour (or, pruning, of those that matter).
+
+    Chunks of neighbours run on ``chunk_opts.executor`` (here by default). Pruning first
+    bounds every neighbour's epsilon (one cheap pass), then reweights in decreasing order
+    of the bound, a wave of chunks at a time, until the next bound is below the largest
+    epsilon that refits cannot replace (see :mod:`pymc_edp.model.reweight`).
+    """
+    n_nb, n_par = len(rw.neighbours), rw.bins.index.shape[0]
     est = _Estimates(
         eps=np.full((n_nb, n_par), -np.inf),
         argbin=np.zeros((n_nb, n_par), dtype=np.int64),
         khat=np.full(n_nb, np.nan),
         eps_unsmoothed=np.full(n_nb, -np.inf),
         worst_cand=np.zeros(n_nb, dtype=np.int64),
-        log_weights=np.empty((n_nb, n_samples)) if store_weights and inp.factorised else None,
+        log_weights=np.empty((n_nb, rw.bins.n_samples)) if rw.keep_weights else None,
         refit_mcse=np.full(n_nb, np.nan),
+        bound=np.full(n_nb, np.nan),
+        pruned=np.array([], dtype=np.int64),
     )
-    if not inp.factorised:
+    if not factorised:
         return est
-    chunk = rows_per_chunk(n_samples)
-    total = len(replacement_sets) * int(np.ceil(n_nb / chunk))
-    with progress_bar(
-        total if total > 1 else 0, description="EDP: reweighting neighbours", enabled=progressbar
-    ) as bar:
-        for c, repl in enumerate(replacement_sets):
-            for sl, lw, kh in iter_log_weights(
-                inp.ll, nbs, reff=inp.reff, replacement=repl or None, chunk_size=chunk
-            ):
-                e, b, e0 = binning.epsilon_from_log_weights(
-                    lw, bins_obj, smoothing, with_unsmoothed=True
-                )
-                est.eps_unsmoothed[sl] = np.fmax(est.eps_unsmoothed[sl], e0.max(axis=1))
-                cur = est.eps[sl]
-                # the neighbour's worst candidate (kept for its weights and label) ...
-                better = e.max(axis=1) > cur.max(axis=1)
-                # ... and, per parameter, the max over candidates
-                upd = e > cur
-                est.eps[sl] = np.where(upd, e, cur)
-                est.argbin[sl] = np.where(upd, b, est.argbin[sl])
-                # conservative reliability flag: the worst k-hat over candidates
-                est.khat[sl] = np.fmax(est.khat[sl], kh)
-                idx = np.arange(sl.start, sl.stop)[better]
-                est.worst_cand[idx] = c
-                if est.log_weights is not None:
-                    est.log_weights[idx] = lw[better]
-                bar.advance()
+    size = _aligned(chunk_opts.rows(rw.bins.n_samples), rw.ll)
+    slices = [slice(a, min(a + size, n_nb)) for a in range(0, n_nb, size)]
+    run = dict(executor=chunk_opts.executor, progressbar=False, shared=rw)
+    if not pruning:
+        desc = "EDP: reweighting records"
+        with progress_bar(n_nb, description=desc, enabled=progressbar) as bar:
+            map_tasks(estimate_chunk, slices, on_result=lambda _, r: _fill(est, r, bar), **run)
+        return est
+    with progress_bar(n_nb, description="EDP: bounding records", enabled=progressbar) as bar:
+
+        def got_bound(i, b):
+            est.bound[slices[i]] = b
+            bar.advance(b.size)
+
+        map_tasks(bound_chunk, slices, on_result=got_bound, **run)
+    order = np.argsort(-est.bound, kind="stable")
+    threshold = khat_threshold(rw.bins.n_samples)
+    lower, done = -np.inf, 0
+    # small chunks first, where the stopping point is decided, then doubling to full size
+    step = max(16, size // 64)
+    with progress_bar(n_nb, description="EDP: reweighting records", enabled=progressbar) as bar:
+        while done < n_nb and prune_margin(est.bound[order[done]]) >= lower:
+            todo = order[done : done + step * chunk_opts.n_workers()]
+            tasks = [np.sort(todo[a : a + step]) for a in range(0, todo.size, step)]
+            step = min(2 * step, size)
+            for res in map_tasks(estimate_chunk, tasks, **run):
+                _fill(est, res, bar)
+                final = res.eps.max(axis=1)
+                if refit_later:  # bad k-hat estimates may yet be replaced by refits
+                    final = final[~(res.khat > threshold)]
+                lower = max(lower, float(final.max(initial=-np.inf)))
+            done += todo.size
+    est.pruned = np.sort(order[done:])
     return est
+
+
+def _aligned(size: int, ll: LogLikelihood) -> int:
+    """Chunk rows as a multiple of a lazy (dask) group's stored chunks, so none is read twice."""
+    stored = [a.chunks[1][0] for a in ll.arrays if getattr(a, "chunks", None)]
+    if stored and size > min(stored):
+        return (size // min(stored)) * min(stored)
+    return size
+
+
+def _fill(est: _Estimates, res, bar) -> None:
+    """Copy one chunk's results into the per-neighbour arrays."""
+    i = res.index
+    est.eps[i], est.argbin[i], est.khat[i] = res.eps, res.argbin, res.khat
+    est.eps_unsmoothed[i], est.worst_cand[i], est.bound[i] = (
+        res.eps_unsmoothed,
+        res.worst_cand,
+        res.bound,
+    )
+    if est.log_weights is not None:
+        est.log_weights[i] = res.log_weights
+    bar.advance(i.size)
+
+
+def _pruning(prune, method, inp, record_draws: int, chunk_opts) -> bool:
+    """Whether to prune: as asked, or (None) when the audit is large enough to matter."""
+    possible = inp.factorised and method != "refit"
+    if prune and not possible:
+        raise ValueError(
+            "prune=True needs every neighbour reweighted first: it cannot be used with "
+            "method='refit' or without a factorised pointwise log-likelihood"
+        )
+    if prune is None:
+        return possible and record_draws > chunk_opts.prune_above
+    return prune
+
+
+def _pruning_message(est: _Estimates, nbs) -> str:
+    n_pruned = est.pruned.size
+    top = float(np.max(est.bound[est.pruned])) if n_pruned else float("nan")
+    return (
+        (
+            f"pruned {n_pruned} of {len(nbs)} neighbours whose bound max(log r) - min(log r) "
+            f"(at most {top:.3g}) is below the epsilon found: epsilon is exact, their rows hold "
+            "the bound in pointwise['epsilon_bound'] and method 'pruned'; per-parameter "
+            "epsilons below that bound are lower bounds (parameters['exact'])"
+        )
+        if n_pruned
+        else "pruning found no neighbour to skip: every neighbour was reweighted"
+    )
+
+
+def _method_used(nb_method: np.ndarray) -> str:
+    """What happened, not what was asked: every neighbour refitted, none, or some."""
+    refitted = nb_method == "refit"
+    if refitted.all():
+        return "refit"
+    return "auto" if refitted.any() else "psis"
 
 
 def _choose_refits(khat, method, inp: _Inputs, opts: RefitOptions, nbs, messages) -> np.ndarray:
@@ -566,6 +736,7 @@ def _pointwise(est: _Estimates, nbs, par_labels, labels, nb_method, status, repl
             "method": (NEIGHBOUR_DIM, np.asarray(nb_method, dtype=str)),
             "status": (NEIGHBOUR_DIM, np.asarray(status, dtype=str)),
             "refit_mcse": (NEIGHBOUR_DIM, est.refit_mcse),
+            "epsilon_bound": (NEIGHBOUR_DIM, est.bound),
         },
         coords={NEIGHBOUR_DIM: labels, PARAMETER_DIM: par_labels},
     )
@@ -579,9 +750,14 @@ def _parameters(est: _Estimates, par_labels, labels, bins_obj, var_of) -> xr.Dat
     filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
     worst_nb = np.argmax(filled, axis=0)
     cols = np.arange(est.eps.shape[1])
+    eps = est.eps[worst_nb, cols]
+    # pruning keeps the overall maximum exact; a parameter's own maximum is exact only where
+    # it is at least every pruned neighbour's bound
+    pruned_bound = float(np.max(est.bound[est.pruned], initial=-np.inf))
     return xr.Dataset(
         {
-            "epsilon": (PARAMETER_DIM, est.eps[worst_nb, cols]),
+            "epsilon": (PARAMETER_DIM, eps),
+            "exact": (PARAMETER_DIM, ~(prune_margin(np.full_like(eps, pruned_bound)) > eps)),
             "worst_neighbour": (PARAMETER_DIM, labels[worst_nb]),
             "worst_bin": (PARAMETER_DIM, est.argbin[worst_nb, cols]),
             "n_bins": (PARAMETER_DIM, bins_obj.n_bins),

@@ -31,6 +31,7 @@ def _tuple_or_none(value):
 
 def _khat_table(khat: np.ndarray, threshold: float) -> list[tuple[str, int, float]]:
     khat = np.asarray(khat, dtype=float)
+    khat = khat[~np.isnan(khat)]  # neighbours pruned or refit-only have none
     n = max(khat.size, 1)
     good = int(np.sum(khat <= threshold))
     bad = int(np.sum((khat > threshold) & (khat <= 1)))
@@ -190,7 +191,8 @@ class EDPResult:
         "St. Paul's"
         """
         eps = self.pointwise["epsilon"]
-        return eps[NEIGHBOUR_DIM].values[int(np.argmax(eps.values))]
+        filled = np.nan_to_num(eps.values, nan=-np.inf)  # NaN: pruned or without estimate
+        return eps[NEIGHBOUR_DIM].values[int(np.argmax(filled))]
 
     def summary(self) -> pd.DataFrame:
         """One row per scalar parameter element.
@@ -289,6 +291,7 @@ class EDPResult:
             self.pointwise["pareto_k"].values, self.khat_threshold
         ):
             lines.append(f"{label:<28}{count:>7}{pct:>8.1f}%")
+        lines += self._pruning_lines()
         if self.warnings:
             lines += ["", "Warnings:"] + [f"- {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -296,6 +299,25 @@ class EDPResult:
     def _repr_html_(self) -> str:
         """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.edp_result_html`."""
         return plots.html.edp_result_html(self)
+
+    def _pruning_lines(self) -> list[str]:
+        """Say how many neighbours pruning skipped, and which parameter rows are bounds."""
+        n_pruned = int(np.sum(self.pointwise["method"].values.astype(str) == "pruned"))
+        if not n_pruned:
+            return []
+        lines = [
+            f"Pruned: {n_pruned} of {self.n_neighbours} neighbours, whose bound "
+            "max log r - min log r is below epsilon (pointwise['epsilon_bound']): "
+            "epsilon is exact; they have no k-hat."
+        ]
+        if "exact" in self.parameters and not bool(self.parameters["exact"].all()):
+            labels = self.parameters[PARAMETER_DIM].values[~self.parameters["exact"].values]
+            lines.append(
+                f"The epsilons of {', '.join(map(str, labels[:5]))}"
+                f"{'...' if labels.size > 5 else ''} are lower bounds (parameters['exact']); "
+                "audit with prune=False for their exact values."
+            )
+        return lines
 
     def _noise_lines(self) -> list[str]:
         """The Monte-Carlo interval and the noise-floor caution printed under epsilon."""

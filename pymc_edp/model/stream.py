@@ -1,0 +1,679 @@
+"""The pointwise log-likelihood computed from the model, a chunk of records at a time.
+
+:func:`pymc.compute_log_likelihood` evaluates every record at every draw and keeps the
+``n x S`` result: 32 GB at a million records and 4,000 draws. :class:`ModelColumns` holds
+instead what that array is computed from — the model's elementwise log-likelihood graph of
+one observed variable, compiled once, vectorised over a leading draw axis, the posterior
+draws as arrays, and the per-record data — and computes any set of columns (records) on
+demand::
+
+    columns[:, lo:hi]     # (S, hi - lo), one call of the compiled function
+    columns[:, idx]       # (S, len(idx)) for an integer index array
+
+The graph is PyMC's own (``model.logp(sum=False)`` on the untransformed model, the graph
+:func:`pymc.compute_log_likelihood` evaluates) with every per-record input replaced by a
+symbolic input that is fed the chunk's slice: the observed values, and every
+``pm.Data`` / constant in the graph whose leading dimension is the number of records
+(covariate matrices, group indices, exposures). Only one record's term may depend on one
+record's data, so the streaming path is limited to observed variables whose elementwise
+log-likelihood is a vector (one term per record); and because "leading length n" is a guess
+about what is per-record, the chunked computation is checked once against the full one
+(``check=True``).
+
+:func:`model_log_likelihood` wraps the columns of several observed variables in a
+:class:`~pymc_edp.model.loglik.LogLikelihood`; :func:`stream_supported` says, without
+compiling, which observed variables can be streamed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.model.compat import get_group
+from pymc_edp.model.loglik import SAMPLE_DIMS, LogLikelihood
+
+__all__ = [
+    "ModelColumns",
+    "StreamingUnavailableError",
+    "model_log_likelihood",
+    "stream_supported",
+]
+
+#: Draws and chunks used by the one-off check that chunked and full computations agree.
+_CHECK_DRAWS = 3
+#: Tolerance of that check: chunks change only the BLAS blocking, i.e. the last bits.
+_CHECK_RTOL, _CHECK_ATOL = 1e-9, 1e-9
+#: Largest per-record data (bytes) one chunk of that check slices.
+_CHECK_BYTES = 64 * 2**20
+
+_ADVICE = (
+    "Compute the log_likelihood group instead (pm.compute_log_likelihood(idata, "
+    "model=model)) and audit that."
+)
+
+
+class StreamingUnavailableError(ValueError):
+    """The log-likelihood of an observed variable cannot be computed a chunk at a time.
+
+    ``name`` is the observed variable; ``reason`` says why, in a few words.
+    """
+
+    def __init__(self, name: str, reason: str):
+        super().__init__(
+            f"streaming the log-likelihood of {name!r} from the model is not available: "
+            f"{reason}. {_ADVICE}"
+        )
+        self.name = name
+        self.reason = reason
+
+
+# ------------------------------------------------------------------------------ graph
+def _ancestors(graphs):
+    try:
+        from pytensor.graph.traversal import ancestors
+    except ImportError:  # pragma: no cover - PyTensor < 2.31
+        from pytensor.graph.basic import ancestors
+    return ancestors(graphs)
+
+
+def _root_value(var) -> np.ndarray | None:
+    """The numeric value of a constant or shared variable, else None."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+
+    if isinstance(var, Constant):
+        return np.asarray(var.data)
+    if isinstance(var, SharedVariable):
+        return np.asarray(var.get_value(borrow=True))
+    return None
+
+
+class _Graph:
+    """The streaming graph of one observed variable (symbolic; nothing compiled).
+
+    Attributes
+    ----------
+    free : list of str
+        Free variables the log-likelihood depends on, in input order.
+    free_dtypes : list of str
+    draw_inputs : list of TensorVariable
+        One per free variable, with a leading draw axis (unbatched when ``vectorised`` is
+        False).
+    data_inputs : list of TensorVariable
+        Per-record inputs, the observed values first.
+    data : list of ndarray
+        Their full values (leading length ``n``).
+    labels : list of str
+        A name for each per-record input, for messages.
+    output : TensorVariable
+        ``(S, k)`` log-likelihood terms (``(k,)`` per draw when not vectorised).
+    n : int
+        Number of records.
+    """
+
+    def __init__(self, model, name: str):
+        import pymc as pm
+        import pytensor.tensor as pt
+        from pymc.distributions.shape_utils import change_dist_size
+        from pymc.model.transform.conditioning import remove_value_transforms
+        from pytensor.graph.replace import clone_replace, vectorize_graph
+
+        umodel = remove_value_transforms(model)
+        if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
+            raise KeyError(f"{name!r} is not an observed variable of the model")
+        self.umodel = umodel
+        self.name = name
+        self.check_bounds = bool(model.check_bounds)
+        rv = umodel[name]
+        value = umodel.rvs_to_values[rv]
+        self.rv, self.value = rv, value
+        (logp,) = umodel.logp(vars=[rv], sum=False)
+        if logp.ndim != 1 or value.ndim < 1:
+            raise StreamingUnavailableError(
+                name,
+                f"its elementwise log-likelihood has {logp.ndim} dimension(s) for observed "
+                f"values of {value.ndim} dimension(s); streaming needs one term per record "
+                "along the first axis (a univariate likelihood of a 1-d observed vector, or a "
+                "multivariate one with one row per record)",
+            )
+        y = _root_value(value)
+        if y is None:
+            y = np.asarray(value.eval())
+        n = int(y.shape[0])
+        self.n = n
+
+        # the observed values as an input of any length; the likelihood's size follows them
+        y_new = pt.tensor(
+            name=f"{name}_chunk", dtype=value.dtype, shape=(None, *value.type.shape[1:])
+        )
+        try:
+            rv_new = change_dist_size(rv, new_size=(y_new.shape[0],), expand=False)
+            logp_new = pm.logp(rv_new, y_new, warn_rvs=False)
+            (logp_new,) = umodel.replace_rvs_by_values([logp_new])
+        except Exception as err:
+            raise StreamingUnavailableError(
+                name,
+                f"its likelihood ({type(rv.owner.op).__name__}) cannot be resized to a chunk "
+                f"of records ({type(err).__name__}: {err})",
+            ) from err
+        if logp_new.ndim != 1:  # pragma: no cover - resizing kept the layout above
+            raise StreamingUnavailableError(name, "its resized log-likelihood is not 1-d")
+
+        # every constant / pm.Data of leading length n is taken to be per-record
+        replace, inputs, data, labels = {}, [y_new], [np.asarray(y, dtype=value.dtype)], [name]
+        for var in _ancestors([logp_new]):
+            if var.owner is not None or var is y_new or getattr(var, "ndim", 0) < 1:
+                continue
+            values = _root_value(var)
+            if values is None or values.ndim < 1 or values.shape[0] != n:
+                continue
+            label = var.name or f"an unnamed {values.dtype} constant of shape {values.shape}"
+            new = pt.tensor(
+                name=f"per_record_{len(inputs)}",
+                dtype=var.type.dtype,
+                shape=(None, *var.type.shape[1:]),
+            )
+            replace[var] = new
+            inputs.append(new)
+            data.append(values)
+            labels.append(label)
+        self.replaced = {value: y_new, **replace}
+        if replace:
+            # rebuild (not filter) the nodes downstream: no static length n may survive
+            (logp_new,) = clone_replace([logp_new], replace=replace, rebuild_strict=False)
+
+        needed = set(_ancestors([logp_new]))
+        free_rvs = [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in needed]
+        original = set(_ancestors([logp]))
+        if free_rvs != [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in original]:
+            raise StreamingUnavailableError(
+                name,
+                "resized to a chunk of records, its log-likelihood no longer depends on the "
+                f"same free variables ({type(rv.owner.op).__name__} is not supported)",
+            )
+        known = {umodel.rvs_to_values[v] for v in free_rvs} | set(inputs)
+        unknown = [
+            v for v in needed if v.owner is None and v not in known and _root_value(v) is None
+        ]
+        if unknown:
+            raise StreamingUnavailableError(
+                name,
+                "resized to a chunk of records, its log-likelihood depends on "
+                f"{sorted(str(v) for v in unknown)}, which are neither free variables nor "
+                f"data ({type(rv.owner.op).__name__} is not supported)",
+            )
+        values = [umodel.rvs_to_values[v] for v in free_rvs]
+        self.free = [v.name for v in free_rvs]
+        self.free_dtypes = [v.dtype for v in values]
+        self.data_inputs, self.data, self.labels = inputs, data, labels
+        try:
+            batched = [
+                pt.tensor(name=f"{v.name}_draws", dtype=v.dtype, shape=(None, *v.type.shape))
+                for v in values
+            ]
+            out = vectorize_graph(logp_new, dict(zip(values, batched, strict=True)))
+            if values and out.ndim != 2:  # pragma: no cover - defensive
+                raise ValueError("vectorised log-likelihood is not 2-d")
+            self.draw_inputs, self.output, self.vectorised = batched, out, True
+        except Exception:  # pragma: no cover - depends on the model's ops
+            self.draw_inputs, self.output, self.vectorised = values, logp_new, False
+
+
+# ---------------------------------------------------------------------------- columns
+class ModelColumns:
+    """``(S, n)`` elementwise log-likelihood of one observed variable, computed on demand.
+
+    Behaves, for reading columns, like the ``(n_samples, n_records)`` array
+    ``LogLikelihood.arrays`` holds: ``columns[:, lo:hi]``, ``columns[:, index_array]`` and
+    ``columns[:, i]`` return ndarrays; ``np.asarray(columns)`` computes everything (avoid it
+    for large data). Samples are flattened chain-major, as everywhere in ``pymc_edp``.
+
+    Build it with :meth:`from_model` (or :func:`model_log_likelihood` for several observed
+    variables). It pickles (``pickle`` and ``cloudpickle``) without its compiled function,
+    which is compiled again on first use, so a worker process can compute its own chunks.
+
+    Attributes
+    ----------
+    name : str
+        The observed variable.
+    shape : tuple of int
+        ``(n_samples, n_records)``.
+    dtype : numpy.dtype
+        Of the returned columns (computed in float64 and cast per chunk).
+    ndim : int
+        Always 2.
+    inputs : tuple of str
+        The per-record inputs fed a chunk's slice, the observed values first.
+    free : list of str
+        The free variables whose draws the columns are computed from.
+    check_bounds : bool
+        The model's ``check_bounds``: parameter checks are compiled in as PyMC does.
+
+    Notes
+    -----
+    Each call computes ``(S, k)`` float64 values with a handful of ``(S, k)`` intermediates
+    (e.g. ``X @ beta`` as one ``(S, p) x (p, k)`` product) and slices ``k`` rows of each
+    per-record input. The compiled function is not thread-safe: give each thread or process
+    its own copy (``pickle`` round trip, or :meth:`take`).
+    """
+
+    ndim = 2
+
+    def __init__(
+        self,
+        graph: _Graph,
+        draws: Sequence[np.ndarray],
+        n_samples: int,
+        *,
+        dtype: np.dtype | type = np.float64,
+    ):
+        self.name = graph.name
+        self.free = list(graph.free)
+        self.check_bounds = graph.check_bounds
+        self._draw_inputs = list(graph.draw_inputs)
+        self._data_inputs = list(graph.data_inputs)
+        self._output = graph.output
+        self._vectorised = graph.vectorised
+        self._data = list(graph.data)
+        self._draws = [np.asarray(d) for d in draws]
+        self.inputs = tuple(graph.labels)
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind != "f":
+            raise TypeError(f"dtype must be a floating-point type, got {self.dtype}")
+        if any(d.shape[0] != n_samples for d in self._draws):
+            raise ValueError(f"the draws of {self.free} are not all {n_samples} samples long")
+        self.shape = (int(n_samples), int(graph.n))
+        self._fn = None
+
+    @classmethod
+    def from_model(
+        cls,
+        model,
+        idata,
+        name: str,
+        *,
+        dtype: np.dtype | type = np.float64,
+        check: bool = True,
+    ) -> ModelColumns:
+        """The columns of observed variable ``name`` at the posterior draws of ``idata``.
+
+        Parameters
+        ----------
+        model : pymc.Model
+        idata : xarray.DataTree, arviz.InferenceData or xarray.Dataset
+            A container with a ``posterior`` group holding every free variable the
+            log-likelihood depends on, or that group itself.
+        name : str
+            Observed variable.
+        dtype : numpy dtype, default float64
+            Of the returned columns.
+        check : bool, default True
+            Compare, at a few draws, the chunked computation with PyMC's own full one, to
+            catch an input of leading length n that is not per-record.
+
+        Returns
+        -------
+        ModelColumns
+
+        Raises
+        ------
+        StreamingUnavailableError
+            A ``ValueError``: the variable's log-likelihood cannot be streamed, or (with
+            ``check``) the chunked computation differs from the full one.
+        """
+        graph = _Graph(model, name)
+        posterior = _posterior(idata)
+        draws = _posterior_draws(posterior, graph.free, graph.free_dtypes)
+        n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
+        out = cls(graph, draws, n_samples, dtype=dtype)
+        if check:
+            out._check(graph)
+        return out
+
+    # -- array protocol ------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return (
+            f"<ModelColumns {self.name!r}: {self.shape[0]} draws x {self.shape[1]} records, "
+            f"{self.dtype}, per-record inputs {list(self.inputs)}>"
+        )
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        out = self[:, :]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __getitem__(self, key) -> np.ndarray:
+        """Columns ``key[1]`` at draws ``key[0]``; as NumPy indexing of an ``(S, n)`` array.
+
+        Parameters
+        ----------
+        key : tuple
+            ``(draws, columns)``: ``draws`` a slice, integer or integer array;
+            ``columns`` a slice, integer, integer array or boolean mask. A bare key selects
+            draws, as in NumPy.
+
+        Returns
+        -------
+        ndarray
+            ``(len(draws), len(columns))``, with the integer axes dropped.
+        """
+        if not isinstance(key, tuple):
+            key = (key,)
+        if len(key) == 1:
+            key = (key[0], slice(None))
+        if len(key) != 2:
+            raise IndexError(f"too many indices for a 2-d array: {len(key)}")
+        draw_key, col_key = key
+        cols, drop_col = _normalise(col_key, self.shape[1], "record")
+        draws, drop_draw = _normalise(draw_key, self.shape[0], "draw")
+        out = self._compute(draws, cols)
+        if drop_col:
+            out = out[:, 0]
+        if drop_draw:
+            out = out[0]
+        return out
+
+    def take(self, columns) -> ModelColumns:
+        """The same log-likelihood restricted to ``columns`` (a slice or index array).
+
+        Keeps only those records' data (and shares the compiled function), so pickling it
+        sends a worker just one chunk of the data.
+        """
+        cols, drop = _normalise(columns, self.shape[1], "record")
+        if drop:
+            cols = np.atleast_1d(cols)
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out._data = [np.ascontiguousarray(a[cols]) for a in self._data]
+        out.shape = (self.shape[0], int(out._data[0].shape[0]))
+        return out
+
+    # -- pickling ------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_fn"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    # -- computation ---------------------------------------------------------------------
+    def _function(self):
+        if self._fn is None:
+            self._fn = _compile(
+                [*self._draw_inputs, *self._data_inputs], self._output, self.check_bounds
+            )
+        return self._fn
+
+    def _compute(self, draws, cols, dtype=None) -> np.ndarray:
+        """``(len(draws), len(cols))``: draws and cols are slices (step 1) or int arrays.
+
+        In ``dtype`` (default :attr:`dtype`); computed in the graph's own (float64) dtype.
+        """
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        n_draws = _length(draws, self.shape[0])
+        n_cols = _length(cols, self.shape[1])
+        if n_draws == 0 or n_cols == 0:
+            return np.empty((n_draws, n_cols), dtype=dtype)
+        fn = self._function()
+        chunk = [a[cols] for a in self._data]
+        theta = [d[draws] for d in self._draws]
+        if not theta:  # a likelihood without parameters: the same at every draw
+            out = np.broadcast_to(np.asarray(fn(*chunk)), (n_draws, n_cols))
+        elif self._vectorised:
+            out = np.asarray(fn(*theta, *chunk))
+        else:  # pragma: no cover - models whose graph cannot be vectorised
+            out = np.empty((n_draws, n_cols))
+            for s in range(n_draws):
+                out[s] = fn(*(t[s] for t in theta), *chunk)
+        if out.shape != (n_draws, n_cols):
+            raise ValueError(
+                f"the log-likelihood of {self.name!r} for {n_cols} records at {n_draws} draws "
+                f"came out with shape {out.shape}"
+            )
+        return out.astype(dtype, copy=False)
+
+    def _check(self, graph: _Graph) -> None:
+        """Chunked == full at a few draws, or a clear error naming the per-record inputs."""
+        n_samples, n = self.shape
+        picks = np.unique(np.linspace(0, n_samples - 1, min(_CHECK_DRAWS, n_samples)).astype(int))
+        umodel = graph.umodel
+        from pytensor.graph.replace import clone_replace
+
+        by_name = {v.name: umodel.rvs_to_values[v] for v in umodel.free_RVs}
+        # PyMC's own graph (the one pm.compute_log_likelihood compiles), with the same data
+        # fed as inputs rather than compiled in as constants (slow to compile when large)
+        (logp,) = umodel.logp(vars=[graph.rv], sum=False)
+        (logp,) = clone_replace([logp], replace=graph.replaced, rebuild_strict=False)
+        inputs = [by_name[v] for v in self.free]
+        try:
+            ref_fn = _compile([*inputs, *self._data_inputs], logp, self.check_bounds)
+            ref = [np.asarray(ref_fn(*(d[s] for d in self._draws), *self._data)) for s in picks]
+        except Exception as err:
+            raise StreamingUnavailableError(
+                self.name,
+                f"PyMC's own log-likelihood graph could not be evaluated with the data as "
+                f"inputs ({type(err).__name__}: {err})",
+            ) from err
+        ref = np.stack([np.broadcast_to(r, (n,)) if r.ndim == 0 else r for r in ref])
+        if ref.shape != (picks.size, n):  # pragma: no cover - guarded by the layout check
+            raise StreamingUnavailableError(
+                self.name, f"its log-likelihood has shape {ref.shape[1:]}, not ({n},)"
+            )
+        # every record, in shuffled chunks (plus a contiguous one) of bounded data size
+        row_bytes = sum(a[:1].nbytes for a in self._data) or 1
+        size = max(1, min(-(-n // 2), _CHECK_BYTES // row_bytes))
+        perm = np.random.default_rng(0).permutation(n)
+        chunks = [slice(0, min(size, max(1, n // 3)))]
+        chunks += [perm[i : i + size] for i in range(0, n, size)]
+        others = [label for label in self.inputs[1:]]
+        detail = (
+            f"the inputs taken as per-record because their leading length is the number of "
+            f"records n = {n} are {others}; one of them is not one value per record (e.g. a "
+            "vector over groups, or over another dimension, whose length happens to equal n, "
+            "or data with the records along another axis)"
+            if others
+            else "its only per-record input is the observed values"
+        )
+        for cols in chunks:
+            try:
+                got = self._compute(picks, cols, np.float64)
+            except Exception as err:
+                raise StreamingUnavailableError(
+                    self.name,
+                    f"computing a chunk of records failed ({type(err).__name__}: {err}); "
+                    + detail,
+                ) from err
+            want = ref[:, cols]
+            if not np.allclose(got, want, rtol=_CHECK_RTOL, atol=_CHECK_ATOL, equal_nan=True):
+                bad = ~np.isclose(got, want, rtol=_CHECK_RTOL, atol=_CHECK_ATOL, equal_nan=True)
+                s, j = np.argwhere(bad)[0]
+                record = np.arange(n)[cols][j]
+                raise StreamingUnavailableError(
+                    self.name,
+                    f"computed a chunk of records at a time it differs from the full "
+                    f"computation (record {record}, draw {picks[s]}: {got[s, j]!r} vs "
+                    f"{want[s, j]!r}); " + detail,
+                )
+
+
+def _compile(inputs, output, check_bounds: bool):
+    """``pm.compile`` as a model with ``check_bounds`` would (parameter checks or not)."""
+    import pymc as pm
+    from pymc.pytensorf import compile as pm_compile
+
+    # pm.compile reads check_bounds from the model context; this one holds nothing else
+    with pm.Model(check_bounds=check_bounds):
+        return pm_compile(inputs, output, on_unused_input="ignore")
+
+
+def _length(index, size: int) -> int:
+    if isinstance(index, slice):
+        return len(range(*index.indices(size)))
+    return int(np.size(index))
+
+
+def _normalise(key, size: int, what: str):
+    """A slice with step 1 or an int64 array, and whether the axis is dropped (int key)."""
+    if isinstance(key, slice):
+        start, stop, step = key.indices(size)
+        if step == 1:
+            return slice(start, max(start, stop)), False
+        return np.arange(start, stop, step, dtype=np.int64), False
+    if isinstance(key, (int, np.integer)):
+        i = int(key)
+        if not -size <= i < size:
+            raise IndexError(f"{what} index {i} is out of bounds for size {size}")
+        return np.array([i % size], dtype=np.int64), True
+    arr = np.asarray(key)
+    if arr.dtype == bool:
+        if arr.shape != (size,):
+            raise IndexError(f"boolean {what} index of shape {arr.shape}, expected ({size},)")
+        return np.flatnonzero(arr), False
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise IndexError(
+            f"{what} index must be a slice, an integer or a 1-d integer or boolean array"
+        )
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size and (arr.min() < -size or arr.max() >= size):
+        raise IndexError(f"{what} index out of bounds for size {size}")
+    return np.where(arr < 0, arr + size, arr), False
+
+
+def _posterior(idata) -> xr.Dataset:
+    posterior = idata if isinstance(idata, xr.Dataset) else get_group(idata, "posterior")
+    for dim in SAMPLE_DIMS:
+        if dim not in posterior.dims:
+            raise ValueError(f"the posterior lacks the sample dimension {dim!r}")
+    return posterior
+
+
+def _posterior_draws(
+    posterior: xr.Dataset, names: Sequence[str], dtypes: Sequence[str]
+) -> list[np.ndarray]:
+    """``(S, ...)`` arrays of the free variables ``names``, samples flattened chain-major."""
+    missing = [v for v in names if v not in posterior]
+    if missing:
+        raise ValueError(
+            f"the posterior lacks the model's free variable(s) {missing}; the log-likelihood "
+            "cannot be evaluated. Was idata sampled from this model (without var_names=)?"
+        )
+    out = []
+    for name, dtype in zip(names, dtypes, strict=True):
+        da = posterior[name]
+        extra = [d for d in da.dims if d not in SAMPLE_DIMS]
+        arr = np.asarray(da.transpose(*SAMPLE_DIMS, *extra).values, dtype=dtype)
+        out.append(np.ascontiguousarray(arr.reshape(-1, *arr.shape[2:])))
+    return out
+
+
+# -------------------------------------------------------------------------- public API
+def stream_supported(model, names: Sequence[str] | None = None) -> dict[str, str | None]:
+    """Which observed variables' log-likelihood can be computed a chunk of records at a time.
+
+    A structural check, without compiling: it cannot see an input of leading length n that
+    is not per-record, which :func:`model_log_likelihood` (``check=True``) catches.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    names : sequence of str, optional
+        Observed variables; default all.
+
+    Returns
+    -------
+    dict
+        For each name, None when streaming is available, else the reason it is not.
+
+    Raises
+    ------
+    KeyError
+        If a name is not an observed variable of ``model``.
+    """
+    names = [rv.name for rv in model.observed_RVs] if names is None else list(names)
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            _Graph(model, name)
+        except StreamingUnavailableError as err:
+            out[name] = err.reason
+        else:
+            out[name] = None
+    return out
+
+
+def _layout(umodel, name: str, n: int) -> tuple[str, np.ndarray]:
+    """The record dimension and its coordinate, as :func:`pymc.compute_log_likelihood` names."""
+    from pymc.backends.arviz import coords_and_dims_for_inferencedata
+
+    coords, dims = coords_and_dims_for_inferencedata(umodel)
+    var_dims = dims.get(name)
+    dim = var_dims[0] if var_dims else f"{name}_dim_0"
+    values = coords.get(dim)
+    if values is None or len(values) != n:
+        values = np.arange(n)
+    return dim, np.asarray(values)
+
+
+def model_log_likelihood(
+    model,
+    idata,
+    names: Sequence[str] | None = None,
+    *,
+    dtype: np.dtype | type = np.float64,
+    check: bool = True,
+) -> LogLikelihood:
+    """The pointwise log-likelihood as :class:`ModelColumns`, never held as ``n x S``.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    idata : xarray.DataTree, arviz.InferenceData or xarray.Dataset
+        With a ``posterior`` group holding the model's free variables (or that group).
+    names : sequence of str, optional
+        Observed variables; default all, in the model's order.
+    dtype : numpy dtype, default float64
+        Of the computed columns (float32 halves their memory; computed in float64).
+    check : bool, default True
+        Check once, at a few draws, that the chunked computation equals PyMC's own.
+
+    Returns
+    -------
+    LogLikelihood
+        ``arrays`` are :class:`ModelColumns`; ``datasets`` has the variables, dims and
+        coordinates :func:`pymc.compute_log_likelihood` would give, holding zeros that take
+        no memory (``np.broadcast_to``).
+
+    Raises
+    ------
+    StreamingUnavailableError
+        A ``ValueError``, when a variable cannot be streamed (see :func:`stream_supported`).
+    """
+    names = [rv.name for rv in model.observed_RVs] if names is None else list(names)
+    if not names:
+        raise ValueError("the model has no observed variables")
+    posterior = _posterior(idata)
+    n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    sample_coords = {d: posterior[d].values for d in SAMPLE_DIMS}
+    columns, data_vars = [], {}
+    for name in names:
+        graph = _Graph(model, name)
+        draws = _posterior_draws(posterior, graph.free, graph.free_dtypes)
+        cols = ModelColumns(graph, draws, n_chains * n_draws, dtype=dtype)
+        if check:
+            cols._check(graph)
+        dim, coord = _layout(graph.umodel, name, graph.n)
+        data_vars[name] = xr.DataArray(
+            np.broadcast_to(np.zeros((), dtype=cols.dtype), (n_chains, n_draws, graph.n)),
+            dims=(*SAMPLE_DIMS, dim),
+            coords={**sample_coords, dim: coord},
+        )
+        columns.append(cols)
+    offsets = np.concatenate([[0], np.cumsum([c.shape[1] for c in columns])]).astype(np.int64)
+    return LogLikelihood(tuple(names), tuple(columns), offsets, xr.Dataset(data_vars))

@@ -1,0 +1,199 @@
+"""Large audits: exact pruning, log-likelihoods streamed from the model or read lazily, dask.
+
+Pruned and full audits must give the same epsilon bit for bit; the model-streamed and the
+stored log-likelihood agree to rounding; a lazy (zarr, dask) group and a dask ``Client``
+give exactly the serial numbers.
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+from scipy import special, stats
+
+import pymc_edp as edp
+from pymc_edp.model.compat import from_dict, get_group, set_group
+
+
+def _regression(rng, n=3000, s=1000, p=3):
+    """Normal regression with known sigma: exact Gaussian posterior draws of beta."""
+    x = np.column_stack([np.ones(n), rng.normal(size=(n, p - 1))])
+    beta_true = np.array([0.5, 1.0, -0.7])[:p]
+    y = x @ beta_true + rng.normal(size=n)
+    y[:3] += 6  # a few outliers
+    prec = x.T @ x + np.eye(p) / 100
+    cov = np.linalg.inv(prec)
+    mean = cov @ x.T @ y
+    beta = rng.multivariate_normal(mean, cov, size=(2, s // 2))
+    ll = stats.norm.logpdf(y, np.einsum("cdp,np->cdn", beta, x), 1.0)
+    idata = from_dict(
+        {
+            "posterior": {"beta": beta},
+            "log_likelihood": {"y": ll},
+            "observed_data": {"y": y},
+        },
+        dims={"beta": ["coef"], "y": ["obs"]},
+    )
+    return idata, x, y
+
+
+def _same(pruned, full):
+    assert pruned.epsilon == full.epsilon
+    assert pruned.epsilon_by_var == full.epsilon_by_var
+    kept = pruned.pointwise["method"].values != "pruned"
+    np.testing.assert_array_equal(
+        pruned.pointwise["epsilon"].values[kept], full.pointwise["epsilon"].values[kept]
+    )
+    # the bound is computed for every neighbour and never below the full epsilon
+    np.testing.assert_array_equal(
+        pruned.pointwise["epsilon_bound"].values, full.pointwise["epsilon_bound"].values
+    )
+    assert np.all(full.pointwise["epsilon"] <= full.pointwise["epsilon_bound"] * (1 + 1e-9))
+    exact = pruned.parameters["exact"].values
+    np.testing.assert_array_equal(
+        pruned.parameters["epsilon"].values[exact], full.parameters["epsilon"].values[exact]
+    )
+    return int((~kept).sum())
+
+
+def test_pruned_equals_full_normal_regression(rng):
+    idata, _, _ = _regression(rng)
+    kw = dict(bins=10, method="psis", progressbar=False)
+    full = edp.audit(idata, prune=False, **kw)
+    pruned = edp.audit(idata, prune=True, chunks={"memory": "4MiB"}, **kw)
+    n_pruned = _same(pruned, full)
+    # most records move the posterior far less than the outliers (78% pruned here)
+    assert n_pruned > 0.5 * 3000
+    assert pruned.log_weights is None and full.log_weights is not None
+    assert set(np.unique(pruned.pointwise["method"].values)) == {"psis", "pruned"}
+    pruned_rows = pruned.pointwise["method"].values == "pruned"
+    assert np.isnan(pruned.pointwise["epsilon"].values[pruned_rows]).all()
+
+
+def test_pruned_result_round_trips(rng, tmp_path):
+    idata, _, _ = _regression(rng, n=600)
+    res = edp.audit(idata, bins=10, method="psis", prune=True, progressbar=False)
+    res.to_netcdf(tmp_path / "res.nc")
+    back = edp.EDPResult.from_netcdf(tmp_path / "res.nc")
+    assert back.epsilon == res.epsilon
+    np.testing.assert_array_equal(back.pointwise["epsilon_bound"], res.pointwise["epsilon_bound"])
+    np.testing.assert_array_equal(back.pointwise["method"], res.pointwise["method"])
+    np.testing.assert_array_equal(back.parameters["exact"], res.parameters["exact"])
+
+
+def test_prune_default_follows_the_threshold(rng):
+    idata, _, _ = _regression(rng, n=400)
+    kw = dict(bins=10, method="psis", progressbar=False)
+    small = edp.audit(idata, **kw)
+    assert "pruned" not in small.pointwise["method"].values
+    big = edp.audit(idata, chunks={"prune_above": 1000}, **kw)
+    assert big.epsilon == small.epsilon
+    with pytest.raises(ValueError, match="store_weights=True"):
+        edp.audit(idata, prune=True, store_weights=True, **kw)
+    with pytest.raises(TypeError, match="prune"):
+        edp.audit(idata, prune="yes", **kw)
+
+
+def test_pruned_equals_full_grouped(rng):
+    idata, _, _ = _regression(rng, n=1200)
+    groups = np.repeat(np.arange(300), 4)
+    kw = dict(bins=10, method="psis", groups=groups, progressbar=False)
+    full = edp.audit(idata, prune=False, **kw)
+    pruned = edp.audit(idata, prune=True, chunks={"memory": "2MiB"}, **kw)
+    assert _same(pruned, full) > 0
+
+
+def _logistic(rng, n=1500, s=1000):
+    x = np.column_stack([np.ones(n), rng.normal(size=(n, 2))])
+    x[:4, 1] = 4.0  # an outlying covariate pattern
+    y = rng.binomial(1, special.expit(x @ np.array([-0.3, 0.8, 0.5])))
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        beta = pm.Normal("beta", 0, 2, shape=3)
+        pm.Bernoulli("y", logit_p=xd @ beta, observed=y)
+    # draws from the Laplace approximation (the test is about pruning, not the posterior)
+    fit = special.expit(x @ np.array([-0.3, 0.8, 0.5]))
+    cov = np.linalg.inv(x.T @ (x * (fit * (1 - fit))[:, None]) + np.eye(3) / 4)
+    beta_draws = rng.multivariate_normal([-0.3, 0.8, 0.5], cov, size=(2, s // 2))
+    eta = np.einsum("cdp,np->cdn", beta_draws, x)
+    ll = stats.bernoulli.logpmf(y, special.expit(eta))
+    idata = from_dict(
+        {
+            "posterior": {"beta": beta_draws},
+            "log_likelihood": {"y": ll},
+            "observed_data": {"y": y},
+        },
+        dims={"y": ["obs"]},
+    )
+    return idata, model
+
+
+def test_pruned_equals_full_logistic_replace(rng):
+    idata, model = _logistic(rng)
+    kw = dict(bins=10, method="psis", neighbour="replace", progressbar=False)
+    full = edp.audit(idata, model, prune=False, **kw)
+    pruned = edp.audit(idata, model, prune=True, chunks={"memory": "4MiB"}, **kw)
+    assert _same(pruned, full) > 0
+    kept = pruned.pointwise["method"].values != "pruned"
+    np.testing.assert_array_equal(
+        pruned.pointwise["worst_replacement"].values[kept],
+        full.pointwise["worst_replacement"].values[kept],
+    )
+
+
+def test_streamed_from_model_equals_the_group(rng):
+    idata, model = _logistic(rng, n=600)
+    kw = dict(bins=10, method="psis", progressbar=False)
+    stored = edp.audit(idata, model, **kw)
+    streamed = edp.audit(idata, model, log_likelihood="model", **kw)
+    np.testing.assert_allclose(
+        streamed.pointwise["epsilon"], stored.pointwise["epsilon"], rtol=1e-9
+    )
+    np.testing.assert_allclose(
+        streamed.pointwise["pareto_k"], stored.pointwise["pareto_k"], rtol=1e-9
+    )
+    with pytest.raises(ValueError, match="log_likelihood='model'"):
+        edp.audit(idata, log_likelihood="model", **kw)
+
+
+def test_group_source_requires_the_group(rng):
+    idata, model = _logistic(rng, n=50)
+    post = from_dict({"posterior": dict(get_group(idata, "posterior").data_vars)})
+    with pytest.raises(ValueError, match="no 'log_likelihood' group"):
+        edp.audit(post, model, log_likelihood="group", bins=5, progressbar=False)
+
+
+def test_lazy_zarr_group_is_read_chunk_by_chunk(rng, tmp_path):
+    pytest.importorskip("zarr")
+    pytest.importorskip("dask")
+    idata, _, _ = _regression(rng, n=800)
+    stored = get_group(idata, "log_likelihood").chunk({"chain": -1, "draw": -1, "obs": 100})
+    stored.to_zarr(tmp_path / "ll.zarr", consolidated=False)
+    lazy_ll = xr.open_zarr(tmp_path / "ll.zarr", chunks={"obs": 100}, consolidated=False)
+    assert lazy_ll["y"].chunks is not None
+    lazy, _, _ = _regression(np.random.default_rng(0), n=800)  # same layout
+    for name in ("posterior", "observed_data"):
+        set_group(lazy, name, get_group(idata, name))
+    set_group(lazy, "log_likelihood", lazy_ll)
+    kw = dict(bins=10, method="psis", progressbar=False, chunks={"memory": "2MiB"})
+    a = edp.audit(idata, **kw)
+    b = edp.audit(lazy, **kw)
+    np.testing.assert_array_equal(a.pointwise["epsilon"], b.pointwise["epsilon"])
+    # a lazy group's weights (6.4 MB) are not kept beyond the memory budget (2 MiB)
+    assert b.log_weights is None and a.log_weights is not None
+
+
+def test_dask_client_gives_the_serial_numbers(rng):
+    distributed = pytest.importorskip("distributed")
+    idata, _, _ = _regression(rng, n=1000)
+    kw = dict(bins=10, method="psis", progressbar=False)
+    serial = edp.audit(idata, prune=False, chunks={"memory": "2MiB"}, **kw)
+    with distributed.Client(
+        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None
+    ) as client:
+        opts = {"memory": "2MiB", "executor": client}
+        par = edp.audit(idata, prune=False, chunks=opts, **kw)
+        pruned = edp.audit(idata, prune=True, chunks=opts, **kw)
+    np.testing.assert_array_equal(par.pointwise["epsilon"], serial.pointwise["epsilon"])
+    np.testing.assert_array_equal(par.log_weights, serial.log_weights)
+    assert pruned.epsilon == serial.epsilon
