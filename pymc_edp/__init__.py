@@ -29,7 +29,7 @@ from pymc_edp import (  # noqa: E402
     risk,
     tuning,
 )
-from pymc_edp.auditing import PerRecord, audit  # noqa: E402
+from pymc_edp.auditing import ChunkOptions, MomentMatchOptions, PerRecord, audit  # noqa: E402
 from pymc_edp.base.common import EDPWarning  # noqa: E402
 from pymc_edp.refit.options import RefitOptions  # noqa: E402
 from pymc_edp.result import EDPResult  # noqa: E402
@@ -38,8 +38,10 @@ from pymc_edp.tuning import PriorTuningResult, SearchOptions, tune_prior  # noqa
 __version__ = "0.2.0"
 
 __all__ = [
+    "ChunkOptions",
     "EDPResult",
     "EDPWarning",
+    "MomentMatchOptions",
     "PerRecord",
     "PriorTuningResult",
     "RefitOptions",

@@ -38,6 +38,7 @@ from pymc_edp.model.loglik import (
     posterior_matrix,
     relative_efficiency,
 )
+from pymc_edp.model.moment_match import MomentMatchOptions, moment_match_neighbours
 from pymc_edp.model.neighbours import Neighbours
 from pymc_edp.model.pymc import (
     check_log_likelihood_layout,
@@ -60,15 +61,16 @@ from pymc_edp.model.reweight import (
 )
 from pymc_edp.model.select import drop_data_copies, select_var_names
 from pymc_edp.model.stream import model_log_likelihood, stream_supported
+from pymc_edp.model.transform import neighbour_changes
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.run import RefitProblem, refit_neighbours
 from pymc_edp.result import EDPResult
 
-__all__ = ["ChunkOptions", "PerRecord", "RefitOptions", "audit"]
+__all__ = ["ChunkOptions", "MomentMatchOptions", "PerRecord", "RefitOptions", "audit"]
 
 _log = logging.getLogger("pymc_edp")
 
-METHODS = ("auto", "psis", "refit")
+METHODS = ("auto", "psis", "moment_match", "refit")
 LOG_LIKELIHOOD_SOURCES = ("auto", "group", "model")
 NEIGHBOUR_RELATIONS = ("remove", "replace")
 #: Neighbours whose Monte-Carlo interval is computed for the printed summary: those with the
@@ -97,6 +99,7 @@ def audit(
     log_likelihood: str = "auto",
     prune: bool | None = None,
     chunks: ChunkOptions | Mapping | None = None,
+    moment_match: MomentMatchOptions | Mapping | None = None,
 ) -> EDPResult:
     """Audit the empirical differential privacy (B-EDP) of a posterior.
 
@@ -124,10 +127,16 @@ def audit(
         As in ArviZ.
     bins : int, default 20
         Number of equal-probability bins ``B``. Always report it: epsilon grows with ``B``.
-    method : {"auto", "psis", "refit"}, default "auto"
-        ``"psis"`` reweights only. ``"refit"`` refits every neighbour. ``"auto"`` reweights
-        and refits the neighbours whose Pareto k-hat exceeds ``min(1 - 1/log10(S), 0.7)``;
+    method : {"auto", "psis", "moment_match", "refit"}, default "auto"
+        ``"psis"`` reweights only. ``"refit"`` refits every neighbour. ``"moment_match"``
+        reweights, then moment-matches (Paananen et al. 2021) the neighbours whose Pareto
+        k-hat exceeds ``min(1 - 1/log10(S), 0.7)``: their draws are moved by affine maps in
+        the unconstrained space, using the model's joint density, until k-hat falls below
+        it. ``"auto"`` does both, then refits the neighbours still above the threshold;
         without a model (or ``refit=RefitOptions(build_model=...)``) it reweights and warns.
+        ``pointwise["method"]`` says which path each estimate took, ``pointwise["pareto_k"]``
+        is the plain PSIS k-hat and ``pointwise["pareto_k_moment_match"]`` the k-hat after
+        moment matching (NaN where not tried).
     neighbour : {"remove", "replace"}, default "remove"
         ``"remove"`` deletes one record (unbounded DP); ``"replace"`` changes one record to
         each of ``replacements`` and reports the worst case (bounded DP). Refits use each
@@ -173,6 +182,9 @@ def audit(
         pruned records keep their bound (``pointwise["epsilon_bound"]``, method
         ``"pruned"``). ``False`` computes every record. ``None`` prunes when records x draws
         exceeds ``chunks.prune_above`` (default 1e8).
+    moment_match : MomentMatchOptions or dict, optional
+        ``max_iters``, ``split``, ``cov`` and the k-hat threshold of moment matching; a
+        :class:`pymc_edp.MomentMatchOptions`.
     chunks : ChunkOptions or dict, optional
         Memory budget per chunk of records, the executor chunks run on (e.g. a dask
         ``Client``), the pruning threshold: a :class:`pymc_edp.ChunkOptions`.
@@ -194,6 +206,8 @@ def audit(
        Privacy." Journal of Privacy and Confidentiality 7(3), 2017.
     .. [3] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. "Pareto smoothed
        importance sampling." Journal of Machine Learning Research 25(72), 2024.
+    .. [4] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. "Implicitly adaptive
+       importance sampling." Statistics and Computing 31(2), 2021.
 
     Examples
     --------
@@ -227,6 +241,11 @@ def audit(
     if prune is not None and not isinstance(prune, bool):
         raise TypeError(f"prune must be True, False or None, got {prune!r}")
     chunk_opts = ChunkOptions.coerce(chunks)
+    mm_opts = MomentMatchOptions.coerce(moment_match)
+    if method == "moment_match" and model is None:
+        raise ValueError(
+            "method='moment_match' moves the draws with the model's joint density: pass model="
+        )
     seed = resolve_seed(random_seed)
 
     inp = _read_inputs(
@@ -262,32 +281,37 @@ def audit(
     )
     # refits (method="auto") may replace the estimates of bad k-hat neighbours: only the
     # others give a lower bound on the final epsilon that pruning can stop at
-    refit_later = method == "auto" and inp.can_refit
+    refit_later = (method == "auto" and inp.can_refit) or (
+        method == "moment_match" and model is not None
+    )
     est = _reweight(rw, inp.factorised, pruning, refit_later, chunk_opts, progressbar)
 
     messages = list(inp.messages)
     if pruning:
         _log.info(_pruning_message(est, nbs))
-    to_refit = _choose_refits(est.khat, method, inp, opts, nbs, messages)
     nb_method = np.full(len(nbs), "psis", dtype=object)
     nb_method[est.pruned] = "pruned"
+    problem = RefitProblem(
+        model=model,
+        ll=inp.ll,
+        neighbours=nbs,
+        names=tuple(inp.names),
+        bins=bins_obj,
+        smoothing=smoothing,
+        observed_y=observed_y,
+        candidates=cands or None,
+        worst_candidate=est.worst_cand,
+        replacement_sets=replacement_sets if inp.factorised else None,
+        draws=inp.draws,
+        n_chains=int(inp.posterior.sizes.get("chain", 1)),
+    )
+    if method in ("auto", "moment_match") and model is not None and inp.factorised:
+        _moment_match(est, nb_method, idata, problem, inp, mm_opts, messages)
+    khat_now = np.where(np.isnan(est.khat_mm), est.khat, est.khat_mm)
+    to_refit = _choose_refits(khat_now, method, inp, opts, nbs, messages)
     status = np.full(len(nbs), "", dtype=object)
     refits = None
     if to_refit.size:
-        problem = RefitProblem(
-            model=model,
-            ll=inp.ll,
-            neighbours=nbs,
-            names=tuple(inp.names),
-            bins=bins_obj,
-            smoothing=smoothing,
-            observed_y=observed_y,
-            candidates=cands or None,
-            worst_candidate=est.worst_cand,
-            replacement_sets=replacement_sets if inp.factorised else None,
-            draws=inp.draws,
-            n_chains=int(inp.posterior.sizes.get("chain", 1)),
-        )
         # what the refits depend on (not bins or estimator: one set of refits serves every
         # B and both estimators); a seed drawn afresh does not stop a rerun from resuming
         config = dict(
@@ -331,7 +355,7 @@ def audit(
         settings=dict(
             bins=bins,
             # what happened, not what was asked: every neighbour refitted, none, or some
-            method=_method_used(nb_method),
+            method=_method_used(nb_method, method),
             requested_method=method,
             neighbour=neighbour if groups is None else f"{neighbour} (groups)",
             replace=neighbour == "replace",
@@ -426,9 +450,9 @@ def _log_likelihood(idata, model, observed, method, opts, observed_data, source=
         if opts.build_model is None or not (isinstance(err, NonFactorisedError) or no_loglik):
             raise
         # refit-only: records are the entries of each observed variable's first dimension
-        if method == "psis":
+        if method in ("psis", "moment_match"):
             raise ValueError(
-                "method='psis' needs a factorised pointwise log-likelihood; with build_model "
+                f"method={method!r} needs a factorised pointwise log-likelihood; with build_model "
                 "use method='refit' (or 'auto', which then refits every neighbour)"
             ) from err
         if observed_data is None:
@@ -521,7 +545,8 @@ class _Estimates:
     eps_unsmoothed: np.ndarray  # to say when smoothing moves epsilon
     worst_cand: np.ndarray
     log_weights: np.ndarray | None
-    refit_mcse: np.ndarray  # standard error of a refit's estimate (NaN: not refitted)
+    refit_mcse: np.ndarray  # standard error of a refit's / moment match's estimate (or NaN)
+    khat_mm: np.ndarray  # k-hat after moment matching (NaN: not attempted)
     bound: np.ndarray  # max - min of the log ratios: eps <= bound (NaN: not computed)
     pruned: np.ndarray  # neighbours skipped because their bound is below epsilon
 
@@ -543,6 +568,7 @@ def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, prog
         worst_cand=np.zeros(n_nb, dtype=np.int64),
         log_weights=np.empty((n_nb, rw.bins.n_samples)) if rw.keep_weights else None,
         refit_mcse=np.full(n_nb, np.nan),
+        khat_mm=np.full(n_nb, np.nan),
         bound=np.full(n_nb, np.nan),
         pruned=np.array([], dtype=np.int64),
     )
@@ -634,12 +660,53 @@ def _pruning_message(est: _Estimates, nbs) -> str:
     )
 
 
-def _method_used(nb_method: np.ndarray) -> str:
+def _method_used(nb_method: np.ndarray, requested: str) -> str:
     """What happened, not what was asked: every neighbour refitted, none, or some."""
     refitted = nb_method == "refit"
     if refitted.all():
         return "refit"
-    return "auto" if refitted.any() else "psis"
+    if refitted.any():
+        return "auto"
+    if (nb_method == "moment_match").any():
+        return "moment_match"
+    return "psis"
+
+
+def _moment_match(est, nb_method, idata, problem, inp, mm_opts, messages) -> None:
+    """Moment-match the neighbours above the k-hat threshold (Paananen et al. 2021).
+
+    A neighbour takes the moment-matched estimate when its k-hat fell (its final k-hat in
+    ``est.khat_mm``); the rest keep their reweighting estimate, and ``method="auto"``
+    refits those still above the threshold.
+    """
+    threshold = mm_opts.threshold(inp.draws.shape[1])
+    bad = np.flatnonzero(est.khat > threshold)
+    if not bad.size:
+        return
+    ll, nbs = problem.ll, problem.neighbours
+    try:
+        outcomes = moment_match_neighbours(
+            problem.model,
+            idata,
+            bad,
+            lambda k: neighbour_changes(ll, nbs, k, problem.candidate(k)),
+            names=inp.names,
+            bins=problem.bins,
+            smoothing=problem.smoothing,
+            reff=inp.reff,
+            options=mm_opts,
+        )
+    except (ValueError, TypeError, NotImplementedError) as err:
+        messages.append(
+            f"moment matching was not possible for this model ({err}); the {bad.size} "
+            "neighbour(s) above the k-hat threshold keep their reweighting estimate"
+        )
+        return
+    for k, out in outcomes.items():
+        est.khat_mm[k] = out.khat_after
+        if out.khat_after < out.khat_before:
+            est.eps[k], est.argbin[k], est.refit_mcse[k] = out.eps, out.argbin, out.mcse
+            nb_method[k] = "moment_match"
 
 
 def _choose_refits(khat, method, inp: _Inputs, opts: RefitOptions, nbs, messages) -> np.ndarray:
@@ -729,6 +796,7 @@ def _pointwise(est: _Estimates, nbs, par_labels, labels, nb_method, status, repl
             "epsilon": (NEIGHBOUR_DIM, eps[rows, worst_par]),
             "epsilon_parameter": ((NEIGHBOUR_DIM, PARAMETER_DIM), eps),
             "pareto_k": (NEIGHBOUR_DIM, est.khat),
+            "pareto_k_moment_match": (NEIGHBOUR_DIM, est.khat_mm),
             "worst_parameter": (NEIGHBOUR_DIM, par_labels[worst_par]),
             "worst_bin": (NEIGHBOUR_DIM, est.argbin[rows, worst_par]),
             "n_rows": (NEIGHBOUR_DIM, nbs.n_rows),
@@ -772,8 +840,9 @@ def _reliability_messages(
 ):
     """Warnings about neighbours kept to bad weights (first) and about merged bins (last)."""
     first, last = [], []
-    khat = est.khat
-    bad = (khat > threshold) & (nb_method == "psis")
+    # the k-hat of the weights each estimate rests on: after moment matching where tried
+    khat = np.where(np.isnan(est.khat_mm), est.khat, est.khat_mm)
+    bad = (khat > threshold) & np.isin(nb_method, ["psis", "moment_match"])
     if bad.any():
         order = np.flatnonzero(bad)[np.argsort(-khat[bad])][:5]
         worst = ", ".join(f"{labels[i]} ({khat[i]:.2f})" for i in order)

@@ -62,9 +62,14 @@ def neighbour_coords(result: EDPResult) -> dict:
 
 
 def refitted(result: EDPResult) -> np.ndarray:
-    """True for the neighbours whose epsilon came from a refit."""
+    """True for the neighbours whose epsilon came from their own draws (refit or moment match).
+
+    Their stored weights are not what their epsilon rests on; their standard error is
+    ``pointwise["refit_mcse"]``.
+    """
     if "method" in result.pointwise:
-        return np.asarray(result.pointwise["method"].values).astype(str) == "refit"
+        method = np.asarray(result.pointwise["method"].values).astype(str)
+        return np.isin(method, ["refit", "moment_match"])
     return np.zeros(result.pointwise.sizes[NEIGHBOUR_DIM], dtype=bool)
 
 

@@ -1,0 +1,560 @@
+"""Moment matching of neighbour posteriors for any PyMC model, with nothing hand-written.
+
+From the user's ``pm.Model`` this compiles once, vectorised over draws, the three functions
+moment matching needs (:class:`ModelDensity`): the joint log density in the unconstrained
+space (Jacobians included), the elementwise log-likelihood of every observed variable with the
+observed values as an input (so removals, replacements and groups are all log ratios of it),
+and the map from unconstrained draws back to the audited parameters the bins are cut on.
+:func:`moment_match_neighbours` then repairs the neighbours whose plain PSIS k-hat is bad
+(:func:`pymc_edp.base.moment_match.moment_match`) and turns each into a per-parameter epsilon
+with the same binning kernels as reweighting and refits.
+
+References
+----------
+.. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. "Implicitly adaptive
+   importance sampling." Statistics and Computing 31(2), 2021.
+.. [2] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+   Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (eq. 2).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_masses
+from pymc_edp.base.moment_match import moment_match, moved_log_ratio_se, split_halves
+from pymc_edp.base.psis import khat_threshold as default_khat_threshold
+from pymc_edp.base.validate import as_options, check_int, check_real
+from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group
+from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
+
+__all__ = [
+    "ModelDensity",
+    "MomentMatchOptions",
+    "MomentMatchOutcome",
+    "moment_match_neighbours",
+]
+
+
+@dataclass(frozen=True)
+class MomentMatchOptions:
+    """How neighbours with a bad Pareto k-hat are moment-matched.
+
+    Parameters
+    ----------
+    max_iters : int, default 30
+        Maximum number of accepted affine transformations per neighbour.
+    split : bool, default True
+        Transform half of the draws and combine both halves by multiple importance sampling
+        (recommended; loo's default).
+    cov : bool, default True
+        Also match the covariance, not only the mean and marginal variances.
+    khat_threshold : float, optional
+        Stop once k-hat is at or below it; default ``min(1 - 1 / log10(S), 0.7)``
+        (:func:`pymc_edp.base.psis.khat_threshold`).
+
+    References
+    ----------
+    .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. "Implicitly adaptive
+       importance sampling." Statistics and Computing 31(2), 2021.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.moment_match import MomentMatchOptions
+    >>> MomentMatchOptions.coerce({"max_iters": 10}).max_iters
+    10
+    """
+
+    max_iters: int = 30
+    split: bool = True
+    cov: bool = True
+    khat_threshold: float | None = None
+
+    def __post_init__(self):
+        check_int(self.max_iters, "max_iters", 0)
+        for name in ("split", "cov"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.khat_threshold is not None:
+            check_real(self.khat_threshold, "khat_threshold")
+
+    @classmethod
+    def coerce(cls, value: MomentMatchOptions | Mapping | None) -> MomentMatchOptions:
+        """``value`` as options: None gives the defaults, a dict its fields."""
+        return as_options(cls, value, "moment_match")
+
+    def threshold(self, n_samples: int) -> float:
+        """The k-hat threshold for ``n_samples`` draws."""
+        if self.khat_threshold is None:
+            return default_khat_threshold(n_samples)
+        return float(self.khat_threshold)
+
+
+@dataclass(frozen=True)
+class MomentMatchOutcome:
+    """Epsilon of one moment-matched neighbour.
+
+    Attributes
+    ----------
+    eps : ndarray, shape (n_parameters,)
+        Per-parameter B-EDP epsilon (smoothed as the audit's).
+    argbin : ndarray of int, shape (n_parameters,)
+        Bin attaining it.
+    khat_before, khat_after : float
+        Pareto k-hat of plain PSIS and after moment matching.
+    mcse : float
+        Monte-Carlo standard error of this neighbour's epsilon, at its worst parameter and
+        bin (:func:`pymc_edp.base.moment_match.moved_log_ratio_se`: the delta method on the
+        final split-MIS weights, with the effective sample size of the influence series).
+    iterations : int
+        Accepted transformations.
+    converged : bool
+        ``khat_after <= threshold``.
+    ess : float
+        Effective sample size of the final weights (loo's ``n_eff``).
+    transforms : tuple of str
+        The accepted transformations, in order.
+    """
+
+    eps: np.ndarray
+    argbin: np.ndarray
+    khat_before: float
+    khat_after: float
+    mcse: float
+    iterations: int
+    converged: bool
+    ess: float
+    transforms: tuple[str, ...]
+
+
+def _sizes(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+
+
+class ModelDensity:
+    """A PyMC model's densities at batches of unconstrained draws, compiled once.
+
+    Draws in the unconstrained space are ``(n_dims, S)`` matrices: the model's value
+    variables (``model.value_vars``) in order, each flattened in C order.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    names : sequence of str
+        Audited posterior variables (free variables or Deterministics) for
+        :meth:`constrained`.
+
+    Notes
+    -----
+    Every function is built with :func:`pytensor.graph.replace.vectorize_graph` so one call
+    evaluates all draws; nothing is written by the user.
+    """
+
+    def __init__(self, model, names: Sequence[str]):
+        import pytensor.tensor as pt
+        from pytensor.graph.replace import clone_replace, vectorize_graph
+
+        self.model = model
+        discrete = [v.name for v in getattr(model, "discrete_value_vars", [])]
+        if discrete:
+            raise ValueError(
+                f"moment matching needs a continuous parameter space, but the model has the "
+                f"discrete variable(s) {discrete}; use method='refit' for its bad neighbours"
+            )
+        self.names = list(names)
+        unknown = [n for n in self.names if n not in model.named_vars]
+        if unknown:
+            raise ValueError(
+                f"variable(s) {unknown} are not in the model, whose variables are "
+                f"{sorted(model.named_vars)}"
+            )
+        point = model.initial_point()
+        self.value_vars = list(model.value_vars)
+        self.shapes = [tuple(point[v.name].shape) for v in self.value_vars]
+        bounds = np.concatenate([[0], np.cumsum([_sizes(s) for s in self.shapes])])
+        self.slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+        self.n_dims = int(bounds[-1])
+
+        flat = pt.matrix("edp_unconstrained", dtype="float64")
+        n = flat.shape[0]
+        batched = {
+            v: flat[:, sl].reshape((n, *shape)).astype(v.dtype)
+            for v, sl, shape in zip(self.value_vars, self.slices, self.shapes, strict=True)
+        }
+
+        def compile_(inputs, outputs):
+            return self._compile(inputs, vectorize_graph(outputs, batched))
+
+        self._logp = compile_([flat], model.logp(jacobian=True, sum=True))
+
+        self.observed = [rv.name for rv in model.observed_RVs]
+        self._loglik, self._y_dtype = {}, {}
+        for rv in model.observed_RVs:
+            data = model.rvs_to_values[rv]
+            y_in = pt.tensor(name=f"{rv.name}_edp_y", dtype=data.dtype, shape=(None,) * data.ndim)
+            (elem,) = model.logp(vars=[rv], sum=False)
+            (elem,) = clone_replace([elem], replace={data: y_in})
+            self._loglik[rv.name] = compile_([flat, y_in], elem)
+            self._y_dtype[rv.name] = data.dtype
+
+        targets = [model[n] for n in self.names]
+        graphs = model.replace_rvs_by_values(targets)
+        self._constrained = compile_([flat], list(graphs))
+
+    @staticmethod
+    def _compile(inputs, outputs):
+        from pymc.pytensorf import compile as pm_compile
+
+        return pm_compile(inputs, outputs, on_unused_input="ignore")
+
+    # ------------------------------------------------------------------ evaluation
+    def _flat(self, u: np.ndarray) -> np.ndarray:
+        u = np.atleast_2d(np.asarray(u, dtype=np.float64))
+        if u.shape[0] != self.n_dims:
+            raise ValueError(f"expected {self.n_dims} unconstrained dimensions, got {u.shape[0]}")
+        return np.ascontiguousarray(u.T)
+
+    def log_density(self, u: np.ndarray) -> np.ndarray:
+        """Joint log density (prior, likelihood, potentials, Jacobians) at ``u``, shape (S,)."""
+        return np.asarray(self._logp(self._flat(u)), dtype=float).reshape(-1)
+
+    def log_likelihood(self, name: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Elementwise log-likelihood of observed ``name`` at data ``y``, shape (S, n_records)."""
+        flat = self._flat(u)
+        out = np.asarray(self._loglik[name](flat, np.asarray(y, dtype=self._y_dtype[name])))
+        return out.reshape(flat.shape[0], -1)
+
+    def constrained(self, u: np.ndarray) -> np.ndarray:
+        """The audited variables at ``u``, ``(n_parameters, S)``, as ``posterior_matrix``."""
+        flat = self._flat(u)
+        outs = self._constrained(flat)
+        outs = outs if isinstance(outs, list | tuple) else [outs]
+        rows = [np.asarray(o, dtype=float).reshape(flat.shape[0], -1).T for o in outs]
+        return np.concatenate(rows, axis=0)
+
+    # ------------------------------------------------------------------ draws
+    def unconstrained_draws(self, idata) -> np.ndarray:
+        """The posterior draws in the unconstrained space, ``(n_dims, S)`` chain-major.
+
+        Taken from the ``unconstrained_posterior`` group where it holds a value variable (or
+        from the posterior, where PyMC 5's ``include_transformed`` puts it); otherwise the
+        constrained draws are mapped by each value variable's transform.
+        """
+        posterior = get_group(idata, "posterior")
+        unc = (
+            get_group(idata, "unconstrained_posterior")
+            if has_group(idata, "unconstrained_posterior")
+            else xr.Dataset()
+        )
+        model = self.model
+        blocks: list[np.ndarray | None] = []
+        to_transform = []
+        for k, v in enumerate(self.value_vars):
+            rv = model.values_to_rvs[v]
+            if v.name in unc:
+                blocks.append(_sample_matrix(unc[v.name], self.shapes[k]))
+            elif v.name in posterior and v.name != rv.name:
+                blocks.append(_sample_matrix(posterior[v.name], self.shapes[k]))
+            elif rv.name not in posterior:
+                missing = [
+                    model.values_to_rvs[w].name
+                    for w in self.value_vars
+                    if model.values_to_rvs[w].name not in posterior and w.name not in unc
+                ]
+                raise ValueError(
+                    f"the posterior lacks the model's free variable(s) {missing}; moment "
+                    "matching needs every free variable. Was idata sampled from this model "
+                    "(without var_names=)?"
+                )
+            elif model.rvs_to_transforms.get(rv) is None:
+                blocks.append(_sample_matrix(posterior[rv.name], self.shapes[k]))
+            else:
+                blocks.append(None)
+                to_transform.append(k)
+        if to_transform:
+            forward = self._forward_transforms(to_transform, posterior)
+            for k, arr in zip(to_transform, forward, strict=True):
+                blocks[k] = arr
+        return np.concatenate(blocks, axis=0)
+
+    def _forward_transforms(self, which: list[int], posterior: xr.Dataset) -> list[np.ndarray]:
+        """Apply the forward transforms of value variables ``which`` to the posterior draws."""
+        import pytensor.tensor as pt
+        from pytensor.graph.replace import clone_replace, vectorize_graph
+
+        model = self.model
+        free = list(model.free_RVs)
+        missing = [rv.name for rv in free if rv.name not in posterior]
+        if missing:
+            raise ValueError(
+                f"the posterior lacks the model's free variable(s) {missing}; moment matching "
+                "needs every free variable. Was idata sampled from this model (without "
+                "var_names=)?"
+            )
+        holders = {rv: rv.type() for rv in free}
+        outputs = []
+        for k in which:
+            rv = model.values_to_rvs[self.value_vars[k]]
+            transform = model.rvs_to_transforms[rv]
+            out = transform.forward(holders[rv], *rv.owner.inputs)
+            (out,) = clone_replace([out], replace=holders)
+            outputs.append(out)
+        draws = {}
+        batch = {}
+        for rv, h in holders.items():
+            arr = _sample_array(posterior[rv.name]).astype(rv.dtype)
+            draws[rv] = arr
+            batch[h] = pt.tensor(dtype=rv.dtype, shape=(None,) * arr.ndim)
+        outs = vectorize_graph(outputs, batch)
+        fn = self._compile(list(batch.values()), outs)
+        res = fn(*(draws[rv] for rv in holders))
+        n = next(iter(draws.values())).shape[0]
+        return [np.asarray(r, dtype=float).reshape(n, -1).T for r in res]
+
+
+def _sample_array(da: xr.DataArray) -> np.ndarray:
+    """``(S, *shape)`` chain-major values of a posterior variable."""
+    extra = [d for d in da.dims if d not in SAMPLE_DIMS]
+    arr = np.asarray(da.transpose(*SAMPLE_DIMS, *extra).values)
+    return arr.reshape(-1, *arr.shape[2:])
+
+
+def _sample_matrix(da: xr.DataArray, shape) -> np.ndarray:
+    arr = _sample_array(da)
+    if _sizes(arr.shape[1:]) != _sizes(shape):
+        raise ValueError(
+            f"posterior variable {da.name!r} has shape {arr.shape[1:]} per draw, the model's "
+            f"value variable has {shape}"
+        )
+    return arr.reshape(arr.shape[0], -1).T.astype(float)
+
+
+@dataclass
+class _Prepared:
+    """Everything shared by the neighbours of one audit."""
+
+    density: ModelDensity
+    u: np.ndarray
+    log_density: np.ndarray
+    observed: dict[str, np.ndarray]
+    log_lik: dict[str, np.ndarray]
+    draws: np.ndarray
+    order: np.ndarray
+    n_chains: int
+
+
+def _prepare(model, idata, names: Sequence[str], density: ModelDensity | None) -> _Prepared:
+    from pymc_edp.model.pymc import observed_values
+
+    if density is None or density.model is not model or density.names != list(names):
+        density = ModelDensity(model, names)
+    posterior = get_group(idata, "posterior")
+    u = density.unconstrained_draws(idata)
+    lp = density.log_density(u)
+    _check_finite(lp, "the model's joint log density")
+    observed, log_lik = {}, {}
+    for name in density.observed:
+        y = observed_values(idata, model, name)
+        observed[name] = y
+        ll = density.log_likelihood(name, u, y)
+        _check_finite(ll, f"the log-likelihood of {name!r}")
+        log_lik[name] = ll
+    draws = posterior_matrix(posterior, names)[0]
+    back = density.constrained(u)
+    if back.shape != draws.shape or not np.allclose(back, draws, rtol=1e-6, atol=1e-8):
+        raise ValueError(
+            "the model maps the unconstrained draws to values that differ from the "
+            "posterior's: the draws do not come from this model (or its data changed)"
+        )
+    return _Prepared(
+        density=density,
+        u=u,
+        log_density=lp,
+        observed=observed,
+        log_lik=log_lik,
+        draws=draws,
+        order=np.argsort(draws, axis=1, kind="stable"),
+        n_chains=int(posterior.sizes.get("chain", 1)),
+    )
+
+
+def _check_finite(values: np.ndarray, what: str) -> None:
+    bad = ~np.isfinite(values)
+    if bad.any():
+        s = int(np.argwhere(bad)[0][0])
+        raise ValueError(
+            f"{what} is not finite at {int(bad.sum())} value(s), first at draw {s}: moment "
+            "matching needs finite densities at every posterior draw (check the model's "
+            "support and the data)"
+        )
+
+
+def _log_ratio_fn(prep: _Prepared, changes: Mapping) -> tuple[Callable, np.ndarray]:
+    """The neighbour's ``log p(.|D') - log p(.|D)`` as a function of draws, and its value at u."""
+    density = prep.density
+    parts = []
+    for name, (local, values) in changes.items():
+        local = np.asarray(local, dtype=np.int64)
+        if name not in prep.observed:
+            raise ValueError(
+                f"{name!r} is not an observed variable of the model, whose observed variables "
+                f"are {list(prep.observed)}"
+            )
+        if local.size == 0:
+            continue
+        y = prep.observed[name]
+        y_alt = None
+        if values is not None:
+            n_v = prep.log_lik[name].shape[1]
+            y_alt = np.array(y, copy=True)
+            y_alt.reshape(n_v, -1)[local] = np.asarray(values).reshape(local.size, -1)
+        parts.append((name, local, y, y_alt))
+
+    def log_ratio(x: np.ndarray, at_draws: bool = False) -> np.ndarray:
+        total = np.zeros(np.shape(x)[1])
+        for name, local, y, y_alt in parts:
+            base = prep.log_lik[name] if at_draws else density.log_likelihood(name, x, y)
+            total -= base[:, local].sum(axis=1)
+            if y_alt is not None:
+                total += density.log_likelihood(name, x, y_alt)[:, local].sum(axis=1)
+        return total
+
+    lr0 = log_ratio(prep.u, at_draws=True)
+    _check_finite(lr0, "the neighbour's log density ratio")
+    return log_ratio, lr0
+
+
+def moment_match_neighbours(
+    model,
+    idata,
+    indices: Sequence[int],
+    changes_of: Callable[[int], Mapping],
+    *,
+    names: Sequence[str],
+    bins: Bins,
+    smoothing: float,
+    reff: float,
+    options: MomentMatchOptions | Mapping | None = None,
+    progressbar: bool = False,
+    density: ModelDensity | None = None,
+) -> dict[int, MomentMatchOutcome]:
+    """Moment-match neighbours and compute their per-parameter B-EDP epsilon.
+
+    For each neighbour the full-data draws are moved in the unconstrained space
+    (:func:`pymc_edp.base.moment_match.moment_match`), mapped back to the audited parameters
+    and binned in the full-data bins; the neighbour's bin probabilities are the final
+    weights' masses, the full-data ones the bins' counts, and the epsilon comes from
+    :func:`pymc_edp.base.binning.epsilon_from_masses`, the formula reweighting and refits use
+    (smoothing included).
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model the posterior was sampled from.
+    idata : xarray.DataTree or arviz.InferenceData
+        With the posterior of every free variable (and ``observed_data`` or the model's own
+        data); an ``unconstrained_posterior`` group is used when present.
+    indices : sequence of int
+        The neighbours to repair.
+    changes_of : callable
+        ``changes_of(k) -> {observed_name: (local_record_indices, replacement_values or
+        None)}``, as :func:`pymc_edp.model.transform.neighbour_changes` returns: records
+        removed (values None) or replaced, one or several (groups) at once.
+    names : sequence of str
+        Audited posterior variables, in the order of ``bins``' parameters.
+    bins : Bins
+        Cut from ``posterior_matrix(posterior, names)``.
+    smoothing : float
+        Additive smoothing in units of draws.
+    reff : float
+        Relative MCMC efficiency for PSIS.
+    options : MomentMatchOptions or dict, optional
+    progressbar : bool, default False
+        Accepted for symmetry with the other engines; nothing is displayed.
+    density : ModelDensity, optional
+        A compiled :class:`ModelDensity` of ``model`` and ``names`` to reuse.
+
+    Returns
+    -------
+    dict of int to MomentMatchOutcome
+
+    References
+    ----------
+    .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. "Implicitly adaptive
+       importance sampling." Statistics and Computing 31(2), 2021.
+    """
+    del progressbar
+    options = MomentMatchOptions.coerce(options)
+    indices = [int(k) for k in indices]
+    if not indices:
+        return {}
+    prep = _prepare(model, idata, names, density)
+    n_par, n_samples = prep.draws.shape
+    if bins.index.shape != (n_par, n_samples):
+        raise ValueError(
+            f"bins were cut from {bins.index.shape} draws, the posterior of {list(names)} "
+            f"has {(n_par, n_samples)}"
+        )
+    threshold = options.threshold(n_samples)
+    take = split_halves(n_samples, prep.n_chains)
+    full_mass = bins.counts / n_samples
+    out = {}
+    for k in indices:
+        log_ratio, lr0 = _log_ratio_fn(prep, changes_of(k))
+        res = moment_match(
+            prep.u,
+            prep.density.log_density,
+            log_ratio,
+            reff=reff,
+            khat_threshold=threshold,
+            max_iters=options.max_iters,
+            split=options.split,
+            cov=options.cov,
+            tail_rule=PSIS_TAIL_RULE,
+            n_chains=prep.n_chains,
+            log_target_draws=prep.log_density,
+            log_ratio_draws=lr0,
+        )
+        if res.iterations == 0:
+            theta = prep.draws
+        else:
+            theta = prep.density.constrained(res.draws)
+            if res.split:  # the untransformed half: the posterior's own values, bit for bit
+                theta[:, ~take] = prep.draws[:, ~take]
+        idx = assign_bins(theta, bins)
+        w = np.exp(res.log_weights - res.log_weights.max())
+        w /= w.sum()
+        mass = np.zeros_like(full_mass)
+        for p in range(n_par):
+            mass[p, : bins.n_bins[p]] = np.bincount(idx[p], weights=w, minlength=bins.n_bins[p])
+        eps, argbin = epsilon_from_masses(mass, full_mass, bins.n_bins, n_samples, smoothing)
+        worst = int(np.argmax(eps))
+        _, se, _ = moved_log_ratio_se(
+            res.log_weights,
+            theta,
+            bins,
+            worst,
+            int(argbin[worst]),
+            draws=prep.draws,
+            order=prep.order,
+            n_chains=prep.n_chains,
+            smoothing=smoothing,
+            strata=take if res.split else None,
+        )
+        out[k] = MomentMatchOutcome(
+            eps=eps,
+            argbin=argbin.astype(np.int64),
+            khat_before=res.khat_before,
+            khat_after=res.khat_after,
+            mcse=se,
+            iterations=res.iterations,
+            converged=bool(res.khat_after <= threshold),
+            ess=res.ess,
+            transforms=res.transforms,
+        )
+    return out
