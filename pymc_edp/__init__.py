@@ -35,7 +35,7 @@ from pymc_edp.refit.options import RefitOptions  # noqa: E402
 from pymc_edp.result import EDPResult  # noqa: E402
 from pymc_edp.tuning import PriorTuningResult, SearchOptions, tune_prior  # noqa: E402
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "ChunkOptions",

@@ -99,7 +99,7 @@ def audit(
     log_likelihood: str = "auto",
     prune: bool | None = None,
     chunks: ChunkOptions | Mapping | None = None,
-    moment_match: MomentMatchOptions | Mapping | None = None,
+    moment_match: MomentMatchOptions | Mapping | bool | None = None,
 ) -> EDPResult:
     """Audit the empirical differential privacy (B-EDP) of a posterior.
 
@@ -182,9 +182,10 @@ def audit(
         pruned records keep their bound (``pointwise["epsilon_bound"]``, method
         ``"pruned"``). ``False`` computes every record. ``None`` prunes when records x draws
         exceeds ``chunks.prune_above`` (default 1e8).
-    moment_match : MomentMatchOptions or dict, optional
+    moment_match : MomentMatchOptions, dict or False, optional
         ``max_iters``, ``split``, ``cov`` and the k-hat threshold of moment matching; a
-        :class:`pymc_edp.MomentMatchOptions`.
+        :class:`pymc_edp.MomentMatchOptions`. ``False`` leaves it out of ``method="auto"``
+        (reweight, then refit, as before version 0.3).
     chunks : ChunkOptions or dict, optional
         Memory budget per chunk of records, the executor chunks run on (e.g. a dask
         ``Client``), the pruning threshold: a :class:`pymc_edp.ChunkOptions`.
@@ -241,7 +242,9 @@ def audit(
     if prune is not None and not isinstance(prune, bool):
         raise TypeError(f"prune must be True, False or None, got {prune!r}")
     chunk_opts = ChunkOptions.coerce(chunks)
-    mm_opts = MomentMatchOptions.coerce(moment_match)
+    if moment_match is False and method == "moment_match":
+        raise ValueError("method='moment_match' with moment_match=False: choose one")
+    mm_opts = None if moment_match is False else MomentMatchOptions.coerce(moment_match)
     if method == "moment_match" and model is None:
         raise ValueError(
             "method='moment_match' moves the draws with the model's joint density: pass model="
@@ -305,7 +308,7 @@ def audit(
         draws=inp.draws,
         n_chains=int(inp.posterior.sizes.get("chain", 1)),
     )
-    if method in ("auto", "moment_match") and model is not None and inp.factorised:
+    if method in ("auto", "moment_match") and mm_opts and model is not None and inp.factorised:
         _moment_match(est, nb_method, idata, problem, inp, mm_opts, messages)
     khat_now = np.where(np.isnan(est.khat_mm), est.khat, est.khat_mm)
     to_refit = _choose_refits(khat_now, method, inp, opts, nbs, messages)
@@ -593,7 +596,7 @@ def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, prog
     threshold = khat_threshold(rw.bins.n_samples)
     lower, done = -np.inf, 0
     # small chunks first, where the stopping point is decided, then doubling to full size
-    step = max(16, size // 64)
+    step = min(size, max(16, size // 64))
     with progress_bar(n_nb, description="EDP: reweighting records", enabled=progressbar) as bar:
         while done < n_nb and prune_margin(est.bound[order[done]]) >= lower:
             todo = order[done : done + step * chunk_opts.n_workers()]

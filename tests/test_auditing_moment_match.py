@@ -84,3 +84,15 @@ def test_moment_match_needs_the_model(nn):
     _, idata = nn
     with pytest.raises(ValueError, match="method='moment_match'"):
         edp.audit(idata, method="moment_match", bins=10, progressbar=False)
+
+
+def test_pruning_never_skips_what_moment_matching_repairs(nn):
+    """Bad k-hat neighbours do not bound the answer: pruning leaves them to be repaired."""
+    model, idata = nn
+    kw = dict(bins=10, method="moment_match", progressbar=False, random_seed=1)
+    full = edp.audit(idata, model, prune=False, **kw)
+    # a chunk of one record, so that pruning can stop early on 15 records
+    pruned = edp.audit(idata, model, prune=True, chunks={"memory": "256KiB"}, **kw)
+    assert pruned.epsilon == full.epsilon
+    assert str(pruned.pointwise["method"].values[OUTLIER]) == "moment_match"
+    assert (pruned.pointwise["method"].values.astype(str) == "pruned").any()

@@ -1,10 +1,11 @@
 """Moment matching of neighbour posteriors for any PyMC model, with nothing hand-written.
 
-From the user's ``pm.Model`` this compiles once, vectorised over draws, the three functions
-moment matching needs (:class:`ModelDensity`): the joint log density in the unconstrained
-space (Jacobians included), the elementwise log-likelihood of every observed variable with the
+From the user's ``pm.Model`` this compiles once, vectorised over draws, the functions moment
+matching needs (:class:`ModelDensity`): the joint log density in the unconstrained space
+(Jacobians included), the elementwise log-likelihood of every observed variable with the
 observed values as an input (so removals, replacements and groups are all log ratios of it),
-and the map from unconstrained draws back to the audited parameters the bins are cut on.
+both at once at the model's own data (one pass over the likelihood terms per iteration), and
+the map from unconstrained draws back to the audited parameters the bins are cut on.
 :func:`moment_match_neighbours` then repairs the neighbours whose plain PSIS k-hat is bad
 (:func:`pymc_edp.base.moment_match.moment_match`) and turns each into a per-parameter epsilon
 with the same binning kernels as reweighting and refits.
@@ -27,7 +28,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_masses
-from pymc_edp.base.moment_match import moment_match, moved_log_ratio_se, split_halves
+from pymc_edp.base.moment_match import moment_match, moved_log_ratio_se, one_thread, split_halves
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
 from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group
@@ -190,17 +191,23 @@ class ModelDensity:
         def compile_(inputs, outputs):
             return self._compile(inputs, vectorize_graph(outputs, batched))
 
-        self._logp = compile_([flat], model.logp(jacobian=True, sum=True))
+        joint = model.logp(jacobian=True, sum=True)
+        self._logp = compile_([flat], joint)
 
         self.observed = [rv.name for rv in model.observed_RVs]
         self._loglik, self._y_dtype = {}, {}
+        elems = []
         for rv in model.observed_RVs:
             data = model.rvs_to_values[rv]
             y_in = pt.tensor(name=f"{rv.name}_edp_y", dtype=data.dtype, shape=(None,) * data.ndim)
             (elem,) = model.logp(vars=[rv], sum=False)
+            elems.append(elem)
             (elem,) = clone_replace([elem], replace={data: y_in})
             self._loglik[rv.name] = compile_([flat, y_in], elem)
             self._y_dtype[rv.name] = data.dtype
+        # the joint density and every log-likelihood at the model's data in one function:
+        # the likelihood terms are computed once and both summed and returned
+        self._joint = compile_([flat], [joint, *elems])
 
         targets = [model[n] for n in self.names]
         graphs = model.replace_rvs_by_values(targets)
@@ -222,6 +229,28 @@ class ModelDensity:
     def log_density(self, u: np.ndarray) -> np.ndarray:
         """Joint log density (prior, likelihood, potentials, Jacobians) at ``u``, shape (S,)."""
         return np.asarray(self._logp(self._flat(u)), dtype=float).reshape(-1)
+
+    def log_density_and_likelihood(self, u: np.ndarray) -> tuple[np.ndarray, dict]:
+        """:meth:`log_density` and every log-likelihood at the model's own data, in one call.
+
+        The likelihood terms are computed once, summed into the joint density and returned
+        as ``{name: (S, n_records)}``.
+        """
+        flat = self._flat(u)
+        lp, *lls = self._joint(flat)
+        n = flat.shape[0]
+        return np.asarray(lp, dtype=float).reshape(-1), {
+            name: np.asarray(ll).reshape(n, -1)
+            for name, ll in zip(self.observed, lls, strict=True)
+        }
+
+    def model_data(self, name: str) -> np.ndarray | None:
+        """The values of observed ``name`` the model holds (None if not a plain array)."""
+        value = self.model.rvs_to_values.get(self.model[name])
+        data = getattr(value, "data", None)
+        if data is None and hasattr(value, "get_value"):
+            data = value.get_value()
+        return None if data is None else np.asarray(data)
 
     def log_likelihood(self, name: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Elementwise log-likelihood of observed ``name`` at data ``y``, shape (S, n_records)."""
@@ -346,6 +375,19 @@ class _Prepared:
     draws: np.ndarray
     order: np.ndarray
     n_chains: int
+    fused: bool = False
+    log_lik_input: dict | None = None
+
+    def log_lik_at_draws(self, name: str, input_: bool) -> np.ndarray:
+        """Log-likelihood of ``name`` at the draws; ``input_``: from the data-input function."""
+        if not (input_ and self.fused):
+            return self.log_lik[name]
+        if self.log_lik_input is None:
+            self.log_lik_input = {}
+        if name not in self.log_lik_input:
+            y = self.observed[name]
+            self.log_lik_input[name] = self.density.log_likelihood(name, self.u, y)
+        return self.log_lik_input[name]
 
 
 def _prepare(model, idata, names: Sequence[str], density: ModelDensity | None) -> _Prepared:
@@ -355,15 +397,18 @@ def _prepare(model, idata, names: Sequence[str], density: ModelDensity | None) -
         density = ModelDensity(model, names)
     posterior = get_group(idata, "posterior")
     u = density.unconstrained_draws(idata)
-    lp = density.log_density(u)
+    observed = {name: observed_values(idata, model, name) for name in density.observed}
+    # when the posterior's observed data are the model's own, one compiled call gives the
+    # joint density and every log-likelihood (the neighbours' log ratios) at once
+    fused = all(_same_values(y, density.model_data(name)) for name, y in observed.items())
+    if fused:
+        lp, log_lik = density.log_density_and_likelihood(u)
+    else:
+        lp = density.log_density(u)
+        log_lik = {name: density.log_likelihood(name, u, y) for name, y in observed.items()}
     _check_finite(lp, "the model's joint log density")
-    observed, log_lik = {}, {}
-    for name in density.observed:
-        y = observed_values(idata, model, name)
-        observed[name] = y
-        ll = density.log_likelihood(name, u, y)
+    for name, ll in log_lik.items():
         _check_finite(ll, f"the log-likelihood of {name!r}")
-        log_lik[name] = ll
     draws = posterior_matrix(posterior, names)[0]
     back = density.constrained(u)
     if back.shape != draws.shape or not np.allclose(back, draws, rtol=1e-6, atol=1e-8):
@@ -380,7 +425,12 @@ def _prepare(model, idata, names: Sequence[str], density: ModelDensity | None) -
         draws=draws,
         order=np.argsort(draws, axis=1, kind="stable"),
         n_chains=int(posterior.sizes.get("chain", 1)),
+        fused=fused,
     )
+
+
+def _same_values(y: np.ndarray, data: np.ndarray | None) -> bool:
+    return data is not None and np.shape(y) == np.shape(data) and np.array_equal(y, data)
 
 
 def _check_finite(values: np.ndarray, what: str) -> None:
@@ -394,8 +444,12 @@ def _check_finite(values: np.ndarray, what: str) -> None:
         )
 
 
-def _log_ratio_fn(prep: _Prepared, changes: Mapping) -> tuple[Callable, np.ndarray]:
-    """The neighbour's ``log p(.|D') - log p(.|D)`` as a function of draws, and its value at u."""
+def _log_ratio_fn(prep: _Prepared, changes: Mapping) -> tuple[Callable, Callable, np.ndarray]:
+    """The neighbour's ``log p(.|D') - log p(.|D)`` as a function of draws.
+
+    Returns it, the joint density and it from one evaluation (where the posterior's data are
+    the model's own), and its value at ``u``.
+    """
     density = prep.density
     parts = []
     for name, (local, values) in changes.items():
@@ -415,18 +469,32 @@ def _log_ratio_fn(prep: _Prepared, changes: Mapping) -> tuple[Callable, np.ndarr
             y_alt.reshape(n_v, -1)[local] = np.asarray(values).reshape(local.size, -1)
         parts.append((name, local, y, y_alt))
 
-    def log_ratio(x: np.ndarray, at_draws: bool = False) -> np.ndarray:
+    def log_ratio(x: np.ndarray, at_draws: bool = False, log_lik=None) -> np.ndarray:
         total = np.zeros(np.shape(x)[1])
         for name, local, y, y_alt in parts:
-            base = prep.log_lik[name] if at_draws else density.log_likelihood(name, x, y)
+            # a replaced record's two terms come from the same compiled function, so that an
+            # unchanged value cancels exactly; a removal uses the fused one where given
+            replaced = y_alt is not None
+            if at_draws:
+                base = prep.log_lik_at_draws(name, replaced)
+            elif log_lik is not None and not replaced:
+                base = log_lik[name]
+            else:
+                base = density.log_likelihood(name, x, y)
             total -= base[:, local].sum(axis=1)
             if y_alt is not None:
                 total += density.log_likelihood(name, x, y_alt)[:, local].sum(axis=1)
         return total
 
+    def both(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not prep.fused:
+            return density.log_density(x), log_ratio(x)
+        lp, log_lik = density.log_density_and_likelihood(x)
+        return lp, log_ratio(x, log_lik=log_lik)
+
     lr0 = log_ratio(prep.u, at_draws=True)
     _check_finite(lr0, "the neighbour's log density ratio")
-    return log_ratio, lr0
+    return log_ratio, both, lr0
 
 
 def moment_match_neighbours(
@@ -501,60 +569,68 @@ def moment_match_neighbours(
             f"has {(n_par, n_samples)}"
         )
     threshold = options.threshold(n_samples)
+    with one_thread():
+        return {
+            k: _one_neighbour(prep, changes_of(k), bins, smoothing, reff, options, threshold)
+            for k in indices
+        }
+
+
+def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold):
+    """Moment-match one neighbour and bin its final weighted draws."""
+    n_par, n_samples = prep.draws.shape
     take = split_halves(n_samples, prep.n_chains)
     full_mass = bins.counts / n_samples
-    out = {}
-    for k in indices:
-        log_ratio, lr0 = _log_ratio_fn(prep, changes_of(k))
-        res = moment_match(
-            prep.u,
-            prep.density.log_density,
-            log_ratio,
-            reff=reff,
-            khat_threshold=threshold,
-            max_iters=options.max_iters,
-            split=options.split,
-            cov=options.cov,
-            tail_rule=PSIS_TAIL_RULE,
-            n_chains=prep.n_chains,
-            log_target_draws=prep.log_density,
-            log_ratio_draws=lr0,
-        )
-        if res.iterations == 0:
-            theta = prep.draws
-        else:
-            theta = prep.density.constrained(res.draws)
-            if res.split:  # the untransformed half: the posterior's own values, bit for bit
-                theta[:, ~take] = prep.draws[:, ~take]
-        idx = assign_bins(theta, bins)
-        w = np.exp(res.log_weights - res.log_weights.max())
-        w /= w.sum()
-        mass = np.zeros_like(full_mass)
-        for p in range(n_par):
-            mass[p, : bins.n_bins[p]] = np.bincount(idx[p], weights=w, minlength=bins.n_bins[p])
-        eps, argbin = epsilon_from_masses(mass, full_mass, bins.n_bins, n_samples, smoothing)
-        worst = int(np.argmax(eps))
-        _, se, _ = moved_log_ratio_se(
-            res.log_weights,
-            theta,
-            bins,
-            worst,
-            int(argbin[worst]),
-            draws=prep.draws,
-            order=prep.order,
-            n_chains=prep.n_chains,
-            smoothing=smoothing,
-            strata=take if res.split else None,
-        )
-        out[k] = MomentMatchOutcome(
-            eps=eps,
-            argbin=argbin.astype(np.int64),
-            khat_before=res.khat_before,
-            khat_after=res.khat_after,
-            mcse=se,
-            iterations=res.iterations,
-            converged=bool(res.khat_after <= threshold),
-            ess=res.ess,
-            transforms=res.transforms,
-        )
-    return out
+    log_ratio, both, lr0 = _log_ratio_fn(prep, changes)
+    res = moment_match(
+        prep.u,
+        prep.density.log_density,
+        log_ratio,
+        reff=reff,
+        khat_threshold=threshold,
+        max_iters=options.max_iters,
+        split=options.split,
+        cov=options.cov,
+        tail_rule=PSIS_TAIL_RULE,
+        n_chains=prep.n_chains,
+        log_target_draws=prep.log_density,
+        log_ratio_draws=lr0,
+        log_target_and_ratio=both,
+    )
+    if res.iterations == 0:
+        theta = prep.draws
+    else:
+        theta = prep.density.constrained(res.draws)
+        if res.split:  # the untransformed half: the posterior's own values, bit for bit
+            theta[:, ~take] = prep.draws[:, ~take]
+    idx = assign_bins(theta, bins)
+    w = np.exp(res.log_weights - res.log_weights.max())
+    w /= w.sum()
+    mass = np.zeros_like(full_mass)
+    for p in range(n_par):
+        mass[p, : bins.n_bins[p]] = np.bincount(idx[p], weights=w, minlength=bins.n_bins[p])
+    eps, argbin = epsilon_from_masses(mass, full_mass, bins.n_bins, n_samples, smoothing)
+    worst = int(np.argmax(eps))
+    _, se, _ = moved_log_ratio_se(
+        res.log_weights,
+        theta,
+        bins,
+        worst,
+        int(argbin[worst]),
+        draws=prep.draws,
+        order=prep.order,
+        n_chains=prep.n_chains,
+        smoothing=smoothing,
+        strata=take if res.split else None,
+    )
+    return MomentMatchOutcome(
+        eps=eps,
+        argbin=argbin.astype(np.int64),
+        khat_before=res.khat_before,
+        khat_after=res.khat_after,
+        mcse=se,
+        iterations=res.iterations,
+        converged=bool(res.khat_after <= threshold),
+        ess=res.ess,
+        transforms=res.transforms,
+    )

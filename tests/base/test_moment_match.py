@@ -75,6 +75,29 @@ def test_split_uses_the_exact_inverse_map():
     assert np.all(np.abs(errors.mean(axis=0)) < 4 * se + 0.01)
 
 
+@pytest.mark.parametrize("split", [True, False])
+def test_joint_callback_gives_the_same_result(rng, split):
+    """``log_target_and_ratio`` (one evaluation for both) changes nothing but the calls."""
+    u = rng.normal(size=(2, 2000))
+    target, ratio = _gaussian(2.0, 1.6)
+    calls = []
+
+    def both(x):
+        calls.append(x.shape[1])
+        return target(x), ratio(x)
+
+    kw = dict(split=split, n_chains=2, khat_threshold=0.3)
+    ref = moment_match(u, target, ratio, **kw)
+    res = moment_match(u, target, ratio, log_target_and_ratio=both, **kw)
+    assert res.transforms == ref.transforms and len(res.transforms) >= 2
+    for field in ("draws", "log_weights", "log_weights_full", "shift", "matrix"):
+        np.testing.assert_allclose(getattr(res, field), getattr(ref, field), rtol=0, atol=0)
+    assert (res.khat_after, res.ess, res.reff) == (ref.khat_after, ref.ess, ref.reff)
+    # the draws, then one call per tried transformation, all on every draw
+    assert calls[0] == 2000 and len(calls) >= 1 + len(res.transforms)
+    assert set(calls) == {2000}
+
+
 def test_max_iters_is_respected(rng):
     u = rng.normal(size=(2, 2000))
     target, ratio = _gaussian(3.0, 1.5)

@@ -126,3 +126,22 @@ def test_dask_client():
         )
     assert out == [i * i for i in range(7)]
     assert sorted(seen) == [(i, i * i) for i in range(7)]
+
+
+def _scaled(shared, task):
+    return shared["scale"] * task
+
+
+@pytest.mark.parametrize("executor", [None, 2, "threads"])
+def test_shared_state_is_passed_first(executor):
+    """``func(shared, task)``: the state is sent once per worker, not with every task."""
+    if executor == "threads":
+        with cf.ThreadPoolExecutor(2) as pool:
+            out = map_tasks(
+                _scaled, range(5), executor=pool, shared={"scale": 3}, progressbar=False
+            )
+    else:
+        out = map_tasks(
+            _scaled, range(5), executor=executor, shared={"scale": 3}, progressbar=False
+        )
+    assert out == [0, 3, 6, 9, 12]

@@ -143,3 +143,20 @@ def test_relative_efficiency(rng):
     assert relative_efficiency(sticky) < 0.5
     one_chain = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(1, 100)))})
     assert relative_efficiency(one_chain) == 1.0
+
+
+def test_float32_kept_and_dask_read_lazily(rng):
+    """float32 values are not upcast whole; a dask-backed group stays lazy; both gather
+    the same float64 chunks as the in-memory float64 group."""
+    ds = loglik_dataset(rng).astype(np.float32)
+    ll32 = LogLikelihood.from_dataset(ds)
+    assert all(a.dtype == np.float32 for a in ll32.arrays) and not ll32.lazy
+    ll64 = LogLikelihood.from_dataset(ds.astype(np.float64))
+    rows = np.array([1, 4, 7, 11])
+    np.testing.assert_array_equal(ll32.gather(rows), ll64.gather(rows))
+    assert ll32.gather(np.arange(2, 5)).dtype == np.float64
+    pytest.importorskip("dask")
+    lazy = LogLikelihood.from_dataset(ds.chunk({"obs": 2}))
+    assert lazy.lazy
+    np.testing.assert_array_equal(lazy.gather(rows), ll64.gather(rows))
+    np.testing.assert_array_equal(lazy.gather(np.arange(0, 6)), ll64.gather(np.arange(0, 6)))

@@ -196,6 +196,12 @@ def test_density_matches_pymc(hier):
         }
         assert lp[s] == pytest.approx(float(logp(point)))
         np.testing.assert_allclose(ll[s], np.asarray(ll_fn(point)).ravel())
+    # both at once, at the model's own data
+    lp_joint, ll_joint = dens.log_density_and_likelihood(u)
+    np.testing.assert_allclose(lp_joint, lp, rtol=1e-12)
+    assert set(ll_joint) == {"y"}
+    np.testing.assert_allclose(ll_joint["y"], ll, rtol=1e-12)
+    np.testing.assert_array_equal(dens.model_data("y"), y)
     # replaced data are an input
     y2 = y + 1.0
     assert not np.allclose(dens.log_likelihood("y", u, y2), ll)
@@ -235,6 +241,39 @@ def test_hier_neighbours_run(hier):
         assert o.iterations <= 3 and np.isfinite(o.mcse)
         assert o.khat_after <= o.khat_before
         assert not o.converged
+
+
+def test_fused_evaluation_only_at_the_models_data(hier, monkeypatch):
+    """One compiled call for density and log-likelihood when idata's observed data are the
+    model's; the per-call path otherwise, with the same results up to rounding."""
+    from pymc_edp.model.moment_match import _prepare
+
+    model, idata, y = hier
+    names = ["sigma", "beta"]
+    post = get_group(idata, "posterior")
+    dens = ModelDensity(model, names)
+    assert _prepare(model, idata, names, dens).fused
+    y2 = y.copy()
+    y2[1] = 0.0
+    posterior = {"sigma": post["sigma"].values, "beta": post["beta"].values}
+    other = from_dict(
+        {"posterior": posterior, "observed_data": {"y": y2}},
+        coords={"g": ["a", "b"]},
+        dims={"beta": ["g"]},
+    )
+    assert not _prepare(model, other, names, dens).fused
+    grid = quantile_bins(posterior_matrix(post, names)[0], 5)
+    kw = dict(names=names, bins=grid, smoothing=0.01, reff=1.0, density=dens)
+    kw["options"] = {"khat_threshold": 0.0, "max_iters": 3}
+    changes = {4: _remove(4), 0: {"y": (np.array([0]), np.array([1.0]))}}
+    fused = moment_match_neighbours(model, idata, [4, 0], changes.__getitem__, **kw)
+    monkeypatch.setattr(dens, "model_data", lambda name: None)
+    assert not _prepare(model, idata, names, dens).fused
+    plain = moment_match_neighbours(model, idata, [4, 0], changes.__getitem__, **kw)
+    for k in (4, 0):
+        assert fused[k].transforms == plain[k].transforms
+        np.testing.assert_allclose(fused[k].khat_after, plain[k].khat_after, atol=1e-8)
+        np.testing.assert_allclose(fused[k].eps, plain[k].eps, atol=1e-8)
 
 
 def test_no_change_gives_zero_epsilon(hier):
