@@ -99,7 +99,7 @@ def build(n: int, n_draws: int):
     return model, idata
 
 
-def write_zarr(n: int, n_draws: int, path: str, chunk: int = 10_000) -> None:
+def write_zarr(n: int, n_draws: int, path: str, chunk: int = 4_000) -> None:
     """The float32 log-likelihood as a zarr store, computed and written chunk by chunk."""
     import xarray as xr
     import zarr  # noqa: F401  (xarray's backend)

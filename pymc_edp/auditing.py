@@ -614,11 +614,18 @@ def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, prog
 
 
 def _aligned(size: int, ll: LogLikelihood) -> int:
-    """Chunk rows as a multiple of a lazy (dask) group's stored chunks, so none is read twice."""
+    """Chunk rows as a multiple of a lazy (dask) group's stored chunks, so none is read twice.
+
+    A stored chunk up to four times the budget's chunk is taken whole rather than read
+    several times over.
+    """
     stored = [a.chunks[1][0] for a in ll.arrays if getattr(a, "chunks", None)]
-    if stored and size > min(stored):
-        return (size // min(stored)) * min(stored)
-    return size
+    if not stored:
+        return size
+    c = min(stored)
+    if size >= c:
+        return (size // c) * c
+    return c if c <= 4 * size else size
 
 
 def _fill(est: _Estimates, res, bar) -> None:

@@ -188,9 +188,12 @@ def test_dask_client_gives_the_serial_numbers(rng):
     idata, _, _ = _regression(rng, n=1000)
     kw = dict(bins=10, method="psis", progressbar=False)
     serial = edp.audit(idata, prune=False, chunks={"memory": "2MiB"}, **kw)
-    with distributed.Client(
-        processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None
-    ) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         opts = {"memory": "2MiB", "executor": client}
         par = edp.audit(idata, prune=False, chunks=opts, **kw)
         pruned = edp.audit(idata, prune=True, chunks=opts, **kw)

@@ -38,6 +38,7 @@ __all__ = [
     "NonFactorisedError",
     "is_lazy",
     "iter_log_weights",
+    "log_ratio_range",
     "log_ratios",
     "posterior_matrix",
     "relative_efficiency",
@@ -239,6 +240,17 @@ class LogLikelihood:
             out[sel] = _read(arrays[v], rows[sel] - self.offsets[v]).T
         return out
 
+    def __getstate__(self):
+        # what a worker needs: the values (or what computes them) and the records' layout;
+        # the source group's n x S values would be pickled whole (and a broadcast
+        # placeholder materialised), so only one draw of it travels, for labels and dims
+        state = dict(self.__dict__)
+        state["datasets"] = self.datasets.isel(chain=[0], draw=[0])
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
     @property
     def lazy(self) -> bool:
         """True when the values are read or computed chunk by chunk, never held whole."""
@@ -389,6 +401,48 @@ def smoothed_log_weights(
     smoothed, khat = psislw(log_ratio, reff, out=log_ratio, tail_rule=PSIS_TAIL_RULE)
     khat[spread == 0] = -np.inf
     return smoothed, khat
+
+
+def log_ratio_range(
+    ll: LogLikelihood,
+    neighbours: Neighbours,
+    start: int,
+    stop: int,
+    replacement: Sequence[np.ndarray] | None = None,
+) -> np.ndarray:
+    """``max_s - min_s`` of :func:`log_ratios` for neighbours ``start:stop``, cheaply.
+
+    Single-row neighbours in one variable (records) are read in the stored ``(S, k)``
+    layout, without the transposed copy :func:`log_ratios` makes, and give the same bits:
+    negating does not change a range, and the maximum and minimum are exact in any dtype.
+    Other neighbours go through :func:`log_ratios`.
+
+    Returns
+    -------
+    ndarray, shape (stop - start,)
+    """
+    lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
+    rows = neighbours.rows[lo:hi]
+    var = np.searchsorted(ll.offsets, rows[[0, -1]], side="right") - 1 if rows.size else None
+    simple = (
+        rows.size
+        and hi - lo == stop - start
+        and var[0] == var[1]
+        and rows[-1] - rows[0] == rows.size - 1
+    )
+    if not simple:
+        return np.ptp(log_ratios(ll, neighbours, start, stop, replacement), axis=1)
+    v = int(var[0])
+    cols = slice(int(rows[0] - ll.offsets[v]), int(rows[-1] - ll.offsets[v]) + 1)
+    block = _read(ll.arrays[v], cols)
+    if replacement is not None:
+        block = np.subtract(_read(replacement[v], cols), block, dtype=np.float64)
+    top = block.max(axis=0).astype(np.float64)
+    bottom = block.min(axis=0).astype(np.float64)
+    out = top - bottom
+    if not np.all(np.isfinite(out)):  # NaN or infinite values: the full check explains
+        log_ratios(ll, neighbours, start, stop, replacement)
+    return out
 
 
 def log_ratios(

@@ -38,7 +38,12 @@ import numpy as np
 from pymc_edp.base import binning
 from pymc_edp.base.common import MEMORY_BUDGET, parse_bytes
 from pymc_edp.base.validate import as_options, check_real
-from pymc_edp.model.loglik import LogLikelihood, log_ratios, smoothed_log_weights
+from pymc_edp.model.loglik import (
+    LogLikelihood,
+    log_ratio_range,
+    log_ratios,
+    smoothed_log_weights,
+)
 from pymc_edp.model.neighbours import Neighbours
 
 __all__ = ["ChunkOptions", "ChunkResult", "Reweighter", "prune_margin"]
@@ -156,7 +161,12 @@ class Reweighter:
         """``max - min`` of each neighbour's log ratios (max over candidates): the cheap pass."""
         out = None
         for repl in self.replacement_sets:
-            b = np.ptp(self._ratios(index, repl), axis=1)
+            if isinstance(index, slice):
+                b = log_ratio_range(
+                    self.ll, self.neighbours, index.start, index.stop, list(repl) or None
+                )
+            else:
+                b = np.ptp(self._ratios(index, repl), axis=1)
             out = b if out is None else np.fmax(out, b)
         return out
 
