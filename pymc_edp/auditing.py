@@ -595,8 +595,10 @@ def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, prog
     order = np.argsort(-est.bound, kind="stable")
     threshold = khat_threshold(rw.bins.n_samples)
     lower, done = -np.inf, 0
-    # small chunks first, where the stopping point is decided, then doubling to full size
-    step = min(size, max(16, size // 64))
+    # small chunks first, where the stopping point is decided, then doubling to full size;
+    # from a stored (dask) group full chunks, as each read decompresses whole stored chunks
+    stored = any(getattr(a, "chunks", None) for a in rw.ll.arrays)
+    step = size if stored else min(size, max(16, size // 64))
     with progress_bar(n_nb, description="EDP: reweighting records", enabled=progressbar) as bar:
         while done < n_nb and prune_margin(est.bound[order[done]]) >= lower:
             todo = order[done : done + step * chunk_opts.n_workers()]

@@ -307,12 +307,9 @@ def _read(array, columns) -> np.ndarray:
     """Columns ``columns`` (a slice or index array) of one ``(S, n_rows_v)`` array, in memory."""
     if isinstance(array, np.ndarray):
         return array[:, columns]
-    if hasattr(array, "compute"):  # dask: one task graph per chunk, computed here
+    if hasattr(array, "compute"):  # dask: reads only the stored chunks the columns touch
         if not isinstance(columns, slice):
             columns = np.asarray(columns)
-            if columns.size and np.all(np.diff(columns) > 0):
-                lo, hi = int(columns[0]), int(columns[-1]) + 1
-                return np.asarray(array[:, lo:hi].compute())[:, columns - lo]
         return np.asarray(array[:, columns].compute())
     return np.asarray(array[:, columns])
 
