@@ -77,3 +77,14 @@ def hockey_normal(m_p, s_p, m_q, s_q, e):
     if a > 0:
         return mass(-np.inf, r1) + mass(r2, np.inf)
     return mass(r1, r2)
+
+
+class OutlierNormal:
+    """Issue 14's Normal-Normal setting: 14 records from N(0, 1) and one at 12, sigma = 1,
+    prior mu ~ N(0, 10^2). Plain PSIS k-hat of the outlier is about 1.1 with 4 x 2,000 exact
+    posterior draws (exact EDP: :func:`pymc_edp.conjugate.normal_normal_edp`)."""
+
+    Y = np.append(np.random.default_rng(14).normal(0.0, 1.0, 14), 12.0)
+    SIGMA, MU0, SIGMA0 = 1.0, 0.0, 10.0
+    M1, S1 = normal_normal_posterior(Y, SIGMA, MU0, SIGMA0)
+    OUTLIER = 14

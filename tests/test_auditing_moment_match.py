@@ -8,16 +8,15 @@ bias of plain PSIS) are in ``tests/model/test_moment_match.py``.
 import numpy as np
 import pymc as pm
 import pytest
+from support import OutlierNormal as ON
 
 import pymc_edp as edp
-from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
+from pymc_edp.conjugate import normal_normal_edp
 from pymc_edp.model.compat import from_dict
 
-# 14 records from N(0, 1) and one at 12; sigma = 1, prior N(0, 10^2) (the issue's example)
-Y = np.append(np.random.default_rng(14).normal(0.0, 1.0, 14), 12.0)
-SIGMA, MU0, SIGMA0 = 1.0, 0.0, 10.0
-M1, S1 = normal_normal_posterior(Y, SIGMA, MU0, SIGMA0)
-OUTLIER = 14
+# 14 records from N(0, 1) and one at 12; sigma = 1, prior mu ~ N(0, 10^2) (issue 14)
+Y, SIGMA, MU0, SIGMA0 = ON.Y, ON.SIGMA, ON.MU0, ON.SIGMA0
+M1, S1, OUTLIER = ON.M1, ON.S1, ON.OUTLIER
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import pymc as pm
 import pytest
 import xarray as xr
 from scipy import stats
+from support import OutlierNormal as ON
 
 from pymc_edp.base.binning import epsilon_from_log_weights, quantile_bins, refit_epsilon
 from pymc_edp.base.psis import psislw
@@ -24,12 +25,9 @@ from pymc_edp.model.moment_match import (
 )
 
 # ---------------------------------------------------------------- Normal-Normal, one outlier
-# 14 records from N(0, 1) and one at 12; sigma = 1, prior mu ~ N(0, 10^2). Plain PSIS k-hat of
-# the outlier is about 1.1 with 4 x 2,000 exact posterior draws.
-Y = np.append(np.random.default_rng(14).normal(0.0, 1.0, 14), 12.0)
-SIGMA, MU0, SIGMA0 = 1.0, 0.0, 10.0
-M1, S1 = normal_normal_posterior(Y, SIGMA, MU0, SIGMA0)
-OUTLIER = 14
+# 14 records from N(0, 1) and one at 12; sigma = 1, prior mu ~ N(0, 10^2) (issue 14)
+Y, SIGMA, MU0, SIGMA0 = ON.Y, ON.SIGMA, ON.MU0, ON.SIGMA0
+M1, S1, OUTLIER = ON.M1, ON.S1, ON.OUTLIER
 
 
 @pytest.fixture(scope="module")
