@@ -308,7 +308,8 @@ def audit(
         draws=inp.draws,
         n_chains=int(inp.posterior.sizes.get("chain", 1)),
     )
-    if method in ("auto", "moment_match") and mm_opts and model is not None and inp.factorised:
+    moment_matching = method in ("auto", "moment_match") and mm_opts is not None
+    if moment_matching and model is not None and inp.factorised:
         _moment_match(est, nb_method, idata, problem, inp, mm_opts, messages)
     khat_now = np.where(np.isnan(est.khat_mm), est.khat, est.khat_mm)
     to_refit = _choose_refits(khat_now, method, inp, opts, nbs, messages)
@@ -358,7 +359,7 @@ def audit(
         settings=dict(
             bins=bins,
             # what happened, not what was asked: every neighbour refitted, none, or some
-            method=_method_used(nb_method, method),
+            method=_method_used(nb_method),
             requested_method=method,
             neighbour=neighbour if groups is None else f"{neighbour} (groups)",
             replace=neighbour == "replace",
@@ -672,7 +673,7 @@ def _pruning_message(est: _Estimates, nbs) -> str:
     )
 
 
-def _method_used(nb_method: np.ndarray, requested: str) -> str:
+def _method_used(nb_method: np.ndarray) -> str:
     """What happened, not what was asked: every neighbour refitted, none, or some."""
     refitted = nb_method == "refit"
     if refitted.all():
