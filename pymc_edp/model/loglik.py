@@ -21,13 +21,12 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
-from pymc_edp.base.common import rows_per_chunk
 from pymc_edp.base.psis import psislw
 from pymc_edp.model.compat import PSIS_TAIL_RULE, ess
 from pymc_edp.model.neighbours import Neighbours
@@ -37,7 +36,6 @@ __all__ = [
     "Neighbours",
     "NonFactorisedError",
     "is_lazy",
-    "iter_log_weights",
     "log_ratio_range",
     "log_ratios",
     "posterior_matrix",
@@ -327,49 +325,6 @@ def _check_finite(ll_rows: np.ndarray, rows: np.ndarray, labels: list[str] | Non
         "likelihood for every record: check the model for records outside the support of "
         "the likelihood, missing values in the data, or recompute the log_likelihood group."
     )
-
-
-def iter_log_weights(
-    ll: LogLikelihood,
-    neighbours: Neighbours,
-    *,
-    reff: float = 1.0,
-    replacement: Sequence[np.ndarray] | None = None,
-    chunk_size: int | None = None,
-) -> Iterator[tuple[slice, np.ndarray, np.ndarray]]:
-    """Pareto-smoothed, normalised log-weights of every neighbour, chunk by chunk.
-
-    Parameters
-    ----------
-    ll : LogLikelihood
-    neighbours : Neighbours
-    reff : float, default 1
-        Relative MCMC efficiency for the PSIS tail length.
-    replacement : sequence of ndarray, optional
-        For neighbour relation "replace": per observed variable, the ``(S, n_rows_v)``
-        log-likelihood at the replacement values. Without it, records are removed.
-    chunk_size : int, optional
-        Neighbours per chunk; by default about 32 MB of log-weights.
-
-    Yields
-    ------
-    slice
-        The neighbours in this chunk.
-    ndarray, shape (k, S)
-        Smoothed log-weights, normalised (log-sum-exp zero per row).
-    ndarray, shape (k,)
-        Pareto k-hat per neighbour; ``-inf`` where the log-weights are constant (the
-        neighbour posterior equals the full-data one).
-    """
-    n_samples = ll.n_samples
-    if chunk_size is None:
-        chunk_size = rows_per_chunk(n_samples)
-    n_nb = len(neighbours)
-    for start in range(0, n_nb, chunk_size):
-        stop = min(start + chunk_size, n_nb)
-        lw = log_ratios(ll, neighbours, start, stop, replacement)
-        smoothed, khat = smoothed_log_weights(lw, reff, np.ptp(lw, axis=1))
-        yield slice(start, stop), smoothed, khat
 
 
 def smoothed_log_weights(

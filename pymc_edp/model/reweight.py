@@ -37,6 +37,7 @@ import numpy as np
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import MEMORY_BUDGET, parse_bytes
+from pymc_edp.base.parallel import _is_dask_client
 from pymc_edp.base.validate import as_options, check_real
 from pymc_edp.model.loglik import (
     LogLikelihood,
@@ -93,9 +94,7 @@ class ChunkOptions:
         object.__setattr__(self, "memory_bytes", parse_bytes(self.memory, "memory"))
         check_real(self.prune_above, "prune_above", minimum=0)
         ex = self.executor
-        if ex is not None and not (
-            isinstance(ex, cf.Executor) or (hasattr(ex, "submit") and hasattr(ex, "gather"))
-        ):
+        if ex is not None and not (isinstance(ex, cf.Executor) or _is_dask_client(ex)):
             raise TypeError(
                 "ChunkOptions(executor=...) must be None, a concurrent.futures.Executor or a "
                 f"dask.distributed.Client, not {type(ex).__name__}"

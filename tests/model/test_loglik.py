@@ -3,7 +3,18 @@ import pytest
 import xarray as xr
 
 from pymc_edp.model.compat import stack_psislw
-from pymc_edp.model.loglik import LogLikelihood, Neighbours, iter_log_weights, relative_efficiency
+from pymc_edp.model.loglik import (
+    LogLikelihood,
+    Neighbours,
+    log_ratios,
+    relative_efficiency,
+    smoothed_log_weights,
+)
+
+
+def _weights(ll, nbs, reff=1.0, replacement=None):
+    """Smoothed log-weights and k-hat of every neighbour, as the audit's chunks compute them."""
+    return smoothed_log_weights(log_ratios(ll, nbs, 0, len(nbs), replacement), reff)
 
 
 def loglik_dataset(rng, n_chains=2, n_draws=500):
@@ -100,10 +111,7 @@ def test_log_weights_remove_matches_arviz(rng):
     ds = loglik_dataset(rng)
     ll = LogLikelihood.from_dataset(ds, ["y"])
     nbs = Neighbours.records(ll)
-    chunks = list(iter_log_weights(ll, nbs, reff=0.8, chunk_size=4))
-    assert [c[0] for c in chunks] == [slice(0, 4), slice(4, 6)]
-    lw = np.concatenate([c[1] for c in chunks])
-    khat = np.concatenate([c[2] for c in chunks])
+    lw, khat = _weights(ll, nbs, reff=0.8)
     ref = -ds["y"].stack(__sample__=("chain", "draw")).transpose("obs", "__sample__")
     ref_lw, ref_k = stack_psislw(ref.values, reff=0.8)
     np.testing.assert_allclose(lw, ref_lw, rtol=1e-9, atol=1e-9)
@@ -114,13 +122,13 @@ def test_log_weights_groups_and_replacement(rng):
     ds = loglik_dataset(rng)
     ll = LogLikelihood.from_dataset(ds, ["y"])
     nbs = Neighbours.from_groups(ll, "person")
-    ((_, lw, _),) = iter_log_weights(ll, nbs)
+    lw, _ = _weights(ll, nbs)
     y = ds["y"].values.reshape(1000, 6)
     ref, _ = stack_psislw(-(y[:, 0::2] + y[:, 1::2]).T)
     np.testing.assert_allclose(lw, ref, rtol=1e-9, atol=1e-9)
 
     alt = rng.normal(-1, 0.3, (1000, 6))
-    ((_, lw_r, _),) = iter_log_weights(ll, Neighbours.records(ll), replacement=[alt])
+    lw_r, _ = _weights(ll, Neighbours.records(ll), replacement=[alt])
     ref_r, _ = stack_psislw((alt - y).T)
     np.testing.assert_allclose(lw_r, ref_r, rtol=1e-9, atol=1e-9)
 
@@ -131,7 +139,7 @@ def test_non_finite_loglik_is_an_error(rng, bad):
     ds["y"][0, 5, 2] = bad
     ll = LogLikelihood.from_dataset(ds, ["y"])
     with pytest.raises(ValueError, match=r"first at record y\[c\], draw 5"):
-        list(iter_log_weights(ll, Neighbours.records(ll)))
+        _weights(ll, Neighbours.records(ll))
 
 
 def test_relative_efficiency(rng):
