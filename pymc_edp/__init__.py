@@ -31,11 +31,11 @@ from pymc_edp import (  # noqa: E402
 )
 from pymc_edp.auditing import ChunkOptions, MomentMatchOptions, PerRecord, audit  # noqa: E402
 from pymc_edp.base.common import EDPWarning  # noqa: E402
-from pymc_edp.refit.options import RefitOptions  # noqa: E402
+from pymc_edp.refit.options import RefitOptions, VerifyOptions  # noqa: E402
 from pymc_edp.result import EDPResult  # noqa: E402
 from pymc_edp.tuning import PriorTuningResult, SearchOptions, tune_prior  # noqa: E402
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "ChunkOptions",
@@ -46,6 +46,7 @@ __all__ = [
     "PriorTuningResult",
     "RefitOptions",
     "SearchOptions",
+    "VerifyOptions",
     "__version__",
     "audit",
     "calibration",

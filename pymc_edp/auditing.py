@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,15 +20,18 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp import diagnostics
-from pymc_edp.base import binning
+from pymc_edp.base import binning, limits
 from pymc_edp.base.common import (
+    COUNT_SMOOTHING,
     MIN_DRAWS_PER_BIN,
     NEIGHBOUR_DIM,
     PARAMETER_DIM,
     SAMPLE_DIM,
+    WEIGHT_INDEX,
     EDPWarning,
     resolve_seed,
 )
+from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval
 from pymc_edp.base.parallel import map_tasks, progress_bar
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.base.validate import check_choice, check_int, check_real
@@ -58,25 +62,61 @@ from pymc_edp.model.reweight import (
     bound_chunk,
     estimate_chunk,
     prune_margin,
+    top_rows,
 )
 from pymc_edp.model.select import drop_data_copies, select_var_names
 from pymc_edp.model.stream import model_log_likelihood, stream_supported
 from pymc_edp.model.transform import neighbour_changes
-from pymc_edp.refit.options import RefitOptions
-from pymc_edp.refit.run import RefitProblem, refit_neighbours
+from pymc_edp.refit.options import (
+    VERIFICATION_MEANINGS,
+    VERIFY_AGREE,
+    VERIFY_DISAGREE,
+    VERIFY_FAILED,
+    RefitOptions,
+    VerifyOptions,
+)
+from pymc_edp.refit.outcome import Refits
+from pymc_edp.refit.run import RefitProblem, RefitSetupError, refit_neighbours
 from pymc_edp.result import EDPResult
 
-__all__ = ["ChunkOptions", "MomentMatchOptions", "PerRecord", "RefitOptions", "audit"]
+__all__ = [
+    "TOP_WEIGHTS",
+    "ChunkOptions",
+    "MomentMatchOptions",
+    "PerRecord",
+    "RefitOptions",
+    "VerifyOptions",
+    "audit",
+]
 
 _log = logging.getLogger("pymc_edp")
 
 METHODS = ("auto", "psis", "moment_match", "refit")
 LOG_LIKELIHOOD_SOURCES = ("auto", "group", "model")
 NEIGHBOUR_RELATIONS = ("remove", "replace")
-#: Neighbours whose Monte-Carlo interval is computed for the printed summary: those with the
-#: largest epsilons (``res.interval()`` computes every neighbour's; at 10,000 records that
-#: costs several times the audit itself).
-SUMMARY_TOP = 32
+#: Neighbours whose weights a large audit keeps, and whose Monte-Carlo interval every audit
+#: computes and stores: those with the largest epsilons, which set the headline and its
+#: interval (``res.interval()`` on a result with every weight computes every neighbour's;
+#: at 10,000 records that costs several times the audit itself).
+TOP_WEIGHTS = 32
+#: The standard normal quantile of the stored (90%) intervals.
+_Z90 = 1.6448536269514722
+LIMIT_DOC = "resolution limit of the estimate (non-zero: a lower bound)"
+
+
+@dataclass(frozen=True)
+class _Smoothing:
+    """Additive smoothing of weighted and of count estimates (see ``audit(smoothing=)``)."""
+
+    weighted: float
+    count: float
+
+    @classmethod
+    def of(cls, smoothing) -> _Smoothing:
+        if smoothing is None:
+            return cls(0.0, COUNT_SMOOTHING)
+        value = check_real(smoothing, "smoothing", minimum=0)
+        return cls(value, value)
 
 
 def audit(
@@ -91,8 +131,9 @@ def audit(
     groups=None,
     replacements=None,
     observed: str | Sequence[str] | None = None,
-    smoothing: float = 0.01,
+    smoothing: float | None = None,
     refit: RefitOptions | Mapping | None = None,
+    verify: VerifyOptions | Mapping | bool | None = None,
     random_seed=None,
     progressbar: bool = True,
     store_weights: bool | None = None,
@@ -109,7 +150,14 @@ def audit(
     of each bin is re-estimated, and ``epsilon = max |log P(b | D') - log P(b | D)|``.
     Neighbour posteriors are importance reweightings of the full-data draws (PSIS, with
     k-hat per neighbour); where k-hat says the weights cannot be trusted the neighbour is
-    refitted exactly (``method="auto"``), or every neighbour is (``method="refit"``).
+    moment-matched and, if that is not enough, refitted exactly (``method="auto"``), or
+    every neighbour is refitted (``method="refit"``). With a model, ``method="auto"`` then
+    confirms the headline: it refits the neighbours with the largest estimated epsilons and
+    compares (``verify=``), since a good k-hat is evidence, not proof.
+
+    Every estimate carries its Monte-Carlo interval; one at a resolution limit (smoothing,
+    too few draws in its bin, an empty bin) is flagged as a lower bound, with an interval
+    open above (``pointwise["lower_bound"]``, ``pointwise["limit"]``).
 
     Parameters
     ----------
@@ -153,9 +201,20 @@ def audit(
         data). Default for 0/1 data: the flipped value.
     observed : str or list of str, optional
         Observed variables whose records define neighbours; default all.
-    smoothing : float, default 0.01
+    smoothing : float, optional
         Additive smoothing of bin probabilities in units of draws (Charest & Han's
-        ``alpha``); 0 gives the raw estimator, infinite when a bin receives no weight.
+        ``alpha``). Default None: weighted estimates (reweighting, moment matching, pooled
+        refits) are not smoothed, as a weighted bin always holds draws of positive weight
+        and smoothing would cap every log ratio near ``log(S / (B alpha))``; count
+        estimates (``RefitOptions(estimator="raw")``) take ``alpha = 0.01``. A number
+        smooths every estimate with it; an estimate it lowers is flagged as a lower bound.
+    verify : VerifyOptions, dict or bool, optional
+        How ``method="auto"`` confirms its headline by refits: the ``top`` neighbours with
+        the largest estimates (and any whose bin has too few draws) are refitted and compared,
+        and on disagreement more are refitted, worst first, within a budget; see
+        :class:`pymc_edp.VerifyOptions`. ``False`` turns it off. Needs the model (or
+        ``build_model``); the result says whether its headline was confirmed
+        (``res.verification``) and which neighbours were (``pointwise["verification"]``).
     random_seed : int or numpy.random.Generator, optional
         Seeds the refits: refit ``k`` uses a seed derived from ``(random_seed, k)``, so
         results do not depend on the order refits run in or on resumption. None draws fresh
@@ -164,10 +223,12 @@ def audit(
     progressbar : bool, default True
         Show progress (records reweighted, refits run).
     store_weights : bool, optional
-        Keep the smoothed log-weights on the result (``n_neighbours x S`` floats) for later
-        diagnostics (``res.mcse()``, ``res.interval()``, most plots). Default: yes, unless the
+        Keep every neighbour's smoothed log-weights on the result (``n_neighbours x S``
+        floats) for later diagnostics (``res.curve()``, most plots). Default: yes, unless the
         audit prunes or reads the log-likelihood chunk by chunk (a large audit, where they
-        would not fit in memory).
+        would not fit in memory); it then keeps those of the :data:`TOP_WEIGHTS` neighbours
+        with the largest epsilons, which is what ``res.interval()``, ``res.mcse()`` and the
+        printed interval need.
     log_likelihood : {"auto", "group", "model"}, default "auto"
         Where the pointwise log-likelihood comes from. ``"group"``: the ``log_likelihood``
         group (read chunk by chunk when it is lazy, e.g. opened from zarr with dask
@@ -224,7 +285,8 @@ def audit(
     check_choice(method, "method", METHODS)
     check_choice(neighbour, "neighbour", NEIGHBOUR_RELATIONS)
     bins = check_int(bins, "bins", 2)
-    smoothing = check_real(smoothing, "smoothing", minimum=0)
+    smooth = _Smoothing.of(smoothing)
+    verify_opts, verify_reason = _verify_options(verify, method)
     check_container(idata)
     check_model(model)
     if replacements is not None and neighbour != "replace":
@@ -277,10 +339,11 @@ def audit(
         ll=inp.ll,
         neighbours=nbs,
         bins=bins_obj,
-        smoothing=smoothing,
+        smoothing=smooth.weighted,
         reff=inp.reff,
         replacement_sets=tuple(tuple(r) for r in replacement_sets),
         keep_weights=bool(store_weights) and inp.factorised,
+        keep_top=TOP_WEIGHTS if inp.factorised else 0,
     )
     # refits (method="auto") may replace the estimates of bad k-hat neighbours: only the
     # others give a lower bound on the final epsilon that pruning can stop at
@@ -300,13 +363,14 @@ def audit(
         neighbours=nbs,
         names=tuple(inp.names),
         bins=bins_obj,
-        smoothing=smoothing,
+        smoothing=smooth.weighted,
         observed_y=observed_y,
         candidates=cands or None,
         worst_candidate=est.worst_cand,
         replacement_sets=replacement_sets if inp.factorised else None,
         draws=inp.draws,
         n_chains=int(inp.posterior.sizes.get("chain", 1)),
+        count_smoothing=smooth.count,
     )
     moment_matching = method in ("auto", "moment_match") and mm_opts is not None
     if moment_matching and model is not None and inp.factorised:
@@ -314,39 +378,49 @@ def audit(
     khat_now = np.where(np.isnan(est.khat_mm), est.khat, est.khat_mm)
     to_refit = _choose_refits(khat_now, method, inp, opts, nbs, messages)
     status = np.full(len(nbs), "", dtype=object)
-    refits = None
+    # what the refits depend on (not bins or estimator: one set of refits serves every B and
+    # both estimators); a seed drawn afresh does not stop a rerun from resuming
+    config = dict(
+        opts.config(),
+        neighbour=neighbour,
+        groups=None if groups is None else "given",
+        random_seed=None if random_seed is None else seed,
+        labels=[str(x) for x in nbs.labels],
+        var_names=list(inp.names),
+    )
+    refitter = _Refitter(problem, opts, seed, config, progressbar, est, nb_method, status)
     if to_refit.size:
-        # what the refits depend on (not bins or estimator: one set of refits serves every
-        # B and both estimators); a seed drawn afresh does not stop a rerun from resuming
-        config = dict(
-            opts.config(),
-            neighbour=neighbour,
-            groups=None if groups is None else "given",
-            random_seed=None if random_seed is None else seed,
-            labels=[str(x) for x in nbs.labels],
-            var_names=list(inp.names),
-        )
-        run, refit_messages = refit_neighbours(
-            to_refit, problem, opts, random_seed=seed, config=config, progressbar=progressbar
-        )
-        messages.extend(refit_messages)
-        for k, estimate in run.estimates.items():
-            out = run.outcomes[k]
-            status[k] = out.status if not out.reason else f"{out.status}: {out.reason}"
-            if estimate is not None:
-                est.eps[k], est.argbin[k], est.refit_mcse[k] = estimate
-                nb_method[k] = "refit"
-        refits = run.collection
-    psis_rows = nb_method == "psis"
-    if to_refit.size and not (nb_method == "refit").any():
-        messages.append(
-            f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
-            "every epsilon here is a reweighting estimate, and the method is reported as 'psis'"
-        )
-    if smoothing > 0 and inp.factorised and psis_rows.any():
-        messages.extend(_smoothing_messages(est, psis_rows, smoothing))
+        refitter.run(to_refit)
+        if not (nb_method == "refit").any():
+            messages.append(
+                f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
+                "every epsilon here is a reweighting estimate, and the method is reported as "
+                "'psis'"
+            )
+    order = np.argsort(inp.draws, axis=1, kind="stable")
+    errors = _pair_errors(est, nb_method, bins_obj, order, smooth.weighted, problem.n_chains)
+    check = _Verification.off(len(nbs), verify_reason)
+    if verify_opts is not None:
+        if not inp.can_refit:
+            check = _Verification.off(
+                len(nbs),
+                "unverified: no model to refit the worst neighbours with (pass model=, or "
+                "refit=RefitOptions(build_model=...))",
+            )
+        elif not inp.factorised:
+            check = _Verification.off(len(nbs), "every neighbour refitted (method='auto')")
+        else:
+            check = _verify(verify_opts, est, nb_method, errors, refitter, nbs)
+            if pruning and _unprune(rw, est, nb_method, chunk_opts):
+                errors = _pair_errors(
+                    est, nb_method, bins_obj, order, smooth.weighted, problem.n_chains
+                )
+    messages.extend(refitter.messages)
+    messages.extend(check.messages)
     # neighbours with neither weights nor a successful refit have no estimate
     est.eps[np.isneginf(est.eps)] = np.nan
+    messages.extend(_limit_messages(est, nbs.labels, inp.par_labels, smooth.weighted))
+    lower, upper, se = _intervals(est, nb_method, errors)
 
     result = _assemble(
         est,
@@ -363,12 +437,15 @@ def audit(
             requested_method=method,
             neighbour=neighbour if groups is None else f"{neighbour} (groups)",
             replace=neighbour == "replace",
-            smoothing=smoothing,
+            smoothing=smooth.weighted,
+            count_smoothing=smooth.count,
             random_seed=seed,
         ),
-        refits=refits,
+        refits=refitter.collection(),
+        intervals=(lower, upper, se),
+        verification=check,
     )
-    return _with_noise_summary(result)
+    return _with_noise_floor(result)
 
 
 # ------------------------------------------------------------------------- the stages
@@ -541,18 +618,36 @@ def _replacements(idata, model, inp: _Inputs, replacements, observed_y):
 
 @dataclass
 class _Estimates:
-    """Per-neighbour results of reweighting (refits overwrite their rows)."""
+    """Per-neighbour results of reweighting (moment matching and refits overwrite rows)."""
 
     eps: np.ndarray  # (neighbour, parameter)
     argbin: np.ndarray
     khat: np.ndarray
-    eps_unsmoothed: np.ndarray  # to say when smoothing moves epsilon
+    eps_unsmoothed: np.ndarray  # (neighbour, parameter): to say when smoothing binds
+    bin_draws: np.ndarray  # (neighbour, parameter): effective draws in the decisive bin
+    limit: np.ndarray  # (neighbour, parameter) int8: pymc_edp.base.limits codes
     worst_cand: np.ndarray
-    log_weights: np.ndarray | None
+    log_weights: np.ndarray | None  # every neighbour's, when kept
+    kept: dict  # otherwise {neighbour: log-weights} of those that can set epsilon
     refit_mcse: np.ndarray  # standard error of a refit's / moment match's estimate (or NaN)
     khat_mm: np.ndarray  # k-hat after moment matching (NaN: not attempted)
     bound: np.ndarray  # max - min of the log ratios: eps <= bound (NaN: not computed)
     pruned: np.ndarray  # neighbours skipped because their bound is below epsilon
+
+    def set_row(self, k: int, value, se: float) -> None:
+        """Neighbour ``k``'s estimate from its own draws (a moment match or a refit)."""
+        self.eps[k], self.argbin[k], self.refit_mcse[k] = value.eps, value.argbin, se
+        self.eps_unsmoothed[k], self.bin_draws[k] = value.eps_unsmoothed, value.bin_draws
+        self.limit[k] = value.limit
+
+    def weights(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The kept log-weights ``(rows, S)`` and their neighbour indices, or None."""
+        if self.log_weights is not None:
+            return self.log_weights, np.arange(self.log_weights.shape[0])
+        if not self.kept:
+            return None
+        rows = np.array(sorted(self.kept), dtype=np.int64)
+        return np.stack([self.kept[int(i)] for i in rows]), rows
 
 
 def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, progressbar):
@@ -568,9 +663,12 @@ def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, prog
         eps=np.full((n_nb, n_par), -np.inf),
         argbin=np.zeros((n_nb, n_par), dtype=np.int64),
         khat=np.full(n_nb, np.nan),
-        eps_unsmoothed=np.full(n_nb, -np.inf),
+        eps_unsmoothed=np.full((n_nb, n_par), -np.inf),
+        bin_draws=np.full((n_nb, n_par), np.nan),
+        limit=np.zeros((n_nb, n_par), dtype=np.int8),
         worst_cand=np.zeros(n_nb, dtype=np.int64),
         log_weights=np.empty((n_nb, rw.bins.n_samples)) if rw.keep_weights else None,
+        kept={},
         refit_mcse=np.full(n_nb, np.nan),
         khat_mm=np.full(n_nb, np.nan),
         bound=np.full(n_nb, np.nan),
@@ -585,6 +683,8 @@ def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, prog
         desc = "EDP: reweighting records"
         with progress_bar(n_nb, description=desc, enabled=progressbar) as bar:
             map_tasks(estimate_chunk, slices, on_result=lambda _, r: _fill(est, r, bar), **run)
+        if est.kept:
+            _trim_kept(est)
         return est
     with progress_bar(n_nb, description="EDP: bounding records", enabled=progressbar) as bar:
 
@@ -613,6 +713,8 @@ def _reweight(rw: Reweighter, factorised, pruning, refit_later, chunk_opts, prog
                 lower = max(lower, float(final.max(initial=-np.inf)))
             done += todo.size
     est.pruned = np.sort(order[done:])
+    if est.kept:
+        _trim_kept(est)
     return est
 
 
@@ -632,17 +734,32 @@ def _aligned(size: int, ll: LogLikelihood) -> int:
 
 
 def _fill(est: _Estimates, res, bar) -> None:
-    """Copy one chunk's results into the per-neighbour arrays."""
+    """Copy one chunk's results into the per-neighbour arrays (and keep the weights that count)."""
     i = res.index
     est.eps[i], est.argbin[i], est.khat[i] = res.eps, res.argbin, res.khat
-    est.eps_unsmoothed[i], est.worst_cand[i], est.bound[i] = (
+    est.eps_unsmoothed[i], est.bin_draws[i], est.limit[i] = (
         res.eps_unsmoothed,
-        res.worst_cand,
-        res.bound,
+        res.bin_draws,
+        res.limit,
     )
-    if est.log_weights is not None:
-        est.log_weights[i] = res.log_weights
+    est.worst_cand[i], est.bound[i] = res.worst_cand, res.bound
+    if res.log_weights is not None:
+        if est.log_weights is not None:
+            est.log_weights[res.weights_index] = res.log_weights
+        else:
+            for k, row in zip(res.weights_index, res.log_weights, strict=True):
+                est.kept[int(k)] = row
+            if len(est.kept) > 4 * TOP_WEIGHTS:
+                _trim_kept(est)
     bar.advance(i.size)
+
+
+def _trim_kept(est: _Estimates) -> None:
+    """Keep the weights of the :data:`TOP_WEIGHTS` largest estimates (and some at a limit)."""
+    keys = np.array(sorted(est.kept), dtype=np.int64)
+    eps = np.nan_to_num(est.eps[keys].max(axis=1), nan=-np.inf)
+    rows = top_rows(eps, est.limit[keys].any(axis=1), TOP_WEIGHTS)
+    est.kept = {int(k): est.kept[int(k)] for k in keys[rows]}
 
 
 def _pruning(prune, method, inp, record_draws: int, chunk_opts) -> bool:
@@ -718,7 +835,7 @@ def _moment_match(est, nb_method, idata, problem, inp, mm_opts, messages) -> Non
     for k, out in outcomes.items():
         est.khat_mm[k] = out.khat_after
         if out.khat_after < out.khat_before:
-            est.eps[k], est.argbin[k], est.refit_mcse[k] = out.eps, out.argbin, out.mcse
+            est.set_row(k, out, out.mcse)
             nb_method[k] = "moment_match"
 
 
@@ -742,52 +859,355 @@ def _choose_refits(khat, method, inp: _Inputs, opts: RefitOptions, nbs, messages
     return to_refit
 
 
-def _smoothing_messages(est: _Estimates, psis_rows: np.ndarray, smoothing: float) -> list[str]:
-    """Say when the smoothing constant, not the data, sets the reweighted epsilon."""
-    smoothed_max = float(np.max(est.eps[psis_rows]))
-    raw_max = float(np.max(est.eps_unsmoothed[psis_rows]))
-    if np.isinf(raw_max):
-        return [
-            f"some bins receive no weight at all under a neighbour: without smoothing "
-            f"epsilon would be infinite; smoothing={smoothing:g} gives {smoothed_max:.3f}, "
-            "a value set by the smoothing constant (Charest & Han sec. 4)"
-        ]
-    if abs(raw_max - smoothed_max) > 0.05 * raw_max:
-        return [
-            f"smoothing={smoothing:g} changes the reweighted epsilon from {raw_max:.3f} "
-            f"(no smoothing) to {smoothed_max:.3f}: the decisive bins hold less than a few "
-            "draws' worth of weight. Reweighted bins are never empty, so smoothing=0 is "
-            "the less biased choice here; report both."
-        ]
-    return []
+class _Refitter:
+    """Runs refits and writes their estimates into the audit's per-neighbour arrays."""
+
+    def __init__(self, problem, opts, seed, config, progressbar, est, nb_method, status):
+        self.problem, self.opts, self.seed, self.config = problem, opts, seed, config
+        self.progressbar = progressbar
+        self.est, self.nb_method, self.status = est, nb_method, status
+        self.outcomes: dict = {}
+        self.messages: list[str] = []
+
+    def run(self, indices: np.ndarray) -> None:
+        """Refit ``indices``; successful refits replace their neighbours' estimates."""
+        run, refit_messages = refit_neighbours(
+            np.asarray(indices, dtype=np.int64),
+            self.problem,
+            self.opts,
+            random_seed=self.seed,
+            config=self.config,
+            progressbar=self.progressbar,
+        )
+        self.messages.extend(refit_messages)
+        self.outcomes.update(run.outcomes)
+        for k, estimate in run.estimates.items():
+            out = run.outcomes[k]
+            self.status[k] = out.status if not out.reason else f"{out.status}: {out.reason}"
+            if estimate is not None:
+                self.est.set_row(k, estimate, estimate.se)
+                self.nb_method[k] = "refit"
+
+    def collection(self) -> Refits | None:
+        return Refits(self.outcomes) if self.outcomes else None
 
 
-def _with_noise_summary(result: EDPResult) -> EDPResult:
-    """Attach the 90% Monte-Carlo interval of epsilon and the EMI noise floor (for printing).
+@dataclass
+class _Errors:
+    """Monte-Carlo errors of the reweighted estimates that can set epsilon (90% level)."""
 
-    The interval of a maximum is [max of lower bounds, max of upper bounds]; here over the
-    :data:`SUMMARY_TOP` neighbours with the largest epsilon, which set it unless a lower
-    neighbour has a far larger standard error (``res.interval()`` takes all of them).
+    se: np.ndarray  # (neighbour,) of the leading pair; NaN where not computed
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+def _pair_errors(est, nb_method, bins_obj, order, smoothing, n_chains) -> _Errors:
+    """Errors of the reweighted neighbours whose weights are kept and that can set epsilon.
+
+    The :data:`TOP_WEIGHTS` largest reweighting estimates (and those at a limit): the
+    delta-method error of each one's leading (parameter, bin) pairs, and the 90% interval of
+    their maximum (:func:`pymc_edp.base.mcse.max_interval`).
     """
-    interval = floor = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if result.log_weights is not None and np.isfinite(result.epsilon):
-            eps = np.nan_to_num(result.pointwise["epsilon"].values, nan=-np.inf)
-            top = np.sort(np.argsort(-eps, kind="stable")[:SUMMARY_TOP])
-            sub = dataclasses.replace(
-                result,
-                pointwise=result.pointwise.isel({NEIGHBOUR_DIM: top}),
-                log_weights=result.log_weights.isel({NEIGHBOUR_DIM: top}),
+    n = est.eps.shape[0]
+    out = _Errors(np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
+    kept = est.weights()
+    if kept is None:
+        return out
+    lw, rows = kept
+    reweighted = nb_method[rows] == "psis"
+    eps = np.nan_to_num(est.eps[rows].max(axis=1), nan=-np.inf)
+    eps = np.where(reweighted, eps, -np.inf)
+    pick = top_rows(eps, reweighted & est.limit[rows].any(axis=1), TOP_WEIGHTS)
+    pick = pick[reweighted[pick] & np.isfinite(eps[pick])]
+    if not pick.size:
+        return out
+    pairs = leading_pairs(lw[pick], bins_obj, order=order, smoothing=smoothing, n_chains=n_chains)
+    lo, hi = max_interval(pairs["log_ratio"], pairs["se"], 0.9, signed=True)
+    idx = rows[pick]
+    out.se[idx], out.lower[idx], out.upper[idx] = pairs["se"][:, 0], lo, hi
+    return out
+
+
+def _intervals(est, nb_method, errors: _Errors):
+    """Per-neighbour 90% interval and standard error of the final estimates.
+
+    Reweighted neighbours keep their pair intervals; moment-matched and refitted ones take
+    ``estimate +- z se`` of their own error; an estimate at a limit is open above.
+    """
+    eps = np.nan_to_num(est.eps, nan=-np.inf).max(axis=1)
+    lower, upper, se = errors.lower.copy(), errors.upper.copy(), errors.se.copy()
+    own = np.isin(nb_method, ["refit", "moment_match"])
+    se[own] = est.refit_mcse[own]
+    with np.errstate(invalid="ignore"):
+        lower[own] = np.maximum(eps[own] - _Z90 * se[own], 0.0)
+        upper[own] = eps[own] + _Z90 * se[own]
+    no_se = own & np.isnan(se)
+    lower[no_se], upper[no_se] = np.nan, np.nan
+    limited = est.limit.any(axis=1)
+    upper[limited] = np.inf
+    return lower, upper, se
+
+
+# -------------------------------------------------------------------- verification
+@dataclass
+class _Verification:
+    """What the headline's verification did: per neighbour, and in one status."""
+
+    status: str  # "confirmed", "corrected", "incomplete", "unverified", "refit"
+    note: str
+    code: np.ndarray  # (neighbour,) int8: VERIFICATION codes
+    checked: np.ndarray  # the estimate that was checked
+    refit: np.ndarray  # the refit's estimate
+    z: np.ndarray  # (refit - checked) / combined standard error
+    messages: list
+
+    @classmethod
+    def off(cls, n: int, note: str | None) -> _Verification:
+        status = "refit" if note and note.startswith("every neighbour refitted") else "unverified"
+        nan = np.full(n, np.nan)
+        return cls(status, note or "", np.zeros(n, np.int8), nan, nan.copy(), nan.copy(), [])
+
+
+def _verify_options(verify, method: str) -> tuple[VerifyOptions | None, str | None]:
+    """The verification options and, when it will not run, why."""
+    if verify is False:
+        return None, "unverified: verification turned off (verify=False)"
+    if method != "auto":
+        if verify is not None:
+            raise ValueError(
+                f"verify= confirms method='auto' by refitting its worst neighbours; with "
+                f"method={method!r} leave it out (method='refit' refits every neighbour)"
             )
-            iv = diagnostics.epsilon_interval(sub, 0.9)["epsilon"].values
-            interval = (float(iv[0]), float(iv[1]))
-        if result.draws is not None:
-            try:
-                floor = float(diagnostics.emi(result, warn=False)["emi"])
-            except ValueError:  # too few draws per chain for two halves
-                floor = None
-    return dataclasses.replace(result, mc_interval90=interval, noise_floor=floor)
+        why = {
+            "psis": "unverified: method='psis' reweights only",
+            "moment_match": "unverified: method='moment_match' does not refit",
+            "refit": "every neighbour refitted (method='refit')",
+        }
+        return None, why[method]
+    return VerifyOptions.coerce(None if verify is True else verify), None
+
+
+def _verify(vopts: VerifyOptions, est, nb_method, errors: _Errors, refitter, nbs):
+    """Refit the worst neighbours, compare, and on disagreement refit more (worst first).
+
+    The estimates checked are reweighted or moment-matched; each refit replaces its
+    neighbour's estimate (the pooled refit uses the reweighted draws and its own, so it is
+    the better estimate). A refit disagrees with the estimate it checks when their
+    difference exceeds ``z`` combined standard errors. After a disagreement,
+    reweighting is unreliable for this model: every unchecked neighbour whose upper
+    interval end, scaled by the largest underestimate seen, reaches the headline is refitted,
+    worst first, in batches of ``top``, within ``max_refits`` and ``time_budget``.
+    """
+    start = time.perf_counter()
+    n = est.eps.shape[0]
+    check = _Verification.off(n, None)
+    eps = np.nan_to_num(est.eps, nan=-np.inf).max(axis=1)
+    eligible = np.isin(nb_method, ["psis", "moment_match"]) & np.isfinite(eps)
+    if not eligible.any():
+        check.status = "confirmed"
+        check.note = "confirmed: every neighbour that can set epsilon was refitted"
+        return check
+    # a refit resolves a bin with too few (or no) draws, not a smoothing constant
+    resolvable = np.isin(est.limit, [limits.FEW_DRAWS, limits.EMPTY_BIN]).any(axis=1)
+    se_before = np.where(np.isin(nb_method, ["moment_match"]), est.refit_mcse, errors.se)
+    upper = np.where(np.isnan(errors.upper), eps, errors.upper)
+    cand = np.flatnonzero(eligible)
+    cand = cand[np.argsort(-eps[cand], kind="stable")]
+    rest = cand[vopts.top :]
+    batch = np.concatenate([cand[: vopts.top], rest[resolvable[rest]]])
+    batch = batch[: vopts.max_refits]
+    done, factor = 0, 1.0
+    left = np.array([], dtype=np.int64)
+    while batch.size:
+        before = eps[batch].copy()
+        try:
+            refitter.run(batch)
+        except RefitSetupError as err:  # before any sampling: nothing to confirm with
+            check.status = "unverified"
+            check.note = f"unverified: this model cannot be refitted ({err})"
+            check.messages.append(
+                f"the headline could not be confirmed by refits: this model cannot be "
+                f"refitted ({err}); epsilon rests on reweighting alone"
+            )
+            return check
+        done += batch.size
+        for k, e0 in zip(batch, before, strict=True):
+            check.checked[k] = e0
+            if nb_method[k] != "refit":
+                check.code[k] = VERIFY_FAILED
+                continue
+            e1 = float(np.nanmax(est.eps[k]))
+            s = np.hypot(np.nan_to_num(se_before[k]), np.nan_to_num(est.refit_mcse[k]))
+            z = (e1 - e0) / s if s > 0 else (0.0 if e1 == e0 else np.sign(e1 - e0) * np.inf)
+            check.refit[k], check.z[k] = e1, z
+            # even above an estimate flagged as a lower bound: a refit far from the estimate
+            # says reweighting is unreliable for this model, which may hold elsewhere too
+            if abs(z) > vopts.z:
+                check.code[k] = VERIFY_DISAGREE
+                if e0 > 0:
+                    factor = max(factor, e1 / e0)
+            else:
+                check.code[k] = VERIFY_AGREE
+        if not (check.code == VERIFY_DISAGREE).any():
+            break
+        headline = float(np.nanmax(np.nan_to_num(est.eps, nan=-np.inf)))
+        todo = eligible & (check.code == 0) & (upper * factor >= headline)
+        left = np.flatnonzero(todo)
+        left = left[np.argsort(-eps[left], kind="stable")]
+        budget = vopts.max_refits - done
+        late = vopts.time_budget is not None and time.perf_counter() - start > vopts.time_budget
+        if not left.size or budget <= 0 or late:
+            break
+        batch = left[: min(vopts.top, budget)]
+    # left: unchecked neighbours that could still set epsilon when the budget stopped it;
+    # pending: estimates at a limit a refit would resolve, that the budget left unrefitted
+    pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
+    _verification_outcome(check, vopts, est, nbs, done, left, pending, start)
+    return check
+
+
+def _verification_outcome(check, vopts, est, nbs, done, left, pending, start) -> None:
+    """Status, note and warnings of a verification run; leftovers flagged as lower bounds."""
+    ok = check.code == VERIFY_AGREE
+    bad = check.code == VERIFY_DISAGREE
+    failed = check.code == VERIFY_FAILED
+    seconds = time.perf_counter() - start
+    checked = int(ok.sum() + bad.sum())
+    if not checked:
+        check.status = "unverified"
+        check.note = (
+            f"unverified: the {int(failed.sum())} verification refit(s) failed "
+            "(see pointwise['status'])"
+        )
+        check.messages.append(
+            "the headline could not be confirmed: every verification refit failed (see "
+            "res.pointwise['status']); epsilon rests on reweighting alone"
+        )
+        return
+    zmax = float(np.nanmax(np.abs(check.z[ok | bad])))
+    if not bad.any():
+        agree = (
+            f"refitting the {checked} worst neighbours: their refits agree with the estimates "
+            f"within Monte-Carlo error (largest |z| = {zmax:.1f}, threshold {vopts.z:g}; "
+            f"{seconds:.1f} s)"
+        )
+        if pending.size:  # lower bounds the budget left: nothing confirms them
+            check.status = "incomplete"
+            check.note = (
+                f"incomplete: checked by {agree}, but {pending.size} neighbour(s) whose "
+                "estimates are lower bounds (too few draws in a bin) were not refitted "
+                "(budget), so epsilon is a lower bound"
+            )
+            check.messages.append(
+                f"The verification budget (VerifyOptions(max_refits={vopts.max_refits}, "
+                f"time_budget={vopts.time_budget})) left {pending.size} neighbour(s) whose "
+                "estimates are lower bounds unrefitted "
+                f"({', '.join(str(nbs.labels[k]) for k in pending[:5])}"
+                f"{'...' if pending.size > 5 else ''}): epsilon is a lower bound. Raise the "
+                "budget or use method='refit'."
+            )
+        else:
+            check.status = "confirmed"
+            check.note = f"confirmed by {agree}"
+        if failed.any():
+            check.note += f"; {int(failed.sum())} refit(s) failed"
+        return
+    worst = np.flatnonzero(bad)[np.argmax(np.abs(check.z[bad]))]
+    detail = (
+        f"{int(bad.sum())} of {checked} refitted neighbours disagree with their estimates "
+        f"(worst: {nbs.labels[worst]}, {check.checked[worst]:.3f} estimated vs "
+        f"{check.refit[worst]:.3f} refitted, z = {check.z[worst]:.1f})"
+    )
+    if left.size:
+        for k in left:  # could still set epsilon: their estimates are lower bounds
+            p = int(np.nanargmax(np.nan_to_num(est.eps[k], nan=-np.inf)))
+            if est.limit[k, p] == limits.NONE:
+                est.limit[k, p] = limits.UNVERIFIED
+        check.status = "incomplete"
+        check.note = (
+            f"reweighting is unreliable for this model: {detail}; verification refitted "
+            f"{done} neighbours, worst first, but not {left.size} more that could still set "
+            "epsilon (budget), so epsilon is a lower bound"
+        )
+        check.messages.append(
+            f"Reweighting is unreliable for this model: {detail}. Verification refitted {done} "
+            f"neighbours, worst first, and their refitted values are used, but its "
+            f"budget (VerifyOptions(max_refits={vopts.max_refits}, time_budget="
+            f"{vopts.time_budget})) stopped before {left.size} more that could still set "
+            "epsilon: their estimates are lower bounds. Raise the budget or use "
+            "method='refit'."
+        )
+        return
+    check.status = "corrected"
+    check.note = (
+        f"corrected by refits: {detail}; verification refitted {done} neighbours, worst "
+        "first, until none left could reach epsilon, and their refitted values are used"
+    )
+    check.messages.append(
+        f"Reweighting is unreliable for this model: {detail}. Verification refitted {done} "
+        "neighbours, worst first, until no other could reach epsilon; their refitted values "
+        "are used."
+    )
+
+
+def _unprune(rw: Reweighter, est: _Estimates, nb_method, chunk_opts) -> bool:
+    """Reweight pruned neighbours whose bound reaches an epsilon that refits lowered.
+
+    Pruning stopped at the largest reweighted epsilon; when verification replaced it by a
+    smaller refitted value, pruned neighbours with a bound above the new maximum could set
+    it, so they are reweighted now and pruning stays exact. Returns whether any was.
+    """
+    if not est.pruned.size:
+        return False
+    top = float(np.nanmax(np.nan_to_num(est.eps, nan=-np.inf)))
+    again = est.pruned[prune_margin(est.bound[est.pruned]) >= top]
+    if not again.size:
+        return False
+    run = dict(executor=chunk_opts.executor, progressbar=False, shared=rw)
+    size = max(1, chunk_opts.rows(rw.bins.n_samples))
+    tasks = [again[a : a + size] for a in range(0, again.size, size)]
+    with progress_bar(again.size, description="EDP: reweighting records", enabled=False) as bar:
+        for res in map_tasks(estimate_chunk, tasks, **run):
+            _fill(est, res, bar)
+    nb_method[again] = "psis"
+    est.pruned = np.setdiff1d(est.pruned, again)
+    if est.kept:
+        _trim_kept(est)
+    return True
+
+
+def _limit_messages(est, labels, par_labels, smoothing: float) -> list[str]:
+    """One warning per kind of resolution limit met: which neighbours, why, and the remedy."""
+    out = []
+    eps = np.nan_to_num(est.eps, nan=-np.inf)
+    for code in (limits.EMPTY_BIN, limits.SMOOTHING, limits.FEW_DRAWS):
+        hit = est.limit == code
+        if not hit.any():
+            continue
+        rows = np.flatnonzero(hit.any(axis=1))
+        score = np.where(hit[rows], eps[rows], -np.inf)
+        worst = rows[np.argmax(score.max(axis=1))]
+        p = int(np.argmax(np.where(hit[worst], eps[worst], -np.inf)))
+        example = f"{labels[worst]}: {eps[worst, p]:.3f} for {par_labels[p]}"
+        if code == limits.SMOOTHING:
+            example += f", {est.eps_unsmoothed[worst, p]:.3f} without smoothing={smoothing:g}"
+        out.append(
+            f"epsilon is a lower bound: {rows.size} neighbour(s) are at a resolution limit, "
+            f"{limits.REASONS[code]} (worst: {example}); their intervals are open above. "
+            f"Remedy: {limits.REMEDIES[code]}."
+        )
+    return out
+
+
+def _with_noise_floor(result: EDPResult) -> EDPResult:
+    """Attach Abowd's EMI, the noise floor of refit-and-count (for reference, not a verdict)."""
+    floor = None
+    if result.draws is not None:
+        try:
+            floor = float(diagnostics.emi(result)["emi"])
+        except ValueError:  # too few draws per chain for two halves
+            floor = None
+    return dataclasses.replace(result, noise_floor=floor)
 
 
 # --------------------------------------------------------------------------- assembly
@@ -804,10 +1224,19 @@ def _pointwise(est: _Estimates, nbs, par_labels, labels, nb_method, status, repl
     filled = np.where(np.isnan(eps), -np.inf, eps)  # NaN: a neighbour with no estimate
     worst_par = np.argmax(filled, axis=1)
     rows = np.arange(eps.shape[0])
+    limit = limits.worst_code(est.limit, eps)
     pointwise = xr.Dataset(
         {
             "epsilon": (NEIGHBOUR_DIM, eps[rows, worst_par]),
             "epsilon_parameter": ((NEIGHBOUR_DIM, PARAMETER_DIM), eps),
+            "lower_bound": (NEIGHBOUR_DIM, est.limit.any(axis=1)),
+            "limit": (NEIGHBOUR_DIM, limit, limits.flag_attrs(LIMIT_DOC)),
+            "limit_parameter": (
+                (NEIGHBOUR_DIM, PARAMETER_DIM),
+                est.limit,
+                limits.flag_attrs(LIMIT_DOC),
+            ),
+            "bin_draws": (NEIGHBOUR_DIM, est.bin_draws[rows, worst_par]),
             "pareto_k": (NEIGHBOUR_DIM, est.khat),
             "pareto_k_moment_match": (NEIGHBOUR_DIM, est.khat_mm),
             "worst_parameter": (NEIGHBOUR_DIM, par_labels[worst_par]),
@@ -839,6 +1268,12 @@ def _parameters(est: _Estimates, par_labels, labels, bins_obj, var_of) -> xr.Dat
         {
             "epsilon": (PARAMETER_DIM, eps),
             "exact": (PARAMETER_DIM, ~(prune_margin(np.full_like(eps, pruned_bound)) > eps)),
+            "lower_bound": (PARAMETER_DIM, est.limit.any(axis=0)),
+            "limit": (
+                PARAMETER_DIM,
+                limits.worst_code(est.limit.T, est.eps.T),
+                limits.flag_attrs(LIMIT_DOC),
+            ),
             "worst_neighbour": (PARAMETER_DIM, labels[worst_nb]),
             "worst_bin": (PARAMETER_DIM, est.argbin[worst_nb, cols]),
             "n_bins": (PARAMETER_DIM, bins_obj.n_bins),
@@ -846,6 +1281,24 @@ def _parameters(est: _Estimates, par_labels, labels, bins_obj, var_of) -> xr.Dat
         },
         coords={PARAMETER_DIM: par_labels},
     )
+
+
+def _verification_vars(check: _Verification) -> dict:
+    """The per-neighbour record of the verification, for ``res.pointwise``."""
+    return {
+        "verification": (
+            NEIGHBOUR_DIM,
+            check.code,
+            {
+                "flag_values": np.arange(len(VERIFICATION_MEANINGS), dtype=np.int8),
+                "flag_meanings": " ".join(VERIFICATION_MEANINGS),
+                "long_name": "whether a refit confirmed this neighbour's estimate",
+            },
+        ),
+        "verify_checked": (NEIGHBOUR_DIM, check.checked),
+        "verify_refit": (NEIGHBOUR_DIM, check.refit),
+        "verify_z": (NEIGHBOUR_DIM, check.z),
+    }
 
 
 def _reliability_messages(
@@ -881,13 +1334,31 @@ def _reliability_messages(
     return first, last
 
 
-def _assemble(est, inp, nbs, bins_obj, *, nb_method, status, messages, settings, refits):
+def _assemble(
+    est,
+    inp,
+    nbs,
+    bins_obj,
+    *,
+    nb_method,
+    status,
+    messages,
+    settings,
+    refits,
+    intervals,
+    verification,
+):
     """The :class:`EDPResult`, its warnings issued and kept on it."""
     n_samples = inp.draws.shape[1]
     threshold = khat_threshold(n_samples)
     labels = _netcdf_safe(nbs.labels)
     par_labels = np.asarray(inp.par_labels, dtype=str)
     pointwise = _pointwise(est, nbs, par_labels, labels, nb_method, status, settings["replace"])
+    lower, upper, se = intervals
+    pointwise["epsilon_mcse"] = (NEIGHBOUR_DIM, se)
+    pointwise["epsilon_lower"] = (NEIGHBOUR_DIM, lower)
+    pointwise["epsilon_upper"] = (NEIGHBOUR_DIM, upper)
+    pointwise = pointwise.assign(_verification_vars(verification))
     parameters = _parameters(est, par_labels, labels, bins_obj, inp.var_of)
     by_var = {}
     for name in dict.fromkeys(inp.var_of):
@@ -901,12 +1372,14 @@ def _assemble(est, inp, nbs, bins_obj, *, nb_method, status, messages, settings,
         warnings.warn(msg, EDPWarning, stacklevel=3)
         _log.info(msg)
     log_weights = None
-    if est.log_weights is not None:
+    kept = est.weights()
+    if kept is not None:
+        lw, rows = kept
+        coords = {NEIGHBOUR_DIM: labels[rows]}
+        if rows.size != len(nbs):  # only the neighbours that can set epsilon
+            coords[WEIGHT_INDEX] = (NEIGHBOUR_DIM, rows)
         log_weights = xr.DataArray(
-            est.log_weights,
-            dims=(NEIGHBOUR_DIM, SAMPLE_DIM),
-            coords={NEIGHBOUR_DIM: labels},
-            name="log_weights",
+            lw, dims=(NEIGHBOUR_DIM, SAMPLE_DIM), coords=coords, name="log_weights"
         )
     draws_da = xr.DataArray(
         inp.draws,
@@ -915,6 +1388,9 @@ def _assemble(est, inp, nbs, bins_obj, *, nb_method, status, messages, settings,
         name="draws",
     )
     filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
+    interval = None
+    if (~np.isnan(upper)).any() and np.isfinite(filled).any():
+        interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)
     return EDPResult(
         epsilon=float(filled.max()) if np.isfinite(filled).any() else float("nan"),
         epsilon_by_var=by_var,
@@ -932,5 +1408,9 @@ def _assemble(est, inp, nbs, bins_obj, *, nb_method, status, messages, settings,
         log_weights=log_weights,
         draws=draws_da,
         refits=refits,
+        mc_interval90=interval,
         random_seed=settings["random_seed"],
+        count_smoothing=float(settings["count_smoothing"]),
+        verification=verification.status,
+        verification_note=verification.note,
     )

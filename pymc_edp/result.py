@@ -56,14 +56,23 @@ class EDPResult:
     pointwise : xarray.Dataset
         Over dimension ``neighbour`` (and ``parameter``): ``epsilon`` (max over parameters),
         ``epsilon_parameter``, ``pareto_k``, ``worst_parameter``, ``worst_bin``, ``n_rows``,
-        ``observed``, ``method`` (``"psis"`` or ``"refit"``), ``status`` (of a refit:
-        ``"ok"``, ``"diverged: ..."``, ``"error: ..."``), ``refit_mcse`` (Monte-Carlo
-        standard error of a refit's estimate; NaN for reweighted neighbours) and, for
-        ``neighbour="replace"``, ``worst_replacement``.
+        ``observed``, ``method`` (``"psis"``, ``"moment_match"``, ``"refit"``,
+        ``"pruned"``), ``status`` (of a refit: ``"ok"``, ``"diverged: ..."``,
+        ``"error: ..."``), ``refit_mcse`` (Monte-Carlo standard error of a refit's or moment
+        match's estimate), ``lower_bound`` and ``limit`` (the estimate is at a resolution
+        limit, :mod:`pymc_edp.base.limits`: CF flag codes ``none``, ``smoothing``,
+        ``few_draws``, ``empty_bin``, ``unverified``; ``limit_parameter`` per parameter),
+        ``bin_draws`` (effective draws in the bin that sets epsilon), ``epsilon_mcse``,
+        ``epsilon_lower``, ``epsilon_upper`` (the 90% interval, for the neighbours that can
+        set epsilon; NaN elsewhere), ``verification`` (CF flag codes ``unchecked``,
+        ``agrees``, ``disagrees``, ``failed``) with ``verify_checked``, ``verify_refit`` and
+        ``verify_z`` (the estimate checked, the refit's, and their standardised difference)
+        and, for ``neighbour="replace"``, ``worst_replacement``.
     parameters : xarray.Dataset
         Over dimension ``parameter`` (one scalar element of a posterior variable):
-        ``epsilon``, ``worst_neighbour``, ``worst_bin``, ``n_bins`` (effective B after merging
-        tied edges) and ``var_name``.
+        ``epsilon``, ``lower_bound`` and ``limit`` (as in ``pointwise``), ``worst_neighbour``,
+        ``worst_bin``, ``n_bins`` (effective B after merging tied edges), ``exact`` (False
+        where pruning makes it a bound) and ``var_name``.
     bins : int
         Requested number of bins ``B``.
     neighbour : str
@@ -71,7 +80,8 @@ class EDPResult:
     method : str
         How neighbour posteriors were obtained (``"psis"``).
     smoothing : float
-        Additive smoothing constant in units of draws.
+        Additive smoothing of weighted estimates, in units of draws (0 by default: weighted
+        bins are never empty).
     n_samples : int
         Number of posterior draws (chains x draws).
     reff : float
@@ -90,6 +100,18 @@ class EDPResult:
         Full-data draws ``(parameter, sample)`` the bins were cut from.
     refits : pymc_edp.refit.Refits, optional
         The refitted neighbour posteriors (``method="refit"`` or ``"auto"``), by label.
+    mc_interval90 : (float, float), optional
+        90% Monte-Carlo interval of epsilon (upper end ``inf`` when it is a lower bound).
+    noise_floor : float, optional
+        Abowd's EMI, the noise floor of refit-and-count with ``S / 2`` independent draws, for
+        reference (not an error of this estimate: that is ``mc_interval90``).
+    count_smoothing : float
+        Additive smoothing of count estimates (raw refits, EMI), Charest & Han's ``alpha``.
+    verification : str
+        ``"confirmed"`` (refits of the worst neighbours agree), ``"corrected"`` (they did
+        not; refits replaced every estimate that could set epsilon), ``"incomplete"`` (the
+        budget stopped that: a lower bound), ``"refit"`` (every neighbour refitted) or
+        ``"unverified"``; ``verification_note`` says what was done or why not.
 
     References
     ----------
@@ -117,9 +139,11 @@ class EDPResult:
     ('neighbour',)
     >>> print(res)  # doctest: +ELLIPSIS
     Empirical DP audit (B-EDP, B = 10, psis)
-    8 neighbours (record removed), 2000 posterior draws, smoothing = 0.01
+    8 neighbours (record removed), 2000 posterior draws, smoothing = none
     ...
     epsilon = 0.75...  (max over parameters and neighbours; worst neighbour: St. Paul's)
+    90% Monte-Carlo interval of epsilon: [0.61..., 0.87...]
+    Verification: unverified: method='psis' reweights only
     ...
     """
 
@@ -142,6 +166,9 @@ class EDPResult:
     mc_interval90: tuple | None = field(default=None, compare=False)
     noise_floor: float | None = field(default=None, compare=False)
     random_seed: int | None = field(default=None, compare=False)
+    count_smoothing: float = 0.01
+    verification: str = "unverified"
+    verification_note: str = ""
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def memo(self) -> dict:
@@ -178,6 +205,23 @@ class EDPResult:
         return self.pointwise.sizes[NEIGHBOUR_DIM]
 
     @property
+    def lower_bound(self) -> bool:
+        """Whether epsilon is a lower bound: some neighbour's estimate is at a resolution limit.
+
+        Examples
+        --------
+        >>> from pymc_edp.datasets import load_eight_schools
+        >>> import pymc_edp as edp
+        >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
+        ...                 progressbar=False)
+        >>> res.lower_bound
+        False
+        """
+        if "lower_bound" not in self.pointwise:
+            return False
+        return bool(np.any(self.pointwise["lower_bound"].values))
+
+    @property
     def worst_neighbour(self):
         """Coordinate value of the neighbour that attains ``epsilon``.
 
@@ -200,8 +244,9 @@ class EDPResult:
         Returns
         -------
         pandas.DataFrame
-            Columns ``var_name``, ``epsilon``, ``worst_neighbour``, ``worst_bin``, ``n_bins``,
-            indexed by the ArviZ-style parameter label.
+            Columns ``var_name``, ``epsilon``, ``lower_bound`` (True where the epsilon is a
+            lower bound), ``worst_neighbour``, ``worst_bin``, ``n_bins``, indexed by the
+            ArviZ-style parameter label.
 
         Examples
         --------
@@ -211,7 +256,7 @@ class EDPResult:
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> df = res.summary()
         >>> list(df.columns)
-        ['var_name', 'epsilon', 'worst_neighbour', 'worst_bin', 'n_bins']
+        ['var_name', 'epsilon', 'lower_bound', 'worst_neighbour', 'worst_bin', 'n_bins']
         >>> df.index.tolist()
         ['mu']
         >>> round(float(df.loc["mu", "epsilon"]), 3)
@@ -222,6 +267,11 @@ class EDPResult:
             {
                 "var_name": ds["var_name"].values.astype(str),
                 "epsilon": ds["epsilon"].values,
+                "lower_bound": (
+                    ds["lower_bound"].values.astype(bool)
+                    if "lower_bound" in ds
+                    else np.zeros(ds.sizes[PARAMETER_DIM], dtype=bool)
+                ),
                 "worst_neighbour": ds["worst_neighbour"].values,
                 "worst_bin": ds["worst_bin"].values,
                 "n_bins": ds["n_bins"].values,
@@ -270,19 +320,24 @@ class EDPResult:
         kind = {"remove": "record removed", "replace": "record replaced"}.get(
             self.neighbour, self.neighbour
         )
+        smoothing = f"{self.smoothing:g}" if self.smoothing > 0 else "none"
         lines = [
             f"Empirical DP audit (B-EDP, B = {self.bins}, {self.method})",
             f"{self.n_neighbours} neighbours ({kind}), {self.n_samples} posterior draws, "
-            f"smoothing = {self.smoothing:g}",
+            f"smoothing = {smoothing}",
             "",
         ]
-        df = self.summary()
-        lines.append(df.drop(columns="var_name").to_string(float_format=lambda x: f"{x:.3f}"))
+        df = self.summary().drop(columns="var_name")
+        if not df["lower_bound"].any():
+            df = df.drop(columns="lower_bound")
+        lines.append(df.to_string(float_format=lambda x: f"{x:.3f}"))
+        head = diagnostics.headline(self)
+        bound = "a lower bound; " if head.lower_bound else ""
         lines += [
             "",
-            f"epsilon = {self.epsilon:.3f}  (max over parameters and neighbours; worst "
+            f"epsilon = {self.epsilon:.3f}  ({bound}max over parameters and neighbours; worst "
             f"neighbour: {self.worst_neighbour})",
-            *self._noise_lines(),
+            *head.lines(),
             "",
             "Pareto k diagnostic values:",
             f"{'':>28}{'Count':>7}{'Pct.':>9}",
@@ -317,24 +372,6 @@ class EDPResult:
                 f"{'...' if labels.size > 5 else ''} are lower bounds (parameters['exact']); "
                 "audit with prune=False for their exact values."
             )
-        return lines
-
-    def _noise_lines(self) -> list[str]:
-        """The Monte-Carlo interval and the noise-floor caution printed under epsilon."""
-        lines = []
-        lo, hi = self.mc_interval90 or (None, None)
-        if lo is not None and np.isfinite(lo) and np.isfinite(hi):
-            lines.append(f"90% Monte-Carlo interval of epsilon: [{lo:.3f}, {hi:.3f}]")
-        floor = self.noise_floor
-        if floor is not None and np.isfinite(floor):
-            if self.epsilon <= 2 * floor:
-                lines.append(
-                    f"Caution: epsilon is within 2 EMI (noise floor {floor:.3f}) of zero: not "
-                    "distinguishable from Monte-Carlo noise at this number of draws and bins "
-                    "(res.diagnose())."
-                )
-            else:
-                lines.append(f"noise floor (EMI): {floor:.3f}")
         return lines
 
     # ------------------------------------------------------------ round trip
@@ -378,6 +415,9 @@ class EDPResult:
         pw = self.pointwise.rename({v: f"pointwise_{v}" for v in self.pointwise.data_vars})
         par = self.parameters.rename({v: f"parameter_{v}" for v in self.parameters.data_vars})
         ds = xr.merge([pw, par], combine_attrs="drop")
+        for src in (pw, par):  # merging drops the variables' own attributes (CF flags)
+            for v in src.data_vars:
+                ds[v].attrs = dict(src[v].attrs)
         if include_weights:
             if self.log_weights is not None:
                 ds["log_weights"] = self.log_weights
@@ -391,6 +431,9 @@ class EDPResult:
             None if self.mc_interval90 is None else [float(v) for v in self.mc_interval90]
         )
         ds.attrs["noise_floor"] = json.dumps(self.noise_floor)
+        ds.attrs["count_smoothing"] = self.count_smoothing
+        ds.attrs["verification"] = self.verification
+        ds.attrs["verification_note"] = self.verification_note
         ds.attrs["pymc_edp_result"] = 1
         return ds
 
@@ -435,6 +478,10 @@ class EDPResult:
         for v in ("worst_parameter", "observed", "method", "status"):
             if v in pointwise:
                 pointwise[v] = pointwise[v].astype(str)
+        for obj, names in ((pointwise, ("lower_bound",)), (parameters, ("lower_bound", "exact"))):
+            for v in names:
+                if v in obj:  # netCDF has no booleans: written as integers
+                    obj[v] = obj[v].astype(bool)
         parameters["var_name"] = parameters["var_name"].astype(str)
         a = ds.attrs
         return cls(
@@ -455,6 +502,9 @@ class EDPResult:
             draws=ds["draws"] if "draws" in ds else None,
             mc_interval90=_tuple_or_none(json.loads(a.get("mc_interval90", "null"))),
             noise_floor=json.loads(a.get("noise_floor", "null")),
+            count_smoothing=float(a.get("count_smoothing", 0.01)),
+            verification=str(a.get("verification", "unverified")),
+            verification_note=str(a.get("verification_note", "")),
         )
 
     def to_datatree(
@@ -640,7 +690,7 @@ class EDPResult:
         return diagnostics.epsilon_interval(self, prob)
 
     def emi(self) -> xr.Dataset:
-        """Abowd's empirical measure of imprecision; warns when epsilon is within 2 EMI of 0.
+        """Abowd's empirical measure of imprecision: the noise floor of refit-and-count.
 
         See :func:`pymc_edp.diagnostics.emi`.
 
@@ -653,7 +703,7 @@ class EDPResult:
         >>> em = res.emi()
         >>> round(float(em["emi"]), 2)
         0.27
-        >>> res.epsilon > 2 * float(em["emi"])  # clearly above the noise floor: no warning
+        >>> res.epsilon > 2 * float(em["emi"])  # far above refit-and-count's noise floor
         True
         """
         return diagnostics.emi(self)
@@ -814,7 +864,7 @@ class EDPResult:
         >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> report = res.diagnose()
         >>> print(report.splitlines()[0])
-        epsilon = 0.75... (B = 10, smoothing = 0.01)
+        epsilon = 0.75... (B = 10, smoothing = none)
         >>> "EMI" in report
         True
         """

@@ -151,10 +151,18 @@ def test_auto_without_model_warns_only_when_needed(rng):
         res = edp.audit(bad, bins=10, progressbar=False)
     assert res.pointwise["pareto_k"].values[0] > res.khat_threshold
     assert "k-hat above" in res.warnings[0]
-    # the outlier's weights leave bins with ~e^-200 mass: smoothing sets that epsilon
-    assert res.warnings[1].startswith("smoothing=0.01 changes the reweighted epsilon")
     assert [str(w.message) for w in record] == list(res.warnings)
     assert "very bad" in repr(res)
+    # without a model nothing can confirm the headline, and the result says so
+    assert res.verification == "unverified" and "no model" in res.verification_note
+    assert "Verification: unverified: no model" in repr(res)
+    # the outlier's weights leave bins with ~e^-200 mass: no smoothing, so no ceiling ...
+    assert res.pointwise["epsilon"].values[0] > 50
+    # ... where smoothing=0.01 would cap it near log(S / (B alpha)) and flag a lower bound
+    with pytest.warns(edp.EDPWarning) as record:
+        capped = edp.audit(bad, bins=10, smoothing=0.01, progressbar=False)
+    assert any("smoothing constant, not the data" in str(w.message) for w in record)
+    assert capped.lower_bound and capped.epsilon < np.log(2000 / 10 / 0.01) + 0.01
 
 
 def test_groups_equal_presummed_records(rng):

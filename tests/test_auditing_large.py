@@ -12,6 +12,7 @@ import xarray as xr
 from scipy import special, stats
 
 import pymc_edp as edp
+from pymc_edp.auditing import TOP_WEIGHTS
 from pymc_edp.model.compat import from_dict, get_group, set_group
 
 
@@ -64,7 +65,12 @@ def test_pruned_equals_full_normal_regression(rng):
     n_pruned = _same(pruned, full)
     # most records move the posterior far less than the outliers (78% pruned here)
     assert n_pruned > 0.5 * 3000
-    assert pruned.log_weights is None and full.log_weights is not None
+    # a pruned audit keeps the weights of the neighbours that can set epsilon only
+    assert pruned.log_weights.sizes["neighbour"] == TOP_WEIGHTS
+    assert full.log_weights.sizes["neighbour"] == 3000
+    kept = pruned.log_weights["neighbour_index"].values
+    assert set(np.argsort(-full.pointwise["epsilon"].values)[:5]) <= set(kept)
+    np.testing.assert_allclose(pruned.interval()["epsilon"], full.interval()["epsilon"])
     assert set(np.unique(pruned.pointwise["method"].values)) == {"psis", "pruned"}
     pruned_rows = pruned.pointwise["method"].values == "pruned"
     assert np.isnan(pruned.pointwise["epsilon"].values[pruned_rows]).all()
@@ -179,8 +185,10 @@ def test_lazy_zarr_group_is_read_chunk_by_chunk(rng, tmp_path):
     a = edp.audit(idata, **kw)
     b = edp.audit(lazy, **kw)
     np.testing.assert_array_equal(a.pointwise["epsilon"], b.pointwise["epsilon"])
-    # a lazy group's weights (6.4 MB) are not kept beyond the memory budget (2 MiB)
-    assert b.log_weights is None and a.log_weights is not None
+    # a lazy group's weights (6.4 MB) are not kept beyond the memory budget (2 MiB): only
+    # those of the neighbours that can set epsilon
+    assert b.log_weights.sizes["neighbour"] == TOP_WEIGHTS < a.log_weights.sizes["neighbour"]
+    np.testing.assert_allclose(b.interval()["epsilon"], a.interval()["epsilon"])
 
 
 def test_dask_client_gives_the_serial_numbers(rng):
@@ -200,3 +208,66 @@ def test_dask_client_gives_the_serial_numbers(rng):
     np.testing.assert_array_equal(par.pointwise["epsilon"], serial.pointwise["epsilon"])
     np.testing.assert_array_equal(par.log_weights, serial.log_weights)
     assert pruned.epsilon == serial.epsilon
+
+
+def _streamed_regression(n: int, s: int, seed: int):
+    """A PyMC Normal regression (known sigma) and exact posterior draws, no log-likelihood.
+
+    The audit streams the log-likelihood from the model, chunk by chunk.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    y = 0.5 + 0.3 * x + rng.normal(size=n)
+    design = np.column_stack([np.ones(n), x])
+    cov = np.linalg.inv(design.T @ design + np.eye(2) / 100)
+    mean = cov @ design.T @ y
+    beta = rng.multivariate_normal(mean, cov, size=(2, s // 2))
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        b0 = pm.Normal("b0", 0.0, 10.0)
+        b1 = pm.Normal("b1", 0.0, 10.0)
+        pm.Normal("y", b0 + b1 * xd, 1.0, observed=y)
+    idata = from_dict(
+        {"posterior": {"b0": beta[..., 0], "b1": beta[..., 1]}, "observed_data": {"y": y}}
+    )
+    return idata, model
+
+
+def _interval_everywhere(res, tmp_path) -> None:
+    """The 90% interval is printed, computed, and the same after a netCDF round trip."""
+    lo, hi = res.mc_interval90
+    assert 0 < lo <= res.epsilon <= hi < np.inf
+    assert f"90% Monte-Carlo interval of epsilon: [{lo:.3f}, {hi:.3f}]" in repr(res)
+    np.testing.assert_allclose(res.interval()["epsilon"].values, [lo, hi])
+    assert np.isfinite(float(res.mcse()["epsilon"]))
+    path = tmp_path / "audit.nc"
+    res.to_netcdf(path)
+    back = edp.EDPResult.from_netcdf(path)
+    assert back.log_weights is None
+    np.testing.assert_allclose(back.interval()["epsilon"].values, [lo, hi])
+    assert float(back.mcse()["epsilon"]) == pytest.approx(float(res.mcse()["epsilon"]))
+    assert repr(back) == repr(res)
+    page = back._repr_html_()
+    assert "90% Monte-Carlo interval" in page and f"[{lo:.3f}, {hi:.3f}]" in page
+
+
+@pytest.mark.slow
+def test_a_million_records_pruned_and_streamed_have_an_interval(tmp_path):
+    """10^6 records x 400 draws, streamed from the model and pruned: the headline has its
+    interval, from the weights of the records that can set it (the only ones kept)."""
+    idata, model = _streamed_regression(1_000_000, 400, seed=6)
+    res = edp.audit(idata, model, bins=10, progressbar=False, verify=False)
+    assert (res.pointwise["method"].values == "pruned").sum() > 950_000
+    assert res.log_weights.sizes["neighbour"] == TOP_WEIGHTS
+    assert "verification turned off" in repr(res)
+    _interval_everywhere(res, tmp_path)
+
+
+@pytest.mark.slow
+def test_twenty_thousand_records_with_default_settings_have_an_interval(tmp_path):
+    """20,000 records x 4,000 draws, the default audit: streamed, verified by refits."""
+    idata, model = _streamed_regression(20_000, 4000, seed=7)
+    res = edp.audit(idata, model, progressbar=False, random_seed=1)
+    assert res.verification == "confirmed"
+    assert res.log_weights.sizes["neighbour"] < res.n_neighbours
+    _interval_everywhere(res, tmp_path)

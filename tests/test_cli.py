@@ -169,6 +169,7 @@ def test_demo_flow_with_stub_fit(stub_fit, tmp_path, capsys):
     assert res.bins == 10 and res.n_neighbours == 69
     assert f"epsilon = {res.epsilon:.3f}" in out
     assert "The 3 most exposed patients" in out
+    assert "Verification: unverified: method='psis' reweights only" in out
     _check_reading(out, res)
     _check_top_rows(_top_rows(out, 3), res)
     assert (out_dir / cli.FIGURE_FILENAME).read_bytes()[:8] == PNG_MAGIC
@@ -219,6 +220,12 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert "The 5 most exposed patients" in out
     _check_reading(out, res)
     _check_top_rows(_top_rows(out, 5), res)
+    # the headline is confirmed by refitting the 5 worst patients, and no caution
+    # contradicts its interval (which is clear of zero)
+    assert re.search(r"Verification: (confirmed|corrected) by refit", out)
+    assert res.verification in ("confirmed", "corrected")
+    assert (res.pointwise["verification"].values > 0).sum() >= 5
+    assert res.mc_interval90[0] > 0 and "Caution" not in out and "EMI" not in out
 
     png = tmp_path / cli.FIGURE_FILENAME
     assert png.read_bytes()[:8] == PNG_MAGIC

@@ -18,10 +18,14 @@ import doctest
 import importlib
 import inspect
 import pkgutil
+import warnings
+from pathlib import Path
 
 import pytest
 
 import pymc_edp
+
+ROOT = Path(__file__).resolve().parents[1]
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
@@ -132,3 +136,30 @@ def test_public_functions_have_examples():
     if gone:
         msg.append("no longer public; remove them from MISSING_EXAMPLES:\n  " + "\n  ".join(gone))
     assert not msg, "\n".join(msg)
+
+
+def _readme_block(heading: str) -> str:
+    """The first Python code block under ``heading`` in README.md."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split(heading, 1)[1]
+    return section.split("```python", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow
+def test_readme_quick_start_runs_and_says_one_thing(tmp_path, monkeypatch):
+    """The quick start runs as printed, and its printout does not contradict itself.
+
+    Its epsilon is clearly above zero (its interval says so): no caution, no EMI verdict.
+    """
+    monkeypatch.chdir(tmp_path)  # it writes audit.nc and fit.nc
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # PyMC's own notices while sampling
+        exec(compile(_readme_block("## Quick start"), "README quick start", "exec"), namespace)
+    res = namespace["res"]
+    text = repr(res)
+    lo, hi = res.mc_interval90
+    assert 0 < lo <= res.epsilon <= hi
+    assert f"90% Monte-Carlo interval of epsilon: [{lo:.3f}, {hi:.3f}]" in text
+    assert "Caution" not in text and "EMI" not in text
+    assert (tmp_path / "audit.nc").is_file() and (tmp_path / "fit.nc").is_file()

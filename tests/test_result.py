@@ -27,7 +27,15 @@ def result(rng):
 def test_summary_and_views(result):
     df = result.summary()
     assert list(df.index) == ["mu", "theta[a]", "theta[b]", "theta[c]"]
-    assert list(df.columns) == ["var_name", "epsilon", "worst_neighbour", "worst_bin", "n_bins"]
+    assert list(df.columns) == [
+        "var_name",
+        "epsilon",
+        "lower_bound",
+        "worst_neighbour",
+        "worst_bin",
+        "n_bins",
+    ]
+    assert not df["lower_bound"].any()
     assert df["epsilon"].max() == result.epsilon
     assert result.epsilon_by_var["theta"] == df.loc[df.var_name == "theta", "epsilon"].max()
     top = result.most_exposed(3)
@@ -148,25 +156,36 @@ def test_diagnostics_are_computed_once_per_result(result):
     assert dataclasses.replace(result, bins=result.bins).memo() == {}
 
 
-def test_print_shows_the_interval_and_a_noise_caution(rng):
-    """Beside epsilon: its 90% Monte-Carlo interval; a caution when it is within 2 EMI."""
-    y = rng.normal(0, 1, 200)  # many records, few draws: epsilon is mostly noise
-    mu = rng.normal(y.mean(), 1 / np.sqrt(200), (2, 100))
+def untouched_parameter_audit(seed=0):
+    """A posterior with a parameter ``z`` that no record informs: its true epsilon is 0."""
+    rng = np.random.default_rng(seed)
+    y = rng.normal(0, 1, 50)
+    mu = rng.normal(y.mean(), 1 / np.sqrt(50), (2, 500))
+    z = rng.normal(0, 1, (2, 500))
     ll = stats.norm.logpdf(y, mu[..., None], 1)
-    res = edp.audit(
-        from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}}),
-        bins=10,
-        method="psis",
-        progressbar=False,
-    )
+    idata = from_dict({"posterior": {"mu": mu, "z": z}, "log_likelihood": {"y": ll}})
+    return edp.audit(idata, var_names="z", bins=10, method="psis", progressbar=False)
+
+
+def test_print_shows_the_interval_and_a_caution_where_it_reaches_zero():
+    """Beside epsilon: its 90% Monte-Carlo interval, and the caution the interval calls for.
+
+    ``z`` is untouched by every record, so the true epsilon is 0: the estimate is Monte-Carlo
+    noise and its interval reaches 0. The caution says so, in the printout, in diagnose()
+    and in the HTML view (beside epsilon and among the warnings), in the same words; EMI is
+    not printed as a verdict.
+    """
+    res = untouched_parameter_audit()
     lo, hi = res.mc_interval90
-    assert lo <= res.epsilon <= hi
+    assert lo == 0.0 < res.epsilon <= hi
     iv = res.interval(0.9)["epsilon"].values
     assert (lo, hi) == (float(iv[0]), float(iv[1]))
     text = repr(res)
     assert f"90% Monte-Carlo interval of epsilon: [{lo:.3f}, {hi:.3f}]" in text
-    assert res.epsilon <= 2 * res.noise_floor
-    assert "Caution: epsilon is within 2 EMI" in text
+    caution = edp.diagnostics.headline(res).caution
+    assert "reaches 0" in caution
+    assert f"Caution: {caution}" in text and f"Caution: {caution}" in res.diagnose()
+    assert "EMI" not in text
     back = EDPResult.from_dataset(res.to_dataset())
     assert back.mc_interval90 == res.mc_interval90 and back.noise_floor == res.noise_floor
     assert repr(back) == text

@@ -20,16 +20,24 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from pymc_edp.base.limits import classify
+
 __all__ = [
     "Bins",
+    "EpsilonEstimate",
     "assign_bins",
     "bin_log_ratios",
     "bin_probabilities",
+    "epsilon_estimates",
+    "epsilon_from_log_masses",
     "epsilon_from_log_weights",
     "epsilon_from_masses",
+    "log_bin_masses",
+    "log_bin_probabilities",
     "pooled_log_weights",
     "quantile_bins",
     "refit_epsilon",
+    "refit_estimate",
     "smoothed_log_probabilities",
 ]
 
@@ -153,6 +161,8 @@ def bin_probabilities(log_weights: np.ndarray, bins: Bins) -> np.ndarray:
 def bin_log_ratios(log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01) -> np.ndarray:
     """Log ratio of neighbour to full-data bin probabilities, ``log P(b | D') - log P(b | D)``.
 
+    The weighted masses are summed in log space (:func:`log_bin_masses`), so none underflows.
+
     Parameters
     ----------
     log_weights : ndarray, shape (n_neighbours, n_samples)
@@ -165,11 +175,117 @@ def bin_log_ratios(log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01)
         NaN past each parameter's effective number of bins.
     """
     n_samples = bins.n_samples
+    n_bins = bins.n_bins
+    full = smoothed_log_probabilities(bins.counts / n_samples, n_bins, n_samples, smoothing)
+    log_m = log_bin_probabilities(log_weights, bins)
+    if smoothing > 0:
+        denom = np.log(n_samples + n_bins * smoothing)[:, None]
+        with np.errstate(invalid="ignore"):
+            log_m = np.logaddexp(np.log(n_samples) + log_m, np.log(smoothing)) - denom
+    return log_m - full
+
+
+def log_bin_probabilities(log_weights: np.ndarray, bins: Bins) -> np.ndarray:
+    """Log of the self-normalised weighted bin probabilities, summed in log space.
+
+    Parameters
+    ----------
+    log_weights : ndarray, shape (n_neighbours, n_samples)
+    bins : Bins
+
+    Returns
+    -------
+    ndarray, shape (n_neighbours, n_parameters, max_bins)
+        ``-inf`` only for a bin whose draws all have weight 0; NaN past ``n_bins``.
+    """
+    lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
+    out = np.empty((lw.shape[0], *bins.counts.shape))
+    for i in range(lw.shape[0]):
+        out[i] = log_bin_masses(lw[i], bins.index, bins.n_bins)[0]
+    return out
+
+
+@dataclass(frozen=True)
+class EpsilonEstimate:
+    """Per-neighbour, per-parameter epsilon with what is needed to judge it.
+
+    Attributes
+    ----------
+    eps : ndarray, shape (n_neighbours, n_parameters)
+        ``max_j |log P_i(b_pj) - log P(b_pj)|`` as reported (smoothed with the constant
+        asked for, none by default for weighted draws).
+    argbin : ndarray of int64
+        The bin that attains ``eps``.
+    eps_unsmoothed : ndarray
+        The same maximum without smoothing (``inf`` where a bin receives no weight).
+    bin_draws : ndarray
+        Effective number of the neighbour's draws in the bin ``argbin``: Kish's
+        ``(sum w)^2 / sum w^2`` over the draws in it (their count for unweighted draws).
+    limit : ndarray of int8
+        :func:`pymc_edp.base.limits.classify` of the above: where the estimate is at a
+        resolution limit and so a lower bound.
+    """
+
+    eps: np.ndarray
+    argbin: np.ndarray
+    eps_unsmoothed: np.ndarray
+    bin_draws: np.ndarray
+    limit: np.ndarray
+
+
+def epsilon_estimates(
+    log_weights: np.ndarray, bins: Bins, smoothing: float = 0.0
+) -> EpsilonEstimate:
+    """Epsilon of every neighbour and parameter from log importance weights, with its limits.
+
+    The weighted bin masses are computed in log space, ``log m_j = log sum_{s in b_j} w_s``
+    with the bin's own largest weight factored out wherever the row's largest would make the
+    sum underflow, so a bin holding draws never has zero mass: without smoothing the
+    estimate is always finite and no ceiling such as ``log(S / (B alpha))`` applies.
+
+    Parameters
+    ----------
+    log_weights : ndarray, shape (n_neighbours, n_samples)
+        Log importance weights of each neighbour posterior relative to the full-data one.
+    bins : Bins
+    smoothing : float, default 0.0
+        Additive smoothing in units of draws (Charest & Han's ``alpha``), applied to both
+        bin probabilities, ``(S m_j + alpha) / (S + B alpha)``.
+
+    Returns
+    -------
+    EpsilonEstimate
+
+    Examples
+    --------
+    Weights that move all mass out of the lowest of 4 bins (100 draws each) but for one
+    draw weighted ``e^-30``: its log ratio, ``log(e^-30 / 300) - log(1 / 4)``, is finite and
+    not capped by smoothing, but it rests on one draw (limit code 2, ``few_draws``).
+
+    >>> import numpy as np
+    >>> from pymc_edp.base.binning import epsilon_estimates, quantile_bins
+    >>> draws = np.arange(400.0)[None, :]
+    >>> bins = quantile_bins(draws, 4)
+    >>> lw = np.where(draws[0] < 100, -1e4, 0.0)[None, :]
+    >>> lw[0, 99] = -30.0
+    >>> est = epsilon_estimates(lw, bins)
+    >>> round(float(est.eps[0, 0]), 2), int(est.argbin[0, 0]), int(est.limit[0, 0])
+    (34.32, 0, 2)
+    >>> capped = epsilon_estimates(lw, bins, smoothing=0.01)
+    >>> round(float(capped.eps[0, 0]), 2), int(capped.limit[0, 0])  # log(100 / 0.01): capped
+    (9.21, 1)
+    """
+    lw = np.ascontiguousarray(np.atleast_2d(log_weights), dtype=np.float64)
+    n_samples = bins.n_samples
+    if lw.shape[-1] != n_samples:
+        raise ValueError(
+            f"log_weights have {lw.shape[-1]} samples but the bins were built from {n_samples}"
+        )
+    smoothing = float(smoothing)
     full = smoothed_log_probabilities(bins.counts / n_samples, bins.n_bins, n_samples, smoothing)
-    neigh = smoothed_log_probabilities(
-        bin_probabilities(log_weights, bins), bins.n_bins, n_samples, smoothing
-    )
-    return neigh - full
+    full0 = smoothed_log_probabilities(bins.counts / n_samples, bins.n_bins, n_samples, 0.0)
+    eps, argbin, eps0, draws = _epsilon_kernel(lw, bins.index, bins.n_bins, full, full0, smoothing)
+    return EpsilonEstimate(eps, argbin, eps0, draws, classify(eps, eps0, draws, smoothing))
 
 
 def epsilon_from_log_weights(
@@ -184,7 +300,8 @@ def epsilon_from_log_weights(
     ``eps[i, p] = max_j |log P_i(b_pj) - log P(b_pj)|`` with both probabilities additively
     smoothed (:func:`smoothed_log_probabilities`), ``P`` from the counts of the full-data
     draws and ``P_i`` the self-normalised weighted counts under neighbour ``i``. The work is
-    fused (no ``(n, P, B)`` array is formed) and parallel over neighbours.
+    fused (no ``(n, P, B)`` array is formed) and parallel over neighbours; see
+    :func:`epsilon_estimates` for the estimate with its resolution limits.
 
     Parameters
     ----------
@@ -192,8 +309,8 @@ def epsilon_from_log_weights(
         Log importance weights of each neighbour posterior relative to the full-data one.
     bins : Bins
     smoothing : float, default 0.01
-        Additive smoothing in units of draws; 0 gives the raw estimator (``inf`` when a bin
-        receives no weight).
+        Additive smoothing in units of draws; 0 gives the raw estimator (``inf`` only when
+        a bin receives no weight at all).
 
     with_unsmoothed : bool, default False
         Also return, from the same pass, the epsilon without smoothing.
@@ -205,16 +322,59 @@ def epsilon_from_log_weights(
     eps_unsmoothed : ndarray, shape (n_neighbours, n_parameters)
         Only with ``with_unsmoothed``; ``inf`` where a bin receives no weight.
     """
-    lw = np.ascontiguousarray(np.atleast_2d(log_weights), dtype=np.float64)
-    n_samples = bins.n_samples
-    if lw.shape[-1] != n_samples:
-        raise ValueError(
-            f"log_weights have {lw.shape[-1]} samples but the bins were built from {n_samples}"
-        )
-    full = smoothed_log_probabilities(bins.counts / n_samples, bins.n_bins, n_samples, smoothing)
-    full0 = smoothed_log_probabilities(bins.counts / n_samples, bins.n_bins, n_samples, 0.0)
-    eps, argbin, eps0 = _epsilon_kernel(lw, bins.index, bins.n_bins, full, full0, float(smoothing))
-    return (eps, argbin, eps0) if with_unsmoothed else (eps, argbin)
+    est = epsilon_estimates(log_weights, bins, smoothing)
+    if with_unsmoothed:
+        return est.eps, est.argbin, est.eps_unsmoothed
+    return est.eps, est.argbin
+
+
+#: Below this a bin's sum of row-normalised weights may have lost precision to underflow;
+#: its mass is then summed again with the bin's own largest weight factored out.
+_TINY = 1e-150
+
+
+@numba.njit(cache=True)
+def _exact_bin(row, index_p, j):
+    """``log sum_{s in b_j} e^row_s`` and Kish's effective count, the bin's max factored out."""
+    mx = -np.inf
+    for s in range(row.shape[0]):
+        if index_p[s] == j and row[s] > mx:
+            mx = row[s]
+    if mx == -np.inf:
+        return -np.inf, 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for s in range(row.shape[0]):
+        if index_p[s] == j:
+            w = np.exp(row[s] - mx)
+            s1 += w
+            s2 += w * w
+    return mx + np.log(s1), s1 * s1 / s2
+
+
+@numba.njit(cache=True)
+def _log_add(a, b):
+    """``log(e^a + e^b)``."""
+    if a == -np.inf:
+        return b
+    if b == -np.inf:
+        return a
+    hi = max(a, b)
+    return hi + np.log1p(np.exp(-abs(a - b)))
+
+
+@numba.njit(parallel=True, cache=True)
+def _bin_mass(lw, index, max_bins):
+    n, n_samples = lw.shape
+    n_par = index.shape[0]
+    out = np.zeros((n, n_par, max_bins))
+    for i in numba.prange(n):
+        w = np.empty(n_samples)
+        _row_weights(lw[i], w)
+        for p in range(n_par):
+            for s in range(n_samples):
+                out[i, p, index[p, s]] += w[s]
+    return out
 
 
 @numba.njit(cache=True)
@@ -234,59 +394,211 @@ def _row_weights(lw_row, buf):
 
 
 @numba.njit(parallel=True, cache=True)
-def _bin_mass(lw, index, max_bins):
-    n, n_samples = lw.shape
-    n_par = index.shape[0]
-    out = np.zeros((n, n_par, max_bins))
-    for i in numba.prange(n):
-        w = np.empty(n_samples)
-        _row_weights(lw[i], w)
-        for p in range(n_par):
-            for s in range(n_samples):
-                out[i, p, index[p, s]] += w[s]
-    return out
-
-
-@numba.njit(parallel=True, cache=True)
 def _epsilon_kernel(lw, index, n_bins, full, full0, smoothing):
     n, n_samples = lw.shape
     n_par = index.shape[0]
     max_bins = full.shape[1]
     eps = np.empty((n, n_par))
     eps0 = np.empty((n, n_par))
+    draws = np.empty((n, n_par))
     argbin = np.empty((n, n_par), dtype=np.int64)
+    log_s = np.log(n_samples)
+    log_alpha = np.log(smoothing) if smoothing > 0.0 else -np.inf
     for i in numba.prange(n):
+        row = lw[i]
+        mx = -np.inf
+        for s in range(n_samples):
+            if row[s] > mx:
+                mx = row[s]
         w = np.empty(n_samples)
-        _row_weights(lw[i], w)
+        tot = 0.0
+        for s in range(n_samples):
+            w[s] = np.exp(row[s] - mx)
+            tot += w[s]
+        log_tot = mx + np.log(tot)
         mass = np.empty(max_bins)
+        mass2 = np.empty(max_bins)
+        log_m = np.empty(max_bins)
+        ess = np.empty(max_bins)
         for p in range(n_par):
             mass[:] = 0.0
+            mass2[:] = 0.0
             for s in range(n_samples):
-                mass[index[p, s]] += w[s]
+                j = index[p, s]
+                mass[j] += w[s]
+                mass2[j] += w[s] * w[s]
+            for j in range(n_bins[p]):
+                if mass[j] > _TINY:
+                    log_m[j] = np.log(mass[j]) + mx - log_tot
+                    ess[j] = mass[j] * mass[j] / mass2[j]
+                else:  # summed again without underflow
+                    lsum, e = _exact_bin(row, index[p], j)
+                    log_m[j] = lsum - log_tot
+                    ess[j] = e
             log_denom = np.log(n_samples + n_bins[p] * smoothing)
             best = -1.0
             best0 = -1.0
             best_j = 0
             for j in range(n_bins[p]):
-                num = n_samples * mass[j] + smoothing
-                if num > 0.0:
-                    d = abs(np.log(num) - log_denom - full[p, j])
+                if smoothing > 0.0:
+                    d = abs(_log_add(log_s + log_m[j], log_alpha) - log_denom - full[p, j])
                 else:
-                    d = np.inf
+                    d = abs(log_m[j] - full0[p, j])
                 if d > best:
                     best = d
                     best_j = j
-                # the same bin without smoothing (full-data bins are never empty)
-                if mass[j] > 0.0:
-                    d0 = abs(np.log(mass[j]) - full0[p, j])
-                else:
-                    d0 = np.inf
+                d0 = abs(log_m[j] - full0[p, j])  # full-data bins are never empty
                 if d0 > best0:
                     best0 = d0
             eps[i, p] = best
             eps0[i, p] = best0
             argbin[i, p] = best_j
-    return eps, argbin, eps0
+            draws[i, p] = ess[best_j]
+    return eps, argbin, eps0, draws
+
+
+@numba.njit(cache=True)
+def _log_masses(lw, index, n_bins, max_bins):
+    """Normalised log bin masses and Kish's effective counts of one weight vector."""
+    n_par, n_samples = index.shape
+    log_m = np.full((n_par, max_bins), np.nan)
+    ess = np.full((n_par, max_bins), np.nan)
+    mx_all = -np.inf
+    for s in range(n_samples):
+        if lw[s] > mx_all:
+            mx_all = lw[s]
+    tot = 0.0
+    for s in range(n_samples):
+        tot += np.exp(lw[s] - mx_all)
+    log_tot = mx_all + np.log(tot)
+    bmax = np.empty(max_bins)
+    s1 = np.empty(max_bins)
+    s2 = np.empty(max_bins)
+    for p in range(n_par):
+        bmax[:] = -np.inf
+        for s in range(n_samples):
+            j = index[p, s]
+            if lw[s] > bmax[j]:
+                bmax[j] = lw[s]
+        s1[:] = 0.0
+        s2[:] = 0.0
+        for s in range(n_samples):
+            j = index[p, s]
+            if bmax[j] > -np.inf:
+                w = np.exp(lw[s] - bmax[j])
+                s1[j] += w
+                s2[j] += w * w
+        for j in range(n_bins[p]):
+            if bmax[j] == -np.inf:
+                log_m[p, j] = -np.inf
+                ess[p, j] = 0.0
+            else:
+                log_m[p, j] = bmax[j] + np.log(s1[j]) - log_tot
+                ess[p, j] = s1[j] * s1[j] / s2[j]
+    return log_m, ess
+
+
+def log_bin_masses(
+    log_weights: np.ndarray, index: np.ndarray, n_bins: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Self-normalised log bin masses of one set of weighted draws, and effective counts.
+
+    Each bin's sum is taken with its own largest weight factored out, so no mass underflows
+    to zero however small it is.
+
+    Parameters
+    ----------
+    log_weights : ndarray, shape (S,)
+        Log weights of the draws (need not be normalised).
+    index : ndarray of int, shape (n_parameters, S)
+        Bin of every draw (:func:`assign_bins`).
+    n_bins : ndarray, shape (n_parameters,)
+
+    Returns
+    -------
+    log_mass : ndarray, shape (n_parameters, max(n_bins))
+        ``log sum_{s in b} w_s / sum_s w_s``; ``-inf`` for a bin without draws, NaN past
+        ``n_bins``.
+    ess : ndarray, shape (n_parameters, max(n_bins))
+        Kish's effective number of draws in each bin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.base.binning import log_bin_masses
+    >>> lw, index = np.array([0.0, 0.0, -800.0]), np.array([[0, 0, 1]])
+    >>> lm, ess = log_bin_masses(lw, index, np.array([2]))
+    >>> round(float(lm[0, 1]), 3), ess[0].tolist()
+    (-800.693, [2.0, 1.0])
+    """
+    lw = np.ascontiguousarray(np.asarray(log_weights, dtype=np.float64).ravel())
+    idx = np.ascontiguousarray(np.atleast_2d(index), dtype=np.int64)
+    n_bins = np.asarray(n_bins, dtype=np.int64)
+    return _log_masses(lw, idx, n_bins, int(n_bins.max()))
+
+
+def epsilon_from_log_masses(
+    log_mass_neighbour: np.ndarray,
+    log_mass_full: np.ndarray,
+    n_bins: np.ndarray,
+    n_pseudo: float,
+    smoothing: float = 0.0,
+    *,
+    bin_draws: np.ndarray | None = None,
+    n_pseudo_full: float | None = None,
+) -> EpsilonEstimate:
+    """Epsilon per parameter from two sets of log bin masses ``(n_parameters, max_bins)``.
+
+    Both are smoothed as in :func:`smoothed_log_probabilities` (in log space), the
+    neighbour's against ``n_pseudo`` draws and the full-data one against ``n_pseudo_full``
+    (default the same); ``smoothing=0`` compares the masses themselves.
+
+    Parameters
+    ----------
+    log_mass_neighbour, log_mass_full : ndarray, shape (n_parameters, max_bins)
+        Normalised log masses (NaN past ``n_bins``).
+    n_bins : ndarray, shape (n_parameters,)
+    n_pseudo : float
+        Draws the neighbour's masses stand for (the units of ``smoothing``).
+    smoothing : float, default 0.0
+    bin_draws : ndarray, optional
+        Effective number of the neighbour's draws in each bin (for the limit codes);
+        default ``n_pseudo`` times the mass.
+    n_pseudo_full : float, optional
+
+    Returns
+    -------
+    EpsilonEstimate
+        With a leading axis of length 1 dropped: arrays of shape ``(n_parameters,)``.
+    """
+    n_pseudo_full = n_pseudo if n_pseudo_full is None else n_pseudo_full
+    lm_nb = np.asarray(log_mass_neighbour, dtype=float)
+    lm_full = np.asarray(log_mass_full, dtype=float)
+    n_bins = np.asarray(n_bins)
+    valid = np.arange(lm_nb.shape[-1]) < n_bins[:, None]
+    if bin_draws is None:
+        with np.errstate(over="ignore"):
+            bin_draws = n_pseudo * np.exp(lm_nb)
+
+    def smoothed(lm, n):
+        if smoothing <= 0:
+            return lm
+        denom = np.log(n + n_bins * smoothing)[:, None]
+        with np.errstate(divide="ignore"):
+            return np.logaddexp(np.log(n) + lm, np.log(smoothing)) - denom
+
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(smoothed(lm_nb, n_pseudo) - smoothed(lm_full, n_pseudo_full))
+        diff0 = np.abs(lm_nb - lm_full)
+    diff = np.where(valid, np.nan_to_num(diff, nan=np.inf, posinf=np.inf), -np.inf)
+    diff0 = np.where(valid, np.nan_to_num(diff0, nan=np.inf, posinf=np.inf), -np.inf)
+    argbin = diff.argmax(axis=-1)
+    eps = np.take_along_axis(diff, argbin[:, None], -1)[:, 0]
+    eps0 = diff0.max(axis=-1)
+    draws = np.take_along_axis(np.asarray(bin_draws, dtype=float), argbin[:, None], -1)[:, 0]
+    return EpsilonEstimate(
+        eps, argbin.astype(np.int64), eps0, draws, classify(eps, eps0, draws, smoothing)
+    )
 
 
 def pooled_log_weights(
@@ -371,16 +683,89 @@ def epsilon_from_masses(
     smoothing: float = 0.01,
     n_pseudo_full: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Epsilon and its bin from two sets of bin probabilities ``(..., n_parameters, max_bins)``.
+    """Epsilon and its bin from two sets of bin probabilities ``(n_parameters, max_bins)``.
 
     Both are smoothed with :func:`smoothed_log_probabilities`, the neighbour's against
-    ``n_pseudo`` draws and the full-data one against ``n_pseudo_full`` (default the same).
+    ``n_pseudo`` draws and the full-data one against ``n_pseudo_full`` (default the same);
+    :func:`epsilon_from_log_masses` does the work, in log space.
     """
-    n_pseudo_full = n_pseudo if n_pseudo_full is None else n_pseudo_full
-    neigh = smoothed_log_probabilities(mass_neighbour, n_bins, n_pseudo, smoothing)
-    full = smoothed_log_probabilities(mass_full, n_bins, n_pseudo_full, smoothing)
-    diff = np.where(np.isnan(full), -np.inf, np.abs(neigh - full))
-    return diff.max(axis=-1), diff.argmax(axis=-1)
+    with np.errstate(divide="ignore"):
+        est = epsilon_from_log_masses(
+            np.log(mass_neighbour),
+            np.log(mass_full),
+            n_bins,
+            n_pseudo,
+            smoothing,
+            n_pseudo_full=n_pseudo_full,
+        )
+    return est.eps, est.argbin
+
+
+def refit_estimate(
+    refit_draws: np.ndarray,
+    bins: Bins,
+    smoothing: float = 0.0,
+    log_ratio_full: np.ndarray | None = None,
+    log_ratio_refit: np.ndarray | None = None,
+    *,
+    pooled_weights: tuple[np.ndarray, np.ndarray] | None = None,
+) -> EpsilonEstimate:
+    """Per-parameter epsilon of one refitted neighbour, with its bin and resolution limits.
+
+    Without log likelihood ratios this is Charest & Han's estimator: the refit draws counted
+    in the full-data bins, against the full-data counts; a bin the refit draws miss is
+    empty, so it needs ``smoothing > 0`` and its estimate is a lower bound. With them, the
+    pooled estimator: both posteriors' bin masses from the pooled full-data and refit draws,
+    weighted by :func:`pooled_log_weights`, so that their Monte-Carlo errors cancel in the log
+    ratio; every bin holds full-data draws with positive weight, so no smoothing is needed.
+
+    Parameters
+    ----------
+    refit_draws : ndarray, shape (n_parameters, S2)
+    bins : Bins
+        Cut from the full-data draws (``S1`` of them).
+    smoothing : float, default 0.0
+    log_ratio_full, log_ratio_refit : ndarray, optional
+        ``log r`` at the full-data (S1) and refit (S2) draws.
+    pooled_weights : (ndarray, ndarray), optional
+        :func:`pooled_log_weights` of those log ratios when the caller already has them.
+
+    Returns
+    -------
+    EpsilonEstimate
+        Arrays of shape ``(n_parameters,)``.
+    """
+    idx_refit = assign_bins(refit_draws, bins)
+    n_par = bins.counts.shape[0]
+    with np.errstate(divide="ignore"):
+        log_full = np.log(bins.counts / bins.n_samples)
+    if log_ratio_refit is None:
+        n_pseudo = refit_draws.shape[1]
+        counts = np.zeros(bins.counts.shape)
+        for p in range(n_par):
+            nb_p = bins.n_bins[p]
+            counts[p, :nb_p] = np.bincount(idx_refit[p], minlength=nb_p)[:nb_p]
+        with np.errstate(divide="ignore"):
+            log_nb = np.log(counts / n_pseudo)
+        return epsilon_from_log_masses(
+            log_nb,
+            log_full,
+            bins.n_bins,
+            n_pseudo,
+            smoothing,
+            bin_draws=counts,
+            n_pseudo_full=bins.n_samples,
+        )
+    if pooled_weights is None:
+        lw_full, lw_nb, _ = pooled_log_weights(log_ratio_full, log_ratio_refit)
+    else:
+        lw_full, lw_nb = pooled_weights
+    idx = np.concatenate([bins.index, idx_refit], axis=1)
+    log_nb, ess_nb = log_bin_masses(lw_nb, idx, bins.n_bins)
+    log_full, _ = log_bin_masses(lw_full, idx, bins.n_bins)
+    return epsilon_from_log_masses(
+        log_nb, log_full, bins.n_bins, idx.shape[1], smoothing, bin_draws=ess_nb
+    )
 
 
 def refit_epsilon(
@@ -394,53 +779,19 @@ def refit_epsilon(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-parameter epsilon of one refitted neighbour, and the bin that attains it.
 
-    Without log likelihood ratios this is Charest & Han's estimator: the refit draws counted
-    in the full-data bins, against the full-data counts. With them, the pooled estimator:
-    both posteriors' bin masses from the pooled full-data and refit draws, weighted by
-    :func:`pooled_log_weights`, so that their Monte-Carlo errors cancel in the log ratio.
-
-    Parameters
-    ----------
-    refit_draws : ndarray, shape (n_parameters, S2)
-    bins : Bins
-        Cut from the full-data draws (``S1`` of them).
-    smoothing : float, default 0.01
-    log_ratio_full, log_ratio_refit : ndarray, optional
-        ``log r`` at the full-data (S1) and refit (S2) draws.
-    pooled_weights : (ndarray, ndarray), optional
-        :func:`pooled_log_weights` of those log ratios when the caller already has them.
+    :func:`refit_estimate` without its diagnostics.
 
     Returns
     -------
     eps : ndarray, shape (n_parameters,)
     argbin : ndarray, shape (n_parameters,)
     """
-    idx_refit = assign_bins(refit_draws, bins)
-    n_par, max_bins = bins.counts.shape
-    mass_nb = np.zeros((n_par, max_bins))
-    if log_ratio_refit is None:
-        n_pseudo = refit_draws.shape[1]
-        for p in range(n_par):
-            mass_nb[p, : bins.n_bins[p]] = (
-                np.bincount(idx_refit[p], minlength=bins.n_bins[p]) / n_pseudo
-            )
-        return epsilon_from_masses(
-            mass_nb,
-            bins.counts / bins.n_samples,
-            bins.n_bins,
-            n_pseudo,
-            smoothing,
-            bins.n_samples,
-        )
-    if pooled_weights is None:
-        lw_full, lw_nb, _ = pooled_log_weights(log_ratio_full, log_ratio_refit)
-    else:
-        lw_full, lw_nb = pooled_weights
-    idx = np.concatenate([bins.index, idx_refit], axis=1)
-    w_full, w_nb = np.exp(lw_full), np.exp(lw_nb)
-    mass_full = np.zeros((n_par, max_bins))
-    for p in range(n_par):
-        nb_p = bins.n_bins[p]
-        mass_nb[p, :nb_p] = np.bincount(idx[p], weights=w_nb, minlength=nb_p)
-        mass_full[p, :nb_p] = np.bincount(idx[p], weights=w_full, minlength=nb_p)
-    return epsilon_from_masses(mass_nb, mass_full, bins.n_bins, idx.shape[1], smoothing)
+    est = refit_estimate(
+        refit_draws,
+        bins,
+        smoothing,
+        log_ratio_full,
+        log_ratio_refit,
+        pooled_weights=pooled_weights,
+    )
+    return est.eps, est.argbin

@@ -8,11 +8,13 @@ import numpy as np
 
 __all__ = [
     "CHUNK_BYTES",
+    "COUNT_SMOOTHING",
     "MEMORY_BUDGET",
     "MIN_DRAWS_PER_BIN",
     "NEIGHBOUR_DIM",
     "PARAMETER_DIM",
     "SAMPLE_DIM",
+    "WEIGHT_INDEX",
     "EDPWarning",
     "chunk_slices",
     "parse_bytes",
@@ -23,6 +25,11 @@ __all__ = [
 NEIGHBOUR_DIM = "neighbour"
 PARAMETER_DIM = "parameter"
 SAMPLE_DIM = "sample"
+#: Coordinate of a result's kept ``log_weights`` giving each row's position in ``pointwise``.
+WEIGHT_INDEX = "neighbour_index"
+
+#: Additive smoothing of count-based bin probabilities, in draws (Charest & Han's alpha).
+COUNT_SMOOTHING = 0.01
 
 #: Fewer draws per bin than this leave the bin probabilities mostly noise.
 MIN_DRAWS_PER_BIN = 10

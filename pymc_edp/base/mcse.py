@@ -14,11 +14,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from pymc_edp.base.binning import Bins
+from pymc_edp.base.binning import Bins, bin_log_ratios
+from pymc_edp.base.common import chunk_slices
 
 __all__ = [
+    "abs_interval",
     "bin_log_ratio_se",
     "ess_mean",
+    "interval_of_max",
+    "leading_pairs",
+    "max_interval",
     "normalised_weights",
     "pooled_log_ratio_se",
     "refit_log_ratio_se",
@@ -212,39 +217,59 @@ def bin_log_ratio_se(
     log_ratio = np.empty((n, k))
     se = np.empty((n, k))
     ess = np.empty((n, k))
-    w = normalised_weights(lw)
-    r = n_samples * w
+    # in log space: a bin's mass may be far below the smallest float (e^-1000)
+    lw = lw - _logsumexp_rows(lw)[:, None]  # normalised: w = exp(lw)
+    r = n_samples * np.exp(lw)
     rows = np.arange(n)[:, None]
     half = n_local // 2
+    log_s = np.log(n_samples)
     for c in range(k):
         p = parameter[:, c]
         j = bin_index[:, c]
         idx = bins.index[p]  # (n, S)
         in_bin = idx == j[:, None]
-        m = np.sum(w * in_bin, axis=1)
-        psi = r * in_bin - m[:, None] * r
-        for side in ("lo", "hi"):
-            edge = j if side == "lo" else j + 1
-            has = (edge > 0) & (edge < bins.n_bins[p])
-            if not has.any():
-                continue
-            rank = cum[p, edge]  # draws below the cut point
-            start = np.clip(rank - half, 0, n_samples - n_local)
-            near = order[p[:, None], start[:, None] + np.arange(n_local)[None, :]]
-            r_q = r[rows, near].mean(axis=1)
-            level = rank / n_samples
-            below = idx < edge[:, None]
-            term = r_q[:, None] * (level[:, None] - below)
-            sign = 1.0 if side == "hi" else -1.0
-            psi += np.where(has[:, None], sign * term, 0.0)
-        var = np.mean(psi**2, axis=1)
-        e = ess_mean(psi, n_chains)
-        se_m = np.sqrt(var / e)
+        log_m = _logsumexp_rows(np.where(in_bin, lw, -np.inf))
+        # psi / m: the influence relative to the mass (see above), computed without m itself
+        with np.errstate(over="ignore", invalid="ignore"):
+            rel = np.where(in_bin, n_samples * np.exp(lw - log_m[:, None]), 0.0) - r
+            for side in ("lo", "hi"):
+                edge = j if side == "lo" else j + 1
+                has = (edge > 0) & (edge < bins.n_bins[p])
+                if not has.any():
+                    continue
+                rank = cum[p, edge]  # draws below the cut point
+                start = np.clip(rank - half, 0, n_samples - n_local)
+                near = order[p[:, None], start[:, None] + np.arange(n_local)[None, :]]
+                log_rq = log_s + _logsumexp_rows(lw[rows, near]) - np.log(n_local)
+                rq_over_m = np.exp(log_rq - log_m)
+                level = rank / n_samples
+                below = idx < edge[:, None]
+                term = rq_over_m[:, None] * (level[:, None] - below)
+                sign = 1.0 if side == "hi" else -1.0
+                rel += np.where(has[:, None], sign * term, 0.0)
+            var = np.mean(rel**2, axis=1)
+            e = ess_mean(np.nan_to_num(rel, posinf=0.0, neginf=0.0), n_chains)
+            se_rel = np.sqrt(var / e)  # standard error of log m
+        se_rel = np.where(np.isfinite(se_rel), se_rel, np.inf)
         count = bins.counts[p, j].astype(float)
-        log_ratio[:, c] = np.log(n_samples * m + smoothing) - np.log(count + smoothing)
-        se[:, c] = n_samples * se_m / (n_samples * m + smoothing)
+        log_sm = log_s + log_m
+        if smoothing > 0:
+            log_num = np.logaddexp(log_sm, np.log(smoothing))
+            shrink = np.exp(log_sm - log_num)  # S m / (S m + alpha)
+        else:
+            log_num, shrink = log_sm, 1.0
+        log_ratio[:, c] = log_num - np.log(count + smoothing)
+        se[:, c] = se_rel * shrink
         ess[:, c] = e
     return log_ratio, se, ess
+
+
+def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """``log sum exp`` along the last axis; ``-inf`` for a row of ``-inf``."""
+    mx = np.max(x, axis=-1)
+    safe = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(x - safe[..., None]), axis=-1)) + safe
 
 
 def _window_size(bins: Bins, parameter: int | None, n_samples: int, n_local: int | None) -> int:
@@ -370,16 +395,22 @@ def pooled_log_ratio_se(
     n_chains: int = 1,
     n_chains_refit: int = 1,
     n_local: int | None = None,
+    log_ratio: np.ndarray | None = None,
+    log_c: float | None = None,
 ) -> tuple[float, float, float]:
     """Standard error of a refit's pooled bin log-ratio, by the same delta method.
 
     The pooled estimator (:func:`pymc_edp.base.binning.refit_epsilon` with log ratios) weighs
     the ``S1`` full-data and ``S2`` refit draws by multiple importance sampling
-    (:func:`pymc_edp.base.binning.pooled_log_weights`):
-    ``l = log m' - log m`` with ``m' = sum_s w'_s 1[s in b]`` and ``m = sum_s w_s 1[s in b]``.
-    To first order its error is ``sum_s phi_s`` with
-    ``phi_s = w'_s (1[s in b] - m') / m' - w_s (1[s in b] - m) / m``, plus, over the
-    full-data draws that cut the bins, the cut points' term
+    (:func:`pymc_edp.base.binning.pooled_log_weights`), with ``u_s = 1 / d_s`` for the
+    full-data posterior and ``v_s = r_s / d_s`` for the neighbour's, ``d_s = S1 c + S2 r_s``.
+    It solves three estimating equations over the pooled draws: ``sum v - 1 = 0`` (the bridge
+    equation for ``c = Z' / Z``), ``sum v (1_b - m') = 0`` and ``sum u (1_b - m) = 0``.
+    Linearising them (an M-estimator's sandwich) gives each draw's contribution ``phi_s`` to
+    the error of ``l = log m' - log m``, *including* that of the estimated ``c``: when the
+    two posteriors barely overlap (a far outlier), the error of ``c`` dominates, and leaving
+    it out (the ``log_ratio=None`` form, kept for callers that lack it) understates the error.
+    Over the full-data draws that cut the bins the cut points add
     ``(r(q) / m' - 1 / m) (F - 1[theta_s < q]) / S1`` at each interior edge (``r(q)`` the
     density ratio of the two posteriors there, the mean of ``w' / w`` over the ``n_local``
     full-data draws nearest to the cut). The two sets of draws are independent; each
@@ -400,6 +431,10 @@ def pooled_log_ratio_se(
     n_chains, n_chains_refit : int, default 1
     n_local : int, optional
         As in :func:`bin_log_ratio_se`.
+    log_ratio : ndarray, shape (S1 + S2,), optional
+        ``log r`` at the pooled draws; with ``log_c`` (the third output of
+        :func:`pymc_edp.base.binning.pooled_log_weights`) the error of ``c`` is included.
+    log_c : float, optional
 
     Returns
     -------
@@ -411,7 +446,9 @@ def pooled_log_ratio_se(
     ----------
     .. [1] Veach, E. and Guibas, L. "Optimally combining sampling techniques for Monte Carlo
        rendering." SIGGRAPH 1995 (the balance heuristic).
-    .. [2] Bahadur, R. R. "A note on quantiles in large samples." Annals of Mathematical
+    .. [2] Meng, X.-L. and Wong, W. H. "Simulating ratios of normalizing constants via a
+       simple identity." Statistica Sinica 6, 1996.
+    .. [3] Bahadur, R. R. "A note on quantiles in large samples." Annals of Mathematical
        Statistics 37(3), 1966.
     """
     p, j = int(parameter), int(bin_index)
@@ -422,11 +459,14 @@ def pooled_log_ratio_se(
     w_f = np.exp(np.asarray(log_weights_full, dtype=float))
     w_n = np.exp(np.asarray(log_weights_neighbour, dtype=float))
     m_f, m_n = float(w_f @ ind), float(w_n @ ind)
-    phi = w_n * (ind - m_n) / m_n - w_f * (ind - m_f) / m_f
+    if log_ratio is None or log_c is None:
+        phi = w_n * (ind - m_n) / m_n - w_f * (ind - m_f) / m_f
+    else:
+        phi = _pooled_influence(np.asarray(log_ratio, float), float(log_c), ind, n_full, m_f, m_n)
     n_local = _window_size(bins, p, n_full, n_local)
-    ratio = w_n[:n_full] / w_f[:n_full]
+    log_ratio_w = np.asarray(log_weights_neighbour, float) - np.asarray(log_weights_full, float)
     for edge, rank, sign, window in _cut_points(bins, p, j, n_local):
-        r_q = float(ratio[order[p, window]].mean())
+        r_q = float(np.mean(np.exp(log_ratio_w[:n_full][order[p, window]])))
         below = bins.index[p] < edge
         phi[:n_full] += sign * (r_q / m_n - 1.0 / m_f) * (rank / n_full - below) / n_full
     var = 0.0
@@ -439,3 +479,234 @@ def pooled_log_ratio_se(
         var += part.size**2 * float(np.mean(centred**2)) / e
         ess_refit = e
     return float(np.log(m_n) - np.log(m_f)), float(np.sqrt(var)), float(ess_refit)
+
+
+def _pooled_influence(lr, log_c, ind, n_full, m_f, m_n) -> np.ndarray:
+    """Each pooled draw's first-order contribution to the error of ``log m' - log m``.
+
+    The sandwich of the three estimating equations of :func:`pooled_log_ratio_se`, in
+    variables rescaled by ``K = min_s d_s`` (``r / K``, ``c / K``: the same equations, with
+    ``u <= 1``), computed from ``log d = log(S1 c + S2 r)``, so that nothing overflows when the
+    log ratios span thousands (a group left out).
+    """
+    n1, n2 = n_full, lr.size - n_full
+    log_d = np.logaddexp(np.log(n1) + log_c, np.log(n2) + lr)
+    u = np.exp(log_d.min() - log_d)  # K / d, K = min d
+    v = np.exp(lr - log_d)  # r / d, unchanged by the rescaling
+    su = u.sum()
+    a11 = -n1 * np.sum(v * u)
+    a21 = -n1 * np.sum(v * u * (ind - m_n))
+    a31 = -n1 * np.sum(u * u * (ind - m_f))
+    psi1, psi2, psi3 = v, v * (ind - m_n), u * (ind - m_f)
+    dc = -psi1 / a11
+    d_mn = psi2 + a21 * dc
+    d_mf = (psi3 + a31 * dc) / su
+    return d_mn / m_n - d_mf / m_f
+
+
+def leading_pairs(
+    log_weights: np.ndarray,
+    bins: Bins,
+    *,
+    order: np.ndarray,
+    smoothing: float = 0.0,
+    n_chains: int = 1,
+    candidates: int = 5,
+) -> dict:
+    """Each neighbour's ``candidates`` largest ``|bin log ratio|``, with their standard errors.
+
+    The (parameter, bin) pairs are ranked by the size of their reweighted log ratio and the
+    ``candidates`` leading ones get :func:`bin_log_ratio_se`; the leading pair comes first.
+
+    Parameters
+    ----------
+    log_weights : ndarray, shape (n, S)
+    bins : Bins
+    order : ndarray of int, shape (n_parameters, S)
+        ``argsort`` of the full-data draws of each parameter.
+    smoothing : float, default 0.0
+    n_chains : int, default 1
+    candidates : int, default 5
+
+    Returns
+    -------
+    dict
+        ``log_ratio``, ``se``, ``ess``, ``parameter``, ``bin``: arrays of shape
+        ``(n, k)``, ``k = min(candidates, pairs)``; NaN for pairs past a parameter's bins.
+    """
+    lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
+    n, n_samples = lw.shape
+    max_bins = bins.counts.shape[1]
+    n_pairs = bins.counts.shape[0] * max_bins
+    k = int(min(candidates, n_pairs))
+    log_ratio = np.full((n, k), np.nan)
+    se = np.full((n, k), np.nan)
+    ess = np.full((n, k), np.nan)
+    par = np.zeros((n, k), dtype=np.int64)
+    jbin = np.zeros((n, k), dtype=np.int64)
+    for sl in chunk_slices(n, n_samples, factor=8):
+        ratios = bin_log_ratios(lw[sl], bins, smoothing)
+        flat = np.abs(ratios.reshape(ratios.shape[0], -1))
+        flat = np.where(np.isnan(flat), -np.inf, flat)
+        if k < n_pairs:
+            top = np.argpartition(-flat, k - 1, axis=1)[:, :k]
+        else:
+            top = np.tile(np.arange(n_pairs), (flat.shape[0], 1))
+        # leading pair first
+        top = np.take_along_axis(top, np.argsort(-np.take_along_axis(flat, top, 1), 1), 1)
+        p, j = np.divmod(top, max_bins)
+        valid = j < bins.n_bins[p]
+        lr, s, e = bin_log_ratio_se(
+            lw[sl],
+            bins,
+            np.where(valid, p, 0),
+            np.where(valid, j, 0),
+            order=order,
+            smoothing=smoothing,
+            n_chains=n_chains,
+        )
+        log_ratio[sl] = np.where(valid, lr, np.nan)
+        se[sl] = np.where(valid, s, np.nan)
+        ess[sl] = np.where(valid, e, np.nan)
+        par[sl], jbin[sl] = p, j
+    return dict(log_ratio=log_ratio, se=se, ess=ess, parameter=par, bin=jbin)
+
+
+def abs_interval(log_ratio: np.ndarray, se: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Interval of each ``|l|`` from the normal interval ``l +- z se`` (elementwise).
+
+    Its lower end is 0 where the interval straddles 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.base.mcse import abs_interval
+    >>> lo, hi = abs_interval(np.array([-2.0, 0.1]), np.array([0.5, 0.5]), 2.0)
+    >>> lo.tolist(), hi.tolist()
+    ([1.0, 0.0], [3.0, 1.1])
+    """
+    lo, hi = log_ratio - z * se, log_ratio + z * se
+    upper = np.maximum(np.abs(lo), np.abs(hi))
+    lower = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
+    return lower, upper
+
+
+def max_interval(
+    estimate: np.ndarray, se: np.ndarray, prob: float, *, signed: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Interval of ``max_k |l_k|`` along the last axis, from each ``l_k``'s normal interval.
+
+    The upper end is the largest upper end: it covers the true maximum whenever the interval
+    of the item that attains it covers its own value, so it keeps the nominal level as it is.
+    The lower end needs more: the largest of many lower ends is too high whenever any of them
+    misses (near-ties, many neighbours). It is taken at a Bonferroni level over the number
+    ``m`` of *contenders*, ``z_m = Phi^-1(1 - (1 - prob) / (2 m))``: the items whose upper
+    end at that level reaches the largest lower end at it (a fixed point, from all items
+    down); one clear leader keeps the nominal level.
+
+    Parameters
+    ----------
+    estimate, se : ndarray, shape (..., k)
+        Estimates ``l_k`` (or ``|l_k|``) and their standard errors; NaN items are ignored.
+    prob : float
+        Nominal two-sided level of each item's interval.
+    signed : bool, default False
+        ``estimate`` holds signed log ratios (their absolute values are the candidates).
+
+    Returns
+    -------
+    lower, upper : ndarray, shape (...)
+        NaN where every item is NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.base.mcse import max_interval
+    >>> lo, hi = max_interval(np.array([2.0, 0.5]), np.array([0.1, 0.1]), 0.9)
+    >>> round(float(lo), 3), round(float(hi), 3)  # one leader: its own interval
+    (1.836, 2.164)
+    >>> lo, hi = max_interval(np.full(50, 1.0), np.full(50, 0.1), 0.9)
+    >>> round(float(lo), 3), round(float(hi), 3)  # 50 ties: a lower end at z = 3.09
+    (0.691, 1.164)
+    """
+    from scipy.stats import norm
+
+    est = np.asarray(estimate, dtype=float)
+    se = np.asarray(se, dtype=float)
+    z = float(norm.ppf(0.5 + prob / 2))
+    if not signed:
+        est = np.abs(est)
+    lower, upper = abs_interval(est, se, z)
+    valid = ~np.isnan(upper)
+    upper_max = np.where(valid, upper, -np.inf).max(axis=-1)
+    lower_max = _bonferroni_lower(
+        lambda zz: abs_interval(est, se, zz[..., None]), valid, lower, prob
+    )
+    none = ~valid.any(axis=-1)
+    return np.where(none, np.nan, lower_max), np.where(none, np.nan, upper_max)
+
+
+def _bonferroni_lower(intervals, valid, lower_nominal, prob):
+    """The largest lower end at the Bonferroni level of the contenders, as a fixed point.
+
+    Contenders are the items whose upper end at that level reaches the largest lower end at
+    it; starting from all valid items, their number only falls, so a few rounds settle it.
+    Counting them at the Bonferroni level (not the nominal one) keeps the set from shrinking
+    exactly when the leader's estimate is too high, which would undo the correction.
+    """
+    from scipy.stats import norm
+
+    m = np.maximum(valid.sum(axis=-1), 1)
+    for _ in range(64):
+        z_m = norm.ppf(1 - (1 - prob) / (2 * m))
+        low, up = intervals(np.asarray(z_m, dtype=float))
+        low = np.where(np.isnan(low), lower_nominal, low)
+        best = np.where(valid, low, -np.inf).max(axis=-1)
+        contender = valid & (up >= best[..., None])
+        m_new = np.maximum(contender.sum(axis=-1), 1)
+        if np.array_equal(m_new, m):
+            break
+        m = m_new
+    return best
+
+
+def interval_of_max(
+    estimate: np.ndarray,
+    se: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    prob: float,
+) -> tuple[float, float]:
+    """Interval of the largest of several estimates that have their own intervals.
+
+    As :func:`max_interval`, but each item (a neighbour) comes with its own interval
+    (``lower``, ``upper``, e.g. over its leading pairs, or open above): the upper end is the
+    largest upper end, the lower end the largest Bonferroni lower end ``estimate - z_m se``
+    over the contenders; an item without a standard error contributes its own lower end.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.base.mcse import interval_of_max
+    >>> est, se = np.array([2.0, 1.0]), np.array([0.1, 0.1])
+    >>> lo, hi = interval_of_max(est, se, est - 0.1645, np.array([2.1645, np.inf]), 0.9)
+    >>> round(lo, 3), hi  # the second is a lower bound (open above): both contend
+    (1.804, inf)
+    """
+    est = np.asarray(estimate, dtype=float)
+    se = np.asarray(se, dtype=float)
+    lower = np.asarray(lower, dtype=float)
+    upper = np.asarray(upper, dtype=float)
+    valid = ~np.isnan(upper)
+    if not valid.any():
+        return float("nan"), float("nan")
+    hi = float(upper[valid].max())
+
+    def intervals(z_m):
+        with np.errstate(invalid="ignore"):
+            low = np.where(np.isnan(se), lower, np.maximum(est - z_m * se, 0.0))
+            up = np.where(np.isnan(se) | np.isinf(upper), upper, est + z_m * se)
+        return np.nan_to_num(low, nan=0.0), up
+
+    lo = _bonferroni_lower(intervals, valid, np.nan_to_num(lower, nan=0.0), prob)
+    return float(lo), hi

@@ -14,9 +14,14 @@ What is computed, and why:
   quantile cut points*, scaled by the effective sample size of that influence series, so
   MCMC autocorrelation is accounted for. The interval of a maximum is the maximum of the
   intervals of its leading candidates.
+* **The headline** (:func:`headline`): its 90% interval, whether it is a lower bound (a
+  resolution limit, :mod:`pymc_edp.base.limits`), whether refits confirmed it, and the one
+  statement about noise, read off the interval. The printout, the HTML view and
+  :func:`diagnose` all say what it says.
 * **EMI**, Abowd's empirical measure of imprecision (:func:`emi`): the procedure with D in
   place of the neighbour, on independent draws (bins from the first half of every chain,
-  counts from the second half).
+  counts from the second half). It is the noise floor of *refit-and-count*, kept for
+  reference; it is not an error of a reweighted estimate and never a verdict on one.
 * **Empty bins and smoothing** (:func:`empty_bins`, :func:`smoothing_sensitivity`).
 * **eps(B)** (:func:`epsilon_curve`) from the stored weights, no refitting, with the
   continuous limit ``B -> inf`` (:func:`continuous_limit`) as its reference.
@@ -49,11 +54,12 @@ References
 from pymc_edp.diagnostics.curve import DEFAULT_CURVE_BINS, continuous_limit, epsilon_curve
 from pymc_edp.diagnostics.imprecision import emi, empty_bins, smoothing_sensitivity
 from pymc_edp.diagnostics.profile import delta_profile
-from pymc_edp.diagnostics.report import bin_log_ratios, diagnose
+from pymc_edp.diagnostics.report import Headline, bin_log_ratios, diagnose, headline
 from pymc_edp.diagnostics.uncertainty import epsilon_interval, epsilon_mcse
 
 __all__ = [
     "DEFAULT_CURVE_BINS",
+    "Headline",
     "bin_log_ratios",
     "continuous_limit",
     "delta_profile",
@@ -63,5 +69,6 @@ __all__ = [
     "epsilon_curve",
     "epsilon_interval",
     "epsilon_mcse",
+    "headline",
     "smoothing_sensitivity",
 ]

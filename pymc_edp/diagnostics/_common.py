@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_probability
 
 if TYPE_CHECKING:
@@ -18,16 +18,48 @@ DEFAULT_CANDIDATES = 5
 INTERVAL_DIM = "interval"
 
 
-def weights_of(result: EDPResult) -> np.ndarray:
-    """The audit's smoothed log-weights ``(neighbour, sample)``, or a clear error."""
+def _no_weights() -> ValueError:
+    return ValueError(
+        "this diagnostic needs the importance weights of the audit, which were not kept: "
+        "rerun edp.audit(..., store_weights=True) (the default). Results read back with "
+        "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)."
+    )
+
+
+def weight_rows(result: EDPResult) -> np.ndarray:
+    """Positions in ``result.pointwise`` of the rows of :func:`kept_weights`."""
     if result.log_weights is None:
-        raise ValueError(
-            "this diagnostic needs the importance weights of the audit, which were not kept: "
-            "rerun edp.audit(..., store_weights=True) (the default). Results read back with "
-            "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)."
-        )
+        raise _no_weights()
+    lw = result.log_weights
+    if WEIGHT_INDEX in lw.coords:
+        return np.asarray(lw[WEIGHT_INDEX].values, dtype=np.int64)
+    return np.arange(lw.sizes[NEIGHBOUR_DIM])
+
+
+def kept_weights(result: EDPResult) -> tuple[np.ndarray, np.ndarray]:
+    """The smoothed log-weights the audit kept, ``(rows, sample)``, and their positions.
+
+    Small audits keep every neighbour's; large ones (streamed, pruned) those of the
+    neighbours that can set epsilon (:data:`pymc_edp.auditing.TOP_WEIGHTS`).
+    """
+    if result.log_weights is None:
+        raise _no_weights()
     lw = result.log_weights.transpose(NEIGHBOUR_DIM, ...).values
-    return np.asarray(lw, dtype=float)
+    return np.asarray(lw, dtype=float), weight_rows(result)
+
+
+def weights_of(result: EDPResult) -> np.ndarray:
+    """Every neighbour's smoothed log-weights ``(neighbour, sample)``, or a clear error."""
+    lw, rows = kept_weights(result)
+    n = result.pointwise.sizes[NEIGHBOUR_DIM]
+    if rows.size != n or not np.array_equal(rows, np.arange(n)):
+        raise ValueError(
+            f"this diagnostic needs every neighbour's importance weights, but this audit kept "
+            f"those of {rows.size} of {n} neighbours (the ones that can set epsilon; a large "
+            "audit keeps no more). Rerun edp.audit(..., store_weights=True, prune=False) to "
+            "keep them all."
+        )
+    return lw
 
 
 def draws_of(result: EDPResult) -> np.ndarray:

@@ -26,32 +26,33 @@ if TYPE_CHECKING:
     from pymc_edp.result import EDPResult
 
 
-def emi(result: EDPResult, *, bins: int | None = None, warn: bool = True) -> xr.Dataset:
-    """Abowd's empirical measure of imprecision, with a warning when epsilon is not above it.
+def emi(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
+    """Abowd's empirical measure of imprecision: the noise floor of refit-and-count.
 
     The EDP procedure run with the full data D in place of the neighbour, on independent
     draws: the bins are cut from the first half of every chain and the bin probabilities of
     "D" are the counts of the second halves (Charest & Han, sec. 4). The true value is 0, so
-    what comes out is the noise floor of counting ``S / 2`` independent draws. It is the
-    imprecision of the *refit* procedure at ``M = S / 2``; the reweighting estimate is far
-    more precise (use :func:`epsilon_interval` for its error), and Charest & Han show a small
-    EMI does not imply an accurate epsilon. A single independent set is used; Abowd et al.
-    take the maximum over n such sets (one per neighbour), which is larger.
+    what comes out is the noise floor of counting ``S / 2`` independent draws: the
+    imprecision of the *refit-and-count* procedure at ``M = S / 2``, by Abowd's criterion
+    (an epsilon within 2 EMI of zero is noise) a verdict on such estimates only. Reweighted,
+    moment-matched and pooled estimates use the same draws as the bins and are far more
+    precise; their own error is :func:`epsilon_interval`, and Charest & Han show a small EMI
+    does not imply an accurate epsilon anyway. A single independent set is used; Abowd et al.
+    take the maximum over n such sets (one per neighbour), which is larger. Counts are
+    smoothed with the audit's count smoothing (``result.count_smoothing``).
 
     Parameters
     ----------
     result : EDPResult
     bins : int, optional
         Number of bins; default the audit's.
-    warn : bool, default True
-        Issue an :class:`~pymc_edp.result.EDPWarning` when ``epsilon <= 2 EMI``.
 
     Returns
     -------
     xarray.Dataset
         ``emi`` (scalar, the maximum over parameters), ``emi_parameter`` (``parameter``);
         attributes ``n_draws`` (draws per half), ``bins``, ``smoothing``, ``epsilon`` and
-        ``message`` (empty when epsilon is clearly above the EMI).
+        ``within_two_emi`` (epsilon <= 2 EMI: would be noise, were it refit-and-count).
 
     References
     ----------
@@ -66,11 +67,9 @@ def emi(result: EDPResult, *, bins: int | None = None, warn: bool = True) -> xr.
     >>> import pymc_edp as edp
     >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
-    >>> em = edp.diagnostics.emi(res, warn=False)
-    >>> round(float(em["emi"]), 2), em.attrs["n_draws"]
-    (0.27, 1000)
-    >>> em.attrs["message"]  # empty: epsilon is clearly above 2 EMI
-    ''
+    >>> em = edp.diagnostics.emi(res)
+    >>> round(float(em["emi"]), 2), em.attrs["n_draws"], em.attrs["within_two_emi"]
+    (0.27, 1000, 0)
     """
     cache = result.memo()
     n_bins = result.bins if bins is None else int(bins)
@@ -89,32 +88,15 @@ def emi(result: EDPResult, *, bins: int | None = None, warn: bool = True) -> xr.
         cut = binning.quantile_bins(draws[:, first], n_bins)
         idx = binning.assign_bins(draws[:, second], cut)
         out = np.empty(n_par)
-        alpha = result.smoothing
+        alpha = float(getattr(result, "count_smoothing", result.smoothing))
         for p in range(n_par):
             nb = int(cut.n_bins[p])
             c1 = cut.counts[p, :nb].astype(float)
             c2 = np.bincount(idx[p], minlength=nb)[:nb].astype(float)
-            m = float(first.size)
             with np.errstate(divide="ignore"):
-                d = np.abs(
-                    np.log(c2 + alpha)
-                    - np.log(m + nb * alpha)
-                    - np.log(c1 + alpha)
-                    + np.log(m + nb * alpha)
-                )
+                d = np.abs(np.log(c2 + alpha) - np.log(c1 + alpha))
             out[p] = d.max()
         value = float(out.max())
-        message = ""
-        if not result.epsilon > 2 * value and n_bins == result.bins:
-            message = (
-                f"epsilon = {result.epsilon:.3g} is not clearly above the noise floor: the "
-                f"empirical measure of imprecision (the same procedure with the data compared "
-                f"to itself, true value 0) is {value:.3g}, and epsilon is within 2 EMI of "
-                "zero. By Abowd's criterion epsilon cannot be told apart from Monte-Carlo "
-                "noise at this number of draws and bins: check result.interval() for the "
-                "estimate's own error, and draw more samples or use fewer bins before "
-                "quoting it."
-            )
         cache[key] = xr.Dataset(
             {"emi": ((), value), "emi_parameter": (PARAMETER_DIM, out)},
             coords={PARAMETER_DIM: result.parameters[PARAMETER_DIM].values},
@@ -123,13 +105,10 @@ def emi(result: EDPResult, *, bins: int | None = None, warn: bool = True) -> xr.
                 "bins": n_bins,
                 "smoothing": alpha,
                 "epsilon": result.epsilon,
-                "message": message,
+                "within_two_emi": int(not result.epsilon > 2 * value),
             },
         )
-    ds = cache[key]
-    if warn and ds.attrs["message"]:
-        warnings.warn(ds.attrs["message"], EDPWarning, stacklevel=3)
-    return ds
+    return cache[key]
 
 
 # ------------------------------------------------------------ empty bins, smoothing
@@ -139,9 +118,9 @@ def empty_bins(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
     A bin whose neighbour probability estimate is zero makes the raw (``smoothing=0``)
     epsilon infinite; Charest & Han met this constantly with counts of independent draws and
     added ``alpha = 0.01`` draws to every bin. With reweighting every bin holds ``S / B``
-    full-data draws with positive weight, so exact zeros only come from weights underflowing;
-    bins with less than one draw's worth of weight are where the smoothing constant starts
-    to matter.
+    full-data draws with positive weight, and the masses are summed in log space, so a bin
+    is empty only if all its draws have weight 0; bins with less than one draw's worth of
+    weight are where a smoothing constant would start to set the estimate.
 
     Parameters
     ----------
@@ -180,10 +159,10 @@ def empty_bins(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
     nb_empty = np.zeros(n_par, dtype=np.int64)
     valid = np.arange(b.counts.shape[1])[None, :] < b.n_bins[:, None]
     for sl in chunk_slices(n, n_samples, factor=2):
-        mass = binning.bin_probabilities(lw[sl], b) * n_samples
-        zero = (mass <= 0) & valid
+        log_mass = binning.log_bin_probabilities(lw[sl], b) + np.log(n_samples)
+        zero = np.isneginf(log_mass) & valid
         empty += zero.sum(axis=(0, 2))
-        sparse += ((mass < 1) & valid).sum(axis=(0, 2))
+        sparse += ((log_mass < 0) & valid).sum(axis=(0, 2))
         nb_empty += zero.any(axis=2).sum(axis=0)
     return xr.Dataset(
         {
@@ -212,9 +191,12 @@ def smoothing_sensitivity(
 ) -> xr.DataArray:
     """Epsilon recomputed from the stored weights for several additive smoothing constants.
 
-    ``smoothing = 0`` is the raw estimator: infinite as soon as one bin of one neighbour
-    receives no weight. Rather than return ``inf`` silently this warns
-    (:class:`~pymc_edp.result.EDPWarning`) with the number of such bins.
+    ``smoothing = 0`` is the raw estimator, the audit's default for weighted draws: finite,
+    as every bin holds draws of positive weight (summed in log space), unless all of a bin's
+    weights are 0; rather than return ``inf`` silently this then warns
+    (:class:`~pymc_edp.result.EDPWarning`) with the number of such bins. A positive constant
+    caps every log ratio near ``log(S / (B alpha))``: where the values fall as it grows,
+    smoothing, not the data, sets them.
 
     Parameters
     ----------
@@ -243,7 +225,7 @@ def smoothing_sensitivity(
     >>> eps.round(3).values.tolist()
     [0.75..., 0.75..., 0.751]
     >>> eps.attrs["audit_smoothing"]
-    0.01
+    0.0
     """
     n_bins = result.bins if bins is None else int(bins)
     lw = weights_of(result)

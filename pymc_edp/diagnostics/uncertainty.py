@@ -7,20 +7,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
-from pymc_edp.base import binning
-from pymc_edp.base.common import NEIGHBOUR_DIM, chunk_slices
-from pymc_edp.base.mcse import bin_log_ratio_se
+from pymc_edp.base.common import NEIGHBOUR_DIM
+from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     INTERVAL_DIM,
     bins_of,
+    kept_weights,
     neighbour_coords,
     order_of,
     refitted,
     scalar,
-    weights_of,
     z_value,
 )
+
+#: The interval probability the audit computes and stores with its result.
+STORED_PROB = 0.9
 
 if TYPE_CHECKING:
     from pymc_edp.result import EDPResult
@@ -29,60 +31,27 @@ if TYPE_CHECKING:
 def leading_pair_errors(
     result: EDPResult, n_bins: int, candidates: int, smoothing: float | None = None
 ) -> dict:
-    """Estimates, standard errors and ESS of the leading (parameter, bin) pairs."""
+    """Estimates, standard errors and ESS of the leading (parameter, bin) pairs.
+
+    Over the neighbours whose weights the result keeps (``rows``: their positions).
+    """
     cache = result.memo()
     alpha = float(result.smoothing if smoothing is None else smoothing)
     key = ("uncertainty", int(n_bins), int(candidates), alpha)
     if key in cache:
         return cache[key]
-    lw = weights_of(result)
-    bins = bins_of(result, n_bins)
-    order = order_of(result)
-    n, n_samples = lw.shape
-    max_bins = bins.counts.shape[1]
-    n_pairs = bins.counts.shape[0] * max_bins
-    k = int(min(candidates, n_pairs))
-    log_ratio = np.full((n, k), np.nan)
-    se = np.full((n, k), np.nan)
-    ess = np.full((n, k), np.nan)
-    par = np.zeros((n, k), dtype=np.int64)
-    jbin = np.zeros((n, k), dtype=np.int64)
-    for sl in chunk_slices(n, n_samples, factor=8):
-        ratios = binning.bin_log_ratios(lw[sl], bins, alpha)
-        flat = np.abs(ratios.reshape(ratios.shape[0], -1))
-        flat = np.where(np.isnan(flat), -np.inf, flat)
-        top = np.argpartition(-flat, k - 1, axis=1)[:, :k] if k < n_pairs else None
-        if top is None:
-            top = np.tile(np.arange(n_pairs), (flat.shape[0], 1))
-        # leading pair first
-        top = np.take_along_axis(top, np.argsort(-np.take_along_axis(flat, top, 1), 1), 1)
-        p, j = np.divmod(top, max_bins)
-        valid = j < bins.n_bins[p]
-        p_safe = np.where(valid, p, 0)
-        j_safe = np.where(valid, j, 0)
-        lr, s, e = bin_log_ratio_se(
-            lw[sl],
-            bins,
-            p_safe,
-            j_safe,
-            order=order,
-            smoothing=alpha,
-            n_chains=result.n_chains,
-        )
-        log_ratio[sl] = np.where(valid, lr, np.nan)
-        se[sl] = np.where(valid, s, np.nan)
-        ess[sl] = np.where(valid, e, np.nan)
-        par[sl], jbin[sl] = p, j
-    out = dict(log_ratio=log_ratio, se=se, ess=ess, parameter=par, bin=jbin, n_bins=n_bins)
+    lw, rows = kept_weights(result)
+    out = leading_pairs(
+        lw,
+        bins_of(result, n_bins),
+        order=order_of(result),
+        smoothing=alpha,
+        n_chains=result.n_chains,
+        candidates=candidates,
+    )
+    out.update(rows=rows, n_bins=n_bins)
     cache[key] = out
     return out
-
-
-def _abs_interval(log_ratio: np.ndarray, se: np.ndarray, z: float):
-    lo, hi = log_ratio - z * se, log_ratio + z * se
-    upper = np.maximum(np.abs(lo), np.abs(hi))
-    lower = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
-    return lower, upper
 
 
 def refit_errors(result: EDPResult) -> dict:
@@ -101,27 +70,71 @@ def refit_errors(result: EDPResult) -> dict:
     return {int(i): (float(eps[i]), float(se[i])) for i in rows}
 
 
+def lower_bound_rows(result: EDPResult) -> np.ndarray:
+    """True for the neighbours whose epsilon is a lower bound (at a resolution limit)."""
+    pw = result.pointwise
+    if "lower_bound" in pw:
+        return np.asarray(pw["lower_bound"].values, dtype=bool)
+    return np.zeros(pw.sizes[NEIGHBOUR_DIM], dtype=bool)
+
+
 def summarise_errors(result: EDPResult, unc: dict, prob: float | None):
     """Per-neighbour estimate, error, ESS and (with ``prob``) interval from the leading pairs.
 
-    At the audit's own number of bins, refitted neighbours take their refit estimate and
-    its error (:func:`refit_errors`) in place of the reweighting ones.
+    Neighbours whose weights were not kept get NaN. At the audit's own number of bins,
+    refitted neighbours take their refit estimate and its error (:func:`refit_errors`) in
+    place of the reweighting ones, and a neighbour whose estimate is a lower bound (a
+    resolution limit, ``pointwise["lower_bound"]``) has an interval open above.
     """
+    n = result.pointwise.sizes[NEIGHBOUR_DIM]
+    rows = unc["rows"]
     lr, se = unc["log_ratio"], unc["se"]
-    est = np.abs(lr[:, 0])
-    se_i = se[:, 0].copy()
-    ess_i = unc["ess"][:, 0].copy()
+    est, se_i, ess_i = (np.full(n, np.nan) for _ in range(3))
+    est[rows], se_i[rows], ess_i[rows] = np.abs(lr[:, 0]), se[:, 0], unc["ess"][:, 0]
     lower = upper = None
     if prob is not None:
-        lower, upper = _abs_interval(lr, se, z_value(prob))
-        lower, upper = np.nanmax(lower, axis=1), np.nanmax(upper, axis=1)
+        z = z_value(prob)
+        lower, upper = np.full(n, np.nan), np.full(n, np.nan)
+        lower[rows], upper[rows] = max_interval(lr, se, prob, signed=True)
     if unc["n_bins"] == result.bins:
         for i, (e, s) in refit_errors(result).items():
             est[i], se_i[i], ess_i[i] = e, s, np.nan
             if prob is not None:
-                z = z_value(prob)
                 lower[i], upper[i] = max(e - z * s, 0.0), e + z * s
+        if prob is not None:
+            limited = lower_bound_rows(result)
+            eps = np.asarray(result.pointwise["epsilon"].values, dtype=float)
+            fill = limited & np.isnan(est)
+            est[fill] = eps[fill]
+            upper[limited] = np.inf
     return est, se_i, ess_i, lower, upper
+
+
+def _stored(result: EDPResult, prob: float | None, bins: int | None, what: str) -> bool:
+    """Whether ``what`` must come from the columns the audit stored (no weights to recompute)."""
+    if result.log_weights is not None:
+        return False
+    pw = result.pointwise
+    if "epsilon_upper" not in pw:
+        raise _no_weights_error()
+    if (bins is not None and int(bins) != result.bins) or (
+        prob is not None and abs(prob - STORED_PROB) > 1e-12
+    ):
+        raise ValueError(
+            f"this result keeps no importance weights, only the {what} the audit computed "
+            f"at B = {result.bins} and {100 * STORED_PROB:.0f}%: ask for those, or rerun "
+            "edp.audit(..., store_weights=True) (results read back from netCDF need "
+            "to_netcdf(..., include_weights=True))"
+        )
+    return True
+
+
+def _no_weights_error() -> ValueError:
+    return ValueError(
+        "this diagnostic needs the importance weights of the audit, which were not kept: "
+        "rerun edp.audit(..., store_weights=True) (the default). Results read back with "
+        "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)."
+    )
 
 
 def epsilon_mcse(
@@ -138,10 +151,15 @@ def epsilon_mcse(
     standard error of ``epsilon_i = max |l|`` is that of the leading (parameter, bin) pair,
     and the overall epsilon's that of the leading neighbour.
 
+    A result without weights (read back from netCDF, or made with ``store_weights=False``)
+    gives the errors the audit stored for the neighbours that can set epsilon
+    (``pointwise["epsilon_mcse"]``), at its own B only. A large audit keeps the weights of
+    those neighbours only: the others get NaN.
+
     Parameters
     ----------
     result : EDPResult
-        With ``log_weights`` and ``draws``.
+        With ``log_weights`` and ``draws``, or the audit's stored errors.
     bins : int, optional
         Number of bins; default the audit's.
     candidates : int, default 5
@@ -178,9 +196,17 @@ def epsilon_mcse(
     >>> se["ess_i"].dims
     ('neighbour',)
     """
-    n_bins = result.bins if bins is None else int(bins)
-    unc = leading_pair_errors(result, n_bins, candidates)
-    est, se_i, ess_i, _, _ = summarise_errors(result, unc, None)
+    if _stored(result, None, bins, "standard errors"):
+        pw = result.pointwise
+        est = np.asarray(pw["epsilon"].values, dtype=float)
+        se_i = np.asarray(pw["epsilon_mcse"].values, dtype=float)
+        est = np.where(np.isnan(se_i), np.nan, est)
+        ess_i = np.full(est.size, np.nan)
+        n_bins = result.bins
+    else:
+        n_bins = result.bins if bins is None else int(bins)
+        unc = leading_pair_errors(result, n_bins, candidates)
+        est, se_i, ess_i, _, _ = summarise_errors(result, unc, None)
     worst = int(np.nanargmax(est))
     labels = result.pointwise[NEIGHBOUR_DIM].values
     return xr.Dataset(
@@ -217,6 +243,16 @@ def epsilon_interval(
     pairs of neighbour i) and of epsilon (over neighbours). When one pair clearly leads it
     is that pair's interval; near-ties widen it, as they should.
 
+    A neighbour whose estimate is a lower bound (at a resolution limit, see
+    :mod:`pymc_edp.base.limits`) has an interval open above (``inf``), and so has epsilon
+    when it is one of them. Refitted neighbours take ``refit +- z se`` of their own
+    estimate. A result without weights gives the 90% intervals the audit stored for the
+    neighbours that can set epsilon (``pointwise["epsilon_lower"]``, ``["epsilon_upper"]``);
+    a large audit keeps the weights of those neighbours only, and the others get NaN: the
+    interval of epsilon is then over the neighbours kept (the
+    :data:`pymc_edp.auditing.TOP_WEIGHTS` largest estimates), which set it unless a
+    lower-ranked neighbour has a much larger error.
+
     Parameters
     ----------
     result : EDPResult
@@ -230,8 +266,9 @@ def epsilon_interval(
     -------
     xarray.Dataset
         ``epsilon`` over ``interval`` (``"lower"``, ``"upper"``), ``epsilon_i`` over
-        (``neighbour``, ``interval``), ``estimate`` and ``estimate_i`` (the reweighting
-        estimates), ``refit`` per neighbour; attribute ``prob``.
+        (``neighbour``, ``interval``), ``estimate`` and ``estimate_i`` (the estimates the
+        intervals are about), ``refit`` and ``lower_bound`` per neighbour; attribute
+        ``prob``.
 
     References
     ----------
@@ -246,23 +283,39 @@ def epsilon_interval(
     >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> iv = edp.diagnostics.epsilon_interval(res, prob=0.9)
     >>> iv["epsilon"].round(2).values.tolist()
-    [0.64, 0.87]
+    [0.61, 0.87]
     >>> iv["epsilon_i"].sel(interval="upper").dims
     ('neighbour',)
     """
-    n_bins = result.bins if bins is None else int(bins)
-    unc = leading_pair_errors(result, n_bins, candidates)
-    est, _, _, lower, upper = summarise_errors(result, unc, prob)
+    if _stored(result, prob, bins, "90% intervals"):
+        pw = result.pointwise
+        lower = np.asarray(pw["epsilon_lower"].values, dtype=float)
+        upper = np.asarray(pw["epsilon_upper"].values, dtype=float)
+        est = np.where(np.isnan(upper), np.nan, np.asarray(pw["epsilon"].values, dtype=float))
+        se = np.asarray(pw["epsilon_mcse"].values, dtype=float)
+        n_bins = result.bins
+    else:
+        n_bins = result.bins if bins is None else int(bins)
+        unc = leading_pair_errors(result, n_bins, candidates)
+        est, se, _, lower, upper = summarise_errors(result, unc, prob)
+    return interval_dataset(result, lower, upper, est, se, prob, n_bins)
+
+
+def interval_dataset(result: EDPResult, lower, upper, est, se, prob: float, n_bins: int):
+    """The Dataset :func:`epsilon_interval` returns, from per-neighbour arrays."""
     both = np.stack([lower, upper], axis=-1)
     coords = neighbour_coords(result)
     coords[INTERVAL_DIM] = ["lower", "upper"]
+    known = ~np.isnan(upper)
+    lo, hi = interval_of_max(est, se, lower, upper, prob)
     return xr.Dataset(
         {
-            "epsilon": (INTERVAL_DIM, [float(np.nanmax(lower)), float(np.nanmax(upper))]),
+            "epsilon": (INTERVAL_DIM, [lo, hi]),
             "epsilon_i": ((NEIGHBOUR_DIM, INTERVAL_DIM), both),
-            "estimate": ((), float(np.nanmax(est))),
+            "estimate": ((), float(np.max(est[~np.isnan(est)])) if known.any() else np.nan),
             "estimate_i": (NEIGHBOUR_DIM, est),
             "refit": (NEIGHBOUR_DIM, refitted(result)),
+            "lower_bound": (NEIGHBOUR_DIM, lower_bound_rows(result)),
         },
         coords=coords,
         attrs={"prob": float(prob), "bins": n_bins, "smoothing": result.smoothing},

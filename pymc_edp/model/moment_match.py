@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_masses
+from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_log_masses, log_bin_masses
 from pymc_edp.base.moment_match import moment_match, moved_log_ratio_se, one_thread, split_halves
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
@@ -103,9 +103,13 @@ class MomentMatchOutcome:
     Attributes
     ----------
     eps : ndarray, shape (n_parameters,)
-        Per-parameter B-EDP epsilon (smoothed as the audit's).
+        Per-parameter B-EDP epsilon (smoothed as the audit's weighted estimates).
     argbin : ndarray of int, shape (n_parameters,)
         Bin attaining it.
+    eps_unsmoothed, bin_draws : ndarray, shape (n_parameters,)
+        The same without smoothing, and the effective number of moved draws in the bin.
+    limit : ndarray of int8, shape (n_parameters,)
+        :mod:`pymc_edp.base.limits` code: where the estimate is a lower bound.
     khat_before, khat_after : float
         Pareto k-hat of plain PSIS and after moment matching.
     mcse : float
@@ -124,6 +128,9 @@ class MomentMatchOutcome:
 
     eps: np.ndarray
     argbin: np.ndarray
+    eps_unsmoothed: np.ndarray
+    bin_draws: np.ndarray
+    limit: np.ndarray
     khat_before: float
     khat_after: float
     mcse: float
@@ -516,9 +523,9 @@ def moment_match_neighbours(
     For each neighbour the full-data draws are moved in the unconstrained space
     (:func:`pymc_edp.base.moment_match.moment_match`), mapped back to the audited parameters
     and binned in the full-data bins; the neighbour's bin probabilities are the final
-    weights' masses, the full-data ones the bins' counts, and the epsilon comes from
-    :func:`pymc_edp.base.binning.epsilon_from_masses`, the formula reweighting and refits use
-    (smoothing included).
+    weights' masses (summed in log space), the full-data ones the bins' counts, and the
+    epsilon comes from :func:`pymc_edp.base.binning.epsilon_from_log_masses`, the formula
+    reweighting and refits use (smoothing and resolution limits included).
 
     Parameters
     ----------
@@ -578,7 +585,7 @@ def moment_match_neighbours(
 
 def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold):
     """Moment-match one neighbour and bin its final weighted draws."""
-    n_par, n_samples = prep.draws.shape
+    n_samples = prep.draws.shape[1]
     take = split_halves(n_samples, prep.n_chains)
     full_mass = bins.counts / n_samples
     log_ratio, both, lr0 = _log_ratio_fn(prep, changes)
@@ -604,12 +611,13 @@ def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold):
         if res.split:  # the untransformed half: the posterior's own values, bit for bit
             theta[:, ~take] = prep.draws[:, ~take]
     idx = assign_bins(theta, bins)
-    w = np.exp(res.log_weights - res.log_weights.max())
-    w /= w.sum()
-    mass = np.zeros_like(full_mass)
-    for p in range(n_par):
-        mass[p, : bins.n_bins[p]] = np.bincount(idx[p], weights=w, minlength=bins.n_bins[p])
-    eps, argbin = epsilon_from_masses(mass, full_mass, bins.n_bins, n_samples, smoothing)
+    log_mass, ess = log_bin_masses(res.log_weights, idx, bins.n_bins)
+    with np.errstate(divide="ignore"):
+        log_full = np.log(full_mass)
+    est = epsilon_from_log_masses(
+        log_mass, log_full, bins.n_bins, n_samples, smoothing, bin_draws=ess
+    )
+    eps, argbin = est.eps, est.argbin
     worst = int(np.argmax(eps))
     _, se, _ = moved_log_ratio_se(
         res.log_weights,
@@ -626,6 +634,9 @@ def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold):
     return MomentMatchOutcome(
         eps=eps,
         argbin=argbin.astype(np.int64),
+        eps_unsmoothed=est.eps_unsmoothed,
+        bin_draws=est.bin_draws,
+        limit=est.limit,
         khat_before=res.khat_before,
         khat_after=res.khat_after,
         mcse=se,

@@ -47,7 +47,7 @@ from pymc_edp.model.loglik import (
 )
 from pymc_edp.model.neighbours import Neighbours
 
-__all__ = ["ChunkOptions", "ChunkResult", "Reweighter", "prune_margin"]
+__all__ = ["ChunkOptions", "ChunkResult", "Reweighter", "prune_margin", "top_rows"]
 
 #: ``(rows, draws)`` float64 arrays alive at once per chunk: the log ratios (smoothed in
 #: place), PSIS's sort buffers, the stored weights, the log-likelihood read and the model's
@@ -127,10 +127,13 @@ class ChunkResult:
     eps: np.ndarray  # (k, n_parameters), max over candidates
     argbin: np.ndarray
     khat: np.ndarray  # worst over candidates
-    eps_unsmoothed: np.ndarray  # (k,)
+    eps_unsmoothed: np.ndarray  # (k, n_parameters), of the candidate that sets eps
+    bin_draws: np.ndarray  # (k, n_parameters): effective draws in the bin that sets eps
+    limit: np.ndarray  # (k, n_parameters) int8: pymc_edp.base.limits codes
     worst_cand: np.ndarray
     bound: np.ndarray  # (k,) max - min of the log ratios, max over candidates
-    log_weights: np.ndarray | None  # (k, S) of the worst candidate
+    weights_index: np.ndarray  # neighbours whose log-weights are returned
+    log_weights: np.ndarray | None  # (len(weights_index), S) of the worst candidate
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,11 @@ class Reweighter:
 
     Picklable when the log-likelihood is (in-memory arrays, dask arrays, or columns
     computed from the model), so a dask ``Client`` can scatter it once.
+
+    ``keep_weights`` returns every neighbour's smoothed log-weights; otherwise those of the
+    ``keep_top`` neighbours of each chunk with the largest epsilon (and of any at a
+    resolution limit, up to as many again), which are the ones that can set the audit's
+    epsilon and its interval.
     """
 
     ll: LogLikelihood
@@ -148,6 +156,7 @@ class Reweighter:
     reff: float
     replacement_sets: tuple = ((),)
     keep_weights: bool = False
+    keep_top: int = 0
 
     def _ratios(self, index, repl) -> np.ndarray:
         repl = list(repl) or None
@@ -175,32 +184,60 @@ class Reweighter:
         k, n_par = idx.size, self.bins.index.shape[0]
         eps = np.full((k, n_par), -np.inf)
         argbin = np.zeros((k, n_par), dtype=np.int64)
+        eps0 = np.full((k, n_par), -np.inf)
+        draws = np.full((k, n_par), np.nan)
+        limit = np.zeros((k, n_par), dtype=np.int8)
         khat = np.full(k, np.nan)
-        eps0 = np.full(k, -np.inf)
         worst = np.zeros(k, dtype=np.int64)
         bound = np.full(k, -np.inf)
-        lw_keep = np.empty((k, self.bins.n_samples)) if self.keep_weights else None
+        keep = self.keep_weights or self.keep_top > 0
+        lw_keep = np.empty((k, self.bins.n_samples)) if keep else None
         for c, repl in enumerate(self.replacement_sets):
             lr = self._ratios(index, repl)
             spread = np.ptp(lr, axis=1)
             bound = np.fmax(bound, spread)
             lw, kh = smoothed_log_weights(lr, self.reff, spread)
-            e, b, e0 = binning.epsilon_from_log_weights(
-                lw, self.bins, self.smoothing, with_unsmoothed=True
-            )
-            eps0 = np.fmax(eps0, e0.max(axis=1))
+            est = binning.epsilon_estimates(lw, self.bins, self.smoothing)
+            e = est.eps
             # the neighbour's worst candidate (kept for its weights and label) ...
             better = e.max(axis=1) > eps.max(axis=1)
             # ... and, per parameter, the max over candidates
             upd = e > eps
             eps = np.where(upd, e, eps)
-            argbin = np.where(upd, b, argbin)
+            argbin = np.where(upd, est.argbin, argbin)
+            eps0 = np.where(upd, est.eps_unsmoothed, eps0)
+            draws = np.where(upd, est.bin_draws, draws)
+            limit = np.where(upd, est.limit, limit)
             # conservative reliability flag: the worst k-hat over candidates
             khat = np.fmax(khat, kh)
             worst[better] = c
             if lw_keep is not None:
                 lw_keep[better] = lw[better]
-        return ChunkResult(idx, eps, argbin, khat, eps0, worst, bound, lw_keep)
+        rows = np.arange(k)
+        if lw_keep is not None and not self.keep_weights:
+            rows = top_rows(eps.max(axis=1), limit.any(axis=1), self.keep_top)
+            lw_keep = lw_keep[rows]
+        return ChunkResult(
+            idx, eps, argbin, khat, eps0, draws, limit, worst, bound, idx[rows], lw_keep
+        )
+
+
+def top_rows(eps: np.ndarray, limited: np.ndarray, top: int) -> np.ndarray:
+    """Rows of the ``top`` largest ``eps``, and of up to ``top`` more at a limit, sorted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.model.reweight import top_rows
+    >>> top_rows(np.array([0.1, 3.0, 0.2, 2.0]), np.array([True, False, False, False]), 1)
+    array([0, 1])
+    """
+    eps = np.nan_to_num(np.asarray(eps, dtype=float), nan=-np.inf)
+    order = np.argsort(-eps, kind="stable")
+    best = order[:top]
+    rest = order[top:]
+    extra = rest[np.asarray(limited)[rest]][:top]
+    return np.sort(np.concatenate([best, extra]))
 
 
 def estimate_chunk(reweighter: Reweighter, index) -> ChunkResult:

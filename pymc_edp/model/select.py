@@ -7,19 +7,45 @@ import re
 import numpy as np
 import xarray as xr
 
-__all__ = ["drop_data_copies", "select_var_names"]
+__all__ = ["drop_data_copies", "select_var_names", "unconstrained_copies"]
+
+#: PyMC names the value variable of a transformed ``x`` ``x_<transform>__`` (``sigma_log__``).
+_VALUE_VAR = re.compile(r"^(?P<base>.+)_(?P<transform>[A-Za-z0-9]+)__$")
+
+
+def unconstrained_copies(names) -> list[str]:
+    """Names that are a transformed variable's unconstrained value beside the variable.
+
+    nutpie on PyMC 5 stores them in the posterior (``lam_log__`` next to ``lam``): the same
+    draws, transformed, not a parameter of the model.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.select import unconstrained_copies
+    >>> unconstrained_copies(["lam", "lam_log__", "p_logodds__", "x__"])
+    ['lam_log__']
+    """
+    names = list(names)
+    out = []
+    for name in names:
+        m = _VALUE_VAR.match(name)
+        if m and m.group("base") in names:
+            out.append(name)
+    return out
 
 
 def select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str]:
     """Posterior variables named by ``var_names``, with ArviZ's conventions.
 
-    ``None`` selects every variable; names starting with ``~`` are excluded (when every name
+    ``None`` selects every variable but the unconstrained copies of transformed ones
+    (:func:`unconstrained_copies`); names starting with ``~`` are excluded (when every name
     is negated, all others are kept); ``filter_vars="like"`` matches substrings and
     ``"regex"`` regular expressions.
     """
     available = list(posterior.data_vars)
     if var_names is None:
-        return available
+        copies = set(unconstrained_copies(available))
+        return [a for a in available if a not in copies]
     if filter_vars not in (None, "like", "regex"):
         raise ValueError(f"filter_vars must be None, 'like' or 'regex', got {filter_vars!r}")
     if isinstance(var_names, str):

@@ -23,6 +23,8 @@ from pymc_edp.diagnostics import (
     epsilon_curve,
     epsilon_interval,
 )
+from pymc_edp.diagnostics._common import kept_weights
+from pymc_edp.diagnostics.report import format_interval
 from pymc_edp.plots.style import (
     TEXT_COLOR,
     add_legend,
@@ -232,19 +234,25 @@ def plot_pointwise_epsilon(
                 **kwargs,
             )
 
-    if "method" in pointwise:
-        refitted = _reduce_method(pointwise["method"], dim) == "refit"
-        if refitted.any():
+    def outline(mask, label, **marker):
+        """An unfilled marker around the points of ``mask`` (refitted, lower bounds)."""
+        if mask.size == eps.size and mask.any():
             ax.scatter(
-                x[refitted],
-                eps[refitted],
-                s=kwargs["s"] * 3,
+                x[mask],
+                eps[mask],
                 facecolors="none",
                 edgecolors=TEXT_COLOR,
                 linewidths=0.9,
                 zorder=4,
-                label=f"refitted: {int(refitted.sum())}",
+                label=f"{label}: {int(mask.sum())}",
+                **marker,
             )
+
+    if "method" in pointwise:
+        outline(_reduce_method(pointwise["method"], dim) == "refit", "refitted", s=kwargs["s"] * 3)
+    if "lower_bound" in pointwise:
+        bounded = np.asarray(pointwise["lower_bound"].values, dtype=bool).reshape(-1)
+        outline(bounded, "lower bound (resolution limit)", marker="^", s=kwargs["s"] * 2)
 
     finite = np.isfinite(eps)
     if finite.any():
@@ -270,7 +278,9 @@ def plot_pointwise_epsilon(
         title_text = title
     elif title:
         bins = getattr(result, "bins", None)
-        title_text = f"Per-record ε (max {overall:.3g}"
+        bound = bool(getattr(result, "lower_bound", False))
+        title_text = f"Per-record ε (max {'≥ ' if bound else ''}{overall:.3g}"
+        title_text += ", a lower bound" if bound else ""
         title_text += f", B = {bins})" if bins is not None else ")"
     else:
         title_text = None
@@ -442,14 +452,19 @@ def plot_epsilon_intervals(
     classes = khat_class(result.pointwise["pareto_k"].values, threshold)
     ax = get_axes(ax, figsize=figsize, default_figsize=(8.0, 4.2))
     glo, ghi = iv["epsilon"].values
+    # an interval open above (a lower bound) is drawn up to the top of the plot
+    finite = np.concatenate([hi[np.isfinite(hi)], est[np.isfinite(est)], [glo]])
+    top = 1.15 * float(np.nanmax(finite)) if finite.size and np.nanmax(finite) > 0 else 1.0
+    open_above = np.isinf(hi)
+    hi = np.where(open_above, top, hi)
     ax.axhspan(
         glo,
-        ghi,
+        ghi if np.isfinite(ghi) else top,
         color="0.85",
         alpha=0.6,
         lw=0,
         zorder=1,
-        label=f"ε, {100 * prob:.0f}% interval [{glo:.3g}, {ghi:.3g}]",
+        label=f"ε, {100 * prob:.0f}% interval {format_interval((glo, ghi))}",
     )
     for cls in ("good", "ok", "bad"):
         sel = classes == cls
@@ -464,16 +479,27 @@ def plot_epsilon_intervals(
             zorder=3,
             label=f"k-hat {cls}: {int(sel.sum())}",
         )
+    if open_above.any():
+        ax.scatter(
+            x[open_above],
+            hi[open_above],
+            marker="^",
+            color=TEXT_COLOR,
+            s=22,
+            zorder=4,
+            label=f"open above (a lower bound): {int(open_above.sum())}",
+        )
     order = np.argsort(-np.nan_to_num(est, nan=-np.inf), kind="stable")[: max(int(labels), 0)]
     for rank, i in enumerate(order):
         annotate(ax, str(names[i]), (x[i], hi[i]), offset=(6 if rank % 2 == 0 else -6, 3))
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(bottom=0, top=top * 1.05 if open_above.any() else None)
     ax.margins(y=0.12)
     set_labels(
         ax,
         f"record ({names.size} neighbours)",
         "ε of neighbour",
-        f"Per-record ε with {100 * prob:.0f}% Monte-Carlo intervals (B = {result.bins})",
+        f"Per-record ε with {100 * prob:.0f}% Monte-Carlo intervals (B = {result.bins})"
+        + ("; ε is a lower bound" if open_above.any() else ""),
     )
     add_legend(ax)
     return ax
@@ -618,7 +644,14 @@ def plot_neighbour_posterior(
     if parameter is None:
         parameter = str(pw["worst_parameter"].values[i])
     draws = np.asarray(result.draws.sel(parameter=parameter).values, dtype=float)
-    w = normalised_weights(result.log_weights.values[i])[0]
+    lw, rows = kept_weights(result)
+    at = np.flatnonzero(rows == i)
+    if at.size == 0:
+        raise ValueError(
+            f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
+            "of the neighbours that can set epsilon)"
+        )
+    w = normalised_weights(lw[at[0]])[0]
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     edges = np.linspace(draws.min(), draws.max(), n_hist + 1)
     ax.hist(

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pymc_edp.diagnostics.report import Headline, format_interval, headline
 from pymc_edp.plots.audit import KHAT_COLORS
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
 
@@ -342,39 +343,42 @@ def epsilon_svg(
     return _svg(draw, figsize)
 
 
-def _epsilon_items(result: EDPResult) -> list[tuple[str, str]]:
+def _epsilon_items(result: EDPResult, head: Headline) -> list[tuple[str, str]]:
     kind = {"remove": "record removed", "replace": "record replaced"}.get(
         result.neighbour, result.neighbour
     )
-    items = [("ε (B-EDP)", f'<span class="pedp-eps">{_e(_num(result.epsilon))}</span>')]
-    lo, hi = getattr(result, "mc_interval90", None) or (None, None)
-    if lo is not None and np.isfinite(lo) and np.isfinite(hi):
-        items.append(("90% Monte-Carlo interval", _e(f"[{_num(lo)}, {_num(hi)}]")))
+    value = f'<span class="pedp-eps">{_e(_num(result.epsilon))}</span>'
+    if head.lower_bound:
+        value += ' <span class="pedp-caution">' + _e("a lower bound") + "</span>"
+    items = [("ε (B-EDP)", value)]
+    if head.interval is not None:
+        items.append(("90% Monte-Carlo interval", _e(format_interval(head.interval))))
+    items.append(("verification", _e(head.verification)))
+    if head.caution:
+        items.append(("caution", '<span class="pedp-caution">' + _e(head.caution) + "</span>"))
     items.append(("worst neighbour", _e(result.worst_neighbour)))
     items.append(("bins B", _e(result.bins)))
-    floor = getattr(result, "noise_floor", None)
-    if floor is not None and np.isfinite(floor):
-        text = _e(_num(floor))
-        if result.epsilon <= 2 * floor:
-            text += (
-                ' <span class="pedp-caution">'
-                + _e(
-                    "caution: ε is within 2 EMI of zero, not distinguishable from Monte-Carlo "
-                    "noise at this number of draws and bins (res.diagnose())"
-                )
-                + "</span>"
-            )
-        items.append(("noise floor (EMI)", text))
+    smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
     items.append(
         (
             "neighbours",
             _e(
                 f"{result.n_neighbours} ({kind}); {result.n_samples} posterior draws in "
-                f"{getattr(result, 'n_chains', 1)} chain(s); smoothing = {result.smoothing:g}"
+                f"{getattr(result, 'n_chains', 1)} chain(s); smoothing = {smoothing}"
             ),
         )
     )
     return items
+
+
+def _view_warnings(result: EDPResult, head: Headline) -> tuple[str, ...]:
+    """The audit's warnings, with the headline's lower-bound and noise notes if not among them."""
+    out = list(result.warnings)
+    if head.lower_bound and not any("lower bound" in w for w in out):
+        out += [f"Lower bound: {line}" for line in head.limit_lines]
+    if head.caution:
+        out.append(f"Caution: {head.caution}")
+    return tuple(out)
 
 
 def _parameter_table(result: EDPResult) -> str:
@@ -394,6 +398,9 @@ def _parameter_table(result: EDPResult) -> str:
         "worst bin": ds["worst_bin"].values if "worst_bin" in ds else None,
         "bins": ds["n_bins"].values if "n_bins" in ds else None,
     }
+    if "lower_bound" in ds and bool(np.any(ds["lower_bound"].values)):
+        flags = np.asarray(ds["lower_bound"].values, dtype=bool)
+        cols = {"lower bound": np.where(flags, "yes", ""), **cols}
     header = ["parameter", "ε", *[k for k, v in cols.items() if v is not None]]
     rows = [
         [names[i], _num(eps[i]), *[v[i] for v in cols.values() if v is not None]] for i in rows_idx
@@ -440,8 +447,10 @@ def _khat_section(result: EDPResult) -> str:
 def edp_result_html(result: EDPResult, *, style: bool = True) -> str:
     """The HTML view of an audit result (``EDPResult._repr_html_``).
 
-    A header (B, method, neighbour relation), epsilon with its 90% Monte-Carlo interval,
-    worst neighbour, B and noise floor, then collapsible sections: epsilon by parameter,
+    A header (B, method, neighbour relation), epsilon with its 90% Monte-Carlo interval
+    (open above when epsilon is a lower bound), whether refits confirmed it, the noise
+    caution if its interval calls for one (:func:`pymc_edp.diagnostics.headline`, as the
+    printout), worst neighbour and B, then collapsible sections: epsilon by parameter,
     an inline SVG of per-neighbour epsilon (:func:`epsilon_svg`), the Pareto k-hat table
     with how many neighbour posteriors were reweighted, refitted (or obtained otherwise:
     one row per value of ``pointwise["method"]``), and the warnings.
@@ -487,8 +496,9 @@ def edp_result_html(result: EDPResult, *, style: bool = True) -> str:
     if n <= MAX_POINTS and np.any(method == "refit"):
         caption.append("ringed: refitted")
     caption.append("dashed: ε. res.plot() draws the overview figure.")
+    head = headline(result)
     body = (
-        _kv(_epsilon_items(result))
+        _kv(_epsilon_items(result, head))
         + _section(
             "ε by parameter", _parameter_table(result), count=result.parameters.sizes["parameter"]
         )
@@ -498,7 +508,7 @@ def edp_result_html(result: EDPResult, *, style: bool = True) -> str:
             count=n,
         )
         + _khat_section(result)
-        + _warnings(tuple(result.warnings))
+        + _warnings(_view_warnings(result, head))
     )
     return _wrap("pymc_edp.EDPResult", subtitle, body, style=style)
 

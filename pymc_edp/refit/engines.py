@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -23,6 +24,7 @@ __all__ = [
     "discrete_free_vars",
     "make_engine",
     "resolve_engine",
+    "stricter",
 ]
 
 # per-process cache of compiled samplers, keyed by an engine's token (survives pickling)
@@ -253,6 +255,36 @@ class BuilderEngine(_EngineBase):
     def sample(self, data, seed: int):
         """One refit with ``data``: the posterior of the kept variables and its divergences."""
         return self._finish(self.sample_idata(data, seed)[0])
+
+
+#: ``target_accept`` of the reruns of a refit with divergent transitions, in turn.
+STRICTER_TARGET_ACCEPT = (0.95, 0.99)
+
+
+def stricter(engine, target_accept: float):
+    """A copy of ``engine`` that samples with ``target_accept``, or None if it cannot.
+
+    Divergent transitions mean NUTS could not follow the posterior's geometry (a funnel
+    where a group scale is small): its draws are biased, and a smaller step size, a higher
+    ``target_accept``, usually cures it. nutpie takes it per run (the compiled model is
+    kept); PyMC builds its step method with it, so that copy compiles a new one.
+
+    Examples
+    --------
+    >>> from pymc_edp.refit.engines import NutpieEngine, stricter
+    >>> eng = stricter(NutpieEngine(draws=10), 0.95)
+    >>> eng.sampler_kwargs
+    {'target_accept': 0.95}
+    >>> stricter(object(), 0.95) is None
+    True
+    """
+    if not isinstance(engine, _EngineBase):
+        return None
+    kwargs = {**engine.sampler_kwargs, "target_accept": float(target_accept)}
+    copy = dataclasses.replace(engine, sampler_kwargs=kwargs)
+    if isinstance(engine, PymcEngine):  # its step method is compiled with target_accept
+        copy.token = uuid.uuid4().hex
+    return copy
 
 
 def discrete_free_vars(model) -> list[str]:

@@ -16,22 +16,41 @@ from pymc_edp.base.parallel import map_tasks
 from pymc_edp.model.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
 from pymc_edp.model.transform import NeighbourDataMaker, neighbour_changes, neighbour_model
 from pymc_edp.refit.checkpoint import Checkpoint
-from pymc_edp.refit.engines import make_engine
+from pymc_edp.refit.engines import STRICTER_TARGET_ACCEPT, make_engine, stricter
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, jsonable, refit_seed
 
 _log = logging.getLogger("pymc_edp")
 
-__all__ = ["RefitProblem", "RefitRun", "refit_neighbours", "run_refits"]
+__all__ = [
+    "RefitEstimate",
+    "RefitProblem",
+    "RefitRun",
+    "RefitSetupError",
+    "refit_neighbours",
+    "run_refits",
+]
 
 
-def _run_one(engine, task: RefitTask) -> RefitOutcome:
+def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOutcome:
     index, label, data, seed = task.index, task.label, task.data, task.seed
     start = time.perf_counter()
     try:
         if callable(data):  # expanded here, not held for every task at once
             data = data()
         post, div = engine.sample(data, seed)
+        notes = []
+        if div and retry_divergent:  # biased draws: smaller steps, as far as they help
+            current = float(getattr(engine, "sampler_kwargs", {}).get("target_accept", 0.8))
+            for target in STRICTER_TARGET_ACCEPT:
+                strict = stricter(engine, target) if target > current else None
+                if strict is None:
+                    continue
+                notes.append(f"{div} divergent transitions at target_accept={current:g}")
+                post, div = strict.sample(data, seed)
+                current = target
+                if not div:
+                    break
     except Exception as err:  # recorded, never silently dropped
         return RefitOutcome(
             index,
@@ -42,7 +61,11 @@ def _run_one(engine, task: RefitTask) -> RefitOutcome:
             time.perf_counter() - start,
             None,
         )
-    status, reason = ("diverged", f"{div} divergent transitions") if div else ("ok", "")
+    if div:
+        status, reason = "diverged", "; ".join([*notes, f"{div} divergent transitions"])
+    else:
+        status = "ok"
+        reason = f"rerun with target_accept={current:g} after {notes[-1]}" if notes else ""
     return RefitOutcome(index, label, status, reason, seed, time.perf_counter() - start, post)
 
 
@@ -54,6 +77,7 @@ def run_refits(
     checkpoint: Checkpoint | None = None,
     progressbar: bool = True,
     retry_failed: bool = True,
+    retry_divergent: bool = False,
 ) -> dict[int, RefitOutcome]:
     """Run refit tasks, skipping those already checkpointed.
 
@@ -77,6 +101,10 @@ def run_refits(
         Refit again the neighbours whose saved outcome is a failure (status ``"error"``),
         so that a passing failure (a crashed worker, memory) does not stay in the
         checkpoint; False keeps saved failures as they are.
+    retry_divergent : bool, default False
+        Sample a refit with divergent transitions again with ``target_accept`` 0.95, then
+        0.99 (:func:`pymc_edp.refit.engines.stricter`), keeping the first run without
+        divergences (or the last); its ``reason`` says so.
 
     Returns
     -------
@@ -121,7 +149,7 @@ def run_refits(
                 checkpoint.save(out)
 
         results = map_tasks(
-            partial(_run_one, engine),
+            partial(_run_one, engine, retry_divergent=retry_divergent),
             todo,
             executor=executor,
             progressbar=progressbar,
@@ -150,6 +178,7 @@ class RefitProblem:
     bins : Bins
         Cut from the full-data draws.
     smoothing : float
+        Additive smoothing of weighted (pooled) estimates.
     observed_y : dict
         Observed values per observed variable.
     candidates : dict, optional
@@ -163,6 +192,8 @@ class RefitProblem:
         Monte-Carlo error of each refit's estimate).
     n_chains : int
         Chains of the full-data draws.
+    count_smoothing : float
+        Additive smoothing of count (raw) estimates, Charest & Han's ``alpha``.
     """
 
     model: object
@@ -177,6 +208,7 @@ class RefitProblem:
     replacement_sets: list | None = None
     draws: np.ndarray | None = None
     n_chains: int = 1
+    count_smoothing: float = 0.01
 
     def candidate(self, k: int) -> dict | None:
         """Replacement values of neighbour ``k`` (its worst candidate), or None (removal)."""
@@ -204,20 +236,54 @@ class RefitProblem:
         return log_ratios(at, self.neighbours, k, k + 1, repl)[0]
 
 
+class RefitSetupError(ValueError):
+    """The neighbour model (or its sampler) cannot be set up: no refit can run.
+
+    Raised before any sampling, with what is wrong in its message: for example a likelihood
+    whose records cannot be weighted one by one, or observed values the audit cannot find.
+    """
+
+
+@dataclass(frozen=True)
+class RefitEstimate:
+    """A refitted neighbour's per-parameter epsilon, its limits and the error of its maximum.
+
+    Attributes
+    ----------
+    eps, argbin, eps_unsmoothed, bin_draws, limit : ndarray, shape (n_parameters,)
+        As in :class:`pymc_edp.base.binning.EpsilonEstimate`.
+    se : float
+        Monte-Carlo standard error of the leading (parameter, bin) pair's log ratio.
+    """
+
+    eps: np.ndarray
+    argbin: np.ndarray
+    eps_unsmoothed: np.ndarray
+    bin_draws: np.ndarray
+    limit: np.ndarray
+    se: float
+
+
 def _estimate(problem: RefitProblem, refit_draws, log_ratios_k, posterior, order):
-    """Epsilon per parameter, its bin, and the Monte-Carlo error of the leading pair."""
-    bins, smoothing = problem.bins, problem.smoothing
+    """Epsilon per parameter, its bin and limits, and the Monte-Carlo error of the leading pair.
+
+    The pooled estimator weighs draws, so its bins are never empty and it takes the audit's
+    smoothing of weighted estimates (none by default); the raw one counts draws, with the
+    count smoothing (Charest & Han's ``alpha``).
+    """
+    bins = problem.bins
     pooled = None
     if log_ratios_k is None:
-        eps, argbin = binning.refit_epsilon(refit_draws, bins, smoothing)
+        est = binning.refit_estimate(refit_draws, bins, problem.count_smoothing)
     else:
-        pooled = binning.pooled_log_weights(*log_ratios_k)[:2]
-        eps, argbin = binning.refit_epsilon(
-            refit_draws, bins, smoothing, *log_ratios_k, pooled_weights=pooled
+        lw_full, lw_nb, log_c = binning.pooled_log_weights(*log_ratios_k)
+        pooled = (lw_full, lw_nb)
+        est = binning.refit_estimate(
+            refit_draws, bins, problem.smoothing, *log_ratios_k, pooled_weights=pooled
         )
     se = np.nan
     if order is not None:
-        p = int(np.argmax(eps))
+        p = int(np.argmax(est.eps))
         common = dict(
             order=order,
             draws=problem.draws,
@@ -225,26 +291,29 @@ def _estimate(problem: RefitProblem, refit_draws, log_ratios_k, posterior, order
             n_chains_refit=int(posterior.sizes.get("chain", 1)),
         )
         if pooled is None:
-            _, se, _ = refit_log_ratio_se(refit_draws, bins, p, int(argbin[p]), **common)
+            _, se, _ = refit_log_ratio_se(refit_draws, bins, p, int(est.argbin[p]), **common)
         else:
             _, se, _ = pooled_log_ratio_se(
                 refit_draws,
                 bins,
                 p,
-                int(argbin[p]),
+                int(est.argbin[p]),
                 log_weights_full=pooled[0],
                 log_weights_neighbour=pooled[1],
+                log_ratio=np.concatenate(log_ratios_k),
+                log_c=log_c,
                 **common,
             )
-    return eps, argbin, float(se)
+    return RefitEstimate(
+        est.eps, est.argbin, est.eps_unsmoothed, est.bin_draws, est.limit, float(se)
+    )
 
 
 @dataclass
 class RefitRun:
     """Outcomes and estimates of the refitted neighbours.
 
-    ``estimates[k]`` is ``(epsilon per parameter, its bin, standard error of the leading
-    pair)``, or None for a failed refit.
+    ``estimates[k]`` is a :class:`RefitEstimate`, or None for a failed refit.
     """
 
     outcomes: dict
@@ -321,8 +390,11 @@ def refit_neighbours(
     ll, nbs = problem.ll, problem.neighbours
     missing = [n for n in ll.names if n not in problem.observed_y]
     if missing:
-        raise ValueError(f"cannot find the observed values of {missing} needed to refit")
-    eng, loglik_fns = _engine_for(problem, options, messages)
+        raise RefitSetupError(f"cannot find the observed values of {missing} needed to refit")
+    try:
+        eng, loglik_fns = _engine_for(problem, options, messages)
+    except (ValueError, TypeError, NotImplementedError, ImportError) as err:
+        raise RefitSetupError(str(err)) from err
     maker = NeighbourDataMaker(
         observed_y={n: problem.observed_y[n] for n in ll.names},
         record_shapes={n: tuple(ll.datasets[n].shape[2:]) for n in ll.names},
@@ -345,6 +417,7 @@ def refit_neighbours(
             checkpoint=ckpt,
             progressbar=progressbar,
             retry_failed=options.retry_failed,
+            retry_divergent=options.retry_divergent,
         )
     finally:
         if ckpt is not None:
@@ -374,8 +447,10 @@ def refit_neighbours(
         )
     diverged = [o for o in outcomes.values() if o.status == "diverged"]
     if diverged:
+        again = " even at a higher target_accept" if options.retry_divergent else ""
         messages.append(
-            f"{len(diverged)} refit(s) had divergent transitions (see res.pointwise['status'] "
-            "and res.refits.status); their draws are used but may be biased"
+            f"{len(diverged)} refit(s) had divergent transitions{again} (see "
+            "res.pointwise['status'] and res.refits.status); their draws are used but may be "
+            "biased: reparametrise the model (e.g. non-centred group effects)"
         )
     return RefitRun(outcomes, estimates, Refits(outcomes)), messages

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 from support import MU0, SIGMA, SIGMA0, Y, normal_audit, normal_draws
 
+import pymc_edp as edp
 from pymc_edp import diagnostics
+from pymc_edp.auditing import TOP_WEIGHTS
 from pymc_edp.conjugate import normal_normal_edp
 
 
@@ -26,10 +28,35 @@ def test_mcse_and_interval_shapes(nn_result):
     assert float(se["epsilon"]) > 0
 
 
-def test_mcse_needs_weights():
-    res = normal_audit(normal_draws(np.random.default_rng(1), 1, 1000), store_weights=False)
+def test_errors_of_the_top_neighbours_without_every_weight(tmp_path):
+    """store_weights=False keeps the weights of the neighbours that can set epsilon only.
+
+    Their errors and intervals are the same as with every weight kept, the others are NaN;
+    a result read back without weights gives the stored 90% intervals and errors, and says
+    clearly that it cannot give others.
+    """
+    mu = normal_draws(np.random.default_rng(1), 1, 1000)
+    full = normal_audit(mu)
+    top = normal_audit(mu, store_weights=False)
+    assert top.log_weights.sizes["neighbour"] == TOP_WEIGHTS < full.n_neighbours
+    rows = top.log_weights["neighbour_index"].values
+    a, b = full.interval()["epsilon_i"].values, top.interval()["epsilon_i"].values
+    np.testing.assert_allclose(b[rows], a[rows], rtol=1e-12)
+    assert np.isnan(np.delete(b, rows, axis=0)).all()
+    np.testing.assert_allclose(top.interval()["epsilon"], full.interval()["epsilon"])
+    np.testing.assert_allclose(top.mcse()["epsilon"], full.mcse()["epsilon"])
+    path = tmp_path / "audit.nc"
+    top.to_netcdf(path)
+    back = edp.EDPResult.from_netcdf(path)
+    assert back.log_weights is None
+    np.testing.assert_allclose(back.interval()["epsilon"], top.interval()["epsilon"])
+    np.testing.assert_allclose(back.mcse()["epsilon_i"], top.mcse()["epsilon_i"])
     with pytest.raises(ValueError, match="store_weights=True"):
-        res.mcse()
+        back.interval(0.5)
+    with pytest.raises(ValueError, match="store_weights=True"):
+        diagnostics.epsilon_mcse(back, bins=10)
+    with pytest.raises(ValueError, match="every neighbour's importance weights"):
+        top.curve()
 
 
 @pytest.mark.slow

@@ -418,3 +418,21 @@ def test_overview_without_weights_notes_what_it_cannot_draw(diag_result):
         (note,) = ax.texts
         assert "store_weights=True" in note.get_text()
     assert axes[0, 1].get_title() == "B-EDP ε against the number of bins"
+
+
+def test_plots_say_when_epsilon_is_a_lower_bound(result):
+    """A lower bound is marked in the figures as in the text: title, marker, open interval."""
+    pw = result.pointwise.copy()
+    worst = int(np.nanargmax(pw["epsilon"].values))
+    flags = np.zeros(pw.sizes["neighbour"], dtype=bool)
+    flags[worst] = True
+    pw["lower_bound"] = ("neighbour", flags)
+    bounded = dataclasses.replace(result, pointwise=pw)
+    ax = edp.plots.plot_pointwise_epsilon(bounded)
+    assert "≥" in ax.get_title() and "a lower bound" in ax.get_title()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("lower bound (resolution limit): 1") for t in labels)
+    ax2 = edp.plots.plot_epsilon_intervals(bounded)
+    assert ax2.get_title().endswith("ε is a lower bound")
+    texts = [t.get_text() for t in ax2.get_legend().get_texts()]
+    assert any("inf)" in t for t in texts) and any("open above" in t for t in texts)

@@ -300,11 +300,23 @@ def test_query_result_is_a_dataset_with_xarrays_html(query_result):
     assert "delta_star" in page.all_text and "epsilon" in page.all_text
 
 
-def test_noise_floor_caution_is_shown_when_epsilon_is_within_two_emi(audit_result):
+def test_noise_caution_follows_the_interval_not_emi(audit_result):
+    """The caution comes from the estimator's own interval, in the view and its warnings.
+
+    A large EMI (Abowd's refit-and-count noise floor) with an interval clear of zero gives
+    no caution; an interval that reaches zero does, beside epsilon and counted among the
+    warnings, in the words of the printout.
+    """
     res = audit_result
-    quiet = Page(dataclasses.replace(res, noise_floor=res.epsilon / 4)._repr_html_())
-    assert f"{res.epsilon / 4:.3f}" in quiet.all_text and "caution" not in quiet.all_text
-    noisy = dataclasses.replace(res, noise_floor=res.epsilon)
-    text = Page(noisy._repr_html_()).all_text
-    assert "caution: ε is within 2 EMI of zero" in text
-    assert "caution: epsilon is within 2 EMI" in repr(noisy).replace("Caution", "caution")
+    lo, hi = res.mc_interval90
+    assert lo > 0
+    quiet = Page(dataclasses.replace(res, noise_floor=res.epsilon)._repr_html_())
+    assert "caution" not in quiet.all_text.lower() and "EMI" not in quiet.all_text
+    noisy = dataclasses.replace(res, mc_interval90=(0.0, hi))
+    caution = edp.diagnostics.headline(noisy).caution
+    assert "reaches 0" in caution
+    page = Page(noisy._repr_html_())
+    assert caution in page.all_text
+    n_warnings = len(res.warnings) + 1
+    assert f"Warnings ({n_warnings})" in page.all_text
+    assert f"Caution: {caution}" in repr(noisy)

@@ -67,8 +67,11 @@ def test_auto_refits_the_extreme_record(outlier_model):
     with pytest.warns(edp.EDPWarning, match="k-hat above"):
         psis = edp.audit(idata, model, bins=10, method="psis", progressbar=False)
     assert psis.pointwise["pareto_k"].values[-1] > psis.khat_threshold
-    # moment matching would repair the outlier first (tests/test_auditing_moment_match.py)
-    auto = edp.audit(idata, model, bins=10, method="auto", moment_match=False, **REFIT_KW)
+    # moment matching would repair the outlier first (tests/test_auditing_moment_match.py),
+    # and verification would refit the worst reweighted records too (tests/test_auditing_verify.py)
+    auto = edp.audit(
+        idata, model, bins=10, method="auto", moment_match=False, verify=False, **REFIT_KW
+    )
     full = edp.audit(idata, model, bins=10, method="refit", **REFIT_KW)
     methods = auto.pointwise["method"].values
     assert methods[-1] == "refit"
@@ -104,7 +107,12 @@ def test_pm_sample_with_nutpie_audited_end_to_end_with_refits():
     assert res.pointwise["pareto_k"].values[-1] > res.khat_threshold
     assert res.pointwise["method"].values[-1] == "refit"
     assert res.pointwise["status"].values[-1] == "ok"
-    assert list(res.refits) == [res.pointwise["neighbour"].values[-1]]
+    # the outlier's k-hat refit, and the verification refits of the K worst others
+    verified = res.pointwise["verification"].values > 0
+    assert verified.sum() == edp.VerifyOptions().top and not verified[-1]
+    assert res.verification == "confirmed"
+    labels = res.pointwise["neighbour"].values
+    assert sorted(res.refits) == sorted([labels[-1], *labels[verified]])
     refit = res.refits[res.pointwise["neighbour"].values[-1]]
     assert isinstance(refit, container)
     assert dict(get_group(refit, "posterior").sizes) == {"chain": 2, "draw": 1000}
@@ -222,3 +230,43 @@ def test_build_model_refits_a_non_factorised_model():
     # MvNormal with identity covariance is the Normal-Normal model in disguise
     exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 3.0, 5)
     assert res.epsilon == pytest.approx(exact, rel=0.5)  # raw estimator, 2,000 draws
+
+
+def test_divergent_refits_are_run_again_with_smaller_steps():
+    """A refit with divergences is sampled again at target_accept 0.95, then 0.99."""
+    import dataclasses
+
+    import xarray as xr
+
+    from pymc_edp.refit.engines import NutpieEngine, stricter
+    from pymc_edp.refit.outcome import RefitTask
+    from pymc_edp.refit.run import run_refits
+
+    @dataclasses.dataclass
+    class Funnel(NutpieEngine):
+        """Diverges unless target_accept reaches ``cure``."""
+
+        cure: float = 0.95
+
+        def sample(self, data, seed):
+            ta = self.sampler_kwargs.get("target_accept", 0.8)
+            post = xr.Dataset({"mu": (("chain", "draw"), np.full((1, 4), ta))})
+            return post, 0 if ta >= self.cure else 7
+
+    tasks = [RefitTask(0, "a", {}, 1)]
+    done = run_refits(Funnel(), tasks, progressbar=False, retry_divergent=True)[0]
+    assert done.status == "ok"
+    assert done.reason == "rerun with target_accept=0.95 after 7 divergent transitions at " + (
+        "target_accept=0.8"
+    )
+    assert float(done.posterior["mu"][0, 0]) == 0.95
+    stubborn = Funnel(cure=1.0)
+    out = run_refits(stubborn, tasks, progressbar=False, retry_divergent=True)[0]
+    assert out.status == "diverged" and "target_accept=0.95" in out.reason
+    assert float(out.posterior["mu"][0, 0]) == 0.99  # the last rerun's draws
+    plain = run_refits(Funnel(), tasks, progressbar=False)[0]  # retry is opt-in here
+    assert plain.status == "diverged" and plain.reason == "7 divergent transitions"
+    assert stricter(Funnel(sampler_kwargs={"max_treedepth": 12}), 0.99).sampler_kwargs == {
+        "max_treedepth": 12,
+        "target_accept": 0.99,
+    }

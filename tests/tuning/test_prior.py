@@ -12,6 +12,7 @@ from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
 from pymc_edp.model.compat import from_dict, has_group
 from pymc_edp.result import EDPWarning
 from pymc_edp.tuning import LEAKAGE_CAVEAT, PriorTuningResult, tune_prior
+from pymc_edp.tuning.prior import _epsilon_mcse
 
 SIGMA = math.sqrt(5.0)  # Charest & Han: y_i ~ N(10, sigma^2 = 5)
 MU0 = 10.0
@@ -91,15 +92,14 @@ def test_mcse_matches_replicate_spread(y100):
     assert 0.6 < ratio < 1.6
 
 
-def test_epsilon_mcse_needs_weights(y100):
-    res = edp.audit(
-        _iid_normal_idata(y100, 0.12, 2, 500, 0),
-        method="psis",
-        progressbar=False,
-        store_weights=False,
-    )
-    with pytest.raises(ValueError, match="store_weights"):
-        res.mcse()
+def test_epsilon_mcse_from_the_top_weights(y100):
+    """The tuner's error of epsilon needs only the weights an audit always keeps."""
+    idata = _iid_normal_idata(y100, 0.12, 2, 500, 0)
+    kw = dict(method="psis", progressbar=False)
+    top = edp.audit(idata, store_weights=False, **kw)
+    full = edp.audit(idata, **kw)
+    assert top.log_weights.sizes["neighbour"] < full.log_weights.sizes["neighbour"]
+    assert _epsilon_mcse(top) == pytest.approx(_epsilon_mcse(full), rel=1e-12)
 
 
 @pytest.mark.slow

@@ -1,0 +1,143 @@
+"""Where an epsilon estimate stops resolving the truth: limit codes, their reasons and remedies.
+
+An estimate of ``|log P'(b) - log P(b)|`` at the bin that sets it is *at a limit* when
+something other than the data caps it:
+
+``smoothing``
+    Additive smoothing moved the estimate: ``log((S m + alpha) / (c + alpha))`` cannot fall
+    below ``-log((c + alpha) / alpha)``, however small the neighbour's mass ``m``.
+``few_draws``
+    The neighbour's mass in that bin rests on fewer than :data:`MIN_BIN_DRAWS` draws' worth of
+    weight (Kish's effective number ``(sum w)^2 / sum w^2`` over the bin's draws; the count for
+    unweighted draws), so a mass far smaller than one draw's cannot be seen.
+``empty_bin``
+    No draw (or no weight) of the neighbour falls in a bin: without smoothing the estimate
+    is infinite, with it the smoothing constant sets it.
+``unverified``
+    Refits showed reweighting to be unreliable for this model and this neighbour could still
+    set epsilon, but the verification budget ran out before it was refitted.
+
+The value of an estimate at a limit is a lower bound: the truth may be larger, so its
+interval is open above. The codes are stored as ``int8`` with CF ``flag_values`` and
+``flag_meanings`` attributes, so they survive netCDF.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "EMPTY_BIN",
+    "FEW_DRAWS",
+    "MEANINGS",
+    "MIN_BIN_DRAWS",
+    "NONE",
+    "REASONS",
+    "REMEDIES",
+    "SMOOTHING",
+    "SMOOTHING_RTOL",
+    "UNVERIFIED",
+    "classify",
+    "flag_attrs",
+    "worst_code",
+]
+
+NONE, SMOOTHING, FEW_DRAWS, EMPTY_BIN, UNVERIFIED = 0, 1, 2, 3, 4
+MEANINGS = ("none", "smoothing", "few_draws", "empty_bin", "unverified")
+
+#: The bin that sets an estimate must hold at least this many draws' worth of the
+#: neighbour's weight; below it the bin's mass is not resolved and the value is a lower bound.
+MIN_BIN_DRAWS = 5.0
+#: Smoothing is said to bind when it lowers an estimate by more than this fraction.
+SMOOTHING_RTOL = 0.01
+
+REASONS = {
+    SMOOTHING: "the smoothing constant, not the data, sets it",
+    FEW_DRAWS: f"its bin holds under {MIN_BIN_DRAWS:g} draws' worth of the neighbour's weight",
+    EMPTY_BIN: "a bin receives no draw of the neighbour posterior",
+    UNVERIFIED: "reweighting proved unreliable for this model and it was not refitted",
+}
+REMEDIES = {
+    SMOOTHING: "audit with smoothing=None (weighted bins are never empty)",
+    FEW_DRAWS: "draw more samples, or refit it (method='auto' with model=)",
+    EMPTY_BIN: "refit it with the pooled estimator (RefitOptions(estimator='pooled'))",
+    UNVERIFIED: "raise VerifyOptions(max_refits=...) or time_budget, or use method='refit'",
+}
+
+
+def classify(
+    eps: np.ndarray,
+    eps_unsmoothed: np.ndarray,
+    bin_draws: np.ndarray,
+    smoothing: float,
+) -> np.ndarray:
+    """Limit code of every estimate (same shape as ``eps``).
+
+    Parameters
+    ----------
+    eps : ndarray
+        The estimates as reported (smoothed with ``smoothing``).
+    eps_unsmoothed : ndarray
+        The same estimates without smoothing (``inf`` where a bin gets no weight).
+    bin_draws : ndarray
+        Effective number of the neighbour's draws in the bin that sets each estimate.
+    smoothing : float
+        The additive constant applied to ``eps``.
+
+    Returns
+    -------
+    ndarray of int8
+        :data:`EMPTY_BIN` where the unsmoothed estimate is infinite, else
+        :data:`SMOOTHING` where smoothing lowered it by more than :data:`SMOOTHING_RTOL`,
+        else :data:`FEW_DRAWS` where ``bin_draws < MIN_BIN_DRAWS``, else :data:`NONE`
+        (also where ``eps`` is NaN: no estimate).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.base.limits import MEANINGS, classify
+    >>> codes = classify(np.array([9.9, 1.0, 2.0, 0.3]), np.array([np.inf, 1.3, 2.0, 0.3]),
+    ...                  np.array([0.0, 40.0, 2.5, 200.0]), smoothing=0.01)
+    >>> [MEANINGS[c] for c in codes]
+    ['empty_bin', 'smoothing', 'few_draws', 'none']
+    """
+    eps = np.asarray(eps, dtype=float)
+    e0 = np.asarray(eps_unsmoothed, dtype=float)
+    draws = np.asarray(bin_draws, dtype=float)
+    out = np.zeros(eps.shape, dtype=np.int8)
+    known = ~np.isnan(eps)
+    few = known & (draws < MIN_BIN_DRAWS)
+    out[few] = FEW_DRAWS
+    if smoothing > 0:
+        lowered = known & np.isfinite(e0) & (e0 - eps > SMOOTHING_RTOL * e0)
+        out[lowered] = SMOOTHING
+    out[known & np.isposinf(e0)] = EMPTY_BIN
+    return out
+
+
+def worst_code(codes: np.ndarray, eps: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The code of the largest limited estimate along ``axis`` (``NONE`` where none is).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.base.limits import worst_code
+    >>> worst_code(np.array([[0, 1, 2], [0, 0, 0]]), np.array([[5.0, 1.0, 3.0], [1, 2, 3]]))
+    array([2, 0], dtype=int8)
+    """
+    codes = np.asarray(codes)
+    eps = np.nan_to_num(np.asarray(eps, dtype=float), nan=-np.inf)
+    score = np.where(codes > 0, eps, -np.inf)
+    pick = np.argmax(score, axis=axis)
+    picked = np.take_along_axis(codes, np.expand_dims(pick, axis), axis=axis)
+    out = np.squeeze(picked, axis=axis).astype(np.int8)
+    return np.where(np.any(codes > 0, axis=axis), out, NONE).astype(np.int8)
+
+
+def flag_attrs(description: str) -> dict:
+    """CF attributes of a variable holding limit codes."""
+    return {
+        "flag_values": np.arange(len(MEANINGS), dtype=np.int8),
+        "flag_meanings": " ".join(MEANINGS),
+        "long_name": description,
+    }
