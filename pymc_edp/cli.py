@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import time
 import warnings
@@ -71,6 +72,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _bins(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"B must be at least 2 (one bin holds all the probability: epsilon would be 0), "
+            f"got {value}"
+        )
+    return value
+
+
 def _nonnegative_int(text: str) -> int:
     try:
         value = int(text)
@@ -117,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--bins",
-        type=_positive_int,
+        type=_bins,
         default=20,
         metavar="B",
         help="number of equal-probability bins B per parameter (default: %(default)s)",
@@ -455,10 +469,18 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
         )
         say("")
 
-    args.output.mkdir(parents=True, exist_ok=True)
     written = []
     result_path = args.output / RESULT_FILENAME
-    res.to_netcdf(result_path)
+    try:
+        args.output.mkdir(parents=True, exist_ok=True)
+        res.to_netcdf(result_path)
+    except OSError as err:  # checked before sampling, but a disk can fill: keep the result
+        import tempfile
+
+        fallback = Path(tempfile.mkdtemp(prefix="pymc_edp_demo_")) / RESULT_FILENAME
+        res.to_netcdf(fallback)
+        say(f"Could not write into {args.output} ({err}); the result is saved as {fallback}")
+        return 1
     written.append(("result", result_path))
     if args.no_plot:
         pass
@@ -507,7 +529,61 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         parser.print_help(sys.stderr)
         return 2
+    if args.command == "demo":
+        problem = check_demo_args(args)
+        if problem:
+            parser.error(problem)  # exit status 2, before anything is sampled
     return args.handler(args, sys.stdout)
+
+
+def check_demo_args(args: argparse.Namespace) -> str | None:
+    """What is wrong with the demo's options, or None: checked before any sampling.
+
+    Examples
+    --------
+    >>> from pymc_edp.cli import build_parser, check_demo_args
+    >>> print(check_demo_args(build_parser().parse_args(["demo", "--draws", "20"])))
+    --draws 20 x --chains 2 gives 40 posterior draws; B = 20 bins need at least 200 (10 per
+    bin): use --draws 100 or more, or fewer --bins
+    >>> check_demo_args(build_parser().parse_args(["demo"])) is None
+    True
+    """
+    from pymc_edp.base.common import MIN_DRAWS_PER_BIN
+
+    total = args.draws * args.chains
+    need = MIN_DRAWS_PER_BIN * args.bins
+    if total < need:
+        per_chain = -(-need // args.chains)
+        return (
+            f"--draws {args.draws} x --chains {args.chains} gives {total} posterior draws; "
+            f"B = {args.bins} bins need at least {need} ({MIN_DRAWS_PER_BIN} per bin): use "
+            f"--draws {per_chain} or more, or fewer --bins"
+        )
+    return _output_problem(args.output)
+
+
+def _output_problem(folder: Path) -> str | None:
+    """Why the results could not be written into ``folder`` (created if missing), or None."""
+    import tempfile
+
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        return f"--output {folder} is a file, not a folder: name a folder for the results"
+    existing = folder
+    while not existing.exists():  # the nearest folder that exists must let us create it
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--output {folder}: {existing} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        return f"--output {folder}: cannot write into {existing} ({err.strerror or err})"
+    for name in (RESULT_FILENAME, FIGURE_FILENAME):
+        path = folder / name
+        if path.exists() and (path.is_dir() or not os.access(path, os.W_OK)):
+            return f"--output {folder}: {path} exists and cannot be overwritten"
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

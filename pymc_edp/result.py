@@ -11,6 +11,7 @@ import xarray as xr
 
 from pymc_edp import diagnostics, plots
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, EDPWarning
+from pymc_edp.base.psis import khat_table
 from pymc_edp.model.compat import get_group, group_names
 
 __all__ = [
@@ -27,20 +28,6 @@ AUDIT_GROUP = "edp_audit"
 
 def _tuple_or_none(value):
     return None if value is None else tuple(value)
-
-
-def _khat_table(khat: np.ndarray, threshold: float) -> list[tuple[str, int, float]]:
-    khat = np.asarray(khat, dtype=float)
-    khat = khat[~np.isnan(khat)]  # neighbours pruned or refit-only have none
-    n = max(khat.size, 1)
-    good = int(np.sum(khat <= threshold))
-    bad = int(np.sum((khat > threshold) & (khat <= 1)))
-    very_bad = int(np.sum(khat > 1))
-    return [
-        (f"(-Inf, {threshold:.2f}]   (good)", good, 100 * good / n),
-        (f"   ({threshold:.2f}, 1]   (bad)", bad, 100 * bad / n),
-        ("      (1, Inf)   (very bad)", very_bad, 100 * very_bad / n),
-    ]
 
 
 @dataclass(frozen=True)
@@ -342,10 +329,13 @@ class EDPResult:
             "Pareto k diagnostic values:",
             f"{'':>28}{'Count':>7}{'Pct.':>9}",
         ]
-        for label, count, pct in _khat_table(
-            self.pointwise["pareto_k"].values, self.khat_threshold
-        ):
+        rows, not_computed = khat_table(self.pointwise["pareto_k"].values, self.khat_threshold)
+        for rng, cls, count, pct in rows:
+            label = f"{rng:>12}   ({cls})"
             lines.append(f"{label:<28}{count:>7}{pct:>8.1f}%")
+        if not_computed:
+            label = "not computed (pruned, refit)"
+            lines.append(f"{label:<28}{not_computed:>7}")
         lines += self._pruning_lines()
         if self.warnings:
             lines += ["", "Warnings:"] + [f"- {w}" for w in self.warnings]

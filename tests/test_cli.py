@@ -259,3 +259,72 @@ def test_demo_writes_into_its_own_folder_by_default(stub_fit, tmp_path, capsys, 
     assert (tmp_path / cli.DEFAULT_OUTPUT / cli.RESULT_FILENAME).is_file()
     out = capsys.readouterr().out
     assert "90% Monte-Carlo interval of epsilon: [" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo", "--bins", "1"], "B must be at least 2"),
+        (["demo", "--draws", "20"], "gives 40 posterior draws; B = 20 bins need at least 200"),
+        (["demo", "--draws", "30", "--chains", "1", "--bins", "5"], "use --draws 50 or more"),
+    ],
+)
+def test_demo_checks_its_options_before_sampling(argv, message, stub_fit, capsys):
+    """Issue 21: --bins 1 and --draws 20 sampled first, then died with a traceback."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+    assert stub_fit == []  # nothing was fitted
+
+
+def test_demo_checks_its_output_folder_before_sampling(stub_fit, tmp_path, capsys):
+    """A file, or a folder that cannot be written, is refused before any work."""
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("not a folder")
+    read_only = tmp_path / "locked"
+    read_only.mkdir()
+    read_only.chmod(0o500)
+    cases = [
+        (a_file, "is a file, not a folder"),
+        (a_file / "below", "is a file, not a folder"),
+    ]
+    for folder, message in cases:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["demo", "--output", str(folder), "--no-progress"])
+        assert exc.value.code == 2
+        assert message in capsys.readouterr().err
+    # a read-only folder (root writes anywhere, so the refusal is staged)
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "TemporaryFile", refuse)
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["demo", "--output", str(read_only / "out"), "--no-progress"])
+    assert exc.value.code == 2
+    assert f"cannot write into {read_only} (Permission denied)" in capsys.readouterr().err
+    assert stub_fit == []
+    read_only.chmod(0o700)
+
+
+def test_demo_keeps_the_result_when_writing_fails(stub_fit, tmp_path, capsys, monkeypatch):
+    """A write that fails after the audit (a full disk) saves the result elsewhere."""
+    original = EDPResult.to_netcdf
+    calls = {"n": 0}
+
+    def full_disk_once(self, path, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError(28, "No space left on device")
+        return original(self, path, **kwargs)
+
+    monkeypatch.setattr(EDPResult, "to_netcdf", full_disk_once)
+    argv = ["demo", "--method", "psis", "--no-progress", "--no-plot", "--output", str(tmp_path)]
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    saved = out.split("the result is saved as ")[1].strip()
+    assert "No space left on device" in out
+    assert EDPResult.from_netcdf(saved).n_neighbours == 69

@@ -156,10 +156,39 @@ def test_readme_quick_start_runs_and_says_one_thing(tmp_path, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # PyMC's own notices while sampling
         exec(compile(_readme_block("## Quick start"), "README quick start", "exec"), namespace)
+    import matplotlib.pyplot as plt
+
+    plt.close("all")  # res.plot()
     res = namespace["res"]
     text = repr(res)
     lo, hi = res.mc_interval90
     assert 0 < lo <= res.epsilon <= hi
     assert f"90% Monte-Carlo interval of epsilon: [{lo:.3f}, {hi:.3f}]" in text
     assert "Caution" not in text and "EMI" not in text
+    assert res.verification == "confirmed" and "Verification: confirmed by refitting" in text
     assert (tmp_path / "audit.nc").is_file() and (tmp_path / "fit.nc").is_file()
+    # the exact epsilon of this conjugate model, quoted in the README beside the output
+    from pymc_edp.conjugate import normal_normal_edp
+
+    exact = normal_normal_edp(namespace["y"], 5**0.5, 10, 3**0.5, bins=20)
+    assert f"its exact epsilon is {exact:.3f}" in (ROOT / "README.md").read_text()
+    assert res.epsilon == pytest.approx(exact, rel=0.1)
+
+
+def test_readme_setup_commands_are_what_ci_runs():
+    """The README's two set-up commands, in order: CI reads them with scripts/readme.py."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "readme.py"), "setup"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    assert out == [
+        'pip install -e ".[plots]" && pymc-edp demo',
+        'pip install -e ".[test]" && python -m pytest',
+    ]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "scripts/readme.py setup" in ci and "scripts/readme.py quickstart" in ci

@@ -24,7 +24,15 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["TAIL_RULES", "khat_threshold", "psis_tail_length", "psislw"]
+__all__ = [
+    "KHAT_CLASSES",
+    "TAIL_RULES",
+    "khat_classes",
+    "khat_table",
+    "khat_threshold",
+    "psis_tail_length",
+    "psislw",
+]
 
 #: Tail-length rules: ArviZ 0.23's ``psislw`` and arviz_stats' (ArviZ 1.x) PSIS.
 TAIL_RULES = ("arviz", "arviz_stats")
@@ -622,3 +630,59 @@ def khat_threshold(n_samples: int) -> float:
     if n_samples < 2:
         raise ValueError(f"n_samples must be at least 2, got {n_samples}.")
     return min(1.0 - 1.0 / math.log10(n_samples), 0.7)
+
+
+#: The Pareto k-hat classes of every view (ArviZ's PSIS-LOO table): reliable up to the
+#: threshold, unreliable up to 1, and beyond 1 (an infinite-variance ratio).
+KHAT_CLASSES = ("good", "bad", "very bad")
+
+
+def khat_classes(khat, threshold: float) -> np.ndarray:
+    """The class of every Pareto k-hat: the one classifier of the text, HTML and figures.
+
+    ``"good"``: ``k <= threshold`` (``min(1 - 1 / log10(S), 0.7)``, :func:`khat_threshold`;
+    ``-inf``, a constant weight, is good); ``"bad"``: up to 1; ``"very bad"``: above 1;
+    ``""``: not computed (NaN: a neighbour pruned, or refitted without weights). These are
+    the classes of ArviZ's PSIS-LOO table (Vehtari et al. 2024).
+
+    Examples
+    --------
+    >>> from pymc_edp.base.psis import khat_classes
+    >>> khat_classes([0.2, 0.69, 0.8, 1.5, float("nan")], 0.7).tolist()
+    ['good', 'good', 'bad', 'very bad', '']
+    """
+    k = np.asarray(khat, dtype=float)
+    out = np.full(k.shape, "", dtype=object)
+    known = ~np.isnan(k)
+    out[known & (k <= threshold)] = "good"
+    out[known & (k > threshold) & (k <= 1)] = "bad"
+    out[known & (k > 1)] = "very bad"
+    return out
+
+
+def khat_table(khat, threshold: float) -> tuple[list[tuple[str, str, int, float]], int]:
+    """Counts of the k-hat classes, as every view prints them.
+
+    Returns
+    -------
+    rows : list of (range, class, count, percent)
+        One row per class of :data:`KHAT_CLASSES`; percentages of the neighbours that have
+        a k-hat.
+    not_computed : int
+        Neighbours without one (pruned, or refitted without weights): in no percentage.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.psis import khat_table
+    >>> rows, missing = khat_table([0.2, 0.8, float("nan")], 0.7)
+    >>> rows[0], rows[1][2:], missing
+    (('(-Inf, 0.70]', 'good', 1, 50.0), (1, 50.0), 1)
+    """
+    classes = khat_classes(khat, threshold)
+    known = int(np.sum(classes != ""))
+    ranges = (f"(-Inf, {threshold:.2f}]", f"({threshold:.2f}, 1]", "(1, Inf)")
+    rows = []
+    for rng, cls in zip(ranges, KHAT_CLASSES, strict=True):
+        count = int(np.sum(classes == cls))
+        rows.append((rng, cls, count, 100 * count / max(known, 1)))
+    return rows, int(classes.size - known)

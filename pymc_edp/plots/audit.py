@@ -16,6 +16,7 @@ import xarray as xr
 from pymc_edp.base import binning
 from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.base.mcse import normalised_weights
+from pymc_edp.base.psis import khat_classes
 from pymc_edp.diagnostics import (
     DEFAULT_CURVE_BINS,
     bin_log_ratios,
@@ -26,12 +27,14 @@ from pymc_edp.diagnostics import (
 from pymc_edp.diagnostics._common import kept_weights
 from pymc_edp.diagnostics.report import format_interval
 from pymc_edp.plots.style import (
+    REFERENCE_COLOR,
     TEXT_COLOR,
     add_legend,
     annotate,
     color,
     get_axes,
     get_axes_grid,
+    place_labels,
     reference_line,
     require_matplotlib,
     set_labels,
@@ -54,19 +57,24 @@ __all__ = [
     "plot_pointwise_epsilon",
 ]
 
-#: Colour of each Pareto k-hat class, from the ArviZ cycle.
-KHAT_COLORS = {"good": color(0), "ok": color(1), "bad": color(3)}
-
-_KHAT_OK_LOWER = 0.5
+#: Colour of each Pareto k-hat class (:func:`pymc_edp.base.psis.khat_classes`), from the
+#: ArviZ cycle; grey where no k-hat was computed.
+KHAT_COLORS = {
+    "good": color(0),
+    "bad": color(3),
+    "very bad": color(4),
+    "not computed": REFERENCE_COLOR,
+}
 
 
 def khat_class(pareto_k: Any, threshold: float) -> np.ndarray:
-    """Classify Pareto k-hat values as ``"good"``, ``"ok"`` or ``"bad"``.
+    """Classify Pareto k-hat values as ``"good"``, ``"bad"``, ``"very bad"``, ``"not computed"``.
 
-    ``good``: ``k <= min(0.5, threshold)``; ``ok``: up to ``threshold``; ``bad``: above
-    ``threshold`` (and non-finite values). ``threshold`` is the sample-size-dependent limit
-    of Vehtari et al. (2024), ``min(1 - 1 / log10(S), 0.7)``, stored on an audit result as
-    ``khat_threshold``; estimates above it are unreliable.
+    The one classifier of the printout, the HTML view and the figures
+    (:func:`pymc_edp.base.psis.khat_classes`, ArviZ's PSIS-LOO classes): ``good`` up to
+    ``threshold`` (``min(1 - 1 / log10(S), 0.7)``, stored on an audit result as
+    ``khat_threshold``; estimates above it are unreliable), ``bad`` up to 1, ``very bad``
+    above 1, ``not computed`` for NaN (pruned or refit-only neighbours).
 
     Parameters
     ----------
@@ -83,13 +91,20 @@ def khat_class(pareto_k: Any, threshold: float) -> np.ndarray:
     Examples
     --------
     >>> from pymc_edp.plots import khat_class
-    >>> khat_class([0.2, 0.6, 0.9, float("nan")], threshold=0.7).tolist()
-    ['good', 'ok', 'bad', 'bad']
+    >>> khat_class([0.2, 0.6, 0.9, 1.2, float("nan")], threshold=0.7).tolist()
+    ['good', 'good', 'bad', 'very bad', 'not computed']
     """
-    k = np.asarray(pareto_k, dtype=float)
-    good = np.isfinite(k) & (k <= min(_KHAT_OK_LOWER, threshold))
-    ok = np.isfinite(k) & ~good & (k <= threshold)
-    return np.where(good, "good", np.where(ok, "ok", "bad"))
+    classes = khat_classes(pareto_k, threshold)
+    return np.where(classes == "", "not computed", classes).astype(str)
+
+
+def _khat_bounds(threshold: float) -> dict:
+    return {
+        "good": f"k ≤ {threshold:.2f}",
+        "bad": f"{threshold:.2f} < k ≤ 1",
+        "very bad": "k > 1",
+        "not computed": "pruned or refitted",
+    }
 
 
 def _reduce_to_neighbours(da: xr.DataArray, dim: str) -> np.ndarray:
@@ -219,13 +234,11 @@ def plot_pointwise_epsilon(
     if classes is None:
         ax.scatter(x, eps, color=color(0), **kwargs)
     else:
-        bounds = {
-            "good": f"k ≤ {min(_KHAT_OK_LOWER, threshold):.2f}",
-            "ok": f"{min(_KHAT_OK_LOWER, threshold):.2f} < k ≤ {threshold:.2f}",
-            "bad": f"k > {threshold:.2f}",
-        }
-        for cls in ("good", "ok", "bad"):
+        bounds = _khat_bounds(threshold)
+        for cls in KHAT_COLORS:
             sel = classes == cls
+            if cls != "good" and not sel.any():
+                continue
             ax.scatter(
                 x[sel],
                 eps[sel],
@@ -257,23 +270,23 @@ def plot_pointwise_epsilon(
     finite = np.isfinite(eps)
     if finite.any():
         overall = float(np.nanmax(eps))
-        reference_line(ax, overall)
+        bound = "≥ " if bool(getattr(result, "lower_bound", False)) else ""
+        reference_line(ax, overall, label=f"ε = max over records ({bound}{overall:.3g})")
     else:
         overall = float("nan")
-
-    n_labels = min(int(labels), int(finite.sum()))
-    if n_labels > 0:
-        order = np.argsort(-np.where(finite, eps, -np.inf), kind="stable")[:n_labels]
-        x_right = x.min() + 0.9 * (x.max() - x.min()) if x.size else 0.0
-        for i in order:
-            dx = -5 if x.size > 1 and x[i] > x_right else 5
-            annotate(ax, str(names[i]), (x[i], eps[i]), offset=(dx, 4), zorder=4)
-        ax.margins(y=0.12)
 
     if x.size:
         pad = 0.02 * (x.max() - x.min()) + 0.5
         ax.set_xlim(x.min() - pad, x.max() + pad)
+    ax.margins(y=0.12)
     ax.set_ylim(bottom=0)
+    n_labels = min(int(labels), int(finite.sum()))
+    if n_labels > 0:
+        order = np.argsort(-np.where(finite, eps, -np.inf), kind="stable")[:n_labels]
+        # where no label covers a marker or another label
+        place_labels(
+            ax, x, eps, order, [str(names[i]) for i in order], marker_size=kwargs["s"], zorder=6
+        )
     if isinstance(title, str):
         title_text = title
     elif title:
@@ -309,7 +322,8 @@ def plot_epsilon_curve(
 
     The curve comes from the audit's stored importance weights (no refitting,
     :func:`pymc_edp.diagnostics.epsilon_curve`); error bars are its ``prob`` intervals. The
-    ``B -> inf`` reference (largest ``|log density ratio|`` over the draws) is a dashed line,
+    ``B -> inf`` reference (largest ``|log density ratio|`` over the draws: the most any bin
+    can reach, labelled in those words) is a dashed line,
     labelled as diverging when it grows with the number of draws.
 
     Parameters
@@ -387,7 +401,9 @@ def plot_epsilon_curve(
     lim = curve.attrs.get("continuous_limit")
     if lim is not None and np.isfinite(lim):
         div = curve.attrs.get("continuous_limit_diverges", False)
-        text = f"B → ∞ reference: {lim:.3g}" + (" (diverges with S)" if div else "")
+        text = f"the most any bin can reach: {lim:.3g}" + (
+            ",\nand it grows with more draws (no finite limit)" if div else " (B very large)"
+        )
         reference_line(ax, lim, label=text)
     ax.set_xscale("log")
     ax.set_xticks(b)
@@ -466,7 +482,7 @@ def plot_epsilon_intervals(
         zorder=1,
         label=f"ε, {100 * prob:.0f}% interval {format_interval((glo, ghi))}",
     )
-    for cls in ("good", "ok", "bad"):
+    for cls in KHAT_COLORS:
         sel = classes == cls
         if not sel.any():
             continue
@@ -513,11 +529,13 @@ def plot_bin_log_ratios(
     figsize: tuple[float, float] | None = None,
     cmap: str = "RdBu_r",
 ) -> Axes:
-    """Heatmap of the bin log ratios ``log P_i(b) - log P(b)`` of one neighbour.
+    """The bin log ratios ``log P_i(b) - log P(b)`` of one neighbour: bars, or a heatmap.
 
-    Rows are the audited parameters, columns the equal-probability bins of each one's
-    full-data posterior; the colour scale is symmetric about 0 and the cell that sets the
-    neighbour's epsilon is outlined.
+    How much more (above 0) or less (below 0) probability each equal-probability bin of the
+    full-data posterior has under the neighbour, on the log scale; the largest in absolute
+    value is the neighbour's epsilon and is outlined. With one audited parameter the bins are
+    bars, low to high; with several, a heatmap (rows the parameters, a colour scale
+    symmetric about 0).
 
     Parameters
     ----------
@@ -527,6 +545,7 @@ def plot_bin_log_ratios(
     ax : matplotlib.axes.Axes, optional
     figsize : tuple of float, optional
     cmap : str, default "RdBu_r"
+        Colour map of the heatmap.
 
     Returns
     -------
@@ -544,8 +563,8 @@ def plot_bin_log_ratios(
     >>> ax = edp.plots.plot_bin_log_ratios(res)
     >>> ax.get_title()
     "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
-    >>> [t.get_text() for t in ax.get_yticklabels()]
-    ['mu']
+    >>> len(ax.patches), ax.get_xlabel()
+    (11, 'bin of the full-data posterior of mu (equal probability, lowest first)')
     >>> plt.close(ax.figure)
     """
     require_matplotlib()
@@ -554,6 +573,35 @@ def plot_bin_log_ratios(
     lr = bin_log_ratios(result, neighbour)
     values = np.asarray(lr.values, dtype=float)
     n_par, n_bins = values.shape
+    p, j = np.unravel_index(np.nanargmax(np.abs(values)), values.shape)
+    title = (
+        f"Bin log ratios of neighbour {lr.attrs['neighbour']} "
+        f"(max |·| = {abs(values[p, j]):.3g}, B = {lr.attrs['bins']})"
+    )
+    names = [str(v) for v in lr["parameter"].values]
+    if n_par == 1:
+        ax = get_axes(ax, figsize=figsize, default_figsize=(7.0, 3.2))
+        v = values[0]
+        bins = np.arange(1, n_bins + 1)
+        ok = np.isfinite(v)
+        ax.bar(
+            bins[ok],
+            v[ok],
+            width=0.8,
+            color=np.where(v[ok] >= 0, color(0), color(3)),
+            zorder=2,
+        )
+        # the bar that sets epsilon, outlined
+        ax.bar([bins[j]], [v[j]], width=0.8, fill=False, edgecolor=TEXT_COLOR, lw=1.4, zorder=3)
+        reference_line(ax, 0.0, color=TEXT_COLOR, lw=0.8)
+        ax.set_xticks(bins[:: max(1, n_bins // 10)])
+        set_labels(
+            ax,
+            f"bin of the full-data posterior of {names[0]} (equal probability, lowest first)",
+            "log P(bin | D') − log P(bin | D)",
+            title,
+        )
+        return ax
     ax = get_axes(ax, figsize=figsize, default_figsize=(7.0, 1.6 + 0.35 * n_par), grid=False)
     vmax = float(np.nanmax(np.abs(values))) or 1.0
     im = ax.imshow(
@@ -564,23 +612,16 @@ def plot_bin_log_ratios(
         vmax=vmax,
         interpolation="nearest",
     )
-    p, j = np.unravel_index(np.nanargmax(np.abs(values)), values.shape)
     ax.add_patch(Rectangle((j - 0.5, p - 0.5), 1, 1, fill=False, ec="0.1", lw=1.6))
     ax.set_yticks(np.arange(n_par))
-    ax.set_yticklabels([str(v) for v in lr["parameter"].values])
+    ax.set_yticklabels(names)
     step = max(1, n_bins // 10)
     ax.set_xticks(np.arange(0, n_bins, step))
+    ax.set_xticklabels([str(k + 1) for k in range(0, n_bins, step)])
     cbar = ax.figure.colorbar(im, ax=ax, pad=0.02)
     cbar.outline.set_visible(False)
-    cbar.set_label("log ratio", color=TEXT_COLOR)
-    set_labels(
-        ax,
-        "bin of the full-data posterior (equal probability)",
-        title=(
-            f"Bin log ratios of neighbour {lr.attrs['neighbour']} "
-            f"(max |·| = {abs(values[p, j]):.3g}, B = {lr.attrs['bins']})"
-        ),
-    )
+    cbar.set_label("log P(bin | D') − log P(bin | D)", color=TEXT_COLOR)
+    set_labels(ax, "bin of the full-data posterior (equal probability, lowest first)", title=title)
     return ax
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pymc_edp.base.psis import khat_classes, khat_table
 from pymc_edp.diagnostics.report import Headline, format_interval, headline
 from pymc_edp.plots.audit import KHAT_COLORS
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
@@ -295,7 +296,7 @@ def epsilon_svg(
     eps, khat, method, labels = _neighbour_arrays(result)
     threshold = float(getattr(result, "khat_threshold", 0.7))
     finite = np.isfinite(eps)
-    bad = khat > threshold
+    bad = np.isin(khat_classes(khat, threshold), ["bad", "very bad"])
     refit = method == "refit"
     good_color, bad_color = KHAT_COLORS["good"], KHAT_COLORS["bad"]
 
@@ -411,16 +412,12 @@ def _parameter_table(result: EDPResult) -> str:
 def _khat_section(result: EDPResult) -> str:
     _, khat, method, _ = _neighbour_arrays(result)
     threshold = float(result.khat_threshold)
-    n = max(khat.size, 1)
-    counts = [
-        (f"(-Inf, {threshold:.2f}]", "good", int(np.sum(khat <= threshold))),
-        (f"({threshold:.2f}, 1]", "bad", int(np.sum((khat > threshold) & (khat <= 1)))),
-        ("(1, Inf)", "very bad", int(np.sum(khat > 1))),
-    ]
-    table = _table(
-        ["Pareto k̂", "", "count", "pct."],
-        [(lab, cls, c, f"{100 * c / n:.1f}%") for lab, cls, c in counts],
-    )
+    rows, not_computed = khat_table(khat, threshold)
+    counts = [(rng, cls, count) for rng, cls, count, _ in rows]
+    table_rows = [(rng, cls, count, f"{pct:.1f}%") for rng, cls, count, pct in rows]
+    if not_computed:
+        table_rows.append(("not computed", "pruned, refit", not_computed, ""))
+    table = _table(["Pareto k̂", "", "count", "pct."], table_rows)
     by_method = Counter(str(m) for m in method if str(m))
     methods = _table(
         ["neighbour posterior", "count"],

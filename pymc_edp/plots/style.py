@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -36,6 +38,7 @@ __all__ = [
     "annotate",
     "color",
     "get_axes",
+    "place_labels",
     "reference_line",
     "require_matplotlib",
     "set_labels",
@@ -413,3 +416,101 @@ def annotate(
     }
     options.update(kwargs)
     return ax.annotate(text, xy=xy, **options)
+
+
+#: Offsets (points) tried in turn for a point's label: above right first, as ``annotate``.
+_LABEL_OFFSETS = ((5, 4), (-5, 4), (5, -4), (-5, -4), (9, -5), (-9, -5), (0, 9), (0, -11))
+
+
+def place_labels(
+    ax: Axes,
+    x: np.ndarray,
+    y: np.ndarray,
+    which,
+    texts,
+    *,
+    marker_size: float = 28.0,
+    **kwargs: Any,
+) -> list[Annotation]:
+    """Label the points ``which`` of ``(x, y)`` where no label covers a marker or another label.
+
+    For each label in turn, the offsets of :data:`_LABEL_OFFSETS` are tried until its text
+    box (estimated from the font size, in display units) touches no marker (of area
+    ``marker_size`` points^2, as ``scatter``'s ``s``) and no label already placed; if none is
+    free, the first is used. The axes' limits are fixed first, as placement depends on them.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    x, y : array_like
+        Every marker drawn, in data coordinates.
+    which : sequence of int
+        The points to label, most important first.
+    texts : sequence of str
+    marker_size : float, default 28
+    **kwargs
+        Passed to :func:`annotate`.
+
+    Returns
+    -------
+    list of matplotlib.text.Annotation
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from pymc_edp.plots.style import place_labels
+    >>> ax = plt.figure().add_subplot()
+    >>> x, y = np.array([0.0, 0.1, 5.0]), np.array([1.0, 1.03, 0.0])
+    >>> _ = ax.scatter(x, y)
+    >>> notes = place_labels(ax, x, y, [0, 1], ["a", "b"])
+    >>> [(n.get_text(), n.xyann) for n in notes]  # "a" above right would cover the next point
+    [('a', (-5, 4)), ('b', (5, 4))]
+    >>> plt.close("all")
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    ax.autoscale_view()
+    ax.set_xlim(ax.get_xlim())
+    ax.set_ylim(ax.get_ylim())
+    px = ax.figure.dpi / 72.0
+    finite = np.isfinite(x) & np.isfinite(y)
+    centres = ax.transData.transform(np.column_stack([x[finite], y[finite]]))
+    radius = 0.5 * np.sqrt(marker_size) * px + 1.0
+    fontsize = float(kwargs.get("fontsize", ANNOTATION_FONTSIZE))
+    placed: list[tuple[float, float, float, float]] = []
+    notes = []
+    for i, text in zip(which, texts, strict=True):
+        anchor = ax.transData.transform([[x[i], y[i]]])[0]
+        width, height = (0.62 * fontsize * len(str(text)) + 2) * px, 1.25 * fontsize * px
+        chosen = _LABEL_OFFSETS[0]
+        for dx, dy in _LABEL_OFFSETS:
+            left = anchor[0] + dx * px - (width if dx < 0 else width / 2 if dx == 0 else 0)
+            bottom = anchor[1] + dy * px - (height if dy < 0 else 0)
+            box = (left, bottom, left + width, bottom + height)
+            if not _touches_markers(box, centres, radius) and not any(
+                _overlap(box, other) for other in placed
+            ):
+                chosen = (dx, dy)
+                placed.append(box)
+                break
+        dx, dy = chosen
+        options = {"ha": "center" if dx == 0 else None, "va": "top" if dy < 0 else "bottom"}
+        options = {k: v for k, v in options.items() if v is not None}
+        notes.append(annotate(ax, str(text), (x[i], y[i]), offset=chosen, **options, **kwargs))
+    return notes
+
+
+def _touches_markers(box, centres: np.ndarray, radius: float) -> bool:
+    """Whether the rectangle ``box`` (display units) comes within ``radius`` of any centre."""
+    if not centres.size:
+        return False
+    nearest_x = np.clip(centres[:, 0], box[0], box[2])
+    nearest_y = np.clip(centres[:, 1], box[1], box[3])
+    return bool(np.any(np.hypot(centres[:, 0] - nearest_x, centres[:, 1] - nearest_y) < radius))
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

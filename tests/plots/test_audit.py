@@ -13,6 +13,7 @@ import pymc_edp as edp
 from pymc_edp import plots
 from pymc_edp.base import binning
 from pymc_edp.base.mcse import normalised_weights
+from pymc_edp.datasets import load_eight_schools
 from pymc_edp.diagnostics import bin_log_ratios, epsilon_interval
 from pymc_edp.plots import KHAT_COLORS, khat_class, plot_pointwise_epsilon
 from pymc_edp.plots.style import REFERENCE_COLOR
@@ -102,40 +103,83 @@ def test_custom_title_and_xlabel(result):
 
 
 def test_points_coloured_by_khat_class(result):
+    """The figure's classes are the printout's and the HTML's (one classifier)."""
     n = result.n_neighbours
     thr = result.khat_threshold
     khat = np.full(n, 0.1)
-    khat[:3] = (thr + 0.5) / 2  # ok
-    khat[3:5] = thr + 0.1  # bad
+    khat[:3] = (thr + 1) / 2  # bad
+    khat[3:5] = 1.3  # very bad
+    khat[5] = np.nan  # not computed (pruned, refitted)
     res = _with_pointwise(result, pareto_k=khat)
     ax = plot_pointwise_epsilon(res)
     colours = {}
     for coll in ax.collections:
-        label = coll.get_label()
-        if coll.get_offsets().shape[0] and label.split(" ")[0] in KHAT_COLORS:
-            colours[label.split(" ")[0]] = (
-                to_hex(coll.get_facecolors()[0]),
-                coll.get_offsets().shape[0],
-            )
+        cls = coll.get_label().split(" (")[0]
+        if coll.get_offsets().shape[0] and cls in KHAT_COLORS:
+            colours[cls] = (to_hex(coll.get_facecolors()[0]), coll.get_offsets().shape[0])
     assert colours == {
-        "good": (KHAT_COLORS["good"], n - 5),
-        "ok": (KHAT_COLORS["ok"], 3),
-        "bad": (KHAT_COLORS["bad"], 2),
+        "good": (to_hex(KHAT_COLORS["good"]), n - 6),
+        "bad": (to_hex(KHAT_COLORS["bad"]), 3),
+        "very bad": (to_hex(KHAT_COLORS["very bad"]), 2),
+        "not computed": (to_hex(KHAT_COLORS["not computed"]), 1),
     }
-    # the bad points are records 0 and 1 ... 3 and 4: their ids and epsilons
-    (bad,) = [c for c in ax.collections if c.get_label().startswith("bad")]
+    (worse,) = [c for c in ax.collections if c.get_label().startswith("very bad")]
     ids = res.pointwise["neighbour"].values
-    np.testing.assert_allclose(bad.get_offsets()[:, 0], ids[3:5])
-    np.testing.assert_allclose(bad.get_offsets()[:, 1], res.pointwise["epsilon"].values[3:5])
+    np.testing.assert_allclose(worse.get_offsets()[:, 0], ids[3:5])
+    np.testing.assert_allclose(worse.get_offsets()[:, 1], res.pointwise["epsilon"].values[3:5])
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert any(t.startswith("bad") and t.endswith(": 2") for t in legend)
+    assert f"bad ({thr:.2f} < k ≤ 1): 3" in legend and "very bad (k > 1): 2" in legend
+    # the same counts as the printed table (percentages of the neighbours with a k-hat)
+    text = repr(res)
+    assert f"({thr:.2f}, 1]   (bad)" in text and "not computed (pruned, refit)" in text
 
 
 def test_khat_class_boundaries():
-    k = np.array([-0.1, 0.5, 0.55, 0.69, 0.7, 1.2, np.nan])
-    assert khat_class(k, 0.69).tolist() == ["good", "good", "ok", "ok", "bad", "bad", "bad"]
-    # a threshold below 0.5 (few draws) leaves no "ok" band
-    assert khat_class([0.3, 0.45, 0.5], 0.4).tolist() == ["good", "bad", "bad"]
+    k = np.array([-np.inf, 0.5, 0.69, 0.7, 1.0, 1.2, np.nan])
+    assert khat_class(k, 0.69).tolist() == [
+        "good",
+        "good",
+        "good",
+        "bad",
+        "bad",
+        "very bad",
+        "not computed",
+    ]
+
+
+def test_labels_cover_no_marker_and_the_maximum_is_named():
+    """Issue 21: a label ("13") under a marker, and a dashed line without a name.
+
+    The demo's crowded case, drawn and measured: no label's rendered box comes within a
+    marker's radius of any point, no two labels overlap, and the dashed line is in the legend.
+    """
+    rng = np.random.default_rng(0)
+    n = 69
+    eps = np.abs(rng.normal(0.3, 0.15, n))
+    eps[[12, 14, 22, 41, 48]] = [0.62, 0.69, 0.70, 0.97, 0.80]  # near-neighbours, as the demo's
+    khat = np.full(n, 0.2)
+    fig, ax = plt.subplots(figsize=(9.0, 4.4))
+    pw = xr.Dataset(
+        {"epsilon": ("neighbour", eps), "pareto_k": ("neighbour", khat)},
+        coords={"neighbour": np.arange(1, n + 1)},
+    )
+    res = type("R", (), {"pointwise": pw, "khat_threshold": 0.7, "bins": 20})()
+    plot_pointwise_epsilon(res, ax=ax, labels=5)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    centres = ax.transData.transform(np.column_stack([np.arange(1, n + 1), eps]))
+    radius = 0.5 * np.sqrt(28) * fig.dpi / 72
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) == 5
+    for box in boxes:
+        nx = np.clip(centres[:, 0], box.x0, box.x1)
+        ny = np.clip(centres[:, 1], box.y0, box.y1)
+        assert np.hypot(centres[:, 0] - nx, centres[:, 1] - ny).min() >= radius - 1
+    for a in range(5):
+        for b in range(a + 1, 5):
+            assert not boxes[a].overlaps(boxes[b])
+    assert f"ε = max over records ({eps.max():.3g})" in ax.get_legend_handles_labels()[1]
+    plt.close(fig)
 
 
 def test_refitted_records_are_ringed(result):
@@ -252,7 +296,7 @@ def test_epsilon_curve_of_a_precomputed_curve_with_exact_values(diag_result):
     (exact,) = [c for c in ax.collections if c.get_label() == "exact"]
     np.testing.assert_allclose(exact.get_offsets(), [[5, 0.1], [10, 0.2], [20, 0.3]])
     np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(), curve.values)
-    assert any("B → ∞" in t.get_text() for t in ax.get_legend().get_texts())
+    assert any("the most any bin can reach" in t.get_text() for t in ax.get_legend().get_texts())
     # exact values given as a mapping from B
     ax = plots.plot_epsilon_curve(curve, exact={5: 0.1, 10: 0.2, 20: 0.3})
     (exact,) = [c for c in ax.collections if c.get_label() == "exact"]
@@ -279,22 +323,40 @@ def test_epsilon_intervals_draw_estimates_bars_and_band(diag_result):
     assert ax.get_title() == "Per-record ε with 90% Monte-Carlo intervals (B = 10)"
 
 
-def test_bin_log_ratios_heatmap_shows_the_ratios(diag_result):
+def test_bin_log_ratios_are_bars_for_one_parameter(diag_result):
+    """One parameter: a bar per bin (not a one-row heatmap), the deciding bar outlined."""
     ax = diag_result.plot_bin_log_ratios()
     lr = bin_log_ratios(diag_result)
+    assert not ax.images
+    bars = ax.patches[: lr.sizes["bin"]]
+    np.testing.assert_allclose([b.get_height() for b in bars], lr.values[0])
+    j = int(np.nanargmax(np.abs(lr.values[0])))
+    outline = ax.patches[-1]
+    assert not outline.get_fill() and outline.get_height() == pytest.approx(lr.values[0, j])
+    assert outline.get_x() + outline.get_width() / 2 == pytest.approx(j + 1)
+    assert str(diag_result.worst_neighbour) in ax.get_title()
+    assert ax.get_title().endswith(f"(max |·| = {abs(lr.values[0, j]):.3g}, B = 10)")
+    assert ax.get_xlabel() == "bin of the full-data posterior of mu (equal probability, " + (
+        "lowest first)"
+    )
+    assert ax.get_ylabel() == "log P(bin | D') − log P(bin | D)"
+
+
+def test_bin_log_ratios_heatmap_for_several_parameters():
+    res = edp.audit(
+        load_eight_schools(), var_names=["mu", "tau"], bins=10, method="psis", progressbar=False
+    )
+    ax = res.plot_bin_log_ratios()
+    lr = bin_log_ratios(res)
     (image,) = ax.images
     np.testing.assert_allclose(image.get_array(), lr.values)
     vmax = np.nanmax(np.abs(lr.values))
     np.testing.assert_allclose(image.get_clim(), [-vmax, vmax])  # symmetric about 0
-    # the outlined cell is the one with the largest |log ratio|
     p, j = np.unravel_index(np.nanargmax(np.abs(lr.values)), lr.shape)
     (outline,) = ax.patches
     assert outline.get_xy() == (j - 0.5, p - 0.5)
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["mu"]
-    assert str(diag_result.worst_neighbour) in ax.get_title()
-    assert ax.get_title().endswith(f"(max |·| = {abs(lr.values[p, j]):.3g}, B = 10)")
-    assert ax.get_xlabel() == "bin of the full-data posterior (equal probability)"
-    assert ax.figure.axes[1].get_ylabel() == "log ratio"  # the colour bar
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["mu", "tau"]
+    assert ax.figure.axes[1].get_ylabel() == "log P(bin | D') − log P(bin | D)"
 
 
 def test_neighbour_posterior_overlays_the_reweighted_histogram(diag_result):
@@ -379,8 +441,8 @@ def test_overview_lays_out_the_four_first_figures(diag_result):
     # bottom left: the worst neighbour's bin log ratios
     bl = axes[1, 0]
     assert bl.get_title().startswith(f"Bin log ratios of neighbour {worst} ")
-    (image,) = bl.images
-    np.testing.assert_allclose(image.get_array().data, bin_log_ratios(res).values)
+    bars = bl.patches[: res.bins]
+    np.testing.assert_allclose([b.get_height() for b in bars], bin_log_ratios(res).values[0])
     # bottom right: the worst neighbour's posterior overlaid on the full-data one
     br = axes[1, 1]
     i = int(np.argmax(eps))
@@ -388,8 +450,8 @@ def test_overview_lays_out_the_four_first_figures(diag_result):
     assert br.get_xlabel() == str(res.pointwise["worst_parameter"].values[i])
     labels = [t.get_text() for t in br.get_legend().get_texts()]
     assert labels == ["full data D", f"neighbour {worst} (reweighted)"]
-    # the colorbar of the heatmap is the figure's only other axes
-    assert len(fig.axes) == 5
+    # one parameter: bars, so no colour bar; the four plots are the figure's axes
+    assert len(fig.axes) == 4
 
 
 def test_result_plot_calls_the_overview_with_its_options(diag_result):

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex, to_rgba
 
+import pymc_edp as edp
 import pymc_edp.query as edpq
 from pymc_edp import plots
+from pymc_edp.datasets import load_eight_schools
 from pymc_edp.plots import audit as audit_plots
 from pymc_edp.plots import style
 from pymc_edp.query import plots as query_plots
@@ -21,8 +23,9 @@ def test_color_cycles_through_arviz_colours():
     assert plots.ARVIZ_COLORS is style.ARVIZ_COLORS
     assert plots.KHAT_COLORS == {
         "good": style.ARVIZ_COLORS[0],
-        "ok": style.ARVIZ_COLORS[1],
         "bad": style.ARVIZ_COLORS[3],
+        "very bad": style.ARVIZ_COLORS[4],
+        "not computed": style.REFERENCE_COLOR,
     }
 
 
@@ -159,8 +162,11 @@ def test_audit_plots_share_the_look(diag_result, name):
     assert colours and colours <= set(style.ARVIZ_COLORS)
 
 
-def test_heatmap_has_the_frameless_look(diag_result):
-    ax = plots.plot_bin_log_ratios(diag_result)
+def test_heatmap_has_the_frameless_look():
+    res = edp.audit(
+        load_eight_schools(), var_names=["mu", "tau"], bins=10, method="psis", progressbar=False
+    )
+    ax = plots.plot_bin_log_ratios(res)  # two parameters: a heatmap
     assert not any(spine.get_visible() for spine in ax.spines.values())
     assert not any(line.get_visible() for line in ax.get_xgridlines() + ax.get_ygridlines())
     assert ax.yaxis.get_major_ticks()[0].tick1line.get_markersize() == 0

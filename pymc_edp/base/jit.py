@@ -1,0 +1,69 @@
+"""Where the numba kernels' compiled code is cached: the user's cache folder, never the package.
+
+numba's ``cache=True`` writes ``*.nbi`` / ``*.nbc`` files into the ``__pycache__`` folder
+next to the source whenever it can write there. For an installed package that is
+``site-packages/pymc_edp/base/__pycache__``, which ``pip uninstall`` (or a later
+``pip install -e``) does not remove, as pip did not install those files: the leftover folder
+then turns ``pymc_edp`` into a namespace package that shadows the editable install
+(``ImportError: cannot import name '__version__' from 'pymc_edp' (unknown location)``).
+
+:func:`install` puts a cache locator in front of numba's in-tree one that sends this
+package's kernels (and only these) to numba's user-wide cache folder
+(``~/.cache/numba`` on Linux, a sub-folder per source folder, keyed by its full path, so
+two installs never share a cache), where numba itself goes when the package folder is
+read-only. A ``NUMBA_CACHE_DIR`` set by the user still wins, as numba documents.
+
+Examples
+--------
+>>> from pathlib import Path
+>>> from pymc_edp.base import jit
+>>> jit.install()  # done on import of pymc_edp.base; a second call changes nothing
+>>> Path(jit.cache_dir()).name.startswith("base_")  # this package's kernels' folder
+True
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from numba.core import caching, config
+
+__all__ = ["cache_dir", "install"]
+
+#: The folder of this package's sources: files below it are cached by our locator.
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+class _PackageCacheLocator(caching.UserWideCacheLocator):
+    """numba's user-wide cache locator, for this package's files only, ahead of in-tree."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if config.CACHE_DIR:  # the user's NUMBA_CACHE_DIR: numba's own locator serves
+            return None
+        try:
+            Path(py_file).resolve().relative_to(PACKAGE_DIR)
+        except (ValueError, OSError):
+            return None  # not ours: numba decides as usual
+        return super().from_function(py_func, py_file)
+
+
+def install() -> None:
+    """Put the package's cache locator before numba's in-tree one (once)."""
+    classes = caching.CacheImpl._locator_classes
+    if _PackageCacheLocator in classes:
+        return
+    # after the user-provided locator (NUMBA_CACHE_DIR), before the in-tree one
+    at = 1 if classes and classes[0] is caching.UserProvidedCacheLocator else 0
+    classes.insert(at, _PackageCacheLocator)
+
+
+def cache_dir() -> str:
+    """The folder the kernels of :mod:`pymc_edp.base` are cached in."""
+    if config.CACHE_DIR:
+        root = config.CACHE_DIR
+    else:
+        root = caching.AppDirs(appname="numba", appauthor=False).user_cache_dir
+    base = PACKAGE_DIR / "base" / "binning.py"
+    return os.path.join(root, caching._CacheLocator.get_suitable_cache_subpath(str(base)))
