@@ -8,13 +8,14 @@ import logging
 import os
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from pymc_edp.refit.outcome import RefitOutcome, jsonable
 
 _log = logging.getLogger("pymc_edp")
 
-__all__ = ["Checkpoint", "config_hash"]
+__all__ = ["Checkpoint", "config_hash", "content_checksum"]
 
 
 def config_hash(config: dict) -> str:
@@ -35,6 +36,35 @@ def config_hash(config: dict) -> str:
 
 
 _STATUSES = ("ok", "diverged", "error")
+#: The outcome's own fields covered by the checksum, with the draws.
+_CHECKED_ATTRS = ("index", "label", "status", "reason", "seed")
+
+
+def content_checksum(ds: xr.Dataset, attrs: dict) -> str:
+    """SHA-256 of a saved refit: every draw (name, dtype, shape, bytes) and its outcome fields.
+
+    Stored in the file when it is written and checked when it is read, so draws edited or
+    corrupted in a file that still opens are found (and refitted), not used.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_edp.refit.checkpoint import content_checksum
+    >>> ds = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 3)))})
+    >>> attrs = {"index": 0, "label": "1", "status": "ok", "reason": "", "seed": 5}
+    >>> a = content_checksum(ds, attrs)
+    >>> ds["mu"][0, 1] = 0.5
+    >>> a == content_checksum(ds, attrs), len(a)
+    (False, 64)
+    """
+    h = hashlib.sha256()
+    for name in sorted(map(str, ds.data_vars)):
+        arr = np.ascontiguousarray(ds[name].values)
+        h.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
+        h.update(arr.tobytes())
+    for key in _CHECKED_ATTRS:
+        h.update(f"{key}={attrs.get(key)}|".encode())
+    return h.hexdigest()
 
 
 def _brief(err: BaseException, limit: int = 200) -> str:
@@ -50,9 +80,10 @@ class Checkpoint:
     """A folder where each finished refit is written as it completes (netCDF).
 
     ``manifest.json`` holds the configuration of the audit that wrote the folder, and each
-    ``refit_<index>.nc`` the short :func:`config_hash` of it. The folder heals itself: a refit
-    file that cannot be read is moved aside (``refit_000003.nc.damaged``) and that neighbour
-    refitted; a damaged manifest is moved aside (``manifest.json.damaged``) and written
+    ``refit_<index>.nc`` the short :func:`config_hash` of it and the :func:`content_checksum`
+    of its draws. The folder heals itself: a refit file that cannot be read, or whose draws
+    no longer match their checksum, is moved aside (``refit_000003.nc.damaged``) and that
+    neighbour refitted; a damaged manifest is moved aside (``manifest.json.damaged``) and written
     afresh, the refit files then being checked by their stored hash. What was repaired is
     collected in :attr:`messages` (``refit_neighbours`` returns them, ``audit`` warns).
 
@@ -198,6 +229,10 @@ class Checkpoint:
         ]
         if missing:
             raise ValueError(f"missing attribute(s) {missing}")
+        if "checksum" not in a:
+            raise ValueError("no checksum: written by an older version or edited")
+        if content_checksum(ds, a) != str(a["checksum"]):
+            raise ValueError("its draws do not match their checksum (edited or corrupted)")
         if int(a["index"]) != index:
             raise ValueError(f"holds refit {int(a['index'])}, not {index}")
         status = str(a["status"])
@@ -233,6 +268,7 @@ class Checkpoint:
             "seconds": out.seconds,
             "config_hash": self.config_hash,
         }
+        ds.attrs["checksum"] = content_checksum(ds, ds.attrs)
         tmp = self._file(out.index).with_suffix(".tmp")
         ds.to_netcdf(tmp)
         os.replace(tmp, self._file(out.index))

@@ -24,12 +24,53 @@ _log = logging.getLogger("pymc_edp")
 
 __all__ = [
     "RefitEstimate",
+    "RefitInterrupted",
     "RefitProblem",
     "RefitRun",
     "RefitSetupError",
+    "cut_short",
     "refit_neighbours",
     "run_refits",
 ]
+
+
+class RefitInterrupted(KeyboardInterrupt):
+    """The refits were interrupted (Ctrl-C): what finished is saved, nothing cut short is.
+
+    nutpie (and PyMC) answer Ctrl-C by returning the draws made so far; such a trace is
+    never used or saved, and the audit stops at once. Rerun with the same checkpoint to
+    refit only what is missing.
+    """
+
+
+def cut_short(posterior: xr.Dataset, draws: int, chains: int) -> str | None:
+    """Why a refit's trace is incomplete (fewer chains or draws, NaN draws), or None.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pymc_edp.refit.run import cut_short
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), np.ones((2, 10)))})
+    >>> cut_short(post, 10, 2) is None
+    True
+    >>> post["mu"][1, 6:] = np.nan
+    >>> cut_short(post, 10, 2)
+    "NaN draws of 'mu' (chain 1)"
+    >>> cut_short(post.isel(draw=slice(0, 4)), 10, 2)
+    '2 chain(s) x 4 draws of 2 x 10'
+    """
+    n_chain = int(posterior.sizes.get("chain", 1))
+    n_draw = int(posterior.sizes.get("draw", 0))
+    if n_chain < chains or n_draw < draws:
+        return f"{n_chain} chain(s) x {n_draw} draws of {chains} x {draws}"
+    for name, da in posterior.data_vars.items():
+        values = np.asarray(da.values)
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            axes = tuple(range(1, values.ndim))
+            bad = np.flatnonzero(np.isnan(values).any(axis=axes)) if "chain" in da.dims else []
+            where = f" (chain {', '.join(map(str, bad))})" if len(bad) else ""
+            return f"NaN draws of {name!r}{where}"
+    return None
 
 
 def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOutcome:
@@ -38,7 +79,7 @@ def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOut
     try:
         if callable(data):  # expanded here, not held for every task at once
             data = data()
-        post, div = engine.sample(data, seed)
+        post, div = _sample_whole(engine, data, seed, label)
         notes = []
         if div and retry_divergent:  # biased draws: smaller steps, as far as they help
             current = float(getattr(engine, "sampler_kwargs", {}).get("target_accept", 0.8))
@@ -47,7 +88,7 @@ def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOut
                 if strict is None:
                     continue
                 notes.append(f"{div} divergent transitions at target_accept={current:g}")
-                post, div = strict.sample(data, seed)
+                post, div = _sample_whole(strict, data, seed, label)
                 current = target
                 if not div:
                     break
@@ -67,6 +108,17 @@ def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOut
         status = "ok"
         reason = f"rerun with target_accept={current:g} after {notes[-1]}" if notes else ""
     return RefitOutcome(index, label, status, reason, seed, time.perf_counter() - start, post)
+
+
+def _sample_whole(engine, data, seed, label):
+    """``engine.sample``, refusing a trace cut short (an interrupt): it is never used."""
+    post, div = engine.sample(data, seed)
+    draws, chains = getattr(engine, "draws", None), getattr(engine, "chains", None)
+    if draws is not None and chains is not None:
+        short = cut_short(post, int(draws), int(chains))
+        if short:
+            raise RefitInterrupted(f"the refit of {label} was cut short ({short})")
+    return post, div
 
 
 def run_refits(
@@ -323,7 +375,7 @@ class RefitRun:
 
 def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
     """The engine, and the log-likelihood functions the pooled estimator needs (or None)."""
-    from pymc_edp.model.pymc import ElementwiseLogLik
+    from pymc_edp.model.pymc import elementwise_loglik
 
     common = dict(
         draws=options.draws,
@@ -350,7 +402,7 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
     eng = make_engine(options.engine, model=nb_model, var_names=keep, **common)
     if options.estimator != "pooled":
         return eng, None
-    return eng, {n: ElementwiseLogLik(model, n) for n in problem.ll.names}
+    return eng, {n: elementwise_loglik(model, n) for n in problem.ll.names}
 
 
 def refit_neighbours(
@@ -419,6 +471,16 @@ def refit_neighbours(
             retry_failed=options.retry_failed,
             retry_divergent=options.retry_divergent,
         )
+    except KeyboardInterrupt as err:
+        where = (
+            f"the refits that finished are saved in {options.checkpoint}, and a rerun with the "
+            "same checkpoint refits only what is missing"
+            if ckpt is not None
+            else "pass refit=RefitOptions(checkpoint=folder) to keep finished refits across "
+            "interruptions"
+        )
+        detail = f" ({err})" if str(err) else ""
+        raise RefitInterrupted(f"refits interrupted{detail}: {where}") from err
     finally:
         if ckpt is not None:
             messages.extend(ckpt.messages)

@@ -189,3 +189,25 @@ def test_failed_refit_is_retried(normal10, tmp_path, monkeypatch):
     assert res.refits.status.loc[3, "status"] == "ok"
     assert set(res.pointwise["method"].values) == {"refit"}
     np.testing.assert_array_equal(res.pointwise["epsilon"], reference.pointwise["epsilon"])
+
+
+def test_edited_draws_are_caught_by_the_checksum(tmp_path):
+    """Issue 21: overwriting the draws of a readable refit file changed epsilon silently."""
+    post = xr.Dataset({"mu": (("chain", "draw"), np.arange(8.0).reshape(2, 4))})
+    out = refit.RefitOutcome(3, 3, "ok", "", 11, 0.5, post)
+    config = {"draws": 4}
+    refit.Checkpoint(tmp_path, config).save(out)
+    f = tmp_path / "refit_000003.nc"
+    with xr.open_dataset(f) as ds:
+        edited = ds.load()
+    assert len(edited.attrs["checksum"]) == 64
+    edited["mu"][0, 0] = 100.0  # the file still opens, with every attribute
+    edited.to_netcdf(f)
+    ckpt = refit.Checkpoint(tmp_path, config)
+    assert ckpt.load(3) is None  # refitted, not used
+    assert (tmp_path / "refit_000003.nc.damaged").exists()
+    assert "do not match their checksum" in ckpt.messages[-1]
+    # an untouched file loads, bit for bit
+    refit.Checkpoint(tmp_path, config).save(out)
+    back = refit.Checkpoint(tmp_path, config).load(3)
+    np.testing.assert_array_equal(back.posterior["mu"].values, post["mu"].values)
