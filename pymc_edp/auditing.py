@@ -46,12 +46,14 @@ from pymc_edp.model.moment_match import MomentMatchOptions, moment_match_neighbo
 from pymc_edp.model.neighbours import Neighbours
 from pymc_edp.model.pymc import (
     check_log_likelihood_layout,
+    check_log_likelihood_matches_model,
     check_model,
     check_model_matches_data,
     check_not_scalar,
     ensure_log_likelihood,
     observed_arrays,
     observed_values,
+    potentials_with_data,
     replacement_log_likelihood,
     resolve_model,
 )
@@ -303,6 +305,8 @@ def audit(
     check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
     if prune is not None and not isinstance(prune, bool):
         raise TypeError(f"prune must be True, False or None, got {prune!r}")
+    if store_weights is not None and not isinstance(store_weights, bool):
+        raise TypeError(f"store_weights must be True, False or None, got {store_weights!r}")
     chunk_opts = ChunkOptions.coerce(chunks)
     if moment_match is False and method == "moment_match":
         raise ValueError("method='moment_match' with moment_match=False: choose one")
@@ -408,7 +412,14 @@ def audit(
                 "refit=RefitOptions(build_model=...))",
             )
         elif not inp.factorised:
+            done = int((nb_method == "refit").sum())
             check = _Verification.off(len(nbs), "every neighbour refitted (method='auto')")
+            if done < len(nbs):
+                check.status = "incomplete"
+                check.note = (
+                    f"incomplete: {done} of {len(nbs)} neighbours refitted; the others have no "
+                    "estimate (no factorised likelihood), so epsilon is a lower bound"
+                )
         else:
             check = _verify(verify_opts, est, nb_method, errors, refitter, nbs)
             if pruning and _unprune(rw, est, nb_method, chunk_opts):
@@ -417,6 +428,10 @@ def audit(
                 )
     messages.extend(refitter.messages)
     messages.extend(check.messages)
+    if not inp.factorised:  # no weights: a neighbour without a successful refit has nothing
+        unevaluated = nb_method != "refit"
+        nb_method[unevaluated] = "not evaluated"
+        est.limit[unevaluated] = limits.NOT_EVALUATED
     # neighbours with neither weights nor a successful refit have no estimate
     est.eps[np.isneginf(est.eps)] = np.nan
     messages.extend(_limit_messages(est, nbs.labels, inp.par_labels, smooth.weighted))
@@ -473,13 +488,25 @@ def _read_inputs(
     observed_data = (
         get_group(idata, "observed_data") if has_group(idata, "observed_data") else None
     )
-    if model is not None and observed_data is not None:
-        check_model_matches_data(model, observed_data)
+    if model is not None:
+        constant_data = (
+            get_group(idata, "constant_data") if has_group(idata, "constant_data") else None
+        )
+        check_model_matches_data(model, observed_data, constant_data)
     names = select_var_names(posterior, var_names, filter_vars)
     draws, par_labels, var_of = posterior_matrix(posterior, names)
     keep, messages = drop_data_copies(
         draws, var_of, explicit=var_names is not None, observed=observed_arrays(idata, model)
     )
+    hidden = potentials_with_data(model) if model is not None else []
+    if hidden:
+        messages.append(
+            f"the model's Potential(s) {hidden} depend on data: records that enter the "
+            "posterior only through a Potential have no pointwise log-likelihood and are no "
+            "neighbour of this audit, so epsilon covers only the records of the observed "
+            f"variables. To audit them, write them as observed variables (pm.CustomDist with "
+            "observed=, one term per record)."
+        )
     if not keep.all():
         draws = draws[keep]
         par_labels = [lab for lab, k in zip(par_labels, keep, strict=True) if k]
@@ -494,6 +521,8 @@ def _read_inputs(
             f"leaves under {MIN_DRAWS_PER_BIN} draws per bin, where the bin probabilities "
             f"are mostly noise. {advice} at least {MIN_DRAWS_PER_BIN * bins} samples."
         )
+    # the stored group is read unless the log-likelihood is asked from the model
+    from_group = has_group(idata, "log_likelihood") and source != "model"
     ll, factorised = _log_likelihood(idata, model, observed, method, opts, observed_data, source)
     if ll.n_samples != n_samples:
         raise ValueError(
@@ -502,6 +531,16 @@ def _read_inputs(
         )
     if factorised:
         check_log_likelihood_layout(ll.datasets, ll.names, posterior, observed_data)
+        if model is not None and from_group:
+            observed_y = {}
+            for name in ll.names:
+                try:
+                    observed_y[name] = observed_values(idata, model, name)
+                except ValueError:
+                    continue
+            check_log_likelihood_matches_model(
+                ll.datasets[list(ll.names)], posterior, model, observed_y
+            )
     return _Inputs(
         posterior=posterior,
         names=names,
@@ -850,11 +889,20 @@ def _choose_refits(khat, method, inp: _Inputs, opts: RefitOptions, nbs, messages
     to_refit = to_refit[np.argsort(-np.nan_to_num(khat[to_refit], nan=np.inf), kind="stable")]
     if opts.max_refits is not None and to_refit.size > opts.max_refits:
         left = to_refit[opts.max_refits :]
-        messages.append(
-            f"max_refits={opts.max_refits}: {left.size} neighbour(s) left to reweighting "
-            f"({', '.join(str(nbs.labels[i]) for i in left[:10])}"
-            f"{'...' if left.size > 10 else ''})"
-        )
+        names = f"{', '.join(str(nbs.labels[i]) for i in left[:10])}"
+        names += "..." if left.size > 10 else ""
+        if inp.factorised:
+            messages.append(
+                f"max_refits={opts.max_refits}: {left.size} neighbour(s) left to reweighting "
+                f"({names})"
+            )
+        else:  # nothing else can estimate them
+            messages.append(
+                f"max_refits={opts.max_refits}: {left.size} of {len(nbs)} neighbour(s) not "
+                f"evaluated ({names}): without a factorised likelihood only a refit gives an "
+                f"estimate, so epsilon, the maximum over the {opts.max_refits} refitted, is a "
+                "lower bound. Raise max_refits, or rerun with the same checkpoint."
+            )
         to_refit = to_refit[: opts.max_refits]
     return to_refit
 

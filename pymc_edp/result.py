@@ -12,6 +12,7 @@ import xarray as xr
 from pymc_edp import diagnostics, plots
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, EDPWarning
 from pymc_edp.base.psis import khat_table
+from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import get_group, group_names
 
 __all__ = [
@@ -273,6 +274,8 @@ class EDPResult:
         Parameters
         ----------
         k : int, default 5
+            Number of neighbours, ``>= 0`` (neighbours without an estimate, pruned or not
+            evaluated, come last).
 
         Returns
         -------
@@ -291,7 +294,9 @@ class EDPResult:
         ['epsilon', 'pareto_k', 'worst_parameter']
         """
         pw = self.pointwise
-        order = np.argsort(-pw["epsilon"].values, kind="stable")[:k]
+        k = check_int(k, "k", 0)
+        eps = np.nan_to_num(np.asarray(pw["epsilon"].values, dtype=float), nan=-np.inf)
+        order = np.argsort(-eps, kind="stable")[:k]
         cols = {
             "epsilon": pw["epsilon"].values[order],
             "pareto_k": pw["pareto_k"].values[order],

@@ -16,6 +16,10 @@ something other than the data caps it:
 ``unverified``
     Refits showed reweighting to be unreliable for this model and this neighbour could still
     set epsilon, but the verification budget ran out before it was refitted.
+``not_evaluated``
+    The neighbour has no estimate at all: without a factorised likelihood only a refit gives
+    one, and it was not refitted (``max_refits``) or its refit failed. Epsilon, the maximum
+    over the others, is a lower bound.
 
 The value of an estimate at a limit is a lower bound: the truth may be larger, so its
 interval is open above. The codes are stored as ``int8`` with CF ``flag_values`` and
@@ -32,6 +36,7 @@ __all__ = [
     "MEANINGS",
     "MIN_BIN_DRAWS",
     "NONE",
+    "NOT_EVALUATED",
     "REASONS",
     "REMEDIES",
     "SMOOTHING",
@@ -42,8 +47,8 @@ __all__ = [
     "worst_code",
 ]
 
-NONE, SMOOTHING, FEW_DRAWS, EMPTY_BIN, UNVERIFIED = 0, 1, 2, 3, 4
-MEANINGS = ("none", "smoothing", "few_draws", "empty_bin", "unverified")
+NONE, SMOOTHING, FEW_DRAWS, EMPTY_BIN, UNVERIFIED, NOT_EVALUATED = 0, 1, 2, 3, 4, 5
+MEANINGS = ("none", "smoothing", "few_draws", "empty_bin", "unverified", "not_evaluated")
 
 #: The bin that sets an estimate must hold at least this many draws' worth of the
 #: neighbour's weight; below it the bin's mass is not resolved and the value is a lower bound.
@@ -56,12 +61,16 @@ REASONS = {
     FEW_DRAWS: f"its bin holds under {MIN_BIN_DRAWS:g} draws' worth of the neighbour's weight",
     EMPTY_BIN: "a bin receives no draw of the neighbour posterior",
     UNVERIFIED: "reweighting proved unreliable for this model and it was not refitted",
+    NOT_EVALUATED: "it has no estimate: without a factorised likelihood only a refit gives "
+    "one, and it was not refitted (or its refit failed)",
 }
 REMEDIES = {
     SMOOTHING: "audit with smoothing=None (weighted bins are never empty)",
     FEW_DRAWS: "draw more samples, or refit it (method='auto' with model=)",
     EMPTY_BIN: "refit it with the pooled estimator (RefitOptions(estimator='pooled'))",
     UNVERIFIED: "raise VerifyOptions(max_refits=...) or time_budget, or use method='refit'",
+    NOT_EVALUATED: "raise RefitOptions(max_refits=...), or rerun with the same checkpoint to "
+    "refit only what is missing",
 }
 
 

@@ -207,6 +207,12 @@ def _limit_lines(result: EDPResult) -> tuple[str, ...]:
             f"{hit.size} neighbour(s) at a resolution limit: {limits.REASONS[code]} (worst: "
             f"{labels[worst]}, {eps[worst]:.3f}). Remedy: {limits.REMEDIES[code]}."
         )
+    hit = np.flatnonzero(codes == limits.NOT_EVALUATED)
+    if hit.size:
+        out.append(
+            f"{hit.size} neighbour(s) not evaluated: {limits.REASONS[limits.NOT_EVALUATED]} "
+            f"(e.g. {labels[hit[0]]}). Remedy: {limits.REMEDIES[limits.NOT_EVALUATED]}."
+        )
     return tuple(out)
 
 

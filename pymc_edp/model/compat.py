@@ -26,6 +26,7 @@ __all__ = [
     "ess",
     "from_dict",
     "get_group",
+    "graph_ancestors",
     "group_names",
     "has_group",
     "import_arviz",
@@ -151,6 +152,15 @@ def check_container(data, what: str = "idata") -> None:
         raise ValueError(
             f"{what} has no 'posterior' group (it has {names}); pass the object returned by "
             "pm.sample"
+        )
+    dims = tuple(get_group(data, "posterior").dims)
+    missing = [d for d in ("chain", "draw") if d not in dims]
+    if missing:
+        raise ValueError(
+            f"{what}'s posterior has dims {dims}, without {missing}: the draws must be laid out "
+            "as pm.sample lays them out, (chain, draw, ...). Build it with "
+            "from_dict(..., sample_dims=['chain', 'draw']) (one chain: a chain dim of size 1), "
+            "or unstack a 'sample' dim: posterior.unstack('sample')"
         )
 
 
@@ -320,3 +330,24 @@ def compute_log_likelihood(
     if isinstance(out, xr.Dataset):
         return out
     return get_group(out, "log_likelihood")
+
+
+def graph_ancestors(outputs):
+    """The variables a PyTensor graph depends on (``ancestors``), on either PyTensor.
+
+    ``pytensor.graph.traversal`` on PyTensor 3 (and late 2.x), ``pytensor.graph.basic``
+    before.
+
+    Examples
+    --------
+    >>> import pytensor.tensor as pt
+    >>> from pymc_edp.model.compat import graph_ancestors
+    >>> x = pt.scalar("x")
+    >>> "x" in [v.name for v in graph_ancestors([2 * x])]
+    True
+    """
+    try:
+        from pytensor.graph.traversal import ancestors
+    except ImportError:  # PyTensor 2
+        from pytensor.graph.basic import ancestors
+    return ancestors(outputs)

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import logging
+import weakref
 
 import numpy as np
 import xarray as xr
 
-from pymc_edp.model.compat import compute_log_likelihood, get_group, has_group
+from pymc_edp.model.compat import compute_log_likelihood, get_group, graph_ancestors, has_group
 
 __all__ = [
+    "check_log_likelihood_matches_model",
     "check_model",
     "check_model_matches_data",
+    "elementwise_loglik",
     "ensure_log_likelihood",
+    "model_data",
     "model_observed",
     "observed_arrays",
     "observed_values",
+    "potentials_with_data",
     "replacement_log_likelihood",
     "resolve_model",
+    "same_values",
 ]
 
 _log = logging.getLogger("pymc_edp")
@@ -155,29 +161,82 @@ def observed_arrays(idata, model) -> dict[str, np.ndarray]:
     return model_observed(model) if model is not None else {}
 
 
-def check_model_matches_data(model, observed_data: xr.Dataset) -> None:
-    """Refuse a model whose observed data are not the draws' ``observed_data``."""
-    for name, values in model_observed(model).items():
-        if name not in observed_data:
-            continue
-        stored = np.asarray(observed_data[name].values)
-        values = np.asarray(values)
-        same = stored.shape == values.shape
-        if same and stored.dtype.kind in "biuf" and values.dtype.kind in "biuf":
-            same = bool(np.array_equal(stored.astype(float), values.astype(float), equal_nan=True))
-        elif same:
-            same = bool(np.array_equal(stored, values))
+def model_data(model) -> dict[str, np.ndarray]:
+    """The values of the model's ``pm.Data`` containers (covariates, indices), by name."""
+    out = {}
+    for var in getattr(model, "data_vars", ()):
+        if hasattr(var, "get_value") and var.name:
+            out[var.name] = np.asarray(var.get_value())
+    return out
+
+
+def same_values(a, b) -> tuple[bool, str]:
+    """Whether two arrays hold the same data, at the precision of the coarser dtype.
+
+    Numbers are compared as floats: exactly when both are float64 or integer, and to a few
+    units in the last place of float32 (or float16) when either was stored so (a
+    ``float32`` observed_data is the same data rounded). Returns the verdict and a detail.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.model.pymc import same_values
+    >>> x = np.random.default_rng(0).normal(size=30)
+    >>> same_values(x, x.astype(np.float32))
+    (True, '')
+    >>> same_values(x, x + 1e-3)
+    (False, '30 differing value(s), up to 0.001')
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False, f"shape {a.shape} vs {b.shape}"
+    if a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
+        fa, fb = a.astype(float), b.astype(float)
+        tol = max(
+            (np.finfo(x.dtype).eps for x in (a, b) if x.dtype.kind == "f"),
+            default=0.0,
+        )
+        rtol = 4 * tol if tol > np.finfo(np.float64).eps else 0.0
+        close = np.isclose(fa, fb, rtol=rtol, atol=0.0, equal_nan=True) | (fa == fb)
+        if close.all():
+            return True, ""
+        diff = np.abs(fa - fb)[~close]
+        return False, f"{int((~close).sum())} differing value(s), up to {np.nanmax(diff):.3g}"
+    same = bool(np.array_equal(a, b))
+    return same, "" if same else f"{int(np.sum(a != b))} differing value(s)"
+
+
+def check_model_matches_data(
+    model, observed_data: xr.Dataset | None, constant_data: xr.Dataset | None = None
+) -> None:
+    """Refuse a model whose data are not those the draws were sampled with.
+
+    The model's observed values against ``observed_data``, and its ``pm.Data`` containers
+    (covariates, group indices) against ``constant_data``: after ``pm.set_data`` changes a
+    covariate, a refit or a log-likelihood computed from the model would use other data than
+    the posterior's, and give a wrong epsilon without a word.
+    """
+    checks = []
+    if observed_data is not None:
+        checks += [
+            (name, values, observed_data[name], "observed data", "observed_data")
+            for name, values in model_observed(model).items()
+            if name in observed_data
+        ]
+    if constant_data is not None:
+        checks += [
+            (name, values, constant_data[name], "data", "constant_data")
+            for name, values in model_data(model).items()
+            if name in constant_data
+        ]
+    for name, values, stored, what, group in checks:
+        same, detail = same_values(values, np.asarray(stored.values))
         if not same:
-            detail = (
-                f"shape {values.shape} vs {stored.shape}"
-                if stored.shape != values.shape
-                else f"{int(np.sum(stored != values))} differing value(s)"
-            )
             raise ValueError(
-                f"the model's observed data for {name!r} are not the observed_data the "
-                f"posterior was sampled with ({detail}): the log-likelihood would be computed "
-                "from the wrong data. Pass the model that produced these draws (or restore its "
-                "data with pm.set_data)."
+                f"the model's {what} {name!r} are not the {group} the posterior was sampled "
+                f"with ({detail}): its log-likelihood and refits would use other data than "
+                "the draws. Pass the model that produced these draws, or restore its data "
+                f"(pm.set_data({{{name!r}: ...}}))."
             )
 
 
@@ -264,6 +323,102 @@ class ElementwiseLogLik:
         return out
 
 
+def potentials_with_data(model) -> list[str]:
+    """Names of the model's ``pm.Potential`` terms that depend on data arrays.
+
+    A Potential has no pointwise log-likelihood, so records that enter the posterior only
+    through one are no neighbour of an audit. A Potential built from a data array (a
+    constant with more than one element, or a ``pm.Data`` container) is taken to hold such
+    records; one on the parameters alone (a constraint, a penalty) is not.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_edp.model.pymc import potentials_with_data
+    >>> with pm.Model() as m:
+    ...     mu = pm.Normal("mu")
+    ...     _ = pm.Potential("penalty", -(mu**2))
+    ...     _ = pm.Potential("extra", pm.logp(pm.Normal.dist(mu, 1), np.array([0.3, 1.2])).sum())
+    >>> potentials_with_data(m)
+    ['extra']
+    """
+    from pytensor.graph.basic import Constant
+
+    data = {id(v) for v in getattr(model, "data_vars", ())}
+    out = []
+    for pot in model.potentials:
+        for node in graph_ancestors([pot]):
+            is_array = isinstance(node, Constant) and np.size(node.data) > 1
+            if is_array or id(node) in data:
+                out.append(pot.name)
+                break
+    return out
+
+
+_ELEMENTWISE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def elementwise_loglik(model, name: str) -> ElementwiseLogLik:
+    """The :class:`ElementwiseLogLik` of ``name``, compiled once per model (and reused)."""
+    per_model = _ELEMENTWISE.setdefault(model, {})
+    if name not in per_model:
+        per_model[name] = ElementwiseLogLik(model, name)
+    return per_model[name]
+
+
+#: Draws of a stored log-likelihood compared with the model's (first, middle, last).
+CHECKED_DRAWS = 3
+
+
+def check_log_likelihood_matches_model(
+    log_likelihood: xr.Dataset, posterior: xr.Dataset, model, observed: dict
+) -> None:
+    """Refuse a stored log-likelihood that is not the model's at these posterior draws.
+
+    A ``log_likelihood`` group whose draws were shuffled, or whose chains were swapped,
+    against the posterior gives a wrong epsilon without any other sign (its weights are then
+    attached to other draws). With the model at hand, :data:`CHECKED_DRAWS` draws (the
+    first, the middle and the last) of every observed variable are recomputed and compared;
+    float32 storage is allowed for. Variables the model cannot evaluate here (a posterior
+    without all its free variables) are not checked.
+    """
+    n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
+    picks = sorted({(0, 0), (n_chain // 2, n_draw // 2), (n_chain - 1, n_draw - 1)})
+    chains = xr.DataArray([c for c, _ in picks], dims="draw")
+    draws = xr.DataArray([d for _, d in picks], dims="draw")
+    sub = posterior.isel(chain=chains, draw=draws).drop_vars(["chain", "draw"], errors="ignore")
+    sub = sub.expand_dims("chain")
+    for name in log_likelihood.data_vars:
+        if name not in observed or name not in model.named_vars:
+            continue
+        try:
+            fn = elementwise_loglik(model, name)
+            computed = fn(sub, observed[name])
+        except (KeyError, ValueError):
+            continue  # e.g. a posterior without every free variable: nothing to compare
+        da = log_likelihood[name]
+        rec = [d for d in da.dims if d not in ("chain", "draw")]
+        stored = np.asarray(
+            da.isel(chain=chains, draw=draws).transpose("draw", *rec).values, dtype=float
+        ).reshape(len(picks), -1)
+        if stored.shape != computed.shape:
+            continue
+        tol = 1e-6 if da.dtype == np.float64 else 1e-4
+        close = np.isclose(stored, computed, rtol=tol, atol=tol, equal_nan=True)
+        if close.all():
+            continue
+        k, j = np.argwhere(~close)[0]
+        c, d = picks[k]
+        raise ValueError(
+            f"the log_likelihood group does not belong to these posterior draws: at chain "
+            f"{c}, draw {d} its value for {name!r} (term {j}) is {stored[k, j]:.6g}, but the "
+            f"model's log-likelihood at that draw is {computed[k, j]:.6g}. It must come from "
+            "the same sampling run, in the same order (shuffled draws or swapped chains give "
+            "a wrong epsilon). Recompute it with pm.compute_log_likelihood(idata, model=model), "
+            "or audit with log_likelihood='model' to compute it from the model."
+        )
+
+
 def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> np.ndarray:
     """Elementwise log-likelihood of observed variable ``name`` at alternative data values.
 
@@ -290,7 +445,7 @@ def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> n
             "the model: pass model= to pymc_edp.audit"
         )
     _check_posterior_has_free_rvs(idata, model)
-    fn = ElementwiseLogLik(model, name)
+    fn = elementwise_loglik(model, name)
     posterior = get_group(idata, "posterior")
     return np.stack([fn(posterior, v) for v in np.asarray(values)])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 __all__ = ["drop_data_copies", "select_var_names", "unconstrained_copies"]
@@ -50,6 +51,11 @@ def select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str]
         raise ValueError(f"filter_vars must be None, 'like' or 'regex', got {filter_vars!r}")
     if isinstance(var_names, str):
         var_names = [var_names]
+    if not isinstance(var_names, list | tuple | set | np.ndarray | pd.Index):
+        raise TypeError(
+            f"var_names must be a string or a list of strings (as in ArviZ), got "
+            f"{type(var_names).__name__} {var_names!r}"
+        )
     var_names = list(var_names)
     if not all(isinstance(v, str) for v in var_names):
         raise TypeError(f"var_names must be a string or a list of strings, got {var_names!r}")

@@ -191,12 +191,31 @@ def test_check_model_matches_data_accepts_the_same_data(model):
         pm.Poisson("k", rate, observed=np.array([3, 0, 2]))
     # the same counts stored as floats are the same data
     check_model_matches_data(int_model, xr.Dataset({"k": ("obs", [3.0, 0.0, 2.0])}))
+    # float32 observed_data are the same data, rounded (issue 21: "30 differing values")
+    check_model_matches_data(model, xr.Dataset({"y": ("obs", Y.astype(np.float32))}))
+
+
+def test_check_model_matches_data_compares_the_model_s_data_containers():
+    """Issue 21: after pm.set_data a refit used the new covariate without a word."""
+    x = np.arange(5.0)
+    with pm.Model() as m:
+        xd = pm.Data("x", x)
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu + xd, 1.0, observed=np.ones(5))
+    constant = xr.Dataset({"x": ("obs", x)})
+    check_model_matches_data(m, None, constant)
+    with m:
+        pm.set_data({"x": x + 1.0})
+    with pytest.raises(ValueError, match=r"model's data 'x' are not the constant_data .*set_data"):
+        check_model_matches_data(m, None, constant)
 
 
 def test_check_model_matches_data_refuses_other_data(model):
     changed = Y.copy()
     changed[[1, 3]] += 0.5
-    with pytest.raises(ValueError, match=r"data for 'y' .* \(2 differing value\(s\)\)"):
+    with pytest.raises(
+        ValueError, match=r"observed data 'y' .* \(2 differing value\(s\), up to 0.5\)"
+    ):
         check_model_matches_data(model, xr.Dataset({"y": ("obs", changed)}))
     with pytest.raises(ValueError, match=re.escape("(shape (5,) vs (4,))")):
         check_model_matches_data(model, xr.Dataset({"y": ("obs", Y[:4])}))

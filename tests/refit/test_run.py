@@ -227,9 +227,25 @@ def test_build_model_refits_a_non_factorised_model():
         )
     assert res.n_neighbours == 8
     assert set(res.pointwise["method"].values) == {"refit"}
+    assert res.verification == "refit" and not res.lower_bound
     # MvNormal with identity covariance is the Normal-Normal model in disguise
     exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 3.0, 5)
     assert res.epsilon == pytest.approx(exact, rel=0.5)  # raw estimator, 2,000 draws
+    # issue 21: max_refits=3 left 5 neighbours without an estimate, labelled "psis" and said
+    # to be "left to reweighting" (impossible here), and epsilon the max of 3 unflagged
+    with pytest.warns(edp.EDPWarning) as record:
+        part = edp.audit(
+            idata, bins=5, method="auto", **refit_kw(build_model=build_model, max_refits=3)
+        )
+    messages = [str(w.message) for w in record]
+    assert any("5 of 8 neighbour(s) not evaluated" in m and "lower bound" in m for m in messages)
+    assert not any("left to reweighting" in m for m in messages)
+    method = part.pointwise["method"].values.astype(str)
+    assert (method == "refit").sum() == 3 and (method == "not evaluated").sum() == 5
+    assert np.isnan(part.pointwise["epsilon"].values[method == "not evaluated"]).all()
+    assert part.lower_bound and part.verification == "incomplete"
+    assert part.interval()["epsilon"].values[1] == np.inf
+    assert "5 neighbour(s) not evaluated" in repr(part)
 
 
 def test_divergent_refits_are_run_again_with_smaller_steps():
@@ -254,19 +270,76 @@ def test_divergent_refits_are_run_again_with_smaller_steps():
             return post, 0 if ta >= self.cure else 7
 
     tasks = [RefitTask(0, "a", {}, 1)]
-    done = run_refits(Funnel(), tasks, progressbar=False, retry_divergent=True)[0]
+    funnel = Funnel(draws=4, chains=1)  # the shape it returns: a whole trace
+    done = run_refits(funnel, tasks, progressbar=False, retry_divergent=True)[0]
     assert done.status == "ok"
     assert done.reason == "rerun with target_accept=0.95 after 7 divergent transitions at " + (
         "target_accept=0.8"
     )
     assert float(done.posterior["mu"][0, 0]) == 0.95
-    stubborn = Funnel(cure=1.0)
+    stubborn = Funnel(draws=4, chains=1, cure=1.0)
     out = run_refits(stubborn, tasks, progressbar=False, retry_divergent=True)[0]
     assert out.status == "diverged" and "target_accept=0.95" in out.reason
     assert float(out.posterior["mu"][0, 0]) == 0.99  # the last rerun's draws
-    plain = run_refits(Funnel(), tasks, progressbar=False)[0]  # retry is opt-in here
+    plain = run_refits(funnel, tasks, progressbar=False)[0]  # retry is opt-in here
     assert plain.status == "diverged" and plain.reason == "7 divergent transitions"
     assert stricter(Funnel(sampler_kwargs={"max_treedepth": 12}), 0.99).sampler_kwargs == {
         "max_treedepth": 12,
         "target_accept": 0.99,
     }
+
+
+def test_a_cut_short_refit_is_never_saved_and_ends_the_run(tmp_path):
+    """Issue 21 item 9: Ctrl-C makes nutpie return a partial, NaN-padded trace.
+
+    It must not be saved as "ok": the run stops at once with what finished saved, and a
+    rerun with the same checkpoint refits only the missing neighbours.
+    """
+    import dataclasses
+
+    import xarray as xr
+
+    from pymc_edp.refit import Checkpoint
+    from pymc_edp.refit.engines import NutpieEngine
+    from pymc_edp.refit.outcome import RefitTask
+    from pymc_edp.refit.run import RefitInterrupted, run_refits
+
+    @dataclasses.dataclass
+    class Interrupted(NutpieEngine):
+        """Whole traces, except that the refit of ``cut`` is cut short like nutpie's."""
+
+        cut: int = -1
+        seen: list = dataclasses.field(default_factory=list)
+
+        def sample(self, data, seed):
+            self.seen.append(data["k"])
+            values = np.full((self.chains, self.draws), float(data["k"]))
+            if data["k"] == self.cut:
+                values[1, 3:] = np.nan  # the second chain stopped after 3 draws
+            return xr.Dataset({"mu": (("chain", "draw"), values)}), 0
+
+    tasks = [RefitTask(k, f"r{k}", {"k": k}, k + 1) for k in range(5)]
+    config = {"draws": 10}
+    engine = Interrupted(draws=10, chains=2, cut=2)
+    with pytest.raises(RefitInterrupted, match=r"refit of r2 was cut short.*'mu' \(chain 1\)"):
+        run_refits(engine, tasks, checkpoint=Checkpoint(tmp_path, config), progressbar=False)
+    assert engine.seen == [0, 1, 2]  # stopped at once: nothing after the interrupt ran
+    assert sorted(p.name for p in tmp_path.glob("refit_*.nc")) == [
+        "refit_000000.nc",
+        "refit_000001.nc",
+    ]
+    rerun = Interrupted(draws=10, chains=2)
+    done = run_refits(rerun, tasks, checkpoint=Checkpoint(tmp_path, config), progressbar=False)
+    assert rerun.seen == [2, 3, 4]  # the cut-short refit is refitted, the others kept
+    assert {out.status for out in done.values()} == {"ok"}
+    assert float(done[2].posterior["mu"].mean()) == 2.0
+
+    # fewer draws than asked for is cut short too; it is an interrupt, never an error outcome
+    @dataclasses.dataclass
+    class Short(Interrupted):
+        def sample(self, data, seed):
+            post, div = super().sample(data, seed)
+            return post.isel(draw=slice(0, 4)), div
+
+    with pytest.raises(RefitInterrupted, match=r"2 chain\(s\) x 4 draws of 2 x 10"):
+        run_refits(Short(draws=10, chains=2), tasks[:1], progressbar=False)
