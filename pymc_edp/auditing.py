@@ -35,7 +35,7 @@ from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval
 from pymc_edp.base.parallel import map_tasks, progress_bar
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.base.validate import check_choice, check_int, check_real
-from pymc_edp.model.compat import check_container, get_group, has_group
+from pymc_edp.model.compat import check_container, get_group, has_group, load_in_memory
 from pymc_edp.model.loglik import (
     LogLikelihood,
     NonFactorisedError,
@@ -51,6 +51,7 @@ from pymc_edp.model.pymc import (
     check_model_matches_data,
     check_not_scalar,
     ensure_log_likelihood,
+    integer_data,
     observed_arrays,
     observed_values,
     potentials_with_data,
@@ -316,6 +317,7 @@ def audit(
             "method='moment_match' moves the draws with the model's joint density: pass model="
         )
     seed = resolve_seed(random_seed)
+    idata = load_in_memory(idata)  # a fit opened lazily as a whole: all but the log-likelihood
 
     inp = _read_inputs(
         idata, model, var_names, filter_vars, bins, observed, method, opts, log_likelihood
@@ -632,7 +634,10 @@ def _observed_y(idata, model, ll: LogLikelihood, *, required: bool) -> dict:
 
 def _replacements(idata, model, inp: _Inputs, replacements, observed_y):
     """Candidate values per variable, and per candidate the log-likelihood arrays at them."""
-    cands = {name: candidates(replacements, name, observed_y[name]) for name in inp.ll.names}
+    cands = {}
+    for name in inp.ll.names:
+        y = observed_y[name]
+        cands[name] = candidates(replacements, name, y, integer=integer_data(model, name, y))
     if not inp.factorised:
         if any(c.shape[0] != 1 for c in cands.values()):
             raise ValueError(

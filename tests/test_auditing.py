@@ -439,6 +439,35 @@ def test_non_integer_replacement_on_integer_data_is_refused(poisson_fit, value):
         )
 
 
+def test_non_integer_replacement_under_an_integer_likelihood_is_refused_for_float_data():
+    """Poisson data stored as floats: the likelihood's support, not the dtype, decides."""
+    y = np.random.default_rng(5).poisson(3.0, 12).astype(float)
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", 2.0, 0.5)
+        pm.Poisson("y", lam, observed=y)
+    idata = _tiny_sample(model, seed=2, draws=100)
+    with pytest.raises(ValueError, match=r"integer support.*non-integer.*truncated"):
+        edp.audit(idata, model, neighbour="replace", replacements=[2.5], progressbar=False)
+
+
+def test_whole_number_floats_under_a_normal_accept_any_real_replacement():
+    """Ages recorded as 44.0, 51.0, ...: a Normal likelihood is not truncated at 45.5."""
+    y = np.round(np.random.default_rng(3).normal(50.0, 8.0, 15))
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 50.0, 20.0)
+        pm.Normal("y", mu, 8.0, observed=y)
+    idata = _tiny_sample(model, seed=4, draws=200)
+    res = edp.audit(
+        idata, model, neighbour="replace", replacements=[45.5], bins=5, progressbar=False
+    )
+    assert np.isfinite(res.epsilon) and res.epsilon >= 0
+    # the replaced value entered the log-likelihood unrounded: 45.5 and 45.0 differ
+    res45 = edp.audit(
+        idata, model, neighbour="replace", replacements=[45.0], bins=5, progressbar=False
+    )
+    assert not np.allclose(res.pointwise["epsilon"], res45.pointwise["epsilon"])
+
+
 def test_replacement_outside_the_support_is_refused(poisson_fit):
     idata, model, _ = poisson_fit
     with pytest.raises(ValueError, match=r"-1.*outside the support"):

@@ -204,6 +204,44 @@ def set_group(data, name: str, dataset: xr.Dataset) -> None:
         data.add_groups({name: dataset})
 
 
+def _is_chunked(dataset: xr.Dataset) -> bool:
+    return any(v.chunks is not None for v in dataset.variables.values())
+
+
+def load_in_memory(data, *, keep_lazy: tuple[str, ...] = ("log_likelihood",)):
+    """``data`` with every chunked (dask) group loaded, except those in ``keep_lazy``.
+
+    A fit opened lazily as a whole (``xr.open_datatree(path, chunks={})``) has dask-backed
+    posterior, sample_stats and data groups, which the diagnostics (ArviZ's ESS, the
+    draws matrix) need in memory; they are small. The log-likelihood group, the large one,
+    stays lazy and is streamed chunk by chunk. ``data`` itself is not changed: a shallow
+    copy is returned when anything is loaded, ``data`` when nothing is chunked.
+
+    Parameters
+    ----------
+    data : xarray.DataTree or arviz.InferenceData
+    keep_lazy : tuple of str
+        Groups left as they are.
+
+    Returns
+    -------
+    xarray.DataTree or arviz.InferenceData
+    """
+    names = group_names(data)
+    lazy = [g for g in names if g not in keep_lazy and _is_chunked(get_group(data, g))]
+    if not lazy:
+        return data
+    if _is_datatree(data):
+        out = data.copy(deep=False)
+        for g in lazy:
+            out[g] = xr.DataTree(get_group(data, g).compute())
+        return out
+    az = import_arviz()
+    groups = {g: get_group(data, g) for g in names}
+    groups.update({g: groups[g].compute() for g in lazy})
+    return az.InferenceData(**groups)
+
+
 def make_container(groups: Mapping[str, xr.Dataset]):
     """The stack's own container holding ``groups``.
 

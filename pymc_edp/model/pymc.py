@@ -16,6 +16,7 @@ __all__ = [
     "check_model_matches_data",
     "elementwise_loglik",
     "ensure_log_likelihood",
+    "integer_data",
     "model_data",
     "model_observed",
     "observed_arrays",
@@ -159,6 +160,20 @@ def observed_arrays(idata, model) -> dict[str, np.ndarray]:
         ds = get_group(idata, "observed_data")
         return {str(k): np.asarray(ds[k].values) for k in ds.data_vars}
     return model_observed(model) if model is not None else {}
+
+
+def integer_data(model, name: str, observed) -> bool:
+    """Whether observed variable ``name`` can only take integer values.
+
+    True for integer-dtype data and for a likelihood with integer support (a discrete
+    distribution: its variable has an integer dtype in PyMC), whatever the data's dtype.
+    Whole-number floats under a continuous likelihood are not integer data.
+    """
+    if np.asarray(observed).dtype.kind in "biu":
+        return True
+    var = model.named_vars.get(name) if model is not None else None
+    dtype = getattr(getattr(var, "type", None), "dtype", "")
+    return str(dtype).startswith(("int", "uint", "bool"))
 
 
 def model_data(model) -> dict[str, np.ndarray]:

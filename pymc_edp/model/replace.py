@@ -45,8 +45,18 @@ def _is_integer_valued(values: np.ndarray) -> bool:
     return bool(np.all(finite == np.round(finite)))
 
 
-def candidates(replacements, name: str, observed: np.ndarray) -> np.ndarray:
-    """Replacement data sets for observed variable ``name``, shape (C, *observed.shape)."""
+def candidates(
+    replacements, name: str, observed: np.ndarray, *, integer: bool | None = None
+) -> np.ndarray:
+    """Replacement data sets for observed variable ``name``, shape (C, *observed.shape).
+
+    ``integer`` says whether the data can only be integers (integer dtype, or a likelihood
+    with integer support such as Poisson or Binomial); non-integer replacements are then
+    refused, as they would be truncated. By default it is read from ``observed``'s dtype:
+    whole-number floats under a continuous likelihood accept any real replacement.
+    """
+    if integer is None:
+        integer = np.asarray(observed).dtype.kind in "biu"
     if isinstance(replacements, Mapping):
         if name not in replacements:
             raise KeyError(f"replacements has no entry for observed variable {name!r}")
@@ -87,11 +97,12 @@ def candidates(replacements, name: str, observed: np.ndarray) -> np.ndarray:
         ).copy()
     if arr.shape[0] == 0:
         raise ValueError(f"replacements for {name!r} are empty: give at least one value")
-    if _is_integer_valued(observed) and not _is_integer_valued(arr):
+    if integer and not _is_integer_valued(arr):
         bad = arr[np.isfinite(arr) & (arr != np.round(arr))]  # float: ints are integer-valued
         raise ValueError(
-            f"the data of {name!r} are integers but replacements contain non-integer values "
-            f"(e.g. {bad.ravel()[0]!r}); they would be truncated silently. Give integer "
+            f"the data of {name!r} can only be integers (integer data, or a likelihood with "
+            f"integer support) but replacements contain non-integer values (e.g. "
+            f"{bad.ravel()[0]!r}); they would be truncated silently. Give integer "
             "replacement values inside the likelihood's support."
         )
     return arr

@@ -16,6 +16,7 @@ from pymc_edp.model.compat import (
     get_group,
     group_names,
     import_arviz,
+    load_in_memory,
     loo_pareto_k,
     make_container,
 )
@@ -104,6 +105,34 @@ def test_datatree_and_inferencedata_give_identical_audits():
     # the k-hats are the stack's own PSIS-LOO k-hats on the same object
     np.testing.assert_allclose(a.pointwise["pareto_k"], loo_pareto_k(native), rtol=0, atol=1e-10)
     np.testing.assert_allclose(b.pointwise["pareto_k"], loo_pareto_k(native), rtol=0, atol=1e-10)
+
+
+def _whole_lazy(native, tmp_path):
+    """The fit as a user opens it lazily as a whole: every group dask-backed."""
+    if ARVIZ_1:
+        path = tmp_path / "fit.nc"
+        xr.DataTree.from_dict({g: get_group(native, g) for g in group_names(native)}).to_netcdf(
+            path
+        )
+        return xr.open_datatree(path, chunks={})
+    return make_container({g: get_group(native, g).chunk() for g in group_names(native)})
+
+
+def test_a_fit_opened_lazily_as_a_whole_is_audited_like_the_loaded_one(tmp_path):
+    """``xr.open_datatree(path, chunks={})`` crashed inside ArviZ's ESS (issue 21, item 12)."""
+    import arviz as az
+
+    native = az.load_arviz_data("centered_eight")
+    lazy = _whole_lazy(native, tmp_path)
+    assert get_group(lazy, "posterior")["mu"].chunks is not None
+    loaded = load_in_memory(lazy)
+    for g in group_names(lazy):
+        chunked = [v.chunks is not None for v in get_group(loaded, g).data_vars.values()]
+        # the large group stays lazy, read chunk by chunk; the others are in memory
+        assert all(chunked) if g == "log_likelihood" else not any(chunked), g
+    assert get_group(lazy, "posterior")["mu"].chunks is not None  # the input is not changed
+    assert load_in_memory(native) is native  # nothing chunked: nothing copied
+    _assert_identical(_audits(lazy), _audits(native))
 
 
 def test_khat_equals_stack_loo_on_many_records(rng):
