@@ -3,13 +3,14 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
 import pymc_edp as edp
 from pymc_edp import conjugate
-from pymc_edp.model.compat import from_dict, get_group, has_group, set_group
+from pymc_edp.model.compat import from_dict, get_group, has_group, make_container, set_group
 
 SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
 
@@ -553,39 +554,55 @@ def test_helpful_messages_for_bad_arguments(rng):
         edp.audit(scalar, method="psis", progressbar=False)
 
 
-_ARGUMENTS = {
+# valid values of audit's arguments, and invalid ones; each example corrupts up to two
+_VALID = {
+    "bins": st.sampled_from([2, 5, 10, 20, np.int64(8)]),
+    "method": st.sampled_from(["auto", "psis"]),
+    "neighbour": st.just("remove"),  # "replace" needs the model, which is not at hand
+    "smoothing": st.sampled_from([None, 0, 0.01, 1.0]),
+    "var_names": st.sampled_from([None, "mu", ["mu", "exp_mu"], ["~mu"]]),
+    "filter_vars": st.sampled_from([None, "like"]),
+    "groups": st.sampled_from([None, "pair"]),
+    "replacements": st.just(None),
+    "observed": st.sampled_from([None, "y"]),
+    "model": st.just(None),
+    "refit": st.sampled_from([None, {"max_refits": 0}, {"max_refits": 2}]),
+    "store_weights": st.sampled_from([None, True, False]),
+}
+_INVALID = {
     "bins": st.one_of(
-        st.integers(-2, 60), st.floats(allow_nan=True), st.sampled_from(["10", None, True])
+        st.integers(-2, 1), st.floats(allow_nan=True), st.sampled_from(["10", True, 1e6])
     ),
-    "method": st.sampled_from(["auto", "psis", "refit", "bogus", None, 3]),
-    "neighbour": st.sampled_from(["remove", "replace", "swap", None]),
+    "method": st.sampled_from(["bogus", None, 3]),
+    "neighbour": st.sampled_from(["swap", None, "replace"]),
     "smoothing": st.one_of(
-        st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["0.01", None, -1, 0])
+        st.floats(max_value=-1e-9), st.sampled_from([np.nan, np.inf, "0.01", -1])
     ),
-    "var_names": st.sampled_from(
-        [None, "mu", ["mu", "exp_mu"], [], ["~mu"], "nope", ["~mu", "~exp_mu"], 5, ["m"]]
-    ),
-    "filter_vars": st.sampled_from([None, "like", "regex", "bogus"]),
-    "groups": st.sampled_from([None, "obs", "nope", [1, 2], "pair"]),
-    "replacements": st.sampled_from([None, [0.0], [], "x", [[0.0, 1.0]], "per-record"]),
-    "observed": st.sampled_from([None, "y", [], "nope"]),
-    "model": st.sampled_from([None, "model"]),
-    "max_refits": st.sampled_from([None, 0, 2, -1, "a"]),
+    "var_names": st.sampled_from([[], "nope", ["~mu", "~exp_mu"], 5, ["m"]]),
+    "filter_vars": st.sampled_from(["regex", "bogus"]),
+    "groups": st.sampled_from(["obs", "nope", [1, 2]]),
+    "replacements": st.sampled_from([[], "x", [[0.0, 1.0]], [0.0], "per-record"]),
+    "observed": st.sampled_from([[], "nope"]),
+    "model": st.just("model"),
+    "refit": st.sampled_from([{"max_refits": -1}, {"max_refits": "a"}, {"nope": 1}, 3]),
+    "store_weights": st.sampled_from(["no", 1]),
 }
 
 
 @settings(max_examples=80, deadline=None)
 @given(data=st.data())
 def test_audit_arguments_never_crash_with_another_exception(data):
-    """Random valid and invalid argument combinations: a result whose epsilon is finite (or
-    NaN / inf with a warning saying why), or a ValueError / TypeError / KeyError with a
-    message, never another exception type."""
+    """Valid argument combinations with up to two invalid values: a result whose epsilon is
+    finite (or NaN / inf with a warning saying why), or a ValueError / TypeError / KeyError
+    with a message, never another exception type."""
     rng = np.random.default_rng(0)
     idata = fake_idata(rng)
-    kwargs = {name: data.draw(strategy, label=name) for name, strategy in _ARGUMENTS.items()}
-    if kwargs["groups"] == "pair":
+    kwargs = {name: data.draw(strategy, label=name) for name, strategy in _VALID.items()}
+    bad = data.draw(st.lists(st.sampled_from(sorted(_INVALID)), max_size=2, unique=True))
+    kwargs.update({name: data.draw(_INVALID[name], label=f"bad {name}") for name in bad})
+    if isinstance(kwargs["groups"], str) and kwargs["groups"] == "pair":
         kwargs["groups"] = np.arange(8) // 2
-    if kwargs["replacements"] == "per-record":
+    if isinstance(kwargs["replacements"], str) and kwargs["replacements"] == "per-record":
         kwargs["replacements"] = edp.PerRecord(np.zeros(8))
     model = kwargs.pop("model")
     with warnings.catch_warnings():
@@ -594,6 +611,8 @@ def test_audit_arguments_never_crash_with_another_exception(data):
             res = edp.audit(idata, model, progressbar=False, **kwargs)
         except (ValueError, TypeError, KeyError) as err:
             assert str(err).strip()
+            # an argument audit() does not take would make every example stop here
+            assert "unexpected keyword argument" not in str(err)
             return
     assert np.isfinite(res.epsilon) or res.warnings
 
@@ -718,3 +737,114 @@ def test_tune_prior_takes_the_model_of_the_with_block():
             edp.tune_prior(build_model=lambda v: None, target_epsilon=0.3, progressbar=False)
     with pytest.raises(ValueError, match="pass either model="):
         edp.tune_prior(hyperparameter="sigma0", target_epsilon=0.3, progressbar=False)
+
+
+# ------------------------------------------------------ hostile inputs (issue 21)
+def _normal_model(y, x=None):
+    """The model of :func:`fake_idata` (mu ~ N(0, 1), y ~ N(mu, 1)), optionally with data x."""
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        shift = 0.0 if x is None else 0.0 * pm.Data("x", x)
+        pm.Normal("y", mu + shift, 1.0, observed=y)
+    return model
+
+
+def _with_log_likelihood(idata, ll):
+    return from_dict(
+        {
+            "posterior": {"mu": get_group(idata, "posterior")["mu"].values},
+            "log_likelihood": {"y": ll},
+            "observed_data": {"y": get_group(idata, "observed_data")["y"].values},
+        }
+    )
+
+
+@pytest.mark.parametrize("how", ["shuffled draws", "swapped chains"])
+def test_a_log_likelihood_of_other_draws_is_refused_with_the_model(rng, how):
+    """Item 1: shuffled draws gave 0.14 instead of 0.87, even with model= passed."""
+    idata = fake_idata(rng, n=6, n_draws=400)
+    y = get_group(idata, "observed_data")["y"].values
+    ll = get_group(idata, "log_likelihood")["y"].values
+    if how == "shuffled draws":
+        bad = ll[:, rng.permutation(ll.shape[1])]
+    else:
+        bad = ll[::-1]
+    model = _normal_model(y)
+    kw = {"bins": 5, "method": "psis", "progressbar": False, "random_seed": 3}
+    with pytest.raises(ValueError, match=r"does not belong to these posterior draws.*'y'"):
+        edp.audit(_with_log_likelihood(idata, bad), model, **kw)
+    # the right group passes the check, and gives the audit of the model's own log-likelihood
+    good = edp.audit(_with_log_likelihood(idata, ll), model, **kw)
+    from_model = edp.audit(_with_log_likelihood(idata, ll), model, log_likelihood="model", **kw)
+    assert good.epsilon == pytest.approx(from_model.epsilon, rel=1e-9)
+
+
+def test_a_model_whose_data_were_changed_with_set_data_is_refused_before_refitting(rng):
+    """Item 2: after pm.set_data a refit used the new covariate (2.68 instead of 1.89)."""
+    idata = fake_idata(rng, n=6, n_draws=400)
+    y = get_group(idata, "observed_data")["y"].values
+    x = np.linspace(0.0, 1.0, 6)
+    set_group(
+        idata, "constant_data", get_group(from_dict({"constant_data": {"x": x}}), "constant_data")
+    )
+    model = _normal_model(y, x)
+    res = edp.audit(idata, model, bins=5, method="psis", progressbar=False)
+    assert np.isfinite(res.epsilon)  # the same data: accepted
+    with model:
+        pm.set_data({"x": x + 1.0})
+    with pytest.raises(ValueError, match=r"model's data 'x' are not the constant_data.*set_data"):
+        edp.audit(idata, model, bins=5, method="refit", progressbar=False)
+
+
+def test_records_inside_a_potential_are_warned_about(rng):
+    """Item 3: data records inside a pm.Potential were left out of the audit silently."""
+    idata = fake_idata(rng, n=6, n_draws=400)
+    y = get_group(idata, "observed_data")["y"].values
+    extra = np.array([0.4, -0.2, 1.1])
+    with pm.Model() as with_data:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+        pm.Potential("more_records", pm.logp(pm.Normal.dist(mu, 1.0), extra).sum())
+    with pytest.warns(edp.EDPWarning, match=r"Potential.*'more_records'.*no neighbour"):
+        edp.audit(idata, with_data, bins=5, method="psis", progressbar=False)
+    with pm.Model() as penalty_only:  # a constraint on the parameters holds no records
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+        pm.Potential("penalty", -0.01 * mu**2)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*Potential", category=edp.EDPWarning)
+        res = edp.audit(idata, penalty_only, bins=5, method="psis", progressbar=False)
+    assert not any("Potential" in m for m in res.warnings)
+
+
+def test_most_exposed_refuses_a_negative_or_fractional_k(rng):
+    """Item 8: most_exposed(-1) returned every row but the last; 2.5 a slicing error."""
+    res = edp.audit(fake_idata(rng, n=6, n_draws=400), bins=5, method="psis", progressbar=False)
+    assert len(res.most_exposed(0)) == 0 and len(res.most_exposed(100)) == 6
+    with pytest.raises(ValueError, match=r"k must be .*>= 0.*-1"):
+        res.most_exposed(-1)
+    with pytest.raises(ValueError, match=r"k must be an integer.*2.5"):
+        res.most_exposed(2.5)
+
+
+def test_messages_for_bad_argument_types(rng):
+    """var_names=5, store_weights='no' and a (sample,) posterior get clear messages."""
+    idata = fake_idata(rng, n=6, n_draws=400)
+    kw = {"bins": 5, "method": "psis", "progressbar": False}
+    with pytest.raises(TypeError, match=r"var_names must be a string or a list.*5"):
+        edp.audit(idata, var_names=5, **kw)
+    with pytest.raises(TypeError, match=r"store_weights must be True, False or None.*'no'"):
+        edp.audit(idata, store_weights="no", **kw)
+    mu = get_group(idata, "posterior")["mu"].values.reshape(-1)
+    stacked = make_container({"posterior": xr.Dataset({"mu": ("sample", mu)})})
+    with pytest.raises(ValueError, match=r"without \['chain', 'draw'\].*sample_dims"):
+        edp.audit(stacked, **kw)
+
+
+def test_float32_observed_data_are_the_same_data(rng):
+    """'30 differing values' was float32 rounding of the very same data."""
+    idata = fake_idata(rng, n=30, n_draws=400)
+    y = get_group(idata, "observed_data")["y"].values
+    set_group(idata, "observed_data", get_group(idata, "observed_data").astype(np.float32))
+    res = edp.audit(idata, _normal_model(y), bins=5, method="psis", progressbar=False)
+    assert np.isfinite(res.epsilon)

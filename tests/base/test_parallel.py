@@ -36,9 +36,15 @@ def test_progressbar_on_runs():
     assert map_tasks(_square, [1, 2], progressbar=True, description="test") == [1, 4]
 
 
-def test_progress_bar_disabled_is_silent():
+def test_progress_bar_disabled_is_silent(capsys):
     with progress_bar(3, enabled=False) as bar:
         bar.advance()
+        bar.advance(2)
+    assert capsys.readouterr() == ("", "")
+    with progress_bar(3, enabled=True) as bar:  # the same calls with a bar do write
+        bar.advance(3)
+    shown = capsys.readouterr()
+    assert shown.out or shown.err
 
 
 def test_empty_tasks():
