@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,14 @@ AUDIT_GROUP = "edp_audit"
 
 def _tuple_or_none(value):
     return None if value is None else tuple(value)
+
+
+def _float_or_none(value):
+    return None if value is None else float(value)
+
+
+def _int_or_none(value):
+    return None if value is None else int(value)
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,9 @@ class EDPResult:
     noise_floor : float, optional
         Abowd's EMI, the noise floor of refit-and-count with ``S / 2`` independent draws, for
         reference (not an error of this estimate: that is ``mc_interval90``).
+    random_seed : int, optional
+        The seed the audit used (drawn afresh for ``random_seed=None``): passing it back
+        repeats the run; :meth:`to_netcdf` keeps it.
     count_smoothing : float
         Additive smoothing of count estimates (raw refits, EMI), Charest & Han's ``alpha``.
     verification : str
@@ -382,7 +394,12 @@ class EDPResult:
     )
 
     def to_dataset(self, *, include_weights: bool = False) -> xr.Dataset:
-        """Everything in one :class:`xarray.Dataset` (netCDF-safe).
+        """The result in one :class:`xarray.Dataset` (netCDF-safe).
+
+        Every field but ``refits`` (and, unless ``include_weights``, ``log_weights`` and
+        ``draws``) is stored: the tables as variables, the scalars in the attributes (those
+        that may be None or a tuple as JSON), so that :meth:`from_dataset` gives them back
+        with their types; see :meth:`to_netcdf`.
 
         Parameters
         ----------
@@ -425,7 +442,9 @@ class EDPResult:
         ds.attrs["mc_interval90"] = json.dumps(
             None if self.mc_interval90 is None else [float(v) for v in self.mc_interval90]
         )
-        ds.attrs["noise_floor"] = json.dumps(self.noise_floor)
+        ds.attrs["noise_floor"] = json.dumps(_float_or_none(self.noise_floor))
+        # JSON keeps None apart from a seed, and seeds above netCDF's 32-bit integers
+        ds.attrs["random_seed"] = json.dumps(_int_or_none(self.random_seed))
         ds.attrs["count_smoothing"] = self.count_smoothing
         ds.attrs["verification"] = self.verification
         ds.attrs["verification_note"] = self.verification_note
@@ -496,7 +515,8 @@ class EDPResult:
             log_weights=ds["log_weights"] if "log_weights" in ds else None,
             draws=ds["draws"] if "draws" in ds else None,
             mc_interval90=_tuple_or_none(json.loads(a.get("mc_interval90", "null"))),
-            noise_floor=json.loads(a.get("noise_floor", "null")),
+            noise_floor=_float_or_none(json.loads(a.get("noise_floor", "null"))),
+            random_seed=_int_or_none(json.loads(a.get("random_seed", "null"))),
             count_smoothing=float(a.get("count_smoothing", 0.01)),
             verification=str(a.get("verification", "unverified")),
             verification_note=str(a.get("verification_note", "")),
@@ -578,12 +598,32 @@ class EDPResult:
     def to_netcdf(self, path, *, include_weights: bool = False, **kwargs) -> None:
         """Write :meth:`to_dataset` to a netCDF file.
 
+        :meth:`from_netcdf` reads back every field of the result, with its type
+        (``random_seed``, ``mc_interval90``, ``noise_floor``, ``warnings``, the
+        verification...), except those deliberately not written:
+
+        - ``refits``, the refitted neighbours' traces (``None`` when read back): save
+          them with ``RefitOptions(checkpoint=...)``, or each ``res.refits[label]`` with
+          its own ``to_netcdf``;
+        - ``log_weights`` and ``draws`` (``n x S`` floats), unless ``include_weights=True``;
+          without them the diagnostics that recompute from the weights (``res.curve()``,
+          ``res.interval(prob)`` at another ``prob``, most plots) are unavailable, and the
+          stored 90% intervals and errors are used;
+        - what diagnostics computed and cached (:meth:`memo`).
+
         Parameters
         ----------
         path : str or path-like
+            The file; its folder must exist.
         include_weights : bool, default False
+            Also write ``log_weights`` and ``draws``.
         **kwargs
             Passed to :meth:`xarray.Dataset.to_netcdf`.
+
+        Raises
+        ------
+        FileNotFoundError
+            If the folder of ``path`` does not exist.
 
         Examples
         --------
@@ -602,6 +642,14 @@ class EDPResult:
         >>> back.log_weights is None  # include_weights=True keeps them
         True
         """
+        if isinstance(path, (str, os.PathLike)):
+            folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+            if not os.path.isdir(folder):
+                raise FileNotFoundError(
+                    f"cannot write {os.fspath(path)!r}: its folder {folder!r} does not exist "
+                    "(or is not a folder); create it first, e.g. "
+                    f"os.makedirs({folder!r}, exist_ok=True)"
+                )
         self.to_dataset(include_weights=include_weights).to_netcdf(path, **kwargs)
 
     @classmethod

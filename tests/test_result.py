@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -89,6 +91,83 @@ def test_netcdf_round_trip(result, tmp_path, engine):
     assert_same(result, back)
     np.testing.assert_array_equal(back.log_weights.values, result.log_weights.values)
     assert repr(back) == repr(result)
+
+
+#: Fields to_netcdf writes only with include_weights=True.
+WITH_WEIGHTS = {"log_weights", "draws"}
+#: Fields to_netcdf never writes (read back as their default), and why.
+NOT_SAVED = {
+    "refits": "refitted traces: RefitOptions(checkpoint=...) keeps them",
+    "_memo": "diagnostics' cache",
+}
+
+
+def _same_value(a, b):
+    """Equal, and of the same type (tuples: element by element)."""
+    if isinstance(a, (xr.Dataset, xr.DataArray)):
+        xr.testing.assert_identical(b, a)
+        return
+    assert type(b) is type(a)
+    assert b == a
+    if isinstance(a, tuple):
+        assert [type(x) for x in b] == [type(x) for x in a]
+    if isinstance(a, dict):
+        assert {k: type(v) for k, v in b.items()} == {k: type(v) for k, v in a.items()}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"random_seed": 123},
+        {
+            "random_seed": None,
+            "noise_floor": None,
+            "mc_interval90": None,
+            "warnings": ("first warning", "second"),
+            "verification": "confirmed",
+            "verification_note": "confirmed by 2 refits",
+            "count_smoothing": 0.5,
+        },
+    ],
+    ids=["seed_123", "seed_none"],
+)
+def test_netcdf_round_trips_every_field(result, tmp_path, changes):
+    """Every field comes back with its type, except those to_netcdf documents as not saved.
+
+    A new field of EDPResult fails here until it is saved (and checked) or listed as not.
+    """
+    res = dataclasses.replace(result, **changes)
+    res.to_netcdf(tmp_path / "plain.nc")
+    res.to_netcdf(tmp_path / "weights.nc", include_weights=True)
+    plain = EDPResult.from_netcdf(tmp_path / "plain.nc")
+    weights = EDPResult.from_netcdf(tmp_path / "weights.nc")
+    assert plain.random_seed == changes["random_seed"]
+    fields = {f.name: f for f in dataclasses.fields(EDPResult)}
+    saved = set(fields) - WITH_WEIGHTS - set(NOT_SAVED)
+    assert saved >= {"random_seed", "mc_interval90", "noise_floor", "verification"}
+    for name in saved:
+        _same_value(getattr(res, name), getattr(plain, name))
+        _same_value(getattr(res, name), getattr(weights, name))
+    for name in WITH_WEIGHTS:
+        assert getattr(res, name) is not None
+        assert getattr(plain, name) is None
+        _same_value(getattr(res, name), getattr(weights, name))
+    for name in NOT_SAVED:
+        f = fields[name]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        assert getattr(plain, name) == default
+        assert getattr(weights, name) == default
+    assert repr(weights) == repr(res)
+
+
+def test_to_netcdf_into_a_missing_folder_says_to_create_it(result, tmp_path):
+    folder = tmp_path / "not" / "there"
+    with pytest.raises(FileNotFoundError, match=r"folder .*there.* does not exist.*os\.makedirs"):
+        result.to_netcdf(folder / "audit.nc")
+    assert not folder.exists()
+    folder.mkdir(parents=True)
+    result.to_netcdf(folder / "audit.nc")
+    assert EDPResult.from_netcdf(folder / "audit.nc").epsilon == result.epsilon
 
 
 @pytest.mark.parametrize("fmt", ["netcdf", "zarr"])

@@ -18,18 +18,42 @@ DEFAULT_CANDIDATES = 5
 INTERVAL_DIM = "interval"
 
 
-def _no_weights() -> ValueError:
+def was_pruned(result: EDPResult) -> bool:
+    """Whether the audit pruned neighbours (``pointwise["method"]`` is ``"pruned"`` somewhere)."""
+    if "method" not in result.pointwise:
+        return False
+    method = np.asarray(result.pointwise["method"].values).astype(str)
+    return bool(np.any(method == "pruned"))
+
+
+def keep_weights_advice(result: EDPResult) -> str:
+    """How to rerun the audit so that it keeps the weights a diagnostic needs.
+
+    ``store_weights=True`` alone for an unpruned audit; a pruned one refuses it (pruning
+    skips neighbours, whose weights are then never computed), so it needs ``prune=False``.
+    """
+    if was_pruned(result):
+        return (
+            "rerun edp.audit(..., store_weights=True, prune=False): this audit pruned "
+            "neighbours (pointwise['method'] == 'pruned'), and pruning drops their weights, so "
+            "store_weights=True is refused unless prune=False"
+        )
+    return "rerun edp.audit(..., store_weights=True) (the default)"
+
+
+def no_weights_error(result: EDPResult) -> ValueError:
+    """The error of a diagnostic that needs weights the result does not carry."""
     return ValueError(
         "this diagnostic needs the importance weights of the audit, which were not kept: "
-        "rerun edp.audit(..., store_weights=True) (the default). Results read back with "
-        "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)."
+        f"{keep_weights_advice(result)}. Results read back with EDPResult.from_netcdf need "
+        "to_netcdf(..., include_weights=True)."
     )
 
 
 def weight_rows(result: EDPResult) -> np.ndarray:
     """Positions in ``result.pointwise`` of the rows of :func:`kept_weights`."""
     if result.log_weights is None:
-        raise _no_weights()
+        raise no_weights_error(result)
     lw = result.log_weights
     if WEIGHT_INDEX in lw.coords:
         return np.asarray(lw[WEIGHT_INDEX].values, dtype=np.int64)
@@ -43,7 +67,7 @@ def kept_weights(result: EDPResult) -> tuple[np.ndarray, np.ndarray]:
     neighbours that can set epsilon (:data:`pymc_edp.auditing.TOP_WEIGHTS`).
     """
     if result.log_weights is None:
-        raise _no_weights()
+        raise no_weights_error(result)
     lw = result.log_weights.transpose(NEIGHBOUR_DIM, ...).values
     return np.asarray(lw, dtype=float), weight_rows(result)
 

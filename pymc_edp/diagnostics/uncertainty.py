@@ -13,8 +13,10 @@ from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     INTERVAL_DIM,
     bins_of,
+    keep_weights_advice,
     kept_weights,
     neighbour_coords,
+    no_weights_error,
     order_of,
     refitted,
     scalar,
@@ -116,25 +118,17 @@ def _stored(result: EDPResult, prob: float | None, bins: int | None, what: str) 
         return False
     pw = result.pointwise
     if "epsilon_upper" not in pw:
-        raise _no_weights_error()
+        raise no_weights_error(result)
     if (bins is not None and int(bins) != result.bins) or (
         prob is not None and abs(prob - STORED_PROB) > 1e-12
     ):
         raise ValueError(
             f"this result keeps no importance weights, only the {what} the audit computed "
-            f"at B = {result.bins} and {100 * STORED_PROB:.0f}%: ask for those, or rerun "
-            "edp.audit(..., store_weights=True) (results read back from netCDF need "
+            f"at B = {result.bins} and {100 * STORED_PROB:.0f}%: ask for those, or "
+            f"{keep_weights_advice(result)} (results read back from netCDF need "
             "to_netcdf(..., include_weights=True))"
         )
     return True
-
-
-def _no_weights_error() -> ValueError:
-    return ValueError(
-        "this diagnostic needs the importance weights of the audit, which were not kept: "
-        "rerun edp.audit(..., store_weights=True) (the default). Results read back with "
-        "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)."
-    )
 
 
 def epsilon_mcse(

@@ -24,7 +24,7 @@ from pymc_edp.diagnostics import (
     epsilon_curve,
     epsilon_interval,
 )
-from pymc_edp.diagnostics._common import kept_weights
+from pymc_edp.diagnostics._common import keep_weights_advice, kept_weights, was_pruned
 from pymc_edp.diagnostics.report import format_interval
 from pymc_edp.plots.style import (
     REFERENCE_COLOR,
@@ -118,6 +118,13 @@ def _reduce_method(da: xr.DataArray, dim: str) -> np.ndarray:
     if da.dims != (dim,):
         return np.full(da.sizes.get(dim, 0), "", dtype=object)
     return np.asarray(da.values).astype(str)
+
+
+def _listing(values: Any, limit: int = 10) -> str:
+    """The first ``limit`` of ``values`` (and how many there are), for an error message."""
+    values = [str(v) for v in np.asarray(values).ravel()]
+    head = ", ".join(values[:limit])
+    return head if len(values) <= limit else f"{head}, ... ({len(values)} in all)"
 
 
 def _coordinate_positions(values: np.ndarray) -> np.ndarray:
@@ -673,24 +680,38 @@ def plot_neighbour_posterior(
     """
     require_matplotlib()
     if result.log_weights is None or result.draws is None:
-        raise ValueError("this plot needs the audit's log_weights and draws (store_weights=True)")
+        raise ValueError(
+            "this plot needs the audit's log_weights and draws, which this result does not "
+            f"carry: {keep_weights_advice(result)}; results read back with "
+            "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)"
+        )
     pw = result.pointwise
     if neighbour is None:
         neighbour = result.worst_neighbour
     labels = pw["neighbour"].values
     hits = np.flatnonzero(labels == neighbour)
     if hits.size == 0:
-        raise KeyError(f"no neighbour {neighbour!r}")
+        raise KeyError(
+            f"no neighbour {neighbour!r} in this result; pass one of its neighbours "
+            f"(res.pointwise['neighbour']): {_listing(labels)}"
+        )
     i = int(hits[0])
     if parameter is None:
         parameter = str(pw["worst_parameter"].values[i])
-    draws = np.asarray(result.draws.sel(parameter=parameter).values, dtype=float)
+    names = result.draws["parameter"].values
+    if not np.any(names.astype(str) == str(parameter)):
+        raise KeyError(
+            f"no parameter {parameter!r} in this result; pass one of its parameters "
+            f"(res.parameters['parameter']): {_listing(names)}"
+        )
+    draws = np.asarray(result.draws.sel(parameter=str(parameter)).values, dtype=float)
     lw, rows = kept_weights(result)
     at = np.flatnonzero(rows == i)
     if at.size == 0:
         raise ValueError(
             f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
-            "of the neighbours that can set epsilon)"
+            "of the neighbours that can set epsilon): plot one of those (the largest epsilons, "
+            "res.most_exposed()), or rerun edp.audit(..., store_weights=True, prune=False)"
         )
     w = normalised_weights(lw[at[0]])[0]
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
@@ -887,8 +908,9 @@ def plot_overview(
             ncols=4,
         )
     if getattr(result, "log_weights", None) is None or getattr(result, "draws", None) is None:
+        rerun = "store_weights=True, prune=False" if was_pruned(result) else "store_weights=True"
         why = (
-            "needs the audit's stored weights:\naudit(..., store_weights=True), or\n"
+            f"needs the audit's stored weights:\naudit(..., {rerun}), or\n"
             "EDPResult.to_netcdf(path, include_weights=True) before reading it back"
         )
         _note(axes[0, 1], "B-EDP ε against the number of bins", why)

@@ -59,6 +59,40 @@ def test_errors_of_the_top_neighbours_without_every_weight(tmp_path):
         top.curve()
 
 
+def test_a_pruned_result_without_weights_advises_prune_false(tmp_path):
+    """Pruning refuses store_weights=True: the advice to a pruned result adds prune=False.
+
+    A pruned audit read back without its weights (or with them dropped) cannot recompute
+    intervals, errors or curves; rerunning with store_weights=True alone would raise, so
+    every diagnostic that needs the weights says store_weights=True, prune=False and why.
+    """
+    y = np.random.default_rng(3).normal(MU0, SIGMA, 300)
+    y[:2] += 12  # two outlying records set epsilon; most of the others are pruned
+    pruned = normal_audit(normal_draws(np.random.default_rng(1), 1, 1000), y=y, prune=True)
+    assert (pruned.pointwise["method"].values == "pruned").sum() > 100
+    path = tmp_path / "pruned.nc"
+    pruned.to_netcdf(path)
+    back = edp.EDPResult.from_netcdf(path)
+    assert back.log_weights is None
+    np.testing.assert_allclose(back.interval()["epsilon"], pruned.interval()["epsilon"])
+    advice = r"store_weights=True, prune=False\).*pruning drops their weights"
+    with pytest.raises(ValueError, match=advice):
+        back.interval(0.5)
+    with pytest.raises(ValueError, match=advice):
+        diagnostics.epsilon_mcse(back, bins=10)
+    with pytest.raises(ValueError, match=advice):
+        back.curve(bins=(5, 10))
+    with pytest.raises(ValueError, match=advice):
+        back.bin_log_ratios()
+    # an unpruned result without weights is told store_weights=True only
+    full = edp.EDPResult.from_dataset(
+        normal_audit(normal_draws(np.random.default_rng(1), 1, 1000)).to_dataset()
+    )
+    with pytest.raises(ValueError, match=r"store_weights=True\) \(the default\)") as info:
+        full.interval(0.5)
+    assert "prune" not in str(info.value)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("chains", "draws", "rho"), [(2, 1000, 0.0), (4, 1000, 0.8)])
 def test_interval_coverage_normal_normal(chains, draws, rho):

@@ -390,6 +390,20 @@ def test_neighbour_posterior_needs_weights(diag_result):
         plots.plot_neighbour_posterior(diag_result, neighbour=999)
 
 
+def test_neighbour_posterior_lists_the_names_it_knows(diag_result):
+    """An unknown parameter or neighbour is a KeyError listing the result's own."""
+    with pytest.raises(KeyError, match=r"no parameter 'nope' in this result.*parameters.*: mu"):
+        diag_result.plot_neighbour_posterior(parameter="nope")
+    listing = r"neighbours.*: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, \.\.\. \(30 in all\)"
+    with pytest.raises(KeyError, match=r"no neighbour 'nope' in this result; .*" + listing):
+        diag_result.plot_neighbour_posterior(neighbour="nope")
+    with pytest.raises(KeyError, match=r"no neighbour 30 in this result"):
+        plots.plot_neighbour_posterior(diag_result, 30, "mu")
+    assert plt.get_fignums() == []  # nothing drawn
+    ax = diag_result.plot_neighbour_posterior(neighbour=3, parameter="mu")
+    assert ax.get_xlabel() == "mu"
+
+
 def test_delta_profile_draws_both_curves_and_the_audit_epsilon(diag_result):
     ax = diag_result.plot_delta_profile()
     grid = np.linspace(0, 1.5 * diag_result.epsilon, 200)
@@ -478,8 +492,20 @@ def test_overview_without_weights_notes_what_it_cannot_draw(diag_result):
         assert not ax.axison
         assert not ax.lines and not ax.images and not ax.collections
         (note,) = ax.texts
-        assert "store_weights=True" in note.get_text()
+        assert "store_weights=True)" in note.get_text()
     assert axes[0, 1].get_title() == "B-EDP ε against the number of bins"
+
+
+def test_plots_of_a_pruned_result_without_weights_advise_prune_false(diag_result):
+    """Pruning refuses store_weights=True, so a pruned result is told prune=False too."""
+    method = np.where(np.arange(diag_result.n_neighbours) < 20, "pruned", "psis")
+    res = _with_pointwise(dataclasses.replace(diag_result, log_weights=None), method=method)
+    axes = plots.plot_overview(res)
+    for ax in (axes[0, 1], axes[1, 0], axes[1, 1]):
+        (note,) = ax.texts
+        assert "audit(..., store_weights=True, prune=False)" in note.get_text()
+    with pytest.raises(ValueError, match=r"store_weights=True, prune=False.*pruning drops"):
+        res.plot_neighbour_posterior()
 
 
 def test_plots_say_when_epsilon_is_a_lower_bound(result):
