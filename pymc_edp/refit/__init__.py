@@ -20,13 +20,14 @@ from pymc_edp.refit.checkpoint import Checkpoint, config_hash
 from pymc_edp.refit.engines import Engine
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, refit_seed
-from pymc_edp.refit.run import run_refits
+from pymc_edp.refit.run import RefitInterrupted, run_refits
 
 __all__ = [
     "Checkpoint",
     "Engine",
     "NeighbourData",
     "RefitOptions",
+    "RefitInterrupted",
     "RefitOutcome",
     "RefitTask",
     "Refits",
