@@ -17,17 +17,17 @@ References
 
 from pymc_edp.model.transform import NeighbourData, neighbour_model
 from pymc_edp.refit.checkpoint import Checkpoint, config_hash
-from pymc_edp.refit.engines import Engine
+from pymc_edp.refit.engines import Engine, RefitInterrupted
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, refit_seed
-from pymc_edp.refit.run import RefitInterrupted, run_refits
+from pymc_edp.refit.run import run_refits
 
 __all__ = [
     "Checkpoint",
     "Engine",
     "NeighbourData",
-    "RefitOptions",
     "RefitInterrupted",
+    "RefitOptions",
     "RefitOutcome",
     "RefitTask",
     "Refits",

@@ -21,6 +21,7 @@ __all__ = [
     "Engine",
     "NutpieEngine",
     "PymcEngine",
+    "RefitInterrupted",
     "discrete_free_vars",
     "make_engine",
     "resolve_engine",
@@ -29,6 +30,15 @@ __all__ = [
 
 # per-process cache of compiled samplers, keyed by an engine's token (survives pickling)
 _COMPILED: dict[str, object] = {}
+
+
+class RefitInterrupted(KeyboardInterrupt):
+    """The refits were interrupted (Ctrl-C): what finished is saved, nothing cut short is.
+
+    nutpie (and PyMC) answer Ctrl-C by returning the draws made so far; such a trace is
+    never used or saved, and the audit stops at once. Rerun with the same checkpoint to
+    refit only what is missing.
+    """
 
 
 @runtime_checkable
@@ -123,6 +133,8 @@ class NutpieEngine(_EngineBase):
             return self._finish(nutpie.sample(compiled, **kwargs))
         try:
             return self._from_arrow(raw, compiled)
+        except RefitInterrupted:
+            raise  # never sampled again: the user asked to stop
         except Exception:  # pragma: no cover - nutpie's raw format changed
             _log.debug("unexpected nutpie trace layout; sampling again through nutpie's API")
             return self._finish(nutpie.sample(compiled, **kwargs))
@@ -136,9 +148,19 @@ class NutpieEngine(_EngineBase):
         per_var: dict = {}
         dims_of: dict = {}
         divergent = 0
+        if len(draw_batches) < self.chains:
+            raise RefitInterrupted(
+                f"nutpie's trace was cut short: {len(draw_batches)} of {self.chains} chains"
+            )
         for draws, stats in zip(draw_batches, stat_batches, strict=True):
             tuning = pyarrow.array(stats.column("tuning")).to_numpy(zero_copy_only=False)
             n_tune = int(np.asarray(tuning).sum())
+            if draws.num_rows - n_tune < self.draws:
+                # nutpie answers Ctrl-C by returning the draws made so far
+                raise RefitInterrupted(
+                    f"nutpie's trace was cut short: a chain has {max(draws.num_rows - n_tune, 0)}"
+                    f" of {self.draws} draws"
+                )
             div = pyarrow.array(stats.column("diverging")).to_numpy(zero_copy_only=False)
             div = np.asarray(div)[n_tune:]
             divergent += int(div.sum())

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -16,7 +19,12 @@ from pymc_edp.base.parallel import map_tasks
 from pymc_edp.model.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
 from pymc_edp.model.transform import NeighbourDataMaker, neighbour_changes, neighbour_model
 from pymc_edp.refit.checkpoint import Checkpoint
-from pymc_edp.refit.engines import STRICTER_TARGET_ACCEPT, make_engine, stricter
+from pymc_edp.refit.engines import (
+    STRICTER_TARGET_ACCEPT,
+    RefitInterrupted,
+    make_engine,
+    stricter,
+)
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, jsonable, refit_seed
 
@@ -32,15 +40,6 @@ __all__ = [
     "refit_neighbours",
     "run_refits",
 ]
-
-
-class RefitInterrupted(KeyboardInterrupt):
-    """The refits were interrupted (Ctrl-C): what finished is saved, nothing cut short is.
-
-    nutpie (and PyMC) answer Ctrl-C by returning the draws made so far; such a trace is
-    never used or saved, and the audit stops at once. Rerun with the same checkpoint to
-    refit only what is missing.
-    """
 
 
 def cut_short(posterior: xr.Dataset, draws: int, chains: int) -> str | None:
@@ -110,9 +109,45 @@ def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOut
     return RefitOutcome(index, label, status, reason, seed, time.perf_counter() - start, post)
 
 
+#: Set by the SIGINT handler :func:`_watching_interrupts` installs while refits run.
+_INTERRUPTED = threading.Event()
+
+
+@contextlib.contextmanager
+def _watching_interrupts():
+    """Record Ctrl-C while refits run, then let the previous handler act as it would.
+
+    A sampler may catch the ``KeyboardInterrupt`` itself (nutpie stops and returns the
+    draws made so far, or, near the end, a whole trace); the recorded interrupt still ends
+    the refits after the one running. Only the main thread can set a handler; elsewhere
+    nothing changes.
+    """
+    _INTERRUPTED.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum, frame):
+        _INTERRUPTED.set()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _INTERRUPTED.clear()
+
+
 def _sample_whole(engine, data, seed, label):
     """``engine.sample``, refusing a trace cut short (an interrupt): it is never used."""
     post, div = engine.sample(data, seed)
+    if _INTERRUPTED.is_set():  # the sampler caught Ctrl-C and returned
+        raise RefitInterrupted(f"interrupted (Ctrl-C) during the refit of {label}")
     draws, chains = getattr(engine, "draws", None), getattr(engine, "chains", None)
     if draws is not None and chains is not None:
         short = cut_short(post, int(draws), int(chains))
@@ -200,14 +235,15 @@ def run_refits(
             if checkpoint is not None:
                 checkpoint.save(out)
 
-        results = map_tasks(
-            partial(_run_one, engine, retry_divergent=retry_divergent),
-            todo,
-            executor=executor,
-            progressbar=progressbar,
-            description="EDP: refitting neighbours",
-            on_result=on_result,
-        )
+        with _watching_interrupts():
+            results = map_tasks(
+                partial(_run_one, engine, retry_divergent=retry_divergent),
+                todo,
+                executor=executor,
+                progressbar=progressbar,
+                description="EDP: refitting neighbours",
+                on_result=on_result,
+            )
         for out in results:
             done[out.index] = out
     return done

@@ -343,3 +343,86 @@ def test_a_cut_short_refit_is_never_saved_and_ends_the_run(tmp_path):
 
     with pytest.raises(RefitInterrupted, match=r"2 chain\(s\) x 4 draws of 2 x 10"):
         run_refits(Short(draws=10, chains=2), tasks[:1], progressbar=False)
+
+
+def test_ctrl_c_caught_by_the_sampler_still_ends_the_run(tmp_path):
+    """nutpie catches Ctrl-C itself; near a refit's end it returns a whole trace.
+
+    The interrupt is recorded all the same: that refit is not saved, nothing after it runs.
+    """
+    import dataclasses
+    import os
+    import signal
+
+    import xarray as xr
+
+    from pymc_edp.refit import Checkpoint, RefitInterrupted
+    from pymc_edp.refit.engines import NutpieEngine
+    from pymc_edp.refit.outcome import RefitTask
+    from pymc_edp.refit.run import run_refits
+
+    @dataclasses.dataclass
+    class Swallows(NutpieEngine):
+        at: int = -1
+        seen: list = dataclasses.field(default_factory=list)
+
+        def sample(self, data, seed):
+            self.seen.append(data["k"])
+            if data["k"] == self.at:
+                try:  # Ctrl-C arrives while sampling; the sampler catches it and finishes
+                    os.kill(os.getpid(), signal.SIGINT)
+                    for _ in range(10_000):  # the handler runs between bytecodes
+                        pass
+                except KeyboardInterrupt:
+                    pass
+            values = np.full((self.chains, self.draws), float(data["k"]))
+            return xr.Dataset({"mu": (("chain", "draw"), values)}), 0
+
+    tasks = [RefitTask(k, f"r{k}", {"k": k}, k + 1) for k in range(4)]
+    before = signal.getsignal(signal.SIGINT)
+    engine = Swallows(draws=10, chains=2, at=1)
+    with pytest.raises(RefitInterrupted, match=r"interrupted \(Ctrl-C\) during the refit of r1"):
+        run_refits(engine, tasks, checkpoint=Checkpoint(tmp_path, {"d": 1}), progressbar=False)
+    assert engine.seen == [0, 1]
+    assert [p.name for p in tmp_path.glob("refit_*.nc")] == ["refit_000000.nc"]
+    assert signal.getsignal(signal.SIGINT) is before  # the handler is put back
+    # a later run is not haunted by the old interrupt
+    done = run_refits(Swallows(draws=10, chains=2), tasks, progressbar=False)
+    assert {out.status for out in done.values()} == {"ok"}
+
+
+def test_a_cut_short_nutpie_trace_is_never_sampled_again():
+    """nutpie's raw trace after Ctrl-C: chains of unequal length (36,749 and 37,171 draws of
+    2,000,000 in one try). It used to fail the conversion, and the fallback sampled the whole
+    refit again, swallowing the interrupt."""
+    pytest.importorskip("nutpie")
+    from pymc_edp.refit import RefitInterrupted
+    from pymc_edp.refit.engines import NutpieEngine
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.array([0.2, -0.4, 1.1]))
+    engine = NutpieEngine(draws=40, tune=30, chains=2, model=model)
+    compiled = engine._compiled()
+    import nutpie
+
+    raw = nutpie.sample(
+        compiled, draws=40, tune=30, chains=2, seed=1, progress_bar=False, return_raw_trace=True
+    )
+    draws, stats = raw.get_arrow_trace()  # nutpie hands its trace over once
+
+    class Raw:
+        def __init__(self, cut=0):
+            self.cut = cut
+
+        def get_arrow_trace(self):  # the second chain stopped ``cut`` draws early
+            rows = [b.num_rows - (self.cut if i == 1 else 0) for i, b in enumerate(draws)]
+            return (
+                [b.slice(0, n) for b, n in zip(draws, rows, strict=True)],
+                [b.slice(0, n) for b, n in zip(stats, rows, strict=True)],
+            )
+
+    whole, _ = engine._from_arrow(Raw(), compiled)
+    assert dict(whole.sizes) == {"chain": 2, "draw": 40}
+    with pytest.raises(RefitInterrupted, match=r"cut short: a chain has 28 of 40 draws"):
+        engine._from_arrow(Raw(12), compiled)
