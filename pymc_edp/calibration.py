@@ -34,6 +34,7 @@ References
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -44,7 +45,6 @@ import xarray as xr
 from scipy import special
 
 from pymc_edp.base.validate import check_int, check_real
-from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
 
 if TYPE_CHECKING:
     import pymc as pm
@@ -77,6 +77,87 @@ def _split_by_mean(a_min: float, prior_mean: float) -> tuple[float, float]:
     if m <= 0.5:
         return a_min, a_min * (1 - m) / m
     return a_min * m / (1 - m), a_min
+
+
+# Smallest positive normal double: a calibrated prior parameter below it has lost precision.
+_TINY = float(np.finfo(float).tiny)
+
+
+def _calibrated_parameter(
+    numerator: float, exponent: float, epsilon: float, n_s: int, formula: str
+) -> float:
+    """``numerator / (e^exponent - 1)``, also where ``e^exponent`` overflows.
+
+    Raises a :class:`ValueError` when the result underflows double precision (``epsilon`` so
+    large that the prior parameter is no longer representable), instead of returning 0 or a
+    denormal number that the mechanism cannot use.
+    """
+    if exponent < 700.0:
+        a = numerator / math.expm1(exponent)
+    else:  # e^x - 1 == e^x in double precision here; math.exp underflows to 0 quietly
+        a = math.exp(math.log(numerator) - exponent)
+    if a < _TINY:
+        limit = (math.log(numerator) - math.log(_TINY)) * (epsilon / exponent)
+        raise ValueError(
+            f"epsilon={epsilon!r} is too large to calibrate: the prior parameter {formula} = "
+            f"e^{math.log(numerator) - exponent - math.log(-math.expm1(-exponent)):.1f} "
+            f"underflows double precision (the largest usable epsilon with n_synthetic={n_s} "
+            f"is about {limit:.1f}); an epsilon this large gives no meaningful privacy -- "
+            "use a smaller epsilon"
+        )
+    return a
+
+
+def _log1p_ratio(numerator: float, denominator: float) -> float:
+    """``log(1 + numerator / denominator)`` for positive values, without overflow."""
+    ratio = float(numerator) / float(denominator)
+    if math.isfinite(ratio):
+        return math.log1p(ratio)
+    return math.log(numerator) - math.log(denominator) + math.log1p(denominator / numerator)
+
+
+def _dirichlet_multinomial_log_pmf(a: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Dirichlet-Multinomial log pmf, accurate for tiny and for huge parameters.
+
+    Parameters
+    ----------
+    a : numpy.ndarray, shape (R, K)
+        Dirichlet parameters of each row (> 0).
+    counts : numpy.ndarray, shape (C, K)
+        Outcome counts, every row summing to the same ``n_s``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (R, C)
+
+    Notes
+    -----
+    ``gammaln(a + c) - gammaln(a)`` cancels catastrophically when ``a`` is huge (tiny
+    epsilon: ``a ~ n_s / eps``), and neighbouring rows then differ by less than the
+    round-off. Instead the pmf is written as a product of ratios in (0, 1],
+    ``prod_k prod_{i < c_k} (a_k + i) / (A + i)``, times
+    ``prod_k prod_{i < c_k} (1 + i / A) / prod_{l < n_s} (1 + l / A)`` (the powers of
+    ``A = sum_k a_k`` cancel because the counts sum to ``n_s``), each factor evaluated
+    to full relative precision.
+    """
+    a = np.asarray(a, dtype=float)
+    counts = np.asarray(counts, dtype=np.intp)
+    n_s = int(counts[0].sum())
+    total = a.sum(axis=1)
+    i = np.arange(n_s, dtype=float)
+    ratios = np.log((a[:, :, None] + i) / (total[:, None, None] + i))  # (R, K, n_s)
+    g = np.concatenate([np.zeros((*a.shape, 1)), np.cumsum(ratios, axis=2)], axis=2)
+    h = np.concatenate(
+        [np.zeros((a.shape[0], 1)), np.cumsum(np.log1p(i / total[:, None]), axis=1)], axis=1
+    )  # (R, n_s + 1)
+    k = np.arange(a.shape[1])[None, :]
+    log_coef = special.gammaln(n_s + 1) - special.gammaln(counts + 1).sum(axis=1)
+    return (
+        log_coef[None, :]
+        + g[:, k, counts].sum(axis=2)
+        + h[:, counts].sum(axis=2)
+        - h[:, n_s][:, None]
+    )
 
 
 def _check_counts(x, n) -> tuple[int, int]:
@@ -147,15 +228,28 @@ class BetaBinomialSynthesizer:
     @property
     def epsilon(self) -> float:
         """Exact DP epsilon, ``log(1 + n_s / min(alpha, beta))``."""
-        return float(np.log1p(self.n_synthetic / min(self.alpha, self.beta)))
+        return _log1p_ratio(self.n_synthetic, min(self.alpha, self.beta))
 
     def transition_matrix(self, n: int, *, log: bool = False) -> xr.DataArray:
-        """``P(x_synthetic | x)`` for ``x = 0..n``.
+        """``P(x_synthetic | x)`` for ``x = 0..n`` (Beta-Binomial rows).
 
-        See :func:`pymc_edp.conjugate.beta_binomial_synthesizer_matrix`.
+        The same matrix as :func:`pymc_edp.conjugate.beta_binomial_synthesizer_matrix`,
+        evaluated as products of ratios so that it stays finite, with rows summing to 1,
+        for tiny prior parameters (large epsilon) and keeps its precision for huge ones
+        (tiny epsilon): :func:`pymc_edp.risk.dp_epsilon` of it recovers :attr:`epsilon`.
         """
-        return beta_binomial_synthesizer_matrix(
-            n, self.alpha, self.beta, n_synthetic=self.n_synthetic, log=log
+        n = check_int(n, "n", 0)
+        n_s = self.n_synthetic
+        x = np.arange(n + 1, dtype=float)
+        k = np.arange(n_s + 1)
+        a = np.column_stack([self.alpha + x, self.beta + (n - x)])  # keep tiny beta
+        log_pmf = _dirichlet_multinomial_log_pmf(a, np.column_stack([k, n_s - k]))
+        return xr.DataArray(
+            log_pmf if log else np.exp(log_pmf),
+            dims=("x", "x_synthetic"),
+            coords={"x": np.arange(n + 1), "x_synthetic": k},
+            name="log_transition" if log else "transition",
+            attrs={"alpha": self.alpha, "beta": self.beta, "n": n, "n_synthetic": n_s},
         )
 
     def build_model(self, x: int, n: int) -> pm.Model:
@@ -216,7 +310,8 @@ def beta_binomial_synthesizer_prior(
     """
     eps = _check_epsilon(epsilon)
     n_s = check_int(n_synthetic, "n_synthetic", 1)
-    alpha, beta = _split_by_mean(n_s / np.expm1(eps), prior_mean)
+    a_min = _calibrated_parameter(n_s, eps, eps, n_s, "n_s / (e^eps - 1)")
+    alpha, beta = _split_by_mean(a_min, prior_mean)
     return BetaBinomialSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
 
 
@@ -272,7 +367,7 @@ class BernoulliSynthesizer:
     @property
     def epsilon(self) -> float:
         """Exact DP epsilon, ``n_s log(1 + 1 / min(alpha, beta))``."""
-        return float(self.n_synthetic * np.log1p(1.0 / min(self.alpha, self.beta)))
+        return self.n_synthetic * _log1p_ratio(1.0, min(self.alpha, self.beta))
 
     def success_probability(self, x, n: int) -> np.ndarray:
         """Synthesis probability ``(x + alpha) / (n + alpha + beta)`` (vectorised in x)."""
@@ -282,14 +377,19 @@ class BernoulliSynthesizer:
         """``P(x_synthetic | x)`` for ``x = 0..n``: Binomial(n_s, (x + a) / (n + a + b)) rows."""
         n = check_int(n, "n", 0)
         n_s = self.n_synthetic
-        p = self.success_probability(np.arange(n + 1), n)[:, None]
+        x = np.arange(n + 1, dtype=float)[:, None]
         k = np.arange(n_s + 1)[None, :]
+        # log p and log(1 - p) as logs of ratios: 1 - p is not rounded away when p ~ 1
+        # (tiny beta, large epsilon), and huge alpha, beta (tiny epsilon) keep their digits.
+        total = n + self.alpha + self.beta
+        log_p = np.log((x + self.alpha) / total)
+        log_q = np.log((n - x + self.beta) / total)
         log_pmf = (
             special.gammaln(n_s + 1)
             - special.gammaln(k + 1)
             - special.gammaln(n_s - k + 1)
-            + special.xlogy(k, p)
-            + special.xlog1py(n_s - k, -p)
+            + k * log_p
+            + (n_s - k) * log_q
         )
         return xr.DataArray(
             log_pmf if log else np.exp(log_pmf),
@@ -353,7 +453,8 @@ def bernoulli_synthesizer_prior(
     """
     eps = _check_epsilon(epsilon)
     n_s = check_int(n_synthetic, "n_synthetic", 1)
-    alpha, beta = _split_by_mean(1.0 / np.expm1(eps / n_s), prior_mean)
+    a_min = _calibrated_parameter(1.0, eps / n_s, eps, n_s, "1 / (e^(eps / n_s) - 1)")
+    alpha, beta = _split_by_mean(a_min, prior_mean)
     return BernoulliSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
 
 
@@ -432,7 +533,7 @@ class DirichletMultinomialSynthesizer:
     @property
     def epsilon(self) -> float:
         """Exact DP epsilon, ``log(1 + n_s / min(alpha))``."""
-        return float(np.log1p(self.n_synthetic / min(self.alpha)))
+        return _log1p_ratio(self.n_synthetic, min(self.alpha))
 
     def datasets(self, n: int) -> np.ndarray:
         """All count vectors of n records over the K categories, shape (m, K)."""
@@ -465,19 +566,10 @@ class DirichletMultinomialSynthesizer:
         and ``x_synthetic_0..``; use :meth:`neighbour_pairs` with
         :func:`pymc_edp.risk.dp_epsilon` (``pairs=``).
         """
-        rows = self.datasets(n).astype(float)
-        cols = _compositions(self.n_synthetic, self.n_categories).astype(float)
-        a = np.asarray(self.alpha)[None, :] + rows  # (R, K)
+        rows = self.datasets(n)
+        cols = _compositions(self.n_synthetic, self.n_categories)
         n_s = self.n_synthetic
-        log_pmf = (
-            special.gammaln(n_s + 1)
-            - special.gammaln(cols + 1).sum(axis=1)[None, :]
-            + special.gammaln(a.sum(axis=1))[:, None]
-            - special.gammaln(a.sum(axis=1) + n_s)[:, None]
-            + (
-                special.gammaln(a[:, None, :] + cols[None, :, :]) - special.gammaln(a)[:, None, :]
-            ).sum(axis=2)
-        )
+        log_pmf = _dirichlet_multinomial_log_pmf(np.asarray(self.alpha)[None, :] + rows, cols)
         k = self.n_categories
         row_idx = pd.MultiIndex.from_arrays(
             [rows[:, i].astype(int) for i in range(k)], names=[f"x_{i}" for i in range(k)]
@@ -559,9 +651,9 @@ def dirichlet_multinomial_synthesizer_prior(
     """
     eps = _check_epsilon(epsilon)
     n_s = check_int(n_synthetic, "n_synthetic", 1)
-    a_min = n_s / np.expm1(eps)
     if (n_categories is None) == (prior_mean is None):
         raise ValueError("Give exactly one of `n_categories` and `prior_mean`.")
+    a_min = _calibrated_parameter(n_s, eps, eps, n_s, "n_s / (e^eps - 1)")
     if prior_mean is None:
         k = check_int(n_categories, "n_categories", 2)
         alpha = (a_min,) * k

@@ -266,3 +266,84 @@ def test_laplace_build_model(rng):
 def test_validation(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ---------------------------------------------------------------------------------------
+# Extreme epsilons: finite transition matrices that round-trip through dp_epsilon
+# ---------------------------------------------------------------------------------------
+# Every calibration class with a transition matrix: (prior for an epsilon, whether its
+# neighbouring rows are given by neighbour_pairs).
+EXTREME = {
+    "beta-binomial": (lambda eps: beta_binomial_synthesizer_prior(eps, 5), False),
+    "beta-binomial-asymmetric": (
+        lambda eps: beta_binomial_synthesizer_prior(eps, 5, prior_mean=0.3),
+        False,
+    ),
+    "bernoulli": (lambda eps: bernoulli_synthesizer_prior(eps, 5, prior_mean=0.3), False),
+    "dirichlet": (lambda eps: dirichlet_multinomial_synthesizer_prior(eps, 3, 3), True),
+}
+
+
+def _matrices(name, eps, n):
+    make, by_pairs = EXTREME[name]
+    prior = make(eps)
+    pairs = prior.neighbour_pairs(n) if by_pairs else None
+    t = prior.transition_matrix(n)
+    log_t = prior.transition_matrix(n, log=True)
+    return prior, t, log_t, pairs
+
+
+@pytest.mark.parametrize("name", list(EXTREME))
+@pytest.mark.parametrize("epsilon", [1e-9, 1e-3, 1.0, 10.0, 37.0, 50.0, 200.0])
+def test_transition_matrix_round_trips_extreme_epsilon(name, epsilon):
+    # Used to be NaN from eps >= 37 on (tiny prior parameters), so that dp_epsilon blamed
+    # its input, and to check out as 1.5e-5 at eps = 1e-9 (huge parameters, cancellation).
+    for n in (1, 4):
+        prior, t, log_t, pairs = _matrices(name, epsilon, n)
+        assert prior.epsilon == pytest.approx(epsilon, rel=1e-12)
+        assert np.all(np.isfinite(t.values)) and np.all(np.isfinite(log_t.values))
+        np.testing.assert_allclose(t.values.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(np.exp(log_t.values), t.values, rtol=1e-13, atol=0)
+        assert dp_epsilon(t, pairs=pairs) == pytest.approx(epsilon, rel=1e-6)
+        assert dp_epsilon(log_t, pairs=pairs, log=True) == pytest.approx(epsilon, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("name", "epsilon"),
+    [("beta-binomial", 705.0), ("dirichlet", 705.0), ("bernoulli", 1000.0)],
+)
+def test_transition_matrix_near_the_largest_usable_epsilon(name, epsilon):
+    # Some probabilities underflow to exactly 0 while the neighbouring row's are positive:
+    # the probability-scale matrix is still valid and dp_epsilon reports >= eps (inf: no
+    # finite bound visible in double precision), never NaN nor an error about its input;
+    # the log-scale matrix keeps every digit.
+    _, t, log_t, pairs = _matrices(name, epsilon, 4)
+    assert np.all(np.isfinite(t.values)) and np.all(np.isfinite(log_t.values))
+    np.testing.assert_allclose(t.values.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    assert dp_epsilon(t, pairs=pairs) >= epsilon * (1 - 1e-6)
+    assert dp_epsilon(log_t, pairs=pairs, log=True) == pytest.approx(epsilon, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "limit"),
+    [
+        (lambda: beta_binomial_synthesizer_prior(800.0, 5), "710.0"),
+        (lambda: dirichlet_multinomial_synthesizer_prior(800.0, 3, 3), "709.5"),
+        (lambda: bernoulli_synthesizer_prior(4000.0, 5), "3542.0"),
+    ],
+)
+def test_epsilon_beyond_double_precision_refused(call, limit):
+    # The prior parameter n_s / (e^eps - 1) would underflow to 0 (and e^eps overflow).
+    with pytest.raises(
+        ValueError,
+        match=rf"too large to calibrate: .*underflows double precision .*about {limit}\)",
+    ):
+        call()
+
+
+def test_epsilon_property_with_tiny_parameters():
+    # log(1 + n_s / a) stays finite when n_s / a overflows.
+    s = BetaBinomialSynthesizer(alpha=1e-308, beta=1.0, n_synthetic=5)
+    assert s.epsilon == pytest.approx(np.log(5.0) + 308 * np.log(10.0), rel=1e-14)
+    b = BernoulliSynthesizer(alpha=1e-308, beta=1.0, n_synthetic=5)
+    assert b.epsilon == pytest.approx(5 * 308 * np.log(10.0), rel=1e-14)

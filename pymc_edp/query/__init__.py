@@ -107,9 +107,10 @@ def query_edp(
     database_col : str, optional
         Database column of a single DataFrame.
     individuals : sequence, optional
-        Individuals to audit (default: all).
+        Individuals to audit (default: all). Each must occur in some database, with the
+        ids' type (``[3, 7]``, not ``["3", "7"]``, for integer ids).
     n_draws : int, default 1
-        Evaluations per database of a randomised query.
+        Evaluations per database of a randomised query (an integer >= 1).
     side_info : callable, optional
         Adversary knowledge ``g(df)`` (sec. 4); with ``profile={"side_info_buckets": ...}``
         the profile is conditioned on its buckets.
@@ -145,6 +146,10 @@ def query_edp(
     >>> bool(d[0] > d[1])
     True
     """
+    profile = dict(profile or {})
+    for key in ("random_seed", "progressbar"):
+        if key in profile:
+            raise TypeError(f"pass {key} to query_edp itself, not in profile")
     samples = query_samples(
         databases,
         query,
@@ -157,10 +162,6 @@ def query_edp(
         executor=executor,
         progressbar=progressbar,
     )
-    profile = dict(profile or {})
-    for key in ("random_seed", "progressbar"):
-        if key in profile:
-            raise TypeError(f"pass {key} to query_edp itself, not in profile")
     return privacy_profile(samples, random_seed=random_seed, progressbar=progressbar, **profile)
 
 

@@ -15,8 +15,10 @@ References
 
 from __future__ import annotations
 
+import datetime
 import inspect
 import math
+import numbers
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
@@ -201,9 +203,10 @@ def query_samples(
         Column naming the database of each row, for a single DataFrame.
     individuals : sequence, optional
         Individuals to audit (default: every id seen in any database). An individual absent
-        from a database leaves it unchanged.
+        from a database leaves it unchanged; one absent from every database is refused (it
+        is usually an id of the wrong type, e.g. ``"3"`` for ``3``).
     n_draws : int, default 1
-        Evaluations per database for randomised queries ([1], Definition 2).
+        Evaluations per database for randomised queries ([1], Definition 2); at least 1.
     side_info : callable, optional
         Adversary knowledge ``g(df)`` evaluated on each full database ([1], section 4);
         stored as ``side_info`` for :func:`~pymc_edp.query.privacy_profile` to condition on.
@@ -231,9 +234,14 @@ def query_samples(
     Raises
     ------
     ValueError
-        If ``id_col`` has missing values (every row needs an individual id), if every
-        database is empty, or if a database is empty and the query fails, or returns a
-        non-finite value, on an empty frame; the messages name the databases.
+        If ``id_col`` has missing values (every row needs an individual id), if the ids
+        mix types (e.g. the integer ``3`` in one database and the string ``"3"`` in
+        another, which would count one person as two), if a requested individual is in no
+        database, if ``n_draws`` is not an integer >= 1, if every database is empty, or if
+        a database is empty and the query fails, or returns a non-finite value, on an empty
+        frame; the messages name the databases and ids.
+    TypeError
+        If ``n_draws`` is not a number or ``individuals`` is a single string.
 
     Examples
     --------
@@ -253,22 +261,38 @@ def query_samples(
     >>> samples["value_without"].isel(database=0, draw=0).round(3).to_numpy()
     array([8.598, 7.794, 9.366, 6.452, 9.519])
     """
+    n_draws = _check_n_draws(n_draws)
+    if isinstance(individuals, str | bytes):
+        raise TypeError(
+            f"individuals must be a sequence of ids, got the single string {individuals!r}; "
+            f"write individuals=[{individuals!r}]"
+        )
     labels, frames = as_databases(databases, database_col=database_col)
     for j, f in enumerate(frames):
         if id_col not in f.columns:
             raise KeyError(f"id column {id_col!r} missing from database {_describe(labels, j)}")
     _check_ids(frames, labels, id_col)
     ids_per_db = [pd.unique(f[id_col].to_numpy()) for f in frames]
+    _check_id_types(ids_per_db, labels, id_col)
+    # Empty databases add no individual (and must not turn the ids' dtype to object).
+    nonempty = [ids for ids in ids_per_db if ids.size]
+    known = pd.unique(np.concatenate(nonempty)) if nonempty else np.array([])
     if individuals is None:
-        # Empty databases add no individual (and must not turn the ids' dtype to object).
-        nonempty = [ids for ids in ids_per_db if ids.size]
-        all_ids = pd.unique(np.concatenate(nonempty)) if nonempty else np.array([])
+        all_ids = known
         try:
             all_ids = np.sort(all_ids)
         except TypeError:
             pass
     else:
-        all_ids = np.asarray(list(individuals))
+        requested = list(individuals)
+        if not requested:
+            raise ValueError(
+                "individuals is empty: give at least one id to audit, or individuals=None "
+                "to audit everybody"
+            )
+        # Mixed types stay objects: numpy would turn [3, "7"] into ["3", "7"].
+        mixed = len({_id_kind(v) for v in requested}) > 1
+        all_ids = np.asarray(requested, dtype=object if mixed else None)
     id_index = pd.Index(all_ids)
     if not id_index.is_unique:
         raise ValueError("individuals must be unique")
@@ -277,6 +301,8 @@ def query_samples(
     for j, ids in enumerate(ids_per_db):
         loc = id_index.get_indexer(ids)
         present[loc[loc >= 0], j] = True
+    if individuals is not None:
+        _check_requested(id_index, present, known, id_col)
 
     takes_rng = _takes_rng(query)
     vectorised = callable(getattr(query, "leave_one_out", None))
@@ -425,6 +451,153 @@ def _check_ids(frames: list[pd.DataFrame], labels: list[Hashable], id_col: str) 
             f"all {len(frames)} databases are empty (no rows), so there is no individual "
             f"to audit: databases {', '.join(_describe(labels, j) for j in range(len(frames)))}"
         )
+
+
+def _check_n_draws(n_draws) -> int:
+    """``n_draws`` as an ``int >= 1``, refused up front with a message saying what it takes."""
+    if isinstance(n_draws, bool) or not isinstance(n_draws, numbers.Real):
+        raise TypeError(
+            f"n_draws must be an integer >= 1 (evaluations per database), got "
+            f"{type(n_draws).__name__} {n_draws!r}; use n_draws=1 for a deterministic query"
+        )
+    if not (math.isfinite(n_draws) and float(n_draws).is_integer() and n_draws >= 1):
+        raise ValueError(
+            f"n_draws must be an integer >= 1 (evaluations per database of the query), got "
+            f"{n_draws!r}; use n_draws=1 for a deterministic query, or more for a "
+            "randomised one (a query accepting rng=)"
+        )
+    return int(n_draws)
+
+
+# pandas.api.types.infer_dtype results of an object array that holds numbers only.
+_NUMERIC_INFERRED = {"integer", "floating", "mixed-integer-float", "decimal", "complex", "boolean"}
+
+
+def _id_kind(value: Any) -> str:
+    """Which family of values an id belongs to; ids of different families never match."""
+    if isinstance(value, str):
+        return "strings"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, numbers.Number | np.bool_):
+        return "numbers"
+    if isinstance(value, datetime.date | np.datetime64):
+        return "dates/times"
+    return f"{type(value).__name__} objects"
+
+
+def _kinds(ids: np.ndarray) -> dict[str, Any]:
+    """The kinds of the unique ids of one database, each with an example id."""
+    if not ids.size:
+        return {}
+    kind = ids.dtype.kind
+    inferred = pd.api.types.infer_dtype(ids, skipna=False) if kind == "O" else ""
+    if kind in "biufc" or inferred in _NUMERIC_INFERRED:
+        return {"numbers": ids[0]}
+    if kind == "U" or inferred == "string":
+        return {"strings": ids[0]}
+    out: dict[str, Any] = {}
+    for v in ids:
+        out.setdefault(_id_kind(v), v)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (for readable reprs in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_id_types(ids_per_db: list[np.ndarray], labels: list[Hashable], id_col: str) -> None:
+    """Refuse ids of different types (``3`` and ``"3"`` would be two different people)."""
+    where: dict[str, list[int]] = {}
+    example: dict[str, Any] = {}
+    within = []
+    for j, ids in enumerate(ids_per_db):
+        kinds = _kinds(ids)
+        if len(kinds) > 1:
+            within.append(j)
+        for kind, v in kinds.items():
+            where.setdefault(kind, []).append(j)
+            example.setdefault(kind, v)
+    if len(where) < 2:
+        return
+    parts = []
+    for kind, dbs in where.items():
+        names = ", ".join(_describe(labels, j) for j in dbs[:4])
+        more = f" and {len(dbs) - 4} more" if len(dbs) > 4 else ""
+        parts.append(
+            f"{kind} (e.g. {_plain(example[kind])!r}) in database{'s' if len(dbs) > 1 else ''} "
+            f"{names}{more}"
+        )
+    if within:
+        names = ", ".join(_describe(labels, j) for j in within[:4])
+        more = f" and {len(within) - 4} more" if len(within) > 4 else ""
+        many = len(within) > 1
+        parts.append(
+            f"database{'s' if many else ''} {names}{more} mix{'' if many else 'es'} them "
+            f"within {'themselves' if many else 'itself'}"
+        )
+    raise ValueError(
+        f"the individual ids in id column {id_col!r} mix types: {'; '.join(parts)}. Ids of "
+        "different types never match (the integer 3 and the string '3' would be counted as "
+        "two different people), so every database must use one id type: convert the column "
+        f"in all databases, e.g. df[{id_col!r}] = df[{id_col!r}].astype(str) (or "
+        ".astype(int))"
+    )
+
+
+def _convert_like(value: Any, kind: str) -> list[Any]:
+    """Candidate spellings of ``value`` as an id of ``kind`` (``"3"`` -> 3, 3 -> ``"3"``)."""
+    out = []
+    if kind == "numbers" and isinstance(value, str):
+        for convert in (int, float):
+            try:
+                out.append(convert(value.strip()))
+            except ValueError:
+                pass
+    elif kind == "strings" and isinstance(value, numbers.Number):
+        out.append(str(_plain(value)))
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            out.append(str(int(value)))
+    return out
+
+
+def _check_requested(
+    id_index: pd.Index, present: np.ndarray, known: np.ndarray, id_col: str
+) -> None:
+    """Refuse requested individuals who are in no database (their delta would be 0)."""
+    missing = list(id_index[~present.any(axis=1)])
+    if not missing:
+        return
+    known_index = pd.Index(known)
+    sample = [_plain(v) for v in known[:5]]
+    kind = _id_kind(known[0]) if known.size else None
+    type_name = type(known[0]).__name__ if known.size else None
+    have = (
+        f"the ids in column {id_col!r} are {kind} of type {type_name}, e.g. {sample}"
+        if known.size
+        else f"there are no ids in column {id_col!r}"
+    )
+    fix = "check the ids, or leave individuals=None to audit everybody"
+    if kind is not None:
+        fixed = []
+        for v in id_index:
+            if v in known_index and v not in missing:
+                fixed.append(_plain(v))
+                continue
+            match = [c for c in _convert_like(v, kind) if c in known_index]
+            if not match:
+                break
+            fixed.append(match[0])
+        else:
+            fix = f"did you mean individuals={fixed!r}?"
+    shown = [_plain(v) for v in missing[:10]]
+    raise ValueError(
+        f"{len(missing)} of the {len(id_index)} requested individuals are in none of the "
+        f"databases: {shown}{' ...' if len(missing) > 10 else ''}. An individual in no "
+        "database cannot change any query result, so auditing them would report perfect "
+        f"privacy (delta 0). Here {have}; {fix}"
+    )
 
 
 def os_workers() -> int:

@@ -69,6 +69,31 @@ def _check_eps_d(epsilon, d_star_star) -> tuple[np.ndarray, np.ndarray]:
     return eps, d
 
 
+def _eps_times_d(eps: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``eps * d`` with ``inf * 0 = 0`` (``exp(0 * d) = exp(eps * 0) = 1`` for finite d, eps)."""
+    with np.errstate(invalid="ignore"):
+        return np.where((d == 0) | (eps == 0), 0.0, eps * d)
+
+
+def _check_density(values, name: str, what: str) -> np.ndarray:
+    """``values`` as floats, refusing negative, NaN and infinite entries with their position."""
+    try:
+        v = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"`{name}` must be numeric {what}, got {values!r} ({err}).") from err
+    bad = ~(np.isfinite(v) & (v >= 0))
+    if np.any(bad):
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if v.ndim else ()
+        where = f" at index {idx if len(idx) != 1 else idx[0]}" if idx else ""
+        first = float(v[bad].ravel()[0])
+        raise ValueError(
+            f"`{name}` must hold finite, non-negative {what}; found {first!r}{where} "
+            f"({int(bad.sum())} invalid value{'s' if bad.sum() > 1 else ''}). Pass the "
+            f"{what} themselves (not their logarithms) and drop or fix NaN/inf entries."
+        )
+    return v
+
+
 def bailie_gong_posterior_bounds(
     prior: float | np.ndarray,
     epsilon: float,
@@ -93,8 +118,16 @@ def bailie_gong_posterior_bounds(
     Returns
     -------
     DensityBounds
-        ``lower = prior exp(-eps d**)``, ``upper = prior exp(eps d**)``. (For a probability
-        the upper bound may exceed 1; it is the theorem's bound, not clipped.)
+        ``lower = prior exp(-eps d**)``, ``upper = prior exp(eps d**)``, so
+        ``0 <= lower <= prior <= upper``. (For a probability the upper bound may exceed 1;
+        it is the theorem's bound, not clipped; it is ``inf`` where ``exp(eps d**)``
+        overflows and the prior is positive.)
+
+    Raises
+    ------
+    ValueError
+        If ``prior`` has a negative, NaN or infinite entry, or ``epsilon`` or
+        ``d_star_star`` is negative or NaN.
 
     References
     ----------
@@ -110,10 +143,15 @@ def bailie_gong_posterior_bounds(
     >>> bounds.contains(0.6), bounds.contains(0.7)
     (True, False)
     """
+    p = _check_density(prior, "prior", "prior densities or probabilities")
     eps, d = _check_eps_d(epsilon, d_star_star)
-    p = np.asarray(prior, dtype=float)
-    factor = np.exp(eps * d)
-    return DensityBounds(lower=p / factor, upper=p * factor)
+    log_factor = _eps_times_d(eps, d)
+    lower = p * np.exp(-log_factor)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # exp overflows to inf for eps d** > ~709: the (trivial) upper bound is then inf,
+        # except where the prior is 0 (a posterior is 0 wherever the prior is).
+        upper = np.where(p > 0, p * np.exp(log_factor), 0.0)[()]
+    return DensityBounds(lower=lower, upper=upper)
 
 
 def hamming_distances(datasets: Sequence | np.ndarray) -> np.ndarray:
@@ -129,14 +167,47 @@ def hamming_distances(datasets: Sequence | np.ndarray) -> np.ndarray:
     numpy.ndarray
         ``(m, m)`` integer matrix of the number of records that differ.
 
+    Raises
+    ------
+    ValueError
+        If the datasets do not all have the same number of records (or records of the
+        same shape), or ``datasets`` is not at least 2-D.
+
     Examples
     --------
     >>> from pymc_edp.risk import hamming_distances
     >>> hamming_distances([[0, 0], [0, 1], [1, 0], [1, 1]]).tolist()
     [[0, 1, 1, 2], [1, 0, 2, 1], [1, 2, 0, 1], [2, 1, 1, 0]]
     """
-    x = np.asarray(datasets)
-    x = x.reshape(x.shape[0], x.shape[1], -1)
+    if not isinstance(datasets, np.ndarray):
+        datasets = list(datasets)
+        lengths = [len(ds) if hasattr(ds, "__len__") else None for ds in datasets]
+        if len(set(lengths)) > 1:
+            found = sorted({n for n in lengths if n is not None})
+            scalars = " and datasets that are single values" if None in lengths else ""
+            raise ValueError(
+                "all datasets must have the same number of records (the Hamming distance "
+                f"compares them record by record); found lengths {found}{scalars} "
+                f"(dataset lengths in order: {lengths[:10]}{' ...' if len(lengths) > 10 else ''}"
+                "). Pad or trim the datasets to one length, or compare them in groups of "
+                "equal length."
+            )
+    try:
+        x = np.asarray(datasets)
+    except ValueError as err:
+        raise ValueError(
+            "all records must have the same shape across the datasets (each dataset an "
+            f"equal-length sequence of equally shaped records); numpy reports: {err}"
+        ) from err
+    if x.ndim < 2:
+        raise ValueError(
+            f"`datasets` must be 2-D or more, shape (m datasets, n records, ...), got shape "
+            f"{x.shape}; wrap a single dataset as [dataset]."
+        )
+    m, n = x.shape[:2]
+    if x.size == 0:  # no datasets, or datasets without records: nothing differs
+        return np.zeros((m, m), dtype=np.intp)
+    x = x.reshape(m, n, -1)
     return np.any(x[:, None] != x[None, :], axis=3).sum(axis=2)
 
 
@@ -196,13 +267,15 @@ def bailie_gong_prior_predictive_bounds(
     d = np.asarray(distances, dtype=float)
     if p.ndim != 2 or d.shape != (p.shape[0], p.shape[0]):
         raise ValueError("Need `densities` of shape (m, T) and `distances` of shape (m, m).")
-    if np.any(p < 0) or np.any(d < 0):
-        raise ValueError("`densities` and `distances` must be non-negative.")
+    p = _check_density(p, "densities", "mechanism densities or probabilities")
+    d = _check_density(d, "distances", "distances")
     eps, _ = _check_eps_d(epsilon, 0.0)
-    d_star = d.max(axis=1)[:, None]
+    log_factor = _eps_times_d(eps, d.max(axis=1)[:, None])
+    with np.errstate(over="ignore", invalid="ignore"):
+        upper = np.where(p > 0, p * np.exp(log_factor), 0.0)
     return DensityBounds(
-        lower=np.max(np.exp(-eps * d_star) * p, axis=0),
-        upper=np.min(np.exp(eps * d_star) * p, axis=0),
+        lower=np.max(np.exp(-log_factor) * p, axis=0),
+        upper=np.min(upper, axis=0),
     )
 
 
@@ -249,4 +322,6 @@ def bailie_gong_power_bound(
     if np.any(~((a >= 0) & (a <= 1))):
         raise ValueError("`alpha` must lie in [0, 1].")
     eps, d = _check_eps_d(epsilon, d_star_star)
-    return as_float_or_array(np.minimum(1.0, a * np.exp(d * eps)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        power = np.where(a > 0, a * np.exp(_eps_times_d(eps, d)), 0.0)
+    return as_float_or_array(np.minimum(1.0, power))

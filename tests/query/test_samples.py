@@ -206,3 +206,119 @@ def test_query_missing_ids_refused(rng, make_databases):
     frame = pd.concat([d.assign(day=f"d{j}") for j, d in enumerate(dbs[:2])])
     with pytest.raises(ValueError, match=r"'id'.*database 'd1' \(position 1\): 2 rows"):
         edpq.query_samples(frame, edpq.sum_query("x"), id_col="id", database_col="day")
+
+
+class _CountingSum:
+    """``sum(x)`` that counts its evaluations (an input error must come before any)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, df):
+        self.calls += 1
+        return float(df["x"].sum())
+
+
+def test_requested_individuals_in_no_database_refused(rng, make_databases):
+    dbs = make_databases(rng, n_db=6, n_ind=10)
+    query = _CountingSum()
+    # String ids for integer ids used to give delta = 0 ("perfectly private").
+    pattern = (
+        r"2 of the 2 requested individuals are in none of the databases: \['3', '7'\].*"
+        r"delta 0.*numbers of type int64, e\.g\. \[0, 1, 2, 3, 4\]; "
+        r"did you mean individuals=\[3, 7\]\?"
+    )
+    with pytest.raises(ValueError, match=pattern):
+        edpq.query_edp(dbs, query, id_col="id", individuals=["3", "7"], progressbar=False)
+    # Only the absent one is named; without a conversion that fixes it, no suggestion.
+    with pytest.raises(ValueError, match=r"1 of the 2 .*: \[99\].*leave individuals=None"):
+        edpq.query_samples(dbs, query, id_col="id", individuals=[3, 99], progressbar=False)
+    # The other way round: integers for string ids.
+    str_dbs = [d.assign(id=d["id"].map(str)) for d in dbs]
+    with pytest.raises(ValueError, match=r"strings of type str.*individuals=\['3', '7'\]"):
+        edpq.query_samples(str_dbs, query, id_col="id", individuals=[3, 7], progressbar=False)
+    with pytest.raises(ValueError, match="individuals is empty"):
+        edpq.query_samples(dbs, query, id_col="id", individuals=[], progressbar=False)
+    with pytest.raises(TypeError, match=r"single string '37'; write individuals=\['37'\]"):
+        edpq.query_samples(str_dbs, query, id_col="id", individuals="37", progressbar=False)
+    assert query.calls == 0  # refused before evaluating the query
+    # Individuals present somewhere (even in one database only) are still accepted.
+    dbs[2] = pd.concat([dbs[2], pd.DataFrame({"id": [42], "x": [1.0]})], ignore_index=True)
+    samples = edpq.query_samples(dbs, query, id_col="id", individuals=[3, 42], progressbar=False)
+    assert samples["present"].sel(individual=42).to_numpy().tolist() == [
+        False,
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_mixed_id_types_refused(rng, make_databases):
+    dbs = make_databases(rng, n_db=6, n_ind=4)
+    query = _CountingSum()
+    # Integer ids in some databases and their string spelling in others: 4 people, not 8.
+    mixed = [d.assign(id=d["id"].map(str)) if j % 2 else d for j, d in enumerate(dbs)]
+    pattern = (
+        r"ids in id column 'id' mix types: numbers \(e\.g\. 0\) in databases 0, 2, 4; "
+        r"strings \(e\.g\. '0'\) in databases 1, 3, 5\..*counted as two different people.*"
+        r"one id type"
+    )
+    with pytest.raises(ValueError, match=pattern):
+        edpq.query_edp(mixed, query, id_col="id", progressbar=False)
+    # Mixed within one database (an object column holding 3 and "3"), labelled databases.
+    labelled = {f"d{j}": d for j, d in enumerate(dbs)}
+    labelled["d4"] = labelled["d4"].astype({"id": object})
+    labelled["d4"].loc[0, "id"] = "0"
+    pattern = (
+        r"numbers \(e\.g\. 0\) in databases 'd0' \(position 0\), .* and 2 more; strings "
+        r"\(e\.g\. '0'\) in database 'd4' \(position 4\); database 'd4' \(position 4\) "
+        r"mixes them within itself"
+    )
+    with pytest.raises(ValueError, match=pattern):
+        edpq.query_samples(labelled, query, id_col="id", progressbar=False)
+    assert query.calls == 0
+    # Integers and floats are one type: 3 and 3.0 are the same person.
+    floats = [d.astype({"id": float}) if j % 2 else d for j, d in enumerate(dbs)]
+    samples = edpq.query_samples(floats, query, id_col="id", progressbar=False)
+    assert samples.sizes["individual"] == 4
+    assert bool(samples["present"].all())
+
+
+@pytest.mark.parametrize(
+    ("n_draws", "error", "match"),
+    [
+        (0, ValueError, r"n_draws must be an integer >= 1 .*got 0; use n_draws=1"),
+        (-2, ValueError, r"n_draws must be an integer >= 1 .*got -2"),
+        (1.5, ValueError, r"n_draws must be an integer >= 1 .*got 1\.5"),
+        (math.nan, ValueError, r"n_draws must be an integer >= 1 .*got nan"),
+        ("2", TypeError, r"n_draws must be an integer >= 1 .*got str '2'"),
+        (None, TypeError, r"got NoneType None"),
+        (True, TypeError, r"got bool True"),
+    ],
+)
+def test_n_draws_validated_up_front(rng, make_databases, n_draws, error, match):
+    dbs = make_databases(rng, n_db=4, n_ind=4)
+    calls = []
+
+    def query(df, rng):
+        calls.append(1)
+        return float(df["x"].sum() + rng.normal())
+
+    with pytest.raises(error, match=match):
+        edpq.query_edp(dbs, query, id_col="id", n_draws=n_draws, progressbar=False)
+    assert not calls
+
+
+def test_integral_float_n_draws_accepted(rng, make_databases):
+    dbs = make_databases(rng, n_db=4, n_ind=4)
+    samples = edpq.query_samples(
+        dbs,
+        lambda df, rng: float(df["x"].sum() + rng.normal()),
+        id_col="id",
+        n_draws=2.0,
+        random_seed=1,
+        progressbar=False,
+    )
+    assert samples.sizes["draw"] == 2 and samples.attrs["n_draws"] == 2

@@ -99,3 +99,70 @@ def test_bailie_gong_power_bound_is_attained():
 def test_hamming_distances():
     d = hamming_distances([[0, 1, 1], [1, 1, 0], [0, 1, 1]])
     np.testing.assert_array_equal(d, [[0, 2, 0], [2, 0, 2], [0, 2, 0]])
+
+
+@pytest.mark.parametrize(
+    ("prior", "match"),
+    [
+        (-0.2, r"`prior` must hold finite, non-negative .*found -0\.2 \(1 invalid value\)"),
+        (np.nan, r"found nan"),
+        (np.inf, r"found inf"),
+        ([0.1, -0.3, 0.2], r"found -0\.3 at index 1 .*not their logarithms"),
+        ([[0.1, 0.2], [np.nan, -1.0]], r"found nan at index \(1, 0\) \(2 invalid values\)"),
+    ],
+)
+def test_bailie_gong_posterior_bounds_refuses_invalid_prior(prior, match):
+    # A negative prior used to give lower = p e^{-eps d} > upper = p e^{eps d}.
+    with pytest.raises(ValueError, match=match):
+        bailie_gong_posterior_bounds(prior, 1.0, 2.0)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        bailie_gong_posterior_bounds(0.5, np.nan, 2.0)
+
+
+def test_bailie_gong_posterior_bounds_are_ordered_for_valid_input(rng):
+    # Property: for any valid input, 0 <= lower <= prior <= upper, with no NaN and no
+    # warning (overflowing exp(eps d**) gives the trivial upper bound inf, 0 * inf is 0).
+    for _ in range(200):
+        prior = rng.exponential(10.0 ** rng.uniform(-300, 300, size=7))
+        prior[rng.random(7) < 0.2] = 0.0
+        eps = rng.choice([0.0, np.inf, rng.exponential(1.0), rng.exponential(500.0)])
+        d = rng.choice([0.0, np.inf, float(rng.integers(1, 50))])
+        bounds = bailie_gong_posterior_bounds(prior, eps, d)
+        assert not np.any(np.isnan(bounds.lower)) and not np.any(np.isnan(bounds.upper))
+        assert np.all(bounds.lower >= 0) and np.all(bounds.lower <= prior)
+        assert np.all(prior <= bounds.upper) and bounds.contains(prior)
+        if eps == 0 or d == 0:  # exp(eps d**) = 1, even for an infinite factor: the prior
+            np.testing.assert_array_equal(bounds.lower, prior)
+            np.testing.assert_array_equal(bounds.upper, prior)
+    # Extreme but valid: exp(1000 * 3) overflows; zero prior stays zero at both ends.
+    b = bailie_gong_posterior_bounds(np.array([0.0, 0.5]), 1000.0, 3)
+    assert b.lower.tolist() == [0.0, 0.0] and b.upper.tolist() == [0.0, np.inf]
+    assert bailie_gong_power_bound(np.array([0.0, 0.05]), np.inf, 0).tolist() == [0.0, 0.05]
+    assert bailie_gong_power_bound(0.0, 1000.0, 3) == 0.0
+
+
+def test_bailie_gong_prior_predictive_bounds_refuses_invalid_input():
+    dens = np.array([[0.2, 0.3], [0.25, 0.35]])
+    dist = np.array([[0.0, 1.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match=r"`densities` must hold finite.*found nan at index"):
+        bailie_gong_prior_predictive_bounds(np.where(dens > 0.3, np.nan, dens), dist, 1.0)
+    with pytest.raises(ValueError, match=r"`distances` must hold finite.*found -1\.0"):
+        bailie_gong_prior_predictive_bounds(dens, -dist, 1.0)
+
+
+def test_hamming_distances_refuses_ragged_datasets():
+    # Datasets of different lengths used to fail with numpy's "inhomogeneous shape".
+    pattern = (
+        r"all datasets must have the same number of records .*found lengths \[2, 3\] "
+        r"\(dataset lengths in order: \[2, 3, 2\]\)"
+    )
+    with pytest.raises(ValueError, match=pattern):
+        hamming_distances([[0, 1], [1, 0, 1], [1, 1]])
+    with pytest.raises(ValueError, match=r"records must have the same shape"):
+        hamming_distances([[[0, 1], [1, 1]], [[0], [1, 0]]])
+    with pytest.raises(ValueError, match=r"must be 2-D or more.*got shape \(3,\)"):
+        hamming_distances([0, 1, 1])
+    # Iterables are read once; datasets without records are all identical.
+    d = hamming_distances(row for row in ([0, 1], [1, 1]))
+    np.testing.assert_array_equal(d, [[0, 1], [1, 0]])
+    np.testing.assert_array_equal(hamming_distances(np.zeros((3, 0))), np.zeros((3, 3)))
