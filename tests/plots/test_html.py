@@ -320,3 +320,38 @@ def test_noise_caution_follows_the_interval_not_emi(audit_result):
     n_warnings = len(res.warnings) + 1
     assert f"Warnings ({n_warnings})" in page.all_text
     assert f"Caution: {caution}" in repr(noisy)
+
+
+def test_text_html_and_figures_share_one_khat_classifier(audit_result):
+    """Issue 21: the figure used 0.5 / 0.7, the table 0.7 / 1, and the HTML counted pruned
+    (NaN) neighbours in its percentages. One classifier now serves every view."""
+    from pymc_edp.plots import khat_class
+
+    pw = audit_result.pointwise
+    khat = pw["pareto_k"].values.copy()
+    khat[[20, 21, 22]] = np.nan  # pruned: no k-hat
+    khat[30] = 0.6  # "ok" under the figure's old 0.5 / 0.7 classes: good here
+    method = pw["method"].values.copy()
+    method[[20, 21, 22]] = "pruned"
+    res = dataclasses.replace(
+        audit_result,
+        pointwise=pw.assign(pareto_k=("neighbour", khat), method=("neighbour", method)),
+    )
+    thr = res.khat_threshold
+    figure = khat_class(khat, thr)  # the classes the figures colour by
+    expected = {cls: int(np.sum(figure == cls)) for cls in ("good", "bad", "very bad")}
+    assert expected == {"good": 95, "bad": 1, "very bad": 1}
+    known = sum(expected.values())  # 97: pruned neighbours are in no percentage
+    page = Page(res._repr_html_())
+    text = repr(res)
+    for rng, cls in [
+        (f"(-Inf, {thr:.2f}]", "good"),
+        (f"({thr:.2f}, 1]", "bad"),
+        ("(1, Inf)", "very bad"),
+    ]:
+        count, pct = expected[cls], f"{100 * expected[cls] / known:.1f}%"
+        assert page.row(rng)[1:] == [cls, str(count), pct]
+        line = next(ln for ln in text.splitlines() if ln.strip().startswith(rng))
+        assert f"({cls})" in line and line.split()[-2:] == [str(count), pct]
+    assert page.row("not computed")[2] == "3"
+    assert any(ln.startswith("not computed") and ln.split()[-1] == "3" for ln in text.splitlines())
