@@ -201,10 +201,15 @@ def same_values(a, b) -> tuple[bool, str]:
     (True, '')
     >>> same_values(x, x + 1e-3)
     (False, '30 differing value(s), up to 0.001')
+    >>> same_values(np.array(2.0), np.array([2.0]))  # a scalar stored as shape (1,)
+    (True, '')
     """
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
-        return False, f"shape {a.shape} vs {b.shape}"
+        # ArviZ 0.23 stores a scalar pm.Data as shape (1,): only singleton dims may differ
+        if np.squeeze(a).shape != np.squeeze(b).shape:
+            return False, f"shape {a.shape} vs {b.shape}"
+        a, b = np.squeeze(a), np.squeeze(b)
     if a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
         fa, fb = a.astype(float), b.astype(float)
         tol = max(

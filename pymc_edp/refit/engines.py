@@ -38,6 +38,17 @@ class RefitInterrupted(KeyboardInterrupt):
     nutpie (and PyMC) answer Ctrl-C by returning the draws made so far; such a trace is
     never used or saved, and the audit stops at once. Rerun with the same checkpoint to
     refit only what is missing.
+
+    Examples
+    --------
+    A ``KeyboardInterrupt``, so that code which stops on Ctrl-C stops on it too:
+
+    >>> from pymc_edp.refit import RefitInterrupted
+    >>> try:
+    ...     raise RefitInterrupted("refits interrupted: 12 of 40 saved in ckpt")
+    ... except KeyboardInterrupt as err:
+    ...     print(type(err).__name__, "-", err)
+    RefitInterrupted - refits interrupted: 12 of 40 saved in ckpt
     """
 
 
