@@ -534,12 +534,7 @@ def _read_inputs(
     if factorised:
         check_log_likelihood_layout(ll.datasets, ll.names, posterior, observed_data)
         if model is not None and from_group:
-            observed_y = {}
-            for name in ll.names:
-                try:
-                    observed_y[name] = observed_values(idata, model, name)
-                except ValueError:
-                    continue
+            observed_y = _observed_y(idata, model, ll, required=False)
             check_log_likelihood_matches_model(
                 ll.datasets[list(ll.names)], posterior, model, observed_y
             )

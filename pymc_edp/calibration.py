@@ -45,6 +45,7 @@ import xarray as xr
 from scipy import special
 
 from pymc_edp.base.validate import check_int, check_real
+from pymc_edp.conjugate import beta_binomial_synthesizer_matrix, dirichlet_multinomial_log_pmf
 
 if TYPE_CHECKING:
     import pymc as pm
@@ -114,50 +115,6 @@ def _log1p_ratio(numerator: float, denominator: float) -> float:
     if math.isfinite(ratio):
         return math.log1p(ratio)
     return math.log(numerator) - math.log(denominator) + math.log1p(denominator / numerator)
-
-
-def _dirichlet_multinomial_log_pmf(a: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Dirichlet-Multinomial log pmf, accurate for tiny and for huge parameters.
-
-    Parameters
-    ----------
-    a : numpy.ndarray, shape (R, K)
-        Dirichlet parameters of each row (> 0).
-    counts : numpy.ndarray, shape (C, K)
-        Outcome counts, every row summing to the same ``n_s``.
-
-    Returns
-    -------
-    numpy.ndarray, shape (R, C)
-
-    Notes
-    -----
-    ``gammaln(a + c) - gammaln(a)`` cancels catastrophically when ``a`` is huge (tiny
-    epsilon: ``a ~ n_s / eps``), and neighbouring rows then differ by less than the
-    round-off. Instead the pmf is written as a product of ratios in (0, 1],
-    ``prod_k prod_{i < c_k} (a_k + i) / (A + i)``, times
-    ``prod_k prod_{i < c_k} (1 + i / A) / prod_{l < n_s} (1 + l / A)`` (the powers of
-    ``A = sum_k a_k`` cancel because the counts sum to ``n_s``), each factor evaluated
-    to full relative precision.
-    """
-    a = np.asarray(a, dtype=float)
-    counts = np.asarray(counts, dtype=np.intp)
-    n_s = int(counts[0].sum())
-    total = a.sum(axis=1)
-    i = np.arange(n_s, dtype=float)
-    ratios = np.log((a[:, :, None] + i) / (total[:, None, None] + i))  # (R, K, n_s)
-    g = np.concatenate([np.zeros((*a.shape, 1)), np.cumsum(ratios, axis=2)], axis=2)
-    h = np.concatenate(
-        [np.zeros((a.shape[0], 1)), np.cumsum(np.log1p(i / total[:, None]), axis=1)], axis=1
-    )  # (R, n_s + 1)
-    k = np.arange(a.shape[1])[None, :]
-    log_coef = special.gammaln(n_s + 1) - special.gammaln(counts + 1).sum(axis=1)
-    return (
-        log_coef[None, :]
-        + g[:, k, counts].sum(axis=2)
-        + h[:, counts].sum(axis=2)
-        - h[:, n_s][:, None]
-    )
 
 
 def _check_counts(x, n) -> tuple[int, int]:
@@ -233,23 +190,13 @@ class BetaBinomialSynthesizer:
     def transition_matrix(self, n: int, *, log: bool = False) -> xr.DataArray:
         """``P(x_synthetic | x)`` for ``x = 0..n`` (Beta-Binomial rows).
 
-        The same matrix as :func:`pymc_edp.conjugate.beta_binomial_synthesizer_matrix`,
-        evaluated as products of ratios so that it stays finite, with rows summing to 1,
-        for tiny prior parameters (large epsilon) and keeps its precision for huge ones
-        (tiny epsilon): :func:`pymc_edp.risk.dp_epsilon` of it recovers :attr:`epsilon`.
+        See :func:`pymc_edp.conjugate.beta_binomial_synthesizer_matrix`: finite, with rows
+        summing to 1, for tiny prior parameters (large epsilon), and precise for huge ones
+        (tiny epsilon), so that :func:`pymc_edp.risk.dp_epsilon` of it recovers
+        :attr:`epsilon`.
         """
-        n = check_int(n, "n", 0)
-        n_s = self.n_synthetic
-        x = np.arange(n + 1, dtype=float)
-        k = np.arange(n_s + 1)
-        a = np.column_stack([self.alpha + x, self.beta + (n - x)])  # keep tiny beta
-        log_pmf = _dirichlet_multinomial_log_pmf(a, np.column_stack([k, n_s - k]))
-        return xr.DataArray(
-            log_pmf if log else np.exp(log_pmf),
-            dims=("x", "x_synthetic"),
-            coords={"x": np.arange(n + 1), "x_synthetic": k},
-            name="log_transition" if log else "transition",
-            attrs={"alpha": self.alpha, "beta": self.beta, "n": n, "n_synthetic": n_s},
+        return beta_binomial_synthesizer_matrix(
+            n, self.alpha, self.beta, n_synthetic=self.n_synthetic, log=log
         )
 
     def build_model(self, x: int, n: int) -> pm.Model:
@@ -569,7 +516,7 @@ class DirichletMultinomialSynthesizer:
         rows = self.datasets(n)
         cols = _compositions(self.n_synthetic, self.n_categories)
         n_s = self.n_synthetic
-        log_pmf = _dirichlet_multinomial_log_pmf(np.asarray(self.alpha)[None, :] + rows, cols)
+        log_pmf = dirichlet_multinomial_log_pmf(np.asarray(self.alpha)[None, :] + rows, cols)
         k = self.n_categories
         row_idx = pd.MultiIndex.from_arrays(
             [rows[:, i].astype(int) for i in range(k)], names=[f"x_{i}" for i in range(k)]

@@ -29,6 +29,7 @@ from pymc_edp.base.validate import check_choice
 __all__ = [
     "beta_binomial_edp",
     "beta_binomial_synthesizer_matrix",
+    "dirichlet_multinomial_log_pmf",
     "normal_normal_edp",
     "normal_normal_posterior",
     "poisson_gamma_edp",
@@ -226,6 +227,60 @@ def beta_binomial_edp(
     return float(out[0]) if scalar else out
 
 
+def dirichlet_multinomial_log_pmf(a: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Dirichlet-Multinomial log pmf, accurate for tiny and for huge parameters.
+
+    Parameters
+    ----------
+    a : numpy.ndarray, shape (R, K)
+        Dirichlet parameters of each row (> 0).
+    counts : numpy.ndarray, shape (C, K)
+        Outcome counts, every row summing to the same ``n_s``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (R, C)
+
+    Notes
+    -----
+    ``gammaln(a + c) - gammaln(a)`` cancels catastrophically when ``a`` is huge (tiny
+    epsilon: ``a ~ n_s / eps``), and neighbouring rows then differ by less than the
+    round-off. Instead the pmf is written as a product of ratios in (0, 1],
+    ``prod_k prod_{i < c_k} (a_k + i) / (A + i)``, times
+    ``prod_k prod_{i < c_k} (1 + i / A) / prod_{l < n_s} (1 + l / A)`` (the powers of
+    ``A = sum_k a_k`` cancel because the counts sum to ``n_s``), each factor evaluated
+    to full relative precision.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> from pymc_edp.conjugate import dirichlet_multinomial_log_pmf
+    >>> counts = np.array([[0, 3], [1, 2], [2, 1], [3, 0]])
+    >>> p = np.exp(dirichlet_multinomial_log_pmf(np.array([[0.5, 1.5]]), counts))[0]
+    >>> bool(np.allclose(p, stats.betabinom.pmf([0, 1, 2, 3], 3, 0.5, 1.5)))
+    True
+    """
+    a = np.asarray(a, dtype=float)
+    counts = np.asarray(counts, dtype=np.intp)
+    n_s = int(counts[0].sum())
+    total = a.sum(axis=1)
+    i = np.arange(n_s, dtype=float)
+    ratios = np.log((a[:, :, None] + i) / (total[:, None, None] + i))  # (R, K, n_s)
+    g = np.concatenate([np.zeros((*a.shape, 1)), np.cumsum(ratios, axis=2)], axis=2)
+    h = np.concatenate(
+        [np.zeros((a.shape[0], 1)), np.cumsum(np.log1p(i / total[:, None]), axis=1)], axis=1
+    )  # (R, n_s + 1)
+    k = np.arange(a.shape[1])[None, :]
+    log_coef = special.gammaln(n_s + 1) - special.gammaln(counts + 1).sum(axis=1)
+    return (
+        log_coef[None, :]
+        + g[:, k, counts].sum(axis=2)
+        + h[:, counts].sum(axis=2)
+        - h[:, n_s][:, None]
+    )
+
+
 def beta_binomial_synthesizer_matrix(
     n: int,
     alpha: float,
@@ -286,17 +341,12 @@ def beta_binomial_synthesizer_matrix(
     if not (alpha > 0 and beta > 0 and np.isfinite(alpha) and np.isfinite(beta)):
         raise ValueError(f"`alpha` and `beta` must be finite and > 0, got {alpha}, {beta}.")
     n, n_s = int(n), int(n_s)
-    x = np.arange(n + 1, dtype=float)[:, None]
-    k = np.arange(n_s + 1, dtype=float)[None, :]
-    a = alpha + x
-    b = beta + n - x
-    log_pmf = (
-        special.gammaln(n_s + 1)
-        - special.gammaln(k + 1)
-        - special.gammaln(n_s - k + 1)
-        + special.betaln(a + k, b + n_s - k)
-        - special.betaln(a, b)
-    )
+    x = np.arange(n + 1, dtype=float)
+    k = np.arange(n_s + 1)
+    # products of ratios, not betaln differences: finite for tiny alpha or beta (large
+    # epsilon), precise for huge ones (tiny epsilon); see dirichlet_multinomial_log_pmf
+    a = np.column_stack([alpha + x, beta + (n - x)])
+    log_pmf = dirichlet_multinomial_log_pmf(a, np.column_stack([k, n_s - k]))
     return xr.DataArray(
         log_pmf if log else np.exp(log_pmf),
         dims=("x", "x_synthetic"),

@@ -172,8 +172,7 @@ def integer_data(model, name: str, observed) -> bool:
     if np.asarray(observed).dtype.kind in "biu":
         return True
     var = model.named_vars.get(name) if model is not None else None
-    dtype = getattr(getattr(var, "type", None), "dtype", "")
-    return str(dtype).startswith(("int", "uint", "bool"))
+    return var is not None and np.dtype(var.dtype).kind in "biu"
 
 
 def model_data(model) -> dict[str, np.ndarray]:

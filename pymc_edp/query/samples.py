@@ -27,6 +27,7 @@ import pandas as pd
 import xarray as xr
 
 from pymc_edp.base.parallel import map_tasks, resolve_n_workers
+from pymc_edp.base.validate import check_int
 
 __all__ = ["as_databases", "query_samples"]
 
@@ -455,18 +456,19 @@ def _check_ids(frames: list[pd.DataFrame], labels: list[Hashable], id_col: str) 
 
 def _check_n_draws(n_draws) -> int:
     """``n_draws`` as an ``int >= 1``, refused up front with a message saying what it takes."""
+    advice = "use n_draws=1 for a deterministic query, or more for a randomised one"
     if isinstance(n_draws, bool) or not isinstance(n_draws, numbers.Real):
         raise TypeError(
             f"n_draws must be an integer >= 1 (evaluations per database), got "
-            f"{type(n_draws).__name__} {n_draws!r}; use n_draws=1 for a deterministic query"
+            f"{type(n_draws).__name__} {n_draws!r}; {advice}"
         )
-    if not (math.isfinite(n_draws) and float(n_draws).is_integer() and n_draws >= 1):
+    try:
+        return check_int(n_draws, "n_draws", 1)
+    except ValueError:
         raise ValueError(
             f"n_draws must be an integer >= 1 (evaluations per database of the query), got "
-            f"{n_draws!r}; use n_draws=1 for a deterministic query, or more for a "
-            "randomised one (a query accepting rng=)"
-        )
-    return int(n_draws)
+            f"{n_draws!r}; {advice} (a query accepting rng=)"
+        ) from None
 
 
 # pandas.api.types.infer_dtype results of an object array that holds numbers only.
@@ -521,21 +523,18 @@ def _check_id_types(ids_per_db: list[np.ndarray], labels: list[Hashable], id_col
             example.setdefault(kind, v)
     if len(where) < 2:
         return
-    parts = []
-    for kind, dbs in where.items():
+
+    def some(dbs: list[int]) -> str:
         names = ", ".join(_describe(labels, j) for j in dbs[:4])
         more = f" and {len(dbs) - 4} more" if len(dbs) > 4 else ""
-        parts.append(
-            f"{kind} (e.g. {_plain(example[kind])!r}) in database{'s' if len(dbs) > 1 else ''} "
-            f"{names}{more}"
-        )
+        return f"database{'s' if len(dbs) > 1 else ''} {names}{more}"
+
+    parts = [f"{kind} (e.g. {_plain(example[kind])!r}) in {some(d)}" for kind, d in where.items()]
     if within:
-        names = ", ".join(_describe(labels, j) for j in within[:4])
-        more = f" and {len(within) - 4} more" if len(within) > 4 else ""
         many = len(within) > 1
         parts.append(
-            f"database{'s' if many else ''} {names}{more} mix{'' if many else 'es'} them "
-            f"within {'themselves' if many else 'itself'}"
+            f"{some(within)} mix{'' if many else 'es'} them within "
+            f"{'themselves' if many else 'itself'}"
         )
     raise ValueError(
         f"the individual ids in id column {id_col!r} mix types: {'; '.join(parts)}. Ids of "
