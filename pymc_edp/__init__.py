@@ -8,7 +8,7 @@ The package is layered; each layer imports only the ones below it:
 
 * :mod:`pymc_edp.base` -- NumPy/numba kernels (bins and epsilon, PSIS, MCSE, hockey-stick);
 * :mod:`pymc_edp.model` -- PyMC and ArviZ glue (log-likelihood, neighbours, stack
-  differences), and the exact references :mod:`pymc_edp.conjugate`, :mod:`pymc_edp.calibration`;
+  differences), and the exact references of :mod:`pymc_edp.conjugate`;
 * :mod:`pymc_edp.refit` -- exact refits; :mod:`pymc_edp.risk` -- disclosure risk;
 * :mod:`pymc_edp.diagnostics`, then :mod:`pymc_edp.plots`;
 * :class:`EDPResult` and :mod:`pymc_edp.query`;
@@ -20,7 +20,6 @@ from pymc_edp.model.compat import import_arviz
 import_arviz()
 
 from pymc_edp import (  # noqa: E402
-    calibration,
     conjugate,
     diagnostics,
     plots,
@@ -32,8 +31,9 @@ from pymc_edp import (  # noqa: E402
 from pymc_edp.auditing import ChunkOptions, MomentMatchOptions, PerRecord, audit  # noqa: E402
 from pymc_edp.base.common import EDPWarning  # noqa: E402
 from pymc_edp.refit.options import RefitOptions, VerifyOptions  # noqa: E402
-from pymc_edp.result import EDPResult  # noqa: E402
-from pymc_edp.tuning import PriorTuningResult, SearchOptions, tune_prior  # noqa: E402
+from pymc_edp.results.edp import EDPResult  # noqa: E402
+from pymc_edp.results.tuning import PriorTuningResult  # noqa: E402
+from pymc_edp.tuning import SearchOptions, tune_prior  # noqa: E402
 
 __version__ = "0.4.0"
 
@@ -49,7 +49,6 @@ __all__ = [
     "VerifyOptions",
     "__version__",
     "audit",
-    "calibration",
     "conjugate",
     "diagnostics",
     "plots",

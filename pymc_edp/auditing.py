@@ -80,7 +80,7 @@ from pymc_edp.refit.options import (
 )
 from pymc_edp.refit.outcome import Refits
 from pymc_edp.refit.run import RefitProblem, RefitSetupError, refit_neighbours
-from pymc_edp.result import EDPResult
+from pymc_edp.results.edp import EDPResult
 
 __all__ = [
     "TOP_WEIGHTS",

@@ -395,7 +395,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
     """
     import pymc_edp as edp
     from pymc_edp.datasets import load_heart_transplant
-    from pymc_edp.result import EDPWarning
+    from pymc_edp.results.edp import EDPWarning
 
     def say(text: str = "") -> None:
         out.write(text + "\n")

@@ -20,11 +20,13 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 #: Lowest first. A module belongs to the first layer one of whose prefixes it starts with.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pymc_edp.base",)),
-    ("model", ("pymc_edp.model", "pymc_edp.conjugate", "pymc_edp.calibration")),
-    ("refit", ("pymc_edp.refit", "pymc_edp.risk", "pymc_edp.datasets")),
+    ("model", ("pymc_edp.model", "pymc_edp.conjugate")),
+    ("refit", ("pymc_edp.refit", "pymc_edp.risk", "pymc_edp.datasets", "pymc_edp.query")),
     ("diagnostics", ("pymc_edp.diagnostics",)),
+    ("results", ("pymc_edp.results",)),
+    ("report", ("pymc_edp.report",)),
     ("plots", ("pymc_edp.plots",)),
-    ("result", ("pymc_edp.result", "pymc_edp.query")),
+    ("views", ("pymc_edp.views",)),
     ("audit", ("pymc_edp.auditing",)),
     ("tuning", ("pymc_edp.tuning",)),
     ("package", ("pymc_edp",)),

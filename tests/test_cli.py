@@ -6,7 +6,7 @@ import pytest
 from pymc_edp import cli
 from pymc_edp.datasets import heart_transplant_model, load_heart_transplant
 from pymc_edp.model.compat import from_dict
-from pymc_edp.result import EDPResult
+from pymc_edp.results.edp import EDPResult
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DEMO_OPTIONS = (

@@ -32,9 +32,9 @@ matplotlib.use("Agg")
 
 PUBLIC_MODULES = [
     "pymc_edp",
-    "pymc_edp.calibration",
+    "pymc_edp.conjugate.calibration",
     "pymc_edp.cli",
-    "pymc_edp.conjugate",
+    "pymc_edp.conjugate.posteriors",
     "pymc_edp.datasets",
     "pymc_edp.diagnostics",
     "pymc_edp.plots",

@@ -32,7 +32,7 @@ def test_checker_finds_upward_imports_and_cycles(checker, tmp_path, monkeypatch,
             from typing import TYPE_CHECKING
 
             if TYPE_CHECKING:
-                from pymc_edp.result import Thing  # never runs: allowed
+                from pymc_edp.results.edp import Thing  # never runs: allowed
 
             def f():
                 from pymc_edp import result  # hidden in a function: still upward
@@ -44,7 +44,7 @@ def test_checker_finds_upward_imports_and_cycles(checker, tmp_path, monkeypatch,
     monkeypatch.setattr(checker, "ROOT", pkg)
     assert checker.main() == 1
     out = capsys.readouterr().out
-    assert "pymc_edp.base.a (layer base) imports pymc_edp.result (layer result)" in out
-    assert "pymc_edp.result (layer result) imports pymc_edp.auditing (layer audit)" in out
-    assert "import cycle: pymc_edp.auditing -> pymc_edp.result -> pymc_edp.auditing" in out
-    assert out.count("imports pymc_edp.result") == 1  # the TYPE_CHECKING import is not one
+    assert "pymc_edp.base.a (layer base) imports pymc_edp.results.edp (layer result)" in out
+    assert "pymc_edp.results.edp (layer result) imports pymc_edp.auditing (layer audit)" in out
+    assert "import cycle: pymc_edp.auditing -> pymc_edp.results.edp -> pymc_edp.auditing" in out
+    assert out.count("imports pymc_edp.results.edp") == 1  # the TYPE_CHECKING import is not one

@@ -1,8 +1,8 @@
 """How far to trust an EDP audit: Monte-Carlo error, imprecision, bins and the bin-free view.
 
-Every function takes an :class:`~pymc_edp.result.EDPResult` that kept its importance weights
+Every function takes an :class:`~pymc_edp.results.edp.EDPResult` that kept its importance weights
 (``audit(..., store_weights=True)``, the default) and returns xarray objects; the
-:class:`~pymc_edp.result.EDPResult` methods ``mcse``, ``interval``, ``emi``, ``empty_bins``,
+:class:`~pymc_edp.results.edp.EDPResult` methods ``mcse``, ``interval``, ``emi``, ``empty_bins``,
 ``curve``, ``delta_profile``, ... are thin wrappers around them. The numerical work is in
 :mod:`pymc_edp.base` (plain NumPy/numba, sample axis last).
 
@@ -52,8 +52,8 @@ References
 """
 
 from pymc_edp.diagnostics.curve import DEFAULT_CURVE_BINS, continuous_limit, epsilon_curve
+from pymc_edp.diagnostics.delta_profile import delta_profile
 from pymc_edp.diagnostics.imprecision import emi, empty_bins, smoothing_sensitivity
-from pymc_edp.diagnostics.profile import delta_profile
 from pymc_edp.diagnostics.report import Headline, bin_log_ratios, diagnose, headline
 from pymc_edp.diagnostics.uncertainty import epsilon_interval, epsilon_mcse
 

@@ -11,7 +11,7 @@ from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_probability
 
 if TYPE_CHECKING:
-    from pymc_edp.result import EDPResult
+    from pymc_edp.results.edp import EDPResult
 
 #: (parameter, bin) pairs per neighbour whose intervals enter the interval of the maximum.
 DEFAULT_CANDIDATES = 5

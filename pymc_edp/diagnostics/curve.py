@@ -26,7 +26,7 @@ from pymc_edp.diagnostics._common import (
 from pymc_edp.diagnostics.uncertainty import leading_pair_errors, summarise_errors
 
 if TYPE_CHECKING:
-    from pymc_edp.result import EDPResult
+    from pymc_edp.results.edp import EDPResult
 
 DEFAULT_CURVE_BINS = (5, 10, 20, 50, 100, 250)
 
@@ -172,7 +172,7 @@ def epsilon_curve(
     ['bins', 'mcse', 'lower', 'upper', 'worst_neighbour']
 
     A B leaving fewer than 10 draws per bin gives NaN and an
-    :class:`~pymc_edp.result.EDPWarning`:
+    :class:`~pymc_edp.results.edp.EDPWarning`:
 
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as caught:

@@ -23,7 +23,7 @@ from pymc_edp.diagnostics._common import (
 )
 
 if TYPE_CHECKING:
-    from pymc_edp.result import EDPResult
+    from pymc_edp.results.edp import EDPResult
 
 
 def emi(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
@@ -194,7 +194,7 @@ def smoothing_sensitivity(
     ``smoothing = 0`` is the raw estimator, the audit's default for weighted draws: finite,
     as every bin holds draws of positive weight (summed in log space), unless all of a bin's
     weights are 0; rather than return ``inf`` silently this then warns
-    (:class:`~pymc_edp.result.EDPWarning`) with the number of such bins. A positive constant
+    (:class:`~pymc_edp.results.edp.EDPWarning`) with the number of such bins. A positive constant
     caps every log ratio near ``log(S / (B alpha))``: where the values fall as it grows,
     smoothing, not the data, sets them.
 

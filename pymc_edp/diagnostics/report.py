@@ -30,7 +30,7 @@ from pymc_edp.diagnostics.imprecision import emi, empty_bins
 from pymc_edp.diagnostics.uncertainty import epsilon_interval, epsilon_mcse
 
 if TYPE_CHECKING:
-    from pymc_edp.result import EDPResult
+    from pymc_edp.results.edp import EDPResult
 
 
 def bin_log_ratios(result: EDPResult, neighbour=None, *, bins: int | None = None) -> xr.DataArray:

@@ -27,7 +27,7 @@ from pymc_edp.diagnostics._common import (
 STORED_PROB = 0.9
 
 if TYPE_CHECKING:
-    from pymc_edp.result import EDPResult
+    from pymc_edp.results.edp import EDPResult
 
 
 def leading_pair_errors(

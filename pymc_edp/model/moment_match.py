@@ -7,7 +7,7 @@ observed values as an input (so removals, replacements and groups are all log ra
 both at once at the model's own data (one pass over the likelihood terms per iteration), and
 the map from unconstrained draws back to the audited parameters the bins are cut on.
 :func:`moment_match_neighbours` then repairs the neighbours whose plain PSIS k-hat is bad
-(:func:`pymc_edp.base.moment_match.moment_match`) and turns each into a per-parameter epsilon
+(:func:`pymc_edp.base.affine.moment_match`) and turns each into a per-parameter epsilon
 with the same binning kernels as reweighting and refits.
 
 References
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from pymc_edp.base.affine import moment_match, moved_log_ratio_se, one_thread, split_halves
 from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_log_masses, log_bin_masses
-from pymc_edp.base.moment_match import moment_match, moved_log_ratio_se, one_thread, split_halves
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
 from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group
@@ -114,7 +114,7 @@ class MomentMatchOutcome:
         Pareto k-hat of plain PSIS and after moment matching.
     mcse : float
         Monte-Carlo standard error of this neighbour's epsilon, at its worst parameter and
-        bin (:func:`pymc_edp.base.moment_match.moved_log_ratio_se`: the delta method on the
+        bin (:func:`pymc_edp.base.affine.moved_log_ratio_se`: the delta method on the
         final split-MIS weights, with the effective sample size of the influence series).
     iterations : int
         Accepted transformations.
@@ -521,7 +521,7 @@ def moment_match_neighbours(
     """Moment-match neighbours and compute their per-parameter B-EDP epsilon.
 
     For each neighbour the full-data draws are moved in the unconstrained space
-    (:func:`pymc_edp.base.moment_match.moment_match`), mapped back to the audited parameters
+    (:func:`pymc_edp.base.affine.moment_match`), mapped back to the audited parameters
     and binned in the full-data bins; the neighbour's bin probabilities are the final
     weights' masses (summed in log space), the full-data ones the bins' counts, and the
     epsilon comes from :func:`pymc_edp.base.binning.epsilon_from_log_masses`, the formula

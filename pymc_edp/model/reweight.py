@@ -47,7 +47,7 @@ from pymc_edp.model.loglik import (
 )
 from pymc_edp.model.neighbours import Neighbours
 
-__all__ = ["ChunkOptions", "ChunkResult", "Reweighter", "prune_margin", "top_rows"]
+__all__ = ["ChunkOptions", "ChunkOutcome", "Reweighter", "prune_margin", "top_rows"]
 
 #: ``(rows, draws)`` float64 arrays alive at once per chunk: the log ratios (smoothed in
 #: place), PSIS's sort buffers, the stored weights, the log-likelihood read and the model's
@@ -120,7 +120,7 @@ class ChunkOptions:
 
 
 @dataclass(frozen=True)
-class ChunkResult:
+class ChunkOutcome:
     """What reweighting a chunk of neighbours gives (rows in the order of ``index``)."""
 
     index: np.ndarray
@@ -178,7 +178,7 @@ class Reweighter:
             out = b if out is None else np.fmax(out, b)
         return out
 
-    def estimate(self, index) -> ChunkResult:
+    def estimate(self, index) -> ChunkOutcome:
         """Epsilon, k-hat, bound (and weights) of the neighbours ``index`` (slice or array)."""
         idx = np.arange(index.start, index.stop) if isinstance(index, slice) else index
         k, n_par = idx.size, self.bins.index.shape[0]
@@ -217,7 +217,7 @@ class Reweighter:
         if lw_keep is not None and not self.keep_weights:
             rows = top_rows(eps.max(axis=1), limit.any(axis=1), self.keep_top)
             lw_keep = lw_keep[rows]
-        return ChunkResult(
+        return ChunkOutcome(
             idx, eps, argbin, khat, eps0, draws, limit, worst, bound, idx[rows], lw_keep
         )
 
@@ -240,7 +240,7 @@ def top_rows(eps: np.ndarray, limited: np.ndarray, top: int) -> np.ndarray:
     return np.sort(np.concatenate([best, extra]))
 
 
-def estimate_chunk(reweighter: Reweighter, index) -> ChunkResult:
+def estimate_chunk(reweighter: Reweighter, index) -> ChunkOutcome:
     """:meth:`Reweighter.estimate` as a plain function (a task for an executor)."""
     return reweighter.estimate(index)
 

@@ -13,13 +13,17 @@ ArviZ itself is not imported here, so plotting does not depend on ArviZ's matplo
 - :func:`plot_overview` -- four of them on one figure (``res.plot()``).
 
 They are defined in :mod:`pymc_edp.plots.audit` and share the look of
-:mod:`pymc_edp.plots.style` with the query plots of :mod:`pymc_edp.query`
-(:func:`~pymc_edp.query.plot_delta` and the others). The ``EDPResult.plot_*`` methods call
-these functions. :mod:`pymc_edp.plots.html` renders the results as HTML for Jupyter (their
-``_repr_html_``).
+:mod:`pymc_edp.plots.style` with the plots of query-level privacy (:mod:`pymc_edp.query`),
+defined in :mod:`pymc_edp.plots.query`:
+
+- :func:`plot_delta`, :func:`plot_delta_i` -- delta(epsilon) over databases, per individual;
+- :func:`plot_densities` -- the query's densities with and without an individual;
+- :func:`plot_noise_kernel` -- the minimal noise density.
+
+:mod:`pymc_edp.plots.html` renders the results as HTML for Jupyter.
 """
 
-from pymc_edp.plots import audit, html, style  # noqa: F401  (html: the results' _repr_html_)
+from pymc_edp.plots import audit, html, query, style  # noqa: F401  (html: the results' _repr_html_)
 from pymc_edp.plots.audit import (
     khat_class,
     plot_bin_log_ratios,
@@ -30,6 +34,7 @@ from pymc_edp.plots.audit import (
     plot_overview,
     plot_pointwise_epsilon,
 )
+from pymc_edp.plots.query import plot_delta, plot_delta_i, plot_densities, plot_noise_kernel
 
 # Bound here, not imported, so that their ``#:`` descriptions reach the API reference.
 #: The colour cycle of ArviZ's default styles (``arviz-whitegrid`` / ``arviz-darkgrid``).
@@ -42,10 +47,14 @@ __all__ = [
     "KHAT_COLORS",
     "khat_class",
     "plot_bin_log_ratios",
+    "plot_delta",
+    "plot_delta_i",
     "plot_delta_profile",
+    "plot_densities",
     "plot_epsilon_curve",
     "plot_epsilon_intervals",
     "plot_neighbour_posterior",
+    "plot_noise_kernel",
     "plot_overview",
     "plot_pointwise_epsilon",
 ]

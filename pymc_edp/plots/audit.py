@@ -1,6 +1,6 @@
 """Plots of EDP audit results: per-record epsilon, epsilon against B, the (ε, δ) profile.
 
-Every function takes an audit result (an :class:`~pymc_edp.result.EDPResult`; the
+Every function takes an audit result (an :class:`~pymc_edp.results.edp.EDPResult`; the
 diagnostics plots need its stored importance weights), draws on ``ax`` (a new figure when it
 is None) and returns the axes. The diagnostics plots compute what they show with
 :mod:`pymc_edp.diagnostics`; the look is :mod:`pymc_edp.plots.style`'s.
@@ -43,7 +43,7 @@ from pymc_edp.plots.style import (
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from pymc_edp.result import EDPResult
+    from pymc_edp.results.edp import EDPResult
 
 __all__ = [
     "KHAT_COLORS",

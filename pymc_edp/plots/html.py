@@ -34,8 +34,8 @@ from pymc_edp.plots.audit import KHAT_COLORS
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
 
 if TYPE_CHECKING:
-    from pymc_edp.result import EDPResult
-    from pymc_edp.tuning.result import PriorTuningResult
+    from pymc_edp.results.edp import EDPResult
+    from pymc_edp.results.tuning import PriorTuningResult
 
 __all__ = [
     "CSS",

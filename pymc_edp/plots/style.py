@@ -1,7 +1,7 @@
 """The look shared by every pymc_edp figure: ArviZ's colours on a light grid.
 
 Every plot function of the package, the audit plots (:mod:`pymc_edp.plots.audit`) and the
-query plots (:mod:`pymc_edp.query.plots`), gets its axes, labels, legend, reference lines and
+query plots (:mod:`pymc_edp.plots.query`), gets its axes, labels, legend, reference lines and
 annotations from the few functions here, so they all look alike and no style code is written
 twice. The look follows ArviZ's ``arviz-whitegrid`` style (its colour cycle, a light grid
 behind the data, no top or right frame, no tick marks, dark-grey text, frameless legends),

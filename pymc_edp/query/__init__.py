@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp.query._kernels import (
+from pymc_edp.base.query_kernels import (
     bottleneck_distance,
     hausdorff_distance,
     hockey_stick_delta_grid,
@@ -35,12 +35,6 @@ from pymc_edp.query._kernels import (
 from pymc_edp.query.density import DensityModel, select_density
 from pymc_edp.query.independence import IndependenceWarning, independence_check
 from pymc_edp.query.noise import NoiseKernel, check_noise, noise_kernel
-from pymc_edp.query.plots import (
-    plot_delta,
-    plot_delta_i,
-    plot_densities,
-    plot_noise_kernel,
-)
 from pymc_edp.query.profile import DEFAULT_EPSILONS, ProfileOptions, epsilon_at, privacy_profile
 from pymc_edp.query.queries import MeanQuery, SumQuery, mean_query, sum_query
 from pymc_edp.query.samples import Databases, query_samples
@@ -61,10 +55,6 @@ __all__ = [
     "independence_check",
     "mean_query",
     "noise_kernel",
-    "plot_delta",
-    "plot_delta_i",
-    "plot_densities",
-    "plot_noise_kernel",
     "privacy_profile",
     "query_edp",
     "query_samples",

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
 
 from pymc_edp.base.kde import KERNELS, kde_logpdf, kde_pdf, kde_sample
-from pymc_edp.query._kernels import ecdf_density
+from pymc_edp.base.query_kernels import ecdf_density
 
 __all__ = ["DENSITY_METHODS", "DensityModel", "select_density"]
 

@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike, NDArray
 
-from pymc_edp.query._kernels import (
+from pymc_edp.base.query_kernels import (
     bottleneck_distance,
     hausdorff_distance,
     laplace_deconvolution,

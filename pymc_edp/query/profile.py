@@ -31,13 +31,13 @@ from pymc_edp.base.hockey import (
     total_risk,
 )
 from pymc_edp.base.parallel import progress_bar
-from pymc_edp.base.validate import as_options
-from pymc_edp.query._kernels import (
+from pymc_edp.base.query_kernels import (
     bottleneck_distance,
     hausdorff_distance,
     hockey_stick_delta_grid,
     trapezoid_mass,
 )
+from pymc_edp.base.validate import as_options
 from pymc_edp.query.density import DensityModel, select_density
 from pymc_edp.query.independence import independence_check
 

@@ -252,7 +252,7 @@ def bailie_gong_prior_predictive_bounds(
     t = 0, 1, 2; the uniform prior's predictive density lies within the bounds:
 
     >>> import numpy as np
-    >>> from pymc_edp.calibration import laplace_mechanism
+    >>> from pymc_edp.conjugate import laplace_mechanism
     >>> from pymc_edp.risk import bailie_gong_prior_predictive_bounds, hamming_distances
     >>> datasets = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
     >>> mech = laplace_mechanism(epsilon=0.5, sensitivity=1.0)

@@ -25,7 +25,7 @@ import xarray as xr
 from scipy import special, stats
 
 from pymc_edp.base.validate import check_int
-from pymc_edp.calibration import BernoulliSynthesizer, bernoulli_synthesizer_prior
+from pymc_edp.conjugate import BernoulliSynthesizer, bernoulli_synthesizer_prior
 from pymc_edp.risk._common import as_float_or_array
 
 __all__ = [
@@ -110,7 +110,7 @@ def mcclure_reiter_risk(
         Number of confidential records.
     epsilon : float or BernoulliSynthesizer
         DP epsilon of the synthesizer, which then uses ``alpha = beta = 1 / (e^(eps/n_s) -
-        1)`` (:func:`pymc_edp.calibration.bernoulli_synthesizer_prior`); or the synthesizer
+        1)`` (:func:`pymc_edp.conjugate.bernoulli_synthesizer_prior`); or the synthesizer
         itself, for other priors.
     n_synthetic : int, optional
         Number of synthetic records ``n_s`` (default ``n``).

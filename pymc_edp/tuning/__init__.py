@@ -2,7 +2,7 @@
 
 :func:`tune_prior` (:mod:`~pymc_edp.tuning.prior`) searches a scalar hyperparameter with a
 root finder for noisy functions (:mod:`~pymc_edp.tuning.search`) and returns a
-:class:`PriorTuningResult` (:mod:`~pymc_edp.tuning.result`).
+:class:`PriorTuningResult` (:mod:`~pymc_edp.results.tuning`).
 
 References
 ----------
@@ -12,7 +12,6 @@ References
 """
 
 from pymc_edp.tuning.prior import tune_prior
-from pymc_edp.tuning.result import LEAKAGE_CAVEAT, PriorTuningResult
 from pymc_edp.tuning.search import SearchOptions
 
-__all__ = ["LEAKAGE_CAVEAT", "PriorTuningResult", "SearchOptions", "tune_prior"]
+__all__ = ["SearchOptions", "tune_prior"]

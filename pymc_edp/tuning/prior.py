@@ -39,7 +39,7 @@ from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.pymc import resolve_model
 from pymc_edp.refit.engines import make_engine, resolve_engine
 from pymc_edp.refit.options import RefitOptions
-from pymc_edp.tuning.result import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
+from pymc_edp.results.tuning import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
 from pymc_edp.tuning.search import (
     Search,
     SearchOptions,

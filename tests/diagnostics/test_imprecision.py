@@ -6,7 +6,11 @@ from support import MU0, SIGMA, SIGMA0, bb_audit, normal_audit
 
 import pymc_edp as edp
 from pymc_edp.base import limits
-from pymc_edp.conjugate import beta_binomial_edp, normal_normal_edp, normal_normal_posterior
+from pymc_edp.conjugate import (
+    beta_binomial_edp,
+    normal_normal_edp,
+    normal_normal_posterior,
+)
 from pymc_edp.model.compat import from_dict
 
 

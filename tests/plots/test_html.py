@@ -13,7 +13,7 @@ from support import normal_audit, normal_draws
 import pymc_edp as edp
 from pymc_edp.datasets import load_eight_schools
 from pymc_edp.plots import html as edp_html
-from pymc_edp.tuning.result import LEAKAGE_CAVEAT
+from pymc_edp.results.tuning import LEAKAGE_CAVEAT
 
 
 class Page(HTMLParser):

@@ -11,10 +11,11 @@ from matplotlib.colors import to_hex, to_rgba
 import pymc_edp as edp
 import pymc_edp.query as edpq
 from pymc_edp import plots
+from pymc_edp import plots as edp_plots
 from pymc_edp.datasets import load_eight_schools
 from pymc_edp.plots import audit as audit_plots
+from pymc_edp.plots import query as query_plots
 from pymc_edp.plots import style
-from pymc_edp.query import plots as query_plots
 
 
 def test_color_cycles_through_arviz_colours():
@@ -136,10 +137,10 @@ AUDIT_PLOTS = {
     "plot_delta_profile": lambda r: plots.plot_delta_profile(r),
 }
 QUERY_PLOTS = {
-    "plot_delta": lambda q: edpq.plot_delta(q, kind=["delta", "delta_star"], target=0.01),
-    "plot_delta_i": lambda q: edpq.plot_delta_i(q, top=3),
-    "plot_densities": lambda q: edpq.plot_densities(q),
-    "plot_noise_kernel": lambda q: edpq.plot_noise_kernel(
+    "plot_delta": lambda q: edp_plots.plot_delta(q, kind=["delta", "delta_star"], target=0.01),
+    "plot_delta_i": lambda q: edp_plots.plot_delta_i(q, top=3),
+    "plot_densities": lambda q: edp_plots.plot_densities(q),
+    "plot_noise_kernel": lambda q: edp_plots.plot_noise_kernel(
         edpq.noise_kernel(q, 1.0), n_samples=2_000
     ),
 }

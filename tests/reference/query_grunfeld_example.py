@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 import pymc_edp.query as edpq
+from pymc_edp import plots as edp_plots
 
 EPSILON_NOISE = 0.25
 
@@ -111,8 +112,8 @@ def run(figures: bool = False, outdir: Path | None = None) -> dict:
         outdir = outdir or Path(__file__).resolve().parents[2] / "docs" / "figures"
         outdir.mkdir(parents=True, exist_ok=True)
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
-        edpq.plot_delta(res, kind="delta", target=0.01, ax=axes[0], title="Figure 3: delta")
-        edpq.plot_delta(
+        edp_plots.plot_delta(res, kind="delta", target=0.01, ax=axes[0], title="Figure 3: delta")
+        edp_plots.plot_delta(
             res,
             kind="delta_star",
             target=0.01,
@@ -121,12 +122,14 @@ def run(figures: bool = False, outdir: Path | None = None) -> dict:
             plot_kwargs={"color": "C1"},
         )
         fig.savefig(outdir / "query_delta.png", dpi=110)
-        ax = edpq.plot_delta_i(res, top=5, title="delta_i of the five most exposed firms")
+        ax = edp_plots.plot_delta_i(res, top=5, title="delta_i of the five most exposed firms")
         ax.figure.savefig(outdir / "query_delta_i.png", dpi=110)
-        ax = edpq.plot_densities(res, title="Figure 5: with and without the most exposed firm")
+        ax = edp_plots.plot_densities(
+            res, title="Figure 5: with and without the most exposed firm"
+        )
         ax.set_xlabel("growth of total investment (log ratio)")
         ax.figure.savefig(outdir / "query_densities.png", dpi=110)
-        ax = edpq.plot_noise_kernel(
+        ax = edp_plots.plot_noise_kernel(
             noise, title=f"Noise for eps = {EPSILON_NOISE} (Figure 1)", random_seed=0
         )
         ax.figure.savefig(outdir / "query_noise.png", dpi=110)

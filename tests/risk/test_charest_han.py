@@ -4,8 +4,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pymc_edp.calibration import BetaBinomialSynthesizer, beta_binomial_synthesizer_prior
-from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
+from pymc_edp.conjugate import (
+    BetaBinomialSynthesizer,
+    beta_binomial_synthesizer_matrix,
+    beta_binomial_synthesizer_prior,
+)
 from pymc_edp.risk.charest_han import (
     conditional_dp_distribution,
     conditional_dp_epsilon,

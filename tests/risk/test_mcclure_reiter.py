@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pymc_edp.calibration import bernoulli_synthesizer_prior
+from pymc_edp.conjugate import bernoulli_synthesizer_prior
 from pymc_edp.risk.mcclure_reiter import (
     AcceptableRegion,
     mcclure_reiter_assessment,

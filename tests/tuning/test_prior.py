@@ -10,7 +10,7 @@ import pytest
 import pymc_edp as edp
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
 from pymc_edp.model.compat import from_dict, has_group
-from pymc_edp.result import EDPWarning
+from pymc_edp.results.edp import EDPWarning
 from pymc_edp.tuning import LEAKAGE_CAVEAT, PriorTuningResult, tune_prior
 from pymc_edp.tuning.prior import _epsilon_mcse
 

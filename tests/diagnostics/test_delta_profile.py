@@ -1,4 +1,4 @@
-"""Tests of The bin-free (eps, delta) profile (:mod:`pymc_edp.diagnostics.profile`)."""
+"""Tests of The bin-free (eps, delta) profile (:mod:`pymc_edp.diagnostics.delta_profile`)."""
 
 import numpy as np
 from scipy import stats

@@ -2,7 +2,8 @@
 
 import xarray as xr
 
-from pymc_edp.tuning import LEAKAGE_CAVEAT, PriorTuningResult
+from pymc_edp import PriorTuningResult
+from pymc_edp.results.tuning import LEAKAGE_CAVEAT
 
 
 def test_result_summary_is_tabular():

@@ -7,12 +7,12 @@ Full-data posterior N(0, I_d), neighbour posterior N(m, s^2 I_d): the log ratio 
 import numpy as np
 import pytest
 
-from pymc_edp.base.binning import quantile_bins
-from pymc_edp.base.moment_match import (
+from pymc_edp.base.affine import (
     moment_match,
     moved_log_ratio_se,
     split_halves,
 )
+from pymc_edp.base.binning import quantile_bins
 from pymc_edp.base.psis import psislw
 
 

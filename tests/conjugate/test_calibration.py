@@ -1,4 +1,4 @@
-"""DP-calibrated priors and noise scales (pymc_edp.calibration).
+"""DP-calibrated priors and noise scales (pymc_edp.conjugate.calibration).
 
 Every claimed epsilon is checked against the DP epsilon of the mechanism's transition
 matrix (or density grid) computed numerically by pymc_edp.risk.dp_epsilon.
@@ -9,17 +9,17 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from pymc_edp.calibration import (
+from pymc_edp.conjugate import (
     BernoulliSynthesizer,
     BetaBinomialSynthesizer,
     DirichletMultinomialSynthesizer,
     LaplaceMechanism,
     bernoulli_synthesizer_prior,
+    beta_binomial_synthesizer_matrix,
     beta_binomial_synthesizer_prior,
     dirichlet_multinomial_synthesizer_prior,
     laplace_mechanism,
 )
-from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
 from pymc_edp.risk import dp_epsilon
 
 # The matrix epsilon is a difference of log-pmfs of magnitude <= ~1e3 evaluated in double

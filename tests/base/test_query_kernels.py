@@ -1,4 +1,4 @@
-"""Tests of pymc_edp.query._kernels: grid hockey stick, distances, ECDF density, deconvolution."""
+"""Tests of pymc_edp.base.query_kernels: grid hockey stick, distances, ECDF, deconvolution."""
 
 import sys
 from pathlib import Path
@@ -11,7 +11,7 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 import pymc_edp.query as edpq
-from pymc_edp.query import _kernels as K
+from pymc_edp.base import query_kernels as K
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "reference"))
 from query_gaussian_families import exact_delta

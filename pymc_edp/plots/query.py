@@ -86,7 +86,8 @@ def plot_delta(
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import plot_delta, privacy_profile
+    >>> from pymc_edp.plots import plot_delta
+    >>> from pymc_edp.query import privacy_profile
     >>> res = privacy_profile(samples, progressbar=False)
     >>> ax = plot_delta(res, kind=["delta", "delta_star"], target=0.01)
     >>> len(ax.get_lines())  # two curves and their two target markers
@@ -167,7 +168,8 @@ def plot_delta_i(
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import plot_delta_i, privacy_profile
+    >>> from pymc_edp.plots import plot_delta_i
+    >>> from pymc_edp.query import privacy_profile
     >>> res = privacy_profile(samples, progressbar=False)
     >>> ax = plot_delta_i(res, top=3)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
@@ -232,7 +234,8 @@ def plot_densities(
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import plot_densities, privacy_profile
+    >>> from pymc_edp.plots import plot_densities
+    >>> from pymc_edp.query import privacy_profile
     >>> res = privacy_profile(samples, progressbar=False)
     >>> ax = plot_densities(res)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
@@ -307,7 +310,8 @@ def plot_noise_kernel(
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import noise_kernel, plot_noise_kernel
+    >>> from pymc_edp.plots import plot_noise_kernel
+    >>> from pymc_edp.query import noise_kernel
     >>> ax = plot_noise_kernel(noise_kernel(samples, 1.0), n_samples=10_000)
     >>> ax.get_legend().get_texts()[0].get_text()
     '10,000 draws'

@@ -1,4 +1,4 @@
-"""Exact EDP oracles of pymc_edp.conjugate (Charest & Han 2017, Sec. 3)."""
+"""Exact EDP oracles of pymc_edp.conjugate.posteriors (Charest & Han 2017, Sec. 3)."""
 
 import numpy as np
 import pytest

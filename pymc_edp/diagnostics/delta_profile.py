@@ -20,7 +20,7 @@ from pymc_edp.diagnostics._common import (
 from pymc_edp.diagnostics.curve import continuous_limit
 
 if TYPE_CHECKING:
-    from pymc_edp.result import EDPResult
+    from pymc_edp.results.edp import EDPResult
 
 
 def delta_profile(

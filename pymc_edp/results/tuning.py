@@ -8,7 +8,7 @@ import pandas as pd
 import xarray as xr
 
 from pymc_edp import plots
-from pymc_edp.result import EDPResult
+from pymc_edp.results.edp import EDPResult
 
 __all__ = ["LEAKAGE_CAVEAT", "TRIAL_DIM", "PriorTuningResult"]
 

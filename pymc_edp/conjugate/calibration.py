@@ -45,7 +45,10 @@ import xarray as xr
 from scipy import special
 
 from pymc_edp.base.validate import check_int, check_real
-from pymc_edp.conjugate import beta_binomial_synthesizer_matrix, dirichlet_multinomial_log_pmf
+from pymc_edp.conjugate.posteriors import (
+    beta_binomial_synthesizer_matrix,
+    dirichlet_multinomial_log_pmf,
+)
 
 if TYPE_CHECKING:
     import pymc as pm
@@ -165,7 +168,7 @@ class BetaBinomialSynthesizer:
 
     Examples
     --------
-    >>> from pymc_edp.calibration import BetaBinomialSynthesizer
+    >>> from pymc_edp.conjugate.calibration import BetaBinomialSynthesizer
     >>> syn = BetaBinomialSynthesizer(alpha=0.5, beta=0.5, n_synthetic=5)
     >>> round(syn.epsilon, 4)  # log 11, Charest & Han's Table 1
     2.3979
@@ -247,7 +250,7 @@ def beta_binomial_synthesizer_prior(
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_edp.calibration import beta_binomial_synthesizer_prior
+    >>> from pymc_edp.conjugate.calibration import beta_binomial_synthesizer_prior
     >>> syn = beta_binomial_synthesizer_prior(np.log(11), n_synthetic=5)
     >>> round(syn.alpha, 4), round(syn.beta, 4), round(syn.epsilon, 4)
     (0.5, 0.5, 2.3979)
@@ -294,7 +297,7 @@ class BernoulliSynthesizer:
 
     Examples
     --------
-    >>> from pymc_edp.calibration import BernoulliSynthesizer
+    >>> from pymc_edp.conjugate.calibration import BernoulliSynthesizer
     >>> syn = BernoulliSynthesizer(alpha=1.0, beta=1.0, n_synthetic=10)
     >>> round(syn.epsilon, 4)  # 10 log 2
     6.9315
@@ -393,7 +396,7 @@ def bernoulli_synthesizer_prior(
 
     Examples
     --------
-    >>> from pymc_edp.calibration import bernoulli_synthesizer_prior
+    >>> from pymc_edp.conjugate.calibration import bernoulli_synthesizer_prior
     >>> syn = bernoulli_synthesizer_prior(1.0, n_synthetic=1000)  # McClure & Reiter's n_s
     >>> round(syn.alpha, 2), round(syn.beta, 2), round(syn.epsilon, 4)
     (999.5, 999.5, 1.0)
@@ -448,7 +451,7 @@ class DirichletMultinomialSynthesizer:
 
     Examples
     --------
-    >>> from pymc_edp.calibration import DirichletMultinomialSynthesizer
+    >>> from pymc_edp.conjugate.calibration import DirichletMultinomialSynthesizer
     >>> from pymc_edp.risk import dp_epsilon
     >>> syn = DirichletMultinomialSynthesizer(alpha=(0.5, 1.0, 2.0), n_synthetic=5)
     >>> syn.n_categories, round(syn.epsilon, 4)
@@ -588,7 +591,7 @@ def dirichlet_multinomial_synthesizer_prior(
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_edp.calibration import dirichlet_multinomial_synthesizer_prior
+    >>> from pymc_edp.conjugate.calibration import dirichlet_multinomial_synthesizer_prior
     >>> syn = dirichlet_multinomial_synthesizer_prior(np.log(11), n_synthetic=5, n_categories=3)
     >>> [round(a, 4) for a in syn.alpha]
     [0.5, 0.5, 0.5]
@@ -636,7 +639,7 @@ class LaplaceMechanism:
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_edp.calibration import LaplaceMechanism
+    >>> from pymc_edp.conjugate.calibration import LaplaceMechanism
     >>> from pymc_edp.risk import dp_epsilon
     >>> mech = LaplaceMechanism(sensitivity=1.0, epsilon=0.5)
     >>> mech.scale
@@ -717,7 +720,7 @@ def laplace_mechanism(epsilon: float, sensitivity: float) -> LaplaceMechanism:
     --------
     Lee & Clifton's mean of absence days ``{1, 2, 3, 10}`` (sensitivity 17/6) at eps = 2:
 
-    >>> from pymc_edp.calibration import laplace_mechanism
+    >>> from pymc_edp.conjugate.calibration import laplace_mechanism
     >>> mech = laplace_mechanism(epsilon=2.0, sensitivity=17 / 6)
     >>> round(mech.scale, 4)  # Laplace(17/12)
     1.4167

@@ -54,7 +54,7 @@ from pymc_edp.base.psis import psislw
 
 __all__ = [
     "TRANSFORMS",
-    "MomentMatchResult",
+    "MatchedDraws",
     "moment_match",
     "moved_log_ratio_se",
     "split_halves",
@@ -65,7 +65,7 @@ TRANSFORMS = ("shift", "scale", "cov")
 
 
 @dataclass(frozen=True)
-class MomentMatchResult:
+class MatchedDraws:
     """Outcome of moment matching one neighbour.
 
     Attributes
@@ -235,7 +235,7 @@ def moment_match(
     log_target_draws: np.ndarray | None = None,
     log_ratio_draws: np.ndarray | None = None,
     log_target_and_ratio: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
-) -> MomentMatchResult:
+) -> MatchedDraws:
     """Moment-matched importance weights of one neighbour posterior.
 
     Parameters
@@ -271,7 +271,7 @@ def moment_match(
 
     Returns
     -------
-    MomentMatchResult
+    MatchedDraws
 
     References
     ----------
@@ -286,7 +286,7 @@ def moment_match(
     does not.
 
     >>> import numpy as np
-    >>> from pymc_edp.base.moment_match import moment_match
+    >>> from pymc_edp.base.affine import moment_match
     >>> u = np.random.default_rng(0).normal(size=(1, 4000))
     >>> target = lambda x: -0.5 * x[0] ** 2
     >>> ratio = lambda x: -0.5 * (x[0] - 3.5) ** 2 + 0.5 * x[0] ** 2
@@ -304,7 +304,7 @@ def moment_match(
 def _moment_match(
     u, log_target_full, log_ratio, reff, khat_threshold, max_iters, split, cov, tail_rule,
     n_chains, log_target_draws, log_ratio_draws, log_target_and_ratio,
-) -> MomentMatchResult:  # fmt: skip
+) -> MatchedDraws:  # fmt: skip
     if log_target_and_ratio is None:
 
         def log_target_and_ratio(x):
@@ -329,7 +329,7 @@ def _moment_match(
     if np.ptp(lr0) == 0:
         # the neighbour posterior is the full-data one: exactly uniform weights
         lw = np.full(n_samples, -np.log(n_samples))
-        return MomentMatchResult(
+        return MatchedDraws(
             u, lw, lw.copy(), -np.inf, -np.inf, 0.0, 0, (), False, float(reff),
             float(n_samples * reff), zero, identity,
         )  # fmt: skip
@@ -374,7 +374,7 @@ def _moment_match(
     else:
         reff_final = _reff_of(cur_lr, n_chains)
     ess = min(1.0 / np.exp(2 * lwi).sum(), 1.0 / np.exp(2 * lwfi).sum()) * reff_final
-    return MomentMatchResult(
+    return MatchedDraws(
         draws=cur,
         log_weights=lwi,
         log_weights_full=lwfi,
