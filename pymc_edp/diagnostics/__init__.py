@@ -1,10 +1,15 @@
 """How far to trust an EDP audit: Monte-Carlo error, imprecision, bins and the bin-free view.
 
-Every function takes an :class:`~pymc_edp.results.edp.EDPResult` that kept its importance weights
-(``audit(..., store_weights=True)``, the default) and returns xarray objects; the
-:class:`~pymc_edp.results.edp.EDPResult` methods ``mcse``, ``interval``, ``emi``, ``empty_bins``,
-``curve``, ``delta_profile``, ... are thin wrappers around them. The numerical work is in
-:mod:`pymc_edp.base` (plain NumPy/numba, sample axis last).
+Every function takes an audit result (an :class:`~pymc_edp.EDPResult`) that kept its
+importance weights (``audit(..., chunks={"store_weights": True})``, the default) and returns xarray
+objects; the :class:`~pymc_edp.EDPResult` methods ``mcse``, ``interval``, ``emi``,
+``empty_bins``, ``curve``, ``delta_profile``, ... call them (through :mod:`pymc_edp.views`).
+The numerical work is in :mod:`pymc_edp.base` (plain NumPy/numba, sample axis last).
+
+The diagnostics sit below the result classes and do not import them: they read the
+attributes listed by the protocol ``pymc_edp.diagnostics._common.AuditData`` (which any
+audit result has), and keep what they compute (bins, influence functions) in their own
+cache, ``pymc_edp.diagnostics._cache``, which lives exactly as long as the result.
 
 What is computed, and why:
 
@@ -14,10 +19,7 @@ What is computed, and why:
   quantile cut points*, scaled by the effective sample size of that influence series, so
   MCMC autocorrelation is accounted for. The interval of a maximum is the maximum of the
   intervals of its leading candidates.
-* **The headline** (:func:`headline`): its 90% interval, whether it is a lower bound (a
-  resolution limit, :mod:`pymc_edp.base.limits`), whether refits confirmed it, and the one
-  statement about noise, read off the interval. The printout, the HTML view and
-  :func:`diagnose` all say what it says.
+* **Bin log ratios** (:func:`bin_log_ratios`): where one neighbour's epsilon is set.
 * **EMI**, Abowd's empirical measure of imprecision (:func:`emi`): the procedure with D in
   place of the neighbour, on independent draws (bins from the first half of every chain,
   counts from the second half). It is the noise floor of *refit-and-count*, kept for
@@ -27,6 +29,10 @@ What is computed, and why:
   continuous limit ``B -> inf`` (:func:`continuous_limit`) as its reference.
 * **The (eps, delta) profile** (:func:`delta_profile`): ``delta_i(eps)``, ``delta(eps)``,
   total risk ``delta*(eps)`` from the weights, without bins and without density estimates.
+
+The words come later: the headline (its interval, whether it is a lower bound, whether
+refits confirmed it, the statement about noise) and the plain-language ``res.diagnose()``
+are :mod:`pymc_edp.report`'s.
 
 Neighbours refitted exactly (``pointwise["method"] == "refit"``) keep their Pareto-smoothed
 importance weights in ``log_weights``. Their Monte-Carlo error and interval at the audit's
@@ -54,21 +60,18 @@ References
 from pymc_edp.diagnostics.curve import DEFAULT_CURVE_BINS, continuous_limit, epsilon_curve
 from pymc_edp.diagnostics.delta_profile import delta_profile
 from pymc_edp.diagnostics.imprecision import emi, empty_bins, smoothing_sensitivity
-from pymc_edp.diagnostics.report import Headline, bin_log_ratios, diagnose, headline
+from pymc_edp.diagnostics.log_ratios import bin_log_ratios
 from pymc_edp.diagnostics.uncertainty import epsilon_interval, epsilon_mcse
 
 __all__ = [
     "DEFAULT_CURVE_BINS",
-    "Headline",
     "bin_log_ratios",
     "continuous_limit",
     "delta_profile",
-    "diagnose",
     "emi",
     "empty_bins",
     "epsilon_curve",
     "epsilon_interval",
     "epsilon_mcse",
-    "headline",
     "smoothing_sensitivity",
 ]

@@ -1,24 +1,99 @@
-"""What every diagnostic reads from a result: weights, draws and bins, computed once."""
+"""What every diagnostic reads from an audit: weights, draws and bins, computed once.
+
+The diagnostics do not know the result class (:class:`pymc_edp.EDPResult` sits above
+them): they read the attributes of :class:`AuditData`, which any audit result has, and
+keep what they compute in their own cache (:mod:`pymc_edp.diagnostics._cache`).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_probability
+from pymc_edp.diagnostics._cache import cache_of
 
 if TYPE_CHECKING:
-    from pymc_edp.results.edp import EDPResult
+    import xarray as xr
 
 #: (parameter, bin) pairs per neighbour whose intervals enter the interval of the maximum.
 DEFAULT_CANDIDATES = 5
 INTERVAL_DIM = "interval"
 
 
-def was_pruned(result: EDPResult) -> bool:
+@runtime_checkable
+class AuditData(Protocol):
+    """The attributes of an audit that the diagnostics read (an ``EDPResult`` has them all).
+
+    Read-only: the diagnostics never change an audit; what they compute goes to their own
+    cache (:func:`pymc_edp.diagnostics._cache.cache_of`).
+
+    Attributes
+    ----------
+    pointwise : xarray.Dataset
+        Per neighbour: ``epsilon``, ``method``, ``refit_mcse``, ``lower_bound``, ... (see
+        :class:`pymc_edp.EDPResult`).
+    parameters : xarray.Dataset
+        Per scalar parameter: ``epsilon``, ``var_name``, ...
+    log_weights : xarray.DataArray or None
+        Smoothed log-weights ``(neighbour, sample)``.
+    draws : xarray.DataArray or None
+        Full-data draws ``(parameter, sample)``, chain-major.
+    bins : int
+        The audit's number of bins.
+    smoothing, count_smoothing : float
+        Additive smoothing of weighted and of count estimates.
+    n_chains : int
+    epsilon : float
+    worst_neighbour
+        Coordinate value of the neighbour attaining ``epsilon``.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> from pymc_edp.diagnostics._common import AuditData
+    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
+    ...                 progressbar=False)
+    >>> isinstance(res, AuditData)
+    True
+    """
+
+    @property
+    def pointwise(self) -> xr.Dataset: ...
+
+    @property
+    def parameters(self) -> xr.Dataset: ...
+
+    @property
+    def log_weights(self) -> xr.DataArray | None: ...
+
+    @property
+    def draws(self) -> xr.DataArray | None: ...
+
+    @property
+    def bins(self) -> int: ...
+
+    @property
+    def smoothing(self) -> float: ...
+
+    @property
+    def count_smoothing(self) -> float: ...
+
+    @property
+    def n_chains(self) -> int: ...
+
+    @property
+    def epsilon(self) -> float: ...
+
+    @property
+    def worst_neighbour(self) -> Any: ...
+
+
+def was_pruned(result: AuditData) -> bool:
     """Whether the audit pruned neighbours (``pointwise["method"]`` is ``"pruned"`` somewhere)."""
     if "method" not in result.pointwise:
         return False
@@ -26,22 +101,23 @@ def was_pruned(result: EDPResult) -> bool:
     return bool(np.any(method == "pruned"))
 
 
-def keep_weights_advice(result: EDPResult) -> str:
+def keep_weights_advice(result: AuditData) -> str:
     """How to rerun the audit so that it keeps the weights a diagnostic needs.
 
-    ``store_weights=True`` alone for an unpruned audit; a pruned one refuses it (pruning
-    skips neighbours, whose weights are then never computed), so it needs ``prune=False``.
+    ``chunks={"store_weights": True}`` alone for an unpruned audit; a pruned one refuses it
+    (pruning skips neighbours, whose weights are then never computed), so it needs
+    ``"prune": False`` too.
     """
     if was_pruned(result):
         return (
-            "rerun edp.audit(..., store_weights=True, prune=False): this audit pruned "
-            "neighbours (pointwise['method'] == 'pruned'), and pruning drops their weights, so "
-            "store_weights=True is refused unless prune=False"
+            "rerun edp.audit(..., chunks={'store_weights': True, 'prune': False}): this audit "
+            "pruned neighbours (pointwise['method'] == 'pruned'), and pruning drops their "
+            "weights, so store_weights=True is refused unless prune=False"
         )
-    return "rerun edp.audit(..., store_weights=True) (the default)"
+    return "rerun edp.audit(..., chunks={'store_weights': True}) (the default)"
 
 
-def no_weights_error(result: EDPResult) -> ValueError:
+def no_weights_error(result: AuditData) -> ValueError:
     """The error of a diagnostic that needs weights the result does not carry."""
     return ValueError(
         "this diagnostic needs the importance weights of the audit, which were not kept: "
@@ -50,7 +126,7 @@ def no_weights_error(result: EDPResult) -> ValueError:
     )
 
 
-def weight_rows(result: EDPResult) -> np.ndarray:
+def weight_rows(result: AuditData) -> np.ndarray:
     """Positions in ``result.pointwise`` of the rows of :func:`kept_weights`."""
     if result.log_weights is None:
         raise no_weights_error(result)
@@ -60,7 +136,7 @@ def weight_rows(result: EDPResult) -> np.ndarray:
     return np.arange(lw.sizes[NEIGHBOUR_DIM])
 
 
-def kept_weights(result: EDPResult) -> tuple[np.ndarray, np.ndarray]:
+def kept_weights(result: AuditData) -> tuple[np.ndarray, np.ndarray]:
     """The smoothed log-weights the audit kept, ``(rows, sample)``, and their positions.
 
     Small audits keep every neighbour's; large ones (streamed, pruned) those of the
@@ -72,7 +148,7 @@ def kept_weights(result: EDPResult) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(lw, dtype=float), weight_rows(result)
 
 
-def weights_of(result: EDPResult) -> np.ndarray:
+def weights_of(result: AuditData) -> np.ndarray:
     """Every neighbour's smoothed log-weights ``(neighbour, sample)``, or a clear error."""
     lw, rows = kept_weights(result)
     n = result.pointwise.sizes[NEIGHBOUR_DIM]
@@ -86,7 +162,7 @@ def weights_of(result: EDPResult) -> np.ndarray:
     return lw
 
 
-def draws_of(result: EDPResult) -> np.ndarray:
+def draws_of(result: AuditData) -> np.ndarray:
     """The full-data draws ``(parameter, sample)`` the bins were cut from."""
     if result.draws is None:
         raise ValueError(
@@ -96,28 +172,28 @@ def draws_of(result: EDPResult) -> np.ndarray:
     return np.asarray(result.draws.transpose(PARAMETER_DIM, ...).values, dtype=float)
 
 
-def bins_of(result: EDPResult, n_bins: int) -> binning.Bins:
+def bins_of(result: AuditData, n_bins: int) -> binning.Bins:
     """``n_bins`` equal-probability bins of the full-data draws (computed once per result)."""
-    memo = result.memo()
+    cache = cache_of(result)
     key = ("bins", int(n_bins))
-    if key not in memo:
-        memo[key] = binning.quantile_bins(draws_of(result), int(n_bins))
-    return memo[key]
+    if key not in cache:
+        cache[key] = binning.quantile_bins(draws_of(result), int(n_bins))
+    return cache[key]
 
 
-def order_of(result: EDPResult) -> np.ndarray:
+def order_of(result: AuditData) -> np.ndarray:
     """``argsort`` of every parameter's full-data draws (computed once per result)."""
-    memo = result.memo()
-    if "order" not in memo:
-        memo["order"] = np.argsort(draws_of(result), axis=1, kind="stable")
-    return memo["order"]
+    cache = cache_of(result)
+    if "order" not in cache:
+        cache["order"] = np.argsort(draws_of(result), axis=1, kind="stable")
+    return cache["order"]
 
 
-def neighbour_coords(result: EDPResult) -> dict:
+def neighbour_coords(result: AuditData) -> dict:
     return {NEIGHBOUR_DIM: result.pointwise[NEIGHBOUR_DIM].values}
 
 
-def refitted(result: EDPResult) -> np.ndarray:
+def refitted(result: AuditData) -> np.ndarray:
     """True for the neighbours whose epsilon came from their own draws (refit or moment match).
 
     Their stored weights are not what their epsilon rests on; their standard error is

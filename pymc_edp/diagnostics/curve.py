@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -16,8 +15,10 @@ from pymc_edp.base.common import (
     EDPWarning,
     chunk_slices,
 )
+from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
+    AuditData,
     bins_of,
     neighbour_coords,
     refitted,
@@ -25,13 +26,10 @@ from pymc_edp.diagnostics._common import (
 )
 from pymc_edp.diagnostics.uncertainty import leading_pair_errors, summarise_errors
 
-if TYPE_CHECKING:
-    from pymc_edp.results.edp import EDPResult
-
 DEFAULT_CURVE_BINS = (5, 10, 20, 50, 100, 250)
 
 
-def continuous_limit(result: EDPResult) -> xr.Dataset:
+def continuous_limit(result: AuditData) -> xr.Dataset:
     """The ``B -> infinity`` reference: the largest absolute log density ratio over the draws.
 
     ``sup_s |log r_i(theta_s)|`` with ``r_i = S w_i`` the normalised importance weight times
@@ -47,7 +45,8 @@ def continuous_limit(result: EDPResult) -> xr.Dataset:
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`).
 
     Returns
     -------
@@ -74,7 +73,7 @@ def continuous_limit(result: EDPResult) -> xr.Dataset:
     >>> lim["sup_log_ratio"].dims
     ('neighbour',)
     """
-    cache = result.memo()
+    cache = cache_of(result)
     if "continuous_limit" in cache:
         return cache["continuous_limit"]
     from scipy.special import logsumexp
@@ -127,7 +126,7 @@ def continuous_limit(result: EDPResult) -> xr.Dataset:
 
 
 def epsilon_curve(
-    result: EDPResult,
+    result: AuditData,
     bins: Sequence[int] = DEFAULT_CURVE_BINS,
     *,
     prob: float | None = 0.9,
@@ -138,7 +137,8 @@ def epsilon_curve(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`).
     bins : sequence of int, default (5, 10, 20, 50, 100, 250)
     prob : float or None, default 0.9
         Coverage of the Monte-Carlo interval drawn as error bars; None skips the errors.
@@ -172,7 +172,7 @@ def epsilon_curve(
     ['bins', 'mcse', 'lower', 'upper', 'worst_neighbour']
 
     A B leaving fewer than 10 draws per bin gives NaN and an
-    :class:`~pymc_edp.results.edp.EDPWarning`:
+    :class:`~pymc_edp.EDPWarning`:
 
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as caught:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -14,17 +13,15 @@ from pymc_edp.base.common import (
     chunk_slices,
 )
 from pymc_edp.diagnostics._common import (
+    AuditData,
     refitted,
     weights_of,
 )
 from pymc_edp.diagnostics.curve import continuous_limit
 
-if TYPE_CHECKING:
-    from pymc_edp.results.edp import EDPResult
-
 
 def delta_profile(
-    result: EDPResult,
+    result: AuditData,
     epsilons: Sequence[float] | np.ndarray,
     *,
     targets: Sequence[float] | None = None,
@@ -39,7 +36,8 @@ def delta_profile(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`).
     epsilons : array_like
         Non-negative epsilons.
     targets : sequence of float, optional

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -15,18 +14,17 @@ from pymc_edp.base.common import (
     EDPWarning,
     chunk_slices,
 )
+from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
+    AuditData,
     bins_of,
     draws_of,
     refitted,
     weights_of,
 )
 
-if TYPE_CHECKING:
-    from pymc_edp.results.edp import EDPResult
 
-
-def emi(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
+def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     """Abowd's empirical measure of imprecision: the noise floor of refit-and-count.
 
     The EDP procedure run with the full data D in place of the neighbour, on independent
@@ -43,7 +41,8 @@ def emi(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`).
     bins : int, optional
         Number of bins; default the audit's.
 
@@ -71,7 +70,7 @@ def emi(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
     >>> round(float(em["emi"]), 2), em.attrs["n_draws"], em.attrs["within_two_emi"]
     (0.27, 1000, 0)
     """
-    cache = result.memo()
+    cache = cache_of(result)
     n_bins = result.bins if bins is None else int(bins)
     key = ("emi", n_bins)
     if key not in cache:
@@ -112,7 +111,7 @@ def emi(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
 
 
 # ------------------------------------------------------------ empty bins, smoothing
-def empty_bins(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
+def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     """Bins that receive no (or almost no) weight under a neighbour, per parameter.
 
     A bin whose neighbour probability estimate is zero makes the raw (``smoothing=0``)
@@ -124,7 +123,8 @@ def empty_bins(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`).
     bins : int, optional
         Number of bins; default the audit's.
 
@@ -184,7 +184,7 @@ def empty_bins(result: EDPResult, *, bins: int | None = None) -> xr.Dataset:
 
 
 def smoothing_sensitivity(
-    result: EDPResult,
+    result: AuditData,
     smoothing: Sequence[float] = (0.0, 0.001, 0.01, 0.1, 1.0),
     *,
     bins: int | None = None,
@@ -194,13 +194,14 @@ def smoothing_sensitivity(
     ``smoothing = 0`` is the raw estimator, the audit's default for weighted draws: finite,
     as every bin holds draws of positive weight (summed in log space), unless all of a bin's
     weights are 0; rather than return ``inf`` silently this then warns
-    (:class:`~pymc_edp.results.edp.EDPWarning`) with the number of such bins. A positive constant
+    (:class:`~pymc_edp.EDPWarning`) with the number of such bins. A positive constant
     caps every log ratio near ``log(S / (B alpha))``: where the values fall as it grows,
     smoothing, not the data, sets them.
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`).
     smoothing : sequence of float, default (0, 0.001, 0.01, 0.1, 1)
         Additive constants in units of draws.
     bins : int, optional

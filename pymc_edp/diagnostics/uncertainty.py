@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import xarray as xr
 
 from pymc_edp.base.common import NEIGHBOUR_DIM
 from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval
+from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     INTERVAL_DIM,
+    AuditData,
     bins_of,
     keep_weights_advice,
     kept_weights,
@@ -26,18 +26,15 @@ from pymc_edp.diagnostics._common import (
 #: The interval probability the audit computes and stores with its result.
 STORED_PROB = 0.9
 
-if TYPE_CHECKING:
-    from pymc_edp.results.edp import EDPResult
-
 
 def leading_pair_errors(
-    result: EDPResult, n_bins: int, candidates: int, smoothing: float | None = None
+    result: AuditData, n_bins: int, candidates: int, smoothing: float | None = None
 ) -> dict:
     """Estimates, standard errors and ESS of the leading (parameter, bin) pairs.
 
     Over the neighbours whose weights the result keeps (``rows``: their positions).
     """
-    cache = result.memo()
+    cache = cache_of(result)
     alpha = float(result.smoothing if smoothing is None else smoothing)
     key = ("uncertainty", int(n_bins), int(candidates), alpha)
     if key in cache:
@@ -56,7 +53,7 @@ def leading_pair_errors(
     return out
 
 
-def refit_errors(result: EDPResult) -> dict:
+def refit_errors(result: AuditData) -> dict:
     """``{neighbour index: (estimate, se)}`` of the refitted neighbours' own estimates.
 
     The audit computes each refit's error with its estimate, by the same delta method
@@ -72,7 +69,7 @@ def refit_errors(result: EDPResult) -> dict:
     return {int(i): (float(eps[i]), float(se[i])) for i in rows}
 
 
-def lower_bound_rows(result: EDPResult) -> np.ndarray:
+def lower_bound_rows(result: AuditData) -> np.ndarray:
     """True for the neighbours whose epsilon is a lower bound (at a resolution limit)."""
     pw = result.pointwise
     if "lower_bound" in pw:
@@ -80,7 +77,7 @@ def lower_bound_rows(result: EDPResult) -> np.ndarray:
     return np.zeros(pw.sizes[NEIGHBOUR_DIM], dtype=bool)
 
 
-def summarise_errors(result: EDPResult, unc: dict, prob: float | None):
+def summarise_errors(result: AuditData, unc: dict, prob: float | None):
     """Per-neighbour estimate, error, ESS and (with ``prob``) interval from the leading pairs.
 
     Neighbours whose weights were not kept get NaN. At the audit's own number of bins,
@@ -112,7 +109,7 @@ def summarise_errors(result: EDPResult, unc: dict, prob: float | None):
     return est, se_i, ess_i, lower, upper
 
 
-def _stored(result: EDPResult, prob: float | None, bins: int | None, what: str) -> bool:
+def _stored(result: AuditData, prob: float | None, bins: int | None, what: str) -> bool:
     """Whether ``what`` must come from the columns the audit stored (no weights to recompute)."""
     if result.log_weights is not None:
         return False
@@ -132,7 +129,7 @@ def _stored(result: EDPResult, prob: float | None, bins: int | None, what: str) 
 
 
 def epsilon_mcse(
-    result: EDPResult, *, bins: int | None = None, candidates: int = DEFAULT_CANDIDATES
+    result: AuditData, *, bins: int | None = None, candidates: int = DEFAULT_CANDIDATES
 ) -> xr.Dataset:
     """Monte-Carlo standard error of epsilon and of every per-record epsilon.
 
@@ -152,7 +149,8 @@ def epsilon_mcse(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`).
         With ``log_weights`` and ``draws``, or the audit's stored errors.
     bins : int, optional
         Number of bins; default the audit's.
@@ -222,7 +220,7 @@ def epsilon_mcse(
 
 
 def epsilon_interval(
-    result: EDPResult,
+    result: AuditData,
     prob: float = 0.9,
     *,
     bins: int | None = None,
@@ -249,7 +247,8 @@ def epsilon_interval(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`).
     prob : float, default 0.9
         Nominal coverage.
     bins : int, optional
@@ -295,7 +294,7 @@ def epsilon_interval(
     return interval_dataset(result, lower, upper, est, se, prob, n_bins)
 
 
-def interval_dataset(result: EDPResult, lower, upper, est, se, prob: float, n_bins: int):
+def interval_dataset(result: AuditData, lower, upper, est, se, prob: float, n_bins: int):
     """The Dataset :func:`epsilon_interval` returns, from per-neighbour arrays."""
     both = np.stack([lower, upper], axis=-1)
     coords = neighbour_coords(result)

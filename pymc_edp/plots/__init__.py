@@ -25,7 +25,6 @@ defined in :mod:`pymc_edp.plots.query`:
 
 from pymc_edp.plots import audit, html, query, style  # noqa: F401  (html: the results' _repr_html_)
 from pymc_edp.plots.audit import (
-    khat_class,
     plot_bin_log_ratios,
     plot_delta_profile,
     plot_epsilon_curve,
@@ -39,13 +38,12 @@ from pymc_edp.plots.query import plot_delta, plot_delta_i, plot_densities, plot_
 # Bound here, not imported, so that their ``#:`` descriptions reach the API reference.
 #: The colour cycle of ArviZ's default styles (``arviz-whitegrid`` / ``arviz-darkgrid``).
 ARVIZ_COLORS = style.ARVIZ_COLORS
-#: Colour of each Pareto k-hat class, from the ArviZ cycle.
+#: Colour of each Pareto k-hat class (:func:`pymc_edp.report.khat_counts`), from the ArviZ cycle.
 KHAT_COLORS = audit.KHAT_COLORS
 
 __all__ = [
     "ARVIZ_COLORS",
     "KHAT_COLORS",
-    "khat_class",
     "plot_bin_log_ratios",
     "plot_delta",
     "plot_delta_i",

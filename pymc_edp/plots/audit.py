@@ -1,9 +1,12 @@
 """Plots of EDP audit results: per-record epsilon, epsilon against B, the (ε, δ) profile.
 
-Every function takes an audit result (an :class:`~pymc_edp.results.edp.EDPResult`; the
-diagnostics plots need its stored importance weights), draws on ``ax`` (a new figure when it
-is None) and returns the axes. The diagnostics plots compute what they show with
-:mod:`pymc_edp.diagnostics`; the look is :mod:`pymc_edp.plots.style`'s.
+Every function takes an audit result (an :class:`~pymc_edp.EDPResult`, or any object with
+the attributes of the protocol ``pymc_edp.report._common.AuditSummary``; the diagnostics
+plots need its stored importance weights), draws on ``ax`` (a new figure when it is None)
+and returns the axes. The diagnostics plots compute what they show with
+:mod:`pymc_edp.diagnostics`, the k-hat classes and counts come from
+:func:`pymc_edp.report.khat_counts` (as in the printout and the HTML view); the look is
+:mod:`pymc_edp.plots.style`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import xarray as xr
 from pymc_edp.base import binning
 from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.base.mcse import normalised_weights
-from pymc_edp.base.psis import khat_classes
 from pymc_edp.diagnostics import (
     DEFAULT_CURVE_BINS,
     bin_log_ratios,
@@ -25,7 +27,6 @@ from pymc_edp.diagnostics import (
     epsilon_interval,
 )
 from pymc_edp.diagnostics._common import keep_weights_advice, kept_weights, was_pruned
-from pymc_edp.diagnostics.report import format_interval
 from pymc_edp.plots.style import (
     REFERENCE_COLOR,
     TEXT_COLOR,
@@ -39,15 +40,15 @@ from pymc_edp.plots.style import (
     require_matplotlib,
     set_labels,
 )
+from pymc_edp.report import format_interval, khat_counts
+from pymc_edp.report._common import AuditSummary
+from pymc_edp.report.khat import NOT_COMPUTED, KhatCounts
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from pymc_edp.results.edp import EDPResult
-
 __all__ = [
     "KHAT_COLORS",
-    "khat_class",
     "plot_bin_log_ratios",
     "plot_delta_profile",
     "plot_epsilon_curve",
@@ -57,45 +58,14 @@ __all__ = [
     "plot_pointwise_epsilon",
 ]
 
-#: Colour of each Pareto k-hat class (:func:`pymc_edp.base.psis.khat_classes`), from the
+#: Colour of each Pareto k-hat class (:func:`pymc_edp.report.khat_counts`), from the
 #: ArviZ cycle; grey where no k-hat was computed.
 KHAT_COLORS = {
     "good": color(0),
     "bad": color(3),
     "very bad": color(4),
-    "not computed": REFERENCE_COLOR,
+    NOT_COMPUTED: REFERENCE_COLOR,
 }
-
-
-def khat_class(pareto_k: Any, threshold: float) -> np.ndarray:
-    """Classify Pareto k-hat values as ``"good"``, ``"bad"``, ``"very bad"``, ``"not computed"``.
-
-    The one classifier of the printout, the HTML view and the figures
-    (:func:`pymc_edp.base.psis.khat_classes`, ArviZ's PSIS-LOO classes): ``good`` up to
-    ``threshold`` (``min(1 - 1 / log10(S), 0.7)``, stored on an audit result as
-    ``khat_threshold``; estimates above it are unreliable), ``bad`` up to 1, ``very bad``
-    above 1, ``not computed`` for NaN (pruned or refit-only neighbours).
-
-    Parameters
-    ----------
-    pareto_k : array_like
-        k-hat values.
-    threshold : float
-        Reliability threshold.
-
-    Returns
-    -------
-    numpy.ndarray of str
-        Class of each value, same shape as ``pareto_k``.
-
-    Examples
-    --------
-    >>> from pymc_edp.plots import khat_class
-    >>> khat_class([0.2, 0.6, 0.9, 1.2, float("nan")], threshold=0.7).tolist()
-    ['good', 'good', 'bad', 'very bad', 'not computed']
-    """
-    classes = khat_classes(pareto_k, threshold)
-    return np.where(classes == "", "not computed", classes).astype(str)
 
 
 def _khat_bounds(threshold: float) -> dict:
@@ -103,7 +73,7 @@ def _khat_bounds(threshold: float) -> dict:
         "good": f"k ≤ {threshold:.2f}",
         "bad": f"{threshold:.2f} < k ≤ 1",
         "very bad": "k > 1",
-        "not computed": "pruned or refitted",
+        NOT_COMPUTED: "pruned or refitted",
     }
 
 
@@ -135,7 +105,7 @@ def _coordinate_positions(values: np.ndarray) -> np.ndarray:
 
 
 def plot_pointwise_epsilon(
-    result: EDPResult,
+    result: AuditSummary,
     *,
     ax: Axes | None = None,
     labels: int = 5,
@@ -158,10 +128,11 @@ def plot_pointwise_epsilon(
 
     Parameters
     ----------
-    result : EDPResult
-        An audit result: needs ``pointwise`` (an :class:`xarray.Dataset` over ``dim`` with
-        ``"epsilon"`` and, optionally, ``"pareto_k"`` and ``"method"``) and
-        ``khat_threshold``.
+    result : AuditSummary
+        An audit result (an :class:`~pymc_edp.EDPResult`): needs ``pointwise`` (an
+        :class:`xarray.Dataset` over ``dim`` with ``"epsilon"`` and, optionally,
+        ``"pareto_k"`` and ``"method"``) and ``khat_threshold``; the k-hat classes are
+        :func:`pymc_edp.report.khat_counts`'s.
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure is created when None.
     labels : int, default 5
@@ -208,80 +179,28 @@ def plot_pointwise_epsilon(
     >>> plt.close(ax.figure)
     """
     require_matplotlib()
-
     pointwise = result.pointwise
-    if "epsilon" not in pointwise:
-        raise KeyError("result.pointwise has no 'epsilon' variable")
-    eps_da = pointwise["epsilon"]
-    if dim not in eps_da.dims:
-        raise ValueError(
-            f"result.pointwise['epsilon'] has dims {eps_da.dims}; no neighbour dim {dim!r}"
-        )
-    eps = _reduce_to_neighbours(eps_da, dim)
-    names = np.asarray(pointwise[dim].values) if dim in pointwise.coords else np.arange(eps.size)
-    threshold = float(getattr(result, "khat_threshold", 0.7))
-    if "pareto_k" in pointwise:
-        khat = _reduce_to_neighbours(pointwise["pareto_k"], dim)
-        classes = khat_class(khat, threshold)
-    else:
-        classes = None
-
+    eps, names = _pointwise_epsilons(pointwise, dim)
+    counts = khat_counts(result, dim) if "pareto_k" in pointwise else None
     ax = get_axes(ax, figsize=figsize, default_figsize=(9.0, 4.2))
-
-    # numeric, increasing labels (e.g. patient ids 1..n) serve as x; otherwise positions
-    numeric = names.dtype.kind in "iuf" and names.size == eps.size
-    if numeric and (names.size < 2 or np.all(np.diff(names.astype(float)) > 0)):
-        x = names.astype(float)
-        default_xlabel = f"{dim} ({eps.size} records)"
-    else:
-        x = np.arange(eps.size, dtype=float)
-        default_xlabel = f"record position ({eps.size} {dim}s)"
+    x, default_xlabel = _pointwise_positions(names, eps.size, dim)
     kwargs = {"s": 28, "linewidths": 0.6, "edgecolors": "white", "zorder": 3}
     kwargs.update(scatter_kwargs or {})
-    if classes is None:
-        ax.scatter(x, eps, color=color(0), **kwargs)
-    else:
-        bounds = _khat_bounds(threshold)
-        for cls in KHAT_COLORS:
-            sel = classes == cls
-            if cls != "good" and not sel.any():
-                continue
-            ax.scatter(
-                x[sel],
-                eps[sel],
-                color=KHAT_COLORS[cls],
-                label=f"{cls} ({bounds[cls]}): {int(sel.sum())}",
-                **kwargs,
-            )
-
-    def outline(mask, label, **marker):
-        """An unfilled marker around the points of ``mask`` (refitted, lower bounds)."""
-        if mask.size == eps.size and mask.any():
-            ax.scatter(
-                x[mask],
-                eps[mask],
-                facecolors="none",
-                edgecolors=TEXT_COLOR,
-                linewidths=0.9,
-                zorder=4,
-                label=f"{label}: {int(mask.sum())}",
-                **marker,
-            )
-
+    _scatter_by_khat(ax, x, eps, counts, kwargs)
     if "method" in pointwise:
-        outline(_reduce_method(pointwise["method"], dim) == "refit", "refitted", s=kwargs["s"] * 3)
+        refit = _reduce_method(pointwise["method"], dim) == "refit"
+        _outline(ax, x, eps, refit, "refitted", s=kwargs["s"] * 3)
     if "lower_bound" in pointwise:
         bounded = np.asarray(pointwise["lower_bound"].values, dtype=bool).reshape(-1)
-        outline(bounded, "lower bound (resolution limit)", marker="^", s=kwargs["s"] * 2)
-
+        _outline(ax, x, eps, bounded, "lower bound (resolution limit)", marker="^",
+                 s=kwargs["s"] * 2)  # fmt: skip
     finite = np.isfinite(eps)
+    bound = bool(getattr(result, "lower_bound", False))
+    overall = float(np.nanmax(eps)) if finite.any() else float("nan")
     if finite.any():
-        overall = float(np.nanmax(eps))
-        bound = "≥ " if bool(getattr(result, "lower_bound", False)) else ""
-        reference_line(ax, overall, label=f"ε = max over records ({bound}{overall:.3g})")
-    else:
-        overall = float("nan")
-
+        reference_line(
+            ax, overall, label=f"ε = max over records ({'≥ ' if bound else ''}{overall:.3g})"
+        )
     if x.size:
         pad = 0.02 * (x.max() - x.min()) + 0.5
         ax.set_xlim(x.min() - pad, x.max() + pad)
@@ -294,18 +213,9 @@ def plot_pointwise_epsilon(
         place_labels(
             ax, x, eps, order, [str(names[i]) for i in order], marker_size=kwargs["s"], zorder=6
         )
-    if isinstance(title, str):
-        title_text = title
-    elif title:
-        bins = getattr(result, "bins", None)
-        bound = bool(getattr(result, "lower_bound", False))
-        title_text = f"Per-record ε (max {'≥ ' if bound else ''}{overall:.3g}"
-        title_text += ", a lower bound" if bound else ""
-        title_text += f", B = {bins})" if bins is not None else ")"
-    else:
-        title_text = None
+    title_text = _pointwise_title(title, overall, bound, getattr(result, "bins", None))
     set_labels(ax, xlabel if xlabel is not None else default_xlabel, "ε of neighbour", title_text)
-    if legend and classes is not None:
+    if legend and counts is not None:
         add_legend(
             ax,
             title="Pareto k-hat",
@@ -316,8 +226,82 @@ def plot_pointwise_epsilon(
     return ax
 
 
+def _pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every neighbour's epsilon (its maximum over other dimensions) and its label."""
+    if "epsilon" not in pointwise:
+        raise KeyError("result.pointwise has no 'epsilon' variable")
+    eps_da = pointwise["epsilon"]
+    if dim not in eps_da.dims:
+        raise ValueError(
+            f"result.pointwise['epsilon'] has dims {eps_da.dims}; no neighbour dim {dim!r}"
+        )
+    eps = _reduce_to_neighbours(eps_da, dim)
+    names = np.asarray(pointwise[dim].values) if dim in pointwise.coords else np.arange(eps.size)
+    return eps, names
+
+
+def _pointwise_positions(names: np.ndarray, n: int, dim: str) -> tuple[np.ndarray, str]:
+    """The x of every neighbour and the default x label.
+
+    Numeric, increasing labels (e.g. patient ids 1..n) serve as x; otherwise positions.
+    """
+    numeric = names.dtype.kind in "iuf" and names.size == n
+    if numeric and (names.size < 2 or np.all(np.diff(names.astype(float)) > 0)):
+        return names.astype(float), f"{dim} ({n} records)"
+    return np.arange(n, dtype=float), f"record position ({n} {dim}s)"
+
+
+def _scatter_by_khat(
+    ax: Axes, x: np.ndarray, eps: np.ndarray, counts: KhatCounts | None, kwargs: dict
+) -> None:
+    """The points, one scatter per k-hat class, labelled with the class's count."""
+    if counts is None:
+        ax.scatter(x, eps, color=color(0), **kwargs)
+        return
+    bounds = _khat_bounds(counts.threshold)
+    for cls in KHAT_COLORS:
+        sel = counts.classes == cls
+        if cls != "good" and not sel.any():
+            continue
+        ax.scatter(
+            x[sel],
+            eps[sel],
+            color=KHAT_COLORS[cls],
+            label=f"{cls} ({bounds[cls]}): {counts.count(cls)}",
+            **kwargs,
+        )
+
+
+def _outline(
+    ax: Axes, x: np.ndarray, eps: np.ndarray, mask: np.ndarray, label: str, **marker: Any
+) -> None:
+    """An unfilled marker around the points of ``mask`` (refitted, lower bounds)."""
+    if mask.size == eps.size and mask.any():
+        ax.scatter(
+            x[mask],
+            eps[mask],
+            facecolors="none",
+            edgecolors=TEXT_COLOR,
+            linewidths=0.9,
+            zorder=4,
+            label=f"{label}: {int(mask.sum())}",
+            **marker,
+        )
+
+
+def _pointwise_title(title: bool | str, overall: float, bound: bool, bins: Any) -> str | None:
+    """The title of :func:`plot_pointwise_epsilon`: given, automatic (``True``) or none."""
+    if isinstance(title, str):
+        return title
+    if not title:
+        return None
+    text = f"Per-record ε (max {'≥ ' if bound else ''}{overall:.3g}"
+    text += ", a lower bound" if bound else ""
+    return text + (f", B = {bins})" if bins is not None else ")")
+
+
 def plot_epsilon_curve(
-    result: EDPResult | xr.DataArray,
+    result: AuditSummary | xr.DataArray,
     *,
     bins: Any = (5, 10, 20, 50, 100, 250),
     prob: float | None = 0.9,
@@ -335,7 +319,7 @@ def plot_epsilon_curve(
 
     Parameters
     ----------
-    result : EDPResult or xarray.DataArray
+    result : AuditSummary or xarray.DataArray
         An audit result (with weights), or a curve from ``result.curve()``.
     bins : sequence of int, default (5, 10, 20, 50, 100, 250)
         Used when ``result`` is an audit result.
@@ -424,7 +408,7 @@ def plot_epsilon_curve(
 
 
 def plot_epsilon_intervals(
-    result: EDPResult,
+    result: AuditSummary,
     *,
     prob: float = 0.9,
     labels: int = 5,
@@ -440,7 +424,8 @@ def plot_epsilon_intervals(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditSummary
+        An audit result (:class:`pymc_edp.EDPResult`).
     prob : float, default 0.9
     labels : int, default 5
     ax : matplotlib.axes.Axes, optional
@@ -471,8 +456,7 @@ def plot_epsilon_intervals(
     est = iv["estimate_i"].values
     lo = iv["epsilon_i"].sel(interval="lower").values
     hi = iv["epsilon_i"].sel(interval="upper").values
-    threshold = float(getattr(result, "khat_threshold", 0.7))
-    classes = khat_class(result.pointwise["pareto_k"].values, threshold)
+    classes = khat_counts(result).classes
     ax = get_axes(ax, figsize=figsize, default_figsize=(8.0, 4.2))
     glo, ghi = iv["epsilon"].values
     # an interval open above (a lower bound) is drawn up to the top of the plot
@@ -529,7 +513,7 @@ def plot_epsilon_intervals(
 
 
 def plot_bin_log_ratios(
-    result: EDPResult,
+    result: AuditSummary,
     neighbour: Any = None,
     *,
     ax: Axes | None = None,
@@ -546,7 +530,8 @@ def plot_bin_log_ratios(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditSummary
+        An audit result (:class:`pymc_edp.EDPResult`).
     neighbour : optional
         Coordinate value; default the neighbour attaining epsilon.
     ax : matplotlib.axes.Axes, optional
@@ -633,7 +618,7 @@ def plot_bin_log_ratios(
 
 
 def plot_neighbour_posterior(
-    result: EDPResult,
+    result: AuditSummary,
     neighbour: Any = None,
     parameter: Any = None,
     *,
@@ -648,7 +633,8 @@ def plot_neighbour_posterior(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditSummary
+        An audit result (:class:`pymc_edp.EDPResult`).
     neighbour : optional
         Coordinate value; default the neighbour attaining epsilon.
     parameter : str, optional
@@ -711,7 +697,8 @@ def plot_neighbour_posterior(
         raise ValueError(
             f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
             "of the neighbours that can set epsilon): plot one of those (the largest epsilons, "
-            "res.most_exposed()), or rerun edp.audit(..., store_weights=True, prune=False)"
+            "res.most_exposed()), or rerun edp.audit(..., chunks={'store_weights': True, "
+            "'prune': False})"
         )
     w = normalised_weights(lw[at[0]])[0]
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
@@ -751,7 +738,7 @@ def plot_neighbour_posterior(
 
 
 def plot_delta_profile(
-    result: EDPResult | xr.Dataset,
+    result: AuditSummary | xr.Dataset,
     epsilons: Any = None,
     *,
     ax: Axes | None = None,
@@ -762,7 +749,7 @@ def plot_delta_profile(
 
     Parameters
     ----------
-    result : EDPResult or xarray.Dataset
+    result : AuditSummary or xarray.Dataset
         An audit result (with weights), or a profile from ``result.delta_profile()``.
     epsilons : array_like, optional
         Grid for an audit result; default 200 points up to 1.5 times its epsilon.
@@ -822,7 +809,7 @@ def plot_delta_profile(
     return ax
 
 
-def _overview_bins(result: EDPResult, bins: Any) -> list[int]:
+def _overview_bins(result: AuditSummary, bins: Any) -> list[int]:
     """The B grid of the overview's curve: the defaults and the audit's B that the draws allow."""
     if bins is not None:
         return [int(b) for b in bins]
@@ -841,7 +828,7 @@ def _note(ax: Axes, title: str, text: str) -> None:
 
 
 def plot_overview(
-    result: EDPResult,
+    result: AuditSummary,
     *,
     figsize: tuple[float, float] | None = None,
     curve_bins: Any = None,
@@ -866,7 +853,8 @@ def plot_overview(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditSummary
+        An audit result (:class:`pymc_edp.EDPResult`).
     figsize : tuple of float, optional
         Size of the figure; default ``(13, 8)``.
     curve_bins : sequence of int, optional
@@ -908,9 +896,13 @@ def plot_overview(
             ncols=4,
         )
     if getattr(result, "log_weights", None) is None or getattr(result, "draws", None) is None:
-        rerun = "store_weights=True, prune=False" if was_pruned(result) else "store_weights=True"
+        rerun = (
+            "'store_weights': True, 'prune': False"
+            if was_pruned(result)
+            else "'store_weights': True"
+        )
         why = (
-            f"needs the audit's stored weights:\naudit(..., {rerun}), or\n"
+            f"needs the audit's stored weights:\naudit(..., chunks={{{rerun}}}), or\n"
             "EDPResult.to_netcdf(path, include_weights=True) before reading it back"
         )
         _note(axes[0, 1], "B-EDP ε against the number of bins", why)

@@ -24,18 +24,14 @@ import io
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from pymc_edp.base.psis import khat_classes, khat_table
-from pymc_edp.diagnostics.report import Headline, format_interval, headline
 from pymc_edp.plots.audit import KHAT_COLORS
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
-
-if TYPE_CHECKING:
-    from pymc_edp.results.edp import EDPResult
-    from pymc_edp.results.tuning import PriorTuningResult
+from pymc_edp.report import Headline, format_interval, headline, khat_counts
+from pymc_edp.report._common import AuditSummary, TuningSummary
 
 __all__ = [
     "CSS",
@@ -231,28 +227,24 @@ def _figure(svg: str, caption: str) -> str:
 
 
 # ----------------------------------------------------------------------- EDPResult
-def _neighbour_arrays(result: EDPResult):
+def _neighbour_arrays(result: AuditSummary):
+    """Every neighbour's epsilon, method and label (the k-hat classes: :func:`khat_counts`)."""
     pw = result.pointwise
     eps = np.asarray(pw["epsilon"].values, dtype=float)
     if eps.ndim > 1:
         eps = eps.reshape(eps.shape[0], -1).max(axis=1)
     n = eps.size
-    khat = (
-        np.asarray(pw["pareto_k"].values, dtype=float).reshape(n, -1).max(axis=1)
-        if "pareto_k" in pw
-        else np.full(n, np.nan)
-    )
     method = (
         np.asarray(pw["method"].values).astype(str).reshape(-1)
         if "method" in pw and pw["method"].size == n
         else np.full(n, "", dtype=object)
     )
     labels = np.asarray(pw["neighbour"].values) if "neighbour" in pw.coords else np.arange(n)
-    return eps, khat, method, labels
+    return eps, method, labels
 
 
 def epsilon_svg(
-    result: EDPResult,
+    result: AuditSummary,
     *,
     max_points: int = MAX_POINTS,
     figsize: tuple[float, float] = (4.8, 1.7),
@@ -267,9 +259,9 @@ def epsilon_svg(
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditSummary
         An audit result (``pointwise`` with ``epsilon``, optionally ``pareto_k`` and
-        ``method``; ``khat_threshold``).
+        ``method``; ``khat_threshold``), e.g. a :class:`pymc_edp.EDPResult`.
     max_points : int, default 150
     figsize : tuple of float, default (4.8, 1.7)
         Size in inches.
@@ -293,10 +285,9 @@ def epsilon_svg(
     >>> "St. Paul" in svg  # the worst neighbour is labelled
     True
     """
-    eps, khat, method, labels = _neighbour_arrays(result)
-    threshold = float(getattr(result, "khat_threshold", 0.7))
+    eps, method, labels = _neighbour_arrays(result)
     finite = np.isfinite(eps)
-    bad = np.isin(khat_classes(khat, threshold), ["bad", "very bad"])
+    bad = np.isin(khat_counts(result).classes, ["bad", "very bad"])
     refit = method == "refit"
     good_color, bad_color = KHAT_COLORS["good"], KHAT_COLORS["bad"]
 
@@ -344,7 +335,7 @@ def epsilon_svg(
     return _svg(draw, figsize)
 
 
-def _epsilon_items(result: EDPResult, head: Headline) -> list[tuple[str, str]]:
+def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]]:
     kind = {"remove": "record removed", "replace": "record replaced"}.get(
         result.neighbour, result.neighbour
     )
@@ -372,7 +363,7 @@ def _epsilon_items(result: EDPResult, head: Headline) -> list[tuple[str, str]]:
     return items
 
 
-def _view_warnings(result: EDPResult, head: Headline) -> tuple[str, ...]:
+def _view_warnings(result: AuditSummary, head: Headline) -> tuple[str, ...]:
     """The audit's warnings, with the headline's lower-bound and noise notes if not among them."""
     out = list(result.warnings)
     if head.lower_bound and not any("lower bound" in w for w in out):
@@ -382,7 +373,7 @@ def _view_warnings(result: EDPResult, head: Headline) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _parameter_table(result: EDPResult) -> str:
+def _parameter_table(result: AuditSummary) -> str:
     ds = result.parameters
     eps = np.asarray(ds["epsilon"].values, dtype=float)
     names = np.asarray(ds["parameter"].values).astype(str)
@@ -409,14 +400,13 @@ def _parameter_table(result: EDPResult) -> str:
     return _table(header, rows) + note
 
 
-def _khat_section(result: EDPResult) -> str:
-    _, khat, method, _ = _neighbour_arrays(result)
-    threshold = float(result.khat_threshold)
-    rows, not_computed = khat_table(khat, threshold)
-    counts = [(rng, cls, count) for rng, cls, count, _ in rows]
-    table_rows = [(rng, cls, count, f"{pct:.1f}%") for rng, cls, count, pct in rows]
-    if not_computed:
-        table_rows.append(("not computed", "pruned, refit", not_computed, ""))
+def _khat_section(result: AuditSummary) -> str:
+    _, method, _ = _neighbour_arrays(result)
+    counts = khat_counts(result)
+    threshold = counts.threshold
+    table_rows = [(rng, cls, count, f"{pct:.1f}%") for rng, cls, count, pct in counts.rows]
+    if counts.not_computed:
+        table_rows.append(("not computed", "pruned, refit", counts.not_computed, ""))
     table = _table(["Pareto k̂", "", "count", "pct."], table_rows)
     by_method = Counter(str(m) for m in method if str(m))
     methods = _table(
@@ -432,7 +422,7 @@ def _khat_section(result: EDPResult) -> str:
         if status:
             body += _table(["refit status", "count"], sorted(status.items()))
     refitted = by_method.get("refit", 0)
-    bad = counts[1][2] + counts[2][2]
+    bad = counts.above_threshold
     return _section(
         "Pareto k̂ diagnostic",
         body,
@@ -441,12 +431,12 @@ def _khat_section(result: EDPResult) -> str:
     )
 
 
-def edp_result_html(result: EDPResult, *, style: bool = True) -> str:
+def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
     """The HTML view of an audit result (``EDPResult._repr_html_``).
 
     A header (B, method, neighbour relation), epsilon with its 90% Monte-Carlo interval
     (open above when epsilon is a lower bound), whether refits confirmed it, the noise
-    caution if its interval calls for one (:func:`pymc_edp.diagnostics.headline`, as the
+    caution if its interval calls for one (:func:`pymc_edp.report.headline`, as the
     printout), worst neighbour and B, then collapsible sections: epsilon by parameter,
     an inline SVG of per-neighbour epsilon (:func:`epsilon_svg`), the Pareto k-hat table
     with how many neighbour posteriors were reweighted, refitted (or obtained otherwise:
@@ -454,7 +444,8 @@ def edp_result_html(result: EDPResult, *, style: bool = True) -> str:
 
     Parameters
     ----------
-    result : EDPResult
+    result : AuditSummary
+        An audit result (:class:`pymc_edp.EDPResult`).
     style : bool, default True
         Include the ``<style>`` element (False when nested in another view).
 
@@ -484,11 +475,11 @@ def edp_result_html(result: EDPResult, *, style: bool = True) -> str:
         f"Empirical DP audit (B-EDP, B = {result.bins}, {result.method}, "
         f"neighbour = {result.neighbour})"
     )
-    eps, khat, method, _ = _neighbour_arrays(result)
+    eps, method, _ = _neighbour_arrays(result)
     n = eps.size
     order = "sorted" if n > MAX_POINTS else "in data order"
     caption = [f"ε of each of the {n} neighbours ({order})"]
-    if np.any(khat > result.khat_threshold):
+    if khat_counts(result).above_threshold:
         caption.append(f"magenta: Pareto k̂ above {result.khat_threshold:.2f}")
     if n <= MAX_POINTS and np.any(method == "refit"):
         caption.append("ringed: refitted")
@@ -511,7 +502,7 @@ def edp_result_html(result: EDPResult, *, style: bool = True) -> str:
 
 
 # ---------------------------------------------------------------- PriorTuningResult
-def search_svg(result: PriorTuningResult, *, figsize: tuple[float, float] = (4.8, 1.8)) -> str:
+def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.8)) -> str:
     """A small inline SVG of the prior-strength search: epsilon at every trial value.
 
     The trials' epsilons (with their Monte-Carlo standard errors, when known) against the
@@ -520,7 +511,8 @@ def search_svg(result: PriorTuningResult, *, figsize: tuple[float, float] = (4.8
 
     Parameters
     ----------
-    result : PriorTuningResult
+    result : TuningSummary
+        A prior-tuning result (:class:`pymc_edp.PriorTuningResult`).
         Needs ``trials`` with ``value`` and ``epsilon``.
     figsize : tuple of float, default (4.8, 1.8)
 
@@ -598,7 +590,7 @@ def _dataset_table(ds, dim: str, spec: str = ".4g") -> str:
     return _table([dim, *names], rows) + note
 
 
-def tuning_result_html(result: PriorTuningResult, *, style: bool = True) -> str:
+def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     """The HTML view of a prior-tuning result (``PriorTuningResult._repr_html_``).
 
     The tuned value and its epsilon (with Monte-Carlo standard error) against the target,
@@ -608,7 +600,8 @@ def tuning_result_html(result: PriorTuningResult, *, style: bool = True) -> str:
 
     Parameters
     ----------
-    result : PriorTuningResult
+    result : TuningSummary
+        A prior-tuning result (:class:`pymc_edp.PriorTuningResult`).
     style : bool, default True
         Include the ``<style>`` element.
 

@@ -10,20 +10,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp import diagnostics, plots
-from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, EDPWarning
-from pymc_edp.base.psis import khat_table
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
 from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import get_group, group_names
+from pymc_edp.results._views import ViewNotRegisteredError, call
 
-__all__ = [
-    "AUDIT_GROUP",
-    "NEIGHBOUR_DIM",
-    "PARAMETER_DIM",
-    "SAMPLE_DIM",
-    "EDPResult",
-    "EDPWarning",
-]
+__all__ = ["AUDIT_GROUP", "EDPResult"]
 #: Default name of the audit's group in a DataTree (:meth:`EDPResult.to_datatree`).
 AUDIT_GROUP = "edp_audit"
 
@@ -169,24 +161,6 @@ class EDPResult:
     count_smoothing: float = 0.01
     verification: str = "unverified"
     verification_note: str = ""
-    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    def memo(self) -> dict:
-        """What diagnostics computed from this result (bins, influence functions), for reuse.
-
-        Not saved, not compared; a result made with :func:`dataclasses.replace` starts empty.
-
-        Examples
-        --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-        ...                 progressbar=False)
-        >>> _ = res.mcse()  # computes the bins' influence functions once ...
-        >>> sorted(k[0] if isinstance(k, tuple) else k for k in res.memo())
-        ['bins', 'order', 'uncertainty']
-        """
-        return self._memo
 
     # ------------------------------------------------------------------ views
     @property
@@ -321,65 +295,18 @@ class EDPResult:
         )
 
     def __repr__(self) -> str:
-        kind = {"remove": "record removed", "replace": "record replaced"}.get(
-            self.neighbour, self.neighbour
-        )
-        smoothing = f"{self.smoothing:g}" if self.smoothing > 0 else "none"
-        lines = [
-            f"Empirical DP audit (B-EDP, B = {self.bins}, {self.method})",
-            f"{self.n_neighbours} neighbours ({kind}), {self.n_samples} posterior draws, "
-            f"smoothing = {smoothing}",
-            "",
-        ]
-        df = self.summary().drop(columns="var_name")
-        if not df["lower_bound"].any():
-            df = df.drop(columns="lower_bound")
-        lines.append(df.to_string(float_format=lambda x: f"{x:.3f}"))
-        head = diagnostics.headline(self)
-        bound = "a lower bound; " if head.lower_bound else ""
-        lines += [
-            "",
-            f"epsilon = {self.epsilon:.3f}  ({bound}max over parameters and neighbours; worst "
-            f"neighbour: {self.worst_neighbour})",
-            *head.lines(),
-            "",
-            "Pareto k diagnostic values:",
-            f"{'':>28}{'Count':>7}{'Pct.':>9}",
-        ]
-        rows, not_computed = khat_table(self.pointwise["pareto_k"].values, self.khat_threshold)
-        for rng, cls, count, pct in rows:
-            label = f"{rng:>12}   ({cls})"
-            lines.append(f"{label:<28}{count:>7}{pct:>8.1f}%")
-        if not_computed:
-            label = "not computed (pruned, refit)"
-            lines.append(f"{label:<28}{not_computed:>7}")
-        lines += self._pruning_lines()
-        if self.warnings:
-            lines += ["", "Warnings:"] + [f"- {w}" for w in self.warnings]
-        return "\n".join(lines)
+        """The printout; see :func:`pymc_edp.report.edp_result_text`."""
+        try:
+            return call("text", self)
+        except ViewNotRegisteredError:  # pymc_edp.views not imported (yet): a plain line
+            return (
+                f"EDPResult(epsilon={self.epsilon!r}, bins={self.bins!r}, "
+                f"method={self.method!r}, neighbour={self.neighbour!r})"
+            )
 
     def _repr_html_(self) -> str:
         """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.edp_result_html`."""
-        return plots.html.edp_result_html(self)
-
-    def _pruning_lines(self) -> list[str]:
-        """Say how many neighbours pruning skipped, and which parameter rows are bounds."""
-        n_pruned = int(np.sum(self.pointwise["method"].values.astype(str) == "pruned"))
-        if not n_pruned:
-            return []
-        lines = [
-            f"Pruned: {n_pruned} of {self.n_neighbours} neighbours, whose bound "
-            "max log r - min log r is below epsilon (pointwise['epsilon_bound']): "
-            "epsilon is exact; they have no k-hat."
-        ]
-        if "exact" in self.parameters and not bool(self.parameters["exact"].all()):
-            labels = self.parameters[PARAMETER_DIM].values[~self.parameters["exact"].values]
-            lines.append(
-                f"The epsilons of {', '.join(map(str, labels[:5]))}"
-                f"{'...' if labels.size > 5 else ''} are lower bounds (parameters['exact']); "
-                "audit with prune=False for their exact values."
-            )
-        return lines
+        return call("html", self)
 
     # ------------------------------------------------------------ round trip
     _ATTRS = (
@@ -609,7 +536,8 @@ class EDPResult:
           without them the diagnostics that recompute from the weights (``res.curve()``,
           ``res.interval(prob)`` at another ``prob``, most plots) are unavailable, and the
           stored 90% intervals and errors are used;
-        - what diagnostics computed and cached (:meth:`memo`).
+        - what diagnostics computed and cached (:mod:`pymc_edp.diagnostics` keeps it in
+          its own cache, for as long as the result lives).
 
         Parameters
         ----------
@@ -684,7 +612,7 @@ class EDPResult:
         with xr.open_dataset(path) as ds:
             return cls.from_dataset(ds.load())
 
-    # ------------------------------------------------- diagnostics (pymc_edp.diagnostics)
+    # ------------------------- diagnostics, report and plots (through pymc_edp.views)
     def mcse(self) -> xr.Dataset:
         """Monte-Carlo standard error of epsilon and of every per-record epsilon.
 
@@ -702,7 +630,7 @@ class EDPResult:
         >>> se["epsilon_i"].dims
         ('neighbour',)
         """
-        return diagnostics.epsilon_mcse(self)
+        return call("mcse", self)
 
     def interval(self, prob: float = 0.9) -> xr.Dataset:
         """Monte-Carlo interval of epsilon and of every per-record epsilon.
@@ -730,7 +658,7 @@ class EDPResult:
         >>> iv["epsilon_i"].dims
         ('neighbour', 'interval')
         """
-        return diagnostics.epsilon_interval(self, prob)
+        return call("interval", self, prob)
 
     def emi(self) -> xr.Dataset:
         """Abowd's empirical measure of imprecision: the noise floor of refit-and-count.
@@ -749,7 +677,7 @@ class EDPResult:
         >>> res.epsilon > 2 * float(em["emi"])  # far above refit-and-count's noise floor
         True
         """
-        return diagnostics.emi(self)
+        return call("emi", self)
 
     def empty_bins(self) -> xr.Dataset:
         """Bins receiving no (or under one draw's) weight, per parameter, and the smoothing.
@@ -766,7 +694,7 @@ class EDPResult:
         >>> int(eb["n_empty"].sum()), int(eb["n_under_one_draw"].sum())
         (0, 0)
         """
-        return diagnostics.empty_bins(self)
+        return call("empty_bins", self)
 
     def smoothing_sensitivity(
         self, smoothing: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1, 1.0)
@@ -793,7 +721,7 @@ class EDPResult:
         >>> eps.round(3).values.tolist()
         [0.75..., 0.75..., 0.751]
         """
-        return diagnostics.smoothing_sensitivity(self, smoothing)
+        return call("smoothing_sensitivity", self, smoothing)
 
     def continuous_limit(self) -> xr.Dataset:
         """The ``B -> inf`` reference: largest ``|log density ratio|`` over the draws.
@@ -812,7 +740,7 @@ class EDPResult:
         >>> bool(lim["diverges"])  # normal posteriors: the log density ratio is unbounded
         True
         """
-        return diagnostics.continuous_limit(self)
+        return call("continuous_limit", self)
 
     def curve(
         self, bins: tuple[int, ...] = (5, 10, 20, 50, 100, 250), prob: float | None = 0.9
@@ -842,7 +770,7 @@ class EDPResult:
         >>> eps["upper"].dims
         ('bins',)
         """
-        return diagnostics.epsilon_curve(self, bins, prob=prob)
+        return call("curve", self, bins, prob=prob)
 
     def delta_profile(self, epsilons, targets=None) -> xr.Dataset:
         """Bin-free (eps, delta) profile: ``delta_i``, ``delta`` and total risk ``delta_star``.
@@ -873,7 +801,7 @@ class EDPResult:
         >>> round(float(prof["epsilon_delta"][0]), 2)
         1.87
         """
-        return diagnostics.delta_profile(self, epsilons, targets=targets)
+        return call("delta_profile", self, epsilons, targets=targets)
 
     def bin_log_ratios(self, neighbour=None) -> xr.DataArray:
         """Bin log ratios of one neighbour (default the worst), over (parameter, bin).
@@ -892,12 +820,12 @@ class EDPResult:
         >>> round(float(abs(lr).max()), 3)
         0.75...
         """
-        return diagnostics.bin_log_ratios(self, neighbour)
+        return call("bin_log_ratios", self, neighbour)
 
     def diagnose(self, prob: float = 0.9) -> str:
         """Plain-language report of how far to trust epsilon.
 
-        See :func:`pymc_edp.diagnostics.diagnose`.
+        See :func:`pymc_edp.report.diagnose`.
 
         Examples
         --------
@@ -911,7 +839,7 @@ class EDPResult:
         >>> "EMI" in report
         True
         """
-        return diagnostics.diagnose(self, prob)
+        return call("diagnose", self, prob)
 
     def plot(self, **kwargs):
         """The overview figure: four plots on one figure; see :func:`pymc_edp.plots.plot_overview`.
@@ -944,7 +872,7 @@ class EDPResult:
         ((2, 2), 'B-EDP ε against the number of bins')
         >>> plt.close(axes[0, 0].figure)
         """
-        return plots.plot_overview(self, **kwargs)
+        return call("plot", self, **kwargs)
 
     def plot_curve(self, **kwargs):
         """Epsilon against B with error bars; see :func:`pymc_edp.plots.plot_epsilon_curve`.
@@ -963,7 +891,7 @@ class EDPResult:
         'B-EDP ε against the number of bins'
         >>> plt.close(ax.figure)
         """
-        return plots.plot_epsilon_curve(self, **kwargs)
+        return call("plot_curve", self, **kwargs)
 
     def plot_intervals(self, **kwargs):
         """Per-record epsilon with intervals; see :func:`pymc_edp.plots.plot_epsilon_intervals`.
@@ -982,7 +910,7 @@ class EDPResult:
         'Per-record ε with 90% Monte-Carlo intervals (B = 10)'
         >>> plt.close(ax.figure)
         """
-        return plots.plot_epsilon_intervals(self, **kwargs)
+        return call("plot_intervals", self, **kwargs)
 
     def plot_bin_log_ratios(self, neighbour=None, **kwargs):
         """Bin log-ratio heatmap; see :func:`pymc_edp.plots.plot_bin_log_ratios`.
@@ -1001,7 +929,7 @@ class EDPResult:
         "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
         >>> plt.close(ax.figure)
         """
-        return plots.plot_bin_log_ratios(self, neighbour, **kwargs)
+        return call("plot_bin_log_ratios", self, neighbour, **kwargs)
 
     def plot_neighbour_posterior(self, neighbour=None, parameter=None, **kwargs):
         """Full vs neighbour posterior; see :func:`pymc_edp.plots.plot_neighbour_posterior`.
@@ -1020,7 +948,7 @@ class EDPResult:
         'mu'
         >>> plt.close(ax.figure)
         """
-        return plots.plot_neighbour_posterior(self, neighbour, parameter, **kwargs)
+        return call("plot_neighbour_posterior", self, neighbour, parameter, **kwargs)
 
     def plot_delta_profile(self, epsilons=None, **kwargs):
         """(eps, delta) and delta* curves; see :func:`pymc_edp.plots.plot_delta_profile`.
@@ -1039,4 +967,4 @@ class EDPResult:
         ('Bin-free (ε, δ) profile', 'log')
         >>> plt.close(ax.figure)
         """
-        return plots.plot_delta_profile(self, epsilons, **kwargs)
+        return call("plot_delta_profile", self, epsilons, **kwargs)

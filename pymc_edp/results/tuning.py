@@ -1,4 +1,4 @@
-"""The result of :func:`~pymc_edp.tuning.tune_prior`: the tuned value and the evidence."""
+"""The result of :func:`~pymc_edp.tune_prior`: the tuned value and the evidence."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import xarray as xr
 
-from pymc_edp import plots
+from pymc_edp.results._views import ViewNotRegisteredError, call
 from pymc_edp.results.edp import EDPResult
 
 __all__ = ["LEAKAGE_CAVEAT", "TRIAL_DIM", "PriorTuningResult"]
@@ -150,24 +150,14 @@ class PriorTuningResult:
 
     def _repr_html_(self) -> str:
         """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.tuning_result_html`."""
-        return plots.html.tuning_result_html(self)
+        return call("tuning_html", self)
 
     def __repr__(self) -> str:
-        name = self.hyperparameter or "strength"
-        lines = [
-            f"Prior tuned to a target B-EDP (B = {self.bins}, neighbour = {self.neighbour})",
-            f"{name} = {self.value:.6g}  (untuned {self.initial_value:.6g}; epsilon "
-            f"{self.direction} in {name})",
-            f"epsilon = {self.epsilon:.4f} +- {self.mcse:.4f} (MCSE, {self.method})  target "
-            f"{self.target_epsilon:.4f}  relative error {100 * self.relative_error:+.1f}%",
-            f"untuned epsilon = {self.initial_epsilon:.4f}; {self.trials.sizes[TRIAL_DIM]} "
-            f"trial values, stopped on {self.stopped}"
-            + ("" if self.monotone else "; epsilon NOT monotone over the evaluated values"),
-            "",
-            "Utility cost (posterior mean and sd, untuned -> tuned):",
-            self.summary().to_string(float_format=lambda x: f"{x:.4g}"),
-            "",
-            "Warnings:",
-        ]
-        lines += [f"- {w}" for w in self.warnings]
-        return "\n".join(lines)
+        """The printout; see :func:`pymc_edp.report.tuning_result_text`."""
+        try:
+            return call("tuning_text", self)
+        except ViewNotRegisteredError:  # pymc_edp.views not imported (yet): a plain line
+            return (
+                f"PriorTuningResult(value={self.value!r}, epsilon={self.epsilon!r}, "
+                f"target_epsilon={self.target_epsilon!r})"
+            )

@@ -51,7 +51,7 @@ def test_emi_is_no_verdict_on_a_reweighted_estimate():
     lo, hi = res.interval()["epsilon"].values
     exact = normal_normal_edp(y, SIGMA, MU0, SIGMA0, bins=20)
     assert 0 < lo <= exact <= hi
-    head = edp.diagnostics.headline(res)
+    head = edp.report.headline(res)
     assert head.caution == ""
     assert "Caution" not in repr(res) and "EMI" not in repr(res)
 

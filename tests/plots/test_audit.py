@@ -15,8 +15,9 @@ from pymc_edp.base import binning
 from pymc_edp.base.mcse import normalised_weights
 from pymc_edp.datasets import load_eight_schools
 from pymc_edp.diagnostics import bin_log_ratios, epsilon_interval
-from pymc_edp.plots import KHAT_COLORS, khat_class, plot_pointwise_epsilon
+from pymc_edp.plots import KHAT_COLORS, plot_pointwise_epsilon
 from pymc_edp.plots.style import REFERENCE_COLOR
+from pymc_edp.report import KhatCounts
 
 
 def _with_pointwise(res, **updates):
@@ -39,12 +40,10 @@ def _dashed(ax):
 
 def test_public_api_is_complete():
     public = {
-        name
-        for name in dir(plots.audit)
-        if (name.startswith("plot_") or name in {"khat_class", "KHAT_COLORS"})
+        name for name in dir(plots.audit) if (name.startswith("plot_") or name == "KHAT_COLORS")
     }
     assert public <= set(plots.__all__)
-    assert {name for name in plots.__all__ if name.startswith("plot_")} == {
+    assert {name for name in plots.audit.__all__ if name.startswith("plot_")} == {
         "plot_bin_log_ratios",
         "plot_delta_profile",
         "plot_epsilon_curve",
@@ -135,8 +134,11 @@ def test_points_coloured_by_khat_class(result):
 
 
 def test_khat_class_boundaries():
+    """The figures colour by the report's classes (pymc_edp.report.khat_counts)."""
+    assert "khat_class" not in plots.__all__ and not hasattr(plots, "khat_class")
     k = np.array([-np.inf, 0.5, 0.69, 0.7, 1.0, 1.2, np.nan])
-    assert khat_class(k, 0.69).tolist() == [
+    assert set(KHAT_COLORS) == set(KhatCounts.from_values(k, 0.69).as_dict())
+    assert KhatCounts.from_values(k, 0.69).classes.tolist() == [
         "good",
         "good",
         "good",
@@ -492,7 +494,7 @@ def test_overview_without_weights_notes_what_it_cannot_draw(diag_result):
         assert not ax.axison
         assert not ax.lines and not ax.images and not ax.collections
         (note,) = ax.texts
-        assert "store_weights=True)" in note.get_text()
+        assert "chunks={'store_weights': True})" in note.get_text()
     assert axes[0, 1].get_title() == "B-EDP ε against the number of bins"
 
 
@@ -503,8 +505,8 @@ def test_plots_of_a_pruned_result_without_weights_advise_prune_false(diag_result
     axes = plots.plot_overview(res)
     for ax in (axes[0, 1], axes[1, 0], axes[1, 1]):
         (note,) = ax.texts
-        assert "audit(..., store_weights=True, prune=False)" in note.get_text()
-    with pytest.raises(ValueError, match=r"store_weights=True, prune=False.*pruning drops"):
+        assert "audit(..., chunks={'store_weights': True, 'prune': False})" in note.get_text()
+    with pytest.raises(ValueError, match=r"'store_weights': True, 'prune': False.*pruning drops"):
         res.plot_neighbour_posterior()
 
 

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 import xarray as xr
-from support import normal_audit, normal_draws
+from support import normal_audit, normal_draws, tuning_result
 
 import pymc_edp as edp
 from pymc_edp.datasets import load_eight_schools
@@ -216,19 +216,8 @@ def test_view_without_matplotlib_has_no_figure(audit_result, monkeypatch):
 
 
 def _tuning_result(audit=None):
-    return edp.PriorTuningResult(
-        value=1.2,
-        epsilon=0.31,
+    return tuning_result(
         mcse=0.012,
-        target_epsilon=0.3,
-        hyperparameter="sigma0",
-        initial_value=1.73,
-        initial_epsilon=0.45,
-        search_epsilon=0.3,
-        bins=20,
-        neighbour="remove",
-        method="psis",
-        direction="increasing",
         monotone=False,
         stopped="noise",
         trials=xr.Dataset(
@@ -313,7 +302,7 @@ def test_noise_caution_follows_the_interval_not_emi(audit_result):
     quiet = Page(dataclasses.replace(res, noise_floor=res.epsilon)._repr_html_())
     assert "caution" not in quiet.all_text.lower() and "EMI" not in quiet.all_text
     noisy = dataclasses.replace(res, mc_interval90=(0.0, hi))
-    caution = edp.diagnostics.headline(noisy).caution
+    caution = edp.report.headline(noisy).caution
     assert "reaches 0" in caution
     page = Page(noisy._repr_html_())
     assert caution in page.all_text
@@ -325,7 +314,7 @@ def test_noise_caution_follows_the_interval_not_emi(audit_result):
 def test_text_html_and_figures_share_one_khat_classifier(audit_result):
     """Issue 21: the figure used 0.5 / 0.7, the table 0.7 / 1, and the HTML counted pruned
     (NaN) neighbours in its percentages. One classifier now serves every view."""
-    from pymc_edp.plots import khat_class
+    from pymc_edp.report import khat_counts
 
     pw = audit_result.pointwise
     khat = pw["pareto_k"].values.copy()
@@ -338,7 +327,7 @@ def test_text_html_and_figures_share_one_khat_classifier(audit_result):
         pointwise=pw.assign(pareto_k=("neighbour", khat), method=("neighbour", method)),
     )
     thr = res.khat_threshold
-    figure = khat_class(khat, thr)  # the classes the figures colour by
+    figure = khat_counts(res).classes  # the classes the figures colour by
     expected = {cls: int(np.sum(figure == cls)) for cls in ("good", "bad", "very bad")}
     assert expected == {"good": 95, "bad": 1, "very bad": 1}
     known = sum(expected.values())  # 97: pruned neighbours are in no percentage

@@ -148,7 +148,7 @@ QUERY_PLOTS = {
 
 def test_every_plot_function_is_checked_here():
     # plot_overview lays out the others (checked in test_audit.py::test_plot_overview*)
-    assert set(AUDIT_PLOTS) | {"plot_bin_log_ratios", "plot_overview"} == {
+    assert set(AUDIT_PLOTS) | set(QUERY_PLOTS) | {"plot_bin_log_ratios", "plot_overview"} == {
         n for n in plots.__all__ if n.startswith("plot_")
     }
     assert set(QUERY_PLOTS) == set(query_plots.__all__)

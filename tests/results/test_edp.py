@@ -98,7 +98,6 @@ WITH_WEIGHTS = {"log_weights", "draws"}
 #: Fields to_netcdf never writes (read back as their default), and why.
 NOT_SAVED = {
     "refits": "refitted traces: RefitOptions(checkpoint=...) keeps them",
-    "_memo": "diagnostics' cache",
 }
 
 
@@ -221,18 +220,13 @@ def test_from_dataset_rejects_foreign():
         EDPResult.from_dataset(xr.Dataset())
 
 
-def test_diagnostics_are_computed_once_per_result(result):
-    """Diagnostics keep what they computed on the result; a replaced result starts afresh."""
-    import dataclasses
-
-    assert result.memo() == {} or "bins" not in str(list(result.memo()))
-    first = result.mcse()
-    keys = set(result.memo())
-    assert any(k[0] == "bins" for k in keys if isinstance(k, tuple))
-    second = result.mcse()
-    assert set(result.memo()) == keys  # nothing recomputed
-    assert first is not second and first.equals(second)
-    assert dataclasses.replace(result, bins=result.bins).memo() == {}
+def test_a_result_holds_data_only(result):
+    """No cache on the result: the diagnostics keep their own (pymc_edp.diagnostics._cache)."""
+    assert "_memo" not in {f.name for f in dataclasses.fields(result)}
+    assert not hasattr(result, "memo")
+    before = result.to_dataset(include_weights=True)
+    result.mcse()
+    xr.testing.assert_identical(result.to_dataset(include_weights=True), before)
 
 
 def untouched_parameter_audit(seed=0):
@@ -261,7 +255,7 @@ def test_print_shows_the_interval_and_a_caution_where_it_reaches_zero():
     assert (lo, hi) == (float(iv[0]), float(iv[1]))
     text = repr(res)
     assert f"90% Monte-Carlo interval of epsilon: [{lo:.3f}, {hi:.3f}]" in text
-    caution = edp.diagnostics.headline(res).caution
+    caution = edp.report.headline(res).caution
     assert "reaches 0" in caution
     assert f"Caution: {caution}" in text and f"Caution: {caution}" in res.diagnose()
     assert "EMI" not in text

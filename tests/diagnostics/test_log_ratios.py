@@ -1,20 +1,39 @@
-"""Tests of Bin log ratios and the report (:mod:`pymc_edp.diagnostics.report`)."""
+"""Bin log ratios (:mod:`pymc_edp.diagnostics.log_ratios`), alone and beside the others."""
+
+import dataclasses
 
 import numpy as np
 import pytest
+import xarray as xr
 from scipy import stats
 
 import pymc_edp as edp
 from pymc_edp.model.compat import from_dict
 
 
-def test_bin_log_ratios_and_report(nn_result):
+def test_bin_log_ratios_of_the_worst_neighbour_reach_epsilon(nn_result):
     res = nn_result
     lr = res.bin_log_ratios()
     assert lr.dims == ("parameter", "bin")
     assert float(np.abs(lr).max()) == pytest.approx(res.epsilon, rel=1e-12)
-    text = res.diagnose()
-    assert "interval" in text and "EMI" in text and "B -> inf" in text
+    assert lr.attrs["neighbour"] == res.worst_neighbour
+    xr.testing.assert_identical(lr, edp.diagnostics.bin_log_ratios(res))
+
+
+def test_bin_log_ratios_of_a_named_neighbour_and_other_bins(nn_result):
+    res = nn_result
+    label = res.pointwise["neighbour"].values[3]
+    lr = edp.diagnostics.bin_log_ratios(res, label, bins=5)
+    assert lr.sizes["bin"] == 5 and lr.attrs["bins"] == 5 and lr.attrs["neighbour"] == label
+    assert np.isfinite(lr.values).all()
+    with pytest.raises(KeyError, match="no neighbour"):
+        edp.diagnostics.bin_log_ratios(res, "nobody")
+
+
+def test_bin_log_ratios_need_the_weights(nn_result):
+    res = dataclasses.replace(nn_result, log_weights=None)
+    with pytest.raises(ValueError, match="importance weights"):
+        edp.diagnostics.bin_log_ratios(res)
 
 
 def test_several_parameters_and_chains(rng):

@@ -1,0 +1,77 @@
+"""One neighbour's bin log ratios ``log P_i(b) - log P(b)``: where its epsilon is set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.base import binning
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
+from pymc_edp.diagnostics._common import AuditData, bins_of, kept_weights
+
+__all__ = ["bin_log_ratios"]
+
+
+def bin_log_ratios(
+    result: AuditData, neighbour: Any = None, *, bins: int | None = None
+) -> xr.DataArray:
+    """Bin log ratios ``log P_i(b) - log P(b)`` of one neighbour, over (parameter, bin).
+
+    Parameters
+    ----------
+    result : AuditData
+        An audit result (:class:`pymc_edp.EDPResult`) that kept this neighbour's weights.
+    neighbour : optional
+        Coordinate value of the neighbour; default the one attaining epsilon.
+    bins : int, optional
+        Number of bins; default the audit's.
+
+    Returns
+    -------
+    xarray.DataArray
+        Over (``parameter``, ``bin``); NaN past a parameter's effective number of bins.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> idata = load_eight_schools()
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> lr = edp.diagnostics.bin_log_ratios(res, "Choate")
+    >>> lr.dims, lr.sizes["bin"]
+    (('parameter', 'bin'), 10)
+    >>> bool(abs(lr).max() <= res.epsilon)
+    True
+    >>> edp.diagnostics.bin_log_ratios(res, bins=5).sizes["bin"]
+    5
+    """
+    n_bins = result.bins if bins is None else int(bins)
+    labels = result.pointwise[NEIGHBOUR_DIM].values
+    if neighbour is None:
+        neighbour = result.worst_neighbour
+    hits = np.flatnonzero(labels == neighbour)
+    if hits.size == 0:
+        raise KeyError(f"no neighbour {neighbour!r}; neighbours are e.g. {list(labels[:5])}")
+    lw_all, rows = kept_weights(result)
+    at = np.flatnonzero(rows == hits[0])
+    if at.size == 0:
+        raise ValueError(
+            f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
+            "of the neighbours that can set epsilon): rerun edp.audit(..., "
+            "chunks={'store_weights': True, 'prune': False})"
+        )
+    lw = lw_all[at]
+    b = bins_of(result, n_bins)
+    ratios = binning.bin_log_ratios(lw, b, result.smoothing)[0]
+    return xr.DataArray(
+        ratios,
+        dims=(PARAMETER_DIM, "bin"),
+        coords={
+            PARAMETER_DIM: result.parameters[PARAMETER_DIM].values,
+            "bin": np.arange(ratios.shape[1]),
+        },
+        name="log_ratio",
+        attrs={"neighbour": neighbour, "bins": n_bins, "smoothing": result.smoothing},
+    )

@@ -1,0 +1,244 @@
+"""The text of the results: their printout (``repr``) and the plain-language diagnosis.
+
+``print(res)`` of an :class:`~pymc_edp.EDPResult` is :func:`edp_result_text`, of a
+:class:`~pymc_edp.PriorTuningResult` :func:`tuning_result_text`; ``res.diagnose()`` is
+:func:`diagnose`. The headline's sentences come from :func:`pymc_edp.report.headline` and
+the k-hat table from :func:`pymc_edp.report.khat_counts`, as in the HTML view and the
+figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pymc_edp.base.common import PARAMETER_DIM
+from pymc_edp.diagnostics import continuous_limit, emi, empty_bins, epsilon_interval, epsilon_mcse
+from pymc_edp.diagnostics._common import refitted
+from pymc_edp.report._common import AuditSummary, TuningSummary
+from pymc_edp.report.headline import format_interval, headline
+from pymc_edp.report.khat import khat_counts
+from pymc_edp.results.tuning import TRIAL_DIM
+
+__all__ = ["diagnose", "edp_result_text", "tuning_result_text"]
+
+
+def edp_result_text(result: AuditSummary) -> str:
+    """The printout of an audit result (``repr(res)``, ``print(res)``).
+
+    The parameter table, epsilon with its worst neighbour, the headline
+    (:func:`pymc_edp.report.headline`), the Pareto k-hat table
+    (:func:`pymc_edp.report.khat_counts`), what pruning skipped and the warnings.
+
+    Parameters
+    ----------
+    result : AuditSummary
+        An audit result (:class:`pymc_edp.EDPResult`).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
+    ...                 progressbar=False)
+    >>> text = edp.report.edp_result_text(res)
+    >>> text == repr(res)
+    True
+    >>> print(text.splitlines()[0])
+    Empirical DP audit (B-EDP, B = 10, psis)
+    """
+    kind = {"remove": "record removed", "replace": "record replaced"}.get(
+        result.neighbour, result.neighbour
+    )
+    smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
+    lines = [
+        f"Empirical DP audit (B-EDP, B = {result.bins}, {result.method})",
+        f"{result.n_neighbours} neighbours ({kind}), {result.n_samples} posterior draws, "
+        f"smoothing = {smoothing}",
+        "",
+    ]
+    df = result.summary().drop(columns="var_name")
+    if not df["lower_bound"].any():
+        df = df.drop(columns="lower_bound")
+    lines.append(df.to_string(float_format=lambda x: f"{x:.3f}"))
+    head = headline(result)
+    bound = "a lower bound; " if head.lower_bound else ""
+    lines += [
+        "",
+        f"epsilon = {result.epsilon:.3f}  ({bound}max over parameters and neighbours; worst "
+        f"neighbour: {result.worst_neighbour})",
+        *head.lines(),
+        "",
+        *_khat_lines(result),
+        *_pruning_lines(result),
+    ]
+    if result.warnings:
+        lines += ["", "Warnings:"] + [f"- {w}" for w in result.warnings]
+    return "\n".join(lines)
+
+
+def _khat_lines(result: AuditSummary) -> list[str]:
+    """The Pareto k-hat table of the printout."""
+    counts = khat_counts(result)
+    lines = ["Pareto k diagnostic values:", f"{'':>28}{'Count':>7}{'Pct.':>9}"]
+    for rng, cls, count, pct in counts.rows:
+        label = f"{rng:>12}   ({cls})"
+        lines.append(f"{label:<28}{count:>7}{pct:>8.1f}%")
+    if counts.not_computed:
+        label = "not computed (pruned, refit)"
+        lines.append(f"{label:<28}{counts.not_computed:>7}")
+    return lines
+
+
+def _pruning_lines(result: AuditSummary) -> list[str]:
+    """Say how many neighbours pruning skipped, and which parameter rows are bounds."""
+    n_pruned = int(np.sum(result.pointwise["method"].values.astype(str) == "pruned"))
+    if not n_pruned:
+        return []
+    lines = [
+        f"Pruned: {n_pruned} of {result.n_neighbours} neighbours, whose bound "
+        "max log r - min log r is below epsilon (pointwise['epsilon_bound']): "
+        "epsilon is exact; they have no k-hat."
+    ]
+    parameters = result.parameters
+    if "exact" in parameters and not bool(parameters["exact"].all()):
+        labels = parameters[PARAMETER_DIM].values[~parameters["exact"].values]
+        lines.append(
+            f"The epsilons of {', '.join(map(str, labels[:5]))}"
+            f"{'...' if labels.size > 5 else ''} are lower bounds (parameters['exact']); "
+            "audit with prune=False for their exact values."
+        )
+    return lines
+
+
+def tuning_result_text(result: TuningSummary) -> str:
+    """The printout of a prior-tuning result (``repr(res)``, ``print(res)``).
+
+    Parameters
+    ----------
+    result : TuningSummary
+        A prior-tuning result (:class:`pymc_edp.PriorTuningResult`).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pymc_edp import PriorTuningResult
+    >>> from pymc_edp.report import tuning_result_text
+    >>> res = PriorTuningResult(
+    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
+    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
+    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
+    ...     stopped="tolerance", trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
+    ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
+    ...                        coords={"parameter": ["mu"]}))
+    >>> print(tuning_result_text(res).splitlines()[1])
+    sigma0 = 1.2  (untuned 1.73; epsilon increasing in sigma0)
+    """
+    name = result.hyperparameter or "strength"
+    lines = [
+        f"Prior tuned to a target B-EDP (B = {result.bins}, neighbour = {result.neighbour})",
+        f"{name} = {result.value:.6g}  (untuned {result.initial_value:.6g}; epsilon "
+        f"{result.direction} in {name})",
+        f"epsilon = {result.epsilon:.4f} +- {result.mcse:.4f} (MCSE, {result.method})  target "
+        f"{result.target_epsilon:.4f}  relative error {100 * result.relative_error:+.1f}%",
+        f"untuned epsilon = {result.initial_epsilon:.4f}; {result.trials.sizes[TRIAL_DIM]} "
+        f"trial values, stopped on {result.stopped}"
+        + ("" if result.monotone else "; epsilon NOT monotone over the evaluated values"),
+        "",
+        "Utility cost (posterior mean and sd, untuned -> tuned):",
+        result.summary().to_string(float_format=lambda x: f"{x:.4g}"),
+        "",
+        "Warnings:",
+    ]
+    lines += [f"- {w}" for w in result.warnings]
+    return "\n".join(lines)
+
+
+def diagnose(result: AuditSummary, prob: float = 0.9) -> str:
+    """A plain-language report of how far to trust the audit's epsilon.
+
+    The headline's interval, limits, verification and noise statement (:func:`headline`,
+    the same sentences as the printout and the HTML view), then the Monte-Carlo error of
+    the worst neighbour, Abowd's EMI (labelled: the noise floor of refit-and-count, not an
+    error of this estimate), bins without weight and the ``B -> inf`` reference, as far as
+    the result holds the weights they need.
+
+    Parameters
+    ----------
+    result : AuditSummary
+        An audit result (:class:`pymc_edp.EDPResult`).
+    prob : float, default 0.9
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> idata = load_eight_schools()
+    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+    >>> report = edp.report.diagnose(res, prob=0.9)
+    >>> print(report.splitlines()[0])
+    epsilon = 0.75... (B = 10, smoothing = none)
+    >>> "90% Monte-Carlo interval" in report and "EMI" in report
+    True
+    """
+    head = headline(result)
+    smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
+    bound = " (a lower bound)" if head.lower_bound else ""
+    lines = [
+        f"epsilon = {result.epsilon:.3f}{bound} (B = {result.bins}, smoothing = {smoothing})",
+        *[f"  {line}" for line in head.lines()],
+    ]
+    if prob != 0.9 or result.log_weights is not None:
+        try:
+            iv = epsilon_interval(result, prob)
+            se = epsilon_mcse(result)
+        except ValueError as err:
+            lines.append(f"  (no further Monte-Carlo detail: {err})")
+        else:
+            lo, hi = (float(v) for v in iv["epsilon"].values)
+            worst = int(np.nanargmax(se["estimate_i"].values))
+            ess = float(se["ess_i"].values[worst])
+            ess_text = f"{ess:.0f} of {result.n_samples} draws" if np.isfinite(ess) else "a refit"
+            lines.append(
+                f"  Monte-Carlo s.e. {float(se['epsilon']):.3g}, {100 * prob:.0f}% interval "
+                f"{format_interval((lo, hi))} (effective sample size of the worst bin's "
+                f"estimate: {ess_text})"
+            )
+    if result.draws is not None:
+        em = emi(result)
+        lines.append(
+            f"  Abowd's EMI, the noise floor of refit-and-count with {em.attrs['n_draws']} "
+            f"independent draws (not an error of this estimate): {float(em['emi']):.3g}"
+        )
+    if result.log_weights is not None and result.draws is not None:
+        try:
+            eb = empty_bins(result)
+            lim = continuous_limit(result)
+        except ValueError:  # only the weights of the neighbours that can set epsilon
+            pass
+        else:
+            lines += [
+                f"  bins with no weight: {int(eb['n_empty'].sum())}; with under one draw's "
+                f"weight: {int(eb['n_under_one_draw'].sum())}",
+                f"  B -> inf reference (largest |log density ratio| over the draws): "
+                f"{float(lim['epsilon_inf']):.3f}",
+            ]
+            if lim.attrs["note"]:
+                lines.append("  Note: " + lim.attrs["note"])
+    if refitted(result).any():
+        lines.append(
+            "  Note: refitted and moment-matched neighbours' errors are their own estimates' "
+            "(pointwise['refit_mcse'])."
+        )
+    return "\n".join(lines)

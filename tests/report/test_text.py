@@ -1,0 +1,95 @@
+"""The printouts and the diagnosis (:mod:`pymc_edp.report.text`)."""
+
+import dataclasses
+
+import numpy as np
+import xarray as xr
+from support import tuning_result
+
+import pymc_edp as edp
+from pymc_edp.report import diagnose, edp_result_text, headline, tuning_result_text
+
+
+def _tuning(**changes):
+    kw = dict(
+        trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
+        utility=xr.Dataset({"mean_shift": ("parameter", [0.05])}, coords={"parameter": ["mu"]}),
+        warnings=("a caveat",),
+    )
+    return tuning_result(**(kw | changes))
+
+
+def test_the_printout_is_the_reports(nn_result):
+    text = edp_result_text(nn_result)
+    assert repr(nn_result) == str(nn_result) == text
+    lines = text.splitlines()
+    assert lines[0] == f"Empirical DP audit (B-EDP, B = {nn_result.bins}, psis)"
+    assert f"epsilon = {nn_result.epsilon:.3f}" in text
+    for line in headline(nn_result).lines():  # the headline's sentences, word for word
+        assert line in lines
+    assert "Pareto k diagnostic values:" in lines
+    assert "Pruned" not in text and "lower_bound" not in text
+
+
+def test_the_printout_says_what_pruning_skipped(nn_result):
+    pw = nn_result.pointwise
+    method = np.full(pw.sizes["neighbour"], "psis", dtype=object)
+    method[:3] = "pruned"
+    khat = pw["pareto_k"].values.copy()
+    khat[:3] = np.nan
+    exact = np.zeros(nn_result.parameters.sizes["parameter"], dtype=bool)
+    res = dataclasses.replace(
+        nn_result,
+        pointwise=pw.assign(
+            method=("neighbour", method.astype(str)), pareto_k=("neighbour", khat)
+        ),
+        parameters=nn_result.parameters.assign(exact=("parameter", exact)),
+        warnings=("first", "second"),
+    )
+    text = edp_result_text(res)
+    assert f"Pruned: 3 of {res.n_neighbours} neighbours" in text
+    assert "are lower bounds (parameters['exact'])" in text
+    assert any(ln.startswith("not computed (pruned, refit)") for ln in text.splitlines())
+    assert text.endswith("Warnings:\n- first\n- second")
+
+
+def test_diagnose_says_the_headline_and_the_details(nn_result):
+    text = diagnose(nn_result)
+    assert text == nn_result.diagnose() == edp.report.diagnose(nn_result, 0.9)
+    lines = text.splitlines()
+    assert lines[0].startswith(f"epsilon = {nn_result.epsilon:.3f} (B = {nn_result.bins}")
+    for line in headline(nn_result).lines():
+        assert f"  {line}" in lines
+    assert "interval" in text and "EMI" in text and "B -> inf" in text
+    assert "80% interval" in diagnose(nn_result, prob=0.8)
+
+
+def test_diagnose_without_weights_uses_what_is_stored(nn_result):
+    bare = dataclasses.replace(nn_result, log_weights=None, draws=None)
+    text = diagnose(bare)
+    assert "90% Monte-Carlo interval of epsilon" in text
+    assert "EMI" not in text and "B -> inf" not in text
+    assert "no further Monte-Carlo detail" in diagnose(bare, prob=0.8)
+
+
+def test_diagnose_notes_refitted_neighbours(nn_result):
+    pw = nn_result.pointwise
+    method = np.full(pw.sizes["neighbour"], "psis", dtype=object)
+    method[0] = "refit"
+    res = dataclasses.replace(
+        nn_result, pointwise=pw.assign(method=("neighbour", method.astype(str)))
+    )
+    assert "refitted and moment-matched neighbours' errors" in diagnose(res)
+
+
+def test_the_tuning_printout_is_the_reports():
+    res = _tuning()
+    text = tuning_result_text(res)
+    assert repr(res) == text
+    lines = text.splitlines()
+    assert lines[0] == "Prior tuned to a target B-EDP (B = 20, neighbour = remove)"
+    assert "relative error +3.3%" in lines[2]
+    assert "2 trial values, stopped on tolerance" in lines[3]
+    assert text.endswith("Warnings:\n- a caveat")
+    shaky = tuning_result_text(_tuning(monotone=False, hyperparameter=None))
+    assert "NOT monotone" in shaky and shaky.splitlines()[1].startswith("strength = 1.2")
