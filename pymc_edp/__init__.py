@@ -10,9 +10,14 @@ The package is layered; each layer imports only the ones below it:
 * :mod:`pymc_edp.model` -- PyMC and ArviZ glue (log-likelihood, neighbours, stack
   differences), and the exact references of :mod:`pymc_edp.conjugate`;
 * :mod:`pymc_edp.refit` -- exact refits; :mod:`pymc_edp.risk` -- disclosure risk;
-* :mod:`pymc_edp.diagnostics`, then :mod:`pymc_edp.plots`;
-* :class:`EDPResult` and :mod:`pymc_edp.query`;
-* :func:`audit`, then :func:`tune_prior`, then the command line.
+  :mod:`pymc_edp.query` -- query-level privacy;
+* :mod:`pymc_edp.diagnostics` -- the numbers of how far to trust an audit;
+* :mod:`pymc_edp.results` -- :class:`EDPResult` and :class:`PriorTuningResult`, data only;
+* :mod:`pymc_edp.report` -- the words (printout, headline, k-hat counts), then
+  :mod:`pymc_edp.plots` -- the figures and HTML views, then :mod:`pymc_edp.views`, which
+  registers those functions behind the results' methods;
+* :func:`audit` (its stages in :mod:`pymc_edp.pipeline`), then :func:`tune_prior`, then the
+  command line.
 """
 
 from pymc_edp.model.compat import import_arviz
@@ -25,23 +30,35 @@ from pymc_edp import (  # noqa: E402
     plots,
     query,
     refit,
+    report,
     risk,
     tuning,
+    views,
 )
-from pymc_edp.auditing import ChunkOptions, MomentMatchOptions, PerRecord, audit  # noqa: E402
+from pymc_edp.auditing import (  # noqa: E402
+    AuditOptions,
+    ChunkOptions,
+    MomentMatchOptions,
+    PerRecord,
+    audit,
+)
 from pymc_edp.base.common import EDPWarning  # noqa: E402
+from pymc_edp.model.neighbours import NeighbourOptions  # noqa: E402
 from pymc_edp.refit.options import RefitOptions, VerifyOptions  # noqa: E402
 from pymc_edp.results.edp import EDPResult  # noqa: E402
 from pymc_edp.results.tuning import PriorTuningResult  # noqa: E402
-from pymc_edp.tuning import SearchOptions, tune_prior  # noqa: E402
+from pymc_edp.tuning.prior import tune_prior  # noqa: E402
+from pymc_edp.tuning.search import SearchOptions  # noqa: E402
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 __all__ = [
+    "AuditOptions",
     "ChunkOptions",
     "EDPResult",
     "EDPWarning",
     "MomentMatchOptions",
+    "NeighbourOptions",
     "PerRecord",
     "PriorTuningResult",
     "RefitOptions",
@@ -54,7 +71,9 @@ __all__ = [
     "plots",
     "query",
     "refit",
+    "report",
     "risk",
     "tune_prior",
     "tuning",
+    "views",
 ]

@@ -129,41 +129,60 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_DEMO_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    demo.add_argument(
-        "--bins",
-        type=_bins,
-        default=20,
-        metavar="B",
-        help="number of equal-probability bins B per parameter (default: %(default)s)",
-    )
-    demo.add_argument(
+    _add_sampling_options(demo.add_argument_group("sampling"))
+    _add_audit_options(demo.add_argument_group("audit"))
+    _add_output_options(demo.add_argument_group("output"))
+    demo.set_defaults(handler=_run_demo)
+    return parser
+
+
+def _add_sampling_options(group) -> None:
+    """How the demo model is sampled (and refitted)."""
+    group.add_argument(
         "--draws",
         type=_positive_int,
         default=1000,
         metavar="N",
         help="posterior draws per chain (default: %(default)s)",
     )
-    demo.add_argument(
+    group.add_argument(
         "--tune",
         type=_nonnegative_int,
         default=None,
         metavar="N",
         help="tuning (warm-up) iterations per chain (default: same as --draws)",
     )
-    demo.add_argument(
+    group.add_argument(
         "--chains",
         type=_positive_int,
         default=2,
         metavar="N",
         help="MCMC chains (default: %(default)s)",
     )
-    demo.add_argument(
+    group.add_argument(
         "--seed",
         type=int,
         default=DEFAULT_SEED,
         help="random seed of the fit and of any refits (default: %(default)s)",
     )
-    demo.add_argument(
+    group.add_argument(
+        "--sampler",
+        choices=("auto", "nutpie", "pymc"),
+        default="auto",
+        help="NUTS implementation; 'auto' uses nutpie when installed (default: %(default)s)",
+    )
+
+
+def _add_audit_options(group) -> None:
+    """How the demo's posterior is audited."""
+    group.add_argument(
+        "--bins",
+        type=_bins,
+        default=20,
+        metavar="B",
+        help="number of equal-probability bins B per parameter (default: %(default)s)",
+    )
+    group.add_argument(
         "--method",
         choices=("auto", "psis", "refit"),
         default="auto",
@@ -174,20 +193,26 @@ def build_parser() -> argparse.ArgumentParser:
             "fits) (default: %(default)s)"
         ),
     )
-    demo.add_argument(
-        "--sampler",
-        choices=("auto", "nutpie", "pymc"),
-        default="auto",
-        help="NUTS implementation; 'auto' uses nutpie when installed (default: %(default)s)",
+    group.add_argument(
+        "--no-verify",
+        action="store_true",
+        help=(
+            "do not confirm the headline by refitting the worst patients (--method auto "
+            "refits the 5 with the largest epsilon by default)"
+        ),
     )
-    demo.add_argument(
+
+
+def _add_output_options(group) -> None:
+    """What the demo prints and writes."""
+    group.add_argument(
         "--top",
         type=_nonnegative_int,
         default=5,
         metavar="K",
         help="number of most exposed patients to list and label (default: %(default)s)",
     )
-    demo.add_argument(
+    group.add_argument(
         "--output",
         type=Path,
         default=Path(DEFAULT_OUTPUT),
@@ -197,20 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
             "(default: %(default)s)"
         ),
     )
-    demo.add_argument("--no-plot", action="store_true", help=f"do not write {FIGURE_FILENAME}")
-    demo.add_argument(
+    group.add_argument("--no-plot", action="store_true", help=f"do not write {FIGURE_FILENAME}")
+    group.add_argument(
         "--no-progress", action="store_true", help="hide the sampling and audit progress bars"
     )
-    demo.add_argument(
-        "--no-verify",
-        action="store_true",
-        help=(
-            "do not confirm the headline by refitting the worst patients (--method auto "
-            "refits the 5 with the largest epsilon by default)"
-        ),
-    )
-    demo.set_defaults(handler=_run_demo)
-    return parser
 
 
 def _nutpie_available() -> bool:
@@ -346,7 +361,7 @@ def _exposed_table(res, df: pd.DataFrame, k: int) -> pd.DataFrame:
 
 def _reading(res, df: pd.DataFrame, head) -> str:
     """One plain-language sentence about the worst neighbour."""
-    from pymc_edp.diagnostics.report import format_interval
+    from pymc_edp.report import format_interval
 
     pid = res.worst_neighbour
     row = df.set_index("patient").loc[pid]
@@ -393,15 +408,13 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
     to ``out``, and writes the netCDF result and the PNG figure under ``args.output``.
     Returns the process exit status.
     """
-    import pymc_edp as edp
     from pymc_edp.datasets import load_heart_transplant
-    from pymc_edp.results.edp import EDPWarning
+    from pymc_edp.report import headline
 
     def say(text: str = "") -> None:
         out.write(text + "\n")
         out.flush()
 
-    progress = not args.no_progress
     df = load_heart_transplant()
     n_cens = int(df["censored"].sum())
     say(
@@ -409,7 +422,40 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
         f"({len(df) - n_cens} deaths, {n_cens} censored)"
     )
     say("Model: Weibull survival time, right-censored, log scale linear in standardised age")
+    res, seconds = _audit_demo(args, df, say)
+    head = headline(res)
+    say(f"Audited {res.n_neighbours} neighbours in {seconds:.1f} s")
+    say("")
+    say(repr(res))
+    say("")
+    say(_reading(res, df, head))
+    say("")
+    if args.top > 0:
+        table = _exposed_table(res, df, args.top)
+        say(f"The {len(table)} most exposed patients (largest epsilon when removed):")
+        say(
+            table.to_string(
+                index=False,
+                formatters={
+                    "epsilon": "{:.3f}".format,
+                    "pareto_k": "{:.3f}".format,
+                    "age": "{:.1f}".format,
+                },
+            )
+        )
+        say("")
+    return _write_demo(args, res, say)
 
+
+def _audit_demo(args: argparse.Namespace, df: pd.DataFrame, say):
+    """Fit the demo model (saying how) and audit it with the options of ``args``.
+
+    Returns the result and the seconds the audit took.
+    """
+    import pymc_edp as edp
+    from pymc_edp.base.common import EDPWarning
+
+    progress = not args.no_progress
     start = time.perf_counter()
     model, idata, sampler = fit_demo_model(
         df,
@@ -427,7 +473,13 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
         f"seed {args.seed}, in {time.perf_counter() - start:.1f} s"
     )
     say(_posterior_line(idata, var_names))
-
+    refit = edp.RefitOptions(
+        draws=args.draws,
+        tune=tune,
+        chains=args.chains,
+        engine=sampler,
+        verify=False if args.no_verify and args.method == "auto" else None,
+    )
     start = time.perf_counter()
     with warnings.catch_warnings():
         # the result keeps its diagnostics (res.warnings) and prints them with the table
@@ -439,36 +491,15 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
             bins=args.bins,
             method=args.method,
             neighbour="remove",
+            refit=refit,
             random_seed=args.seed,
             progressbar=progress,
-            refit=edp.RefitOptions(
-                draws=args.draws, tune=tune, chains=args.chains, engine=sampler
-            ),
-            **({"verify": False} if args.no_verify and args.method == "auto" else {}),
         )
-    head = edp.diagnostics.headline(res)
-    say(f"Audited {res.n_neighbours} neighbours in {time.perf_counter() - start:.1f} s")
-    say("")
-    say(repr(res))
-    say("")
-    say(_reading(res, df, head))
-    say("")
+    return res, time.perf_counter() - start
 
-    if args.top > 0:
-        table = _exposed_table(res, df, args.top)
-        say(f"The {len(table)} most exposed patients (largest epsilon when removed):")
-        say(
-            table.to_string(
-                index=False,
-                formatters={
-                    "epsilon": "{:.3f}".format,
-                    "pareto_k": "{:.3f}".format,
-                    "age": "{:.1f}".format,
-                },
-            )
-        )
-        say("")
 
+def _write_demo(args: argparse.Namespace, res, say) -> int:
+    """Write the result (and the figure) under ``args.output``; the exit status."""
     written = []
     result_path = args.output / RESULT_FILENAME
     try:

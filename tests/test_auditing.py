@@ -1,3 +1,5 @@
+import dataclasses
+import inspect
 import warnings
 
 import numpy as np
@@ -7,10 +9,11 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from support import set_group
 
 import pymc_edp as edp
 from pymc_edp import conjugate
-from pymc_edp.model.compat import from_dict, get_group, has_group, make_container, set_group
+from pymc_edp.model.compat import from_dict, get_group, has_group, make_container
 
 SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
 
@@ -187,7 +190,11 @@ def test_groups_equal_presummed_records(rng):
         ll_group.assign_coords(person=("obs1", person1), person2=("obs2", person2)),
     )
     res = edp.audit(
-        idata, bins=10, method="psis", groups={"y1": person1, "y2": person2}, progressbar=False
+        idata,
+        bins=10,
+        method="psis",
+        neighbour={"groups": {"y1": person1, "y2": person2}},
+        progressbar=False,
     )
     summed = ll1[..., 0::2] + ll1[..., 1::2] + ll2
     ref = edp.audit(
@@ -202,7 +209,11 @@ def test_groups_equal_presummed_records(rng):
     assert res.neighbour == "remove (groups)"
     # a coordinate name on a single observed variable works too
     res1 = edp.audit(
-        idata, bins=10, method="psis", groups="person", observed="y1", progressbar=False
+        idata,
+        bins=10,
+        method="psis",
+        neighbour=edp.NeighbourOptions(groups="person", observed="y1"),
+        progressbar=False,
     )
     assert list(res1.pointwise["neighbour"].values) == ["ann", "bob", "cy"]
 
@@ -265,8 +276,7 @@ def test_replace_candidates_forms(rng):
         model,
         bins=5,
         method="psis",
-        neighbour="replace",
-        replacements=[-3.0, 3.0],
+        neighbour=edp.NeighbourOptions("replace", replacements=[-3.0, 3.0]),
         progressbar=False,
     )
     lo = edp.audit(
@@ -274,8 +284,7 @@ def test_replace_candidates_forms(rng):
         model,
         bins=5,
         method="psis",
-        neighbour="replace",
-        replacements=edp.PerRecord(np.full(6, -3.0)),
+        neighbour=edp.NeighbourOptions("replace", replacements=edp.PerRecord(np.full(6, -3.0))),
         progressbar=False,
     )
     hi = edp.audit(
@@ -283,8 +292,9 @@ def test_replace_candidates_forms(rng):
         model,
         bins=5,
         method="psis",
-        neighbour="replace",
-        replacements={"y": edp.PerRecord(np.full((1, 6), 3.0))},
+        neighbour=edp.NeighbourOptions(
+            "replace", replacements={"y": edp.PerRecord(np.full((1, 6), 3.0))}
+        ),
         progressbar=False,
     )
     # the worst case over candidates is the larger of the single-candidate audits
@@ -301,8 +311,7 @@ def test_replace_candidates_forms(rng):
         model,
         bins=5,
         method="psis",
-        neighbour="replace",
-        replacements=edp.PerRecord(y),
+        neighbour=edp.NeighbourOptions("replace", replacements=edp.PerRecord(y)),
         progressbar=False,
     )
     np.testing.assert_allclose(same.pointwise["epsilon"], 0.0, atol=1e-12)
@@ -366,7 +375,7 @@ def test_too_few_draws_for_bins(rng):
         ({"refit": {"max_refits": -1}}, ValueError, "max_refits"),
         ({"refit": {"draw": 10}}, TypeError, r"unknown refit option\(s\) \['draw'\]"),
         ({"refit": 10}, TypeError, "refit= takes a RefitOptions"),
-        ({"replacements": [1.0]}, ValueError, "only used with neighbour='replace'"),
+        ({"neighbour": {"replacements": [1.0]}}, ValueError, "only used with relation='replace'"),
         ({"neighbour": "replace"}, ValueError, "needs replacement values"),
     ],
 )
@@ -379,7 +388,12 @@ def test_argument_errors(rng, kwargs, err, match):
 def test_replace_needs_model(rng):
     idata = fake_idata(rng)
     with pytest.raises(ValueError, match="needs the model"):
-        edp.audit(idata, method="psis", neighbour="replace", replacements=[0.0], progressbar=False)
+        edp.audit(
+            idata,
+            method="psis",
+            neighbour=edp.NeighbourOptions("replace", replacements=[0.0]),
+            progressbar=False,
+        )
 
 
 def test_not_inference_data():
@@ -436,7 +450,11 @@ def test_non_integer_replacement_on_integer_data_is_refused(poisson_fit, value):
     idata, model, _ = poisson_fit
     with pytest.raises(ValueError, match=r"integers.*non-integer.*truncated"):
         edp.audit(
-            idata, model, neighbour="replace", replacements=[value], bins=5, progressbar=False
+            idata,
+            model,
+            neighbour=edp.NeighbourOptions("replace", replacements=[value]),
+            bins=5,
+            progressbar=False,
         )
 
 
@@ -448,7 +466,12 @@ def test_non_integer_replacement_under_an_integer_likelihood_is_refused_for_floa
         pm.Poisson("y", lam, observed=y)
     idata = _tiny_sample(model, seed=2, draws=100)
     with pytest.raises(ValueError, match=r"integer support.*non-integer.*truncated"):
-        edp.audit(idata, model, neighbour="replace", replacements=[2.5], progressbar=False)
+        edp.audit(
+            idata,
+            model,
+            neighbour=edp.NeighbourOptions("replace", replacements=[2.5]),
+            progressbar=False,
+        )
 
 
 def test_whole_number_floats_under_a_normal_accept_any_real_replacement():
@@ -459,12 +482,20 @@ def test_whole_number_floats_under_a_normal_accept_any_real_replacement():
         pm.Normal("y", mu, 8.0, observed=y)
     idata = _tiny_sample(model, seed=4, draws=200)
     res = edp.audit(
-        idata, model, neighbour="replace", replacements=[45.5], bins=5, progressbar=False
+        idata,
+        model,
+        neighbour=edp.NeighbourOptions("replace", replacements=[45.5]),
+        bins=5,
+        progressbar=False,
     )
     assert np.isfinite(res.epsilon) and res.epsilon >= 0
     # the replaced value entered the log-likelihood unrounded: 45.5 and 45.0 differ
     res45 = edp.audit(
-        idata, model, neighbour="replace", replacements=[45.0], bins=5, progressbar=False
+        idata,
+        model,
+        neighbour=edp.NeighbourOptions("replace", replacements=[45.0]),
+        bins=5,
+        progressbar=False,
     )
     assert not np.allclose(res.pointwise["epsilon"], res45.pointwise["epsilon"])
 
@@ -472,23 +503,33 @@ def test_whole_number_floats_under_a_normal_accept_any_real_replacement():
 def test_replacement_outside_the_support_is_refused(poisson_fit):
     idata, model, _ = poisson_fit
     with pytest.raises(ValueError, match=r"-1.*outside the support"):
-        edp.audit(idata, model, neighbour="replace", replacements=[-1], bins=5, progressbar=False)
+        edp.audit(
+            idata,
+            model,
+            neighbour=edp.NeighbourOptions("replace", replacements=[-1]),
+            bins=5,
+            progressbar=False,
+        )
 
 
 def test_length_of_replacements_never_decides_their_meaning(poisson_fit):
     idata, model, y = poisson_fit
-    kw = dict(neighbour="replace", bins=5, method="psis", progressbar=False)
+    kw = dict(bins=5, method="psis", progressbar=False)
+
+    def replace(values):
+        return edp.NeighbourOptions("replace", replacements=values)
+
     values = (y + 3).tolist()  # as many values as records: still candidates for every record
-    as_list = edp.audit(idata, model, replacements=values, **kw)
-    longer = edp.audit(idata, model, replacements=[*values, values[0]], **kw)
+    as_list = edp.audit(idata, model, neighbour=replace(values), **kw)
+    longer = edp.audit(idata, model, neighbour=replace([*values, values[0]]), **kw)
     np.testing.assert_array_equal(as_list.pointwise["epsilon"], longer.pointwise["epsilon"])
-    per_record = edp.audit(idata, model, replacements=edp.PerRecord(np.array(values)), **kw)
+    per_record = edp.audit(idata, model, neighbour=replace(edp.PerRecord(np.array(values))), **kw)
     assert per_record.epsilon < as_list.epsilon  # one value per record, not the worst of 12
     np.testing.assert_array_equal(per_record.pointwise["worst_replacement"], 0)
     with pytest.raises(ValueError, match=r"PerRecord"):
-        edp.audit(idata, model, replacements=np.array([values, values]), **kw)
+        edp.audit(idata, model, neighbour=replace(np.array([values, values])), **kw)
     with pytest.raises(ValueError, match="empty"):
-        edp.audit(idata, model, replacements=[], **kw)
+        edp.audit(idata, model, neighbour=replace([]), **kw)
 
 
 def test_log_likelihood_must_match_records_and_draws(rng):
@@ -605,6 +646,12 @@ def test_audit_arguments_never_crash_with_another_exception(data):
     if isinstance(kwargs["replacements"], str) and kwargs["replacements"] == "per-record":
         kwargs["replacements"] = edp.PerRecord(np.zeros(8))
     model = kwargs.pop("model")
+    fields = ("groups", "replacements", "observed")
+    kwargs["neighbour"] = {
+        "relation": kwargs["neighbour"],
+        **{name: kwargs.pop(name) for name in fields},
+    }
+    kwargs["chunks"] = {"store_weights": kwargs.pop("store_weights")}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -775,7 +822,9 @@ def test_a_log_likelihood_of_other_draws_is_refused_with_the_model(rng, how):
         edp.audit(_with_log_likelihood(idata, bad), model, **kw)
     # the right group passes the check, and gives the audit of the model's own log-likelihood
     good = edp.audit(_with_log_likelihood(idata, ll), model, **kw)
-    from_model = edp.audit(_with_log_likelihood(idata, ll), model, log_likelihood="model", **kw)
+    from_model = edp.audit(
+        _with_log_likelihood(idata, ll), model, chunks={"log_likelihood": "model"}, **kw
+    )
     assert good.epsilon == pytest.approx(from_model.epsilon, rel=1e-9)
 
 
@@ -828,13 +877,13 @@ def test_most_exposed_refuses_a_negative_or_fractional_k(rng):
 
 
 def test_messages_for_bad_argument_types(rng):
-    """var_names=5, store_weights='no' and a (sample,) posterior get clear messages."""
+    """var_names=5, ChunkOptions(store_weights='no') and a (sample,) posterior: clear messages."""
     idata = fake_idata(rng, n=6, n_draws=400)
     kw = {"bins": 5, "method": "psis", "progressbar": False}
     with pytest.raises(TypeError, match=r"var_names must be a string or a list.*5"):
         edp.audit(idata, var_names=5, **kw)
     with pytest.raises(TypeError, match=r"store_weights must be True, False or None.*'no'"):
-        edp.audit(idata, store_weights="no", **kw)
+        edp.audit(idata, chunks={"store_weights": "no"}, **kw)
     mu = get_group(idata, "posterior")["mu"].values.reshape(-1)
     stacked = make_container({"posterior": xr.Dataset({"mu": ("sample", mu)})})
     with pytest.raises(ValueError, match=r"without \['chain', 'draw'\].*sample_dims"):
@@ -848,3 +897,56 @@ def test_float32_observed_data_are_the_same_data(rng):
     set_group(idata, "observed_data", get_group(idata, "observed_data").astype(np.float32))
     res = edp.audit(idata, _normal_model(y), bins=5, method="psis", progressbar=False)
     assert np.isfinite(res.epsilon)
+
+
+# ------------------------------------------------ the signature and AuditOptions (issue 22)
+def test_audit_takes_at_most_twelve_parameters():
+    assert len(inspect.signature(edp.audit).parameters) <= 12
+
+
+def test_audit_options_fields_are_audits_keyword_parameters():
+    """AuditOptions can never drift from audit(): its fields are audit's parameters but
+    idata, model, random_seed and progressbar, in order, with the same defaults."""
+    params = inspect.signature(edp.audit).parameters
+    skip = {"idata", "model", "random_seed", "progressbar"}
+    fields = dataclasses.fields(edp.AuditOptions)
+    assert [f.name for f in fields] == [p for p in params if p not in skip]
+    assert {f.name: f.default for f in fields} == {
+        name: p.default for name, p in params.items() if name not in skip
+    }
+    assert list(edp.AuditOptions().kwargs()) == [f.name for f in fields]
+
+
+def test_audit_options_run_the_same_audit(rng):
+    idata = fake_idata(rng, n=6, n_draws=400)
+    opts = edp.AuditOptions(bins=5, method="psis", neighbour={"observed": "y"})
+    a = edp.audit(idata, progressbar=False, **opts.kwargs())
+    b = edp.audit(idata, bins=5, method="psis", progressbar=False)
+    np.testing.assert_array_equal(a.pointwise["epsilon"], b.pointwise["epsilon"])
+    assert edp.AuditOptions.coerce({"bins": 5}) == edp.AuditOptions(bins=5)
+    with pytest.raises(TypeError, match="unknown audit option"):
+        edp.AuditOptions.coerce({"groups": "school"})
+    with pytest.raises(ValueError, match="method must be one of"):
+        edp.AuditOptions(method="exact")
+    with pytest.raises(ValueError, match="bins must be"):
+        edp.AuditOptions(bins=1)
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        {"groups": "school"},
+        {"replacements": [0.0]},
+        {"observed": "y"},
+        {"verify": False},
+        {"moment_match": False},
+        {"store_weights": True},
+        {"prune": False},
+        {"log_likelihood": "group"},
+    ],
+)
+def test_old_keywords_are_refused_by_python(rng, old):
+    """The keywords that moved into the options objects are not silently accepted."""
+    idata = fake_idata(rng, n=6, n_draws=400)
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        edp.audit(idata, method="psis", progressbar=False, **old)

@@ -10,10 +10,11 @@ import pymc as pm
 import pytest
 import xarray as xr
 from scipy import special, stats
+from support import set_group
 
 import pymc_edp as edp
 from pymc_edp.auditing import TOP_WEIGHTS
-from pymc_edp.model.compat import from_dict, get_group, set_group
+from pymc_edp.model.compat import from_dict, get_group
 
 
 def _regression(rng, n=3000, s=1000, p=3):
@@ -60,8 +61,8 @@ def _same(pruned, full):
 def test_pruned_equals_full_normal_regression(rng):
     idata, _, _ = _regression(rng)
     kw = dict(bins=10, method="psis", progressbar=False)
-    full = edp.audit(idata, prune=False, **kw)
-    pruned = edp.audit(idata, prune=True, chunks={"memory": "4MiB"}, **kw)
+    full = edp.audit(idata, chunks={"prune": False}, **kw)
+    pruned = edp.audit(idata, chunks={"prune": True, "memory": "4MiB"}, **kw)
     n_pruned = _same(pruned, full)
     # most records move the posterior far less than the outliers (78% pruned here)
     assert n_pruned > 0.5 * 3000
@@ -78,7 +79,7 @@ def test_pruned_equals_full_normal_regression(rng):
 
 def test_pruned_result_round_trips(rng, tmp_path):
     idata, _, _ = _regression(rng, n=600)
-    res = edp.audit(idata, bins=10, method="psis", prune=True, progressbar=False)
+    res = edp.audit(idata, bins=10, method="psis", chunks={"prune": True}, progressbar=False)
     res.to_netcdf(tmp_path / "res.nc")
     back = edp.EDPResult.from_netcdf(tmp_path / "res.nc")
     assert back.epsilon == res.epsilon
@@ -95,17 +96,19 @@ def test_prune_default_follows_the_threshold(rng):
     big = edp.audit(idata, chunks={"prune_above": 1000}, **kw)
     assert big.epsilon == small.epsilon
     with pytest.raises(ValueError, match="store_weights=True"):
-        edp.audit(idata, prune=True, store_weights=True, **kw)
+        edp.audit(idata, chunks={"prune": True, "store_weights": True}, **kw)
+    with pytest.raises(ValueError, match="store_weights=True"):  # pruned by the threshold
+        edp.audit(idata, chunks={"prune_above": 1000, "store_weights": True}, **kw)
     with pytest.raises(TypeError, match="prune"):
-        edp.audit(idata, prune="yes", **kw)
+        edp.audit(idata, chunks={"prune": "yes"}, **kw)
 
 
 def test_pruned_equals_full_grouped(rng):
     idata, _, _ = _regression(rng, n=1200)
     groups = np.repeat(np.arange(300), 4)
-    kw = dict(bins=10, method="psis", groups=groups, progressbar=False)
-    full = edp.audit(idata, prune=False, **kw)
-    pruned = edp.audit(idata, prune=True, chunks={"memory": "2MiB"}, **kw)
+    kw = dict(bins=10, method="psis", neighbour={"groups": groups}, progressbar=False)
+    full = edp.audit(idata, chunks={"prune": False}, **kw)
+    pruned = edp.audit(idata, chunks={"prune": True, "memory": "2MiB"}, **kw)
     assert _same(pruned, full) > 0
 
 
@@ -137,8 +140,8 @@ def _logistic(rng, n=1500, s=1000):
 def test_pruned_equals_full_logistic_replace(rng):
     idata, model = _logistic(rng)
     kw = dict(bins=10, method="psis", neighbour="replace", progressbar=False)
-    full = edp.audit(idata, model, prune=False, **kw)
-    pruned = edp.audit(idata, model, prune=True, chunks={"memory": "4MiB"}, **kw)
+    full = edp.audit(idata, model, chunks={"prune": False}, **kw)
+    pruned = edp.audit(idata, model, chunks={"prune": True, "memory": "4MiB"}, **kw)
     assert _same(pruned, full) > 0
     kept = pruned.pointwise["method"].values != "pruned"
     np.testing.assert_array_equal(
@@ -151,7 +154,7 @@ def test_streamed_from_model_equals_the_group(rng):
     idata, model = _logistic(rng, n=600)
     kw = dict(bins=10, method="psis", progressbar=False)
     stored = edp.audit(idata, model, **kw)
-    streamed = edp.audit(idata, model, log_likelihood="model", **kw)
+    streamed = edp.audit(idata, model, chunks={"log_likelihood": "model"}, **kw)
     np.testing.assert_allclose(
         streamed.pointwise["epsilon"], stored.pointwise["epsilon"], rtol=1e-9
     )
@@ -159,14 +162,14 @@ def test_streamed_from_model_equals_the_group(rng):
         streamed.pointwise["pareto_k"], stored.pointwise["pareto_k"], rtol=1e-9
     )
     with pytest.raises(ValueError, match="log_likelihood='model'"):
-        edp.audit(idata, log_likelihood="model", **kw)
+        edp.audit(idata, chunks={"log_likelihood": "model"}, **kw)
 
 
 def test_group_source_requires_the_group(rng):
     idata, model = _logistic(rng, n=50)
     post = from_dict({"posterior": dict(get_group(idata, "posterior").data_vars)})
     with pytest.raises(ValueError, match="no 'log_likelihood' group"):
-        edp.audit(post, model, log_likelihood="group", bins=5, progressbar=False)
+        edp.audit(post, model, chunks={"log_likelihood": "group"}, bins=5, progressbar=False)
 
 
 def test_lazy_zarr_group_is_read_chunk_by_chunk(rng, tmp_path):
@@ -195,7 +198,7 @@ def test_dask_client_gives_the_serial_numbers(rng):
     distributed = pytest.importorskip("distributed")
     idata, _, _ = _regression(rng, n=1000)
     kw = dict(bins=10, method="psis", progressbar=False)
-    serial = edp.audit(idata, prune=False, chunks={"memory": "2MiB"}, **kw)
+    serial = edp.audit(idata, chunks={"prune": False, "memory": "2MiB"}, **kw)
     with (
         distributed.LocalCluster(
             n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None
@@ -203,8 +206,8 @@ def test_dask_client_gives_the_serial_numbers(rng):
         distributed.Client(cluster) as client,
     ):
         opts = {"memory": "2MiB", "executor": client}
-        par = edp.audit(idata, prune=False, chunks=opts, **kw)
-        pruned = edp.audit(idata, prune=True, chunks=opts, **kw)
+        par = edp.audit(idata, chunks={**opts, "prune": False}, **kw)
+        pruned = edp.audit(idata, chunks={**opts, "prune": True}, **kw)
     np.testing.assert_array_equal(par.pointwise["epsilon"], serial.pointwise["epsilon"])
     np.testing.assert_array_equal(par.log_weights, serial.log_weights)
     assert pruned.epsilon == serial.epsilon
@@ -256,7 +259,7 @@ def test_a_million_records_pruned_and_streamed_have_an_interval(tmp_path):
     """10^6 records x 400 draws, streamed from the model and pruned: the headline has its
     interval, from the weights of the records that can set it (the only ones kept)."""
     idata, model = _streamed_regression(1_000_000, 400, seed=6)
-    res = edp.audit(idata, model, bins=10, progressbar=False, verify=False)
+    res = edp.audit(idata, model, bins=10, progressbar=False, refit={"verify": False})
     assert (res.pointwise["method"].values == "pruned").sum() > 950_000
     assert res.log_weights.sizes["neighbour"] == TOP_WEIGHTS
     assert "verification turned off" in repr(res)

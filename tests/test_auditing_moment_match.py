@@ -61,8 +61,8 @@ def test_auto_moment_matches_before_refitting(nn):
         bins=10,
         progressbar=False,
         random_seed=1,
-        refit={"draws": 200, "tune": 200, "chains": 1},
-        verify=False,  # verification refits the worst neighbours: tests/test_auditing_verify.py
+        # no verification, which refits the worst neighbours: tests/test_auditing_verify.py
+        refit={"draws": 200, "tune": 200, "chains": 1, "verify": False},
     )
     methods = res.pointwise["method"].values.astype(str)
     assert methods[OUTLIER] == "moment_match" and "refit" not in methods
@@ -74,9 +74,14 @@ def test_auto_moment_matches_before_refitting(nn):
         bins=10,
         progressbar=False,
         random_seed=1,
-        moment_match={"max_iters": 0},
-        refit={"draws": 300, "tune": 300, "chains": 1, "engine": "pymc"},
-        verify=False,
+        refit={
+            "draws": 300,
+            "tune": 300,
+            "chains": 1,
+            "engine": "pymc",
+            "verify": False,
+        },
+        chunks={"moment_match": {"max_iters": 0}},
     )
     assert res0.pointwise["method"].values.astype(str)[OUTLIER] == "refit"
 
@@ -91,9 +96,9 @@ def test_pruning_never_skips_what_moment_matching_repairs(nn):
     """Bad k-hat neighbours do not bound the answer: pruning leaves them to be repaired."""
     model, idata = nn
     kw = dict(bins=10, method="moment_match", progressbar=False, random_seed=1)
-    full = edp.audit(idata, model, prune=False, **kw)
+    full = edp.audit(idata, model, chunks={"prune": False}, **kw)
     # a chunk of one record, so that pruning can stop early on 15 records
-    pruned = edp.audit(idata, model, prune=True, chunks={"memory": "256KiB"}, **kw)
+    pruned = edp.audit(idata, model, chunks={"prune": True, "memory": "256KiB"}, **kw)
     assert pruned.epsilon == full.epsilon
     assert str(pruned.pointwise["method"].values[OUTLIER]) == "moment_match"
     assert (pruned.pointwise["method"].values.astype(str) == "pruned").any()

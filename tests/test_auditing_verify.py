@@ -84,7 +84,7 @@ def test_extreme_outlier_is_not_capped(outlier):
     text = repr(capped)
     assert "a lower bound" in text and "inf)" in text and "Lower bound:" in text
     assert "lower_bound" in text  # the per-parameter table's column
-    assert edp.diagnostics.headline(capped).interval[1] == np.inf
+    assert edp.report.headline(capped).interval[1] == np.inf
 
 
 # --------------------------------------------------------- Poisson-Gamma replacement
@@ -103,8 +103,7 @@ def test_poisson_gamma_extreme_replacements():
         idata,
         model,
         bins=20,
-        neighbour="replace",
-        replacements=[0, 30],
+        neighbour=edp.NeighbourOptions("replace", replacements=[0, 30]),
         random_seed=3,
         progressbar=False,
     )
@@ -151,7 +150,9 @@ def test_group_left_out_matches_the_quadrature_reference(zerosum, centred):
     is then within 10% of the reference, and groups are recorded as verified.
     """
     groups, model, idata, ref = hierarchical(ZEROSUM, zerosum=True) if zerosum else centred
-    kw = dict(var_names=["mu", "tau", "alpha"], groups=groups, bins=20, progressbar=False)
+    kw = dict(
+        var_names=["mu", "tau", "alpha"], neighbour={"groups": groups}, bins=20, progressbar=False
+    )
     with pytest.warns(edp.EDPWarning):
         psis = edp.audit(idata, model, method="psis", **kw)
     assert psis.epsilon < 0.75 * ref.max()  # what reweighting alone says
@@ -176,20 +177,23 @@ def test_disagreement_escalates_and_a_budget_leaves_lower_bounds(centred):
     groups, model, idata, ref = centred
     kw = dict(
         var_names=["mu", "tau", "alpha"],
-        groups=groups,
+        neighbour={"groups": groups},
         bins=20,
         random_seed=3,
         progressbar=False,
-        moment_match=False,
-        refit={"max_refits": 0},  # no k-hat refits: verification alone
     )
-    res, messages = recorded(idata=idata, model=model, verify={"top": 1}, **kw)
+    # no moment matching, no k-hat refits: verification alone
+    kw["chunks"] = {"moment_match": False}
+    refit = {"max_refits": 0}
+    res, messages = recorded(idata=idata, model=model, refit={**refit, "verify": {"top": 1}}, **kw)
     assert any("Reweighting is unreliable for this model" in m for m in messages)
     code = res.pointwise["verification"].values
     assert (code == VERIFY_DISAGREE).any() and (code > 0).sum() > 1  # escalated
     assert res.verification == "corrected"
     assert res.epsilon == pytest.approx(ref.max(), rel=0.1)
-    short, messages = recorded(idata=idata, model=model, verify={"top": 1, "max_refits": 1}, **kw)
+    short, messages = recorded(
+        idata=idata, model=model, refit={**refit, "verify": {"top": 1, "max_refits": 1}}, **kw
+    )
     # the budget stops verification before every neighbour that could set epsilon (after a
     # disagreement), or every estimate that is a lower bound, is refitted: never "confirmed"
     assert any("budget" in m and "lower bound" in m for m in messages)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 
-import numpy as np
 import xarray as xr
 
 __all__ = [
@@ -30,12 +29,8 @@ __all__ = [
     "group_names",
     "has_group",
     "import_arviz",
-    "loo_pareto_k",
     "make_container",
-    "set_group",
     "stack_loo",
-    "stack_psislw",
-    "stack_versions",
 ]
 
 ARVIZ_TRAP_HELP = (
@@ -64,29 +59,6 @@ ARVIZ_1 = _major("arviz") >= 1
 #: ``ceil(min(S / 5, 3 sqrt(S / r_eff)))`` draws, arviz_stats' ``floor(3 sqrt(S / r_eff))``
 #: (``floor(S / 5)`` when ``S r_eff <= 225``). k-hats match the stack the user has.
 PSIS_TAIL_RULE = "arviz_stats" if ARVIZ_1 else "arviz"
-
-
-def stack_versions() -> dict[str, str]:
-    """Installed versions of the PyMC stack, for logs and bug reports.
-
-    Returns
-    -------
-    dict
-        Package name to version (``"-"`` where not installed).
-
-    Examples
-    --------
-    >>> from pymc_edp.model.compat import stack_versions
-    >>> sorted(stack_versions())
-    ['arviz', 'numpy', 'pymc', 'pytensor', 'xarray']
-    """
-    out = {}
-    for pkg in ("pymc", "pytensor", "arviz", "xarray", "numpy"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:  # pragma: no cover
-            out[pkg] = "-"
-    return out
 
 
 def import_arviz():
@@ -192,16 +164,6 @@ def get_group(data, name: str) -> xr.Dataset:
     if isinstance(group, xr.DataTree):
         return group.to_dataset()
     return group
-
-
-def set_group(data, name: str, dataset: xr.Dataset) -> None:
-    """Put ``dataset`` into ``data`` as group ``name`` (replacing it if present), in place."""
-    if _is_datatree(data):
-        data[name] = xr.DataTree(dataset)
-    elif has_group(data, name):
-        setattr(data, name, dataset)
-    else:
-        data.add_groups({name: dataset})
 
 
 def _is_chunked(dataset: xr.Dataset) -> bool:
@@ -318,32 +280,6 @@ def stack_loo(data, var_name: str | None = None):
         return loo(data, pointwise=True, var_name=var_name)
     az = import_arviz()
     return az.loo(data, pointwise=True, var_name=var_name)
-
-
-def loo_pareto_k(data, var_name: str | None = None) -> np.ndarray:
-    """The stack's own PSIS-LOO Pareto k-hats, flattened.
-
-    Used to check that our k-hats are the ones the user's ArviZ would report.
-    """
-    return np.asarray(stack_loo(data, var_name).pareto_k).ravel()
-
-
-def stack_psislw(log_weights: np.ndarray, reff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """The stack's own PSIS of rows of log weights (sample axis last), normalised.
-
-    ``arviz.psislw`` on ArviZ 0.23; arviz_stats' ``psislw`` accessor on ArviZ 1.x (which
-    takes log-likelihood values, the negated log weights). A reference for our kernel.
-    """
-    lw = np.asarray(log_weights, dtype=float)
-    if ARVIZ_1:
-        import arviz_stats  # noqa: F401 - registers the ``azstats`` accessor
-
-        dims = [f"dim_{i}" for i in range(lw.ndim - 1)] + ["__sample__"]
-        smoothed, khat = xr.DataArray(-lw, dims=dims).azstats.psislw(r_eff=reff, dim="__sample__")
-        return np.asarray(smoothed), np.asarray(khat)
-    az = import_arviz()
-    smoothed, khat = az.psislw(lw.copy(), reff=reff)
-    return np.asarray(smoothed), np.asarray(khat)
 
 
 # --------------------------------------------------------------------------- PyMC

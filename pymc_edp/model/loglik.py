@@ -33,7 +33,6 @@ from pymc_edp.model.neighbours import Neighbours
 
 __all__ = [
     "LogLikelihood",
-    "Neighbours",
     "NonFactorisedError",
     "is_lazy",
     "log_ratio_range",

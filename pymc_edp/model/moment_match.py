@@ -35,6 +35,7 @@ from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group
 from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
 
 __all__ = [
+    "MatchInputs",
     "ModelDensity",
     "MomentMatchOptions",
     "MomentMatchOutcome",
@@ -281,12 +282,21 @@ class ModelDensity:
         from the posterior, where PyMC 5's ``include_transformed`` puts it); otherwise the
         constrained draws are mapped by each value variable's transform.
         """
-        posterior = get_group(idata, "posterior")
         unc = (
             get_group(idata, "unconstrained_posterior")
             if has_group(idata, "unconstrained_posterior")
-            else xr.Dataset()
+            else None
         )
+        return self.unconstrained_from(get_group(idata, "posterior"), unc)
+
+    def unconstrained_from(
+        self, posterior: xr.Dataset, unconstrained: xr.Dataset | None = None
+    ) -> np.ndarray:
+        """:meth:`unconstrained_draws` from the groups already read.
+
+        ``unconstrained`` is the ``unconstrained_posterior`` group, or None.
+        """
+        unc = xr.Dataset() if unconstrained is None else unconstrained
         model = self.model
         blocks: list[np.ndarray | None] = []
         to_transform = []
@@ -397,14 +407,54 @@ class _Prepared:
         return self.log_lik_input[name]
 
 
-def _prepare(model, idata, names: Sequence[str], density: ModelDensity | None) -> _Prepared:
-    from pymc_edp.model.pymc import observed_values
+@dataclass(frozen=True)
+class MatchInputs:
+    """What moment matching reads from a fit, read once (the audit's inputs hold them).
 
+    Attributes
+    ----------
+    posterior : xarray.Dataset
+        The ``posterior`` group.
+    draws : ndarray, shape (n_parameters, S)
+        ``posterior_matrix(posterior, names)`` of the audited variables.
+    observed : dict of str to ndarray
+        The observed values of (at least) every observed variable of the model.
+    unconstrained : xarray.Dataset, optional
+        The ``unconstrained_posterior`` group, when there is one.
+    """
+
+    posterior: xr.Dataset
+    draws: np.ndarray
+    observed: Mapping[str, np.ndarray]
+    unconstrained: xr.Dataset | None = None
+
+    @classmethod
+    def from_idata(cls, idata, model, names: Sequence[str]) -> MatchInputs:
+        """Read them from ``idata`` (and the model, for observed values it lacks)."""
+        from pymc_edp.model.pymc import observed_values
+
+        posterior = get_group(idata, "posterior")
+        unc = (
+            get_group(idata, "unconstrained_posterior")
+            if has_group(idata, "unconstrained_posterior")
+            else None
+        )
+        observed = {rv.name: observed_values(idata, model, rv.name) for rv in model.observed_RVs}
+        return cls(posterior, posterior_matrix(posterior, names)[0], observed, unc)
+
+
+def _prepare(model, data: MatchInputs, names: Sequence[str], density) -> _Prepared:
+    """Compile (or reuse) the model's densities and evaluate them at the posterior draws."""
     if density is None or density.model is not model or density.names != list(names):
         density = ModelDensity(model, names)
-    posterior = get_group(idata, "posterior")
-    u = density.unconstrained_draws(idata)
-    observed = {name: observed_values(idata, model, name) for name in density.observed}
+    u = density.unconstrained_from(data.posterior, data.unconstrained)
+    missing = [name for name in density.observed if name not in data.observed]
+    if missing:
+        raise ValueError(
+            f"cannot find the observed values of {missing}: the posterior has no "
+            "observed_data for them and the model holds none"
+        )
+    observed = {name: np.asarray(data.observed[name]) for name in density.observed}
     # when the posterior's observed data are the model's own, one compiled call gives the
     # joint density and every log-likelihood (the neighbours' log ratios) at once
     fused = all(_same_values(y, density.model_data(name)) for name, y in observed.items())
@@ -416,7 +466,7 @@ def _prepare(model, idata, names: Sequence[str], density: ModelDensity | None) -
     _check_finite(lp, "the model's joint log density")
     for name, ll in log_lik.items():
         _check_finite(ll, f"the log-likelihood of {name!r}")
-    draws = posterior_matrix(posterior, names)[0]
+    draws = data.draws
     back = density.constrained(u)
     if back.shape != draws.shape or not np.allclose(back, draws, rtol=1e-6, atol=1e-8):
         raise ValueError(
@@ -431,7 +481,7 @@ def _prepare(model, idata, names: Sequence[str], density: ModelDensity | None) -
         log_lik=log_lik,
         draws=draws,
         order=np.argsort(draws, axis=1, kind="stable"),
-        n_chains=int(posterior.sizes.get("chain", 1)),
+        n_chains=int(data.posterior.sizes.get("chain", 1)),
         fused=fused,
     )
 
@@ -531,9 +581,10 @@ def moment_match_neighbours(
     ----------
     model : pymc.Model
         The model the posterior was sampled from.
-    idata : xarray.DataTree or arviz.InferenceData
+    idata : xarray.DataTree, arviz.InferenceData or MatchInputs
         With the posterior of every free variable (and ``observed_data`` or the model's own
-        data); an ``unconstrained_posterior`` group is used when present.
+        data); an ``unconstrained_posterior`` group is used when present. A
+        :class:`MatchInputs` holds them already read (the audit passes its own).
     indices : sequence of int
         The neighbours to repair.
     changes_of : callable
@@ -568,6 +619,8 @@ def moment_match_neighbours(
     indices = [int(k) for k in indices]
     if not indices:
         return {}
+    if not isinstance(idata, MatchInputs):
+        idata = MatchInputs.from_idata(idata, model, names)
     prep = _prepare(model, idata, names, density)
     n_par, n_samples = prep.draws.shape
     if bins.index.shape != (n_par, n_samples):

@@ -1,18 +1,51 @@
-"""Neighbour datasets: which log-likelihood rows each record or individual changes."""
+"""Neighbour datasets: which log-likelihood rows each record or individual changes.
+
+A neighbour is read off the record layout of a log-likelihood (:class:`RecordLayout`, which
+:class:`~pymc_edp.model.loglik.LogLikelihood` satisfies); this module does not import
+:mod:`~pymc_edp.model.loglik`, which builds on it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
-if TYPE_CHECKING:
-    from pymc_edp.model.loglik import LogLikelihood
+__all__ = ["Neighbours", "RecordLayout"]
 
-__all__ = ["Neighbours"]
+
+class RecordLayout(Protocol):
+    """The records of every observed variable, laid end to end as rows.
+
+    Attributes
+    ----------
+    names : tuple of str
+        Observed variables, in order.
+    offsets : ndarray
+        Global index of each variable's first row (length ``len(names) + 1``).
+    datasets : xarray.Dataset
+        Variables with dims ``("chain", "draw", *record_dims)`` (for coordinates).
+    n_rows : int
+        Total number of records.
+    """
+
+    names: tuple[str, ...]
+    offsets: np.ndarray
+    datasets: xr.Dataset
+
+    @property
+    def n_rows(self) -> int:
+        """Total number of records over all observed variables."""
+
+    def record_dims(self, name: str) -> list[str]:
+        """Record dimensions of observed variable ``name``."""
+
+    def row_labels(self) -> list[str]:
+        """ArviZ-style label of every row, e.g. ``y[3]``."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +95,7 @@ class Neighbours:
         return np.diff(self.indptr)
 
     @classmethod
-    def records(cls, ll: LogLikelihood) -> Neighbours:
+    def records(cls, ll: RecordLayout) -> Neighbours:
         """One neighbour per record (row)."""
         n = ll.n_rows
         observed = np.repeat(np.array(ll.names, dtype=object), np.diff(ll.offsets))
@@ -74,12 +107,13 @@ class Neighbours:
         return cls(labels, np.arange(n + 1, dtype=np.int64), np.arange(n), observed)
 
     @classmethod
-    def from_groups(cls, ll: LogLikelihood, groups) -> Neighbours:
+    def from_groups(cls, ll: RecordLayout, groups) -> Neighbours:
         """One neighbour per individual: all its rows in all observed variables.
 
         Parameters
         ----------
-        ll : LogLikelihood
+        ll : RecordLayout
+            The records, e.g. a :class:`~pymc_edp.model.loglik.LogLikelihood`.
         groups : str, array_like or mapping
             The name of a coordinate (or dimension) present on every observed variable's
             record dimensions; or an array with one label per row (all observed variables
@@ -140,3 +174,99 @@ class Neighbours:
         if labels.dtype == object and all(isinstance(u, str) for u in labels):
             labels = labels.astype(str)
         return cls(labels, indptr, order.astype(np.int64), np.array(observed, dtype=object))
+
+
+#: Neighbour relations: remove a record (unbounded DP) or replace it (bounded DP).
+NEIGHBOUR_RELATIONS = ("remove", "replace")
+
+
+@dataclass(frozen=True)
+class NeighbourOptions:
+    """What a neighbour dataset is: which records change, and how.
+
+    Parameters
+    ----------
+    relation : {"remove", "replace"}, default "remove"
+        ``"remove"`` deletes one record (unbounded DP); ``"replace"`` changes one record to
+        each of ``replacements`` and reports the worst case (bounded DP). Refits use each
+        neighbour's worst replacement.
+    groups : str, array_like or dict, optional
+        Leave-one-group-out: a coordinate name, one label per record, or
+        ``{observed_name: labels}``. Neighbours are then the individuals, and all their rows
+        (in every observed variable) are removed or replaced together.
+    replacements : array_like, PerRecord or dict, optional
+        For ``relation="replace"``: a list (or 1-d array) of candidate values, each tried
+        for every record, whatever its length; :class:`pymc_edp.PerRecord` for values given
+        record by record (shaped like the observed data, or
+        ``(n_candidates, *observed_shape)``); a dict per observed variable. Values must lie
+        in the likelihood's support (integers for integer data). Default for 0/1 data: the
+        flipped value.
+    observed : str or list of str, optional
+        Observed variables whose records define neighbours; default all.
+
+    Examples
+    --------
+    >>> import pymc_edp as edp
+    >>> opts = edp.NeighbourOptions("replace", replacements=[0, 1], observed="y")
+    >>> opts.relation, opts.observed
+    ('replace', ('y',))
+    >>> edp.NeighbourOptions.coerce("remove").relation
+    'remove'
+    >>> edp.NeighbourOptions.coerce({"groups": "school"}).groups
+    'school'
+    """
+
+    relation: str = "remove"
+    groups: object = None
+    replacements: object = None
+    observed: str | tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.relation, str) or self.relation not in NEIGHBOUR_RELATIONS:
+            raise ValueError(
+                f"relation must be one of {NEIGHBOUR_RELATIONS}, got {self.relation!r}"
+            )
+        if self.replacements is not None and self.relation != "replace":
+            raise ValueError(
+                "NeighbourOptions(replacements=...) is only used with relation='replace'"
+            )
+        observed = self.observed
+        if observed is not None:
+            observed = (observed,) if isinstance(observed, str) else tuple(observed)
+            if not observed:
+                raise ValueError(
+                    "NeighbourOptions(observed=...) is empty: name at least one observed "
+                    "variable, or pass None"
+                )
+            object.__setattr__(self, "observed", observed)
+
+    @classmethod
+    def coerce(cls, value: NeighbourOptions | Mapping | str | None) -> NeighbourOptions:
+        """``value`` as options: a relation name, a dict of the fields, or None (defaults)."""
+        if isinstance(value, str):
+            if value not in NEIGHBOUR_RELATIONS:
+                raise ValueError(f"neighbour must be one of {NEIGHBOUR_RELATIONS}, got {value!r}")
+            return cls(relation=value)
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, Mapping):
+            known = {"relation", "groups", "replacements", "observed"}
+            unknown = sorted(set(value) - known)
+            if unknown:
+                raise TypeError(
+                    f"unknown neighbour option(s) {unknown}; NeighbourOptions takes "
+                    f"{sorted(known)}"
+                )
+            return cls(**value)
+        raise TypeError(
+            "neighbour= takes 'remove', 'replace', a NeighbourOptions or a dict of its fields, "
+            f"got {type(value).__name__}"
+        )
+
+    def neighbours(self, ll: RecordLayout) -> Neighbours:
+        """The neighbours of the records ``ll``: one per record, or one per group."""
+        if self.groups is None:
+            return Neighbours.records(ll)
+        return Neighbours.from_groups(ll, self.groups)

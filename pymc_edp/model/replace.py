@@ -102,7 +102,7 @@ def candidates(
         raise ValueError(
             f"the data of {name!r} can only be integers (integer data, or a likelihood with "
             f"integer support) but replacements contain non-integer values (e.g. "
-            f"{bad.ravel()[0]!r}); they would be truncated silently. Give integer "
+            f"{bad.ravel()[0].item()!r}); they would be truncated silently. Give integer "
             "replacement values inside the likelihood's support."
         )
     return arr
@@ -127,7 +127,7 @@ def check_support(alt: np.ndarray, candidates: np.ndarray, name: str) -> None:
         return
     c, term = (int(i) for i in np.argwhere(bad)[0])
     flat = candidates[c].reshape(-1)
-    value = flat[term] if term < flat.size else candidates[c]
+    value = np.asarray(flat[term] if term < flat.size else candidates[c]).tolist()
     raise ValueError(
         f"replacement value {value!r} for record {term} of {name!r} is outside the support of "
         "its likelihood (log p(y' | theta) is -inf or NaN at every posterior draw): give "

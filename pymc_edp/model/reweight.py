@@ -38,13 +38,14 @@ import numpy as np
 from pymc_edp.base import binning
 from pymc_edp.base.common import MEMORY_BUDGET, parse_bytes
 from pymc_edp.base.parallel import _is_dask_client
-from pymc_edp.base.validate import as_options, check_real
+from pymc_edp.base.validate import as_options, check_choice, check_real
 from pymc_edp.model.loglik import (
     LogLikelihood,
     log_ratio_range,
     log_ratios,
     smoothed_log_weights,
 )
+from pymc_edp.model.moment_match import MomentMatchOptions
 from pymc_edp.model.neighbours import Neighbours
 
 __all__ = ["ChunkOptions", "ChunkOutcome", "Reweighter", "prune_margin", "top_rows"]
@@ -53,6 +54,8 @@ __all__ = ["ChunkOptions", "ChunkOutcome", "Reweighter", "prune_margin", "top_ro
 #: place), PSIS's sort buffers, the stored weights, the log-likelihood read and the model's
 #: intermediates when it is computed from the model.
 WORKING_ARRAYS = 8
+#: Where the pointwise log-likelihood comes from (``ChunkOptions(log_likelihood=)``).
+LOG_LIKELIHOOD_SOURCES = ("auto", "group", "model")
 
 
 def prune_margin(bound: np.ndarray) -> np.ndarray:
@@ -62,7 +65,7 @@ def prune_margin(bound: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ChunkOptions:
-    """How the audit works through large data: chunk memory, workers, when to prune.
+    """How the reweighting stage works: chunk memory, workers, pruning, moment matching.
 
     Parameters
     ----------
@@ -77,22 +80,74 @@ class ChunkOptions:
     prune_above : float, default 1e8
         ``prune=None`` prunes when records x draws exceeds this (1e8 is 25,000 records of
         4,000 draws, where the full audit takes about 5 s here).
+    prune : bool, optional
+        ``True`` reweights records in decreasing order of the bound
+        ``max log r - min log r`` on their epsilon and stops when the next bound is below
+        the largest epsilon found: the epsilon is exactly that of the full audit, and
+        pruned records keep their bound (``pointwise["epsilon_bound"]``, method
+        ``"pruned"``). ``False`` computes every record. ``None`` prunes when records x draws
+        exceeds ``prune_above``.
+    store_weights : bool, optional
+        Keep every neighbour's smoothed log-weights on the result (``n_neighbours x S``
+        floats) for later diagnostics (``res.curve()``, most plots). Default: yes, unless the
+        audit prunes or reads the log-likelihood chunk by chunk (a large audit, where they
+        would not fit in memory); it then keeps those of the ``TOP_WEIGHTS`` (32) neighbours
+        with the largest epsilons, which is what ``res.interval()``, ``res.mcse()`` and the
+        printed interval need. ``True`` needs ``prune=False`` when the audit would prune.
+    log_likelihood : {"auto", "group", "model"}, default "auto"
+        Where the pointwise log-likelihood comes from. ``"group"``: the ``log_likelihood``
+        group (read chunk by chunk when it is lazy, e.g. opened from zarr with dask
+        chunks). ``"model"``: computed from the model for each chunk of records over all
+        draws and dropped, so the ``n x S`` array is never held. ``"auto"``: the group when
+        there is one, else the model (streamed when its likelihood allows, else computed
+        whole as ``pm.compute_log_likelihood`` does).
+    moment_match : MomentMatchOptions, dict or False, optional
+        How the reweighting stage improves the weights of the neighbours whose Pareto k-hat
+        is too large before any refit: ``max_iters``, ``split``, ``cov`` and the k-hat
+        threshold of moment matching (:class:`pymc_edp.MomentMatchOptions`, or a dict of its
+        fields); default ``MomentMatchOptions()``. ``False`` leaves it out of
+        ``method="auto"`` (reweight, then refit, as before version 0.3).
 
     Examples
     --------
     >>> from pymc_edp.model.reweight import ChunkOptions
     >>> ChunkOptions(memory="1GiB").rows(4000)
     4194
+    >>> ChunkOptions.coerce({"prune": False, "log_likelihood": "model"}).prune
+    False
+    >>> ChunkOptions(moment_match={"max_iters": 5}).moment_match_options().max_iters
+    5
     """
 
     memory: int | str = MEMORY_BUDGET
     executor: Any = None
     prune_above: float = 1e8
+    prune: bool | None = None
+    store_weights: bool | None = None
+    log_likelihood: str = "auto"
+    moment_match: MomentMatchOptions | Mapping | bool | None = None
     memory_bytes: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "memory_bytes", parse_bytes(self.memory, "memory"))
         check_real(self.prune_above, "prune_above", minimum=0)
+        for name in ("prune", "store_weights"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"{name} must be True, False or None, got {value!r}")
+        check_choice(self.log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
+        if self.store_weights and self.prune:
+            raise ValueError(
+                "ChunkOptions(store_weights=True) keeps every neighbour's weights, but "
+                "prune=True skips neighbours: pass prune=False to reweight (and keep) them all"
+            )
+        if not (self.moment_match is None or self.moment_match is False):
+            if self.moment_match is True:
+                raise TypeError(
+                    "ChunkOptions(moment_match=) takes MomentMatchOptions, a dict of its "
+                    "fields, False (no moment matching) or None (the defaults), not True"
+                )
+            object.__setattr__(self, "moment_match", MomentMatchOptions.coerce(self.moment_match))
         ex = self.executor
         if ex is not None and not (isinstance(ex, cf.Executor) or _is_dask_client(ex)):
             raise TypeError(
@@ -104,6 +159,12 @@ class ChunkOptions:
     def coerce(cls, value: ChunkOptions | Mapping | None) -> ChunkOptions:
         """``value`` as options: an instance, a dict of its fields, or None (defaults)."""
         return as_options(cls, value, "chunks")
+
+    def moment_match_options(self) -> MomentMatchOptions | None:
+        """The moment-matching options, or None when it is turned off (``False``)."""
+        if self.moment_match is False:
+            return None
+        return MomentMatchOptions.coerce(self.moment_match)
 
     def rows(self, n_samples: int) -> int:
         """Records per chunk at ``n_samples`` draws."""

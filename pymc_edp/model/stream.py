@@ -116,11 +116,8 @@ class _Graph:
     """
 
     def __init__(self, model, name: str):
-        import pymc as pm
-        import pytensor.tensor as pt
-        from pymc.distributions.shape_utils import change_dist_size
         from pymc.model.transform.conditioning import remove_value_transforms
-        from pytensor.graph.replace import clone_replace, vectorize_graph
+        from pytensor.graph.replace import clone_replace
 
         umodel = remove_value_transforms(model)
         if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
@@ -131,96 +128,147 @@ class _Graph:
         rv = umodel[name]
         value = umodel.rvs_to_values[rv]
         self.rv, self.value = rv, value
-        (logp,) = umodel.logp(vars=[rv], sum=False)
-        if logp.ndim != 1 or value.ndim < 1:
-            raise StreamingUnavailableError(
-                name,
-                f"its elementwise log-likelihood has {logp.ndim} dimension(s) for observed "
-                f"values of {value.ndim} dimension(s); streaming needs one term per record "
-                "along the first axis (a univariate likelihood of a 1-d observed vector, or a "
-                "multivariate one with one row per record)",
-            )
-        y = _root_value(value)
-        if y is None:
-            y = np.asarray(value.eval())
-        n = int(y.shape[0])
-        self.n = n
-
-        # the observed values as an input of any length; the likelihood's size follows them
-        y_new = pt.tensor(
-            name=f"{name}_chunk", dtype=value.dtype, shape=(None, *value.type.shape[1:])
-        )
-        try:
-            rv_new = change_dist_size(rv, new_size=(y_new.shape[0],), expand=False)
-            logp_new = pm.logp(rv_new, y_new, warn_rvs=False)
-            (logp_new,) = umodel.replace_rvs_by_values([logp_new])
-        except Exception as err:
-            raise StreamingUnavailableError(
-                name,
-                f"its likelihood ({type(rv.owner.op).__name__}) cannot be resized to a chunk "
-                f"of records ({type(err).__name__}: {err})",
-            ) from err
-        if logp_new.ndim != 1:  # pragma: no cover - resizing kept the layout above
-            raise StreamingUnavailableError(name, "its resized log-likelihood is not 1-d")
-
-        # every constant / pm.Data of leading length n is taken to be per-record
-        replace, inputs, data, labels = {}, [y_new], [np.asarray(y, dtype=value.dtype)], [name]
-        for var in _ancestors([logp_new]):
-            if var.owner is not None or var is y_new or getattr(var, "ndim", 0) < 1:
-                continue
-            values = _root_value(var)
-            if values is None or values.ndim < 1 or values.shape[0] != n:
-                continue
-            label = var.name or f"an unnamed {values.dtype} constant of shape {values.shape}"
-            new = pt.tensor(
-                name=f"per_record_{len(inputs)}",
-                dtype=var.type.dtype,
-                shape=(None, *var.type.shape[1:]),
-            )
-            replace[var] = new
-            inputs.append(new)
-            data.append(values)
-            labels.append(label)
+        logp, y = _elementwise_logp(umodel, rv, value, name)
+        self.n = int(y.shape[0])
+        y_new, logp_new = _resized_logp(umodel, rv, value, name)
+        replace, inputs, data, labels = _per_record_inputs(logp_new, y_new, self.n)
+        inputs = [y_new, *inputs]  # the observed values first
+        data = [np.asarray(y, dtype=value.dtype), *data]
+        labels = [name, *labels]
         self.replaced = {value: y_new, **replace}
         if replace:
             # rebuild (not filter) the nodes downstream: no static length n may survive
             (logp_new,) = clone_replace([logp_new], replace=replace, rebuild_strict=False)
-
-        needed = set(_ancestors([logp_new]))
-        free_rvs = [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in needed]
-        original = set(_ancestors([logp]))
-        if free_rvs != [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in original]:
-            raise StreamingUnavailableError(
-                name,
-                "resized to a chunk of records, its log-likelihood no longer depends on the "
-                f"same free variables ({type(rv.owner.op).__name__} is not supported)",
-            )
-        known = {umodel.rvs_to_values[v] for v in free_rvs} | set(inputs)
-        unknown = [
-            v for v in needed if v.owner is None and v not in known and _root_value(v) is None
-        ]
-        if unknown:
-            raise StreamingUnavailableError(
-                name,
-                "resized to a chunk of records, its log-likelihood depends on "
-                f"{sorted(str(v) for v in unknown)}, which are neither free variables nor "
-                f"data ({type(rv.owner.op).__name__} is not supported)",
-            )
+        free_rvs = _free_rvs(umodel, rv, logp, logp_new, inputs, name)
         values = [umodel.rvs_to_values[v] for v in free_rvs]
         self.free = [v.name for v in free_rvs]
         self.free_dtypes = [v.dtype for v in values]
         self.data_inputs, self.data, self.labels = inputs, data, labels
-        try:
-            batched = [
-                pt.tensor(name=f"{v.name}_draws", dtype=v.dtype, shape=(None, *v.type.shape))
-                for v in values
-            ]
-            out = vectorize_graph(logp_new, dict(zip(values, batched, strict=True)))
-            if values and out.ndim != 2:  # pragma: no cover - defensive
-                raise ValueError("vectorised log-likelihood is not 2-d")
-            self.draw_inputs, self.output, self.vectorised = batched, out, True
-        except Exception:  # pragma: no cover - depends on the model's ops
-            self.draw_inputs, self.output, self.vectorised = values, logp_new, False
+        self.draw_inputs, self.output, self.vectorised = _vectorised(values, logp_new)
+
+
+def _elementwise_logp(umodel, rv, value, name: str):
+    """The elementwise log-likelihood of ``rv`` and its observed values, ``(logp, y)``.
+
+    Raises :class:`StreamingUnavailableError` unless there is one term per record.
+    """
+    (logp,) = umodel.logp(vars=[rv], sum=False)
+    if logp.ndim != 1 or value.ndim < 1:
+        raise StreamingUnavailableError(
+            name,
+            f"its elementwise log-likelihood has {logp.ndim} dimension(s) for observed "
+            f"values of {value.ndim} dimension(s); streaming needs one term per record "
+            "along the first axis (a univariate likelihood of a 1-d observed vector, or a "
+            "multivariate one with one row per record)",
+        )
+    y = _root_value(value)
+    if y is None:
+        y = np.asarray(value.eval())
+    return logp, y
+
+
+def _resized_logp(umodel, rv, value, name: str):
+    """The log-likelihood of ``rv`` resized to a chunk of records, ``(y_new, logp_new)``.
+
+    ``y_new`` is the observed values as a symbolic input of any length; the size of
+    ``logp_new`` follows it.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+    from pymc.distributions.shape_utils import change_dist_size
+
+    y_new = pt.tensor(name=f"{name}_chunk", dtype=value.dtype, shape=(None, *value.type.shape[1:]))
+    try:
+        rv_new = change_dist_size(rv, new_size=(y_new.shape[0],), expand=False)
+        logp_new = pm.logp(rv_new, y_new, warn_rvs=False)
+        (logp_new,) = umodel.replace_rvs_by_values([logp_new])
+    except Exception as err:
+        raise StreamingUnavailableError(
+            name,
+            f"its likelihood ({type(rv.owner.op).__name__}) cannot be resized to a chunk "
+            f"of records ({type(err).__name__}: {err})",
+        ) from err
+    if logp_new.ndim != 1:  # pragma: no cover - resizing kept the layout above
+        raise StreamingUnavailableError(name, "its resized log-likelihood is not 1-d")
+    return y_new, logp_new
+
+
+def _per_record_inputs(logp_new, y_new, n: int):
+    """The inputs of ``logp_new`` taken to be per-record, besides the observed ``y_new``.
+
+    Every constant / ``pm.Data`` of leading length ``n`` is one. Returns ``(replace, inputs,
+    data, labels)``: a new symbolic input of any length for each (``replace`` maps the old
+    variable to it), its full values and a name for it.
+    """
+    import pytensor.tensor as pt
+
+    replace, inputs, data, labels = {}, [], [], []
+    for var in _ancestors([logp_new]):
+        if var.owner is not None or var is y_new or getattr(var, "ndim", 0) < 1:
+            continue
+        values = _root_value(var)
+        if values is None or values.ndim < 1 or values.shape[0] != n:
+            continue
+        label = var.name or f"an unnamed {values.dtype} constant of shape {values.shape}"
+        new = pt.tensor(
+            name=f"per_record_{len(inputs) + 1}",
+            dtype=var.type.dtype,
+            shape=(None, *var.type.shape[1:]),
+        )
+        replace[var] = new
+        inputs.append(new)
+        data.append(values)
+        labels.append(label)
+    return replace, inputs, data, labels
+
+
+def _free_rvs(umodel, rv, logp, logp_new, inputs, name: str) -> list:
+    """The free variables the resized ``logp_new`` depends on.
+
+    Checked to be those of the original ``logp`` and, with the per-record ``inputs``, all
+    that ``logp_new`` depends on; otherwise :class:`StreamingUnavailableError`.
+    """
+    needed = set(_ancestors([logp_new]))
+    free_rvs = [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in needed]
+    original = set(_ancestors([logp]))
+    if free_rvs != [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in original]:
+        raise StreamingUnavailableError(
+            name,
+            "resized to a chunk of records, its log-likelihood no longer depends on the "
+            f"same free variables ({type(rv.owner.op).__name__} is not supported)",
+        )
+    known = {umodel.rvs_to_values[v] for v in free_rvs} | set(inputs)
+    unknown = [v for v in needed if v.owner is None and v not in known and _root_value(v) is None]
+    if unknown:
+        raise StreamingUnavailableError(
+            name,
+            "resized to a chunk of records, its log-likelihood depends on "
+            f"{sorted(str(v) for v in unknown)}, which are neither free variables nor "
+            f"data ({type(rv.owner.op).__name__} is not supported)",
+        )
+    return free_rvs
+
+
+def _vectorised(values, logp_new):
+    """``logp_new`` over a leading draw axis: ``(draw_inputs, output, vectorised)``.
+
+    When the graph cannot be vectorised, the unbatched ``values`` and ``logp_new`` are
+    returned with ``vectorised=False`` (evaluated draw by draw).
+    """
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import vectorize_graph
+
+    try:
+        batched = [
+            pt.tensor(name=f"{v.name}_draws", dtype=v.dtype, shape=(None, *v.type.shape))
+            for v in values
+        ]
+        out = vectorize_graph(logp_new, dict(zip(values, batched, strict=True)))
+        if values and out.ndim != 2:  # pragma: no cover - defensive
+            raise ValueError("vectorised log-likelihood is not 2-d")
+        return batched, out, True
+    except Exception:  # pragma: no cover - depends on the model's ops
+        return values, logp_new, False
 
 
 # ---------------------------------------------------------------------------- columns
@@ -232,9 +280,9 @@ class ModelColumns:
     ``columns[:, i]`` return ndarrays; ``np.asarray(columns)`` computes everything (avoid it
     for large data). Samples are flattened chain-major, as everywhere in ``pymc_edp``.
 
-    Build it with :meth:`from_model` (or :func:`model_log_likelihood` for several observed
-    variables). It pickles (``pickle`` and ``cloudpickle``) without its compiled function,
-    which is compiled again on first use, so a worker process can compute its own chunks.
+    Build it with :func:`model_log_likelihood` (one per observed variable). It pickles
+    (``pickle`` and ``cloudpickle``) without its compiled function, which is compiled again
+    on first use, so a worker process can compute its own chunks.
 
     Attributes
     ----------
@@ -288,51 +336,6 @@ class ModelColumns:
             raise ValueError(f"the draws of {self.free} are not all {n_samples} samples long")
         self.shape = (int(n_samples), int(graph.n))
         self._fn = None
-
-    @classmethod
-    def from_model(
-        cls,
-        model,
-        idata,
-        name: str,
-        *,
-        dtype: np.dtype | type = np.float64,
-        check: bool = True,
-    ) -> ModelColumns:
-        """The columns of observed variable ``name`` at the posterior draws of ``idata``.
-
-        Parameters
-        ----------
-        model : pymc.Model
-        idata : xarray.DataTree, arviz.InferenceData or xarray.Dataset
-            A container with a ``posterior`` group holding every free variable the
-            log-likelihood depends on, or that group itself.
-        name : str
-            Observed variable.
-        dtype : numpy dtype, default float64
-            Of the returned columns.
-        check : bool, default True
-            Compare, at a few draws, the chunked computation with PyMC's own full one, to
-            catch an input of leading length n that is not per-record.
-
-        Returns
-        -------
-        ModelColumns
-
-        Raises
-        ------
-        StreamingUnavailableError
-            A ``ValueError``: the variable's log-likelihood cannot be streamed, or (with
-            ``check``) the chunked computation differs from the full one.
-        """
-        graph = _Graph(model, name)
-        posterior = _posterior(idata)
-        draws = _posterior_draws(posterior, graph.free, graph.free_dtypes)
-        n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
-        out = cls(graph, draws, n_samples, dtype=dtype)
-        if check:
-            out._check(graph)
-        return out
 
     # -- array protocol ------------------------------------------------------------------
     def __len__(self) -> int:

@@ -6,8 +6,8 @@ data and compile once. :mod:`~pymc_edp.refit.engines` holds the samplers (an
 :class:`~pymc_edp.refit.engines.Engine` is anything with ``sample(data, seed)``),
 :mod:`~pymc_edp.refit.checkpoint` the folder that saves each refit as it finishes,
 :mod:`~pymc_edp.refit.outcome` what a refit produced, :mod:`~pymc_edp.refit.run` the
-orchestration and the refit estimator, :mod:`~pymc_edp.refit.options` the
-:class:`RefitOptions` the audit takes.
+orchestration and the refit estimator, :mod:`~pymc_edp.refit.options` the options the audit
+takes, public as :class:`pymc_edp.RefitOptions` and :class:`pymc_edp.VerifyOptions`.
 
 References
 ----------
@@ -18,7 +18,6 @@ References
 from pymc_edp.model.transform import NeighbourData, neighbour_model
 from pymc_edp.refit.checkpoint import Checkpoint, config_hash
 from pymc_edp.refit.engines import Engine, RefitInterrupted
-from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, refit_seed
 from pymc_edp.refit.run import run_refits
 
@@ -27,7 +26,6 @@ __all__ = [
     "Engine",
     "NeighbourData",
     "RefitInterrupted",
-    "RefitOptions",
     "RefitOutcome",
     "RefitTask",
     "Refits",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from pymc_edp.base.validate import as_options, check_choice, check_int, check_real
@@ -22,6 +22,26 @@ ESTIMATORS = ("pooled", "raw")
 #: Per-neighbour verification codes (``pointwise["verification"]``, CF flag values).
 VERIFY_AGREE, VERIFY_DISAGREE, VERIFY_FAILED = 1, 2, 3
 VERIFICATION_MEANINGS = ("unchecked", "agrees", "disagrees", "failed")
+
+
+#: What ``RefitOptions(retry=...)`` can name.
+RETRY_KINDS = ("divergent", "failed")
+
+
+def _retry_kinds(value) -> tuple[str, ...]:
+    if value is True:
+        return RETRY_KINDS
+    if value is False:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Collection):
+        raise TypeError(
+            f"retry must be True, False or a collection of {RETRY_KINDS}, got {value!r}"
+        )
+    kinds = tuple(sorted(set(value)))
+    unknown = [k for k in kinds if k not in RETRY_KINDS]
+    if unknown:
+        raise ValueError(f"retry: unknown kind(s) {unknown}; choose from {RETRY_KINDS}")
+    return kinds
 
 
 @dataclass(frozen=True)
@@ -56,13 +76,22 @@ class RefitOptions:
     sampler_kwargs : dict, optional
         Passed to every refit's sampler (``nutpie.sample`` or ``pm.sample``), e.g.
         ``{"target_accept": 0.95}``.
-    retry_failed : bool, default True
-        With ``checkpoint``: refit again the neighbours whose refit failed in an earlier
-        run (a flaky builder, a lost worker); ``False`` keeps the recorded failures.
-    retry_divergent : bool, default True
-        Sample a refit with divergent transitions again, with ``target_accept`` 0.95 and
-        then 0.99: divergences mean biased draws, and a biased refit is what verification
-        would trust. ``res.pointwise["status"]`` says when a rerun was needed.
+    retry : bool or collection of {"failed", "divergent"}, default True
+        What is refitted again. ``"failed"``: with ``checkpoint``, the neighbours whose refit
+        failed in an earlier run (a flaky builder, a lost worker). ``"divergent"``: a refit
+        with divergent transitions, sampled again with ``target_accept`` 0.95 and then 0.99
+        (divergences mean biased draws, and a biased refit is what verification would
+        trust; ``res.pointwise["status"]`` says when a rerun was needed). ``True`` is both,
+        ``False`` neither; stored as a sorted tuple.
+    verify : VerifyOptions, dict or bool, optional
+        How ``method="auto"`` confirms its headline by refits: the ``top`` neighbours with
+        the largest estimates (and any whose bin has too few draws) are refitted and compared,
+        and on disagreement more are refitted, worst first, within a budget; see
+        :class:`VerifyOptions` (a dict gives its fields). ``False`` turns it off; ``True`` or
+        None (the default) verify with ``VerifyOptions()`` under ``method="auto"``, and only
+        None is allowed with another method. Needs the model (or ``build_model``); the
+        result says whether its headline was confirmed (``res.verification``) and which
+        neighbours were (``pointwise["verification"]``).
 
     References
     ----------
@@ -78,6 +107,10 @@ class RefitOptions:
     (2, 'pooled')
     >>> edp.RefitOptions.coerce({"draws": 200}).draws
     200
+    >>> edp.RefitOptions(verify={"top": 3}, retry={"divergent"}).verify.top
+    3
+    >>> edp.RefitOptions(retry=False).retry, edp.RefitOptions().retry
+    ((), ('divergent', 'failed'))
     """
 
     draws: int = 1000
@@ -90,8 +123,8 @@ class RefitOptions:
     build_model: Callable | None = None
     estimator: str = "pooled"
     sampler_kwargs: Mapping | None = None
-    retry_failed: bool = True
-    retry_divergent: bool = True
+    retry: bool | Collection[str] = True
+    verify: VerifyOptions | Mapping | bool | None = None
 
     def __post_init__(self):
         check_int(self.draws, "draws", 1)
@@ -105,14 +138,24 @@ class RefitOptions:
             raise TypeError("build_model must be a callable build_model(data) -> pm.Model")
         if self.sampler_kwargs is not None and not isinstance(self.sampler_kwargs, Mapping):
             raise TypeError("sampler_kwargs must be a dict of keyword arguments for the sampler")
-        for name in ("retry_failed", "retry_divergent"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        object.__setattr__(self, "retry", _retry_kinds(self.retry))
+        if not (self.verify is None or isinstance(self.verify, bool)):
+            object.__setattr__(self, "verify", VerifyOptions.coerce(self.verify))
 
     @classmethod
     def coerce(cls, value: RefitOptions | Mapping | None) -> RefitOptions:
         """``value`` as options: None gives the defaults, a dict its fields."""
         return as_options(cls, value, "refit")
+
+    @property
+    def retry_failed(self) -> bool:
+        """Whether refits that failed in an earlier run (``checkpoint``) run again."""
+        return "failed" in self.retry
+
+    @property
+    def retry_divergent(self) -> bool:
+        """Whether a refit with divergent transitions is sampled again."""
+        return "divergent" in self.retry
 
     def config(self) -> dict:
         """What the refits depend on, for the checkpoint (not bins or estimator)."""

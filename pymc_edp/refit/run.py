@@ -21,6 +21,7 @@ from pymc_edp.model.transform import NeighbourDataMaker, neighbour_changes, neig
 from pymc_edp.refit.checkpoint import Checkpoint
 from pymc_edp.refit.engines import (
     STRICTER_TARGET_ACCEPT,
+    Engine,
     RefitInterrupted,
     make_engine,
     stricter,
@@ -483,22 +484,64 @@ def refit_neighbours(
         eng, loglik_fns = _engine_for(problem, options, messages)
     except (ValueError, TypeError, NotImplementedError, ImportError) as err:
         raise RefitSetupError(str(err)) from err
-    maker = NeighbourDataMaker(
-        observed_y={n: problem.observed_y[n] for n in ll.names},
-        record_shapes={n: tuple(ll.datasets[n].shape[2:]) for n in ll.names},
-        builder=options.build_model is not None,
-    )
+    tasks = _refit_tasks(problem, to_refit, random_seed, builder=options.build_model is not None)
+    outcomes = _run_checkpointed(eng, tasks, options, config, progressbar, messages)
     order = None
     if problem.draws is not None:
         order = np.argsort(problem.draws, axis=1, kind="stable")
+    estimates: dict = {}
+    failed = []
+    for k in map(int, to_refit):
+        out = outcomes[k]
+        if out.posterior is None:
+            estimates[k] = None
+            failed.append(f"{nbs.labels[k]} ({out.reason})")
+            continue
+        refit_draws, _, _ = posterior_matrix(out.posterior, problem.names)
+        log_ratios_k = None
+        if loglik_fns is not None:
+            log_ratios_k = (
+                problem.full_log_ratio(k),
+                problem.refit_log_ratio(loglik_fns, k, out.posterior),
+            )
+        estimates[k] = _estimate(problem, refit_draws, log_ratios_k, out.posterior, order)
+    messages.extend(_outcome_messages(failed, outcomes, options))
+    return RefitRun(outcomes, estimates, Refits(outcomes)), messages
+
+
+def _refit_tasks(
+    problem: RefitProblem, to_refit: np.ndarray, random_seed: int, *, builder: bool
+) -> list[RefitTask]:
+    """One :class:`RefitTask` per neighbour in ``to_refit``; its data are made lazily."""
+    ll, nbs = problem.ll, problem.neighbours
+    maker = NeighbourDataMaker(
+        observed_y={n: problem.observed_y[n] for n in ll.names},
+        record_shapes={n: tuple(ll.datasets[n].shape[2:]) for n in ll.names},
+        builder=builder,
+    )
     tasks = []
     for k in map(int, to_refit):
         label = jsonable(nbs.labels[k])
         lazy = partial(maker, k, label, neighbour_changes(ll, nbs, k, problem.candidate(k)))
         tasks.append(RefitTask(k, label, lazy, refit_seed(random_seed, k)))
+    return tasks
+
+
+def _run_checkpointed(
+    eng: Engine,
+    tasks: list[RefitTask],
+    options: RefitOptions,
+    config: dict,
+    progressbar: bool,
+    messages: list[str],
+) -> dict[int, RefitOutcome]:
+    """:func:`run_refits` with the checkpoint of ``options``; its messages go to ``messages``.
+
+    An interruption becomes a :class:`RefitInterrupted` that says how to resume.
+    """
     ckpt = Checkpoint(options.checkpoint, config) if options.checkpoint is not None else None
     try:
-        outcomes = run_refits(
+        return run_refits(
             eng,
             tasks,
             executor=options.executor,
@@ -521,22 +564,12 @@ def refit_neighbours(
         if ckpt is not None:
             messages.extend(ckpt.messages)
 
-    estimates: dict = {}
-    failed = []
-    for k in map(int, to_refit):
-        out = outcomes[k]
-        if out.posterior is None:
-            estimates[k] = None
-            failed.append(f"{nbs.labels[k]} ({out.reason})")
-            continue
-        refit_draws, _, _ = posterior_matrix(out.posterior, problem.names)
-        log_ratios_k = None
-        if loglik_fns is not None:
-            log_ratios_k = (
-                problem.full_log_ratio(k),
-                problem.refit_log_ratio(loglik_fns, k, out.posterior),
-            )
-        estimates[k] = _estimate(problem, refit_draws, log_ratios_k, out.posterior, order)
+
+def _outcome_messages(
+    failed: list[str], outcomes: dict[int, RefitOutcome], options: RefitOptions
+) -> list[str]:
+    """Warnings about failed refits (``failed`` describes them) and divergent ones."""
+    messages = []
     if failed:
         messages.append(
             f"{len(failed)} refit(s) failed and kept their reweighted estimate: "
@@ -551,4 +584,4 @@ def refit_neighbours(
             "res.pointwise['status'] and res.refits.status); their draws are used but may be "
             "biased: reparametrise the model (e.g. non-centred group effects)"
         )
-    return RefitRun(outcomes, estimates, Refits(outcomes)), messages
+    return messages

@@ -1,8 +1,8 @@
 """Tune the strength of a prior so that the posterior meets a target B-EDP epsilon.
 
-:func:`tune_prior` (:mod:`~pymc_edp.tuning.prior`) searches a scalar hyperparameter with a
+:func:`pymc_edp.tune_prior` (:mod:`~pymc_edp.tuning.prior`) searches a scalar hyperparameter with a
 root finder for noisy functions (:mod:`~pymc_edp.tuning.search`) and returns a
-:class:`PriorTuningResult` (:mod:`~pymc_edp.results.tuning`).
+:class:`pymc_edp.PriorTuningResult` (:mod:`~pymc_edp.results.tuning`).
 
 References
 ----------
@@ -11,7 +11,8 @@ References
    its leakage; eq. 2: B-EDP).
 """
 
-from pymc_edp.tuning.prior import tune_prior
-from pymc_edp.tuning.search import SearchOptions
+from pymc_edp.tuning import prior, search  # noqa: F401  (the modules, for the docs)
 
-__all__ = ["SearchOptions", "tune_prior"]
+# The public names are ``pymc_edp.tune_prior``, ``pymc_edp.SearchOptions`` and
+# ``pymc_edp.PriorTuningResult``: one import path each.
+__all__: list[str] = []

@@ -22,6 +22,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import warnings
@@ -31,9 +32,10 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp import diagnostics
-from pymc_edp.auditing import METHODS, NEIGHBOUR_RELATIONS, audit
+from pymc_edp.auditing import AuditOptions
+from pymc_edp.auditing import audit as run_audit
 from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
-from pymc_edp.base.validate import check_choice, check_real
+from pymc_edp.base.validate import check_real
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.pymc import resolve_model
@@ -54,18 +56,6 @@ from pymc_edp.tuning.search import (
 __all__ = ["tune_prior"]
 
 _log = logging.getLogger("pymc_edp")
-
-#: Keys of ``audit_kwargs``: what every audit of the tuner takes.
-AUDIT_KEYS = (
-    "bins",
-    "var_names",
-    "neighbour",
-    "groups",
-    "replacements",
-    "observed",
-    "smoothing",
-    "method",
-)
 
 
 class _Sampler:
@@ -153,22 +143,16 @@ def _check_hyperparameter(model, name: str) -> float:
     return float(value.reshape(()))
 
 
-def _audit_kwargs(audit_kwargs: Mapping | None) -> dict:
-    """The audits' keyword arguments, with a clear error for what belongs elsewhere."""
-    kw = dict(audit_kwargs or {})
-    elsewhere = {"refit": "refit=", "random_seed": "random_seed=", "progressbar": "progressbar="}
-    for key in kw:
-        if key in elsewhere:
-            raise TypeError(f"pass {key} to tune_prior as {elsewhere[key]}, not in audit_kwargs")
-        if key not in AUDIT_KEYS:
-            raise TypeError(
-                f"audit_kwargs has an unknown key {key!r}; it takes {list(AUDIT_KEYS)} (refit "
-                "options go in refit=RefitOptions(...))"
-            )
-    kw.setdefault("bins", 20)
-    check_choice(kw.setdefault("method", "auto"), "method", METHODS)
-    check_choice(kw.get("neighbour", "remove"), "neighbour", NEIGHBOUR_RELATIONS)
-    return kw
+def _audit_options(audit: AuditOptions | Mapping | None, opts: RefitOptions):
+    """The search's and the confirmation's audit options, checked before any sampling."""
+    aopts = AuditOptions.coerce(audit)
+    if aopts.refit is not None:
+        raise TypeError(
+            "pass the refit options to tune_prior as refit=RefitOptions(...), not in "
+            "audit=AuditOptions(refit=...): they also set how every posterior is sampled"
+        )
+    # the search reweights only; the confirmation audits with the method asked for
+    return dataclasses.replace(aopts, method="psis"), dataclasses.replace(aopts, refit=opts)
 
 
 def _sampler(model, hyperparameter, build_model, initial, opts: RefitOptions):
@@ -246,7 +230,7 @@ def tune_prior(
     target_epsilon: float,
     initial: float | None = None,
     bracket: tuple[float, float] | None = None,
-    audit_kwargs: Mapping | None = None,
+    audit: AuditOptions | Mapping | None = None,
     refit: RefitOptions | Mapping | None = None,
     search: SearchOptions | Mapping | None = None,
     random_seed=None,
@@ -293,16 +277,18 @@ def tune_prior(
     initial : float, optional
         The untuned value: the start of the search and the reference of the utility cost.
         Default: the hyperparameter's current value; required with ``build_model``.
-    audit_kwargs : mapping, optional
-        Keyword arguments of every audit (the search's and the confirmation's):
-        ``bins`` (default 20), ``var_names`` (also the variables whose utility cost is
-        reported), ``neighbour``, ``groups``, ``replacements``, ``observed``, ``smoothing``,
-        and ``method`` (default ``"auto"``) for the confirmation audit at the answer (the
-        search always reweights), as in :func:`pymc_edp.audit`.
+    audit : AuditOptions or dict, optional
+        The parameters of every audit (the search's and the confirmation's), as in
+        :func:`pymc_edp.audit`: ``bins`` (default 20), ``var_names`` (also the variables
+        whose utility cost is reported), ``filter_vars``, ``neighbour``, ``smoothing``,
+        ``chunks``, and ``method`` (default ``"auto"``) for the confirmation audit at the
+        answer (the search always reweights). A :class:`pymc_edp.AuditOptions`, or a dict of
+        its fields; its ``refit`` is ``refit=`` here.
     refit : RefitOptions or dict, optional
         ``draws``, ``tune``, ``chains`` and ``engine`` of every posterior sampled (each trial
-        and the confirmation), and how the confirmation refits neighbours (``executor``,
-        ``checkpoint``, ``max_refits``, ...), as in :func:`pymc_edp.audit`.
+        and the confirmation), and how the confirmation refits and verifies neighbours
+        (``executor``, ``checkpoint``, ``max_refits``, ``verify``, ``retry``, ...), as in
+        :func:`pymc_edp.audit` (moment matching is set by ``audit``'s ``chunks``).
     search : SearchOptions or dict, optional
         ``direction``, ``rtol``, ``xtol``, ``step`` and ``max_evaluations`` of the search.
     random_seed : int or numpy.random.Generator, optional
@@ -361,57 +347,27 @@ def tune_prior(
     ...     mu = pm.Normal("mu", 10, sigma0)
     ...     _ = pm.Normal("y", mu, 5**0.5, observed=y)
     >>> res = edp.tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3,
-    ...                      method="psis", random_seed=1)  # doctest: +SKIP
+    ...                      audit=edp.AuditOptions(method="psis"),
+    ...                      random_seed=1)  # doctest: +SKIP
     >>> res.value, res.epsilon, res.mcse  # doctest: +SKIP
     """
     model = resolve_model(model) if build_model is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
-    kw = _audit_kwargs(audit_kwargs)
-    method = kw.pop("method")
     opts = RefitOptions.coerce(refit)
+    search_opts, confirm_opts = _audit_options(audit, opts)
     sopts = SearchOptions.coerce(search)
-    if bracket is not None:
-        lo, hi = (float(v) for v in bracket)
-        if not (0 < lo < hi and np.isfinite(hi)):
-            raise ValueError(f"bracket must be (low, high) with 0 < low < high, got {bracket}")
-        bracket = (lo, hi)
+    bracket = _bracket(bracket)
     sampler, initial, original = _sampler(model, hyperparameter, build_model, initial, opts)
     seed = resolve_seed(random_seed)
-    search_seed, confirm_seed, refit_seed = (
-        int(s) for s in np.random.default_rng(seed).integers(0, 2**31 - 1, size=3)
-    )
-    diagnostics_: dict[str, None] = {}
-    search_notes: dict[str, list[float]] = {}
+    search_seed, confirm_seed, refit_seed = _split_seed(seed)
     sign = {"auto": 0, "increasing": 1, "decreasing": -1}[sopts.direction]
-
-    def evaluate(x: float, stage: str) -> Trial:
-        value = math.exp(x)
-        idata, mod = sampler(value, search_seed)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            res = audit(idata, mod, method="psis", progressbar=False, **kw)
-        for w in caught:
-            if issubclass(w.category, EDPWarning):
-                search_notes.setdefault(str(w.message), []).append(value)
-        mcse = _epsilon_mcse(res)
-        khat = float(np.nanmax(res.pointwise["pareto_k"].values))
-        _log.info("tune_prior: value %.6g -> epsilon %.4f +- %.4f", value, res.epsilon, mcse)
-        # only the untuned posterior is kept (the utility reference); the rest are dropped
-        keep = stage == "initial"
-        return Trial(x, res.epsilon, mcse, khat, stage, idata if keep else None)
-
-    searcher = Search(evaluate, target_epsilon, sopts.rtol)
+    trial_audits = _TrialAudits(sampler, search_seed, search_opts)
+    searcher = Search(trial_audits, target_epsilon, sopts.rtol)
     try:
         x_best, t_best = _run_search(searcher, math.log(initial), bracket, sopts, sign)
         value = math.exp(x_best)
         t_init = searcher.trials[0]
-        for note, values in search_notes.items():
-            where = ", ".join(f"{v:.4g}" for v in values[:5]) + ("..." if len(values) > 5 else "")
-            diagnostics_[
-                f"during the search (reweighting only) at {len(values)} of "
-                f"{len(searcher.trials)} trial values ({where}): {note} The search's epsilons "
-                f"there may be off; the confirmation audit uses method={method!r}."
-            ] = None
+        diagnostics_ = trial_audits.notes(len(searcher.trials), confirm_opts.method)
         if sign == 0:
             sign = trend(searcher.trials) or 1
         is_monotone, msg = monotone(searcher.trials, sign)
@@ -421,31 +377,19 @@ def tune_prior(
         idata, mod = sampler(value, confirm_seed)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = audit(
+            res = run_audit(
                 idata,
                 mod,
-                method=method,
-                refit=opts,
                 random_seed=refit_seed,
                 progressbar=progressbar,
-                **kw,
+                **confirm_opts.kwargs(),
             )
         _collect(caught, diagnostics_, "confirmation: ", reraise_others=True)
         mcse = _epsilon_mcse(res)
     finally:
         if original is not None:
             sampler.model_at(original)
-
-    miss = abs(res.epsilon - target_epsilon)
-    # a 3-sigma check: the confirmation and the search's estimate are independent
-    if miss > sopts.rtol * target_epsilon + 3 * math.hypot(mcse, t_best.mcse):
-        diagnostics_[
-            f"the confirmed epsilon {res.epsilon:.4g} +- {mcse:.2g} misses the target "
-            f"{target_epsilon:.4g} by more than rtol and three times the Monte-Carlo error "
-            f"of the confirmation and the search (which estimated {t_best.epsilon:.4g} +- "
-            f"{t_best.mcse:.2g} there); draw more samples (refit=RefitOptions(draws=...)) or "
-            "check the refitted neighbours in res.audit"
-        ] = None
+    _check_miss(res.epsilon, mcse, t_best, target_epsilon, sopts.rtol, diagnostics_)
     messages = (LEAKAGE_CAVEAT, *diagnostics_)
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=2)
@@ -459,7 +403,7 @@ def tune_prior(
         initial_value=float(initial),
         initial_epsilon=float(t_init.epsilon),
         search_epsilon=float(t_best.epsilon),
-        bins=int(kw["bins"]),
+        bins=int(confirm_opts.bins),
         neighbour=res.neighbour,
         method=res.method,
         direction="increasing" if sign > 0 else "decreasing",
@@ -473,6 +417,72 @@ def tune_prior(
         idata_untuned=t_init.idata,
         random_seed=seed,
     )
+
+
+def _check_miss(epsilon, mcse, t_best: Trial, target: float, rtol: float, into: dict) -> None:
+    """Say so when the confirmed epsilon misses the target.
+
+    A 3-sigma check: the confirmation and the search's estimate are independent.
+    """
+    if abs(epsilon - target) > rtol * target + 3 * math.hypot(mcse, t_best.mcse):
+        into[
+            f"the confirmed epsilon {epsilon:.4g} +- {mcse:.2g} misses the target "
+            f"{target:.4g} by more than rtol and three times the Monte-Carlo error "
+            f"of the confirmation and the search (which estimated {t_best.epsilon:.4g} +- "
+            f"{t_best.mcse:.2g} there); draw more samples (refit=RefitOptions(draws=...)) or "
+            "check the refitted neighbours in res.audit"
+        ] = None
+
+
+def _split_seed(seed: int) -> tuple[int, int, int]:
+    """Seeds of the search, of the confirmation sample and of its refits."""
+    return tuple(int(s) for s in np.random.default_rng(seed).integers(0, 2**31 - 1, size=3))
+
+
+def _bracket(bracket) -> tuple[float, float] | None:
+    """``(low, high)`` as floats, checked."""
+    if bracket is None:
+        return None
+    lo, hi = (float(v) for v in bracket)
+    if not (0 < lo < hi and np.isfinite(hi)):
+        raise ValueError(f"bracket must be (low, high) with 0 < low < high, got {bracket}")
+    return lo, hi
+
+
+class _TrialAudits:
+    """The search's evaluations: sample at a value (common seed), audit by reweighting."""
+
+    def __init__(self, sampler: _Sampler, seed: int, options: AuditOptions):
+        self.sampler, self.seed, self.options = sampler, seed, options
+        self.search_notes: dict[str, list[float]] = {}
+
+    def __call__(self, x: float, stage: str) -> Trial:
+        value = math.exp(x)
+        idata, mod = self.sampler(value, self.seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = run_audit(idata, mod, progressbar=False, **self.options.kwargs())
+        for w in caught:
+            if issubclass(w.category, EDPWarning):
+                self.search_notes.setdefault(str(w.message), []).append(value)
+        mcse = _epsilon_mcse(res)
+        khat = float(np.nanmax(res.pointwise["pareto_k"].values))
+        _log.info("tune_prior: value %.6g -> epsilon %.4f +- %.4f", value, res.epsilon, mcse)
+        # only the untuned posterior is kept (the utility reference); the rest are dropped
+        keep = stage == "initial"
+        return Trial(x, res.epsilon, mcse, khat, stage, idata if keep else None)
+
+    def notes(self, n_trials: int, method: str) -> dict[str, None]:
+        """The search's warnings, each once, with the trial values it came at."""
+        out: dict[str, None] = {}
+        for note, values in self.search_notes.items():
+            where = ", ".join(f"{v:.4g}" for v in values[:5]) + ("..." if len(values) > 5 else "")
+            out[
+                f"during the search (reweighting only) at {len(values)} of "
+                f"{n_trials} trial values ({where}): {note} The search's epsilons "
+                f"there may be off; the confirmation audit uses method={method!r}."
+            ] = None
+        return out
 
 
 def _trials(search: Search) -> xr.Dataset:

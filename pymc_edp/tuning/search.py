@@ -35,7 +35,7 @@ DIRECTIONS = ("auto", "increasing", "decreasing")
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """How :func:`~pymc_edp.tuning.tune_prior` searches the hyperparameter.
+    """How :func:`~pymc_edp.tune_prior` searches the hyperparameter.
 
     Parameters
     ----------

@@ -1,36 +1,20 @@
 import numpy as np
 import pytest
 import xarray as xr
+from support import loglik_dataset, stack_psislw
 
-from pymc_edp.model.compat import stack_psislw
 from pymc_edp.model.loglik import (
     LogLikelihood,
-    Neighbours,
     log_ratios,
     relative_efficiency,
     smoothed_log_weights,
 )
+from pymc_edp.model.neighbours import Neighbours
 
 
 def _weights(ll, nbs, reff=1.0, replacement=None):
     """Smoothed log-weights and k-hat of every neighbour, as the audit's chunks compute them."""
     return smoothed_log_weights(log_ratios(ll, nbs, 0, len(nbs), replacement), reff)
-
-
-def loglik_dataset(rng, n_chains=2, n_draws=500):
-    return xr.Dataset(
-        {
-            "y": (("chain", "draw", "obs"), rng.normal(-1, 0.3, (n_chains, n_draws, 6))),
-            "z": (("chain", "draw", "row", "col"), rng.normal(-2, 0.3, (n_chains, n_draws, 2, 3))),
-        },
-        coords={
-            "obs": list("abcdef"),
-            "row": [0, 1],
-            "col": [10, 20, 30],
-            "person": ("obs", [1, 1, 2, 2, 3, 3]),
-            "who": (("row", "col"), [[1, 2, 3], [1, 2, 3]]),
-        },
-    )
 
 
 def test_loglik_layout_and_gather(rng):
@@ -66,45 +50,6 @@ def test_loglik_errors(rng):
     scalar = xr.Dataset({"y": (("chain", "draw"), rng.normal(size=(2, 10)))})
     with pytest.raises(ValueError, match="does not factorise"):
         LogLikelihood.from_dataset(scalar)
-
-
-def test_neighbours_records_labels(rng):
-    ds = loglik_dataset(rng)
-    one = LogLikelihood.from_dataset(ds, ["y"])
-    nbs = Neighbours.records(one)
-    assert list(nbs.labels) == list("abcdef")
-    both = Neighbours.records(LogLikelihood.from_dataset(ds))
-    assert both.labels[6] == "z[0, 10]"
-    assert list(both.observed[:7]) == ["y"] * 6 + ["z"]
-
-
-def test_neighbours_groups_coordinate_array_and_mapping(rng):
-    ds = loglik_dataset(rng)
-    ll = LogLikelihood.from_dataset(ds, ["y"])
-    by_coord = Neighbours.from_groups(ll, "person")
-    assert list(by_coord.labels) == [1, 2, 3]
-    np.testing.assert_array_equal(by_coord.n_rows, [2, 2, 2])
-    by_array = Neighbours.from_groups(ll, [1, 1, 2, 2, 3, 3])
-    np.testing.assert_array_equal(by_array.rows, by_coord.rows)
-    # two observed variables sharing individuals
-    both = LogLikelihood.from_dataset(ds)
-    shared = Neighbours.from_groups(
-        both, {"y": [1, 1, 2, 2, 3, 3], "z": np.array([[1, 2, 3], [1, 2, 3]])}
-    )
-    np.testing.assert_array_equal(shared.n_rows, [4, 4, 4])
-    assert set(shared.observed) == {"*"}
-    person1 = shared.rows[shared.indptr[0] : shared.indptr[1]]
-    np.testing.assert_array_equal(np.sort(person1), [0, 1, 6, 9])
-
-
-def test_neighbours_groups_errors(rng):
-    ll = LogLikelihood.from_dataset(loglik_dataset(rng), ["y"])
-    with pytest.raises(KeyError, match="not a coordinate"):
-        Neighbours.from_groups(ll, "household")
-    with pytest.raises(ValueError, match="6 records"):
-        Neighbours.from_groups(ll, [1, 2, 3])
-    with pytest.raises(ValueError, match="missing labels"):
-        Neighbours.from_groups(ll, [1, 1, 2, None, 3, 3])
 
 
 def test_log_weights_remove_matches_arviz(rng):

@@ -244,13 +244,16 @@ def test_hier_neighbours_run(hier):
 def test_fused_evaluation_only_at_the_models_data(hier, monkeypatch):
     """One compiled call for density and log-likelihood when idata's observed data are the
     model's; the per-call path otherwise, with the same results up to rounding."""
-    from pymc_edp.model.moment_match import _prepare
+    from pymc_edp.model.moment_match import MatchInputs, _prepare
+
+    def prepare(data):  # what moment matching reads, read once from data
+        return _prepare(model, MatchInputs.from_idata(data, model, names), names, dens)
 
     model, idata, y = hier
     names = ["sigma", "beta"]
     post = get_group(idata, "posterior")
     dens = ModelDensity(model, names)
-    assert _prepare(model, idata, names, dens).fused
+    assert prepare(idata).fused
     y2 = y.copy()
     y2[1] = 0.0
     posterior = {"sigma": post["sigma"].values, "beta": post["beta"].values}
@@ -259,14 +262,14 @@ def test_fused_evaluation_only_at_the_models_data(hier, monkeypatch):
         coords={"g": ["a", "b"]},
         dims={"beta": ["g"]},
     )
-    assert not _prepare(model, other, names, dens).fused
+    assert not prepare(other).fused
     grid = quantile_bins(posterior_matrix(post, names)[0], 5)
     kw = dict(names=names, bins=grid, smoothing=0.01, reff=1.0, density=dens)
     kw["options"] = {"khat_threshold": 0.0, "max_iters": 3}
     changes = {4: _remove(4), 0: {"y": (np.array([0]), np.array([1.0]))}}
     fused = moment_match_neighbours(model, idata, [4, 0], changes.__getitem__, **kw)
     monkeypatch.setattr(dens, "model_data", lambda name: None)
-    assert not _prepare(model, idata, names, dens).fused
+    assert not prepare(idata).fused
     plain = moment_match_neighbours(model, idata, [4, 0], changes.__getitem__, **kw)
     for k in (4, 0):
         assert fused[k].transforms == plain[k].transforms

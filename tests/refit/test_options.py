@@ -29,21 +29,119 @@ def test_verify_options_refuse_nonsense(kwargs, match):
         VerifyOptions(**kwargs)
 
 
-def test_refit_options_retry_flags_are_booleans():
-    assert edp.RefitOptions().retry_divergent is True
-    assert edp.RefitOptions(retry_divergent=False).config()["retry_divergent"] is False
-    with pytest.raises(TypeError, match="retry_divergent must be True or False"):
-        edp.RefitOptions(retry_divergent="yes")
+def test_refit_options_retry_names_what_runs_again():
+    opts = edp.RefitOptions()
+    assert opts.retry == ("divergent", "failed")
+    assert opts.retry_divergent and opts.retry_failed
+    only = edp.RefitOptions(retry=["failed"])
+    assert only.retry == ("failed",) and only.retry_failed and not only.retry_divergent
+    assert only.config()["retry_divergent"] is False  # the checkpoint key of 0.4
+    assert edp.RefitOptions(retry=False).retry == ()
+    assert edp.RefitOptions(retry={"divergent", "failed"}) == edp.RefitOptions()
+    with pytest.raises(TypeError, match="retry must be True, False or a collection"):
+        edp.RefitOptions(retry="yes")
+    with pytest.raises(ValueError, match=r"unknown kind\(s\) \['flaky'\]"):
+        edp.RefitOptions(retry={"flaky"})
 
 
 def test_verify_is_for_method_auto(rng):
     from test_auditing import fake_idata
 
     idata = fake_idata(rng)
-    with pytest.raises(ValueError, match="verify= confirms method='auto'"):
-        edp.audit(idata, method="psis", verify=True, progressbar=False)
+    with pytest.raises(ValueError, match=r"RefitOptions\(verify=...\) confirms method='auto'"):
+        edp.audit(idata, method="psis", refit={"verify": True}, progressbar=False)
     res = edp.audit(idata, method="psis", progressbar=False)
     assert res.verification == "unverified"
     assert res.verification_note == "unverified: method='psis' reweights only"
-    off = edp.audit(idata, verify=False, progressbar=False)
-    assert "turned off (verify=False)" in off.verification_note
+    off = edp.audit(idata, refit=edp.RefitOptions(verify=False), progressbar=False)
+    assert "turned off (RefitOptions(verify=False))" in off.verification_note
+
+
+# ------------------------------------------- options that were audit() parameters (issue 22)
+def test_refit_options_hold_verify_and_chunk_options_moment_match():
+    opts = edp.RefitOptions()
+    assert opts.verify is None
+    chunks = edp.ChunkOptions()
+    assert chunks.moment_match is None
+    assert chunks.moment_match_options() == edp.MomentMatchOptions()
+    # dicts become their options objects; True, False and None keep their meaning
+    opts = edp.RefitOptions(verify={"top": 2})
+    assert opts.verify == VerifyOptions(top=2)
+    chunks = edp.ChunkOptions(moment_match={"max_iters": 3})
+    assert chunks.moment_match == edp.MomentMatchOptions(max_iters=3)
+    assert edp.RefitOptions(verify=True).verify is True
+    off = edp.RefitOptions(verify=False)
+    assert off.verify is False
+    assert edp.ChunkOptions(moment_match=False).moment_match_options() is None
+    # verification does not enter what the refits depend on (the checkpoint)
+    assert off.config() == edp.RefitOptions().config()
+    with pytest.raises(TypeError, match="unknown verify option"):
+        edp.RefitOptions(verify={"k": 1})
+    with pytest.raises(TypeError, match="not True"):
+        edp.ChunkOptions(moment_match=True)
+    with pytest.raises(TypeError, match="unknown moment_match option"):
+        edp.ChunkOptions(moment_match={"iters": 1})
+
+
+def test_refit_options_checked_against_the_method_before_any_work(rng):
+    from test_auditing import fake_idata
+
+    idata = fake_idata(rng)
+    with pytest.raises(ValueError, match=r"moment_match=False\): choose one"):
+        edp.audit(idata, method="moment_match", chunks={"moment_match": False})
+    with pytest.raises(ValueError, match="confirms method='auto'"):
+        edp.AuditOptions(method="refit", refit={"verify": {"top": 1}})
+
+
+def test_chunk_options_hold_the_scale_options():
+    opts = edp.ChunkOptions()
+    assert (opts.prune, opts.store_weights, opts.log_likelihood) == (None, None, "auto")
+    opts = edp.ChunkOptions.coerce({"prune": False, "store_weights": True})
+    assert opts.prune is False and opts.store_weights is True
+    with pytest.raises(TypeError, match=r"prune must be True, False or None.*'yes'"):
+        edp.ChunkOptions(prune="yes")
+    with pytest.raises(TypeError, match="store_weights must be True, False or None"):
+        edp.ChunkOptions(store_weights=1)
+    with pytest.raises(ValueError, match="log_likelihood must be one of"):
+        edp.ChunkOptions(log_likelihood="disk")
+    with pytest.raises(ValueError, match=r"store_weights=True\) keeps every"):
+        edp.ChunkOptions(prune=True, store_weights=True)
+
+
+def test_neighbour_options():
+    opts = edp.NeighbourOptions()
+    assert (opts.relation, opts.groups, opts.replacements, opts.observed) == (
+        "remove",
+        None,
+        None,
+        None,
+    )
+    assert edp.NeighbourOptions.coerce("replace") == edp.NeighbourOptions("replace")
+    assert edp.NeighbourOptions.coerce(None) == opts
+    assert edp.NeighbourOptions(observed="y").observed == ("y",)
+    assert edp.NeighbourOptions(observed=["y", "z"]).observed == ("y", "z")
+    assert edp.NeighbourOptions.coerce({"relation": "replace", "replacements": [0]}).replacements
+    with pytest.raises(ValueError, match="neighbour must be one of"):
+        edp.NeighbourOptions.coerce("swap")
+    with pytest.raises(ValueError, match="relation must be one of"):
+        edp.NeighbourOptions("swap")
+    with pytest.raises(
+        ValueError, match=r"replacements=...\) is only used with relation='replace'"
+    ):
+        edp.NeighbourOptions(replacements=[0.0])
+    with pytest.raises(ValueError, match=r"observed=...\) is empty"):
+        edp.NeighbourOptions(observed=[])
+    with pytest.raises(TypeError, match="unknown neighbour option"):
+        edp.NeighbourOptions.coerce({"group": "school"})
+    with pytest.raises(TypeError, match="neighbour= takes"):
+        edp.NeighbourOptions.coerce(3)
+
+
+def test_neighbour_options_are_checked_before_any_work(rng):
+    from test_auditing import fake_idata
+
+    idata = fake_idata(rng)
+    with pytest.raises(ValueError, match="only used with relation='replace'"):
+        edp.audit(idata, neighbour={"replacements": [0.0]}, method="psis")
+    with pytest.raises(ValueError, match="is empty"):
+        edp.audit(idata, neighbour={"observed": []}, method="psis")

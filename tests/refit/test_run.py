@@ -4,10 +4,11 @@ import numpy as np
 import pymc as pm
 import pytest
 from refit_support import REFIT_KW, SAMPLE_KW, refit_kw, sample
+from support import set_group
 
 import pymc_edp as edp
 from pymc_edp import conjugate
-from pymc_edp.model.compat import get_group, make_container, set_group
+from pymc_edp.model.compat import get_group, make_container
 
 
 @pytest.mark.slow
@@ -70,7 +71,12 @@ def test_auto_refits_the_extreme_record(outlier_model):
     # moment matching would repair the outlier first (tests/test_auditing_moment_match.py),
     # and verification would refit the worst reweighted records too (tests/test_auditing_verify.py)
     auto = edp.audit(
-        idata, model, bins=10, method="auto", moment_match=False, verify=False, **REFIT_KW
+        idata,
+        model,
+        bins=10,
+        method="auto",
+        chunks={"moment_match": False},
+        **refit_kw(verify=False),
     )
     full = edp.audit(idata, model, bins=10, method="refit", **REFIT_KW)
     methods = auto.pointwise["method"].values
@@ -102,7 +108,12 @@ def test_pm_sample_with_nutpie_audited_end_to_end_with_refits():
     container = type(make_container({}))
     assert isinstance(idata, container)
     res = edp.audit(
-        idata, model, bins=10, method="auto", moment_match=False, **refit_kw(engine="nutpie")
+        idata,
+        model,
+        bins=10,
+        method="auto",
+        chunks={"moment_match": False},
+        **refit_kw(engine="nutpie"),
     )
     assert res.pointwise["pareto_k"].values[-1] > res.khat_threshold
     assert res.pointwise["method"].values[-1] == "refit"
@@ -158,7 +169,7 @@ def test_hierarchical_leave_one_group_out():
         var_names="mu",
         bins=5,
         method="refit",
-        groups="pupil_school",
+        neighbour={"groups": "pupil_school"},
         **refit_kw(sampler_kwargs={"target_accept": 0.99}),
     )
     assert list(res.pointwise["neighbour"].values) == coords["school"]
@@ -183,13 +194,15 @@ def test_two_observed_variables_sharing_individuals():
         pm.Normal("y2", a + b, 1.0, observed=y2)
     idata = sample(model, 1000, chains=2)
     groups = {"y1": person1, "y2": np.arange(6)}
-    res = edp.audit(idata, model, bins=5, method="refit", groups=groups, **REFIT_KW)
+    res = edp.audit(idata, model, bins=5, method="refit", neighbour={"groups": groups}, **REFIT_KW)
     assert res.n_neighbours == 6
     np.testing.assert_array_equal(res.pointwise["n_rows"], 3)
     assert set(res.pointwise["observed"].values) == {"*"}
     # person 0 removed: a's posterior is conjugate in y1[2:] and y2[1:] - b (b integrated):
     # check against the PSIS estimate, which is reliable here (all k-hat good)
-    psis = edp.audit(idata, model, bins=5, method="psis", groups=groups, progressbar=False)
+    psis = edp.audit(
+        idata, model, bins=5, method="psis", neighbour={"groups": groups}, progressbar=False
+    )
     np.testing.assert_allclose(
         res.pointwise["epsilon"], psis.pointwise["epsilon"], rtol=0.25, atol=0.03
     )

@@ -8,10 +8,10 @@ import pymc as pm
 import pytest
 
 import pymc_edp as edp
+from pymc_edp import EDPWarning, tune_prior
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
 from pymc_edp.model.compat import from_dict, has_group
-from pymc_edp.results.edp import EDPWarning
-from pymc_edp.tuning import LEAKAGE_CAVEAT, PriorTuningResult, tune_prior
+from pymc_edp.results.tuning import LEAKAGE_CAVEAT, PriorTuningResult
 from pymc_edp.tuning.prior import _epsilon_mcse
 
 SIGMA = math.sqrt(5.0)  # Charest & Han: y_i ~ N(10, sigma^2 = 5)
@@ -51,11 +51,18 @@ def test_argument_validation(y100):
     with pytest.raises(ValueError, match="bracket"):
         tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, bracket=(0.5, 0.1))
     with pytest.raises(ValueError, match="method"):
-        tune_prior(
-            model, hyperparameter="sigma0", target_epsilon=0.3, audit_kwargs=dict(method="exact")
-        )
+        tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, audit=dict(method="exact"))
     with pytest.raises(ValueError, match="initial"):
         tune_prior(build_model=lambda v: model, target_epsilon=0.3)
+    kw = dict(hyperparameter="sigma0", target_epsilon=0.3)
+    with pytest.raises(TypeError, match=r"as refit=RefitOptions"):
+        tune_prior(model, audit=edp.AuditOptions(refit={"draws": 100}), **kw)
+    with pytest.raises(TypeError, match="unknown audit option"):
+        tune_prior(model, audit={"groups": "school"}, **kw)
+    with pytest.raises(ValueError, match="confirms method='auto'"):
+        tune_prior(model, audit={"method": "psis"}, refit={"verify": True}, **kw)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'audit_kwargs'"):
+        tune_prior(model, audit_kwargs={"bins": 10}, **kw)
     with pm.Model() as int_model:
         a = pm.Data("a", np.array(2, dtype="int64"))  # kept integer by pm.Data
         pm.Normal("y", pm.Normal("mu", 0, a), 1, observed=y100)
@@ -92,11 +99,60 @@ def test_mcse_matches_replicate_spread(y100):
     assert 0.6 < ratio < 1.6
 
 
+def test_every_audit_option_reaches_the_audits(y100, monkeypatch):
+    """All of AuditOptions reaches the search's audits (with method="psis" and no refit
+    options): nothing is copied by hand, so chunks, smoothing and neighbour= get there too."""
+    from pymc_edp.tuning import prior
+
+    class Enough(Exception):
+        pass
+
+    model = _normal_model(y100)
+    idata = _iid_normal_idata(y100, 0.12, 2, 500, 0)
+    calls = []
+
+    def fake_audit(idata, model, **kwargs):
+        calls.append(kwargs)
+        res = edp.audit(idata, **{**kwargs, "method": "psis", "refit": None})
+        if len(calls) == 3:
+            raise Enough  # the initial value and both ends of the bracket
+        return res
+
+    monkeypatch.setattr(prior._Sampler, "__call__", lambda self, value, seed: (idata, model))
+    monkeypatch.setattr(prior, "run_audit", fake_audit)
+    opts = edp.AuditOptions(
+        bins=10,
+        var_names="mu",
+        neighbour={"observed": "y"},
+        chunks={"prune": False, "store_weights": False},
+        smoothing=0.5,
+    )
+    with pytest.raises(Enough):
+        tune_prior(
+            model,
+            hyperparameter="sigma0",
+            target_epsilon=0.3,
+            bracket=(0.5, 2.0),
+            audit=opts,
+            refit={"draws": 100, "tune": 100, "chains": 1},
+        )
+    assert len(calls) == 3
+    for call in calls:
+        assert call["method"] == "psis" and call["refit"] is None
+        assert {k: call[k] for k in ("bins", "var_names", "neighbour", "chunks", "smoothing")} == {
+            "bins": 10,
+            "var_names": "mu",
+            "neighbour": {"observed": "y"},
+            "chunks": {"prune": False, "store_weights": False},
+            "smoothing": 0.5,
+        }
+
+
 def test_epsilon_mcse_from_the_top_weights(y100):
     """The tuner's error of epsilon needs only the weights an audit always keeps."""
     idata = _iid_normal_idata(y100, 0.12, 2, 500, 0)
     kw = dict(method="psis", progressbar=False)
-    top = edp.audit(idata, store_weights=False, **kw)
+    top = edp.audit(idata, chunks={"store_weights": False}, **kw)
     full = edp.audit(idata, **kw)
     assert top.log_weights.sizes["neighbour"] < full.log_weights.sizes["neighbour"]
     assert _epsilon_mcse(top) == pytest.approx(_epsilon_mcse(full), rel=1e-12)
@@ -115,7 +171,7 @@ def test_tune_prior_normal_normal_meets_target_exactly(y100):
                 target_epsilon=target,
                 random_seed=7,
                 progressbar=False,
-                audit_kwargs=dict(bins=20),
+                audit=edp.AuditOptions(bins=20),
                 refit=edp.RefitOptions(draws=2500, tune=500),
             )
         assert isinstance(res, PriorTuningResult)
@@ -159,7 +215,7 @@ def test_tune_prior_concentration_direction_detected(y100):
             progressbar=False,
             refit=edp.RefitOptions(draws=1500, tune=500),
             search=edp.SearchOptions(rtol=0.02),
-            audit_kwargs=dict(method="psis"),
+            audit=edp.AuditOptions(method="psis"),
         )
     assert res.direction == "decreasing"
     exact = normal_normal_edp(y100, SIGMA, MU0, 1.0 / math.sqrt(res.value), 20)
@@ -179,7 +235,7 @@ def test_tune_prior_builder_form_with_bracket(y100):
             progressbar=False,
             refit=edp.RefitOptions(draws=1500, tune=500),
             search=edp.SearchOptions(rtol=0.02),
-            audit_kwargs=dict(method="psis"),
+            audit=edp.AuditOptions(method="psis"),
         )
     assert res.hyperparameter is None
     assert 0.08 <= res.value <= 0.2
@@ -201,7 +257,7 @@ def test_confirmation_refits_and_its_mcse(rng):
             bracket=(0.1, 1.0),
             random_seed=2,
             progressbar=False,
-            audit_kwargs=dict(bins=10, method="refit"),
+            audit=edp.AuditOptions(bins=10, method="refit"),
             refit=edp.RefitOptions(draws=1000, tune=500),
             search=edp.SearchOptions(rtol=0.03),
         )

@@ -1,0 +1,273 @@
+"""Put the audit's result together: tables, intervals, warnings, the :class:`EDPResult`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp import diagnostics
+from pymc_edp.base import limits
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, WEIGHT_INDEX, EDPWarning
+from pymc_edp.base.mcse import interval_of_max
+from pymc_edp.base.psis import khat_threshold
+from pymc_edp.model.reweight import prune_margin
+from pymc_edp.pipeline.estimates import Estimates, intervals, method_used
+from pymc_edp.pipeline.inputs import Inputs
+from pymc_edp.pipeline.settings import Settings
+from pymc_edp.pipeline.verification import Verification, Verified
+from pymc_edp.refit.options import VERIFICATION_MEANINGS
+from pymc_edp.results.edp import EDPResult
+
+__all__ = ["LIMIT_DOC", "assemble"]
+
+_log = logging.getLogger("pymc_edp")
+
+LIMIT_DOC = "resolution limit of the estimate (non-zero: a lower bound)"
+
+
+def assemble(
+    inp: Inputs, settings: Settings, verified: Verified, messages: list[str]
+) -> EDPResult:
+    """The :class:`EDPResult`, its warnings issued (for the caller of ``audit``) and kept.
+
+    ``messages`` are those of the earlier stages, in order; the warnings about unreliable
+    weights come first and those about merged bins last.
+    """
+    est = verified.estimates.copy()
+    if not inp.factorised:  # no weights: a neighbour without a successful refit has nothing
+        unevaluated = est.method != "refit"
+        est.method[unevaluated] = "not evaluated"
+        est.limit[unevaluated] = limits.NOT_EVALUATED
+    # neighbours with neither weights nor a successful refit have no estimate
+    est.eps[np.isneginf(est.eps)] = np.nan
+    smoothing = settings.smoothing.weighted
+    messages = [*messages, *_limit_messages(est, inp.neighbours.labels, inp.par_labels, smoothing)]
+    lower, upper, se = intervals(est, verified.errors)
+    labels = _netcdf_safe(inp.neighbours.labels)
+    par_labels = np.asarray(inp.par_labels, dtype=str)
+    pointwise = _pointwise(est, inp, par_labels, labels, settings.replace)
+    pointwise["epsilon_mcse"] = (NEIGHBOUR_DIM, se)
+    pointwise["epsilon_lower"] = (NEIGHBOUR_DIM, lower)
+    pointwise["epsilon_upper"] = (NEIGHBOUR_DIM, upper)
+    pointwise = pointwise.assign(_verification_vars(verified.verification))
+    parameters = _parameters(est, par_labels, labels, inp)
+    threshold = khat_threshold(inp.n_samples)
+    first, last = _reliability_messages(est, inp, settings, labels, threshold)
+    messages = [*first, *messages, *last]
+    for msg in messages:
+        warnings.warn(msg, EDPWarning, stacklevel=3)
+        _log.info(msg)
+    filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
+    interval = None
+    if (~np.isnan(upper)).any() and np.isfinite(filled).any():
+        interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)
+    result = EDPResult(
+        epsilon=float(filled.max()) if np.isfinite(filled).any() else float("nan"),
+        epsilon_by_var=_by_var(parameters, inp.var_of),
+        pointwise=pointwise,
+        parameters=parameters,
+        bins=settings.bins,
+        neighbour=settings.neighbour_label,
+        # what happened, not what was asked: every neighbour refitted, none, or some
+        method=method_used(est.method),
+        smoothing=float(smoothing),
+        n_samples=inp.n_samples,
+        reff=float(inp.reff),
+        khat_threshold=float(threshold),
+        warnings=tuple(messages),
+        n_chains=inp.n_chains,
+        log_weights=_log_weights(est, labels),
+        draws=xr.DataArray(
+            inp.draws,
+            dims=(PARAMETER_DIM, SAMPLE_DIM),
+            coords={PARAMETER_DIM: par_labels},
+            name="draws",
+        ),
+        refits=verified.refits,
+        mc_interval90=interval,
+        random_seed=settings.seed,
+        count_smoothing=float(settings.smoothing.count),
+        verification=verified.verification.status,
+        verification_note=verified.verification.note,
+    )
+    return _with_noise_floor(result)
+
+
+def _by_var(parameters: xr.Dataset, var_of) -> dict[str, float]:
+    by_var = {}
+    for name in dict.fromkeys(var_of):
+        sel = np.asarray(var_of) == name
+        by_var[name] = float(np.nanmax(parameters["epsilon"].values[sel], initial=-np.inf))
+    return by_var
+
+
+def _log_weights(est: Estimates, labels: np.ndarray) -> xr.DataArray | None:
+    kept = est.weights()
+    if kept is None:
+        return None
+    lw, rows = kept
+    coords = {NEIGHBOUR_DIM: labels[rows]}
+    if rows.size != labels.size:  # only the neighbours that can set epsilon
+        coords[WEIGHT_INDEX] = (NEIGHBOUR_DIM, rows)
+    return xr.DataArray(lw, dims=(NEIGHBOUR_DIM, SAMPLE_DIM), coords=coords, name="log_weights")
+
+
+def _limit_messages(est: Estimates, labels, par_labels, smoothing: float) -> list[str]:
+    """One warning per kind of resolution limit met: which neighbours, why, and the remedy."""
+    out = []
+    eps = np.nan_to_num(est.eps, nan=-np.inf)
+    for code in (limits.EMPTY_BIN, limits.SMOOTHING, limits.FEW_DRAWS):
+        hit = est.limit == code
+        if not hit.any():
+            continue
+        rows = np.flatnonzero(hit.any(axis=1))
+        score = np.where(hit[rows], eps[rows], -np.inf)
+        worst = rows[np.argmax(score.max(axis=1))]
+        p = int(np.argmax(np.where(hit[worst], eps[worst], -np.inf)))
+        example = f"{labels[worst]}: {eps[worst, p]:.3f} for {par_labels[p]}"
+        if code == limits.SMOOTHING:
+            example += f", {est.eps_unsmoothed[worst, p]:.3f} without smoothing={smoothing:g}"
+        out.append(
+            f"epsilon is a lower bound: {rows.size} neighbour(s) are at a resolution limit, "
+            f"{limits.REASONS[code]} (worst: {example}); their intervals are open above. "
+            f"Remedy: {limits.REMEDIES[code]}."
+        )
+    return out
+
+
+def _with_noise_floor(result: EDPResult) -> EDPResult:
+    """Attach Abowd's EMI, the noise floor of refit-and-count (for reference, not a verdict)."""
+    floor = None
+    if result.draws is not None:
+        try:
+            floor = float(diagnostics.emi(result)["emi"])
+        except ValueError:  # too few draws per chain for two halves
+            floor = None
+    return dataclasses.replace(result, noise_floor=floor)
+
+
+def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
+    labels = np.asarray(labels)
+    if labels.dtype.kind in "biufUM":
+        return labels
+    return labels.astype(str)
+
+
+def _pointwise(est: Estimates, inp: Inputs, par_labels, labels, replace: bool) -> xr.Dataset:
+    """The per-neighbour table ``res.pointwise``."""
+    nbs = inp.neighbours
+    eps = est.eps
+    filled = np.where(np.isnan(eps), -np.inf, eps)  # NaN: a neighbour with no estimate
+    worst_par = np.argmax(filled, axis=1)
+    rows = np.arange(eps.shape[0])
+    limit = limits.worst_code(est.limit, eps)
+    pointwise = xr.Dataset(
+        {
+            "epsilon": (NEIGHBOUR_DIM, eps[rows, worst_par]),
+            "epsilon_parameter": ((NEIGHBOUR_DIM, PARAMETER_DIM), eps),
+            "lower_bound": (NEIGHBOUR_DIM, est.limit.any(axis=1)),
+            "limit": (NEIGHBOUR_DIM, limit, limits.flag_attrs(LIMIT_DOC)),
+            "limit_parameter": (
+                (NEIGHBOUR_DIM, PARAMETER_DIM),
+                est.limit,
+                limits.flag_attrs(LIMIT_DOC),
+            ),
+            "bin_draws": (NEIGHBOUR_DIM, est.bin_draws[rows, worst_par]),
+            "pareto_k": (NEIGHBOUR_DIM, est.khat),
+            "pareto_k_moment_match": (NEIGHBOUR_DIM, est.khat_mm),
+            "worst_parameter": (NEIGHBOUR_DIM, par_labels[worst_par]),
+            "worst_bin": (NEIGHBOUR_DIM, est.argbin[rows, worst_par]),
+            "n_rows": (NEIGHBOUR_DIM, nbs.n_rows),
+            "observed": (NEIGHBOUR_DIM, np.asarray(nbs.observed, dtype=str)),
+            "method": (NEIGHBOUR_DIM, np.asarray(est.method, dtype=str)),
+            "status": (NEIGHBOUR_DIM, np.asarray(est.status, dtype=str)),
+            "refit_mcse": (NEIGHBOUR_DIM, est.refit_mcse),
+            "epsilon_bound": (NEIGHBOUR_DIM, est.bound),
+        },
+        coords={NEIGHBOUR_DIM: labels, PARAMETER_DIM: par_labels},
+    )
+    if replace:
+        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est.worst_cand)
+    return pointwise
+
+
+def _parameters(est: Estimates, par_labels, labels, inp: Inputs) -> xr.Dataset:
+    """The per-parameter table ``res.parameters``."""
+    filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
+    worst_nb = np.argmax(filled, axis=0)
+    cols = np.arange(est.eps.shape[1])
+    eps = est.eps[worst_nb, cols]
+    # pruning keeps the overall maximum exact; a parameter's own maximum is exact only where
+    # it is at least every pruned neighbour's bound
+    pruned_bound = float(np.max(est.bound[est.pruned], initial=-np.inf))
+    return xr.Dataset(
+        {
+            "epsilon": (PARAMETER_DIM, eps),
+            "exact": (PARAMETER_DIM, ~(prune_margin(np.full_like(eps, pruned_bound)) > eps)),
+            "lower_bound": (PARAMETER_DIM, est.limit.any(axis=0)),
+            "limit": (
+                PARAMETER_DIM,
+                limits.worst_code(est.limit.T, est.eps.T),
+                limits.flag_attrs(LIMIT_DOC),
+            ),
+            "worst_neighbour": (PARAMETER_DIM, labels[worst_nb]),
+            "worst_bin": (PARAMETER_DIM, est.argbin[worst_nb, cols]),
+            "n_bins": (PARAMETER_DIM, inp.bins.n_bins),
+            "var_name": (PARAMETER_DIM, np.asarray(inp.var_of, dtype=str)),
+        },
+        coords={PARAMETER_DIM: par_labels},
+    )
+
+
+def _verification_vars(check: Verification) -> dict:
+    """The per-neighbour record of the verification, for ``res.pointwise``."""
+    return {
+        "verification": (
+            NEIGHBOUR_DIM,
+            check.code,
+            {
+                "flag_values": np.arange(len(VERIFICATION_MEANINGS), dtype=np.int8),
+                "flag_meanings": " ".join(VERIFICATION_MEANINGS),
+                "long_name": "whether a refit confirmed this neighbour's estimate",
+            },
+        ),
+        "verify_checked": (NEIGHBOUR_DIM, check.checked),
+        "verify_refit": (NEIGHBOUR_DIM, check.refit),
+        "verify_z": (NEIGHBOUR_DIM, check.z),
+    }
+
+
+def _reliability_messages(est: Estimates, inp: Inputs, settings: Settings, labels, threshold):
+    """Warnings about neighbours kept to bad weights (first) and about merged bins (last)."""
+    first, last = [], []
+    # the k-hat of the weights each estimate rests on: after moment matching where tried
+    khat = est.khat_now()
+    bad = (khat > threshold) & np.isin(est.method, ["psis", "moment_match"])
+    if bad.any():
+        order = np.flatnonzero(bad)[np.argsort(-khat[bad])][:5]
+        worst = ", ".join(f"{labels[i]} ({khat[i]:.2f})" for i in order)
+        if settings.method == "auto" and not inp.can_refit:
+            advice = (
+                "pass model= (or refit=RefitOptions(build_model=...)) so that "
+                "method='auto' refits them"
+            )
+        else:
+            advice = "refit them (method='auto' or 'refit') or draw more samples"
+        first.append(
+            f"Pareto k-hat above {threshold:.2f} for {int(bad.sum())} of {khat.size} "
+            f"neighbours kept to reweighting (worst: {worst}): their epsilon is unreliable "
+            f"and may be the one that sets the maximum; {advice}."
+        )
+    n_bins = inp.bins.n_bins
+    if np.any(n_bins < settings.bins):
+        merged = [inp.par_labels[p] for p in np.flatnonzero(n_bins < settings.bins)]
+        last.append(
+            f"tied posterior draws merged bins of {len(merged)} parameter(s) "
+            f"({', '.join(merged[:5])}{'...' if len(merged) > 5 else ''}); their effective "
+            "number of bins is in parameters['n_bins']"
+        )
+    return first, last

@@ -1,0 +1,341 @@
+"""Read the fit once: posterior draws, observed values, log-likelihood, neighbours.
+
+:func:`read_inputs` is the only stage that sees the raw container (a DataTree or an
+InferenceData); everything later reads the frozen :class:`Inputs` it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.base import binning
+from pymc_edp.base.common import MIN_DRAWS_PER_BIN
+from pymc_edp.model.compat import get_group, has_group
+from pymc_edp.model.loglik import (
+    LogLikelihood,
+    NonFactorisedError,
+    posterior_matrix,
+    relative_efficiency,
+)
+from pymc_edp.model.moment_match import MatchInputs
+from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.model.pymc import (
+    check_log_likelihood_layout,
+    check_log_likelihood_matches_model,
+    check_model_matches_data,
+    check_not_scalar,
+    ensure_log_likelihood,
+    integer_data,
+    observed_arrays,
+    observed_values,
+    potentials_with_data,
+    replacement_log_likelihood,
+)
+from pymc_edp.model.replace import candidates, check_support
+from pymc_edp.model.select import drop_data_copies, select_var_names
+from pymc_edp.model.stream import model_log_likelihood, stream_supported
+from pymc_edp.pipeline.settings import Settings
+
+__all__ = ["Inputs", "read_inputs"]
+
+_log = logging.getLogger("pymc_edp")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The fit as the audit reads it, once.
+
+    Attributes
+    ----------
+    model : pymc.Model or None
+    posterior : xarray.Dataset
+    names : list of str
+        Audited posterior variables.
+    draws : ndarray, shape (n_parameters, S)
+        Their draws (data copies left out), the matrix the bins are cut from.
+    par_labels, var_of : list of str
+        Label and variable of each row of ``draws``.
+    ll : LogLikelihood
+        Pointwise log-likelihood (or, without a factorised one, the records' layout).
+    factorised : bool
+    can_refit : bool
+        A model or a builder is there to refit neighbours with.
+    reff : float
+        Relative MCMC efficiency.
+    messages : tuple of str
+        Warnings about what was read.
+    neighbours : Neighbours
+    observed_y : dict of str to ndarray
+        Observed values of every observed variable found (the audited ones, and with a
+        model all of its own).
+    candidates : dict of str to ndarray
+        For replacement: candidate values per observed variable (else empty).
+    replacement_sets : list
+        Per candidate, the log-likelihood arrays at the replacement values.
+    bins : Bins
+        Cut from ``draws``.
+    match_draws : ndarray
+        ``posterior_matrix(posterior, names)`` (data copies included), what moment
+        matching maps its moved draws back to.
+    unconstrained : xarray.Dataset or None
+        The ``unconstrained_posterior`` group, when there is one.
+    """
+
+    model: object
+    posterior: xr.Dataset
+    names: list[str]
+    draws: np.ndarray
+    par_labels: list[str]
+    var_of: list[str]
+    ll: LogLikelihood
+    factorised: bool
+    can_refit: bool
+    reff: float
+    messages: tuple[str, ...]
+    neighbours: Neighbours
+    observed_y: dict
+    candidates: dict
+    replacement_sets: list
+    bins: binning.Bins
+    match_draws: np.ndarray
+    unconstrained: xr.Dataset | None = None
+
+    @property
+    def n_samples(self) -> int:
+        """Posterior draws (all chains)."""
+        return int(self.draws.shape[1])
+
+    @property
+    def n_chains(self) -> int:
+        """Posterior chains."""
+        return int(self.posterior.sizes.get("chain", 1))
+
+    def match_inputs(self) -> MatchInputs:
+        """What moment matching reads, as read here."""
+        return MatchInputs(self.posterior, self.match_draws, self.observed_y, self.unconstrained)
+
+
+def read_inputs(
+    idata,
+    model,
+    settings: Settings,
+    *,
+    var_names: str | Sequence[str] | None = None,
+    filter_vars: str | None = None,
+) -> Inputs:
+    """Posterior draws to bin, the pointwise log-likelihood and the neighbours, all checked.
+
+    ``idata`` is read here and nowhere else.
+    """
+    posterior = get_group(idata, "posterior")
+    observed_data = _group(idata, "observed_data")
+    if model is not None:
+        check_model_matches_data(model, observed_data, _group(idata, "constant_data"))
+    draws, par_labels, var_of, names, messages, match_draws = _posterior_draws(
+        idata, model, posterior, var_names, filter_vars
+    )
+    _check_draws_per_bin(draws.shape[1], settings.bins)
+    ll, factorised = _log_likelihood(idata, model, settings, observed_data)
+    if ll.n_samples != draws.shape[1]:
+        raise ValueError(
+            f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
+            f"{draws.shape[1]}; they must come from the same sampling run"
+        )
+    observed_y = _observed_y(idata, model, ll)
+    if factorised:
+        check_log_likelihood_layout(ll.datasets, ll.names, posterior, observed_data)
+        # the stored group is read unless the log-likelihood is asked from the model
+        source = settings.chunks.log_likelihood
+        from_group = has_group(idata, "log_likelihood") and source != "model"
+        if model is not None and from_group:
+            check_log_likelihood_matches_model(
+                ll.datasets[list(ll.names)],
+                posterior,
+                model,
+                {n: observed_y[n] for n in ll.names if n in observed_y},
+            )
+    neighbours = settings.neighbour.neighbours(ll)
+    cands, replacement_sets = {}, [[]]
+    if settings.replace:
+        for name in ll.names:  # the error of what cannot be found
+            if name not in observed_y:
+                observed_values(idata, model, name)
+        cands, replacement_sets = _replacements(idata, model, ll, factorised, settings, observed_y)
+    return Inputs(
+        model=model,
+        posterior=posterior,
+        names=names,
+        draws=draws,
+        par_labels=par_labels,
+        var_of=var_of,
+        ll=ll,
+        factorised=factorised,
+        can_refit=model is not None or settings.refit.build_model is not None,
+        reff=relative_efficiency(posterior),
+        messages=tuple(messages),
+        neighbours=neighbours,
+        observed_y=observed_y,
+        candidates=cands,
+        replacement_sets=replacement_sets,
+        bins=binning.quantile_bins(draws, settings.bins),
+        match_draws=match_draws,
+        unconstrained=_group(idata, "unconstrained_posterior"),
+    )
+
+
+def _group(idata, name: str) -> xr.Dataset | None:
+    return get_group(idata, name) if has_group(idata, name) else None
+
+
+def _posterior_draws(idata, model, posterior, var_names, filter_vars):
+    """The audited draws (data copies left out), their labels, and what was said about them."""
+    names = select_var_names(posterior, var_names, filter_vars)
+    all_draws, par_labels, var_of = posterior_matrix(posterior, names)
+    keep, messages = drop_data_copies(
+        all_draws, var_of, explicit=var_names is not None, observed=observed_arrays(idata, model)
+    )
+    hidden = potentials_with_data(model) if model is not None else []
+    if hidden:
+        messages.append(
+            f"the model's Potential(s) {hidden} depend on data: records that enter the "
+            "posterior only through a Potential have no pointwise log-likelihood and are no "
+            "neighbour of this audit, so epsilon covers only the records of the observed "
+            f"variables. To audit them, write them as observed variables (pm.CustomDist with "
+            "observed=, one term per record)."
+        )
+    if keep.all():
+        return all_draws, par_labels, var_of, names, messages, all_draws
+    draws = all_draws[keep]
+    all_var_of = np.asarray(var_of)
+    par_labels = [lab for lab, k in zip(par_labels, keep, strict=True) if k]
+    var_of = [v for v, k in zip(var_of, keep, strict=True) if k]
+    names = [n for n in names if n in var_of]
+    return draws, par_labels, var_of, names, messages, all_draws[np.isin(all_var_of, names)]
+
+
+def _check_draws_per_bin(n_samples: int, bins: int) -> None:
+    if n_samples < MIN_DRAWS_PER_BIN * bins:
+        max_bins = n_samples // MIN_DRAWS_PER_BIN
+        advice = f"Use bins <= {max_bins} or draw" if max_bins >= 2 else "Draw"
+        raise ValueError(
+            f"too few draws for the bins asked: {n_samples} posterior draws for bins={bins} "
+            f"leaves under {MIN_DRAWS_PER_BIN} draws per bin, where the bin probabilities "
+            f"are mostly noise. {advice} at least {MIN_DRAWS_PER_BIN * bins} samples."
+        )
+
+
+def _log_likelihood(idata, model, settings: Settings, observed_data):
+    """The pointwise log-likelihood, or (with a builder) only the records' layout."""
+    observed = settings.neighbour.observed
+    observed = None if observed is None else list(observed)
+    source = settings.chunks.log_likelihood
+    streamed = _streamed_log_likelihood(idata, model, observed, source)
+    if streamed is not None:
+        return streamed, True
+    try:
+        ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
+        return LogLikelihood.from_dataset(ll_ds, observed), True
+    except (NonFactorisedError, ValueError) as err:
+        if isinstance(err, NonFactorisedError):
+            check_not_scalar(observed_data, err)
+        no_loglik = "no 'log_likelihood' group" in str(err)
+        if settings.refit.build_model is None or not (
+            isinstance(err, NonFactorisedError) or no_loglik
+        ):
+            raise
+        # refit-only: records are the entries of each observed variable's first dimension
+        if settings.method in ("psis", "moment_match"):
+            raise ValueError(
+                f"method={settings.method!r} needs a factorised pointwise log-likelihood; with "
+                "build_model use method='refit' (or 'auto', which then refits every neighbour)"
+            ) from err
+        if observed_data is None:
+            raise ValueError(
+                "refitting through build_model needs the observed_data group to know the "
+                "records; sample with pm.sample so that it is stored"
+            ) from err
+    posterior = get_group(idata, "posterior")
+    layout = LogLikelihood.from_observed(
+        observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
+    )
+    return layout, False
+
+
+def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | None:
+    """The log-likelihood computed from the model chunk by chunk, when asked or best."""
+    if source == "group":
+        if not has_group(idata, "log_likelihood"):
+            raise ValueError(
+                "ChunkOptions(log_likelihood='group') but the posterior has no 'log_likelihood' "
+                "group: run pm.compute_log_likelihood(idata, model=model), or pass model= with "
+                "ChunkOptions(log_likelihood='model') (or 'auto') to compute it chunk by chunk"
+            )
+        return None
+    if source == "auto" and (has_group(idata, "log_likelihood") or model is None):
+        return None
+    if model is None:
+        raise ValueError(
+            "ChunkOptions(log_likelihood='model') computes the log-likelihood from the model: "
+            "pass model="
+        )
+    names = observed or [rv.name for rv in model.observed_RVs]
+    reasons = {k: v for k, v in stream_supported(model, names).items() if v is not None}
+    if reasons:
+        if source == "model":
+            detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
+            raise ValueError(
+                "ChunkOptions(log_likelihood='model') cannot compute these observed variables' "
+                f"log-likelihood record by record ({detail}). Use log_likelihood='auto' (or "
+                "compute the group with pm.compute_log_likelihood)."
+            )
+        _log.info("computing the whole log_likelihood group: %s", reasons)
+        return None
+    return model_log_likelihood(model, idata, names)
+
+
+def _observed_y(idata, model, ll: LogLikelihood) -> dict:
+    """Observed values of every observed variable that can be found (audited or modelled)."""
+    names = list(ll.names)
+    if model is not None:
+        names += [rv.name for rv in model.observed_RVs if rv.name not in names]
+    out = {}
+    for name in names:
+        try:
+            out[name] = observed_values(idata, model, name)
+        except ValueError:
+            continue
+    return out
+
+
+def _replacements(idata, model, ll: LogLikelihood, factorised, settings: Settings, observed_y):
+    """Candidate values per variable, and per candidate the log-likelihood arrays at them."""
+    replacements = settings.neighbour.replacements
+    cands = {}
+    for name in ll.names:
+        y = observed_y[name]
+        cands[name] = candidates(replacements, name, y, integer=integer_data(model, name, y))
+    if not factorised:
+        if any(c.shape[0] != 1 for c in cands.values()):
+            raise ValueError(
+                "without a factorised likelihood the worst of several replacements "
+                "cannot be chosen by reweighting: give one replacement per record"
+            )
+        return cands, []
+    per_var = []
+    for v, name in enumerate(ll.names):
+        alt = replacement_log_likelihood(idata, model, name, cands[name])
+        check_support(alt, cands[name], name)
+        n_v = ll.arrays[v].shape[1]
+        if alt.shape[-1] != n_v:
+            raise ValueError(
+                f"the model's log-likelihood of {name!r} has {alt.shape[-1]} terms per "
+                f"draw but the log_likelihood group has {n_v}"
+            )
+        per_var.append(alt)
+    n_cand = max(a.shape[0] for a in per_var)
+    return cands, [[a[min(c, a.shape[0] - 1)] for a in per_var] for c in range(n_cand)]

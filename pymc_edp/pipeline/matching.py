@@ -1,0 +1,74 @@
+"""Moment-match the neighbours whose importance weights cannot be trusted.
+
+Paananen et al. (2021): the full-data draws are moved by affine maps in the unconstrained
+space, using the model's joint density, until the neighbour's Pareto k-hat falls below the
+threshold (:func:`pymc_edp.model.moment_match.moment_match_neighbours`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_edp.model.moment_match import moment_match_neighbours
+from pymc_edp.model.transform import neighbour_changes
+from pymc_edp.pipeline.estimates import Estimates
+from pymc_edp.pipeline.inputs import Inputs
+from pymc_edp.pipeline.settings import Settings
+from pymc_edp.refit.run import RefitProblem
+
+__all__ = ["Matched", "match_moments"]
+
+
+@dataclass(frozen=True)
+class Matched:
+    """The estimates after moment matching, and what it had to say."""
+
+    estimates: Estimates
+    messages: tuple[str, ...] = ()
+
+
+def match_moments(
+    inp: Inputs, settings: Settings, problem: RefitProblem, est: Estimates
+) -> Matched:
+    """Moment-match the neighbours above the k-hat threshold, when the audit asks for it.
+
+    A neighbour takes the moment-matched estimate when its k-hat fell (its final k-hat in
+    ``khat_mm``); the rest keep their reweighting estimate, and ``method="auto"`` refits
+    those still above the threshold. ``est`` is left unchanged.
+    """
+    opts = settings.moment_match
+    asked = settings.method in ("auto", "moment_match") and opts is not None
+    if not (asked and inp.model is not None and inp.factorised):
+        return Matched(est)
+    bad = np.flatnonzero(est.khat > opts.threshold(inp.n_samples))
+    if not bad.size:
+        return Matched(est)
+    ll, nbs = problem.ll, problem.neighbours
+    try:
+        outcomes = moment_match_neighbours(
+            problem.model,
+            inp.match_inputs(),
+            bad,
+            lambda k: neighbour_changes(ll, nbs, k, problem.candidate(k)),
+            names=inp.names,
+            bins=problem.bins,
+            smoothing=problem.smoothing,
+            reff=inp.reff,
+            options=opts,
+        )
+    except (ValueError, TypeError, NotImplementedError) as err:
+        return Matched(
+            est,
+            (
+                f"moment matching was not possible for this model ({err}); the {bad.size} "
+                "neighbour(s) above the k-hat threshold keep their reweighting estimate",
+            ),
+        )
+    out = est.copy()
+    for k, res in outcomes.items():
+        out.khat_mm[k] = res.khat_after
+        if res.khat_after < res.khat_before:
+            out.set_row(k, res, res.mcse, "moment_match")
+    return Matched(out)

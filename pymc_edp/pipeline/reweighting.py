@@ -1,0 +1,230 @@
+"""Reweight every neighbour, chunk by chunk, pruning those that cannot set epsilon."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_edp.base.parallel import map_tasks, progress_bar
+from pymc_edp.base.psis import khat_threshold
+from pymc_edp.model.loglik import LogLikelihood
+from pymc_edp.model.reweight import Reweighter, bound_chunk, estimate_chunk, prune_margin
+from pymc_edp.pipeline.estimates import TOP_WEIGHTS, Estimates
+from pymc_edp.pipeline.inputs import Inputs
+from pymc_edp.pipeline.settings import Settings
+
+__all__ = ["Reweighted", "reweight", "unprune"]
+
+_log = logging.getLogger("pymc_edp")
+
+
+@dataclass(frozen=True)
+class Reweighted:
+    """What reweighting gives: the estimates, whether it pruned, and how to reweight more."""
+
+    estimates: Estimates
+    pruning: bool
+    reweighter: Reweighter
+
+
+def reweight(inp: Inputs, settings: Settings) -> Reweighted:
+    """Epsilon, k-hat, bound and weights of every neighbour (or, pruning, of those that matter).
+
+    Chunks of neighbours run on ``settings.chunks.executor`` (here by default). Pruning first
+    bounds every neighbour's epsilon (one cheap pass), then reweights in decreasing order
+    of the bound, a wave of chunks at a time, until the next bound is below the largest
+    epsilon that refits cannot replace (see :mod:`pymc_edp.model.reweight`).
+    """
+    chunks = settings.chunks
+    n_nb = len(inp.neighbours)
+    pruning = _pruning(settings, inp, n_nb * inp.n_samples)
+    store_weights = chunks.store_weights
+    if store_weights is None:
+        big = n_nb * inp.n_samples * 8 > chunks.memory_bytes
+        store_weights = not (pruning or (inp.ll.lazy and big))
+    elif store_weights and pruning:
+        raise ValueError(
+            "ChunkOptions(store_weights=True) keeps every neighbour's weights, but pruning "
+            "skips neighbours: pass ChunkOptions(prune=False) to reweight (and keep) them all"
+        )
+    rw = Reweighter(
+        ll=inp.ll,
+        neighbours=inp.neighbours,
+        bins=inp.bins,
+        smoothing=settings.smoothing.weighted,
+        reff=inp.reff,
+        replacement_sets=tuple(tuple(r) for r in inp.replacement_sets),
+        keep_weights=bool(store_weights) and inp.factorised,
+        keep_top=TOP_WEIGHTS if inp.factorised else 0,
+    )
+    est = Estimates.empty(n_nb, inp.bins.index.shape[0], inp.n_samples, rw.keep_weights)
+    if inp.factorised:
+        if pruning:
+            # refits (method="auto") may replace the estimates of bad k-hat neighbours: only
+            # the others give a lower bound on the final epsilon that pruning can stop at
+            refit_later = (settings.method == "auto" and inp.can_refit) or (
+                settings.method == "moment_match" and inp.model is not None
+            )
+            est = dataclasses.replace(est, pruned=_pruned_pass(rw, est, refit_later, settings))
+            _log.info(_pruning_message(est, len(inp.neighbours)))
+        else:
+            _full_pass(rw, est, settings)
+        est.method[est.pruned] = "pruned"
+    return Reweighted(est, pruning, rw)
+
+
+def _full_pass(rw: Reweighter, est: Estimates, settings: Settings) -> None:
+    n_nb = len(rw.neighbours)
+    run = dict(executor=settings.chunks.executor, progressbar=False, shared=rw)
+    desc = "EDP: reweighting records"
+    with progress_bar(n_nb, description=desc, enabled=settings.progressbar) as bar:
+        map_tasks(
+            estimate_chunk,
+            _slices(rw, settings),
+            on_result=lambda _, r: _fill(est, r, bar),
+            **run,
+        )
+    if est.kept:
+        est.trim_kept()
+
+
+def _slices(rw: Reweighter, settings: Settings) -> list[slice]:
+    n_nb = len(rw.neighbours)
+    size = _aligned(settings.chunks.rows(rw.bins.n_samples), rw.ll)
+    return [slice(a, min(a + size, n_nb)) for a in range(0, n_nb, size)]
+
+
+def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Settings):
+    """Bound every neighbour, then reweight in decreasing order of the bound until done.
+
+    Returns the neighbours pruned (sorted).
+    """
+    chunks, enabled, n_nb = settings.chunks, settings.progressbar, len(rw.neighbours)
+    run = dict(executor=chunks.executor, progressbar=False, shared=rw)
+    slices = _slices(rw, settings)
+    with progress_bar(n_nb, description="EDP: bounding records", enabled=enabled) as bar:
+
+        def got_bound(i, b):
+            est.bound[slices[i]] = b
+            bar.advance(b.size)
+
+        map_tasks(bound_chunk, slices, on_result=got_bound, **run)
+    order = np.argsort(-est.bound, kind="stable")
+    threshold = khat_threshold(rw.bins.n_samples)
+    lower, done = -np.inf, 0
+    size = _aligned(chunks.rows(rw.bins.n_samples), rw.ll)
+    # small chunks first, where the stopping point is decided, then doubling to full size;
+    # from a stored (dask) group full chunks, as each read decompresses whole stored chunks
+    stored = any(getattr(a, "chunks", None) for a in rw.ll.arrays)
+    step = size if stored else min(size, max(16, size // 64))
+    with progress_bar(n_nb, description="EDP: reweighting records", enabled=enabled) as bar:
+        while done < n_nb and prune_margin(est.bound[order[done]]) >= lower:
+            todo = order[done : done + step * chunks.n_workers()]
+            tasks = [np.sort(todo[a : a + step]) for a in range(0, todo.size, step)]
+            step = min(2 * step, size)
+            for res in map_tasks(estimate_chunk, tasks, **run):
+                _fill(est, res, bar)
+                final = res.eps.max(axis=1)
+                if refit_later:  # bad k-hat estimates may yet be replaced by refits
+                    final = final[~(res.khat > threshold)]
+                lower = max(lower, float(final.max(initial=-np.inf)))
+            done += todo.size
+    if est.kept:
+        est.trim_kept()
+    return np.sort(order[done:])
+
+
+def _aligned(size: int, ll: LogLikelihood) -> int:
+    """Chunk rows as a multiple of a lazy (dask) group's stored chunks, so none is read twice.
+
+    A stored chunk up to four times the budget's chunk is taken whole rather than read
+    several times over.
+    """
+    stored = [a.chunks[1][0] for a in ll.arrays if getattr(a, "chunks", None)]
+    if not stored:
+        return size
+    c = min(stored)
+    if size >= c:
+        return (size // c) * c
+    return c if c <= 4 * size else size
+
+
+def _fill(est: Estimates, res, bar) -> None:
+    """Copy one chunk's results into the per-neighbour arrays (and keep the weights that count)."""
+    i = res.index
+    est.eps[i], est.argbin[i], est.khat[i] = res.eps, res.argbin, res.khat
+    est.eps_unsmoothed[i], est.bin_draws[i], est.limit[i] = (
+        res.eps_unsmoothed,
+        res.bin_draws,
+        res.limit,
+    )
+    est.worst_cand[i], est.bound[i] = res.worst_cand, res.bound
+    if res.log_weights is not None:
+        if est.log_weights is not None:
+            est.log_weights[res.weights_index] = res.log_weights
+        else:
+            for k, row in zip(res.weights_index, res.log_weights, strict=True):
+                est.kept[int(k)] = row
+            if len(est.kept) > 4 * TOP_WEIGHTS:
+                est.trim_kept()
+    bar.advance(i.size)
+
+
+def _pruning(settings: Settings, inp: Inputs, record_draws: int) -> bool:
+    """Whether to prune: as asked, or (None) when the audit is large enough to matter."""
+    prune = settings.chunks.prune
+    possible = inp.factorised and settings.method != "refit"
+    if prune and not possible:
+        raise ValueError(
+            "ChunkOptions(prune=True) needs every neighbour reweighted first: it cannot be used "
+            "with method='refit' or without a factorised pointwise log-likelihood"
+        )
+    if prune is None:
+        return possible and record_draws > settings.chunks.prune_above
+    return prune
+
+
+def _pruning_message(est: Estimates, n_neighbours: int) -> str:
+    n_pruned = est.pruned.size
+    top = float(np.max(est.bound[est.pruned])) if n_pruned else float("nan")
+    return (
+        (
+            f"pruned {n_pruned} of {n_neighbours} neighbours whose bound max(log r) - "
+            f"min(log r) (at most {top:.3g}) is below the epsilon found: epsilon is exact, "
+            "their rows hold the bound in pointwise['epsilon_bound'] and method 'pruned'; "
+            "per-parameter epsilons below that bound are lower bounds (parameters['exact'])"
+        )
+        if n_pruned
+        else "pruning found no neighbour to skip: every neighbour was reweighted"
+    )
+
+
+def unprune(rw: Reweighter, est: Estimates, settings: Settings) -> Estimates | None:
+    """Reweight pruned neighbours whose bound reaches an epsilon that refits lowered.
+
+    Pruning stopped at the largest reweighted epsilon; when verification replaced it by a
+    smaller refitted value, pruned neighbours with a bound above the new maximum could set
+    it, so they are reweighted now and pruning stays exact. Returns the new estimates, or
+    None when none was.
+    """
+    if not est.pruned.size:
+        return None
+    top = float(np.nanmax(np.nan_to_num(est.eps, nan=-np.inf)))
+    again = est.pruned[prune_margin(est.bound[est.pruned]) >= top]
+    if not again.size:
+        return None
+    out = est.copy(pruned=np.setdiff1d(est.pruned, again))
+    chunks = settings.chunks
+    run = dict(executor=chunks.executor, progressbar=False, shared=rw)
+    size = max(1, chunks.rows(rw.bins.n_samples))
+    tasks = [again[a : a + size] for a in range(0, again.size, size)]
+    with progress_bar(again.size, description="EDP: reweighting records", enabled=False) as bar:
+        for res in map_tasks(estimate_chunk, tasks, **run):
+            _fill(out, res, bar)
+    out.method[again] = "psis"
+    if out.kept:
+        out.trim_kept()
+    return out

@@ -1,0 +1,89 @@
+"""The audit's parameters, checked and resolved once: what every stage reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pymc_edp.base.common import COUNT_SMOOTHING
+from pymc_edp.base.validate import check_real
+from pymc_edp.model.moment_match import MomentMatchOptions
+from pymc_edp.model.neighbours import NeighbourOptions
+from pymc_edp.model.reweight import ChunkOptions
+from pymc_edp.refit.options import RefitOptions, VerifyOptions
+
+__all__ = ["Settings", "Smoothing"]
+
+
+@dataclass(frozen=True)
+class Smoothing:
+    """Additive smoothing of weighted and of count estimates (see ``audit(smoothing=)``).
+
+    Examples
+    --------
+    >>> from pymc_edp.pipeline.settings import Smoothing
+    >>> Smoothing.of(None)
+    Smoothing(weighted=0.0, count=0.01)
+    >>> Smoothing.of(0.5)
+    Smoothing(weighted=0.5, count=0.5)
+    """
+
+    weighted: float
+    count: float
+
+    @classmethod
+    def of(cls, smoothing: float | None) -> Smoothing:
+        """None: weighted estimates unsmoothed, counts by ``COUNT_SMOOTHING``; else both."""
+        if smoothing is None:
+            return cls(0.0, COUNT_SMOOTHING)
+        value = check_real(smoothing, "smoothing", minimum=0)
+        return cls(value, value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the stages need to know of the audit's parameters, checked.
+
+    Attributes
+    ----------
+    bins : int
+    method : str
+        As asked (``"auto"``, ``"psis"``, ``"moment_match"``, ``"refit"``).
+    neighbour : NeighbourOptions
+    smoothing : Smoothing
+    refit : RefitOptions
+    verify : VerifyOptions or None
+        None: no verification, for the reason ``verify_reason``.
+    verify_reason : str or None
+    moment_match : MomentMatchOptions or None
+        None: no moment matching.
+    chunks : ChunkOptions
+    seed : int
+        The seed used (drawn afresh when none was given).
+    seed_given : bool
+        Whether ``random_seed`` was given (a fresh seed does not stop a rerun resuming).
+    progressbar : bool
+    """
+
+    bins: int
+    method: str
+    neighbour: NeighbourOptions
+    smoothing: Smoothing
+    refit: RefitOptions
+    verify: VerifyOptions | None
+    verify_reason: str | None
+    moment_match: MomentMatchOptions | None
+    chunks: ChunkOptions
+    seed: int
+    seed_given: bool = True
+    progressbar: bool = True
+
+    @property
+    def replace(self) -> bool:
+        """Whether neighbours replace records (bounded DP) rather than remove them."""
+        return self.neighbour.relation == "replace"
+
+    @property
+    def neighbour_label(self) -> str:
+        """The neighbour relation as the result reports it."""
+        relation = self.neighbour.relation
+        return relation if self.neighbour.groups is None else f"{relation} (groups)"

@@ -1,0 +1,411 @@
+"""Refit the neighbours reweighting cannot estimate, and confirm the headline by refits.
+
+:func:`refit_and_verify` refits the neighbours still above the k-hat threshold (all of them
+with ``method="refit"``), then, under ``method="auto"``, refits those with the largest
+estimates and compares (:class:`pymc_edp.VerifyOptions`): a good k-hat is evidence, not
+proof.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_edp.base import limits
+from pymc_edp.base.psis import khat_threshold
+from pymc_edp.pipeline.estimates import Errors, Estimates, pair_errors
+from pymc_edp.pipeline.inputs import Inputs
+from pymc_edp.pipeline.reweighting import Reweighted, unprune
+from pymc_edp.pipeline.settings import Settings
+from pymc_edp.refit.options import VERIFY_AGREE, VERIFY_DISAGREE, VERIFY_FAILED, VerifyOptions
+from pymc_edp.refit.outcome import Refits
+from pymc_edp.refit.run import RefitProblem, RefitSetupError, refit_neighbours
+
+__all__ = [
+    "Refitter",
+    "Verification",
+    "Verified",
+    "choose_refits",
+    "refit_and_verify",
+    "refit_problem",
+]
+
+
+def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProblem:
+    """What refits (and moment matching) need of the audit.
+
+    Each neighbour's worst replacement is taken from the reweighted estimates ``est``.
+    """
+    return RefitProblem(
+        model=inp.model,
+        ll=inp.ll,
+        neighbours=inp.neighbours,
+        names=tuple(inp.names),
+        bins=inp.bins,
+        smoothing=settings.smoothing.weighted,
+        observed_y=inp.observed_y,
+        candidates=inp.candidates or None,
+        worst_candidate=est.worst_cand,
+        replacement_sets=inp.replacement_sets if inp.factorised else None,
+        draws=inp.draws,
+        n_chains=inp.n_chains,
+        count_smoothing=settings.smoothing.count,
+    )
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What the headline's verification did: per neighbour, and in one status."""
+
+    status: str  # "confirmed", "corrected", "incomplete", "unverified", "refit"
+    note: str
+    code: np.ndarray  # (neighbour,) int8: VERIFICATION codes
+    checked: np.ndarray  # the estimate that was checked
+    refit: np.ndarray  # the refit's estimate
+    z: np.ndarray  # (refit - checked) / combined standard error
+    messages: tuple[str, ...] = ()
+
+    @classmethod
+    def off(cls, n: int, note: str | None) -> Verification:
+        """No verification (or not yet), for the reason ``note``."""
+        status = "refit" if note and note.startswith("every neighbour refitted") else "unverified"
+        nan = np.full(n, np.nan)
+        return cls(status, note or "", np.zeros(n, np.int8), nan, nan.copy(), nan.copy())
+
+    def but(self, status: str, note: str, *messages: str) -> Verification:
+        """The same per-neighbour record with another status and note, and more messages."""
+        return dataclasses.replace(
+            self, status=status, note=note, messages=(*self.messages, *messages)
+        )
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The estimates after refits and verification, with what the stage reports."""
+
+    estimates: Estimates
+    verification: Verification
+    errors: Errors
+    refits: Refits | None
+    messages: tuple[str, ...] = ()
+
+
+class Refitter:
+    """Runs refits; its own copy of the estimates takes their values (``.estimates``)."""
+
+    def __init__(self, problem: RefitProblem, settings: Settings, config: dict, est: Estimates):
+        self.problem, self.settings, self.config = problem, settings, config
+        self.estimates = est.copy()
+        self.outcomes: dict = {}
+        self.messages: list[str] = []
+
+    def run(self, indices: np.ndarray) -> None:
+        """Refit ``indices``; successful refits replace their neighbours' estimates."""
+        run, refit_messages = refit_neighbours(
+            np.asarray(indices, dtype=np.int64),
+            self.problem,
+            self.settings.refit,
+            random_seed=self.settings.seed,
+            config=self.config,
+            progressbar=self.settings.progressbar,
+        )
+        self.messages.extend(refit_messages)
+        self.outcomes.update(run.outcomes)
+        est = self.estimates
+        for k, estimate in run.estimates.items():
+            out = run.outcomes[k]
+            est.status[k] = out.status if not out.reason else f"{out.status}: {out.reason}"
+            if estimate is not None:
+                est.set_row(k, estimate, estimate.se, "refit")
+
+    def collection(self) -> Refits | None:
+        """The refits run, or None."""
+        return Refits(self.outcomes) if self.outcomes else None
+
+
+def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, list[str]]:
+    """Neighbours to refit, worst k-hat first, at most ``max_refits`` of them; and messages."""
+    method, max_refits, nbs = settings.method, settings.refit.max_refits, inp.neighbours
+    if method == "refit" or not inp.factorised:
+        to_refit = np.arange(len(nbs))
+    elif method == "auto" and inp.can_refit:
+        to_refit = np.flatnonzero(khat > khat_threshold(inp.n_samples))
+    else:
+        return np.array([], dtype=np.int64), []
+    to_refit = to_refit[np.argsort(-np.nan_to_num(khat[to_refit], nan=np.inf), kind="stable")]
+    if max_refits is None or to_refit.size <= max_refits:
+        return to_refit, []
+    left = to_refit[max_refits:]
+    names = f"{', '.join(str(nbs.labels[i]) for i in left[:10])}"
+    names += "..." if left.size > 10 else ""
+    if inp.factorised:
+        message = (
+            f"max_refits={max_refits}: {left.size} neighbour(s) left to reweighting ({names})"
+        )
+    else:  # nothing else can estimate them
+        message = (
+            f"max_refits={max_refits}: {left.size} of {len(nbs)} neighbour(s) not "
+            f"evaluated ({names}): without a factorised likelihood only a refit gives an "
+            f"estimate, so epsilon, the maximum over the {max_refits} refitted, is a "
+            "lower bound. Raise max_refits, or rerun with the same checkpoint."
+        )
+    return to_refit[:max_refits], [message]
+
+
+def refit_and_verify(
+    inp: Inputs, settings: Settings, problem: RefitProblem, est: Estimates, rw: Reweighted
+) -> Verified:
+    """Refit what reweighting cannot estimate, then confirm the headline (``est`` unchanged)."""
+    to_refit, messages = choose_refits(est.khat_now(), inp, settings)
+    refitter = Refitter(problem, settings, _checkpoint_config(inp, settings), est)
+    if to_refit.size:
+        refitter.run(to_refit)
+        if not (refitter.estimates.method == "refit").any():
+            messages.append(
+                f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
+                "every epsilon here is a reweighting estimate, and the method is reported as "
+                "'psis'"
+            )
+    order = np.argsort(inp.draws, axis=1, kind="stable")
+
+    def errors_of(e: Estimates) -> Errors:
+        return pair_errors(e, inp.bins, order, settings.smoothing.weighted, inp.n_chains)
+
+    errors = errors_of(refitter.estimates)
+    n = len(inp.neighbours)
+    check = Verification.off(n, settings.verify_reason)
+    if settings.verify is not None:
+        if not inp.can_refit:
+            check = Verification.off(
+                n,
+                "unverified: no model to refit the worst neighbours with (pass model=, or "
+                "refit=RefitOptions(build_model=...))",
+            )
+        elif not inp.factorised:
+            check = _all_refitted(refitter.estimates)
+        else:
+            check = verify(settings.verify, refitter, errors)
+            again = unprune(rw.reweighter, refitter.estimates, settings) if rw.pruning else None
+            if again is not None:
+                refitter.estimates = again
+                errors = errors_of(again)
+    messages += [*refitter.messages, *check.messages]
+    return Verified(refitter.estimates, check, errors, refitter.collection(), tuple(messages))
+
+
+def _checkpoint_config(inp: Inputs, settings: Settings) -> dict:
+    """What the refits depend on, for the checkpoint.
+
+    Not bins or estimator: one set of refits serves every B and both estimators; a seed
+    drawn afresh does not stop a rerun from resuming.
+    """
+    return dict(
+        settings.refit.config(),
+        neighbour=settings.neighbour.relation,
+        groups=None if settings.neighbour.groups is None else "given",
+        random_seed=settings.seed if settings.seed_given else None,
+        labels=[str(x) for x in inp.neighbours.labels],
+        var_names=list(inp.names),
+    )
+
+
+def _all_refitted(est: Estimates) -> Verification:
+    """Without a factorised likelihood every neighbour is refitted: nothing to confirm."""
+    n = est.method.size
+    check = Verification.off(n, "every neighbour refitted (method='auto')")
+    done = int((est.method == "refit").sum())
+    if done < n:
+        check = check.but(
+            "incomplete",
+            f"incomplete: {done} of {n} neighbours refitted; the others have no estimate (no "
+            "factorised likelihood), so epsilon is a lower bound",
+        )
+    return check
+
+
+def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verification:
+    """Refit the worst neighbours, compare, and on disagreement refit more (worst first).
+
+    The estimates checked are reweighted or moment-matched; each refit replaces its
+    neighbour's estimate (the pooled refit uses the reweighted draws and its own, so it is
+    the better estimate). A refit disagrees with the estimate it checks when their
+    difference exceeds ``z`` combined standard errors. After a disagreement,
+    reweighting is unreliable for this model: every unchecked neighbour whose upper
+    interval end, scaled by the largest underestimate seen, reaches the headline is refitted,
+    worst first, in batches of ``top``, within ``max_refits`` and ``time_budget``.
+    ``refitter.estimates`` hold the result.
+    """
+    start = time.perf_counter()
+    est = refitter.estimates
+    n = est.eps.shape[0]
+    check = Verification.off(n, None)
+    eps = est.epsilon()
+    eligible = np.isin(est.method, ["psis", "moment_match"]) & np.isfinite(eps)
+    if not eligible.any():
+        return check.but(
+            "confirmed", "confirmed: every neighbour that can set epsilon was refitted"
+        )
+    # a refit resolves a bin with too few (or no) draws, not a smoothing constant
+    resolvable = np.isin(est.limit, [limits.FEW_DRAWS, limits.EMPTY_BIN]).any(axis=1)
+    se_before = np.where(np.isin(est.method, ["moment_match"]), est.refit_mcse, errors.se)
+    upper = np.where(np.isnan(errors.upper), eps, errors.upper)
+    cand = np.flatnonzero(eligible)
+    cand = cand[np.argsort(-eps[cand], kind="stable")]
+    rest = cand[vopts.top :]
+    batch = np.concatenate([cand[: vopts.top], rest[resolvable[rest]]])
+    batch = batch[: vopts.max_refits]
+    done, factor = 0, 1.0
+    left = np.array([], dtype=np.int64)
+    while batch.size:
+        before = eps[batch].copy()
+        try:
+            refitter.run(batch)
+        except RefitSetupError as err:  # before any sampling: nothing to confirm with
+            return check.but(
+                "unverified",
+                f"unverified: this model cannot be refitted ({err})",
+                f"the headline could not be confirmed by refits: this model cannot be "
+                f"refitted ({err}); epsilon rests on reweighting alone",
+            )
+        done += batch.size
+        factor = max(factor, _compare(check, refitter.estimates, batch, before, se_before, vopts))
+        if not (check.code == VERIFY_DISAGREE).any():
+            break
+        est = refitter.estimates
+        headline = float(np.nanmax(np.nan_to_num(est.eps, nan=-np.inf)))
+        todo = eligible & (check.code == 0) & (upper * factor >= headline)
+        left = np.flatnonzero(todo)
+        left = left[np.argsort(-eps[left], kind="stable")]
+        budget = vopts.max_refits - done
+        late = vopts.time_budget is not None and time.perf_counter() - start > vopts.time_budget
+        if not left.size or budget <= 0 or late:
+            break
+        batch = left[: min(vopts.top, budget)]
+    # left: unchecked neighbours that could still set epsilon when the budget stopped it;
+    # pending: estimates at a limit a refit would resolve, that the budget left unrefitted
+    pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
+    run = _Run(vopts, done, left, pending, time.perf_counter() - start)
+    return _verification_outcome(check, refitter.estimates, refitter.problem.neighbours, run)
+
+
+def _compare(check: Verification, est: Estimates, batch, before, se_before, vopts) -> float:
+    """Record each refit of ``batch`` against the estimate it checks (in ``check``'s arrays).
+
+    Returns the largest underestimate factor ``refit / estimate`` among the disagreements.
+    """
+    factor = 1.0
+    for k, e0 in zip(batch, before, strict=True):
+        check.checked[k] = e0
+        if est.method[k] != "refit":
+            check.code[k] = VERIFY_FAILED
+            continue
+        e1 = float(np.nanmax(est.eps[k]))
+        s = np.hypot(np.nan_to_num(se_before[k]), np.nan_to_num(est.refit_mcse[k]))
+        z = (e1 - e0) / s if s > 0 else (0.0 if e1 == e0 else np.sign(e1 - e0) * np.inf)
+        check.refit[k], check.z[k] = e1, z
+        # even above an estimate flagged as a lower bound: a refit far from the estimate
+        # says reweighting is unreliable for this model, which may hold elsewhere too
+        if abs(z) > vopts.z:
+            check.code[k] = VERIFY_DISAGREE
+            if e0 > 0:
+                factor = max(factor, e1 / e0)
+        else:
+            check.code[k] = VERIFY_AGREE
+    return factor
+
+
+@dataclass(frozen=True)
+class _Run:
+    """How far verification got: refits done, what the budget left, and how long it took."""
+
+    vopts: VerifyOptions
+    done: int
+    left: np.ndarray  # unchecked neighbours that could still set epsilon
+    pending: np.ndarray  # estimates at a limit a refit would resolve, left unrefitted
+    seconds: float
+
+    def budget(self) -> str:
+        v = self.vopts
+        return f"VerifyOptions(max_refits={v.max_refits}, time_budget={v.time_budget})"
+
+
+def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -> Verification:
+    """Status, note and warnings of a verification run; leftovers flagged as lower bounds.
+
+    ``est`` is the verification's own (the refitter's): the leftovers' limits are set there.
+    """
+    ok, bad = check.code == VERIFY_AGREE, check.code == VERIFY_DISAGREE
+    failed = check.code == VERIFY_FAILED
+    checked = int(ok.sum() + bad.sum())
+    if not checked:
+        return check.but(
+            "unverified",
+            f"unverified: the {int(failed.sum())} verification refit(s) failed "
+            "(see pointwise['status'])",
+            "the headline could not be confirmed: every verification refit failed (see "
+            "res.pointwise['status']); epsilon rests on reweighting alone",
+        )
+    if not bad.any():
+        return _agreement(check, nbs, run, checked, int(failed.sum()))
+    worst = np.flatnonzero(bad)[np.argmax(np.abs(check.z[bad]))]
+    detail = (
+        f"{int(bad.sum())} of {checked} refitted neighbours disagree with their estimates "
+        f"(worst: {nbs.labels[worst]}, {check.checked[worst]:.3f} estimated vs "
+        f"{check.refit[worst]:.3f} refitted, z = {check.z[worst]:.1f})"
+    )
+    if run.left.size:
+        for k in run.left:  # could still set epsilon: their estimates are lower bounds
+            p = int(np.nanargmax(np.nan_to_num(est.eps[k], nan=-np.inf)))
+            if est.limit[k, p] == limits.NONE:
+                est.limit[k, p] = limits.UNVERIFIED
+        return check.but(
+            "incomplete",
+            f"reweighting is unreliable for this model: {detail}; verification refitted "
+            f"{run.done} neighbours, worst first, but not {run.left.size} more that could "
+            "still set epsilon (budget), so epsilon is a lower bound",
+            f"Reweighting is unreliable for this model: {detail}. Verification refitted "
+            f"{run.done} neighbours, worst first, and their refitted values are used, but its "
+            f"budget ({run.budget()}) stopped before {run.left.size} more that could still "
+            "set epsilon: their estimates are lower bounds. Raise the budget or use "
+            "method='refit'.",
+        )
+    return check.but(
+        "corrected",
+        f"corrected by refits: {detail}; verification refitted {run.done} neighbours, worst "
+        "first, until none left could reach epsilon, and their refitted values are used",
+        f"Reweighting is unreliable for this model: {detail}. Verification refitted "
+        f"{run.done} neighbours, worst first, until no other could reach epsilon; their "
+        "refitted values are used.",
+    )
+
+
+def _agreement(check: Verification, nbs, run: _Run, checked: int, n_failed: int):
+    """Every refit agreed: confirmed, or incomplete when the budget left lower bounds."""
+    ok_or_bad = np.isin(check.code, [VERIFY_AGREE, VERIFY_DISAGREE])
+    zmax = float(np.nanmax(np.abs(check.z[ok_or_bad])))
+    agree = (
+        f"refitting the {checked} worst neighbours: their refits agree with the estimates "
+        f"within Monte-Carlo error (largest |z| = {zmax:.1f}, threshold {run.vopts.z:g}; "
+        f"{run.seconds:.1f} s)"
+    )
+    pending = run.pending
+    if pending.size:  # lower bounds the budget left: nothing confirms them
+        out = check.but(
+            "incomplete",
+            f"incomplete: checked by {agree}, but {pending.size} neighbour(s) whose "
+            "estimates are lower bounds (too few draws in a bin) were not refitted "
+            "(budget), so epsilon is a lower bound",
+            f"The verification budget ({run.budget()}) left {pending.size} neighbour(s) whose "
+            "estimates are lower bounds unrefitted "
+            f"({', '.join(str(nbs.labels[k]) for k in pending[:5])}"
+            f"{'...' if pending.size > 5 else ''}): epsilon is a lower bound. Raise the "
+            "budget or use method='refit'.",
+        )
+    else:
+        out = check.but("confirmed", f"confirmed by {agree}")
+    if n_failed:
+        out = out.but(out.status, out.note + f"; {n_failed} refit(s) failed")
+    return out

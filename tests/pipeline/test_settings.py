@@ -1,0 +1,27 @@
+"""Tests of :mod:`pymc_edp.pipeline.settings`."""
+
+import pytest
+from pipeline_support import make_settings
+
+import pymc_edp as edp
+from pymc_edp.pipeline.settings import Smoothing
+
+
+def test_smoothing_of():
+    assert Smoothing.of(None) == Smoothing(0.0, 0.01)
+    assert Smoothing.of(2) == Smoothing(2.0, 2.0)
+    with pytest.raises(ValueError, match="smoothing"):
+        Smoothing.of(-1.0)
+
+
+def test_settings_resolve_the_options():
+    s = make_settings(method="auto", neighbour={"relation": "replace", "groups": "g"})
+    assert s.replace and s.neighbour_label == "replace (groups)"
+    assert s.refit == edp.RefitOptions() and s.chunks == edp.ChunkOptions()
+    assert s.verify == edp.VerifyOptions() and s.verify_reason is None
+    assert s.moment_match == edp.MomentMatchOptions()
+    assert s.seed_given and s.seed == 1
+    s = make_settings(refit={"verify": False}, chunks={"moment_match": False}, random_seed=None)
+    assert s.verify is None and "turned off" in s.verify_reason
+    assert s.moment_match is None and not s.seed_given
+    assert make_settings().neighbour_label == "remove"
