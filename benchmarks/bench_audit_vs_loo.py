@@ -81,7 +81,7 @@ def _reset_peak() -> bool:
 def _audit_kwargs(store_weights: bool | None) -> dict:
     kwargs = {"method": "psis", "bins": 20, "progressbar": False}
     if store_weights is not None:
-        kwargs["store_weights"] = store_weights
+        kwargs["chunks"] = {"store_weights": store_weights}
     return kwargs
 
 
@@ -142,8 +142,9 @@ def main() -> None:
         return
 
     import numba
+    from stack import stack_versions
 
-    from pymc_edp.model.compat import ARVIZ_1, stack_loo, stack_versions
+    from pymc_edp.model.compat import ARVIZ_1, stack_loo
 
     loo_name = "arviz_stats.loo" if ARVIZ_1 else "az.loo"
 
@@ -201,7 +202,7 @@ def main() -> None:
         label = {
             "loo": loo_name,
             "audit": "edp.audit",
-            "audit-nostore": "edp.audit(store_weights=False)",
+            "audit-nostore": "edp.audit(chunks={'store_weights': False})",
         }[method]
         target = "   (target < 3x)" if method == "audit" else ""
         print(

@@ -31,8 +31,10 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")
 
+    from stack import stack_versions
+
     from pymc_edp.base.mcse import ess_mean
-    from pymc_edp.model.compat import ARVIZ_1, ess, stack_versions
+    from pymc_edp.model.compat import ARVIZ_1, ess
 
     name = "arviz_stats.ess" if ARVIZ_1 else "arviz.ess"
     print("stack: " + ", ".join(f"{k} {v}" for k, v in stack_versions().items()))

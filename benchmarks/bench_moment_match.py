@@ -98,10 +98,12 @@ def audit_figures(idata, model, refit_opts) -> dict:
 
 
 def main(argv=None) -> None:
+    from stack import stack_versions
+
     import pymc_edp as edp
     from pymc_edp.base.binning import quantile_bins
     from pymc_edp.base.psis import khat_threshold
-    from pymc_edp.model.compat import get_group, stack_versions
+    from pymc_edp.model.compat import get_group
     from pymc_edp.model.loglik import posterior_matrix, relative_efficiency
     from pymc_edp.model.moment_match import ModelDensity, moment_match_neighbours
 

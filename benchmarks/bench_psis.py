@@ -77,7 +77,7 @@ def _run(method: str, x: np.ndarray):
         from pymc_edp.base.psis import psislw
 
         return psislw(x, out=x, tail_rule=PSIS_TAIL_RULE)
-    from pymc_edp.model.compat import stack_psislw
+    from stack import stack_psislw
 
     with np.errstate(all="ignore"):
         return stack_psislw(x)
@@ -132,9 +132,10 @@ def main() -> None:
         return
 
     import numba
+    from stack import stack_psislw, stack_versions
 
     from pymc_edp.base.psis import psislw as _psislw
-    from pymc_edp.model.compat import ARVIZ_1, stack_psislw, stack_versions
+    from pymc_edp.model.compat import ARVIZ_1
 
     def psislw(x, **kw):
         return _psislw(x, tail_rule=PSIS_TAIL_RULE, **kw)

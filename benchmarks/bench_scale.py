@@ -12,12 +12,13 @@ Cases (each in a fresh subprocess; wall time includes computing or reading the
 log-likelihood, not building the posterior):
 
 - ``full``: the full in-memory audit as before issue 13 (the named baseline):
-  ``pm.compute_log_likelihood`` (n x S float64 in memory) then ``audit(prune=False)``;
+  ``pm.compute_log_likelihood`` (n x S float64 in memory) then
+  ``audit(chunks={"prune": False})``;
   n = 1e5 only (1e6 would need 32 GB).
-- ``streamed``: ``audit(model=..., log_likelihood="model", prune=False)``.
-- ``pruned``: the same with ``prune=True``.
+- ``streamed``: ``audit(model=..., chunks={"log_likelihood": "model", "prune": False})``.
+- ``pruned``: the same with ``"prune": True``.
 - ``zarr``: the log-likelihood stored as float32 in a zarr store (written beforehand, not
-  timed), opened lazily with dask chunks and audited with ``prune=True``.
+  timed), opened lazily with dask chunks and audited with ``chunks={"prune": True}``.
 - ``dask``: ``pruned`` on a 2-worker ``dask.distributed.LocalCluster`` (one thread each),
   started and warmed up (a small audit) before the clock starts, as a user's cluster is.
 
@@ -171,13 +172,15 @@ class PeakRSS:
 
 def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
     """One case in this process; returns its figures."""
+    from stack import set_group
+
     import pymc_edp as edp
-    from pymc_edp.model.compat import compute_log_likelihood, set_group
+    from pymc_edp.model.compat import compute_log_likelihood
 
     model, idata = build(n, n_draws)
     # warm-up: numba and PyTensor compilation caches, imports
     m_small, i_small = build(2000, n_draws)
-    edp.audit(i_small, m_small, bins=20, method="psis", progressbar=False, prune=True)
+    edp.audit(i_small, m_small, bins=20, method="psis", progressbar=False, chunks={"prune": True})
     kw = dict(bins=20, method="psis", progressbar=False)
     client = cluster = None
     if case == "dask":  # a running cluster, as a user has one (start-up not timed)
@@ -190,9 +193,7 @@ def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
         edp.audit(
             i_small,
             m_small,
-            log_likelihood="model",
-            prune=True,
-            chunks={"executor": client},
+            chunks={"executor": client, "log_likelihood": "model", "prune": True},
             **kw,
         )
     with PeakRSS() as rss:
@@ -201,22 +202,21 @@ def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
             ll = compute_log_likelihood(idata, model, progressbar=False)
             set_group(idata, "log_likelihood", ll)
             t_ll = time.perf_counter() - t0
-            res = edp.audit(idata, log_likelihood="group", prune=False, **kw)
+            res = edp.audit(idata, chunks={"log_likelihood": "group", "prune": False}, **kw)
         elif case in ("streamed", "pruned"):
-            res = edp.audit(idata, model, log_likelihood="model", prune=case == "pruned", **kw)
+            chunks = {"log_likelihood": "model", "prune": case == "pruned"}
+            res = edp.audit(idata, model, chunks=chunks, **kw)
         elif case == "zarr":
             import xarray as xr
 
             lazy = xr.open_zarr(zarr_path, consolidated=False)
             set_group(idata, "log_likelihood", lazy)
-            res = edp.audit(idata, log_likelihood="group", prune=True, **kw)
+            res = edp.audit(idata, chunks={"log_likelihood": "group", "prune": True}, **kw)
         elif case == "dask":
             res = edp.audit(
                 idata,
                 model,
-                log_likelihood="model",
-                prune=True,
-                chunks={"executor": client},
+                chunks={"executor": client, "log_likelihood": "model", "prune": True},
                 **kw,
             )
         else:

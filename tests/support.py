@@ -5,11 +5,12 @@ posterior draws, audits of them, and exact references.
 """
 
 import numpy as np
+import xarray as xr
 from scipy import stats
 
 import pymc_edp as edp
 from pymc_edp.conjugate import normal_normal_posterior
-from pymc_edp.model.compat import from_dict
+from pymc_edp.model.compat import ARVIZ_1, from_dict, has_group, import_arviz
 
 SIGMA, MU0, SIGMA0 = np.sqrt(5.0), 10.0, np.sqrt(3.0)
 Y = np.random.default_rng(2017).normal(10.0, SIGMA, 100)
@@ -88,3 +89,73 @@ class OutlierNormal:
     SIGMA, MU0, SIGMA0 = 1.0, 0.0, 10.0
     M1, S1 = normal_normal_posterior(Y, SIGMA, MU0, SIGMA0)
     OUTLIER = 14
+
+
+def tuning_result(**changes):
+    """A hand-made :class:`pymc_edp.PriorTuningResult` (no search run); ``changes`` override."""
+    kw = dict(
+        value=1.2,
+        epsilon=0.31,
+        mcse=0.01,
+        target_epsilon=0.3,
+        hyperparameter="sigma0",
+        initial_value=1.73,
+        initial_epsilon=0.45,
+        search_epsilon=0.3,
+        bins=20,
+        neighbour="remove",
+        method="psis",
+        direction="increasing",
+        monotone=True,
+        stopped="tolerance",
+        trials=xr.Dataset(),
+        utility=xr.Dataset(),
+    )
+    kw.update(changes)
+    return edp.PriorTuningResult(**kw)
+
+
+def loglik_dataset(rng, n_chains=2, n_draws=500, **coords):
+    """``y`` with 6 records (obs a..f) and ``z`` with 2 x 3 records; two grouping coords
+    (``person`` on ``y``, ``who`` on ``z``) and any further ``coords``."""
+    return xr.Dataset(
+        {
+            "y": (("chain", "draw", "obs"), rng.normal(-1, 0.3, (n_chains, n_draws, 6))),
+            "z": (("chain", "draw", "row", "col"), rng.normal(-2, 0.3, (n_chains, n_draws, 2, 3))),
+        },
+        coords={
+            "obs": list("abcdef"),
+            "row": [0, 1],
+            "col": [10, 20, 30],
+            "person": ("obs", [1, 1, 2, 2, 3, 3]),
+            "who": (("row", "col"), [[1, 2, 3], [1, 2, 3]]),
+            **coords,
+        },
+    )
+
+
+def set_group(data, name, dataset):
+    """Put ``dataset`` into ``data`` as group ``name`` (replacing it if present), in place."""
+    if isinstance(data, xr.DataTree):
+        data[name] = xr.DataTree(dataset)
+    elif has_group(data, name):
+        setattr(data, name, dataset)
+    else:
+        data.add_groups({name: dataset})
+
+
+def stack_psislw(log_weights, reff=1.0):
+    """The stack's own PSIS of rows of log weights (sample axis last), normalised.
+
+    ``arviz.psislw`` on ArviZ 0.23; arviz_stats' ``psislw`` accessor on ArviZ 1.x (which
+    takes log-likelihood values, the negated log weights). The reference for our kernel.
+    """
+    lw = np.asarray(log_weights, dtype=float)
+    if ARVIZ_1:
+        import arviz_stats  # noqa: F401 - registers the ``azstats`` accessor
+
+        dims = [f"dim_{i}" for i in range(lw.ndim - 1)] + ["__sample__"]
+        smoothed, khat = xr.DataArray(-lw, dims=dims).azstats.psislw(r_eff=reff, dim="__sample__")
+        return np.asarray(smoothed), np.asarray(khat)
+    smoothed, khat = import_arviz().psislw(lw.copy(), reff=reff)
+    return np.asarray(smoothed), np.asarray(khat)

@@ -40,6 +40,7 @@ PUBLIC_MODULES = [
     "pymc_edp.plots",
     "pymc_edp.query",
     "pymc_edp.refit",
+    "pymc_edp.report",
     "pymc_edp.risk",
     "pymc_edp.tuning",
 ]

@@ -295,16 +295,17 @@ def moment_match(
     True
     """
     with one_thread():
-        return _moment_match(
+        return _match_draws(
             u, log_target_full, log_ratio, reff, khat_threshold, max_iters, split, cov,
             tail_rule, n_chains, log_target_draws, log_ratio_draws, log_target_and_ratio,
         )  # fmt: skip
 
 
-def _moment_match(
+def _match_draws(
     u, log_target_full, log_ratio, reff, khat_threshold, max_iters, split, cov, tail_rule,
     n_chains, log_target_draws, log_ratio_draws, log_target_and_ratio,
 ) -> MatchedDraws:  # fmt: skip
+    """The work of :func:`moment_match` (in one numba thread), with the same arguments."""
     if log_target_and_ratio is None:
 
         def log_target_and_ratio(x):
@@ -313,6 +314,57 @@ def _moment_match(
     u = np.atleast_2d(np.asarray(u, dtype=float))
     n_dims, n_samples = u.shape
     threshold = _khat_threshold(n_samples) if khat_threshold is None else float(khat_threshold)
+    lp0, lr0 = _values_at_draws(
+        u, log_target_full, log_ratio, log_target_and_ratio, log_target_draws, log_ratio_draws
+    )
+    if np.ptp(lr0) == 0:
+        # the neighbour posterior is the full-data one: exactly uniform weights
+        lw = np.full(n_samples, -np.log(n_samples))
+        return MatchedDraws(
+            u, lw, lw.copy(), -np.inf, -np.inf, 0.0, 0, (), False, float(reff),
+            float(n_samples * reff), np.zeros(n_dims), np.eye(n_dims),
+        )  # fmt: skip
+    steps = [s for s in TRANSFORMS if s != "cov" or (cov and n_samples >= 10 * n_dims)]
+    st = _match_loop(
+        u, lp0, lr0, log_target_and_ratio, reff, tail_rule, threshold, steps, max_iters
+    )
+    cur, lwi, lwfi = st.draws, st.log_weights, st.log_weights_full
+    reff_final = float(reff)
+    did_split = False
+    if not st.accepted:
+        cur = u
+        reff_final = _reff_of(lr0, n_chains)
+    elif split:
+        cur, lwi, lwfi, reff_final = _split(
+            u, lp0, lr0, st.draws, st.log_target, st.log_ratio, st.shift, st.matrix,
+            log_target_full, reff, tail_rule, n_chains,
+        )  # fmt: skip
+        did_split = True
+    else:
+        reff_final = _reff_of(st.log_ratio, n_chains)
+    ess = min(1.0 / np.exp(2 * lwi).sum(), 1.0 / np.exp(2 * lwfi).sum()) * reff_final
+    return MatchedDraws(
+        draws=cur,
+        log_weights=lwi,
+        log_weights_full=lwfi,
+        khat_before=st.khat_before,
+        khat_after=st.khat,
+        khat_full=float(st.khat_full),
+        iterations=len(st.accepted),
+        transforms=tuple(st.accepted),
+        split=did_split,
+        reff=reff_final,
+        ess=float(ess),
+        shift=st.shift,
+        matrix=st.matrix,
+    )
+
+
+def _values_at_draws(
+    u, log_target_full, log_ratio, log_target_and_ratio, log_target_draws, log_ratio_draws
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(log target, log ratio)`` at the draws ``u``: the ones given, or computed."""
+    n_samples = u.shape[1]
     if log_target_draws is None and log_ratio_draws is None:
         log_target_draws, log_ratio_draws = log_target_and_ratio(u)
     lp0 = np.asarray(
@@ -324,71 +376,67 @@ def _moment_match(
             f"the log density and log ratio at the draws must have shape ({n_samples},), got "
             f"{lp0.shape} and {lr0.shape}"
         )
-    identity = np.eye(n_dims)
-    zero = np.zeros(n_dims)
-    if np.ptp(lr0) == 0:
-        # the neighbour posterior is the full-data one: exactly uniform weights
-        lw = np.full(n_samples, -np.log(n_samples))
-        return MatchedDraws(
-            u, lw, lw.copy(), -np.inf, -np.inf, 0.0, 0, (), False, float(reff),
-            float(n_samples * reff), zero, identity,
-        )  # fmt: skip
+    return lp0, lr0
+
+
+@dataclass
+class _MatchState:
+    """Where the iterations of :func:`_match_loop` stopped.
+
+    ``draws`` are the moved draws, ``log_target`` and ``log_ratio`` their values there,
+    ``log_weights`` (``log_weights_full``) the PSIS log-weights to the neighbour (full)
+    posterior and ``khat`` (``khat_full``) their k-hats; ``khat_before`` is the plain PSIS
+    k-hat. ``shift`` and ``matrix`` compose the accepted transforms, named in ``accepted``.
+    """
+
+    draws: np.ndarray
+    log_target: np.ndarray
+    log_ratio: np.ndarray
+    log_weights: np.ndarray
+    log_weights_full: np.ndarray
+    khat_before: float
+    khat: float
+    khat_full: float
+    shift: np.ndarray
+    matrix: np.ndarray
+    accepted: list[str]
+
+
+def _match_loop(
+    u, lp0, lr0, log_target_and_ratio, reff, tail_rule, threshold, steps, max_iters
+) -> _MatchState:
+    """The iterations of moment matching: the first of ``steps`` that lowers k-hat is kept.
+
+    They stop when k-hat is at most ``threshold``, ``max_iters`` steps were accepted, or no
+    step lowers it.
+    """
+    n_dims, n_samples = u.shape
     lwi, k = _psis(lr0, reff, tail_rule)
-    k0 = k
-    lwfi = np.full(n_samples, -np.log(n_samples))
-    kf = 0.0
-    cur, cur_lp, cur_lr = u, lp0, lr0
-    shift_total, matrix_total = zero.copy(), identity.copy()
-    accepted: list[str] = []
-    steps = [s for s in TRANSFORMS if s != "cov" or (cov and n_samples >= 10 * n_dims)]
-    while len(accepted) < max_iters and k > threshold:
+    st = _MatchState(
+        u, lp0, lr0, lwi, np.full(n_samples, -np.log(n_samples)), k, k, 0.0,
+        np.zeros(n_dims), np.eye(n_dims), [],
+    )  # fmt: skip
+    while len(st.accepted) < max_iters and st.khat > threshold:
         for name in steps:
-            step = _STEPS[name](cur, lwi)
+            step = _STEPS[name](st.draws, st.log_weights)
             if step is None:
                 continue
             shift, mapping = step
-            moved = _apply(cur, shift, mapping)
+            moved = _apply(st.draws, shift, mapping)
             lp_new, lr_new = _both(log_target_and_ratio, moved, n_samples)
             lwi_new, k_new = _psis(lr_new + lp_new - lp0, reff, tail_rule)
-            if k_new < k:
-                lwfi, kf = _psis(lp_new - lp0, reff, tail_rule)
-                lwi, k, cur, cur_lp, cur_lr = lwi_new, k_new, moved, lp_new, lr_new
-                shift_total = shift_total + shift
+            if k_new < st.khat:
+                st.log_weights_full, st.khat_full = _psis(lp_new - lp0, reff, tail_rule)
+                st.log_weights, st.khat = lwi_new, k_new
+                st.draws, st.log_target, st.log_ratio = moved, lp_new, lr_new
+                st.shift = st.shift + shift
                 if mapping is not None:
-                    matrix_total = mapping @ matrix_total
-                accepted.append(name)
+                    st.matrix = mapping @ st.matrix
+                st.accepted.append(name)
                 break
         else:
             break
-    reff_final = float(reff)
-    did_split = False
-    if not accepted:
-        cur = u
-        reff_final = _reff_of(lr0, n_chains)
-    elif split:
-        cur, lwi, lwfi, reff_final = _split(
-            u, lp0, lr0, cur, cur_lp, cur_lr, shift_total, matrix_total, log_target_full,
-            reff, tail_rule, n_chains,
-        )  # fmt: skip
-        did_split = True
-    else:
-        reff_final = _reff_of(cur_lr, n_chains)
-    ess = min(1.0 / np.exp(2 * lwi).sum(), 1.0 / np.exp(2 * lwfi).sum()) * reff_final
-    return MatchedDraws(
-        draws=cur,
-        log_weights=lwi,
-        log_weights_full=lwfi,
-        khat_before=k0,
-        khat_after=k,
-        khat_full=float(kf),
-        iterations=len(accepted),
-        transforms=tuple(accepted),
-        split=did_split,
-        reff=reff_final,
-        ess=float(ess),
-        shift=shift_total,
-        matrix=matrix_total,
-    )
+    return st
 
 
 def _both(log_target_and_ratio, x, n):

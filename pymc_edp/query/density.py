@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -403,8 +403,3 @@ def _reference_bandwidth(x: NDArray, kernel: str) -> float:
     n, d = x.shape
     # Scott's rule for whitened data, scaled to the kernel.
     return n ** (-1.0 / (d + 4)) / math.sqrt(KERNELS[kernel].variance)
-
-
-def with_bandwidth(model: DensityModel, bandwidth: float) -> DensityModel:
-    """A copy of ``model`` with another global bandwidth."""
-    return replace(model, bandwidth=float(bandwidth))

@@ -511,7 +511,6 @@ def privacy_profile(
     rng = np.random.default_rng(random_seed)
     q, qw, groups = _flatten(samples)
     individuals = samples["individual"].to_numpy()
-    n_ind = individuals.size
     kwargs = dict(
         eps=eps,
         targets=targets,
@@ -533,77 +532,114 @@ def privacy_profile(
             core.density_without = dict(zip(keep.tolist(), core.density_fn(keep), strict=True))
         ds = _assemble(core, eps, targets, individuals, keep, exposure_tol)
     else:
-        if "side_info" not in samples:
-            raise ValueError("side_info_buckets needs samples computed with side_info=")
-        codes, labels = _buckets(samples["side_info"].to_numpy(), side_info_buckets)
-        n_draw = samples.sizes["draw"]
-        code_s = np.repeat(codes, n_draw)
-        per_bucket = []
-        for b in range(len(labels)):
-            sel = code_s == b
-            if np.unique(groups[sel]).size < 4:
-                raise ValueError(
-                    f"side-information bucket {labels[b]} has fewer than 4 databases; use "
-                    "fewer buckets"
-                )
-            per_bucket.append(_run_core(q[sel], qw[:, sel], groups[sel], **kwargs))
-        stack = np.stack([c.delta_i for c in per_bucket])  # (B, N, E)
-        delta_i = stack.max(axis=0)
-        keep = _rank(delta_i, eps, targets)[:top]
-        by_bucket_delta = stack.max(axis=1)
-        by_bucket_star = np.stack([total_risk(c.delta_i) for c in per_bucket])
-        core = per_bucket[int(np.argmax(by_bucket_delta.sum(axis=1)))]
-        ds = _assemble(
-            _Core(
-                delta_i,
-                core.model,
-                core.scores,
-                np.array([_grid_interp_eps(eps, delta_i.max(0), t) for t in targets], dtype=float),
-                np.array(
-                    [_grid_interp_eps(eps, by_bucket_star.max(0), t) for t in targets],
-                    dtype=float,
-                ),
-                attrs={"integration": per_bucket[0].attrs["integration"]},
-            ),
-            eps,
-            targets,
-            individuals,
-            keep,
-            exposure_tol,
-            delta_star=by_bucket_star.max(axis=0),
+        ds = _bucketed_profile(
+            samples, side_info_buckets, q, qw, groups, individuals, top, exposure_tol, kwargs
         )
-        ds["delta_by_bucket"] = (("bucket", "epsilon"), by_bucket_delta)
-        ds["delta_star_by_bucket"] = (("bucket", "epsilon"), by_bucket_star)
-        ds["delta_i_by_bucket"] = (("bucket", "individual", "epsilon"), stack)
-        ds["n_databases"] = ("bucket", np.bincount(codes, minlength=len(labels)))
-        ds = ds.assign_coords(bucket=np.asarray(labels, dtype=object))
-        ds.attrs["side_info_conditioned"] = 1
-        ds.attrs["epsilon_targets_refined"] = 0
-
-    # Set distances of each individual's sample to the full one (noise calibration, sec. 6).
     if q.ndim == 1:
-        moved = [bool(np.any(qw[i] != q)) for i in range(n_ind)]
-        d_h = [hausdorff_distance(q, qw[i]) if moved[i] else 0.0 for i in range(n_ind)]
-        d_b = [bottleneck_distance(q, qw[i]) if moved[i] else 0.0 for i in range(n_ind)]
-        ds["hausdorff"] = ("individual", np.array(d_h))
-        ds["hausdorff"].attrs["description"] = "Hausdorff distance, with/without samples"
-        ds["bottleneck"] = ("individual", np.array(d_b))
-        ds["bottleneck"].attrs["description"] = "bottleneck distance, with/without samples"
-
+        _add_set_distances(ds, q, qw)
     if check_independence:
-        values = samples["value"].mean("draw")
-        if "component" in values.dims:
-            values = values.isel(component=0)
-        ind = independence_check(values.to_numpy())
-        ds["independence_statistic"] = ("test", ind["statistic"].to_numpy())
-        ds["independence_pvalue"] = ("test", ind["pvalue"].to_numpy())
-        ds = ds.assign_coords(test=np.asarray(ind.index, dtype=object))
+        ds = _add_independence(ds, samples)
     if keep_samples:
         for name in ("value", "value_without", "present", "side_info"):
             if name in samples:
                 ds[name] = samples[name]
     ds.attrs.update({k: v for k, v in samples.attrs.items() if k not in ds.attrs})
     return ds
+
+
+def _bucketed_profile(
+    samples: xr.Dataset,
+    side_info_buckets: int | Sequence[float],
+    q: NDArray,
+    qw: NDArray,
+    groups: NDArray,
+    individuals: NDArray,
+    top: int,
+    exposure_tol: float,
+    kwargs: dict,
+) -> xr.Dataset:
+    """The profile conditioned on the buckets of the side information ([1], Definition 4).
+
+    ``delta_i`` is the maximum over buckets, ``delta_star`` the worst bucket's total risk;
+    the per-bucket curves are added (``*_by_bucket``, over ``bucket``). ``kwargs`` are those
+    of :func:`_run_core`.
+    """
+    eps, targets = kwargs["eps"], kwargs["targets"]
+    if "side_info" not in samples:
+        raise ValueError("side_info_buckets needs samples computed with side_info=")
+    codes, labels = _buckets(samples["side_info"].to_numpy(), side_info_buckets)
+    code_s = np.repeat(codes, samples.sizes["draw"])
+    per_bucket = []
+    for b in range(len(labels)):
+        sel = code_s == b
+        if np.unique(groups[sel]).size < 4:
+            raise ValueError(
+                f"side-information bucket {labels[b]} has fewer than 4 databases; use "
+                "fewer buckets"
+            )
+        per_bucket.append(_run_core(q[sel], qw[:, sel], groups[sel], **kwargs))
+    stack = np.stack([c.delta_i for c in per_bucket])  # (B, N, E)
+    delta_i = stack.max(axis=0)
+    keep = _rank(delta_i, eps, targets)[:top]
+    by_bucket_delta = stack.max(axis=1)
+    by_bucket_star = np.stack([total_risk(c.delta_i) for c in per_bucket])
+    core = per_bucket[int(np.argmax(by_bucket_delta.sum(axis=1)))]
+    ds = _assemble(
+        _Core(
+            delta_i,
+            core.model,
+            core.scores,
+            np.array([_grid_interp_eps(eps, delta_i.max(0), t) for t in targets], dtype=float),
+            np.array(
+                [_grid_interp_eps(eps, by_bucket_star.max(0), t) for t in targets],
+                dtype=float,
+            ),
+            attrs={"integration": per_bucket[0].attrs["integration"]},
+        ),
+        eps,
+        targets,
+        individuals,
+        keep,
+        exposure_tol,
+        delta_star=by_bucket_star.max(axis=0),
+    )
+    ds["delta_by_bucket"] = (("bucket", "epsilon"), by_bucket_delta)
+    ds["delta_star_by_bucket"] = (("bucket", "epsilon"), by_bucket_star)
+    ds["delta_i_by_bucket"] = (("bucket", "individual", "epsilon"), stack)
+    ds["n_databases"] = ("bucket", np.bincount(codes, minlength=len(labels)))
+    ds = ds.assign_coords(bucket=np.asarray(labels, dtype=object))
+    ds.attrs["side_info_conditioned"] = 1
+    ds.attrs["epsilon_targets_refined"] = 0
+    return ds
+
+
+def _add_set_distances(ds: xr.Dataset, q: NDArray, qw: NDArray) -> None:
+    """Set distances of each individual's sample to the full one (noise calibration, sec. 6).
+
+    Adds ``hausdorff`` and ``bottleneck`` over ``individual`` to ``ds``, in place.
+    """
+    n_ind = qw.shape[0]
+    moved = [bool(np.any(qw[i] != q)) for i in range(n_ind)]
+    d_h = [hausdorff_distance(q, qw[i]) if moved[i] else 0.0 for i in range(n_ind)]
+    d_b = [bottleneck_distance(q, qw[i]) if moved[i] else 0.0 for i in range(n_ind)]
+    ds["hausdorff"] = ("individual", np.array(d_h))
+    ds["hausdorff"].attrs["description"] = "Hausdorff distance, with/without samples"
+    ds["bottleneck"] = ("individual", np.array(d_b))
+    ds["bottleneck"].attrs["description"] = "bottleneck distance, with/without samples"
+
+
+def _add_independence(ds: xr.Dataset, samples: xr.Dataset) -> xr.Dataset:
+    """``ds`` with the independence tests of the per-database query values, over ``test``.
+
+    The values are averaged over draws; a vector query is tested on its first component.
+    """
+    values = samples["value"].mean("draw")
+    if "component" in values.dims:
+        values = values.isel(component=0)
+    ind = independence_check(values.to_numpy())
+    ds["independence_statistic"] = ("test", ind["statistic"].to_numpy())
+    ds["independence_pvalue"] = ("test", ind["pvalue"].to_numpy())
+    return ds.assign_coords(test=np.asarray(ind.index, dtype=object))
 
 
 def _rank(delta_i: NDArray, eps: NDArray, targets: Sequence[float]) -> NDArray:

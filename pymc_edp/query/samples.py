@@ -269,6 +269,45 @@ def query_samples(
             f"write individuals=[{individuals!r}]"
         )
     labels, frames = as_databases(databases, database_col=database_col)
+    id_index, present = _individuals(frames, labels, id_col, individuals)
+    evaluator = _evaluator(query, id_col, random_seed, common_random_numbers, labels, n_draws)
+    tasks = _tasks(frames, id_index, present, n_draws, evaluator.vectorised, executor, chunk_size)
+    results = map_tasks(
+        evaluator,
+        tasks,
+        executor=executor,
+        progressbar=progressbar,
+        description="Query with/without each individual",
+    )
+    value, without, names = _gather(results, id_index, present, n_draws)
+    _check_finite(value, without, frames, labels, id_index)
+    ds = _samples_dataset(value, without, names, present, labels, id_index)
+    if side_info is not None:
+        ds["side_info"] = ("database", _side_values(side_info, frames))
+    ds.attrs.update(
+        {
+            "id_col": str(id_col),
+            "query": _query_name(query),
+            "n_draws": int(n_draws),
+            "randomised": int(evaluator.takes_rng),
+            "common_random_numbers": int(common_random_numbers),
+            "vectorised": int(evaluator.vectorised),
+        }
+    )
+    return ds
+
+
+def _individuals(
+    frames: list[pd.DataFrame],
+    labels: list[Hashable],
+    id_col: str,
+    individuals: Sequence[Hashable] | None,
+) -> tuple[pd.Index, np.ndarray]:
+    """The individuals audited and where they are: ``(id_index, present)``.
+
+    ``present`` is ``(individual, database)``: whether the individual has rows there. The ids
+    are checked (missing, mixed types, requested but in no database).
+    """
     for j, f in enumerate(frames):
         if id_col not in f.columns:
             raise KeyError(f"id column {id_col!r} missing from database {_describe(labels, j)}")
@@ -297,14 +336,27 @@ def query_samples(
     id_index = pd.Index(all_ids)
     if not id_index.is_unique:
         raise ValueError("individuals must be unique")
-    n_db, n_ind = len(frames), len(id_index)
-    present = np.zeros((n_ind, n_db), dtype=bool)
+    present = np.zeros((len(id_index), len(frames)), dtype=bool)
     for j, ids in enumerate(ids_per_db):
         loc = id_index.get_indexer(ids)
         present[loc[loc >= 0], j] = True
     if individuals is not None:
         _check_requested(id_index, present, known, id_col)
+    return id_index, present
 
+
+def _evaluator(
+    query: Callable[..., Any],
+    id_col: str,
+    random_seed: int | np.random.SeedSequence | None,
+    common_random_numbers: bool,
+    labels: list[Hashable],
+    n_draws: int,
+) -> _Evaluator:
+    """The task runner of ``query``.
+
+    The query is randomised if it takes ``rng``, vectorised if it has ``leave_one_out``.
+    """
     takes_rng = _takes_rng(query)
     vectorised = callable(getattr(query, "leave_one_out", None))
     loo_takes_rng = vectorised and _takes_rng(query.leave_one_out)
@@ -312,7 +364,7 @@ def query_samples(
         raise ValueError("n_draws > 1 needs a randomised query (one accepting rng=)")
     seed = random_seed if isinstance(random_seed, np.random.SeedSequence) else None
     entropy = (seed or np.random.SeedSequence(random_seed)).entropy
-    evaluator = _Evaluator(
+    return _Evaluator(
         query,
         id_col,
         entropy,
@@ -323,10 +375,25 @@ def query_samples(
         labels=labels,
     )
 
-    # Tasks: (database, draw, frame, individuals present, evaluate the full database?)
+
+def _tasks(
+    frames: list[pd.DataFrame],
+    id_index: pd.Index,
+    present: np.ndarray,
+    n_draws: int,
+    vectorised: bool,
+    executor: Any,
+    chunk_size: int | None,
+) -> list[tuple]:
+    """The evaluations to run, as tasks of :class:`_Evaluator`.
+
+    A task is ``(database, draw, frame, individuals, their positions, evaluate the full
+    database?)``: one per database and draw when vectorised, else chunks of individuals.
+    """
     is_parallel = executor is not None and not (
         isinstance(executor, int) and resolve_n_workers(executor) == 1
     )
+    n_db = len(frames)
     tasks = []
     for j, f in enumerate(frames):
         here_pos = np.flatnonzero(present[:, j])
@@ -348,15 +415,18 @@ def query_samples(
             starts = range(0, len(here), size) if here else [0]
             for c, s in enumerate(starts):
                 tasks.append((j, k, f, here[s : s + size], here_pos[s : s + size], c == 0))
+    return tasks
 
-    results = map_tasks(
-        evaluator,
-        tasks,
-        executor=executor,
-        progressbar=progressbar,
-        description="Query with/without each individual",
-    )
 
+def _gather(
+    results: list[tuple], id_index: pd.Index, present: np.ndarray, n_draws: int
+) -> tuple[np.ndarray, np.ndarray, list | None]:
+    """The tasks' results as arrays, ``(value, value_without, names)``.
+
+    ``value`` is (database, draw, component), ``value_without`` (individual, database, draw,
+    component) and ``names`` the components' names (or None).
+    """
+    n_ind, n_db = present.shape
     n_comp = None
     value = None
     without = None
@@ -379,29 +449,54 @@ def query_samples(
     # Absent individuals leave the database unchanged: the full evaluation is reused.
     absent = ~present
     without[absent] = value[np.nonzero(absent)[1]]
-    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(without))):
-        bad_db = np.flatnonzero(~np.isfinite(value).all(axis=(1, 2)))
-        empty_bad = [j for j in bad_db if len(frames[j]) == 0]
-        if empty_bad:
-            many = len(empty_bad) > 1
-            raise ValueError(
-                f"the query returned a non-finite value on database{'s' if many else ''} "
-                f"{', '.join(_describe(labels, j) for j in empty_bad)}, which "
-                f"{'are' if many else 'is'} empty (no rows); drop the empty database"
-                f"{'s' if many else ''} or make the query return a finite value for an empty "
-                "frame"
-            )
-        bad = ~np.isfinite(without).all(axis=(1, 2, 3))
-        raise ValueError(
-            "the query returned non-finite values (e.g. an empty database after removing an "
-            f"individual); offending individuals: {list(id_index[bad][:10])}"
-        )
+    return value, without, names
 
-    comp_names = _component_names(names, n_comp)
+
+def _check_finite(
+    value: np.ndarray,
+    without: np.ndarray,
+    frames: list[pd.DataFrame],
+    labels: list[Hashable],
+    id_index: pd.Index,
+) -> None:
+    """Refuse non-finite query results, naming the empty databases or the individuals."""
+    if np.all(np.isfinite(value)) and np.all(np.isfinite(without)):
+        return
+    bad_db = np.flatnonzero(~np.isfinite(value).all(axis=(1, 2)))
+    empty_bad = [j for j in bad_db if len(frames[j]) == 0]
+    if empty_bad:
+        many = len(empty_bad) > 1
+        raise ValueError(
+            f"the query returned a non-finite value on database{'s' if many else ''} "
+            f"{', '.join(_describe(labels, j) for j in empty_bad)}, which "
+            f"{'are' if many else 'is'} empty (no rows); drop the empty database"
+            f"{'s' if many else ''} or make the query return a finite value for an empty "
+            "frame"
+        )
+    bad = ~np.isfinite(without).all(axis=(1, 2, 3))
+    raise ValueError(
+        "the query returned non-finite values (e.g. an empty database after removing an "
+        f"individual); offending individuals: {list(id_index[bad][:10])}"
+    )
+
+
+def _samples_dataset(
+    value: np.ndarray,
+    without: np.ndarray,
+    names: list | None,
+    present: np.ndarray,
+    labels: list[Hashable],
+    id_index: pd.Index,
+) -> xr.Dataset:
+    """``value``, ``value_without`` and ``present`` as a Dataset.
+
+    A scalar query has no ``component`` dimension.
+    """
+    n_comp = value.shape[-1]
     coords = {
         "database": _coord(labels),
         "individual": _coord(list(id_index)),
-        "draw": np.arange(n_draws),
+        "draw": np.arange(value.shape[1]),
     }
     if n_comp == 1:
         data_vars = {
@@ -409,27 +504,15 @@ def query_samples(
             "value_without": (("individual", "database", "draw"), without[..., 0]),
         }
     else:
-        coords["component"] = comp_names
+        coords["component"] = _component_names(names, n_comp)
         data_vars = {
             "value": (("database", "draw", "component"), value),
             "value_without": (("individual", "database", "draw", "component"), without),
         }
     data_vars["present"] = (("individual", "database"), present)
-    if side_info is not None:
-        data_vars["side_info"] = ("database", _side_values(side_info, frames))
     ds = xr.Dataset(data_vars, coords=coords)
     ds["value"].attrs["description"] = "query on each database, f(X^j)"
     ds["value_without"].attrs["description"] = "query without the individual, f(X^j_i)"
-    ds.attrs.update(
-        {
-            "id_col": str(id_col),
-            "query": _query_name(query),
-            "n_draws": int(n_draws),
-            "randomised": int(takes_rng),
-            "common_random_numbers": int(common_random_numbers),
-            "vectorised": int(vectorised),
-        }
-    )
     return ds
 
 

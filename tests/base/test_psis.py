@@ -12,6 +12,7 @@ import numba
 import numpy as np
 import pytest
 from scipy import stats
+from support import stack_psislw
 
 from pymc_edp.base.psis import (
     _dot_scaled,
@@ -24,7 +25,7 @@ from pymc_edp.base.psis import (
     psis_tail_length,
     psislw,
 )
-from pymc_edp.model.compat import ARVIZ_1, PSIS_TAIL_RULE, stack_psislw
+from pymc_edp.model.compat import ARVIZ_1, PSIS_TAIL_RULE
 
 # Both implementations do the same floating-point operations except for summation order
 # (pairwise in NumPy, sequential here), a product-of-8 logarithm in the GPD profile

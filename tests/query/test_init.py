@@ -13,21 +13,20 @@ import pymc_edp.query as edpq
 sys.path.insert(0, str(Path(__file__).parents[1] / "reference"))
 
 MODULES = [
-    "_kernels",
-    "density",
-    "independence",
-    "noise",
-    "plots",
-    "profile",
-    "queries",
-    "samples",
+    "pymc_edp.base.query_kernels",
+    "pymc_edp.query.density",
+    "pymc_edp.query.independence",
+    "pymc_edp.query.noise",
+    "pymc_edp.query.profile",
+    "pymc_edp.query.queries",
+    "pymc_edp.query.samples",
 ]
 
 
 def test_namespace_names_come_from_the_modules():
     homes = {}
     for module in MODULES:
-        mod = importlib.import_module(f"pymc_edp.query.{module}")
+        mod = importlib.import_module(module)
         for name in getattr(mod, "__all__", []):
             homes.setdefault(name, getattr(mod, name))
     for name in edpq.__all__:
