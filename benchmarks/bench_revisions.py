@@ -5,8 +5,9 @@ A restructure must not slow the audit down. This runs the headline audit of
 records) with the package of a base revision and with the working tree, in alternation, each
 in a fresh interpreter that imports only that tree (``PYTHONPATH``), so that both see the same
 machine load. Each interpreter warms up (imports, numba compilation or cache load) on a small
-posterior first, then times ``--repeats`` audits; the report is the median over all rounds and
-the ratio working tree / base (target <= 1.10).
+posterior first, then times ``--repeats`` audits (after a garbage collection each); the report
+is the median over all rounds and the ratio working tree / base (target <= 1.10). Single
+audits vary by +-20% on a loaded 2-core machine, so use at least 4 rounds.
 
 The base revision's package is exported with ``git archive`` into a temporary folder; numba
 caches its kernels per source path, so the two trees never share compiled code.
@@ -36,7 +37,7 @@ REPO = HERE.parent
 DEFAULT_BASE = "e4b4e6c"
 
 CHILD = r"""
-import json, sys, time, warnings
+import gc, json, sys, time, warnings
 sys.path.insert(0, {bench!r})
 from bench_audit_vs_loo import make_idata
 import pymc_edp as edp
@@ -48,6 +49,7 @@ edp.audit(make_idata(n_obs=200, n_draws=250), **kwargs)
 idata = make_idata(n_obs={obs})
 times = []
 for _ in range({repeats}):
+    gc.collect()
     t0 = time.perf_counter()
     res = edp.audit(idata, **kwargs)
     times.append(time.perf_counter() - t0)
@@ -83,7 +85,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default=DEFAULT_BASE, help="git revision to compare with")
     parser.add_argument("--obs", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
