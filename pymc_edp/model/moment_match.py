@@ -275,26 +275,15 @@ class ModelDensity:
         return np.concatenate(rows, axis=0)
 
     # ------------------------------------------------------------------ draws
-    def unconstrained_draws(self, idata) -> np.ndarray:
-        """The posterior draws in the unconstrained space, ``(n_dims, S)`` chain-major.
-
-        Taken from the ``unconstrained_posterior`` group where it holds a value variable (or
-        from the posterior, where PyMC 5's ``include_transformed`` puts it); otherwise the
-        constrained draws are mapped by each value variable's transform.
-        """
-        unc = (
-            get_group(idata, "unconstrained_posterior")
-            if has_group(idata, "unconstrained_posterior")
-            else None
-        )
-        return self.unconstrained_from(get_group(idata, "posterior"), unc)
-
     def unconstrained_from(
         self, posterior: xr.Dataset, unconstrained: xr.Dataset | None = None
     ) -> np.ndarray:
-        """:meth:`unconstrained_draws` from the groups already read.
+        """The posterior draws in the unconstrained space, ``(n_dims, S)`` chain-major.
 
-        ``unconstrained`` is the ``unconstrained_posterior`` group, or None.
+        Taken from ``unconstrained`` (the ``unconstrained_posterior`` group, or None) where it
+        holds a value variable (or from the posterior, where PyMC 5's
+        ``include_transformed`` puts it); otherwise the constrained draws are mapped by each
+        value variable's transform.
         """
         unc = xr.Dataset() if unconstrained is None else unconstrained
         model = self.model

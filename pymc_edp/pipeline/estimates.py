@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,8 +41,8 @@ _ROW_ARRAYS = (
 class Estimates:
     """Per-neighbour results: reweighting's, then moment matching's and refits' rows.
 
-    A stage never changes the estimates it is given: it works on :meth:`copy` (or uses
-    :meth:`with_rows`) and returns the new ones.
+    A stage never changes the estimates it is given: it works on a :meth:`copy` and returns
+    the new ones.
     """
 
     eps: np.ndarray  # (neighbour, parameter)
@@ -100,13 +99,6 @@ class Estimates:
         self.eps_unsmoothed[k], self.bin_draws[k] = value.eps_unsmoothed, value.bin_draws
         self.limit[k] = value.limit
         self.method[k] = method
-
-    def with_rows(self, rows: Mapping[int, tuple], method: str) -> Estimates:
-        """A copy with the rows ``{k: (estimate, se)}`` taken from their own draws."""
-        out = self.copy()
-        for k, (value, se) in rows.items():
-            out.set_row(k, value, se, method)
-        return out
 
     def epsilon(self) -> np.ndarray:
         """Each neighbour's epsilon (its largest over parameters; -inf without one)."""

@@ -16,7 +16,14 @@ from support import OutlierNormal as ON
 from pymc_edp.base.binning import epsilon_from_log_weights, quantile_bins, refit_epsilon
 from pymc_edp.base.psis import psislw
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
-from pymc_edp.model.compat import ARVIZ_1, PSIS_TAIL_RULE, from_dict, get_group, make_container
+from pymc_edp.model.compat import (
+    ARVIZ_1,
+    PSIS_TAIL_RULE,
+    from_dict,
+    get_group,
+    has_group,
+    make_container,
+)
 from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.moment_match import (
     ModelDensity,
@@ -61,6 +68,16 @@ def _psis_eps(mu, bins, smoothing, record=OUTLIER):
     ll = stats.norm.logpdf(Y[record], mu.reshape(-1), SIGMA)
     lw, k = psislw(-ll, 1.0, tail_rule=PSIS_TAIL_RULE)
     return float(epsilon_from_log_weights(lw[None], bins, smoothing)[0][0, 0]), float(k)
+
+
+def _unconstrained(dens, idata):
+    """The draws ``dens`` moves, from the groups of ``idata`` as the audit reads them."""
+    unc = (
+        get_group(idata, "unconstrained_posterior")
+        if has_group(idata, "unconstrained_posterior")
+        else None
+    )
+    return dens.unconstrained_from(get_group(idata, "posterior"), unc)
 
 
 @pytest.mark.parametrize("bins", [10, 20])
@@ -173,7 +190,7 @@ def test_density_matches_pymc(hier):
     model, idata, y = hier
     names = ["sigma", "beta", "spread"]
     dens = ModelDensity(model, names)
-    u = dens.unconstrained_draws(idata)
+    u = _unconstrained(dens, idata)
     post = get_group(idata, "posterior")
     assert u.shape == (3, 600)
     # the value variables in order: beta, sigma_log__ (model.value_vars order)
@@ -208,7 +225,7 @@ def test_density_matches_pymc(hier):
 def test_unconstrained_posterior_group_is_used(hier):
     model, idata, _ = hier
     dens = ModelDensity(model, ["sigma"])
-    u = dens.unconstrained_draws(idata)
+    u = _unconstrained(dens, idata)
     groups = {
         "posterior": get_group(idata, "posterior"),
         "observed_data": get_group(idata, "observed_data"),
@@ -216,10 +233,10 @@ def test_unconstrained_posterior_group_is_used(hier):
             {"sigma_log__": get_group(idata, "posterior")["sigma"].pipe(np.log) + 0.0}
         ),
     }
-    np.testing.assert_allclose(dens.unconstrained_draws(make_container(groups)), u)
+    np.testing.assert_allclose(_unconstrained(dens, make_container(groups)), u)
     # the group wins over transforming the posterior
     groups["unconstrained_posterior"] = groups["unconstrained_posterior"] + 1.0
-    u2 = dens.unconstrained_draws(make_container(groups))
+    u2 = _unconstrained(dens, make_container(groups))
     row = [v.name for v in model.value_vars].index("sigma_log__")
     np.testing.assert_allclose(u2[row], u[row] + 1.0)
 
@@ -465,8 +482,8 @@ def test_eight_schools_epsilon_agrees_with_refits():
             )  # fmt: skip
         rpost = get_group(fit, "posterior")
         refit_draws = posterior_matrix(rpost, names)[0]
-        u_full = dens.unconstrained_draws(data)
-        u_refit = dens.unconstrained_draws(fit)
+        u_full = _unconstrained(dens, data)
+        u_refit = _unconstrained(dens, fit)
         lr_full = -dens.log_likelihood("obs", u_full, y)[:, k]
         lr_refit = -dens.log_likelihood("obs", u_refit, y)[:, k]
         eps_refit, argbin = refit_epsilon(refit_draws, grid, 0.01, lr_full, lr_refit)

@@ -26,9 +26,17 @@ def test_empty_estimates():
     assert Estimates.empty(3, 2, 100, keep_weights=False).weights() is None
 
 
-def test_with_rows_leaves_the_original_unchanged():
+def _with_rows(est, rows, method):
+    """A copy of ``est`` with the rows ``{k: (estimate, se)}``, as the stages make one."""
+    out = est.copy()
+    for k, (value, se) in rows.items():
+        out.set_row(k, value, se, method)
+    return out
+
+
+def test_a_copy_with_new_rows_leaves_the_original_unchanged():
     est = Estimates.empty(3, 2, 100, keep_weights=False)
-    new = est.with_rows({1: (_row(0.7), 0.05)}, "refit")
+    new = _with_rows(est, {1: (_row(0.7), 0.05)}, "refit")
     assert np.isneginf(est.eps).all() and list(est.method) == ["psis"] * 3
     np.testing.assert_array_equal(new.eps[1], 0.7)
     assert new.refit_mcse[1] == 0.05 and list(new.method) == ["psis", "refit", "psis"]
@@ -50,8 +58,10 @@ def test_khat_now_and_method_used():
 
 
 def test_intervals_of_own_and_reweighted_estimates():
-    est = Estimates.empty(3, 2, 10, keep_weights=False).with_rows(
-        {0: (_row(1.0), 0.1), 2: (_row(0.5), float("nan"))}, "refit"
+    est = _with_rows(
+        Estimates.empty(3, 2, 10, keep_weights=False),
+        {0: (_row(1.0), 0.1), 2: (_row(0.5), float("nan"))},
+        "refit",
     )
     est.eps[1] = 0.4
     est.limit[1] = 3  # at a limit: open above
