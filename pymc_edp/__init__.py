@@ -16,8 +16,9 @@ The package is layered; each layer imports only the ones below it:
 * :mod:`pymc_edp.report` -- the words (printout, headline, k-hat counts), then
   :mod:`pymc_edp.plots` -- the figures and HTML views, then :mod:`pymc_edp.views`, which
   registers those functions behind the results' methods;
-* :func:`audit` (its stages in :mod:`pymc_edp.pipeline`), then :func:`tune_prior`, then the
-  command line.
+* :func:`audit` (its stages in :mod:`pymc_edp.pipeline`), then :func:`audit_release` (what
+  is published: draws, synthetic data; :mod:`pymc_edp.release`), then :func:`tune_prior`,
+  then the command line.
 """
 
 from pymc_edp.model.compat import import_arviz
@@ -30,6 +31,7 @@ from pymc_edp import (  # noqa: E402
     plots,
     query,
     refit,
+    release,
     report,
     risk,
     tuning,
@@ -45,12 +47,16 @@ from pymc_edp.auditing import (  # noqa: E402
 from pymc_edp.base.common import EDPWarning  # noqa: E402
 from pymc_edp.model.neighbours import NeighbourOptions  # noqa: E402
 from pymc_edp.refit.options import RefitOptions, VerifyOptions  # noqa: E402
+from pymc_edp.release.auditing import audit_release  # noqa: E402
+from pymc_edp.release.options import ReleaseOptions  # noqa: E402
 from pymc_edp.results.edp import EDPResult  # noqa: E402
+from pymc_edp.results.release import ReleaseResult  # noqa: E402
 from pymc_edp.results.tuning import PriorTuningResult  # noqa: E402
 from pymc_edp.tuning.prior import tune_prior  # noqa: E402
+from pymc_edp.tuning.release import ReleaseTarget  # noqa: E402
 from pymc_edp.tuning.search import SearchOptions  # noqa: E402
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 __all__ = [
     "AuditOptions",
@@ -62,15 +68,20 @@ __all__ = [
     "PerRecord",
     "PriorTuningResult",
     "RefitOptions",
+    "ReleaseOptions",
+    "ReleaseResult",
+    "ReleaseTarget",
     "SearchOptions",
     "VerifyOptions",
     "__version__",
     "audit",
+    "audit_release",
     "conjugate",
     "diagnostics",
     "plots",
     "query",
     "refit",
+    "release",
     "report",
     "risk",
     "tune_prior",

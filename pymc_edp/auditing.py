@@ -181,7 +181,7 @@ def audit(
     True
     """
     model = resolve_model(model)
-    settings = _settings(
+    settings = check_settings(
         model,
         bins=bins,
         method=method,
@@ -264,7 +264,7 @@ class AuditOptions:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-def _settings(
+def check_settings(
     model, *, bins, method, neighbour, smoothing, refit, chunks, random_seed, progressbar
 ) -> Settings:
     """Every argument of :func:`audit` checked and resolved, before any expensive work."""

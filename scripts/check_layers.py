@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("plots", ("pymc_edp.plots",)),
     ("views", ("pymc_edp.views",)),
     ("audit", ("pymc_edp.auditing", "pymc_edp.pipeline")),
+    ("release", ("pymc_edp.release",)),
     ("tuning", ("pymc_edp.tuning",)),
     ("package", ("pymc_edp",)),
     ("cli", ("pymc_edp.cli",)),

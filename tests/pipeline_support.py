@@ -5,7 +5,7 @@ import pymc as pm
 from scipy import stats
 from support import OutlierNormal as ON
 
-from pymc_edp.auditing import _settings
+from pymc_edp.auditing import check_settings
 from pymc_edp.model.compat import from_dict
 
 
@@ -21,7 +21,7 @@ def make_settings(model=None, **kwargs):
         random_seed=1,
         progressbar=False,
     )
-    return _settings(model, **{**args, **kwargs})
+    return check_settings(model, **{**args, **kwargs})
 
 
 def normal_idata(rng, n=8):

@@ -24,7 +24,7 @@ ROOT = Path(pymc_edp.__file__).resolve().parent
 
 
 #: Constructed by the package, never by users: see the module docstring.
-RESULT_CONTAINERS = {"EDPResult", "PriorTuningResult"}
+RESULT_CONTAINERS = {"EDPResult", "PriorTuningResult", "ReleaseResult"}
 
 
 def _public_objects():

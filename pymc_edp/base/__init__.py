@@ -6,6 +6,7 @@ outside ``base``: :mod:`~pymc_edp.base.binning` (equal-probability bins and epsi
 sample size and the Monte-Carlo error of epsilon), :mod:`~pymc_edp.base.hockey`
 (hockey-stick divergences, total risk, the smallest epsilon for a delta),
 :mod:`~pymc_edp.base.limits` (when an estimate is a lower bound),
+:mod:`~pymc_edp.base.pld` (privacy loss distributions: discretisation, FFT composition),
 :mod:`~pymc_edp.base.jit` (where the kernels' compiled code is cached),
 :mod:`~pymc_edp.base.kde` (kernel density estimates), :mod:`~pymc_edp.base.parallel`
 (executors and progress bars), :mod:`~pymc_edp.base.common` (shared names and sizes) and

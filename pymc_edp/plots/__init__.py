@@ -20,10 +20,18 @@ defined in :mod:`pymc_edp.plots.query`:
 - :func:`plot_densities` -- the query's densities with and without an individual;
 - :func:`plot_noise_kernel` -- the minimal noise density.
 
-:mod:`pymc_edp.plots.html` renders the results as HTML for Jupyter.
+:mod:`pymc_edp.plots.html` renders the results as HTML for Jupyter; the figure and the HTML
+view of :class:`~pymc_edp.ReleaseResult` (:func:`pymc_edp.plots.release.plot_release`,
+:func:`pymc_edp.plots.release.release_html`) are in :mod:`pymc_edp.plots.release`.
 """
 
-from pymc_edp.plots import audit, html, query, style  # noqa: F401  (html: the results' _repr_html_)
+from pymc_edp.plots import (  # noqa: F401  (html, release: the results' _repr_html_)
+    audit,
+    html,
+    query,
+    release,
+    style,
+)
 from pymc_edp.plots.audit import (
     plot_bin_log_ratios,
     plot_delta_profile,

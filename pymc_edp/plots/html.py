@@ -676,10 +676,15 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
         )
         + _section("Trials", _dataset_table(result.trials, "trial"), count=n_trials, open_=False)
     )
-    if getattr(result, "audit", None) is not None:
+    audit = getattr(result, "audit", None)
+    if audit is not None and hasattr(audit, "release"):  # tuned to a release target
+        from pymc_edp.results._views import call
+
         body += _section(
-            "Confirmation audit", edp_result_html(result.audit, style=False), open_=False
+            "Confirmation release audit", call("release_html", audit, style=False), open_=False
         )
+    elif audit is not None:
+        body += _section("Confirmation audit", edp_result_html(audit, style=False), open_=False)
     body += _warnings(tuple(result.warnings))
     subtitle = f"Prior tuned to a target B-EDP (B = {result.bins}, neighbour = {result.neighbour})"
     return _wrap("pymc_edp.PriorTuningResult", subtitle, body, style=style)

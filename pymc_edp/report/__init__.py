@@ -11,7 +11,9 @@ HTML view and the figures cannot disagree:
   (:class:`KhatCounts`), the one classification of the printout, the HTML view and the
   figures (:func:`pymc_edp.base.psis.khat_classes`);
 * :func:`edp_result_text`, :func:`tuning_result_text` -- the printouts of the two results
-  (their ``repr``);
+  (their ``repr``); :func:`pymc_edp.report.release.release_text` that of a
+  :class:`~pymc_edp.ReleaseResult`, from the facts its HTML view shows too
+  (:func:`pymc_edp.report.release.release_facts`);
 * :func:`diagnose` -- the plain-language report of how far to trust epsilon
   (``res.diagnose()``).
 

@@ -41,7 +41,9 @@ from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.pymc import resolve_model
 from pymc_edp.refit.engines import make_engine, resolve_engine
 from pymc_edp.refit.options import RefitOptions
+from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.results.tuning import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
+from pymc_edp.tuning.release import ReleaseTarget, ReleaseTrials, confirm_release
 from pymc_edp.tuning.search import (
     Search,
     SearchOptions,
@@ -233,6 +235,7 @@ def tune_prior(
     audit: AuditOptions | Mapping | None = None,
     refit: RefitOptions | Mapping | None = None,
     search: SearchOptions | Mapping | None = None,
+    release: ReleaseTarget | Mapping | None = None,
     random_seed=None,
     progressbar: bool = True,
 ) -> PriorTuningResult:
@@ -257,6 +260,17 @@ def tune_prior(
     its epsilon, Monte-Carlo standard error and the utility cost against the untuned prior are
     reported.
 
+    With a release target (``release=``), the target is instead the privacy of what is
+    published from the posterior, e.g. "``m = 5`` synthetic copies at epsilon <= 1 with
+    delta = 1e-6 for every record": every trial and the confirmation run
+    :func:`pymc_edp.audit_release` with the target's arguments, and ``target_epsilon`` is the
+    target of its headline, the epsilon at the target's ``delta`` of ``k`` composed releases
+    for the worst neighbour [4]_ [5]_. The Monte-Carlo error of a release audit is the half
+    width of its bootstrap interval over the normal quantile of its probability; the trials
+    bootstrap at most 50 replicates, the confirmation as many as the target's ``options``
+    ask. ``audit``'s ``bins``, ``method`` and ``var_names`` are then not used, and the utility
+    cost is reported for every posterior variable.
+
     Parameters
     ----------
     model : pymc.Model, optional
@@ -267,7 +281,8 @@ def tune_prior(
     hyperparameter : str, optional
         Name of that ``pm.Data`` variable; required with ``model``.
     target_epsilon : float
-        Target B-EDP epsilon (> 0).
+        Target B-EDP epsilon (> 0); with ``release``, the target of the release's epsilon
+        at its ``delta``.
     bracket : (float, float), optional
         ``(low, high)`` values known to straddle the target; default: found by stepping
         from ``initial``.
@@ -291,6 +306,11 @@ def tune_prior(
         :func:`pymc_edp.audit` (moment matching is set by ``audit``'s ``chunks``).
     search : SearchOptions or dict, optional
         ``direction``, ``rtol``, ``xtol``, ``step`` and ``max_evaluations`` of the search.
+    release : ReleaseTarget or dict, optional
+        What is published and at which delta (:class:`pymc_edp.ReleaseTarget`: ``release``
+        ``"draws"`` or ``"synthetic"``, ``k``, ``delta``, ``observed``, ``size``,
+        ``statistic``, ``neighbour``, ``options``), checked before any sampling. Default:
+        no release target, the B-EDP epsilon of :func:`pymc_edp.audit` is tuned.
     random_seed : int or numpy.random.Generator, optional
         Seeds the search (one seed for every trial), the confirmation sample and its
         refits. None draws fresh entropy; the seed used is in ``res.random_seed``.
@@ -301,7 +321,9 @@ def tune_prior(
     -------
     PriorTuningResult
         ``.value``, ``.epsilon``, ``.mcse``, ``.idata``, ``.utility``, ``.trials``,
-        ``.audit`` and ``.warnings``.
+        ``.audit`` and ``.warnings``. With ``release``, ``.audit`` is the confirmation's
+        :class:`pymc_edp.ReleaseResult`, ``.epsilon`` its headline and ``.method`` says
+        what was audited.
 
     Raises
     ------
@@ -316,7 +338,8 @@ def tune_prior(
         leaks information the audit does not count, and EDP is not DP. Also when epsilon is
         not monotone over the evaluated values, when reweighting was unreliable during the
         search, or when the confirmed epsilon misses the target by more than ``rtol`` plus
-        three times the combined Monte-Carlo error of the confirmation and the search.
+        three times the combined Monte-Carlo error of the confirmation and the search, and
+        (with ``release``) when the confirmed release epsilon is a lower bound.
 
     Notes
     -----
@@ -336,6 +359,11 @@ def tune_prior(
        Confidentiality 5(1), 2013.
     .. [3] Brent, R. P. *Algorithms for Minimization without Derivatives*, ch. 4.
        Prentice-Hall, 1973.
+    .. [4] Dimitrakakis, C., Nelson, B., Zhang, Z., Mitrokotsa, A. and Rubinstein, B. I. P.
+       "Differential privacy for Bayesian inference through posterior sampling." JMLR
+       18(11), 2017.
+    .. [5] Koskela, A., Jälkö, J. and Honkela, A. "Computing tight differential privacy
+       guarantees using FFT." AISTATS 2020.
 
     Examples
     --------
@@ -350,24 +378,36 @@ def tune_prior(
     ...                      audit=edp.AuditOptions(method="psis"),
     ...                      random_seed=1)  # doctest: +SKIP
     >>> res.value, res.epsilon, res.mcse  # doctest: +SKIP
+
+    Five posterior draws at epsilon 2 with delta 1e-3:
+
+    >>> res = edp.tune_prior(model, hyperparameter="sigma0", target_epsilon=2.0,
+    ...                      release=edp.ReleaseTarget(release="draws", k=5, delta=1e-3),
+    ...                      random_seed=1)  # doctest: +SKIP
+    >>> res.epsilon, res.audit.interval  # doctest: +SKIP
     """
     model = resolve_model(model) if build_model is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
     opts = RefitOptions.coerce(refit)
     search_opts, confirm_opts = _audit_options(audit, opts)
     sopts = SearchOptions.coerce(search)
+    target = ReleaseTarget.coerce(release)
+    if target is not None:
+        target.check_model(model)
     bracket = _bracket(bracket)
     sampler, initial, original = _sampler(model, hyperparameter, build_model, initial, opts)
     seed = resolve_seed(random_seed)
     search_seed, confirm_seed, refit_seed = _split_seed(seed)
     sign = {"auto": 0, "increasing": 1, "decreasing": -1}[sopts.direction]
-    trial_audits = _TrialAudits(sampler, search_seed, search_opts)
+    trial_audits, method, bins = _evaluator(
+        target, sampler, search_seed, search_opts, confirm_opts
+    )
     searcher = Search(trial_audits, target_epsilon, sopts.rtol)
     try:
         x_best, t_best = _run_search(searcher, math.log(initial), bracket, sopts, sign)
         value = math.exp(x_best)
         t_init = searcher.trials[0]
-        diagnostics_ = trial_audits.notes(len(searcher.trials), confirm_opts.method)
+        diagnostics_ = trial_audits.notes(len(searcher.trials), method)
         if sign == 0:
             sign = trend(searcher.trials) or 1
         is_monotone, msg = monotone(searcher.trials, sign)
@@ -375,48 +415,62 @@ def tune_prior(
             diagnostics_[msg] = None
         # the confirmation: an independent sample, audited with the method asked for
         idata, mod = sampler(value, confirm_seed)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            res = run_audit(
-                idata,
-                mod,
-                random_seed=refit_seed,
-                progressbar=progressbar,
-                **confirm_opts.kwargs(),
-            )
-        _collect(caught, diagnostics_, "confirmation: ", reraise_others=True)
-        mcse = _epsilon_mcse(res)
+        if target is None:
+            res, mcse = _confirm(idata, mod, confirm_opts, refit_seed, progressbar, diagnostics_)
+            epsilon, names = res.epsilon, list(res.epsilon_by_var)
+        else:
+            res, mcse = confirm_release(idata, mod, target, refit_seed, progressbar, diagnostics_)
+            epsilon, names = res.headline, list(get_group(idata, "posterior").data_vars)
     finally:
         if original is not None:
             sampler.model_at(original)
-    _check_miss(res.epsilon, mcse, t_best, target_epsilon, sopts.rtol, diagnostics_)
+    _check_miss(epsilon, mcse, t_best, target_epsilon, sopts.rtol, diagnostics_)
     messages = (LEAKAGE_CAVEAT, *diagnostics_)
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=2)
         _log.info(msg)
     return PriorTuningResult(
         value=float(value),
-        epsilon=float(res.epsilon),
+        epsilon=float(epsilon),
         mcse=float(mcse),
         target_epsilon=float(target_epsilon),
         hyperparameter=hyperparameter,
         initial_value=float(initial),
         initial_epsilon=float(t_init.epsilon),
         search_epsilon=float(t_best.epsilon),
-        bins=int(confirm_opts.bins),
+        bins=bins,
         neighbour=res.neighbour,
-        method=res.method,
+        method=res.method if target is None else method,
         direction="increasing" if sign > 0 else "decreasing",
         monotone=is_monotone,
         stopped=searcher.stopped,
         trials=_trials(searcher),
-        utility=_utility(t_init.idata, idata, list(res.epsilon_by_var)),
+        utility=_utility(t_init.idata, idata, names),
         warnings=messages,
         audit=res,
         idata=idata,
         idata_untuned=t_init.idata,
         random_seed=seed,
     )
+
+
+def _evaluator(target, sampler, seed: int, search_opts: AuditOptions, confirm_opts):
+    """The search's evaluations, the confirmation's method (or release) and its bins."""
+    if target is None:
+        return _TrialAudits(sampler, seed, search_opts), confirm_opts.method, confirm_opts.bins
+    bins = ReleaseOptions.coerce(target.options).bins
+    return ReleaseTrials(sampler, seed, target), target.label, int(bins)
+
+
+def _confirm(idata, mod, confirm_opts: AuditOptions, seed: int, progressbar: bool, into: dict):
+    """The confirmation audit with the method asked for; its result and MCSE."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = run_audit(
+            idata, mod, random_seed=seed, progressbar=progressbar, **confirm_opts.kwargs()
+        )
+    _collect(caught, into, "confirmation: ", reraise_others=True)
+    return res, _epsilon_mcse(res)
 
 
 def _check_miss(epsilon, mcse, t_best: Trial, target: float, rtol: float, into: dict) -> None:

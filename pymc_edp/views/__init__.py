@@ -1,6 +1,7 @@
 """The functions behind the results' methods, registered by name.
 
-:class:`~pymc_edp.EDPResult` and :class:`~pymc_edp.PriorTuningResult` hold data and import
+:class:`~pymc_edp.EDPResult`, :class:`~pymc_edp.PriorTuningResult` and
+:class:`~pymc_edp.ReleaseResult` hold data and import
 nothing above their layer; their methods call :func:`pymc_edp.results._views.call` with a
 view's name. This module, above the diagnostics, the report and the plots, registers the
 function behind every name (:data:`VIEWS`); ``import pymc_edp`` imports it.
@@ -28,6 +29,9 @@ result method                           function
 ``EDPResult.plot_delta_profile``        :func:`pymc_edp.plots.plot_delta_profile`
 ``repr(PriorTuningResult)``             :func:`pymc_edp.report.tuning_result_text`
 ``PriorTuningResult._repr_html_``       :func:`pymc_edp.plots.html.tuning_result_html`
+``repr(ReleaseResult)``                 :func:`pymc_edp.report.release.release_text`
+``ReleaseResult._repr_html_``           :func:`pymc_edp.plots.release.release_html`
+``ReleaseResult.plot``                  :func:`pymc_edp.plots.release.plot_release`
 ======================================  =====================================================
 """
 
@@ -39,6 +43,8 @@ from typing import Any
 
 from pymc_edp import diagnostics, plots, report
 from pymc_edp.plots import html
+from pymc_edp.plots import release as release_plots
+from pymc_edp.report import release as release_report
 from pymc_edp.results._views import register
 
 __all__ = ["VIEWS"]
@@ -66,6 +72,9 @@ VIEWS: MappingProxyType[str, Callable[..., Any]] = MappingProxyType(
         "plot_delta_profile": plots.plot_delta_profile,
         "tuning_text": report.tuning_result_text,
         "tuning_html": html.tuning_result_html,
+        "release_text": release_report.release_text,
+        "release_html": release_plots.release_html,
+        "plot_release": release_plots.plot_release,
     }
 )
 

@@ -48,7 +48,11 @@ def res():
 def test_importing_pymc_edp_registers_every_view():
     assert edp.views is views
     names = set(views.VIEWS)
-    assert names == set(METHODS.values()) | {"tuning_text", "tuning_html"}
+    assert names == set(METHODS.values()) | {"tuning_text", "tuning_html"} | {
+        "release_text",
+        "release_html",
+        "plot_release",
+    }
     for name, function in views.VIEWS.items():
         assert registered()[name] is function
     assert views.VIEWS["interval"] is edp.diagnostics.epsilon_interval

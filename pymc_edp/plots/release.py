@@ -1,0 +1,222 @@
+"""The views of a release audit: its (epsilon, delta) figure and its HTML view.
+
+:func:`plot_release` (``res.plot()``) draws delta against epsilon for the worst neighbour,
+for one release and for ``k``, with the headline and its Monte-Carlo interval, and, given the
+parameter-level audit, its bin-free profile beside them. :func:`release_html`
+(``res._repr_html_()``) shows the facts of :func:`pymc_edp.report.release.release_facts`,
+the same as the printout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pymc_edp.plots.html import _e, _figure, _kv, _section, _svg, _table, _wrap
+from pymc_edp.plots.style import (
+    add_legend,
+    color,
+    get_axes,
+    require_matplotlib,
+    set_labels,
+)
+from pymc_edp.report.release import release_facts
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["plot_release", "release_html"]
+
+#: Colour of the light per-neighbour curves.
+_LIGHT = "0.65"
+
+
+def _profile(epsilon: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The points of a curve a log-delta axis can show: delta > 0, epsilon finite."""
+    keep = (delta > 0) & np.isfinite(epsilon)
+    return epsilon[keep], delta[keep]
+
+
+def _worst_k_curve(res: Any) -> np.ndarray:
+    """epsilon(delta) of ``k`` releases for the worst neighbour: fine grid when refined."""
+    ref = res.refined
+    if "neighbour_label" in ref and "epsilon_k" in ref:
+        hits = np.flatnonzero(ref["neighbour_label"].values.astype(str) == res.worst_neighbour)
+        if hits.size:
+            return np.asarray(ref["epsilon_k"].values[hits[0]], dtype=float)
+    return _curve_of(res.curves["epsilon_k"], res.worst_neighbour)
+
+
+def _curve_of(da, label) -> np.ndarray:
+    """The row of neighbour ``label`` (compared as text: labels read back as strings)."""
+    hits = np.flatnonzero(da["neighbour"].values.astype(str) == str(label))
+    return np.asarray(da.values[hits[0]], dtype=float)
+
+
+def _draw_marker(ax: Axes, res: Any, facts: Any, right: float) -> None:
+    """The headline at the target delta, its interval a horizontal bar.
+
+    An interval open above reaches ``right``; a lower bound gets an open marker.
+    """
+    h, d = float(res.headline), float(res.target_delta)
+    lo, hi = (float(v) for v in res.interval)
+    hi_drawn = hi if np.isfinite(hi) else max(right, h)
+    ax.hlines(d, lo, hi_drawn, color=color(1), lw=2.0, zorder=4)
+    if not np.isfinite(hi):
+        ax.plot(hi_drawn, d, ">", color=color(1), ms=6, zorder=4)
+    label = f"ε = {facts.epsilon} {facts.interval} at δ = {facts.delta}"
+    if facts.lower_bound:
+        label += " (lower bound)"
+    ax.plot(
+        h, d, "o", ms=7, zorder=5, color=color(1), mec=color(1), mew=1.5,
+        mfc="white" if facts.lower_bound else color(1), label=label,
+    )  # fmt: skip
+
+
+def plot_release(
+    res: Any,
+    ax: Axes | None = None,
+    *,
+    neighbours: int = 5,
+    parameters: Any = None,
+    figsize: tuple[float, float] | None = None,
+) -> Axes:
+    """Delta against epsilon of one and of ``k`` releases (``res.plot()``).
+
+    The worst neighbour's privacy profile for one release (``res.curves["epsilon_1"]``) and
+    for ``k`` (the fine-grid ``res.refined["epsilon_k"]`` of its pair), the coarse
+    ``k``-release curves of the ``neighbours`` worst neighbours in light lines, and the
+    headline at the target delta with its Monte-Carlo interval as a horizontal bar (an open
+    marker when it is a lower bound). Given the parameter-level audit, its bin-free profile
+    ``delta(epsilon)`` (:meth:`pymc_edp.EDPResult.delta_profile`) is drawn beside them.
+    Points with delta = 0 or an infinite epsilon are left out (log delta axis).
+
+    Parameters
+    ----------
+    res : ReleaseResult
+        A result of :func:`pymc_edp.audit_release`.
+    ax : matplotlib.axes.Axes, optional
+    neighbours : int, default 5
+        Neighbours (largest epsilon first) whose coarse ``k``-release curves are drawn.
+    parameters : EDPResult, optional
+        The parameter-level audit of the same posterior (:func:`pymc_edp.audit`).
+    figsize : tuple of float, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import pymc_edp as edp
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> res = edp.audit_release(load_eight_schools(), release="draws", k=5, delta=1e-3,
+    ...                         progressbar=False, options={"bootstrap": 20}, random_seed=0)
+    >>> ax = edp.plots.release.plot_release(res, neighbours=2)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()][1:3]
+    ['k = 5 releases, worst neighbour', 'k = 5 releases, 2 worst neighbours (coarse)']
+    >>> plt.close(ax.figure)
+    """
+    require_matplotlib()
+    facts = release_facts(res)
+    ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
+    curves = res.curves
+    grid = np.asarray(curves["delta"].values, dtype=float)
+    worst = res.worst_neighbour
+    e1, d1 = _profile(_curve_of(curves["epsilon_1"], worst), grid)
+    ek, dk = _profile(_worst_k_curve(res), np.asarray(res.refined["delta"].values, float))
+    ax.plot(e1, d1, color=color(0), lw=1.6, ls="--", label=f"1 release, worst neighbour ({worst})")
+    ax.plot(ek, dk, color=color(0), lw=1.8, label=f"k = {res.k} releases, worst neighbour")
+    order = np.argsort(-np.nan_to_num(res.pointwise["epsilon"].values, nan=-np.inf))
+    labels = res.pointwise["neighbour"].values[order[: max(int(neighbours), 0)]]
+    light = f"k = {res.k} releases, {len(labels)} worst neighbours (coarse)"
+    for j, label in enumerate(labels):
+        e, d = _profile(np.asarray(curves["epsilon_k"].sel(neighbour=label).values, float), grid)
+        ax.plot(
+            e, d, color=_LIGHT, lw=0.9, alpha=0.8, zorder=1,
+            label=light if j == 0 else None,
+        )  # fmt: skip
+    shown = [e1, ek]
+    if parameters is not None:
+        top = max([float(np.max(e)) for e in shown if e.size] + [float(res.headline)])
+        epsilons = np.linspace(0.0, 1.05 * top, 200)
+        prof = parameters.delta_profile(epsilons)
+        e, d = _profile(epsilons, np.asarray(prof["delta"].values, dtype=float))
+        ax.plot(e, d, color=color(2), lw=1.6, ls="-.", label="parameters: bin-free δ(ε)")
+        shown.append(e)
+    right = max([float(np.max(e)) for e in shown if e.size] + [float(res.headline)])
+    _draw_marker(ax, res, facts, right)
+    ax.set_yscale("log")
+    set_labels(ax, "ε", "δ", f"Privacy of {facts.published} ({facts.setting.split(',')[0]})")
+    add_legend(ax)
+    return ax
+
+
+def release_html(res: Any, *, style: bool = True) -> str:
+    """The HTML view of a release audit (``ReleaseResult._repr_html_``).
+
+    The facts of the printout (:func:`pymc_edp.report.release.release_facts`): what is
+    published, ``k`` and the neighbour relation, the headline with its Monte-Carlo interval
+    ("a lower bound" when it is one), the worst neighbour, then collapsible sections: the
+    post-processing comparison, the figure of :func:`plot_release`, the details and the
+    notes.
+
+    Parameters
+    ----------
+    res : ReleaseResult
+        A result of :func:`pymc_edp.audit_release`.
+    style : bool, default True
+        Include the ``<style>`` element (False when nested in another view).
+
+    Returns
+    -------
+    str
+        Self-contained HTML (no script, no external resource).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pymc_edp import ReleaseResult
+    >>> from pymc_edp.plots.release import release_html
+    >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, True, "St. Paul's",
+    ...                     "remove", xr.Dataset(), xr.Dataset(), xr.Dataset(), xr.Dataset())
+    >>> page = release_html(res)
+    >>> "6.650" in page and "a lower bound" in page and "<script" not in page
+    True
+    """
+    facts = release_facts(res)
+    items = [
+        ("published", _e(facts.published)),
+        ("releases", _e(facts.setting)),
+        ("headline", f"<b>{_e(facts.headline)}</b>"),
+        ("worst neighbour", _e(facts.worst_neighbour)),
+    ]
+    if facts.bound:
+        items.insert(3, ("lower bound", _e(facts.bound)))
+    body = _kv(items)
+    if facts.comparison:
+        rows = [(level, what, eps) for level, what, eps in facts.comparison]
+        table = _table(("level", "publishes", "ε"), rows)
+        body += _section(
+            "Post-processing",
+            table + f'<div class="pedp-caption">{_e(facts.post_processing)}</div>',
+            count=len(rows),
+        )
+    if "epsilon_1" in res.curves and "epsilon_k" in res.curves:
+        svg = _svg(lambda ax: plot_release(res, ax=ax), (5.6, 3.4))
+        caption = "δ against ε; res.plot(parameters=...) adds the parameter-level profile."
+        body += _section("Privacy profile", _figure(svg, caption), open_=False)
+    if facts.details:
+        body += _section("Details", _kv([(k, _e(v)) for k, v in facts.details]), open_=False)
+    if facts.notes:
+        notes = "".join(f"<li>{_e(n)}</li>" for n in facts.notes)
+        body += _section(
+            "Notes", f'<ul class="pedp-warnings">{notes}</ul>', count=len(facts.notes)
+        )
+    else:
+        body += _section("Notes", '<div class="pedp-muted">none</div>', count=0, open_=False)
+    return _wrap("pymc_edp.ReleaseResult", facts.title, body, style=style)

@@ -1,0 +1,511 @@
+"""The front door of release audits: :func:`audit_release`."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.auditing import check_settings
+from pymc_edp.base import accounting as acc
+from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
+from pymc_edp.base.parallel import progress_bar
+from pymc_edp.base.validate import check_choice, check_int, check_real
+from pymc_edp.model.compat import check_container, load_in_memory
+from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
+from pymc_edp.model.neighbours import NeighbourOptions
+from pymc_edp.model.pymc import resolve_model
+from pymc_edp.pipeline.inputs import Inputs, read_inputs
+from pymc_edp.release import notes as release_notes
+from pymc_edp.release.kinds import (
+    DatasetRelease,
+    DrawsRelease,
+    Pair,
+    StatisticRelease,
+    block_counts,
+)
+from pymc_edp.release.options import ReleaseOptions
+from pymc_edp.release.synthetic import SyntheticData, discrete_support, observed_name
+from pymc_edp.results.release import ReleaseResult
+
+__all__ = ["audit_release"]
+
+_log = logging.getLogger("pymc_edp")
+
+#: Grid points over one release's loss range on the fine grid (at most ``accuracy / k``).
+FINE_POINTS = 4096
+#: Refined pairs bootstrapped (the worst ones).
+BOOTSTRAP_PAIRS = 3
+
+
+@dataclass(frozen=True)
+class _Spec:
+    release: str
+    k: int
+    delta: float
+    observed: str | None
+    size: int | None
+    statistic: Callable | None
+
+
+def audit_release(
+    idata,
+    model=None,
+    *,
+    release: str = "draws",
+    k: int = 1,
+    delta: float = 1e-5,
+    observed: str | None = None,
+    size: int | None = None,
+    statistic: Callable | None = None,
+    neighbour: str | NeighbourOptions | Mapping = "remove",
+    options: ReleaseOptions | Mapping | None = None,
+    random_seed=None,
+    progressbar: bool = True,
+) -> ReleaseResult:
+    """Audit what is published: ``k`` posterior draws or synthetic datasets, as (epsilon, delta).
+
+    For each neighbour dataset ``D'`` (as in :func:`pymc_edp.audit`: a record removed or
+    replaced, or an individual's rows), the privacy loss of one release ``o`` is
+    ``L(o) = log p(o | D) - log p(o | D')``, in both orderings; its distribution (the PLD)
+    gives ``delta(eps) = E[(1 - e^(eps - L))_+]``. ``k`` independent releases compose each
+    neighbour's PLD ``k`` times (FFT on a grid, losses rounded up); the headline is the
+    worst neighbour's composed epsilon at ``delta``.
+
+    * ``release="draws"``: each release is a posterior draw. ``L(theta)`` is minus the log
+      density ratio of the two posteriors, which the raw importance ratios give (bin-free).
+    * ``release="synthetic"``: each release is a synthetic dataset of ``size`` records from
+      the posterior predictive of ``observed``. ``p(y | D)`` is the mean of the model's own
+      observation density over the draws and ``p(y | D')`` the mean weighted by the
+      neighbour's Pareto-smoothed weights. Datasets are listed and summed over exactly
+      when their records take few values (e.g. 2^5 Bernoulli datasets); otherwise they are
+      sampled from both mechanisms. With ``statistic=``, each release is
+      ``statistic(y)``, cut into equal-probability bins.
+
+    Every pair is first composed on a coarse grid rounding losses up and down; the pairs
+    whose upper bound reaches the largest lower bound are composed on the fine grid, so the
+    worst pair is found exactly. The interval is a bootstrap over blocks of draws within
+    chains (and over sampled outputs); an estimate resting on fewer than 10 effective draws
+    or outputs is flagged a lower bound. A synthetic release is also audited as posterior
+    draws (and a statistic as the dataset) on the same pairs: post-processing can only
+    lower epsilon, so the levels are reported side by side (``res.comparison``).
+
+    Parameters
+    ----------
+    idata : xarray.DataTree or arviz.InferenceData
+        What ``pm.sample`` returned, with a ``log_likelihood`` group or a model to compute
+        it from.
+    model : pymc.Model, optional
+        Needed for synthetic releases (their density and sampling) and for replacement
+        neighbours. Default: the model of the enclosing ``with`` block, if any.
+    release : {"draws", "synthetic"}, default "draws"
+    k : int, default 1
+        Independent releases: ``k`` posterior draws, or ``m = k`` synthetic copies.
+    delta : float, default 1e-5
+        The delta of the headline epsilon (``res.epsilon(delta)`` gives any other).
+    observed : str, optional
+        The observed variable synthetic data are drawn from (default the only one).
+    size : int, optional
+        Records per synthetic dataset (default the data's ``n``); record ``j`` takes the
+        covariates of record ``j mod n``.
+    statistic : callable, optional
+        ``statistic(y) -> float`` of a synthetic dataset ``y`` (shape ``(size, ...)``): the
+        statistic is published instead of the dataset.
+    neighbour : {"remove", "replace"}, NeighbourOptions or dict, default "remove"
+        As in :func:`pymc_edp.audit`; each replacement candidate is its own pair.
+    options : ReleaseOptions or dict, optional
+        ``var_names`` of a draws release, sampled ``outputs``, listing limit, statistic
+        ``bins``, grid ``accuracy``, ``bootstrap`` replicates, ``prob`` and ``top``.
+    random_seed : int or numpy.random.Generator, optional
+        Seeds the sampled outputs and the bootstrap; the seed used is ``res.random_seed``.
+    progressbar : bool, default True
+
+    Returns
+    -------
+    ReleaseResult
+        ``res.epsilon(delta)`` and ``res.delta(epsilon)`` for the worst neighbour, per
+        neighbour curves, the interval and the notes.
+
+    References
+    ----------
+    .. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+       Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (Table 1).
+    .. [2] Dimitrakakis, C., Nelson, B., Zhang, Z., Mitrokotsa, A. and Rubinstein, B. I. P.
+       "Differential privacy for Bayesian inference through posterior sampling." JMLR
+       18(11), 2017.
+    .. [3] Koskela, A., Jälkö, J. and Honkela, A. "Computing tight differential privacy
+       guarantees using FFT." AISTATS 2020.
+    .. [4] Doroshenko, V., Ghazi, B., Kamath, P., Kumar, R. and Manurangsi, P. "Connect the
+       dots: tighter discrete approximations of privacy loss distributions." PETS 2022.
+
+    Examples
+    --------
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> import pymc_edp as edp
+    >>> idata = load_eight_schools()
+    >>> res = edp.audit_release(idata, release="draws", k=5, delta=1e-3, progressbar=False,
+    ...                         options={"bootstrap": 20}, random_seed=0)
+    >>> res.epsilon() == res.headline
+    True
+    >>> res.delta(res.headline) <= 1e-3 + 1e-9
+    True
+    """
+    model = resolve_model(model)
+    opts = ReleaseOptions.coerce(options)
+    spec = _check(release, k, delta, observed, size, statistic, model)
+    settings = check_settings(
+        model,
+        bins=opts.bins,
+        method="psis",
+        neighbour=neighbour,
+        smoothing=None,
+        refit=None,
+        chunks={"prune": False, "store_weights": False},
+        random_seed=random_seed,
+        progressbar=progressbar,
+    )
+    check_container(idata)
+    idata = load_in_memory(idata)
+    names = opts.var_names if spec.release == "draws" else None
+    inp = read_inputs(idata, model, settings, var_names=names)
+    if not inp.factorised:
+        raise ValueError(
+            "audit_release needs a factorised pointwise log-likelihood (one term per record): "
+            "the neighbours' weights come from it"
+        )
+    kind = _kind(spec, inp, opts, settings.seed)
+    screen = _screen(kind, inp, spec, settings.progressbar)
+    refined = _refine(kind, inp, spec, opts, screen, settings.seed)
+    interval = _bootstrap(kind, inp, spec, opts, refined, settings.seed)
+    comparison = _compare(kind, inp, spec, opts, refined, settings.seed)
+    notes = release_notes.collect(kind, inp, spec, opts, screen, refined, model)
+    for note in notes:
+        warnings.warn(note, EDPWarning, stacklevel=2)
+    return _assemble(kind, inp, spec, opts, screen, refined, interval, comparison, notes, settings)
+
+
+def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
+    """Every argument checked before any expensive work."""
+    check_choice(release, "release", ("draws", "synthetic"))
+    k = check_int(k, "k", 1)
+    delta = check_real(delta, "delta", minimum=0)
+    if delta >= 1:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+    if release == "draws":
+        given = [
+            n
+            for n, v in (("observed", observed), ("size", size), ("statistic", statistic))
+            if v is not None
+        ]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} describe synthetic data: pass release='synthetic' (a "
+                "draws release publishes posterior draws; choose them with "
+                "options={'var_names': ...})"
+            )
+        return _Spec("draws", k, delta, None, None, None)
+    if model is None:
+        raise ValueError(
+            "release='synthetic' draws datasets from the model's posterior predictive and "
+            "evaluates its observation density: pass model="
+        )
+    name = observed_name(model, observed)
+    if size is not None:
+        size = check_int(size, "size", 1)
+    if statistic is not None and not callable(statistic):
+        raise TypeError(f"statistic must be a function of a synthetic dataset, got {statistic!r}")
+    kind = "statistic" if statistic is not None else "synthetic"
+    return _Spec(kind, k, delta, name, size, statistic)
+
+
+def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, seed: int):
+    """The release's estimator (for synthetic data: outputs drawn or listed, densities)."""
+    if spec.release == "draws":
+        return DrawsRelease()
+    data = _synthetic_data(spec, inp)
+    if spec.release == "statistic":
+        return StatisticRelease(data, spec.statistic, opts.bins, seed)
+    support = opts.support
+    support = (
+        discrete_support(inp.model, spec.observed) if support is None else np.asarray(support)
+    )
+    return DatasetRelease(data, support, opts.outputs, opts.enumerate, seed)
+
+
+def _synthetic_data(spec: _Spec, inp: Inputs) -> SyntheticData:
+    n = int(np.asarray(inp.model.rvs_to_values[inp.model[spec.observed]].data).shape[0])
+    return SyntheticData(inp.model, spec.observed, inp.posterior, spec.size or n)
+
+
+@dataclass
+class _Screen:
+    """Pass 1: every pair on the coarse grid (per neighbour, and per pair of it)."""
+
+    upper: np.ndarray  # (n, C) coarse upper bound of the k-fold epsilon at delta
+    lower: np.ndarray  # (n, C) coarse lower bound
+    eps1: np.ndarray  # (n, C) one release, exactly
+    khat: np.ndarray  # (n, C)
+    curve1: np.ndarray  # (n, G) of each neighbour's worst candidate
+    curvek: np.ndarray  # (n, G)
+
+
+def _pair_ratios(inp: Inputs, index, candidate: int) -> np.ndarray:
+    repl = list(inp.replacement_sets[candidate]) or None
+    sub = inp.neighbours.subset(np.atleast_1d(index))
+    return log_ratios(inp.ll, sub, 0, len(sub), repl)
+
+
+def _weights(lr: np.ndarray, reff: float) -> tuple[np.ndarray, np.ndarray]:
+    lw, kh = smoothed_log_weights(np.array(lr, dtype=float, order="C"), reff)
+    return np.exp(lw), kh
+
+
+def _screen(kind, inp: Inputs, spec: _Spec, progressbar: bool) -> _Screen:
+    n, n_cand, grid = len(inp.neighbours), len(inp.replacement_sets), acc.DELTA_GRID
+    out = _Screen(
+        *(np.full((n, n_cand), -np.inf) for _ in range(4)),
+        np.zeros((n, grid.size)),
+        np.zeros((n, grid.size)),
+    )
+    step = max(1, min(256, 2**26 // (8 * max(inp.n_samples, 1))))
+    with progress_bar(n * n_cand, description="Release PLDs", enabled=progressbar) as bar:
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            for c in range(n_cand):
+                lr = _pair_ratios(inp, np.arange(start, stop), c)
+                w, kh = _weights(lr, inp.reff)
+                atoms = kind.atoms(lr, w)
+                for j in range(stop - start):
+                    i = start + j
+                    out.khat[i, c] = kh[j]
+                    _screen_pair(out, i, c, atoms.loss[j], atoms.prob[j], spec)
+                bar.advance(stop - start)
+    return out
+
+
+def _screen_pair(out: _Screen, i: int, c: int, loss, prob, spec: _Spec) -> None:
+    c1 = acc.epsilon_curve(loss, prob, acc.DELTA_GRID)
+    e1 = float(acc.epsilon_curve(loss, prob, np.array([spec.delta]))[0])
+    if spec.k == 1:
+        up = lo = e1
+        ck = c1
+    else:
+        h = acc.grid_interval(loss, prob, spec.k, points=acc.COARSE_POINTS)
+        comp = acc.compose_pair(loss, prob, spec.k, h)
+        up, lo = float(comp.epsilon(spec.delta)), float(comp.epsilon(spec.delta, "lower"))
+        ck = comp.epsilon(acc.DELTA_GRID)
+    out.upper[i, c], out.lower[i, c], out.eps1[i, c] = up, lo, e1
+    if c == 0 or up > out.upper[i, :c].max():
+        out.curve1[i], out.curvek[i] = c1, ck
+
+
+@dataclass
+class _Refined:
+    """Pass 2: the pairs that can be the worst, on the fine grid."""
+
+    neighbour: np.ndarray  # (P,) neighbour index
+    candidate: np.ndarray  # (P,)
+    upper: np.ndarray  # (P,) fine upper bound at delta (exact for k = 1)
+    lower: np.ndarray  # (P,)
+    contributing: np.ndarray  # (P,) effective atoms the estimate rests on
+    interval: np.ndarray  # (P,) fine grid interval
+    curvek: np.ndarray  # (P, G)
+    loss: np.ndarray  # (P, 2, A)
+    prob: np.ndarray  # (P, 2, A)
+    pairs: list  # Pair objects (for the bootstrap and the comparison)
+    capped: int  # pairs that qualified but were not refined
+
+
+def _refine(kind, inp, spec: _Spec, opts: ReleaseOptions, screen: _Screen, seed: int):
+    floor = np.nanmax(screen.lower)
+    ok = screen.upper >= floor - 1e-12
+    cand = np.argwhere(ok)
+    order = np.argsort(-screen.upper[ok], kind="stable")
+    chosen = cand[order[: opts.top]]
+    rows = []
+    for p, (i, c) in enumerate(chosen):
+        lr = _pair_ratios(inp, i, c)
+        w, _ = _weights(lr, inp.reff)
+        pair = Pair(lr[0], w[0])
+        atoms = kind.refined(pair, seed + 7919 * (p + 1))
+        rows.append((pair, *_fine(atoms.loss[0], atoms.prob[0], spec, opts, kind.listed)))
+    a_len = max(r[5].shape[-1] for r in rows)
+    loss = np.stack([_pad(r[5], a_len, 0.0) for r in rows])
+    prob = np.stack([_pad(r[6], a_len, 0.0) for r in rows])
+    return _Refined(
+        neighbour=chosen[:, 0],
+        candidate=chosen[:, 1],
+        upper=np.array([r[1] for r in rows]),
+        lower=np.array([r[2] for r in rows]),
+        contributing=np.array([r[3] for r in rows]),
+        interval=np.array([r[4] for r in rows]),
+        curvek=np.stack([r[7] for r in rows]),
+        loss=loss,
+        prob=prob,
+        pairs=[r[0] for r in rows],
+        capped=int(ok.sum() - len(chosen)),
+    )
+
+
+def _pad(a: np.ndarray, length: int, value: float) -> np.ndarray:
+    width = [(0, 0)] * (a.ndim - 1) + [(0, length - a.shape[-1])]
+    return np.pad(a, width, constant_values=value)
+
+
+def _fine(loss, prob, spec: _Spec, opts: ReleaseOptions, listed: bool):
+    """Fine-grid epsilon bounds, effective atoms, grid and curve of one pair."""
+    h = acc.grid_interval(loss, prob, spec.k, points=FINE_POINTS, accuracy=opts.accuracy)
+    if spec.k == 1:
+        per = [
+            float(acc.epsilon_curve(loss[[o, o]], prob[[o, o]], np.array([spec.delta]))[0])
+            for o in range(2)
+        ]
+        up = lo = max(per)
+        curve = acc.epsilon_curve(loss, prob, acc.DELTA_GRID)
+    else:
+        comp = acc.compose_pair(loss, prob, spec.k, h)
+        per = [float(comp.upper[o].epsilon(spec.delta)) for o in range(2)]
+        up, lo = max(per), float(comp.epsilon(spec.delta, "lower"))
+        curve = comp.epsilon(acc.DELTA_GRID)
+    o = int(np.argmax(per))
+    n_eff = np.inf if listed else acc.contributing_atoms(loss[o], prob[o], spec.k, up, h)
+    return up, lo, n_eff, h, loss, prob, curve
+
+
+def _pair_epsilon(loss, prob, spec: _Spec, h: float) -> float:
+    if spec.k == 1:
+        return float(acc.epsilon_curve(loss, prob, np.array([spec.delta]))[0])
+    return float(acc.compose_pair(loss, prob, spec.k, h, lower=False).epsilon(spec.delta))
+
+
+def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
+    """Percentile interval of the worst epsilon over blocks of draws (and outputs)."""
+    head = float(refined.upper.max())
+    if opts.bootstrap == 0:
+        return (np.nan, np.nan)
+    top = np.argsort(-refined.upper)[:BOOTSTRAP_PAIRS]
+    grids = [acc.grid_interval(refined.loss[p], refined.prob[p], spec.k, points=512) for p in top]
+    base = max(
+        _pair_epsilon(refined.loss[p], refined.prob[p], spec, h)
+        for p, h in zip(top, grids, strict=True)
+    )
+    rng = np.random.default_rng([seed, 2])
+    n_chains = inp.n_chains
+    n_draws = inp.n_samples // n_chains
+    block = int(min(max(1, np.ceil(2 / max(min(inp.reff, 1.0), 1e-3))), max(1, n_draws // 4)))
+    reps = np.empty(opts.bootstrap)
+    for b in range(opts.bootstrap):
+        counts = block_counts(n_chains, n_draws, block, rng)
+        vals = []
+        for p, h in zip(top, grids, strict=True):
+            at = kind.replicate(refined.pairs[p], counts, rng)
+            vals.append(_pair_epsilon(at.loss[0], at.prob[0], spec, h))
+        reps[b] = max(vals)
+    finite = reps[np.isfinite(reps)]
+    if finite.size < reps.size or not np.isfinite(base):
+        return (head, np.inf)
+    q = np.quantile(finite - base, [(1 - opts.prob) / 2, (1 + opts.prob) / 2])
+    return (max(0.0, head + float(q[0])), head + float(q[1]))
+
+
+def _compare(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
+    """Post-processing: the same pairs audited as posterior draws (and as the dataset)."""
+    levels = {spec.release: refined.upper}
+    if spec.release in ("synthetic", "statistic"):
+        draws = DrawsRelease()
+        levels["draws"] = _level(draws, refined, spec, opts, seed)
+    if spec.release == "statistic":
+        data = _synthetic_data(spec, inp)
+        support = (
+            discrete_support(inp.model, spec.observed)
+            if opts.support is None
+            else (np.asarray(opts.support))
+        )
+        ds = DatasetRelease(data, support, opts.outputs, opts.enumerate, seed)
+        levels["synthetic"] = _level(ds, refined, spec, opts, seed)
+    order = [lv for lv in ("draws", "synthetic", "statistic") if lv in levels]
+    eps = np.stack([levels[lv] for lv in order])
+    return xr.Dataset(
+        {"epsilon": (("level", "pair"), eps), "worst": ("level", eps.max(axis=1))},
+        coords={"level": np.array(order, dtype=str), "pair": np.arange(eps.shape[1])},
+    )
+
+
+def _level(kind, refined: _Refined, spec: _Spec, opts: ReleaseOptions, seed: int) -> np.ndarray:
+    out = []
+    for p, pair in enumerate(refined.pairs):
+        at = kind.refined(pair, seed + 7919 * (p + 1))
+        out.append(_fine(at.loss[0], at.prob[0], spec, opts, kind.listed)[0])
+    return np.array(out)
+
+
+def _assemble(kind, inp, spec, opts, screen, refined, interval, comparison, notes, settings):
+    labels = np.asarray(inp.neighbours.labels)
+    labels = labels if labels.dtype.kind in "biufUM" else labels.astype(str)
+    worst_c = np.argmax(screen.upper, axis=1)
+    rows = np.arange(len(labels))
+    eps = screen.upper[rows, worst_c].copy()
+    is_refined = np.zeros(len(labels), dtype=bool)
+    for p, (i, c) in enumerate(zip(refined.neighbour, refined.candidate, strict=True)):
+        if c == worst_c[i]:
+            eps[i] = refined.upper[p]
+        is_refined[i] = True
+    best = int(np.argmax(refined.upper))
+    head = float(refined.upper[best])
+    nb = {NEIGHBOUR_DIM: labels}
+    pointwise = xr.Dataset(
+        {
+            "epsilon": (NEIGHBOUR_DIM, eps),
+            "epsilon_1": (NEIGHBOUR_DIM, screen.eps1[rows, worst_c]),
+            "pareto_k": (NEIGHBOUR_DIM, np.max(screen.khat, axis=1)),
+            "refined": (NEIGHBOUR_DIM, is_refined),
+            "candidate": (NEIGHBOUR_DIM, worst_c),
+        },
+        coords=nb,
+    )
+    grid = {"delta": acc.DELTA_GRID}
+    curves = xr.Dataset(
+        {
+            "epsilon_1": ((NEIGHBOUR_DIM, "delta"), screen.curve1),
+            "epsilon_k": ((NEIGHBOUR_DIM, "delta"), screen.curvek),
+        },
+        coords={**nb, **grid},
+    )
+    ref = xr.Dataset(
+        {
+            "neighbour_label": ("pair", labels[refined.neighbour]),
+            "candidate": ("pair", refined.candidate),
+            "epsilon": ("pair", refined.upper),
+            "epsilon_lower": ("pair", refined.lower),
+            "contributing": ("pair", refined.contributing),
+            "interval": ("pair", refined.interval),
+            "epsilon_k": (("pair", "delta"), refined.curvek),
+            "loss": (("pair", "ordering", "atom"), refined.loss),
+            "prob": (("pair", "ordering", "atom"), refined.prob),
+        },
+        coords={"pair": np.arange(refined.upper.size), "ordering": ["D,D'", "D',D"], **grid},
+    )
+    lower_bound = bool(acc.resolution_limited(refined.contributing[best]))
+    details = release_notes.details(kind, inp, spec, opts, refined)
+    return ReleaseResult(
+        release=spec.release,
+        k=spec.k,
+        target_delta=spec.delta,
+        headline=head,
+        interval=(float(interval[0]), float(interval[1])),
+        prob=opts.prob,
+        lower_bound=lower_bound,
+        worst_neighbour=str(labels[refined.neighbour[best]]),
+        neighbour=settings.neighbour_label,
+        pointwise=pointwise,
+        curves=curves,
+        refined=ref,
+        comparison=comparison,
+        notes=tuple(notes),
+        details=details,
+        random_seed=settings.seed,
+    )

@@ -1,0 +1,243 @@
+"""The report of a release audit: what ``k`` published draws or datasets give away, in words.
+
+:func:`release_facts` reads a :class:`~pymc_edp.ReleaseResult` once into
+:class:`ReleaseFacts` (every number already formatted, every sentence written); the printout
+:func:`release_text` (``repr(res)``) and the HTML view
+(:func:`pymc_edp.plots.release.release_html`, ``res._repr_html_()``) both show those facts,
+so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pymc_edp.report.headline import format_interval
+from pymc_edp.results.release import RELEASES
+
+__all__ = ["POST_PROCESSING", "ReleaseFacts", "release_facts", "release_text"]
+
+#: The post-processing sentence under the comparison of release levels.
+POST_PROCESSING = (
+    "Each level is computed from the one before it (draws -> synthetic datasets -> a "
+    "statistic of them), so a later level can be no less private than an earlier one: "
+    "its epsilon is at most the earlier level's."
+)
+
+_NEIGHBOURS = {"remove": "one record removed", "replace": "one record replaced"}
+
+#: ``details`` keys shown, in this order, with their labels.
+_DETAILS = (
+    ("draws", "posterior draws"),
+    ("chains", "chains"),
+    ("outputs", "outputs"),
+    ("listed", "outputs listed"),
+    ("size", "synthetic dataset size"),
+    ("observed", "observed"),
+    ("statistic", "statistic"),
+    ("bins", "bins"),
+    ("bootstrap", "bootstrap replicates"),
+    ("accuracy", "accuracy"),
+    ("log_mean_bias", "log-mean bias"),
+    ("discretisation", "discretisation"),
+    ("contributing", "effective draws (worst pair)"),
+)
+
+
+@dataclass(frozen=True)
+class ReleaseFacts:
+    """What a release audit says, formatted once for the printout and the HTML view.
+
+    Attributes
+    ----------
+    title : str
+        The first line: the kind of audit and what is published.
+    published : str
+        What each release publishes (``RELEASES[res.release]``).
+    setting : str
+        ``k`` and the neighbour relation.
+    epsilon, interval, delta : str
+        The headline epsilon, its Monte-Carlo interval (``[lo, hi]`` or ``[lo, inf)``) and
+        the target delta, formatted.
+    lower_bound : bool
+        The headline is a lower bound (``res.lower_bound``, or the interval is open above).
+    headline : str
+        The headline sentence.
+    bound : str
+        Why the headline is a lower bound ("" when it is not).
+    worst_neighbour : str
+    comparison : tuple of (str, str, str)
+        ``(level, what it publishes, epsilon)`` per post-processing level.
+    post_processing : str
+        :data:`POST_PROCESSING` ("" without a comparison).
+    details : tuple of (str, str)
+        ``(label, value)`` of the key Monte-Carlo facts.
+    notes : tuple of str
+
+    Examples
+    --------
+    >>> from pymc_edp.report.release import ReleaseFacts
+    >>> ReleaseFacts.__dataclass_fields__["headline"].type
+    'str'
+    """
+
+    title: str
+    published: str
+    setting: str
+    epsilon: str
+    interval: str
+    delta: str
+    lower_bound: bool
+    headline: str
+    bound: str
+    worst_neighbour: str
+    comparison: tuple[tuple[str, str, str], ...]
+    post_processing: str
+    details: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        return f"{float(value):.4g}"
+    return str(value)
+
+
+def _comparison(res: Any) -> tuple[tuple[str, str, str], ...]:
+    comp = res.comparison
+    if "level" not in comp.dims or "worst" not in comp:
+        return ()
+    rows = []
+    for level, eps in zip(comp["level"].values, comp["worst"].values, strict=True):
+        level = str(level)
+        rows.append((level, RELEASES.get(level, level), f"{float(eps):.3f}"))
+    return tuple(rows)
+
+
+def release_facts(res: Any) -> ReleaseFacts:
+    """Read a release audit into the facts every view of it shows.
+
+    Parameters
+    ----------
+    res : ReleaseResult
+        A result of :func:`pymc_edp.audit_release`.
+
+    Returns
+    -------
+    ReleaseFacts
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pymc_edp import ReleaseResult
+    >>> from pymc_edp.report.release import release_facts
+    >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, float("inf")), 0.9, False,
+    ...                     "St. Paul's", "remove", xr.Dataset(), xr.Dataset(),
+    ...                     xr.Dataset(), xr.Dataset())
+    >>> facts = release_facts(res)
+    >>> facts.lower_bound, facts.interval
+    (True, '[5.670, inf)')
+    >>> print(facts.headline)
+    epsilon = 6.650 [5.670, inf) (90% MC interval; a lower bound) at delta = 0.001 for 5 releases
+    """
+    lo, hi = (float(v) for v in res.interval)
+    lower = bool(res.lower_bound) or not np.isfinite(hi)
+    interval = format_interval((lo, hi))
+    pct = f"{100 * float(res.prob):.0f}%"
+    plural = "release" if int(res.k) == 1 else "releases"
+    epsilon, delta = f"{float(res.headline):.3f}", f"{float(res.target_delta):g}"
+    headline = (
+        f"epsilon = {epsilon} {interval} ({pct} MC interval{'; a lower bound' if lower else ''})"
+        f" at delta = {delta} for {int(res.k)} {plural}"
+    )
+    bound = (
+        "Lower bound: the draws (or outputs) cannot resolve a delta this small (fewer than "
+        "10 effective draws set it), so the true epsilon may be larger"
+        if lower
+        else ""
+    )
+    comparison = _comparison(res)
+    published = RELEASES.get(res.release, str(res.release))
+    details = tuple(
+        (label, _format(res.details[key])) for key, label in _DETAILS if key in res.details
+    )
+    return ReleaseFacts(
+        title=f"Empirical DP of a release ({res.release}: {published})",
+        published=published,
+        setting=(
+            f"k = {int(res.k)} independent {plural}, neighbour: "
+            f"{_NEIGHBOURS.get(res.neighbour, res.neighbour)}"
+        ),
+        epsilon=epsilon,
+        interval=interval,
+        delta=delta,
+        lower_bound=lower,
+        headline=headline,
+        bound=bound,
+        worst_neighbour=str(res.worst_neighbour),
+        comparison=comparison,
+        post_processing=POST_PROCESSING if comparison else "",
+        details=details,
+        notes=tuple(str(n) for n in res.notes),
+    )
+
+
+def release_text(res: Any) -> str:
+    """The printout of a release audit (``repr(res)``, ``print(res)``).
+
+    What is published, ``k`` and the neighbour relation, the headline with its Monte-Carlo
+    interval (and "a lower bound" when it is one), the worst neighbour, the epsilon of each
+    post-processing level, the key Monte-Carlo details and the notes
+    (:func:`release_facts`, as the HTML view).
+
+    Parameters
+    ----------
+    res : ReleaseResult
+        A result of :func:`pymc_edp.audit_release`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pymc_edp import ReleaseResult
+    >>> from pymc_edp.report.release import release_text
+    >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, False, "St. Paul's",
+    ...                     "remove", xr.Dataset(), xr.Dataset(), xr.Dataset(), xr.Dataset(),
+    ...                     notes=("a note",))
+    >>> print(release_text(res))  # doctest: +NORMALIZE_WHITESPACE
+    Empirical DP of a release (draws: posterior draws)
+    k = 5 independent releases, neighbour: one record removed
+    <BLANKLINE>
+    epsilon = 6.650 [5.670, 7.800] (90% MC interval) at delta = 0.001 for 5 releases
+    worst neighbour: St. Paul's
+    <BLANKLINE>
+    Notes:
+    - a note
+    """
+    facts = release_facts(res)
+    lines = [facts.title, facts.setting, "", facts.headline]
+    if facts.bound:
+        lines.append(facts.bound)
+    lines.append(f"worst neighbour: {facts.worst_neighbour}")
+    if facts.comparison:
+        lines += ["", "Post-processing (epsilon at the same delta and k):"]
+        lines += [f"  {level:<10} {eps:>9}  ({what})" for level, what, eps in facts.comparison]
+        lines.append(
+            textwrap.fill(facts.post_processing, 88, initial_indent="  ", subsequent_indent="  ")
+        )
+    if facts.details:
+        lines += ["", "Details:"]
+        lines += [f"  {label}: {value}" for label, value in facts.details]
+    if facts.notes:
+        lines += ["", "Notes:"] + [f"- {note}" for note in facts.notes]
+    return "\n".join(lines)

@@ -1,0 +1,223 @@
+"""The result of :func:`~pymc_edp.audit_release`: the (epsilon, delta) of what is published."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.base.accounting import compose_pair, epsilon_curve
+from pymc_edp.base.pld import exact_delta
+from pymc_edp.results._views import ViewNotRegisteredError, call
+
+__all__ = ["RELEASES", "ReleaseResult"]
+
+#: What a release publishes (``ReleaseResult.release``).
+RELEASES = {
+    "draws": "posterior draws",
+    "synthetic": "synthetic datasets",
+    "statistic": "a statistic of synthetic datasets",
+}
+_PARTS = ("pointwise", "curves", "refined", "comparison")
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    """The privacy of ``k`` releases drawn from a posterior, per record and for the worst.
+
+    Attributes
+    ----------
+    release : {"draws", "synthetic", "statistic"}
+        What each release publishes.
+    k : int
+        Independent releases composed (``k`` draws, or ``m = k`` synthetic copies).
+    target_delta : float
+        The delta of the headline.
+    headline : float
+        ``epsilon(target_delta)`` of ``k`` releases for the worst neighbour pair.
+    interval : (float, float)
+        Its Monte-Carlo interval (bootstrap over blocks of draws and over outputs).
+    prob : float
+        Probability of ``interval``.
+    lower_bound : bool
+        The headline rests on fewer than 10 effective draws (or outputs): the draws cannot
+        resolve a delta this small, so it is a lower bound.
+    worst_neighbour : str
+        Label of the neighbour that sets the headline.
+    neighbour : str
+        The neighbour relation.
+    pointwise : xarray.Dataset
+        Per neighbour (its worst candidate): ``epsilon`` (``k`` releases at
+        ``target_delta``; fine-grid where ``refined``, else the coarse upper bound),
+        ``epsilon_1`` (one release), ``pareto_k``, ``refined``, ``candidate``.
+    curves : xarray.Dataset
+        ``epsilon_1`` and ``epsilon_k`` per neighbour over a grid of ``delta``: each
+        neighbour's privacy profile for one and for ``k`` releases.
+    refined : xarray.Dataset
+        The pairs composed on the fine grid (dim ``pair``): their epsilons (upper and lower
+        discretisation bounds), effective draws, and their loss atoms (``loss``, ``prob``
+        over ``ordering`` and ``atom``), from which :meth:`epsilon` and :meth:`delta`
+        compose at any other value.
+    comparison : xarray.Dataset
+        Post-processing: ``epsilon`` of ``k`` releases at ``target_delta`` of each level
+        (``"draws"``, ``"synthetic"``, ``"statistic"``) over the refined pairs; a later
+        level can be no less private than an earlier one.
+    notes : tuple of str
+        What the estimate cannot vouch for (resolution, k-hat, bias, bounds).
+    details : dict
+        Settings and Monte-Carlo facts: outputs, listed, size, observed, statistic, bins,
+        accuracy, bootstrap, ``log_mean_bias``, ``discretisation``.
+    random_seed : int
+    """
+
+    release: str
+    k: int
+    target_delta: float
+    headline: float
+    interval: tuple[float, float]
+    prob: float
+    lower_bound: bool
+    worst_neighbour: str
+    neighbour: str
+    pointwise: xr.Dataset
+    curves: xr.Dataset
+    refined: xr.Dataset
+    comparison: xr.Dataset
+    notes: tuple[str, ...] = ()
+    details: dict = field(default_factory=dict)
+    random_seed: int | None = None
+
+    def _composed(self, k: int):
+        cache = self.__dict__.setdefault("_cache", {})
+        if k not in cache:
+            out = []
+            for p in range(self.refined.sizes["pair"]):
+                loss = self.refined["loss"].values[p]
+                prob = self.refined["prob"].values[p]
+                h = float(self.refined["interval"].values[p]) * self.k / k
+                out.append(compose_pair(loss, prob, k, h, lower=False).upper)
+            cache[k] = out
+        return cache[k]
+
+    def epsilon(self, delta: float | None = None, *, k: int | None = None) -> float:
+        """Epsilon of ``k`` releases (default the audit's) at ``delta`` for the worst pair.
+
+        The worst over the refined pairs, composed afresh; ``delta=None`` gives
+        :attr:`headline`. Pessimistic: losses are rounded up to the grid.
+        """
+        if delta is None and (k is None or k == self.k):
+            return float(self.headline)
+        d = self.target_delta if delta is None else float(delta)
+        k = self.k if k is None else int(k)
+        if k == 1:  # one release: the atoms exactly, no grid
+            return float(max(epsilon_curve(lo, pr, np.array([d]))[0] for lo, pr in self._atoms()))
+        comp = self._composed(k)
+        return float(max(max(a.epsilon(d), b.epsilon(d)) for a, b in comp))
+
+    def _atoms(self):
+        return zip(self.refined["loss"].values, self.refined["prob"].values, strict=True)
+
+    def delta(self, epsilon: float, *, k: int | None = None) -> float:
+        """Delta of ``k`` releases (default the audit's) at ``epsilon`` for the worst pair."""
+        k = self.k if k is None else int(k)
+        e = float(epsilon)
+        if k == 1:
+            return float(
+                max(
+                    max(exact_delta(lo[o], pr[o], e) for o in range(2)) for lo, pr in self._atoms()
+                )
+            )
+        comp = self._composed(k)
+        return float(max(max(a.delta(e), b.delta(e)) for a, b in comp))
+
+    @property
+    def n_neighbours(self) -> int:
+        """Neighbours audited."""
+        return int(self.pointwise.sizes["neighbour"])
+
+    def __repr__(self) -> str:
+        try:
+            return call("release_text", self)
+        except ViewNotRegisteredError:
+            return (
+                f"ReleaseResult({self.release}, k={self.k}: epsilon {self.headline:.4g} at "
+                f"delta {self.target_delta:g})"
+            )
+
+    def _repr_html_(self) -> str:
+        return call("release_html", self)
+
+    def plot(self, **kwargs):
+        """delta(epsilon) of one and of ``k`` releases, beside the parameters' profile."""
+        return call("plot_release", self, **kwargs)
+
+    def to_dataset(self) -> xr.Dataset:
+        """Everything as one dataset (parts prefixed, scalars in attributes)."""
+        data = {}
+        for part in _PARTS:
+            ds = getattr(self, part)
+            for name, da in ds.data_vars.items():
+                data[f"{part}__{name}"] = da
+        out = xr.Dataset(data)
+        scalars = {
+            "release": self.release,
+            "k": self.k,
+            "target_delta": self.target_delta,
+            "headline": self.headline,
+            "interval": list(self.interval),
+            "prob": self.prob,
+            "lower_bound": bool(self.lower_bound),
+            "worst_neighbour": self.worst_neighbour,
+            "neighbour": self.neighbour,
+            "notes": list(self.notes),
+            "details": self.details,
+            "random_seed": self.random_seed,
+        }
+        out.attrs["pymc_edp_release"] = json.dumps(scalars, default=_jsonable)
+        return out
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset) -> ReleaseResult:
+        """The result :meth:`to_dataset` wrote."""
+        s = json.loads(ds.attrs["pymc_edp_release"])
+        parts = {}
+        for part in _PARTS:
+            names = [v for v in ds.data_vars if v.startswith(f"{part}__")]
+            sub = ds[names].rename({v: v.split("__", 1)[1] for v in names})
+            used = {d for v in sub.data_vars.values() for d in v.dims}
+            parts[part] = sub.drop_vars([c for c in sub.coords if set(sub[c].dims) - used])
+        return cls(
+            release=s["release"],
+            k=int(s["k"]),
+            target_delta=float(s["target_delta"]),
+            headline=float(s["headline"]),
+            interval=tuple(float(v) for v in s["interval"]),
+            prob=float(s["prob"]),
+            lower_bound=bool(s["lower_bound"]),
+            worst_neighbour=s["worst_neighbour"],
+            neighbour=s["neighbour"],
+            notes=tuple(s["notes"]),
+            details=s["details"],
+            random_seed=s["random_seed"],
+            **parts,
+        )
+
+    def to_netcdf(self, path, **kwargs) -> None:
+        """Write :meth:`to_dataset` to a netCDF file (:meth:`from_netcdf` reads it back)."""
+        self.to_dataset().to_netcdf(path, **kwargs)
+
+    @classmethod
+    def from_netcdf(cls, path) -> ReleaseResult:
+        """Read a result written by :meth:`to_netcdf`."""
+        with xr.open_dataset(path) as ds:
+            return cls.from_dataset(ds.load())
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)

@@ -1,0 +1,141 @@
+"""Tests of :func:`pymc_edp.tune_prior` with a release target (:class:`pymc_edp.ReleaseTarget`)."""
+
+import math
+
+import pymc as pm
+import pytest
+
+import pymc_edp as edp
+from pymc_edp import EDPWarning, ReleaseResult, ReleaseTarget, tune_prior
+from pymc_edp.results.tuning import LEAKAGE_CAVEAT
+from pymc_edp.tuning import prior as prior_module
+
+SIGMA = math.sqrt(5.0)
+SIGMA0 = math.sqrt(3.0)
+
+
+def _normal_model(y, sigma0=SIGMA0):
+    with pm.Model() as model:
+        s0 = pm.Data("sigma0", sigma0)
+        mu = pm.Normal("mu", 10.0, s0)
+        pm.Normal("y", mu, SIGMA, observed=y)
+    return model
+
+
+@pytest.fixture
+def y50(rng):
+    return rng.normal(10.0, SIGMA, 50)
+
+
+def test_release_target_checked_before_sampling(y50, monkeypatch):
+    model = _normal_model(y50)
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("sampled before the release target was checked")
+
+    monkeypatch.setattr(prior_module._Sampler, "__call__", no_sampling)
+    kw = dict(hyperparameter="sigma0", target_epsilon=1.0, progressbar=False)
+    with pytest.raises(ValueError, match=r"release must be one of \('draws', 'synthetic'\)"):
+        tune_prior(model, release={"release": "nonsense"}, **kw)
+    with pytest.raises(ValueError, match="k must be an integer >= 1, got 0"):
+        tune_prior(model, release=ReleaseTarget(release="draws", k=0), **kw)
+    with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
+        tune_prior(model, release={"delta": 1.0}, **kw)
+    with pytest.raises(ValueError, match="describe synthetic data"):
+        tune_prior(model, release={"release": "draws", "size": 5}, **kw)
+    with pytest.raises(TypeError, match="statistic must be a function"):
+        tune_prior(model, release={"statistic": 3.0}, **kw)
+    with pytest.raises(TypeError, match="unknown release option"):
+        tune_prior(model, release={"copies": 5}, **kw)
+    with pytest.raises(ValueError, match="not an observed variable"):
+        tune_prior(model, release={"observed": "nope"}, **kw)
+    with pytest.raises(ValueError, match="bootstrap"):
+        tune_prior(model, release={"options": {"bootstrap": -1}}, **kw)
+    with pytest.raises(TypeError, match="release"):
+        tune_prior(model, release=5, **kw)
+
+
+def test_release_target_kwargs_are_audit_release_arguments():
+    target = ReleaseTarget.coerce({"release": "draws", "k": 5, "delta": 1e-3})
+    assert ReleaseTarget.coerce(target) is target
+    assert ReleaseTarget.coerce(None) is None
+    kwargs = target.kwargs()
+    assert kwargs["k"] == 5 and kwargs["delta"] == 1e-3 and kwargs["release"] == "draws"
+    assert target.trial_kwargs()["options"].bootstrap == 50
+    assert ReleaseTarget(options={"bootstrap": 20}).trial_kwargs()["options"].bootstrap == 20
+
+
+def test_tune_prior_to_a_draws_release_target(y50, tmp_path):
+    """k = 5 posterior draws at epsilon <= 1.5, delta = 1e-3, neighbour "remove"."""
+    model = _normal_model(y50)
+    target = edp.ReleaseTarget(release="draws", k=5, delta=1e-3, options={"bootstrap": 100})
+    rtol = 0.05
+    with pytest.warns(EDPWarning) as record:
+        res = tune_prior(
+            model,
+            hyperparameter="sigma0",
+            target_epsilon=1.5,
+            release=target,
+            random_seed=11,
+            progressbar=False,
+            refit=edp.RefitOptions(draws=1000, tune=500, chains=2),
+            search=edp.SearchOptions(rtol=rtol),
+        )
+    assert any(LEAKAGE_CAVEAT == str(w.message) for w in record)
+    assert res.warnings[0] == LEAKAGE_CAVEAT
+    audit = res.audit
+    assert isinstance(audit, ReleaseResult)
+    assert audit.release == "draws" and audit.k == 5 and audit.target_delta == 1e-3
+    assert res.epsilon == audit.headline
+    assert not audit.lower_bound
+    # the stated tolerance: rtol plus three Monte-Carlo errors of the confirmation
+    assert abs(res.epsilon - 1.5) <= rtol * 1.5 + 3 * res.mcse, (res.epsilon, audit.interval)
+    assert 0 < res.mcse < 0.1
+    # a stronger prior than the untuned one, whose release epsilon was above the target
+    assert res.value < res.initial_value
+    assert res.initial_epsilon > 1.5
+    assert res.direction == "increasing"
+    assert "audit_release" in res.method
+    assert list(res.utility["parameter"].values) == ["mu"]
+    assert float(res.utility["sd_ratio"].sel(parameter="mu")) < 1
+    assert "leaks information" in repr(res)
+    # the model is left as it was given
+    assert float(model["sigma0"].get_value()) == pytest.approx(SIGMA0)
+    # the confirmation's release result round-trips through netCDF
+    path = tmp_path / "release.nc"
+    audit.to_netcdf(path)
+    back = ReleaseResult.from_netcdf(path)
+    assert back.headline == audit.headline and back.interval == audit.interval
+    print(
+        f"target 1.5: confirmed {res.epsilon:.4f} +- {res.mcse:.4f}, interval "
+        f"{audit.interval}, value {res.value:.4g} (untuned {res.initial_value:.4g}, "
+        f"epsilon {res.initial_epsilon:.4f}), {res.trials.sizes['trial']} trials"
+    )
+
+
+@pytest.mark.slow
+def test_tune_prior_to_a_synthetic_release_target(rng):
+    """m = 3 synthetic copies of 10 Bernoulli records (listed exactly) at delta = 1e-3."""
+    y = (rng.random(10) < 0.3).astype(int)
+    with pm.Model() as model:
+        a = pm.Data("a", 1.0)
+        p = pm.Beta("p", a, a)
+        pm.Bernoulli("y", p, observed=y)
+    with pytest.warns(EDPWarning):
+        res = tune_prior(
+            model,
+            hyperparameter="a",
+            target_epsilon=1.0,
+            release={"release": "synthetic", "k": 3, "delta": 1e-3},
+            random_seed=5,
+            progressbar=False,
+            refit=edp.RefitOptions(draws=1000, tune=500, chains=2),
+            search=edp.SearchOptions(rtol=0.05),
+        )
+    assert res.audit.release == "synthetic" and res.audit.k == 3
+    assert abs(res.epsilon - 1.0) <= 0.05 + 3 * res.mcse + 3 * float(res.trials["mcse"].max())
+    assert res.direction == "decreasing" and res.value > res.initial_value
+    print(
+        f"synthetic target 1.0: confirmed {res.epsilon:.4f} +- {res.mcse:.4f}, interval "
+        f"{res.audit.interval}, a = {res.value:.4g}"
+    )
