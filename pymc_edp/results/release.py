@@ -70,6 +70,15 @@ class ReleaseResult:
         Settings and Monte-Carlo facts: outputs, listed, size, observed, statistic, bins,
         accuracy, bootstrap, ``log_mean_bias``, ``discretisation``.
     random_seed : int
+
+    Examples
+    --------
+    >>> import pymc_edp as edp
+    >>> from pymc_edp.datasets import load_eight_schools
+    >>> res = edp.audit_release(load_eight_schools(), k=2, delta=0.3, progressbar=False,
+    ...                         options={"bootstrap": 10}, random_seed=0)
+    >>> res.epsilon() == res.headline and res.epsilon(0.3, k=1) < res.headline
+    True
     """
 
     release: str

@@ -213,10 +213,9 @@ def test_a_statistic_is_no_less_private_than_its_dataset(tmp_path):
     # Monte-Carlo error (the interval) is the slack
     slack = max(res.interval[1] - res.headline, 0.05)
     assert worst.sel(level="statistic") <= worst.sel(level="synthetic") + slack
-    # the count of ones is sufficient here: the statistic loses nothing of the dataset
-    assert worst.sel(level="statistic") == pytest.approx(
-        float(worst.sel(level="synthetic")), abs=0.1
-    )
+    # the count of ones is sufficient here: the statistic loses nothing of the dataset, up
+    # to the statistic's Monte-Carlo error
+    assert abs(worst.sel(level="statistic") - worst.sel(level="synthetic")) <= slack
     path = tmp_path / "release.nc"
     res.to_netcdf(path)
     back = edp.ReleaseResult.from_netcdf(path)
