@@ -4,9 +4,3 @@
 for the worst, by composing each neighbour's privacy loss distribution
 (:mod:`pymc_edp.base.pld`). The public names are those of :mod:`pymc_edp`.
 """
-
-from pymc_edp.release.auditing import audit_release
-from pymc_edp.release.options import ReleaseOptions
-
-# not a namespace (no __all__): users import these from pymc_edp
-del audit_release, ReleaseOptions

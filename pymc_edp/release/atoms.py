@@ -35,6 +35,7 @@ from scipy.special import logsumexp
 
 __all__ = [
     "LossAtoms",
+    "Mixture",
     "binned_atoms",
     "draws_atoms",
     "enumerated_atoms",
@@ -149,25 +150,41 @@ def mixture_atoms(
     >>> np.exp(full).round(3).tolist(), np.exp(nb).round(3).tolist()
     ([0.4, 0.6], [[0.5, 0.5]])
     """
-    ld = np.asarray(log_dens, dtype=float)
-    w = np.asarray(weights, dtype=float)
-    c = np.ones(ld.shape[1]) if counts is None else np.asarray(counts, dtype=float)
-    top = ld.max(axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    e = np.exp(ld - top)  # (T, S)
-    cw = w * c  # (m, S)
-    if source is not None:
-        src = np.asarray(source)
-        e[np.arange(ld.shape[0]), src] = 0.0
-        den_full = c.sum() - c[src]
-        den_nb = cw.sum(axis=1, keepdims=True) - cw[:, src]
-    else:
-        den_full = np.full(ld.shape[0], c.sum())
-        den_nb = cw.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_full = np.log((e @ c) / den_full) + top[:, 0]
-        log_nb = np.log((cw @ e.T) / den_nb) + top[:, 0]
-    return log_full, log_nb
+    return Mixture(log_dens, source)(weights, counts)
+
+
+class Mixture:
+    """Outputs' densities at every draw, scaled once, to be averaged with any weights.
+
+    ``log_dens`` (T, S) becomes ``exp(log_dens - max over draws)`` once (with each output's
+    generating draw left out when ``source`` is given), so that every neighbour, bootstrap
+    replicate and chunk only pays for the weighted sums. See :func:`mixture_atoms`.
+    """
+
+    def __init__(self, log_dens: np.ndarray, source: np.ndarray | None = None):
+        ld = np.asarray(log_dens, dtype=float)
+        top = ld.max(axis=1)
+        self.top = np.where(np.isfinite(top), top, 0.0)
+        self.e = np.exp(ld - self.top[:, None])  # (T, S)
+        self.source = None if source is None else np.asarray(source)
+        if self.source is not None:
+            self.e[np.arange(ld.shape[0]), self.source] = 0.0
+
+    def __call__(self, weights: np.ndarray, counts: np.ndarray | None = None):
+        """``log p(y_t | D)`` (T,) and ``log p(y_t | D')`` (m, T) under ``weights`` (m, S)."""
+        w = np.asarray(weights, dtype=float)
+        c = np.ones(self.e.shape[1]) if counts is None else np.asarray(counts, dtype=float)
+        cw = w * c  # (m, S)
+        if self.source is not None:
+            den_full = c.sum() - c[self.source]
+            den_nb = cw.sum(axis=1, keepdims=True) - cw[:, self.source]
+        else:
+            den_full = np.full(self.e.shape[0], c.sum())
+            den_nb = cw.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_full = np.log((self.e @ c) / den_full) + self.top
+            log_nb = np.log((cw @ self.e.T) / den_nb) + self.top
+        return log_full, log_nb
 
 
 def sampled_output_atoms(

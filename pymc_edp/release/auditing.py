@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from collections.abc import Callable, Mapping
@@ -32,7 +33,7 @@ from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.release.synthetic import SyntheticData, discrete_support, observed_name
 from pymc_edp.results.release import ReleaseResult
 
-__all__ = ["audit_release"]
+__all__ = ["audit_release", "check_release"]
 
 _log = logging.getLogger("pymc_edp")
 
@@ -182,14 +183,19 @@ def audit_release(
     refined = _refine(kind, inp, spec, opts, screen, settings.seed)
     interval = _bootstrap(kind, inp, spec, opts, refined, settings.seed)
     comparison = _compare(kind, inp, spec, opts, refined, settings.seed)
-    notes = release_notes.collect(kind, inp, spec, opts, screen, refined, model)
+    details = release_notes.details(kind, inp, spec, opts, refined)
+    notes = release_notes.collect(inp, spec, opts, screen, refined, details)
     for note in notes:
         warnings.warn(note, EDPWarning, stacklevel=2)
-    return _assemble(kind, inp, spec, opts, screen, refined, interval, comparison, notes, settings)
+    parts = (screen, refined, interval, comparison)
+    return _assemble(inp, spec, opts, parts, notes, details, settings)
 
 
-def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
-    """Every argument checked before any expensive work."""
+def check_release(release, k, delta, observed=None, size=None, statistic=None) -> _Spec:
+    """:func:`audit_release`'s description of the release, checked (no model needed).
+
+    Also what :class:`pymc_edp.ReleaseTarget` checks before any sampling.
+    """
     check_choice(release, "release", ("draws", "synthetic"))
     k = check_int(k, "k", 1)
     delta = check_real(delta, "delta", minimum=0)
@@ -208,18 +214,26 @@ def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
                 "options={'var_names': ...})"
             )
         return _Spec("draws", k, delta, None, None, None)
+    if observed is not None and not isinstance(observed, str):
+        raise TypeError(f"observed must be a variable name, got {observed!r}")
+    size = check_int(size, "size", 1, allow_none=True)
+    if statistic is not None and not callable(statistic):
+        raise TypeError(f"statistic must be a function of a synthetic dataset, got {statistic!r}")
+    kind = "statistic" if statistic is not None else "synthetic"
+    return _Spec(kind, k, delta, observed, size, statistic)
+
+
+def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
+    """Every argument checked before any expensive work."""
+    spec = check_release(release, k, delta, observed, size, statistic)
+    if spec.release == "draws":
+        return spec
     if model is None:
         raise ValueError(
             "release='synthetic' draws datasets from the model's posterior predictive and "
             "evaluates its observation density: pass model="
         )
-    name = observed_name(model, observed)
-    if size is not None:
-        size = check_int(size, "size", 1)
-    if statistic is not None and not callable(statistic):
-        raise TypeError(f"statistic must be a function of a synthetic dataset, got {statistic!r}")
-    kind = "statistic" if statistic is not None else "synthetic"
-    return _Spec(kind, k, delta, name, size, statistic)
+    return dataclasses.replace(spec, observed=observed_name(model, observed))
 
 
 def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, seed: int):
@@ -237,8 +251,7 @@ def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, seed: int):
 
 
 def _synthetic_data(spec: _Spec, inp: Inputs) -> SyntheticData:
-    n = int(np.asarray(inp.model.rvs_to_values[inp.model[spec.observed]].data).shape[0])
-    return SyntheticData(inp.model, spec.observed, inp.posterior, spec.size or n)
+    return SyntheticData(inp.model, spec.observed, inp.posterior, spec.size)
 
 
 @dataclass
@@ -253,10 +266,10 @@ class _Screen:
     curvek: np.ndarray  # (n, G)
 
 
-def _pair_ratios(inp: Inputs, index, candidate: int) -> np.ndarray:
+def _pair_ratios(inp: Inputs, start: int, stop: int, candidate: int) -> np.ndarray:
+    """Raw log ratios ``(stop - start, S)`` of neighbours ``start:stop`` at a candidate."""
     repl = list(inp.replacement_sets[candidate]) or None
-    sub = inp.neighbours.subset(np.atleast_1d(index))
-    return log_ratios(inp.ll, sub, 0, len(sub), repl)
+    return log_ratios(inp.ll, inp.neighbours, start, stop, repl)
 
 
 def _weights(lr: np.ndarray, reff: float) -> tuple[np.ndarray, np.ndarray]:
@@ -276,7 +289,7 @@ def _screen(kind, inp: Inputs, spec: _Spec, progressbar: bool) -> _Screen:
         for start in range(0, n, step):
             stop = min(n, start + step)
             for c in range(n_cand):
-                lr = _pair_ratios(inp, np.arange(start, stop), c)
+                lr = _pair_ratios(inp, start, stop, c)
                 w, kh = _weights(lr, inp.reff)
                 atoms = kind.atoms(lr, w)
                 for j in range(stop - start):
@@ -288,8 +301,8 @@ def _screen(kind, inp: Inputs, spec: _Spec, progressbar: bool) -> _Screen:
 
 
 def _screen_pair(out: _Screen, i: int, c: int, loss, prob, spec: _Spec) -> None:
-    c1 = acc.epsilon_curve(loss, prob, acc.DELTA_GRID)
-    e1 = float(acc.epsilon_curve(loss, prob, np.array([spec.delta]))[0])
+    *c1, e1 = acc.epsilon_curve(loss, prob, np.append(acc.DELTA_GRID, spec.delta))
+    c1, e1 = np.asarray(c1), float(e1)
     if spec.k == 1:
         up = lo = e1
         ck = c1
@@ -328,7 +341,7 @@ def _refine(kind, inp, spec: _Spec, opts: ReleaseOptions, screen: _Screen, seed:
     chosen = cand[order[: opts.top]]
     rows = []
     for p, (i, c) in enumerate(chosen):
-        lr = _pair_ratios(inp, i, c)
+        lr = _pair_ratios(inp, i, i + 1, c)
         w, _ = _weights(lr, inp.reff)
         pair = Pair(lr[0], w[0])
         atoms = kind.refined(pair, seed + 7919 * (p + 1))
@@ -443,7 +456,9 @@ def _level(kind, refined: _Refined, spec: _Spec, opts: ReleaseOptions, seed: int
     return np.array(out)
 
 
-def _assemble(kind, inp, spec, opts, screen, refined, interval, comparison, notes, settings):
+def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult:
+    """The result: per neighbour, curves, refined pairs and the comparison, with the notes."""
+    screen, refined, interval, comparison = parts
     labels = np.asarray(inp.neighbours.labels)
     labels = labels if labels.dtype.kind in "biufUM" else labels.astype(str)
     worst_c = np.argmax(screen.upper, axis=1)
@@ -490,7 +505,6 @@ def _assemble(kind, inp, spec, opts, screen, refined, interval, comparison, note
         coords={"pair": np.arange(refined.upper.size), "ordering": ["D,D'", "D',D"], **grid},
     )
     lower_bound = bool(acc.resolution_limited(refined.contributing[best]))
-    details = release_notes.details(kind, inp, spec, opts, refined)
     return ReleaseResult(
         release=spec.release,
         k=spec.k,

@@ -18,10 +18,10 @@ import numpy as np
 
 from pymc_edp.release.atoms import (
     LossAtoms,
+    Mixture,
     binned_atoms,
     draws_atoms,
     enumerated_atoms,
-    mixture_atoms,
     sampled_output_atoms,
 )
 from pymc_edp.release.synthetic import SyntheticData
@@ -94,11 +94,13 @@ class DatasetRelease:
         if self.listed:
             self.log_dens = data.enumerated_log_density(np.asarray(support), listed)
             self.source = None
+            self.mixture = Mixture(self.log_dens)
         else:
             rng = np.random.default_rng(seed)
             self.source = rng.integers(0, n_samples, self.n_outputs)
             self.log_dens = self._densities(self.source, seed)
-        self._own: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            self.mixture = Mixture(self.log_dens, self.source)
+        self._own: dict[int, Mixture] = {}
 
     def _densities(self, source: np.ndarray, seed: int) -> np.ndarray:
         blocks = self.data.sample(source, seed)
@@ -107,7 +109,7 @@ class DatasetRelease:
     def atoms(self, log_ratio: np.ndarray, weights: np.ndarray) -> LossAtoms:
         """Atoms of every pair of a chunk, from raw log ratios ``(m, S)`` and weights."""
         del log_ratio
-        full, nb = mixture_atoms(self.log_dens, weights, source=self.source)
+        full, nb = self.mixture(weights)
         return enumerated_atoms(full, nb) if self.listed else sampled_output_atoms(full, nb)
 
     def _neighbour_outputs(self, pair: Pair, seed: int):
@@ -117,18 +119,16 @@ class DatasetRelease:
             rng = np.random.default_rng(seed)
             w = pair.weights / pair.weights.sum()
             source = rng.choice(w.size, size=self.n_outputs, p=w)
-            self._own[key] = (source, self._densities(source, seed))
+            self._own[key] = Mixture(self._densities(source, seed), source)
         return self._own[key]
 
     def refined(self, pair: Pair, seed: int, counts=None, output_counts=None) -> LossAtoms:
         """Atoms of one pair, ordering 1 from outputs of the neighbour's own mechanism."""
         w = pair.weights[None]
+        full, nb = self.mixture(w, counts)
         if self.listed:
-            full, nb = mixture_atoms(self.log_dens, w, counts=counts)
             return enumerated_atoms(full, nb)
-        full, nb = mixture_atoms(self.log_dens, w, source=self.source, counts=counts)
-        src1, dens1 = self._neighbour_outputs(pair, seed)
-        full1, nb1 = mixture_atoms(dens1, w, source=src1, counts=counts)
+        full1, nb1 = self._neighbour_outputs(pair, seed)(w, counts)
         u0, u1 = (None, None) if output_counts is None else output_counts
         a0 = sampled_output_atoms(full, nb, u0)
         a1 = sampled_output_atoms(full1, nb1, u1)
@@ -158,6 +158,7 @@ class StatisticRelease:
     listed = False
 
     def __init__(self, data: SyntheticData, statistic: Callable, bins: int, seed: int):
+        self.data = data
         n_samples = data.posterior.sizes["chain"] * data.posterior.sizes["draw"]
         blocks = data.sample(np.arange(n_samples), seed)
         values = np.array([_statistic(statistic, b, data) for b in blocks])

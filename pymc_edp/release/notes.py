@@ -9,7 +9,13 @@ from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.release.atoms import log_mean_bias
 
-__all__ = ["collect", "details", "likelihood_parents"]
+__all__ = ["UNVERIFIED", "collect", "details", "likelihood_parents"]
+
+#: What a release audit says of its own confirmation: it has none.
+UNVERIFIED = (
+    "unverified: the neighbours' posteriors are the full-data draws reweighted, not refitted; "
+    "a good k-hat is evidence, not proof (edp.audit(..., method='refit') refits them)"
+)
 
 
 def likelihood_parents(model) -> set[str] | None:
@@ -57,9 +63,10 @@ def details(kind, inp, spec, opts, refined) -> dict:
         "contributing": float(refined.contributing[best]),
         "accuracy": float(opts.accuracy),
         "bootstrap": int(opts.bootstrap),
+        "verification": UNVERIFIED,
     }
     if kind.name != "draws":
-        out.update(observed=spec.observed, size=int(kind_size(kind)))
+        out.update(observed=spec.observed, size=int(kind.data.size))
     if kind.name == "synthetic":
         out.update(listed=bool(kind.listed), outputs=int(kind.log_dens.shape[0]))
         out["mixture_draws"] = _mixture_ess(kind)
@@ -70,10 +77,6 @@ def details(kind, inp, spec, opts, refined) -> dict:
     return out
 
 
-def kind_size(kind) -> int:
-    return kind.data.size if hasattr(kind, "data") else 0
-
-
 def _mixture_ess(kind) -> float:
     """Median over outputs of the effective draws the mixture density rests on."""
     ld = kind.log_dens
@@ -82,8 +85,8 @@ def _mixture_ess(kind) -> float:
     return float(np.median(1.0 / (w**2).sum(axis=1)))
 
 
-def collect(kind, inp, spec, opts, screen, refined, model) -> list[str]:
-    """The notes of a release audit (each also a warning)."""
+def collect(inp, spec, opts, screen, refined, details: dict) -> list[str]:
+    """The notes of a release audit (each also a warning); ``details`` from :func:`details`."""
     notes = []
     best = int(np.argmax(refined.upper))
     head = float(refined.upper[best])
@@ -109,7 +112,7 @@ def collect(kind, inp, spec, opts, screen, refined, model) -> list[str]:
             f"were not composed finely (options top={opts.top}); their coarse upper bounds "
             f"reach {float(np.max(screen.upper)):.4g}. Raise top= for the exact worst."
         )
-    parents = likelihood_parents(model) if spec.release == "draws" else None
+    parents = likelihood_parents(inp.model) if spec.release == "draws" else None
     if parents is not None and opts.var_names is not None:
         published = set(inp.names)
         missing = sorted(parents - published)
@@ -119,7 +122,7 @@ def collect(kind, inp, spec, opts, screen, refined, model) -> list[str]:
                 "of the whole draw is used, an upper bound for the published variables "
                 "(post-processing)"
             )
-    bias = details(kind, inp, spec, opts, refined)["log_mean_bias"]
+    bias = details["log_mean_bias"]
     if bias > 0.05 * max(head, 1e-12):
         notes.append(
             f"the log of a Monte-Carlo mean is biased: about {bias:.3g} in the worst "

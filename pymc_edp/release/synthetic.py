@@ -99,14 +99,15 @@ class SyntheticData:
         The observed variable.
     posterior : xarray.Dataset
         Full-data posterior draws of every free variable.
-    size : int
-        Records per synthetic dataset.
+    size : int, optional
+        Records per synthetic dataset; default the data's ``n``.
     """
 
-    def __init__(self, model, name: str, posterior: xr.Dataset, size: int):
-        self.model, self.name, self.posterior, self.size = model, name, posterior, int(size)
+    def __init__(self, model, name: str, posterior: xr.Dataset, size: int | None = None):
+        self.model, self.name, self.posterior = model, name, posterior
         self.observed = np.asarray(model.rvs_to_values[model[name]].data)
         self.n = int(self.observed.shape[0]) if self.observed.ndim else 1
+        self.size = self.n if size is None else int(size)
         if self.observed.ndim != 1 and self.size != self.n:
             raise ValueError(
                 f"{name!r} has shape {self.observed.shape}: a synthetic release of another "

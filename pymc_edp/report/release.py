@@ -44,6 +44,7 @@ _DETAILS = (
     ("log_mean_bias", "log-mean bias"),
     ("discretisation", "discretisation"),
     ("contributing", "effective draws (worst pair)"),
+    ("verification", "verification"),
 )
 
 

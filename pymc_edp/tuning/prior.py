@@ -41,9 +41,8 @@ from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.pymc import resolve_model
 from pymc_edp.refit.engines import make_engine, resolve_engine
 from pymc_edp.refit.options import RefitOptions
-from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.results.tuning import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
-from pymc_edp.tuning.release import ReleaseTarget, ReleaseTrials, confirm_release
+from pymc_edp.tuning.release import ReleaseAuditor, ReleaseTarget
 from pymc_edp.tuning.search import (
     Search,
     SearchOptions,
@@ -399,15 +398,14 @@ def tune_prior(
     seed = resolve_seed(random_seed)
     search_seed, confirm_seed, refit_seed = _split_seed(seed)
     sign = {"auto": 0, "increasing": 1, "decreasing": -1}[sopts.direction]
-    trial_audits, method, bins = _evaluator(
-        target, sampler, search_seed, search_opts, confirm_opts
-    )
+    auditor = _Audits(search_opts, confirm_opts) if target is None else ReleaseAuditor(target)
+    trial_audits = _TrialAudits(sampler, search_seed, auditor)
     searcher = Search(trial_audits, target_epsilon, sopts.rtol)
     try:
         x_best, t_best = _run_search(searcher, math.log(initial), bracket, sopts, sign)
         value = math.exp(x_best)
         t_init = searcher.trials[0]
-        diagnostics_ = trial_audits.notes(len(searcher.trials), method)
+        diagnostics_ = trial_audits.notes(len(searcher.trials))
         if sign == 0:
             sign = trend(searcher.trials) or 1
         is_monotone, msg = monotone(searcher.trials, sign)
@@ -415,12 +413,9 @@ def tune_prior(
             diagnostics_[msg] = None
         # the confirmation: an independent sample, audited with the method asked for
         idata, mod = sampler(value, confirm_seed)
-        if target is None:
-            res, mcse = _confirm(idata, mod, confirm_opts, refit_seed, progressbar, diagnostics_)
-            epsilon, names = res.epsilon, list(res.epsilon_by_var)
-        else:
-            res, mcse = confirm_release(idata, mod, target, refit_seed, progressbar, diagnostics_)
-            epsilon, names = res.headline, list(get_group(idata, "posterior").data_vars)
+        res = _confirm(auditor, idata, mod, refit_seed, progressbar, diagnostics_)
+        epsilon, mcse = auditor.epsilon(res), auditor.mcse(res)
+        names = auditor.utility_names(res, idata)
     finally:
         if original is not None:
             sampler.model_at(original)
@@ -438,9 +433,9 @@ def tune_prior(
         initial_value=float(initial),
         initial_epsilon=float(t_init.epsilon),
         search_epsilon=float(t_best.epsilon),
-        bins=bins,
+        bins=auditor.bins,
         neighbour=res.neighbour,
-        method=res.method if target is None else method,
+        method=auditor.label or res.method,
         direction="increasing" if sign > 0 else "decreasing",
         monotone=is_monotone,
         stopped=searcher.stopped,
@@ -454,23 +449,69 @@ def tune_prior(
     )
 
 
-def _evaluator(target, sampler, seed: int, search_opts: AuditOptions, confirm_opts):
-    """The search's evaluations, the confirmation's method (or release) and its bins."""
-    if target is None:
-        return _TrialAudits(sampler, seed, search_opts), confirm_opts.method, confirm_opts.bins
-    bins = ReleaseOptions.coerce(target.options).bins
-    return ReleaseTrials(sampler, seed, target), target.label, int(bins)
+class _Audits:
+    """How :func:`tune_prior` audits for a B-EDP target.
+
+    Reweighting in the search, then the method asked for. Release targets have
+    :class:`pymc_edp.tuning.release.ReleaseAuditor`, with the same interface.
+    """
+
+    label = None  # the confirmation audit's own ``res.method``
+
+    def __init__(self, search_opts: AuditOptions, confirm_opts: AuditOptions):
+        self.search_opts, self.confirm_opts = search_opts, confirm_opts
+        self.bins = int(confirm_opts.bins)
+
+    def trial(self, idata, model, seed: int):
+        """A search trial's audit (reweighting only; the seed is the sample's)."""
+        del seed
+        return run_audit(idata, model, progressbar=False, **self.search_opts.kwargs())
+
+    def confirm(self, idata, model, seed: int, progressbar: bool):
+        """The confirmation audit with the method asked for."""
+        kwargs = self.confirm_opts.kwargs()
+        return run_audit(idata, model, random_seed=seed, progressbar=progressbar, **kwargs)
+
+    @staticmethod
+    def epsilon(res) -> float:
+        """The audit's epsilon."""
+        return float(res.epsilon)
+
+    @staticmethod
+    def mcse(res) -> float:
+        """:func:`_epsilon_mcse`."""
+        return _epsilon_mcse(res)
+
+    def search_note(self, note: str, count: int, n_trials: int, where: str) -> str:
+        """A warning of the search's trials, with where it came."""
+        return (
+            f"during the search (reweighting only) at {count} of "
+            f"{n_trials} trial values ({where}): {note} The search's epsilons "
+            f"there may be off; the confirmation audit uses method={self.confirm_opts.method!r}."
+        )
+
+    @staticmethod
+    def confirmation_notes(res) -> list[str]:
+        """Nothing beyond the audit's own warnings."""
+        del res
+        return []
+
+    @staticmethod
+    def utility_names(res, idata) -> list[str]:
+        """The audited variables."""
+        del idata
+        return list(res.epsilon_by_var)
 
 
-def _confirm(idata, mod, confirm_opts: AuditOptions, seed: int, progressbar: bool, into: dict):
-    """The confirmation audit with the method asked for; its result and MCSE."""
+def _confirm(auditor, idata, mod, seed: int, progressbar: bool, into: dict):
+    """The confirmation's result; its warnings and the auditor's notes go into ``into``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = run_audit(
-            idata, mod, random_seed=seed, progressbar=progressbar, **confirm_opts.kwargs()
-        )
+        res = auditor.confirm(idata, mod, seed, progressbar)
     _collect(caught, into, "confirmation: ", reraise_others=True)
-    return res, _epsilon_mcse(res)
+    for note in auditor.confirmation_notes(res):
+        into[note] = None
+    return res
 
 
 def _check_miss(epsilon, mcse, t_best: Trial, target: float, rtol: float, into: dict) -> None:
@@ -504,10 +545,10 @@ def _bracket(bracket) -> tuple[float, float] | None:
 
 
 class _TrialAudits:
-    """The search's evaluations: sample at a value (common seed), audit by reweighting."""
+    """The search's evaluations: sample at a value (common seed), audit it (``auditor``)."""
 
-    def __init__(self, sampler: _Sampler, seed: int, options: AuditOptions):
-        self.sampler, self.seed, self.options = sampler, seed, options
+    def __init__(self, sampler: _Sampler, seed: int, auditor):
+        self.sampler, self.seed, self.auditor = sampler, seed, auditor
         self.search_notes: dict[str, list[float]] = {}
 
     def __call__(self, x: float, stage: str) -> Trial:
@@ -515,27 +556,24 @@ class _TrialAudits:
         idata, mod = self.sampler(value, self.seed)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = run_audit(idata, mod, progressbar=False, **self.options.kwargs())
+            res = self.auditor.trial(idata, mod, self.seed)
         for w in caught:
             if issubclass(w.category, EDPWarning):
                 self.search_notes.setdefault(str(w.message), []).append(value)
-        mcse = _epsilon_mcse(res)
-        khat = float(np.nanmax(res.pointwise["pareto_k"].values))
-        _log.info("tune_prior: value %.6g -> epsilon %.4f +- %.4f", value, res.epsilon, mcse)
+        epsilon, mcse = self.auditor.epsilon(res), self.auditor.mcse(res)
+        khat = np.asarray(res.pointwise["pareto_k"].values, dtype=float)
+        max_khat = float(np.nanmax(khat)) if np.isfinite(khat).any() else math.nan
+        _log.info("tune_prior: value %.6g -> epsilon %.4f +- %.4f", value, epsilon, mcse)
         # only the untuned posterior is kept (the utility reference); the rest are dropped
         keep = stage == "initial"
-        return Trial(x, res.epsilon, mcse, khat, stage, idata if keep else None)
+        return Trial(x, epsilon, mcse, max_khat, stage, idata if keep else None)
 
-    def notes(self, n_trials: int, method: str) -> dict[str, None]:
+    def notes(self, n_trials: int) -> dict[str, None]:
         """The search's warnings, each once, with the trial values it came at."""
         out: dict[str, None] = {}
         for note, values in self.search_notes.items():
             where = ", ".join(f"{v:.4g}" for v in values[:5]) + ("..." if len(values) > 5 else "")
-            out[
-                f"during the search (reweighting only) at {len(values)} of "
-                f"{n_trials} trial values ({where}): {note} The search's epsilons "
-                f"there may be off; the confirmation audit uses method={method!r}."
-            ] = None
+            out[self.auditor.search_note(note, len(values), n_trials, where)] = None
         return out
 
 

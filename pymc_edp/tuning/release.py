@@ -18,25 +18,19 @@ References
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
-import warnings
 from collections.abc import Callable, Mapping
 
-import numpy as np
 from scipy import stats
 
-from pymc_edp.base.common import EDPWarning
-from pymc_edp.base.validate import as_options, check_choice, check_int, check_real
+from pymc_edp.base.validate import as_options
+from pymc_edp.model.compat import get_group
 from pymc_edp.model.neighbours import NeighbourOptions
-from pymc_edp.release.auditing import audit_release
+from pymc_edp.release.auditing import audit_release, check_release
 from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.release.synthetic import observed_name
-from pymc_edp.tuning.search import Trial
 
 __all__ = ["ReleaseTarget"]
-
-_log = logging.getLogger("pymc_edp")
 
 #: Most bootstrap replicates of a search trial's release audit (the confirmation: all).
 TRIAL_BOOTSTRAP = 50
@@ -96,30 +90,7 @@ class ReleaseTarget:
     options: ReleaseOptions | Mapping | None = None
 
     def __post_init__(self):
-        check_choice(self.release, "release", ("draws", "synthetic"))
-        check_int(self.k, "k", 1)
-        delta = check_real(self.delta, "delta", minimum=0)
-        if delta >= 1:
-            raise ValueError(f"delta must be in [0, 1), got {self.delta!r}")
-        if self.release == "draws":
-            given = [
-                name
-                for name in ("observed", "size", "statistic")
-                if getattr(self, name) is not None
-            ]
-            if given:
-                raise ValueError(
-                    f"{', '.join(given)} describe synthetic data: pass release='synthetic' "
-                    "(a draws release publishes posterior draws; choose them with "
-                    "options={'var_names': ...})"
-                )
-        if self.observed is not None and not isinstance(self.observed, str):
-            raise TypeError(f"observed must be a variable name, got {self.observed!r}")
-        check_int(self.size, "size", 1, allow_none=True)
-        if self.statistic is not None and not callable(self.statistic):
-            raise TypeError(
-                f"statistic must be a function of a synthetic dataset, got {self.statistic!r}"
-            )
+        check_release(self.release, self.k, self.delta, self.observed, self.size, self.statistic)
         NeighbourOptions.coerce(self.neighbour)
         ReleaseOptions.coerce(self.options)
 
@@ -161,71 +132,59 @@ def release_mcse(res) -> float:
     return float(mcse) if math.isfinite(mcse) and mcse >= 0 else 0.0
 
 
-def max_khat(res) -> float:
-    """The largest Pareto k-hat of the audited neighbours (NaN if none is finite)."""
-    k = np.asarray(res.pointwise["pareto_k"].values, dtype=float)
-    return float(np.nanmax(k)) if np.isfinite(k).any() else float("nan")
+class ReleaseAuditor:
+    """How :func:`pymc_edp.tune_prior` audits for a release target (trials and confirmation).
 
-
-class ReleaseTrials:
-    """The search's evaluations: sample at a value (common seed), audit the release."""
-
-    def __init__(self, sampler, seed: int, target: ReleaseTarget):
-        self.sampler, self.seed, self.kwargs = sampler, seed, target.trial_kwargs()
-        self.search_notes: dict[str, list[float]] = {}
-
-    def __call__(self, x: float, stage: str) -> Trial:
-        value = math.exp(x)
-        idata, mod = self.sampler(value, self.seed)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            res = audit_release(
-                idata, mod, random_seed=self.seed, progressbar=False, **self.kwargs
-            )
-        for w in caught:
-            if issubclass(w.category, EDPWarning):
-                self.search_notes.setdefault(str(w.message), []).append(value)
-        mcse = release_mcse(res)
-        _log.info(
-            "tune_prior: value %.6g -> release epsilon %.4f +- %.4f", value, res.headline, mcse
-        )
-        # only the untuned posterior is kept (the utility reference); the rest are dropped
-        keep = stage == "initial"
-        return Trial(x, res.headline, mcse, max_khat(res), stage, idata if keep else None)
-
-    def notes(self, n_trials: int, method: str) -> dict[str, None]:
-        """The search's warnings, each once, with the trial values it came at."""
-        out: dict[str, None] = {}
-        for note, values in self.search_notes.items():
-            where = ", ".join(f"{v:.4g}" for v in values[:5]) + ("..." if len(values) > 5 else "")
-            out[
-                f"during the search ({method}, at most {TRIAL_BOOTSTRAP} bootstrap replicates) "
-                f"at {len(values)} of {n_trials} trial values ({where}): {note}"
-            ] = None
-        return out
-
-
-def confirm_release(idata, model, target: ReleaseTarget, seed: int, progressbar: bool, into):
-    """The confirmation: the release audited at the answer; its result and Monte-Carlo error.
-
-    Its EDP warnings go into ``into`` (prefixed), others are re-raised; a headline that is a
-    lower bound is said so there too.
+    The same interface as the B-EDP auditor of :mod:`pymc_edp.tuning.prior`: ``trial``,
+    ``confirm``, ``epsilon``, ``mcse``, ``search_note``, ``confirmation_notes``,
+    ``utility_names``, ``label`` and ``bins``.
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = audit_release(
-            idata, model, random_seed=seed, progressbar=progressbar, **target.kwargs()
+
+    def __init__(self, target: ReleaseTarget):
+        self.target = target
+        self.label = target.label
+        self.bins = int(ReleaseOptions.coerce(target.options).bins)
+
+    def trial(self, idata, model, seed: int):
+        """A search trial's release audit (at most :data:`TRIAL_BOOTSTRAP` replicates)."""
+        kwargs = self.target.trial_kwargs()
+        return audit_release(idata, model, random_seed=seed, progressbar=False, **kwargs)
+
+    def confirm(self, idata, model, seed: int, progressbar: bool):
+        """The confirmation's release audit, with the target's own options."""
+        kwargs = self.target.kwargs()
+        return audit_release(idata, model, random_seed=seed, progressbar=progressbar, **kwargs)
+
+    @staticmethod
+    def epsilon(res) -> float:
+        """The headline: epsilon at the target's delta for ``k`` releases."""
+        return float(res.headline)
+
+    @staticmethod
+    def mcse(res) -> float:
+        """:func:`release_mcse`."""
+        return release_mcse(res)
+
+    def search_note(self, note: str, count: int, n_trials: int, where: str) -> str:
+        """A warning of the search's trials, with where it came."""
+        return (
+            f"during the search ({self.label}, at most {TRIAL_BOOTSTRAP} bootstrap replicates) "
+            f"at {count} of {n_trials} trial values ({where}): {note}"
         )
-    for w in caught:
-        if issubclass(w.category, EDPWarning):
-            into[f"confirmation: {w.message}"] = None
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if res.lower_bound:
-        into[
+
+    def confirmation_notes(self, res) -> list[str]:
+        """A confirmed headline that is a lower bound cannot vouch for the target."""
+        if not res.lower_bound:
+            return []
+        return [
             f"the confirmed release epsilon {res.headline:.4g} is a lower bound: it rests on "
             f"fewer than 10 effective draws or outputs, too few to resolve delta "
-            f"{target.delta:g}, so the tuned prior may not meet the target; draw more samples "
-            "(refit=RefitOptions(draws=...)) or take a larger delta"
-        ] = None
-    return res, release_mcse(res)
+            f"{self.target.delta:g}, so the tuned prior may not meet the target; draw more "
+            "samples (refit=RefitOptions(draws=...)) or take a larger delta"
+        ]
+
+    @staticmethod
+    def utility_names(res, idata) -> list[str]:
+        """Every posterior variable (a release publishes from all of them)."""
+        del res
+        return list(get_group(idata, "posterior").data_vars)

@@ -240,6 +240,9 @@ def test_epsilon_and_delta_are_floats_for_the_worst_neighbour():
     )
     assert isinstance(res.epsilon(1e-4), float) and isinstance(res.delta(1.0), float)
     assert res.epsilon() == res.headline
+    # no refits confirm a release audit: the result says so, in its printout too
+    assert res.details["verification"].startswith("unverified")
+    assert "unverified" in repr(res)
     assert res.delta(res.headline) <= 1e-3 * (1 + 1e-6)
     assert res.epsilon(1e-4) > res.epsilon(1e-2)
     # composing per neighbour: the worst for 5 releases need not be the worst for one
