@@ -7,7 +7,8 @@ import logging
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -17,6 +18,12 @@ from pymc_edp.base import binning
 from pymc_edp.base.mcse import pooled_log_ratio_se, refit_log_ratio_se
 from pymc_edp.base.parallel import map_tasks
 from pymc_edp.model.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
+from pymc_edp.model.stream import (
+    ModelColumns,
+    StreamingUnavailableError,
+    _Graph,
+    _posterior_draws,
+)
 from pymc_edp.model.transform import NeighbourDataMaker, neighbour_changes, neighbour_model
 from pymc_edp.refit.checkpoint import Checkpoint
 from pymc_edp.refit.engines import (
@@ -30,6 +37,13 @@ from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, jsonable, refit_seed
 
 _log = logging.getLogger("pymc_edp")
+
+#: A refit's log density ratio is computed from its neighbour's own records only (one
+#: compiled log-likelihood per observed variable, :class:`~pymc_edp.model.stream.ModelColumns`,
+#: evaluated at the refit's draws on those records). False evaluates every record at every
+#: refit and keeps the neighbour's rows, as before: the benchmark's "before"
+#: (``benchmarks/refit_records.py``) and the tests' reference.
+_OWN_RECORDS = True
 
 __all__ = [
     "RefitEstimate",
@@ -313,8 +327,26 @@ class RefitProblem:
             repl = self.replacement_sets[int(self.worst_candidate[k])] or None
         return log_ratios(self.ll, self.neighbours, k, k + 1, repl)[0]
 
-    def refit_log_ratio(self, loglik_fns: dict, k: int, posterior: xr.Dataset) -> np.ndarray:
-        """Neighbour ``k``'s log density ratio at the draws of a refit ``posterior``."""
+    #: Per observed variable, what computes its records at a refit's draws: a
+    #: ``(ModelColumns, free variable dtypes)`` pair, or the reason (str) the variable's
+    #: records are computed through ``loglik_fns`` over all records instead. Filled at the
+    #: first refit (compiled once per problem).
+    _own: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def refit_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset) -> np.ndarray:
+        """Neighbour ``k``'s log density ratio at the draws of a refit ``posterior``.
+
+        Only neighbour ``k``'s records are evaluated (see :data:`_OWN_RECORDS`); an observed
+        variable whose log-likelihood cannot be computed a chunk of records at a time
+        (:class:`~pymc_edp.model.stream.StreamingUnavailableError`) goes through
+        ``loglik_fns[name](posterior, y)``, which evaluates all its records.
+        """
+        if _OWN_RECORDS and self.model is not None:
+            return self._own_records_log_ratio(loglik_fns, k, posterior)
+        return self._all_records_log_ratio(loglik_fns, k, posterior)
+
+    def _all_records_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset):
+        """:meth:`refit_log_ratio` from every record's log-likelihood (the reference)."""
         at = LogLikelihood.at_draws(
             self.ll, [loglik_fns[n](posterior, self.observed_y[n]) for n in self.ll.names]
         )
@@ -323,6 +355,108 @@ class RefitProblem:
         if cand is not None:
             repl = [loglik_fns[n](posterior, cand[n]) for n in self.ll.names]
         return log_ratios(at, self.neighbours, k, k + 1, repl)[0]
+
+    def _own_records_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset):
+        """:meth:`refit_log_ratio` from neighbour ``k``'s rows only: as :func:`log_ratios`."""
+        ll = self.ll
+        rows = np.asarray(self.neighbours.rows_of(k), dtype=np.int64)
+        if rows.size == 0:
+            return self._all_records_log_ratio(loglik_fns, k, posterior)
+        n_samples = int(posterior.sizes.get("chain", 1)) * int(posterior.sizes["draw"])
+        cand = self.candidate(k)
+        base = np.empty((rows.size, n_samples))
+        alt = np.empty((rows.size, n_samples)) if cand is not None else None
+        var = np.searchsorted(ll.offsets, rows, side="right") - 1
+        for v in np.unique(var):
+            name = ll.names[v]
+            sel = var == v
+            local = rows[sel] - ll.offsets[v]
+            own = self._own_columns(name, posterior)
+            if isinstance(own, str):  # not streamable: every record, as before
+                base[sel] = _rows_of(loglik_fns[name](posterior, self.observed_y[name]), local)
+                if cand is not None:
+                    alt[sel] = _rows_of(loglik_fns[name](posterior, cand[name]), local)
+                continue
+            cols, dtypes = own
+            cols = cols.at_draws(_posterior_draws(posterior, cols.free, dtypes))
+            base[sel] = cols[:, local].T
+            if cand is not None:
+                shape = np.shape(self.observed_y[name])
+                values = np.reshape(np.asarray(cand[name]), shape)
+                alt[sel] = cols.with_observed(values)[:, local].T
+        if not (np.all(np.isfinite(base)) and (alt is None or np.all(np.isfinite(alt)))):
+            # the reference path names the record and draw in its error
+            return self._all_records_log_ratio(loglik_fns, k, posterior)
+        lr = np.negative(base, out=base) if alt is None else np.subtract(alt, base, out=alt)
+        if rows.size != 1:
+            lr = np.add.reduceat(lr, [0], axis=0)
+        return lr[0]
+
+    def _own_columns(self, name: str, posterior: xr.Dataset):
+        """``(ModelColumns, dtypes)`` of observed variable ``name``, or why not (a str).
+
+        Built and checked (chunked against PyMC's own graph) once, at the draws of the first
+        refit ``posterior``; later refits share its compiled function.
+        """
+        if name not in self._own:
+            self._own[name] = _streamed_columns(
+                self.model, name, posterior, self.observed_y[name], self.ll
+            )
+        return self._own[name]
+
+
+def _rows_of(values: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Rows ``local`` of an ``(S, n_rows_v)`` log-likelihood as ``(len(local), S)`` float64."""
+    return np.asarray(values, dtype=np.float64)[:, local].T
+
+
+def _streamed_columns(model, name: str, posterior: xr.Dataset, y, ll: LogLikelihood):
+    """The :class:`ModelColumns` of ``name`` at observed values ``y``, or why not (a str)."""
+    v = ll.names.index(name)
+    n_rows = int(ll.offsets[v + 1] - ll.offsets[v])
+    try:
+        graph = _Graph(model, name)
+        if graph.n != n_rows:
+            return f"{graph.n} records in the model, {n_rows} in the log-likelihood"
+        dtypes = list(graph.free_dtypes)
+        draws = _posterior_draws(posterior, graph.free, dtypes)
+        n_samples = int(posterior.sizes.get("chain", 1)) * int(posterior.sizes["draw"])
+        cols = ModelColumns(graph, draws, n_samples)
+        cols._check(graph)
+        cols = cols.with_observed(np.reshape(np.asarray(y), np.shape(graph.data[0])))
+    except (
+        StreamingUnavailableError,
+        KeyError,
+        ValueError,
+        TypeError,
+        NotImplementedError,
+    ) as err:
+        _log.debug("refits evaluate every record of %r: %s", name, err)
+        return f"{type(err).__name__}: {err}"
+    return cols, dtypes
+
+
+class _LoglikFunctions(Mapping):
+    """``{name: elementwise_loglik(model, name)}``, each compiled when first needed.
+
+    With :data:`_OWN_RECORDS` only the observed variables that cannot be streamed need one.
+    """
+
+    def __init__(self, model, names):
+        self._model, self._names = model, tuple(names)
+
+    def __getitem__(self, name):
+        from pymc_edp.model.pymc import elementwise_loglik
+
+        if name not in self._names:
+            raise KeyError(name)
+        return elementwise_loglik(self._model, name)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
 
 
 class RefitSetupError(ValueError):
@@ -439,6 +573,8 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
     eng = make_engine(options.engine, model=nb_model, var_names=keep, **common)
     if options.estimator != "pooled":
         return eng, None
+    if _OWN_RECORDS:  # compiled only for variables whose records cannot be streamed
+        return eng, _LoglikFunctions(model, problem.ll.names)
     return eng, {n: elementwise_loglik(model, n) for n in problem.ll.names}
 
 
