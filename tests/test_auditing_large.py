@@ -274,3 +274,83 @@ def test_twenty_thousand_records_with_default_settings_have_an_interval(tmp_path
     assert res.verification == "confirmed"
     assert res.log_weights.sizes["neighbour"] < res.n_neighbours
     _interval_everywhere(res, tmp_path)
+
+
+# ------------------------------------------------------------- replacement, streamed
+def _poisson(rng, n=1500, s=1000):
+    """A Poisson log-link regression and draws around the truth, without a log-likelihood."""
+    x = np.column_stack([np.ones(n), rng.normal(size=n)])
+    x[:3, 1] = 3.5  # an outlying covariate pattern
+    y = rng.poisson(np.exp(x @ np.array([0.4, 0.5])))
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        beta = pm.Normal("beta", 0, 2, shape=2)
+        pm.Poisson("y", mu=pm.math.exp(xd @ beta), observed=y)
+    draws = np.array([0.4, 0.5]) + 0.03 * rng.normal(size=(2, s // 2, 2))
+    idata = from_dict({"posterior": {"beta": draws}, "observed_data": {"y": y}})
+    return idata, model, y
+
+
+def _no_group(idata):
+    return from_dict(
+        {
+            "posterior": {"beta": get_group(idata, "posterior")["beta"].values},
+            "observed_data": {"y": get_group(idata, "observed_data")["y"].values},
+        }
+    )
+
+
+# the outlying records' large replacements have k-hat near 0.7: a reliability warning, not
+# what is tested here
+@pytest.mark.filterwarnings("ignore:Pareto k-hat:pymc_edp.base.common.EDPWarning")
+@pytest.mark.parametrize("case", ["flip", "candidates", "per_record"])
+def test_streamed_replace_pruned_equals_unpruned(rng, case):
+    """Replacement log-likelihoods computed chunk by chunk from the model, pruned or not."""
+    if case == "flip":
+        idata, model = _logistic(rng)
+        idata = _no_group(idata)
+        neighbour = edp.NeighbourOptions("replace")
+    else:
+        idata, model, y = _poisson(rng)
+        if case == "candidates":
+            neighbour = edp.NeighbourOptions("replace", replacements=[0, 4, 12])
+        else:  # two replacements per record: y + 5 and max(y - 2, 0)
+            values = np.stack([y + 5, np.maximum(y - 2, 0)])
+            neighbour = edp.NeighbourOptions("replace", replacements=edp.PerRecord(values))
+    kw = dict(bins=10, method="psis", progressbar=False, neighbour=neighbour)
+    model_kw = {"log_likelihood": "model"}
+    full = edp.audit(idata, model, chunks={**model_kw, "prune": False}, **kw)
+    pruned = edp.audit(idata, model, chunks={**model_kw, "prune": True, "memory": "4MiB"}, **kw)
+    assert _same(pruned, full) > 0
+    kept = pruned.pointwise["method"].values != "pruned"
+    np.testing.assert_array_equal(
+        pruned.pointwise["worst_replacement"].values[kept],
+        full.pointwise["worst_replacement"].values[kept],
+    )
+    # the same audit from replacement log-likelihoods held in memory (PyMC's own graph)
+    held = edp.audit(idata, model, chunks={**model_kw, "prune": False, "memory": "1GiB"}, **kw)
+    np.testing.assert_allclose(held.pointwise["epsilon"], full.pointwise["epsilon"], rtol=1e-9)
+
+
+def test_streamed_replace_on_a_dask_cluster_gives_the_serial_numbers(rng):
+    """Worker processes compute their chunks' replacement columns from the pickled model."""
+    distributed = pytest.importorskip("distributed")
+    idata, model, _ = _poisson(rng, n=800)
+    kw = dict(
+        bins=10,
+        method="psis",
+        progressbar=False,
+        neighbour=edp.NeighbourOptions("replace", replacements=[1, 6]),
+    )
+    opts = {"log_likelihood": "model", "memory": "2MiB"}
+    serial = edp.audit(idata, model, chunks={**opts, "prune": False}, **kw)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        par = edp.audit(idata, model, chunks={**opts, "executor": client, "prune": False}, **kw)
+        pruned = edp.audit(idata, model, chunks={**opts, "executor": client, "prune": True}, **kw)
+    np.testing.assert_array_equal(par.pointwise["epsilon"], serial.pointwise["epsilon"])
+    assert _same(pruned, serial) > 0

@@ -37,6 +37,7 @@ __all__ = [
     "is_lazy",
     "log_ratio_range",
     "log_ratios",
+    "neighbour_rows",
     "posterior_matrix",
     "relative_efficiency",
     "smoothed_log_weights",
@@ -326,6 +327,22 @@ def _check_finite(ll_rows: np.ndarray, rows: np.ndarray, labels: list[str] | Non
     )
 
 
+def _check_replacement_support(alt: np.ndarray, rows: np.ndarray, labels: list[str]) -> None:
+    """Refuse a replacement value where the likelihood is zero (or undefined) at every draw.
+
+    What :func:`pymc_edp.model.replace.check_support` says of replacement log-likelihoods
+    held in memory, for those computed a chunk of records at a time.
+    """
+    never = ~np.isfinite(alt).any(axis=1)
+    if never.any():
+        r = int(np.flatnonzero(never)[0])
+        raise ValueError(
+            f"the replacement value for record {labels[rows[r]]} is outside the support of "
+            "its likelihood (log p(y' | theta) is -inf or NaN at every posterior draw): give "
+            "replacement values the data could take"
+        )
+
+
 def smoothed_log_weights(
     log_ratio: np.ndarray, reff: float, spread: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -385,15 +402,30 @@ def log_ratio_range(
         return np.ptp(log_ratios(ll, neighbours, start, stop, replacement), axis=1)
     v = int(var[0])
     cols = slice(int(rows[0] - ll.offsets[v]), int(rows[-1] - ll.offsets[v]) + 1)
-    block = _read(ll.arrays[v], cols)
-    if replacement is not None:
-        block = np.subtract(_read(replacement[v], cols), block, dtype=np.float64)
-    top = block.max(axis=0).astype(np.float64)
-    bottom = block.min(axis=0).astype(np.float64)
-    out = top - bottom
+    array = ll.arrays[v]
+    other = None if replacement is None else replacement[v]
+    if hasattr(array, "range_of") and (other is None or hasattr(other, "range_of")):
+        # computed from the model: reduced as computed, never stored (S, k)
+        out = array.range_of(cols, other)
+    else:
+        block = _read(array, cols)
+        if other is not None:
+            block = np.subtract(_read(other, cols), block, dtype=np.float64)
+        top = block.max(axis=0).astype(np.float64)
+        bottom = block.min(axis=0).astype(np.float64)
+        out = top - bottom
     if not np.all(np.isfinite(out)):  # NaN or infinite values: the full check explains
         log_ratios(ll, neighbours, start, stop, replacement)
     return out
+
+
+def neighbour_rows(ll: LogLikelihood, neighbours: Neighbours, start: int, stop: int):
+    """The rows of neighbours ``start:stop`` at the data, ``(rows, S)`` float64, checked finite."""
+    rows = neighbours.rows[neighbours.indptr[start] : neighbours.indptr[stop]]
+    base = ll.gather(rows)
+    if not np.all(np.isfinite(base)):
+        _check_finite(base, rows, ll.row_labels(), "the log_likelihood group")
+    return base
 
 
 def log_ratios(
@@ -402,6 +434,7 @@ def log_ratios(
     start: int,
     stop: int,
     replacement: Sequence[np.ndarray] | None = None,
+    base: np.ndarray | None = None,
 ) -> np.ndarray:
     """``log p(theta | D') - log p(theta | D)`` (up to a constant) of neighbours ``start:stop``.
 
@@ -411,6 +444,10 @@ def log_ratios(
     replacement values). The one place the audit, the refits and the diagnostics get the
     log density ratio of a neighbour from.
 
+    ``base``, for replacement, is the neighbours' rows at the data as an earlier call's
+    :func:`neighbour_rows` read them: several candidates then read (or compute) them once.
+    It is not modified.
+
     Returns
     -------
     ndarray, shape (stop - start, S)
@@ -418,14 +455,14 @@ def log_ratios(
     """
     lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
     rows = neighbours.rows[lo:hi]
-    base = ll.gather(rows)
-    if not np.all(np.isfinite(base)):
-        _check_finite(base, rows, ll.row_labels(), "the log_likelihood group")
+    if base is None or replacement is None:
+        base = neighbour_rows(ll, neighbours, start, stop)
     if replacement is None:
         lr = np.negative(base, out=base)
     else:
         alt = ll.gather(rows, replacement)
         if not np.all(np.isfinite(alt)):
+            _check_replacement_support(alt, rows, ll.row_labels())
             _check_finite(
                 alt, rows, ll.row_labels(), "the log-likelihood at the replacement values"
             )

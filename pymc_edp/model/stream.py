@@ -27,14 +27,17 @@ compiling, which observed variables can be streamed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from pymc_edp.model import families as _families
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import SAMPLE_DIMS, LogLikelihood
+from pymc_edp.model.products import exact_products
 
 __all__ = [
     "ModelColumns",
@@ -49,6 +52,10 @@ _CHECK_DRAWS = 3
 _CHECK_RTOL, _CHECK_ATOL = 1e-9, 1e-9
 #: Largest per-record data (bytes) one chunk of that check slices.
 _CHECK_BYTES = 64 * 2**20
+#: Tolerance of the check that the fast kernels' columns equal PyTensor's.
+_FAST_RTOL, _FAST_ATOL = 1e-12, 1e-12
+
+_logger = logging.getLogger("pymc_edp")
 
 _ADVICE = (
     "Compute the log_likelihood group instead (pm.compute_log_likelihood(idata, "
@@ -130,7 +137,7 @@ class _Graph:
         self.rv, self.value = rv, value
         logp, y = _elementwise_logp(umodel, rv, value, name)
         self.n = int(y.shape[0])
-        y_new, logp_new = _resized_logp(umodel, rv, value, name)
+        y_new, logp_new, self.rv_new = _resized_logp(umodel, rv, value, name)
         replace, inputs, data, labels = _per_record_inputs(logp_new, y_new, self.n)
         inputs = [y_new, *inputs]  # the observed values first
         data = [np.asarray(y, dtype=value.dtype), *data]
@@ -143,6 +150,7 @@ class _Graph:
         values = [umodel.rvs_to_values[v] for v in free_rvs]
         self.free = [v.name for v in free_rvs]
         self.free_dtypes = [v.dtype for v in values]
+        self.values = values  # the free variables' value variables (unbatched)
         self.data_inputs, self.data, self.labels = inputs, data, labels
         self.draw_inputs, self.output, self.vectorised = _vectorised(values, logp_new)
 
@@ -171,7 +179,7 @@ def _resized_logp(umodel, rv, value, name: str):
     """The log-likelihood of ``rv`` resized to a chunk of records, ``(y_new, logp_new)``.
 
     ``y_new`` is the observed values as a symbolic input of any length; the size of
-    ``logp_new`` follows it.
+    ``logp_new`` follows it. Also returns the resized random variable, ``rv_new``.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -190,7 +198,7 @@ def _resized_logp(umodel, rv, value, name: str):
         ) from err
     if logp_new.ndim != 1:  # pragma: no cover - resizing kept the layout above
         raise StreamingUnavailableError(name, "its resized log-likelihood is not 1-d")
-    return y_new, logp_new
+    return y_new, logp_new, rv_new
 
 
 def _per_record_inputs(logp_new, y_new, n: int):
@@ -266,7 +274,8 @@ def _vectorised(values, logp_new):
         out = vectorize_graph(logp_new, dict(zip(values, batched, strict=True)))
         if values and out.ndim != 2:  # pragma: no cover - defensive
             raise ValueError("vectorised log-likelihood is not 2-d")
-        return batched, out, True
+        # products summed in order: a record's terms never depend on the chunk it is in
+        return batched, exact_products(out), True
     except Exception:  # pragma: no cover - depends on the model's ops
         return values, logp_new, False
 
@@ -307,6 +316,11 @@ class ModelColumns:
     (e.g. ``X @ beta`` as one ``(S, p) x (p, k)`` product) and slices ``k`` rows of each
     per-record input. The compiled function is not thread-safe: give each thread or process
     its own copy (``pickle`` round trip, or :meth:`take`).
+
+    A recognised GLM likelihood (Normal, Student-t, Bernoulli, Binomial, Poisson, negative
+    binomial; :mod:`pymc_edp.model.families`) is computed by fused kernels from its
+    parameters, and :meth:`range_of` without storing the columns; ``fast=False`` keeps
+    PyTensor's graph only.
     """
 
     ndim = 2
@@ -318,6 +332,7 @@ class ModelColumns:
         n_samples: int,
         *,
         dtype: np.dtype | type = np.float64,
+        fast: bool = True,
     ):
         self.name = graph.name
         self.free = list(graph.free)
@@ -335,7 +350,9 @@ class ModelColumns:
         if any(d.shape[0] != n_samples for d in self._draws):
             raise ValueError(f"the draws of {self.free} are not all {n_samples} samples long")
         self.shape = (int(n_samples), int(graph.n))
-        self._fn = None
+        self._fn = _Compiled()
+        # fused kernels for a recognised GLM family (None: PyTensor's graph only)
+        self._fast = _families.recognise(graph) if fast else None
 
     # -- array protocol ------------------------------------------------------------------
     def __len__(self) -> int:
@@ -397,10 +414,101 @@ class ModelColumns:
         out.shape = (self.shape[0], int(out._data[0].shape[0]))
         return out
 
+    def with_observed(self, values) -> ModelColumns:
+        """The same log-likelihood at other observed values (``log p(y' | theta)``).
+
+        ``values`` is shaped like the observed data (one value per record, or a scalar
+        given to every record). The compiled function and the other per-record inputs are
+        shared, so the replacement log-likelihood of a neighbour is computed chunk by chunk
+        like the removal one, never held as ``n x S``.
+        """
+        y = self._data[0]
+        new = np.asarray(values, dtype=y.dtype)
+        if new.ndim == 0:
+            new = np.broadcast_to(new, y.shape)
+        if new.shape != y.shape:
+            raise ValueError(
+                f"replacement values for {self.name!r} have shape {new.shape}, expected the "
+                f"observed data's {y.shape}"
+            )
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out._data = [new, *self._data[1:]]
+        return out
+
+    def at_draws(self, draws: Sequence[np.ndarray]) -> ModelColumns:
+        """The same log-likelihood at other draws of :attr:`free` (``(S', ...)`` arrays each).
+
+        Shares the compiled function: what a refit needs to evaluate only its neighbour's
+        records at its own draws.
+        """
+        draws = [np.asarray(d) for d in draws]
+        if len(draws) != len(self._draws):
+            raise ValueError(f"expected draws of {self.free}, got {len(draws)} array(s)")
+        n_samples = draws[0].shape[0] if draws else self.shape[0]
+        if any(d.shape[0] != n_samples for d in draws):
+            raise ValueError(f"the draws of {self.free} are not all {n_samples} samples long")
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out._draws = draws
+        out.shape = (int(n_samples), self.shape[1])
+        return out
+
+    def range_of(self, columns, other: ModelColumns | None = None) -> np.ndarray:
+        """``max_s - min_s`` over draws of each column, or of ``other - self`` (replacement).
+
+        The pruning bound of each record, for removal (``other=None``) or for replacement by
+        ``other``'s observed values (:meth:`with_observed`); the same bits as reducing the
+        computed columns, or, by a recognised family's kernels (float64 columns), the range
+        of the values they compute at the draws attaining it (equal up to rounding).
+
+        Returns
+        -------
+        ndarray, shape (n_columns,), float64
+        """
+        cols, drop = _normalise(columns, self.shape[1], "record")
+        if drop:
+            cols = np.atleast_1d(cols)
+        draws = slice(0, self.shape[0])
+        fast = self._fast_range(cols, other)
+        if fast is not None:
+            return fast
+        # in the columns' dtype, as the reweighting reads them (float32 stays float32)
+        block = self._compute(draws, cols)
+        if other is not None:
+            block = np.subtract(other._compute(draws, cols), block, dtype=np.float64)
+        return block.max(axis=0).astype(np.float64) - block.min(axis=0).astype(np.float64)
+
+    def _fast_range(self, cols, other: ModelColumns | None) -> np.ndarray | None:
+        """:meth:`range_of` by the family's kernels, or None (compute the columns).
+
+        float64 columns only (float32 ones are rounded more coarsely than the pruning
+        margin), and for a replacement only by :meth:`with_observed` of these columns.
+        """
+        fast = self.__dict__.get("_fast")
+        if fast is None or self.dtype != np.float64 or not self._draws or not self.shape[0]:
+            return None
+        if _length(cols, self.shape[1]) == 0:
+            return np.empty(0)
+        alt_y = None
+        if other is not None:
+            same = (
+                other.__dict__.get("_fast") is fast
+                and other.dtype == np.float64
+                and other.shape == self.shape
+                and len(other._draws) == len(self._draws)
+                and all(a is b for a, b in zip(other._draws, self._draws, strict=True))
+                and all(a is b for a, b in zip(other._data[1:], self._data[1:], strict=True))
+            )
+            if not same:
+                return None
+            alt_y = other._data[0][cols]
+        chunk = [a[cols] for a in self._data]
+        return fast.range(list(self._draws), chunk, alt_y)
+
     # -- pickling ------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_fn"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -408,11 +516,11 @@ class ModelColumns:
 
     # -- computation ---------------------------------------------------------------------
     def _function(self):
-        if self._fn is None:
-            self._fn = _compile(
+        if self._fn.fn is None:
+            self._fn.fn = _compile(
                 [*self._draw_inputs, *self._data_inputs], self._output, self.check_bounds
             )
-        return self._fn
+        return self._fn.fn
 
     def _compute(self, draws, cols, dtype=None) -> np.ndarray:
         """``(len(draws), len(cols))``: draws and cols are slices (step 1) or int arrays.
@@ -424,9 +532,14 @@ class ModelColumns:
         n_cols = _length(cols, self.shape[1])
         if n_draws == 0 or n_cols == 0:
             return np.empty((n_draws, n_cols), dtype=dtype)
-        fn = self._function()
         chunk = [a[cols] for a in self._data]
         theta = [d[draws] for d in self._draws]
+        fast = self.__dict__.get("_fast")
+        if fast is not None and theta and self._vectorised:
+            out = fast.compute(theta, chunk)
+            if out is not None:  # else a chunk the kernels do not handle: PyTensor's
+                return out.astype(dtype, copy=False)
+        fn = self._function()
         if not theta:  # a likelihood without parameters: the same at every draw
             out = np.broadcast_to(np.asarray(fn(*chunk)), (n_draws, n_cols))
         elif self._vectorised:
@@ -504,6 +617,47 @@ class ModelColumns:
                     f"computation (record {record}, draw {picks[s]}: {got[s, j]!r} vs "
                     f"{want[s, j]!r}); " + detail,
                 )
+        if self.__dict__.get("_fast") is not None:
+            self._check_fast(picks, ref, chunks)
+
+    def _check_fast(self, picks, ref, chunks) -> None:
+        """Drop the fast path unless its columns equal PyTensor's (``ref``) to 1e-12."""
+        theta = [d[picks] for d in self._draws]
+        for cols in chunks:
+            try:
+                got = self._fast.compute(theta, [a[cols] for a in self._data])
+            except Exception as err:  # any failure: PyTensor only
+                ok, reason = False, f"{type(err).__name__}: {err}"
+            else:
+                if got is None:  # a chunk the kernels leave to PyTensor
+                    continue
+                ok = np.allclose(got, ref[:, cols], rtol=_FAST_RTOL, atol=_FAST_ATOL)
+                reason = "its columns differ from PyTensor's"
+            if not ok:
+                _logger.info(
+                    "%s: the fast %r log-likelihood is not used (%s); computing with PyTensor",
+                    self.name,
+                    self._fast,
+                    reason,
+                )
+                self._fast = None
+                return
+
+
+class _Compiled:
+    """Holder of a compiled function, shared by the copies of one :class:`ModelColumns`.
+
+    Pickles empty and keeps its identity within one pickle, so the copies a worker receives
+    (``with_observed``, ``take``) compile once between them.
+    """
+
+    __slots__ = ("fn",)
+
+    def __init__(self):
+        self.fn = None
+
+    def __reduce__(self):
+        return (_Compiled, ())
 
 
 def _compile(inputs, output, check_bounds: bool):
@@ -631,6 +785,7 @@ def model_log_likelihood(
     *,
     dtype: np.dtype | type = np.float64,
     check: bool = True,
+    fast: bool = True,
 ) -> LogLikelihood:
     """The pointwise log-likelihood as :class:`ModelColumns`, never held as ``n x S``.
 
@@ -645,6 +800,10 @@ def model_log_likelihood(
         Of the computed columns (float32 halves their memory; computed in float64).
     check : bool, default True
         Check once, at a few draws, that the chunked computation equals PyMC's own.
+    fast : bool, default True
+        Compute a recognised GLM likelihood (Normal, Student-t, Bernoulli, Binomial,
+        Poisson, negative binomial) with fused kernels from its parameters, PyTensor's graph
+        for what they do not handle; False: PyTensor's graph only (for comparisons).
 
     Returns
     -------
@@ -668,7 +827,7 @@ def model_log_likelihood(
     for name in names:
         graph = _Graph(model, name)
         draws = _posterior_draws(posterior, graph.free, graph.free_dtypes)
-        cols = ModelColumns(graph, draws, n_chains * n_draws, dtype=dtype)
+        cols = ModelColumns(graph, draws, n_chains * n_draws, dtype=dtype, fast=fast)
         if check:
             cols._check(graph)
         dim, coord = _layout(graph.umodel, name, graph.n)

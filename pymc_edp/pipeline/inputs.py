@@ -45,6 +45,11 @@ __all__ = ["Inputs", "read_inputs"]
 
 _log = logging.getLogger("pymc_edp")
 
+#: Largest replacement log-likelihood (bytes, all candidates) computed whole and held in
+#: memory; above it, and whenever the log-likelihood is itself lazy, it is computed from the
+#: model a chunk of records at a time.
+REPLACEMENTS_IN_MEMORY = 2**30
+
 
 @dataclass(frozen=True)
 class Inputs:
@@ -328,6 +333,10 @@ def _replacements(idata, model, ll: LogLikelihood, factorised, settings: Setting
         return cands, []
     per_var = []
     for v, name in enumerate(ll.names):
+        streamed = _streamed_replacements(idata, model, ll, v, cands[name])
+        if streamed is not None:
+            per_var.append(streamed)
+            continue
         alt = replacement_log_likelihood(idata, model, name, cands[name])
         check_support(alt, cands[name], name)
         n_v = ll.arrays[v].shape[1]
@@ -337,5 +346,27 @@ def _replacements(idata, model, ll: LogLikelihood, factorised, settings: Setting
                 f"draw but the log_likelihood group has {n_v}"
             )
         per_var.append(alt)
-    n_cand = max(a.shape[0] for a in per_var)
-    return cands, [[a[min(c, a.shape[0] - 1)] for a in per_var] for c in range(n_cand)]
+    n_cand = max(len(a) for a in per_var)
+    return cands, [[a[min(c, len(a) - 1)] for a in per_var] for c in range(n_cand)]
+
+
+def _streamed_replacements(idata, model, ll: LogLikelihood, v: int, values):
+    """Per candidate, the replacement log-likelihood as columns computed from the model.
+
+    Used when the log-likelihood itself is computed or read chunk by chunk, or when the
+    candidates' ``C x S x n`` values exceed :data:`REPLACEMENTS_IN_MEMORY`; None (held in
+    memory) otherwise, or when the variable cannot be streamed. Support is then checked as
+    each chunk is computed (:func:`pymc_edp.model.loglik.log_ratios`). The choice depends on
+    the data only, never on the chunk options, so a pruned and a full audit compute the
+    same numbers.
+    """
+    name = ll.names[v]
+    array = ll.arrays[v]
+    size = values.shape[0] * ll.n_samples * array.shape[1] * 8
+    if not (ll.lazy or size > REPLACEMENTS_IN_MEMORY) or model is None:
+        return None
+    if not hasattr(array, "with_observed"):
+        if stream_supported(model, [name])[name] is not None:
+            return None
+        array = model_log_likelihood(model, idata, [name]).arrays[0]
+    return [array.with_observed(c) for c in values]

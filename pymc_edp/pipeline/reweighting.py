@@ -11,7 +11,13 @@ import numpy as np
 from pymc_edp.base.parallel import map_tasks, progress_bar
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.model.loglik import LogLikelihood
-from pymc_edp.model.reweight import Reweighter, bound_chunk, estimate_chunk, prune_margin
+from pymc_edp.model.reweight import (
+    Reweighter,
+    bound_chunk,
+    estimate_chunk,
+    prune_margin,
+    tight_bound_chunk,
+)
 from pymc_edp.pipeline.estimates import TOP_WEIGHTS, Estimates
 from pymc_edp.pipeline.inputs import Inputs
 from pymc_edp.pipeline.settings import Settings
@@ -100,7 +106,9 @@ def _slices(rw: Reweighter, settings: Settings) -> list[slice]:
 def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Settings):
     """Bound every neighbour, then reweight in decreasing order of the bound until done.
 
-    Returns the neighbours pruned (sorted).
+    Each wave of neighbours is first screened by the tighter mean bound
+    (:func:`pymc_edp.model.reweight.mean_bound`) against the largest epsilon found so far;
+    only those it cannot rule out are reweighted. Returns the neighbours pruned (sorted).
     """
     chunks, enabled, n_nb = settings.chunks, settings.progressbar, len(rw.neighbours)
     run = dict(executor=chunks.executor, progressbar=False, shared=rw)
@@ -120,21 +128,29 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
     # from a stored (dask) group full chunks, as each read decompresses whole stored chunks
     stored = any(getattr(a, "chunks", None) for a in rw.ll.arrays)
     step = size if stored else min(size, max(16, size // 64))
+    screened = []  # skipped by the tighter bound (module docstring of model.reweight)
     with progress_bar(n_nb, description="EDP: reweighting records", enabled=enabled) as bar:
         while done < n_nb and prune_margin(est.bound[order[done]]) >= lower:
             todo = order[done : done + step * chunks.n_workers()]
             tasks = [np.sort(todo[a : a + step]) for a in range(0, todo.size, step)]
             step = min(2 * step, size)
+            done += todo.size
+            if np.isfinite(lower):
+                tight = map_tasks(tight_bound_chunk, tasks, **run)
+                skip = [t[prune_margin(b) < lower] for t, b in zip(tasks, tight, strict=True)]
+                tasks = [t[prune_margin(b) >= lower] for t, b in zip(tasks, tight, strict=True)]
+                screened.extend(skip)
+                bar.advance(sum(t.size for t in skip))
+                tasks = [t for t in tasks if t.size]
             for res in map_tasks(estimate_chunk, tasks, **run):
                 _fill(est, res, bar)
                 final = res.eps.max(axis=1)
                 if refit_later:  # bad k-hat estimates may yet be replaced by refits
                     final = final[~(res.khat > threshold)]
                 lower = max(lower, float(final.max(initial=-np.inf)))
-            done += todo.size
     if est.kept:
         est.trim_kept()
-    return np.sort(order[done:])
+    return np.sort(np.concatenate([order[done:], *screened]).astype(np.int64))
 
 
 def _aligned(size: int, ll: LogLikelihood) -> int:

@@ -89,3 +89,39 @@ def test_chunk_options():
         ChunkOptions(executor=4)
     with pytest.raises(ValueError, match="prune_above"):
         ChunkOptions(prune_above=-1)
+
+
+@pytest.mark.parametrize("reff", [1.0, 0.3])
+@pytest.mark.parametrize("n_bins", [2, 5, 20])
+def test_mean_bound_is_never_below_the_smoothed_epsilon(rng, reff, n_bins):
+    """The second screen of pruning bounds epsilon after PSIS and binning, heavy tails too."""
+    from pymc_edp.base import binning
+    from pymc_edp.base.psis import psis_tail_length
+    from pymc_edp.model.compat import PSIS_TAIL_RULE
+    from pymc_edp.model.loglik import smoothed_log_weights
+    from pymc_edp.model.reweight import mean_bound
+
+    s = 2000
+    draws = rng.normal(size=(3, s))
+    bins = binning.quantile_bins(draws, n_bins)
+    scale = np.exp(rng.uniform(np.log(1e-3), np.log(5.0), size=(300, 1)))
+    # log ratios correlated with the parameters (what moves bins), Gaussian or heavy-tailed
+    lr = scale * (0.7 * draws[0] + 0.3 * rng.standard_t(3, size=(300, s)))
+    lr[::7] = scale[::7] * rng.standard_t(1.5, size=(lr[::7].shape[0], s))
+    bound = mean_bound(lr, psis_tail_length(s, reff, PSIS_TAIL_RULE))
+    lw, _ = smoothed_log_weights(lr.copy(), reff)
+    eps = binning.epsilon_estimates(lw, bins).eps.max(axis=1)
+    assert np.all(eps <= bound * (1 + 1e-9) + 1e-12)
+    assert np.all(bound <= np.ptp(lr, axis=1))
+    # and it is much tighter than the range where the posterior moves little
+    small = scale[:, 0] < 0.05
+    assert np.median(bound[small] / np.ptp(lr[small], axis=1)) < 0.8
+
+
+def test_mean_bound_of_non_finite_rows_is_infinite():
+    from pymc_edp.model.reweight import mean_bound
+
+    lr = np.zeros((3, 50))
+    lr[1, 3] = np.nan
+    lr[2, 4] = np.inf
+    assert np.array_equal(mean_bound(lr, 10), [0.0, np.inf, np.inf])

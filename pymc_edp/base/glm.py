@@ -1,0 +1,776 @@
+"""Log-densities of the common GLM likelihoods on ``(S, k)`` blocks, and their ranges.
+
+The kernels behind the fast path of :class:`~pymc_edp.model.stream.ModelColumns`: given
+the observed values of ``k`` records and the likelihood's parameters at ``S`` draws (each an
+array broadcastable to ``(S, k)``: ``(S, k)``, ``(S, 1)``, ``(1, k)`` or ``(1, 1)``), they
+compute the ``(S, k)`` log-densities PyTensor's compiled ``logp`` would, with the same
+formulas (PyMC's, after PyTensor's stabilising rewrites), in vectorised NumPy and numba,
+and the range over draws of each record's log-density (or of a replacement's log ratio).
+
+Families and their parameters (the last one, ``q``, is given through a link):
+
+============================  ======================  =========================================
+family                        parameters              links of ``q``
+============================  ======================  =========================================
+``"normal"``                  ``mu, sigma``           --
+``"student_t"``               ``nu, mu, sigma``       --
+``"bernoulli"``               ``q``                   ``logit`` (p = sigmoid(q)), ``erfc``
+                                                      (p = 0.5 erfc(q), PyMC's ``invprobit``),
+                                                      ``identity`` (p = q)
+``"binomial"``                ``n, q``                as Bernoulli
+``"poisson"``                 ``q``                   ``log`` (mu = exp(q)), ``identity``
+``"negative_binomial"``       ``n, q``                ``logit`` (p = sigmoid(q)), ``identity``
+                                                      (``style`` 5: PyMC 5's formula from p)
+============================  ======================  =========================================
+
+Every function returns None when the block is outside what the kernels handle (observed
+values outside the support, invalid or non-finite parameters, a non-finite log-density):
+the caller then evaluates that block with PyTensor, which gives PyMC's own ``-inf`` or
+parameter error.
+
+The range of the log-density of a record over draws, for a family whose draws enter only
+through the scalar ``q`` (Bernoulli, Binomial with ``n`` fixed, Poisson), takes one pass of
+four reductions per record: ``f(q)`` is concave in ``q`` (for every link here), so its
+maximum over the draws is at the draw nearest its mode from below or above and its minimum at
+the smallest or largest ``q``. The log ratio of a replacement is monotone in ``q``. Other
+families compute the block and reduce it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from scipy import special
+
+__all__ = [
+    "FAMILIES",
+    "LINKS",
+    "RangeState",
+    "half_erfc",
+    "lgamma",
+    "logp",
+    "logp_range",
+    "scalar_family",
+]
+
+#: Parameters of each family, in order (the last is ``q`` for the linked families).
+FAMILIES = {
+    "normal": ("mu", "sigma"),
+    "student_t": ("nu", "mu", "sigma"),
+    "bernoulli": ("q",),
+    "binomial": ("n", "q"),
+    "poisson": ("q",),
+    "negative_binomial": ("n", "q"),
+}
+#: Links of ``q`` each family accepts.
+LINKS = {
+    "normal": ("identity",),
+    "student_t": ("identity",),
+    "bernoulli": ("logit", "erfc", "identity"),
+    "binomial": ("logit", "erfc", "identity"),
+    "poisson": ("log", "identity"),
+    "negative_binomial": ("logit", "identity"),
+}
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_INF = np.inf
+
+
+# ------------------------------------------------------------------------ numba kernels
+# Parameters are 2-d arrays broadcastable to the block's (S, k): a[s if rows else 0, j * cols]
+# with ``rows = a.shape[0] > 1`` and ``cols = a.shape[1] > 1``. Kernels that finish a block
+# return how many of its values are not finite.
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+
+
+@numba.njit(**_JIT)
+def _minmax(a, mn, mx):  # pragma: no cover - compiled
+    """Column min / max of ``a`` (S, k) folded into ``mn``, ``mx``; False if not finite."""
+    n_s, k = a.shape
+    bad = 0
+    for s in range(n_s):
+        for j in range(k):
+            v = a[s, j]
+            bad += not (abs(v) < np.inf)
+            mn[j] = min(mn[j], v)
+            mx[j] = max(mx[j], v)
+    return bad == 0
+
+
+@numba.njit(**_JIT)
+def _minmax_diff(a, b, mn, mx):  # pragma: no cover - compiled
+    """Column min / max of ``b - a`` folded into ``mn``, ``mx``; False if not finite."""
+    n_s, k = a.shape
+    bad = 0
+    for s in range(n_s):
+        for j in range(k):
+            v = b[s, j] - a[s, j]
+            bad += not (abs(v) < np.inf)
+            mn[j] = min(mn[j], v)
+            mx[j] = max(mx[j], v)
+    return bad == 0
+
+
+@numba.njit(**_JIT)
+def _bracket(a, mode, mn, mx, lo, hi):  # pragma: no cover - compiled
+    """Per column, folded in: min, max, largest value <= mode, smallest value >= mode."""
+    n_s, k = a.shape
+    bad = 0
+    for s in range(n_s):
+        for j in range(k):
+            v = a[s, j]
+            m = mode[j]
+            bad += not (abs(v) < np.inf)
+            mn[j] = min(mn[j], v)
+            mx[j] = max(mx[j], v)
+            lo[j] = max(lo[j], v if v <= m else -np.inf)
+            hi[j] = min(hi[j], v if v >= m else np.inf)
+    return bad == 0
+
+
+@numba.njit(**_JIT)
+def _half_erfc(z, out):  # pragma: no cover - compiled
+    """``0.5 * erfc(z)`` with the C library's erfc (the one PyTensor's compiled code calls)."""
+    flat_z = z.ravel()
+    flat_o = out.ravel()
+    for i in range(flat_z.size):
+        flat_o[i] = 0.5 * math.erfc(flat_z[i])
+    return out
+
+
+@numba.njit(**_JIT)
+def _lgamma(x, out):  # pragma: no cover - compiled
+    """``lgamma`` of the C library elementwise (PyTensor's ``gammaln``)."""
+    flat_x = x.ravel()
+    flat_o = out.ravel()
+    for i in range(flat_x.size):
+        flat_o[i] = math.lgamma(flat_x[i])
+    return out
+
+
+@numba.njit(**_JIT)
+def _negabs(q, out):  # pragma: no cover - compiled
+    n_s, k = q.shape
+    for s in range(n_s):
+        for j in range(k):
+            out[s, j] = -abs(q[s, j])
+    return out
+
+
+@numba.njit(**_JIT)
+def _k_normal(y, mu, sigma, log_sigma, out):  # pragma: no cover - compiled
+    """``(-0.5 ((y - mu) / sigma)^2 - log(sqrt(2 pi))) - log(sigma)``."""
+    n_s, k = out.shape
+    mr, mc = mu.shape[0] > 1, 1 if mu.shape[1] > 1 else 0
+    sr, sc = sigma.shape[0] > 1, 1 if sigma.shape[1] > 1 else 0
+    c = 0.5 * math.log(2.0 * math.pi)
+    bad = 0
+    for s in range(n_s):
+        ms = s if mr else 0
+        ss = s if sr else 0
+        for j in range(k):
+            z = (y[j] - mu[ms, j * mc]) / sigma[ss, j * sc]
+            v = (-0.5 * (z * z) - c) - log_sigma[ss, j * sc]
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _k_t_z(y, mu, lam, nu, out):  # pragma: no cover - compiled
+    """``lam (y - mu)^2 / nu``."""
+    n_s, k = out.shape
+    mr, mc = mu.shape[0] > 1, 1 if mu.shape[1] > 1 else 0
+    lr, lc = lam.shape[0] > 1, 1 if lam.shape[1] > 1 else 0
+    nr, nc = nu.shape[0] > 1, 1 if nu.shape[1] > 1 else 0
+    for s in range(n_s):
+        ms = s if mr else 0
+        ls = s if lr else 0
+        ns = s if nr else 0
+        for j in range(k):
+            d = y[j] - mu[ms, j * mc]
+            out[s, j] = lam[ls, j * lc] * (d * d) / nu[ns, j * nc]
+    return out
+
+
+@numba.njit(**_JIT)
+def _k_t_finish(log1p_z, const, half_nu1, out):  # pragma: no cover - compiled
+    """``const - (nu + 1) / 2 * log1p(z)``."""
+    n_s, k = out.shape
+    cr, cc = const.shape[0] > 1, 1 if const.shape[1] > 1 else 0
+    hr, hc = half_nu1.shape[0] > 1, 1 if half_nu1.shape[1] > 1 else 0
+    bad = 0
+    for s in range(n_s):
+        cs = s if cr else 0
+        hs = s if hr else 0
+        for j in range(k):
+            v = const[cs, j * cc] - half_nu1[hs, j * hc] * log1p_z[s, j]
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _k_bernoulli_logit(y, q, t, out):  # pragma: no cover - compiled
+    """The Bernoulli logit log-density: -softplus(-q) at y = 1, -softplus(q) at y = 0."""
+    n_s, k = out.shape
+    bad = 0
+    for s in range(n_s):
+        for j in range(k):
+            x = -q[s, j] if y[j] == 1.0 else q[s, j]
+            v = -(max(x, 0.0) + t[s, j])
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _k_bernoulli_logs(y, log_p, log_1mp, out):  # pragma: no cover - compiled
+    n_s, k = out.shape
+    bad = 0
+    for s in range(n_s):
+        for j in range(k):
+            v = log_p[s, j] if y[j] == 1.0 else log_1mp[s, j]
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _k_binomial_logit(y, n, bl, q, t, out):  # pragma: no cover - compiled
+    """``(binomln + y log p) + (n - y) log(1 - p)``, p = sigmoid(q)."""
+    n_s, k = out.shape
+    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
+    br, bc = bl.shape[0] > 1, 1 if bl.shape[1] > 1 else 0
+    bad = 0
+    for s in range(n_s):
+        ns = s if nr else 0
+        bs = s if br else 0
+        for j in range(k):
+            x = q[s, j]
+            log_p = -(max(-x, 0.0) + t[s, j])
+            log_1mp = -(max(x, 0.0) + t[s, j])
+            v = (bl[bs, j * bc] + y[j] * log_p) + (n[ns, j * nc] - y[j]) * log_1mp
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _k_binomial_logs(y, n, bl, log_p, log_1mp, out):  # pragma: no cover - compiled
+    n_s, k = out.shape
+    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
+    br, bc = bl.shape[0] > 1, 1 if bl.shape[1] > 1 else 0
+    bad = 0
+    for s in range(n_s):
+        ns = s if nr else 0
+        bs = s if br else 0
+        for j in range(k):
+            v = (bl[bs, j * bc] + y[j] * log_p[s, j]) + (n[ns, j * nc] - y[j]) * log_1mp[s, j]
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _k_poisson(y, lg, a, b, out):  # pragma: no cover - compiled
+    """``(y a - lgamma(y + 1)) - b``: (a, b) = (q, exp(q)) or (log(mu), mu)."""
+    n_s, k = out.shape
+    bad = 0
+    for s in range(n_s):
+        for j in range(k):
+            v = (y[j] * a[s, j] - lg[j]) - b[s, j]
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _k_negbin_logit(y, n, table, index, q, t, out):  # pragma: no cover - compiled
+    """``(binomln + y log(1 - p)) + n log p``, p = sigmoid(q)."""
+    n_s, k = out.shape
+    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
+    tr = table.shape[0] > 1
+    bad = 0
+    for s in range(n_s):
+        ns = s if nr else 0
+        ts = s if tr else 0
+        for j in range(k):
+            v = _negbin_logit_at(table[ts, index[j]], y[j], n[ns, j * nc], q[s, j], t[s, j])
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(inline="always", **_JIT)
+def _negbin_logit_at(binomln, y, n, x, t):  # pragma: no cover - compiled
+    log_p = -(max(-x, 0.0) + t)
+    log_1mp = -(max(x, 0.0) + t)
+    return (binomln + y * log_1mp) + n * log_p
+
+
+@numba.njit(**_JIT)
+def _r_negbin_logit(y, y2, n, table, index, index2, q, t, mn, mx):  # pragma: no cover
+    """Column min / max of the negative binomial logit log-density, folded in.
+
+    Or of its log ratio at ``y2`` to ``y`` (``y2`` not empty): the same values as the
+    columns' (``_k_negbin_logit``).
+    """
+    n_s, k = q.shape
+    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
+    tr = table.shape[0] > 1
+    ratio = y2.size > 0
+    bad = 0
+    for s in range(n_s):
+        ns = s if nr else 0
+        ts = s if tr else 0
+        for j in range(k):
+            x = q[s, j]
+            a = n[ns, j * nc]
+            v = _negbin_logit_at(table[ts, index[j]], y[j], a, x, t[s, j])
+            if ratio:
+                v = _negbin_logit_at(table[ts, index2[j]], y2[j], a, x, t[s, j]) - v
+            bad += not (abs(v) < np.inf)
+            mn[j] = min(mn[j], v)
+            mx[j] = max(mx[j], v)
+    return bad == 0
+
+
+@numba.njit(**_JIT)
+def _k_negbin_logs(y, n, table, index, log_p, log_1mp, out):  # pragma: no cover - compiled
+    n_s, k = out.shape
+    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
+    tr = table.shape[0] > 1
+    bad = 0
+    for s in range(n_s):
+        ns = s if nr else 0
+        ts = s if tr else 0
+        for j in range(k):
+            v = (table[ts, index[j]] + y[j] * log_1mp[s, j]) + n[ns, j * nc] * log_p[s, j]
+            out[s, j] = v
+            bad += not (abs(v) < np.inf)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _k_negbin5_ratios(n, p, r1, r2):  # pragma: no cover - compiled
+    """PyMC 5: mu = n (1 - p) / p; ``r1 = mu / (mu + n)``, ``r2 = n / (mu + n)``."""
+    n_s, k = r1.shape
+    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
+    bad = 0
+    for s in range(n_s):
+        ns = s if nr else 0
+        for j in range(k):
+            a = n[ns, j * nc]
+            mu = a * (1.0 - p[s, j]) / p[s, j]
+            bad += not (mu > 0.0)
+            r1[s, j] = mu / (mu + a)
+            r2[s, j] = a / (mu + a)
+    return bad
+
+
+@numba.njit(**_JIT)
+def _negbin_table(y_u, lg_y1, n, out):  # pragma: no cover - compiled
+    """``(lgamma(y + n) - lgamma(y + 1)) - lgamma(n)`` for the distinct ``y_u`` at each n."""
+    for s in range(n.size):
+        lg_n = math.lgamma(n[s])
+        for u in range(y_u.size):
+            out[s, u] = (math.lgamma(y_u[u] + n[s]) - lg_y1[u]) - lg_n
+    return out
+
+
+def lgamma(x) -> np.ndarray:
+    """The C library's ``lgamma`` elementwise (PyTensor's ``gammaln``), float64."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    return _lgamma(x, np.empty_like(x))
+
+
+def half_erfc(z) -> np.ndarray:
+    """``0.5 * erfc(z)`` with the C library's ``erfc``, float64."""
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    return _half_erfc(z, np.empty_like(z))
+
+
+# ------------------------------------------------------------------------------ helpers
+def _softplus_t(q, cache=None) -> np.ndarray:
+    """``log1p(exp(-|q|))`` (softplus(+-q) = max(+-q, 0) + this), NumPy's SIMD exp/log1p.
+
+    Kept in ``cache`` for the next call on the same ``q`` object (a replacement evaluates
+    the same block at two observed values).
+    """
+    if cache is not None and cache.get("softplus_q") is q:
+        return cache["softplus_t"]
+    t = _negabs(q, np.empty_like(q))
+    np.exp(t, out=t)
+    np.log1p(t, out=t)
+    if cache is not None:
+        cache.update(softplus_q=q, softplus_t=t)
+    return t
+
+
+def _log_p(q, link: str):
+    """``(log p, log(1 - p))`` for link ``erfc`` or ``identity`` (PyTensor's log1p(-p))."""
+    p = half_erfc(q) if link == "erfc" else q
+    return np.log(p), np.log1p(-p)
+
+
+def _finite(*arrays) -> bool:
+    return all(bool(np.isfinite(a).all()) for a in arrays)
+
+
+def _c2(a) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim < 2:
+        a = a.reshape(1, -1)
+    return np.ascontiguousarray(a)
+
+
+def _full(q, shape) -> np.ndarray:
+    return q if q.shape == shape else np.ascontiguousarray(np.broadcast_to(q, shape))
+
+
+def _integral(y) -> bool:
+    return bool(np.all(y == np.floor(y)))
+
+
+# ----------------------------------------------------------------------------- families
+def _in(x, single: bool):
+    """``x`` rounded to float32 when the parameter it is computed from is float32.
+
+    PyTensor computes a function of float32 parameters alone (a constant such as
+    ``sigma=1.5`` is float32 when exactly representable) in float32; the result is the
+    float64 value rounded to float32.
+    """
+    return x.astype(np.float32).astype(np.float64) if single else x
+
+
+def _normal(y, out, mu, sigma, single):
+    if not (_finite(sigma) and np.all(sigma > 0)):
+        return None
+    bad = _k_normal(y, mu, sigma, _in(np.log(sigma), single[1]), out)
+    return None if bad else out
+
+
+def _student_t(y, out, nu, mu, sigma, single):
+    if not (_finite(nu, sigma) and np.all(sigma > 0) and np.all(nu > 0)):
+        return None
+    lam = _in(sigma**-2.0, single[2])
+    half_nu1 = _in((nu + 1.0) / 2.0, single[0])
+    lg_a = _in(lgamma(half_nu1), single[0])
+    lg_b = _in(lgamma(_in(nu / 2.0, single[0])), single[0])
+    # gammaln((nu + 1) / 2) + 0.5 log(lam / (nu pi)) - gammaln(nu / 2), on the small shapes
+    const = _c2((lg_a + 0.5 * np.log(lam / (nu * np.pi))) - lg_b)
+    z = np.empty(out.shape)
+    _k_t_z(y, mu, _c2(lam), nu, z)
+    np.log1p(z, out=z)
+    bad = _k_t_finish(z, const, _c2(half_nu1), out)
+    return None if bad else out
+
+
+def _bernoulli(y, out, q, link):
+    if not np.all((y == 0) | (y == 1)):
+        return None
+    q = _full(q, out.shape)
+    if link == "logit":
+        bad = _k_bernoulli_logit(y, q, _softplus_t(q), out)
+    else:
+        if link == "identity" and not np.all((q >= 0) & (q <= 1)):
+            return None
+        bad = _k_bernoulli_logs(y, *_log_p(q, link), out)
+    return None if bad else out
+
+
+def _binomln(n, y):
+    """PyMC's ``binomln(n, y) = factln(n) - factln(y) - factln(n - y)``, 2-d."""
+    return _c2((lgamma(n + 1.0) - lgamma(y + 1.0)) - lgamma(n - y + 1.0))
+
+
+def _binomial(y, out, n, q, link):
+    if not (_finite(n) and np.all(n >= 0) and np.all((y >= 0) & (y <= n)) and _integral(y)):
+        return None
+    q = _full(q, out.shape)
+    bl = _binomln(n, y[None, :])
+    if link == "logit":
+        bad = _k_binomial_logit(y, n, bl, q, _softplus_t(q), out)
+    else:
+        if link == "identity" and not np.all((q >= 0) & (q <= 1)):
+            return None
+        bad = _k_binomial_logs(y, n, bl, *_log_p(q, link), out)
+    return None if bad else out
+
+
+def _poisson(y, out, q, link):
+    if not (np.all(y >= 0) and _integral(y)):
+        return None
+    q = _full(q, out.shape)
+    lg = lgamma(y + 1.0)
+    if link == "log":  # y log(exp(q)) - factln(y) - exp(q)
+        bad = _k_poisson(y, lg, q, np.exp(q), out)
+    else:
+        if not np.all(q > 0):
+            return None
+        bad = _k_poisson(y, lg, np.log(q), q, out)
+    return None if bad else out
+
+
+def _negbin_ok(y, n, q, link, style) -> bool:
+    if not (np.all(y >= 0) and _integral(y) and _finite(n) and np.all(n > 0)):
+        return False
+    if np.any(n > 1e10):  # PyMC switches to the Poisson limit there
+        return False
+    if link == "identity" and not np.all((q > 0) & (q < 1)):
+        return False
+    # PyMC 5's mu = exp(eta) underflows to 0 below q = 745: its check gives -inf
+    return not (style == 5 and link == "logit" and np.max(q) >= 700.0)
+
+
+def _negative_binomial(y, out, n, q, link, style, cache):
+    if not _negbin_ok(y, n, q, link, style):
+        return None
+    q = _full(q, out.shape)
+    table, index = _negbin_binomln(y, n, cache)
+    if link == "logit":
+        bad = _k_negbin_logit(y, n, table, index, q, _softplus_t(q, cache), out)
+        return None if bad else out
+    if style == 5:  # PyMC 5: log(mu / (mu + n)) and log(n / (mu + n)), mu = n (1 - p) / p
+        r1, r2 = np.empty(out.shape), np.empty(out.shape)
+        if _k_negbin5_ratios(n, q, r1, r2):
+            return None
+        log_1mp, log_p = np.log(r1, out=r1), np.log(r2, out=r2)
+    else:
+        log_p, log_1mp = _log_p(q, link)
+    bad = _k_negbin_logs(y, n, table, index, log_p, log_1mp, out)
+    return None if bad else out
+
+
+def _negbin_binomln(y, n, cache):
+    """``binomln(y + n - 1, y)`` as ``(table, index)``: ``table[s, index[j]]``.
+
+    When ``n`` is the same for every record, a table of the distinct observed values at each
+    ``n`` (kept in ``cache`` for the next block while ``n`` is unchanged); else per record.
+    """
+    if n.shape[1] != 1:
+        yy = y[None, :]
+        table = _c2((lgamma(yy + n) - lgamma(yy + 1.0)) - lgamma(n))
+        return table, np.arange(y.size, dtype=np.int64)
+    y_u = np.unique(y)
+    hit = cache is not None and cache.get("n") is not None and np.array_equal(cache["n"], n)
+    if hit and np.isin(y_u, cache["y_u"]).all():
+        y_u, table = cache["y_u"], cache["table"]
+    else:
+        if hit:
+            y_u = np.union1d(y_u, cache["y_u"])
+        table = np.empty((n.shape[0], y_u.size))
+        _negbin_table(y_u, lgamma(y_u + 1.0), np.ascontiguousarray(n[:, 0]), table)
+        if cache is not None:
+            cache.update(n=n.copy(), y_u=y_u, table=table)
+    return table, np.searchsorted(y_u, y).astype(np.int64)
+
+
+def logp(
+    family: str,
+    link: str,
+    y,
+    params,
+    *,
+    style: int = 6,
+    cache: dict | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray | None:
+    """``(S, k)`` log-densities of ``k`` observed values at ``S`` draws of the parameters.
+
+    Parameters
+    ----------
+    family : str
+        A key of :data:`FAMILIES`.
+    link : str
+        How the last parameter gives the distribution's (one of ``LINKS[family]``).
+    y : array_like, shape (k,)
+        Observed values.
+    params : sequence of array_like
+        The family's parameters, each broadcastable to ``(S, k)``.
+    style : int
+        The PyMC major version whose negative binomial formula to follow (5 or 6).
+    cache : dict, optional
+        Reused between calls on blocks of one chunk (the negative binomial's table of
+        ``lgamma`` values per draw).
+    out : ndarray, optional
+        C-contiguous ``(S, k)`` float64 array to write into.
+
+    Returns
+    -------
+    ndarray, shape (S, k), float64, or None
+        None when the kernels do not handle the block (see the module's notes).
+    """
+    y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+    single = [np.asarray(p).dtype == np.float32 for p in params]
+    params = [_c2(p) for p in params]
+    shape = np.broadcast_shapes((1, y.size), *(p.shape for p in params))
+    if not _finite(y) or len(shape) != 2 or len(params) != len(FAMILIES[family]):
+        return None
+    if out is None or out.shape != shape or not out.flags.c_contiguous:
+        out = np.empty(shape)
+    with np.errstate(all="ignore"):
+        if family == "normal":
+            return _normal(y, out, *params, single)
+        if family == "student_t":
+            return _student_t(y, out, *params, single)
+        if family == "bernoulli":
+            return _bernoulli(y, out, params[0], link)
+        if family == "binomial":
+            return _binomial(y, out, params[0], params[1], link)
+        if family == "poisson":
+            return _poisson(y, out, params[0], link)
+        if family == "negative_binomial":
+            return _negative_binomial(y, out, params[0], params[1], link, style, cache)
+    raise ValueError(f"unknown family {family!r}")
+
+
+# ------------------------------------------------------------------------------- ranges
+def scalar_family(family: str, params) -> bool:
+    """Whether the draws enter only through ``q`` (the bracket reduction applies)."""
+    if family not in ("bernoulli", "binomial", "poisson"):
+        return False
+    return all(np.ndim(p) < 2 or np.shape(p)[0] == 1 for p in params[:-1])
+
+
+def _mode(family: str, link: str, y, params):
+    """Where ``f_y(q)`` peaks, in the coordinate ``q`` (+-inf at the support's edges)."""
+    with np.errstate(all="ignore"):
+        if family == "poisson":
+            return np.log(y) if link == "log" else y.copy()
+        n = 1.0 if family == "bernoulli" else np.broadcast_to(params[0], (1, y.size))[0]
+        r = y / n
+        if link == "logit":
+            return np.log(y) - np.log(n - y)
+        if link == "erfc":  # p = erfc(z) / 2 decreasing in z
+            return special.erfcinv(2.0 * r)
+        return r
+
+
+class RangeState:
+    """The range over draws of each record's log-density, one block of draws at a time.
+
+    Fold blocks in with :meth:`update`, then read :meth:`result`.
+
+    Parameters
+    ----------
+    family, link, y, style, cache
+        As :func:`logp`.
+    alt_y : array_like, shape (k,), optional
+        Replacement observed values: the range is that of ``f_alt_y - f_y``.
+    """
+
+    def __init__(self, family, link, y, alt_y=None, *, style: int = 6, cache=None):
+        self.family, self.link, self.style, self.cache = family, link, style, cache
+        self.y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
+        self.alt_y = (
+            None if alt_y is None else np.ascontiguousarray(alt_y, dtype=np.float64).reshape(-1)
+        )
+        k = self.y.size
+        self.mn, self.mx = np.full(k, np.inf), np.full(k, -np.inf)
+        self.lo, self.hi = np.full(k, -np.inf), np.full(k, np.inf)
+        self.scalar = None  # decided by the first block
+        self.fixed = None
+        self.ok = True
+
+    def update(self, params, out=None) -> bool:
+        """Fold in a block of draws (``params`` as :func:`logp`); False: unhandled."""
+        if not self.ok:
+            return False
+        raw, params = params, [_c2(p) for p in params]
+        k = self.y.size
+        if self.scalar is None:
+            self.scalar = scalar_family(self.family, params)
+            if self.scalar:
+                with np.errstate(all="ignore"):
+                    mode = _mode(self.family, self.link, self.y, params)
+                self.mode = np.ascontiguousarray(mode, dtype=np.float64)
+                self.fixed = [np.broadcast_to(p, (1, k)) for p in params[:-1]]
+        if self.scalar:
+            q = params[-1]
+            self.ok = _bracket(_full(q, (q.shape[0], k)), self.mode, *self._acc())
+            return self.ok
+        if self.family == "negative_binomial" and self.link == "logit":
+            self.ok = _negbin_range(self, raw, out)
+            return self.ok
+        kw = {"style": self.style, "cache": self.cache}
+        cols = logp(self.family, self.link, self.y, raw, out=out, **kw)
+        if cols is None:
+            self.ok = False
+        elif self.alt_y is None:
+            self.ok = _minmax(cols, self.mn, self.mx)
+        else:
+            other = logp(self.family, self.link, self.alt_y, raw, **kw)
+            self.ok = other is not None and _minmax_diff(cols, other, self.mn, self.mx)
+        return self.ok
+
+    def _acc(self):
+        return self.mn, self.mx, self.lo, self.hi
+
+    def result(self) -> np.ndarray | None:
+        """``(k,)`` ranges: at least the range of :func:`logp`'s columns; None: unhandled."""
+        if not self.ok or self.scalar is None:
+            return None
+        if not self.scalar:
+            return self.mx - self.mn
+        mn, mx = self.mn, self.mx
+        lo = np.where(self.lo == -_INF, mn, self.lo)
+        hi = np.where(self.hi == _INF, mx, self.hi)
+        points = np.stack([mn, mx, lo, hi])  # (4, k): the draws' q that attain min and max
+        kw = {"style": self.style}
+        f = logp(self.family, self.link, self.y, [*self.fixed, points], **kw)
+        if f is None:
+            return None
+        if self.alt_y is not None:
+            f_alt = logp(self.family, self.link, self.alt_y, [*self.fixed, points], **kw)
+            if f_alt is None:
+                return None
+            f = f_alt - f  # monotone in q: extremes at mn and mx, among the points
+        return f.max(axis=0) - f.min(axis=0)
+
+
+def _negbin_range(state, params, out=None) -> bool:
+    """:meth:`RangeState.update` of the negative binomial (logit), one fused pass."""
+    y, y2 = state.y, state.alt_y
+    k = y.size
+    n, q = (_c2(p) for p in params)
+    shape = np.broadcast_shapes((1, k), n.shape, q.shape)
+    ys = y if y2 is None else np.concatenate([y, y2])
+    with np.errstate(all="ignore"):
+        if not _negbin_ok(ys, n, q, "logit", state.style):
+            return False
+        q = _full(q, shape)
+        table, index = _negbin_binomln(ys, n, state.cache)
+        t = _softplus_t(q)
+    if y2 is None:  # the columns, then their min / max (vectorises better than fused)
+        if out is None or out.shape != shape or not out.flags.c_contiguous:
+            out = np.empty(shape)
+        if _k_negbin_logit(y, n, table, index, q, t, out):
+            return False
+        return _minmax(out, state.mn, state.mx)
+    return _r_negbin_logit(y, y2, n, table, index[:k], index[k:], q, t, state.mn, state.mx)
+
+
+def logp_range(
+    family: str, link: str, y, params, alt_y=None, *, style: int = 6, cache: dict | None = None
+) -> np.ndarray | None:
+    """``max_s - min_s`` over draws of each record's log-density (or of a log ratio).
+
+    Parameters
+    ----------
+    family, link, y, params, style, cache
+        As :func:`logp`.
+    alt_y : array_like, shape (k,), optional
+        Replacement observed values: the range is that of ``f_alt_y - f_y``.
+
+    Returns
+    -------
+    ndarray, shape (k,), float64, or None
+        At least the range of :func:`logp`'s columns (the values at the draws that attain
+        it, up to the rounding of evaluating them again); None as :func:`logp`.
+    """
+    state = RangeState(family, link, y, alt_y, style=style, cache=cache)
+    state.update(params)
+    return state.result()

@@ -1,0 +1,293 @@
+"""Fast streamed log-likelihoods of the common GLM families (PyTensor as the fallback).
+
+:func:`recognise` looks at the observed random variable of a streaming graph
+(:class:`~pymc_edp.model.stream._Graph`). For a Normal, Student-t, Bernoulli, Binomial,
+Poisson or negative binomial likelihood it builds the graph of the likelihood's
+*parameters* per (draw, record) -- e.g. ``eta = X @ beta``, one BLAS product -- peeling a
+recognised link off the last one (``sigmoid(eta)``, PyMC's ``invprobit`` =
+``0.5 * erfc(z)``, ``exp(eta)``), and compiles that one PyTensor function. The log-densities
+and their ranges over draws are then computed by the kernels of :mod:`pymc_edp.base.glm`
+(the formulas PyTensor's compiled ``logp`` evaluates, after its stabilising rewrites),
+instead of PyTensor's elementwise graph with its bounds switches.
+
+:class:`FastLogLik` returns None (for the caller to compute the chunk with PyTensor) on
+anything the kernels do not handle: observed values outside the support, invalid
+parameters, a non-finite log-density. :class:`~pymc_edp.model.stream.ModelColumns` checks
+once, at a few draws over every record, that its columns equal PyTensor's to
+``rtol = atol = 1e-12`` and drops the fast path otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pymc_edp.base import glm
+
+__all__ = ["FastLogLik", "recognise"]
+
+#: Elements (draws x records) of one block of parameters computed at a time.
+_BLOCK = 2**18
+#: Fewest draws in a block (many records: a block is then larger than _BLOCK).
+_MIN_DRAWS = 8
+
+
+class FastLogLik:
+    """The log-likelihood of one GLM family from its compiled parameter graph.
+
+    Parameters
+    ----------
+    family, link : str
+        As :func:`pymc_edp.base.glm.logp`.
+    style : int
+        PyMC major version whose negative binomial formula PyTensor evaluates.
+    inputs : list of TensorVariable
+        The batched draw inputs, then the per-record inputs (observed values first).
+    outputs : list of TensorVariable
+        The family's parameters, each ``(S, k)``, ``(S, 1)``, ``(k,)`` or ``(1,)``.
+    check_bounds : bool
+        Compiled as the model's ``check_bounds``.
+    n_draw_inputs : int
+        How many of ``inputs`` are draws.
+    """
+
+    def __init__(self, family, link, style, inputs, outputs, check_bounds, n_draw_inputs):
+        self.family = family
+        self.link = link
+        self.style = int(style)
+        self._inputs = list(inputs)
+        self._outputs = list(outputs)
+        self.check_bounds = bool(check_bounds)
+        self.n_draw_inputs = int(n_draw_inputs)
+        self._fn = None
+
+    def __repr__(self) -> str:
+        return f"<FastLogLik {self.family} ({self.link} link)>"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_fn"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def _function(self):
+        if self._fn is None:
+            self._fn = _compile(self._inputs, self._outputs, self.check_bounds)
+        return self._fn
+
+    def _blocks(self, n_draws: int, k: int) -> list[slice]:
+        """Blocks of draws (all ``k`` records each) of about :data:`_BLOCK` elements."""
+        size = max(_MIN_DRAWS, _BLOCK // max(1, k))
+        return [slice(lo, min(n_draws, lo + size)) for lo in range(0, n_draws, size)]
+
+    def _params(self, theta, chunk, k: int):
+        """The parameters at the draws ``theta``, each 2-d and broadcastable to (S, k)."""
+        n_draws = int(theta[0].shape[0])
+        params = []
+        for p in self._function()(*theta, *chunk):
+            p = np.asarray(p)
+            if p.ndim < 2:
+                p = p.reshape(1, -1)
+            if p.ndim != 2 or p.shape[0] not in (1, n_draws) or p.shape[1] not in (1, k):
+                return None
+            params.append(p)
+        return params
+
+    def compute(self, theta, chunk) -> np.ndarray | None:
+        """``(S, k)`` float64 log-likelihood, or None (compute the chunk with PyTensor).
+
+        ``theta``: the draws of the free variables (``(S, ...)`` each); ``chunk``: the
+        per-record inputs of ``k`` records, the observed values first.
+        """
+        n_draws = int(theta[0].shape[0])
+        k = int(chunk[0].shape[0])
+        out = np.empty((n_draws, k))
+        y = chunk[0]
+        cache: dict = {}
+        for block in self._blocks(n_draws, k):
+            params = self._params([t[block] for t in theta], chunk, k)
+            if params is None:
+                return None
+            rows = out[block]  # C-contiguous rows: the kernels write in place
+            kw = {"style": self.style, "cache": cache, "out": rows}
+            lp = glm.logp(self.family, self.link, y, params, **kw)
+            if lp is None or lp.shape != rows.shape:
+                return None
+            if lp is not rows:  # pragma: no cover - the kernels wrote elsewhere
+                rows[...] = lp
+        return out
+
+    def range(self, theta, chunk, alt_y=None) -> np.ndarray | None:
+        """``(k,)`` range over draws of each record's log-likelihood, or None.
+
+        With ``alt_y`` (replacement observed values of the same records), the range of
+        ``log p(alt_y | theta) - log p(y | theta)``. At least the range of the columns
+        :meth:`compute` returns, up to the rounding of evaluating them again.
+        """
+        n_draws = int(theta[0].shape[0])
+        k = int(chunk[0].shape[0])
+        state = glm.RangeState(self.family, self.link, chunk[0], alt_y, style=self.style, cache={})
+        buf = None
+        for block in self._blocks(n_draws, k):
+            params = self._params([t[block] for t in theta], chunk, k)
+            if params is None:
+                return None
+            rows = block.stop - block.start
+            if buf is None or buf.shape[0] != rows:
+                buf = np.empty((rows, k))
+            if not state.update(params, out=buf):
+                return None
+        return state.result()
+
+
+# -------------------------------------------------------------------------- recognition
+def _families() -> dict:
+    from pytensor.tensor.random import basic as rb
+
+    return {
+        rb.NormalRV: "normal",
+        rb.StudentTRV: "student_t",
+        rb.BernoulliRV: "bernoulli",
+        rb.BinomialRV: "binomial",
+        rb.PoissonRV: "poisson",
+        rb.NegBinomialRV: "negative_binomial",
+    }
+
+
+def _pymc_style() -> int:
+    import pymc as pm
+
+    try:
+        return 6 if int(pm.__version__.split(".")[0]) >= 6 else 5
+    except ValueError:  # pragma: no cover - odd version strings
+        return 6
+
+
+def _scalar_op(var):
+    """The scalar op of an Elemwise node producing ``var``, else None."""
+    from pytensor.tensor.elemwise import Elemwise
+
+    node = var.owner
+    if node is None or not isinstance(node.op, Elemwise):
+        return None
+    return node.op.scalar_op
+
+
+def _constant(var) -> float | None:
+    """The value of a scalar constant (possibly broadcast), else None."""
+    from pytensor.tensor.basic import get_underlying_scalar_constant_value
+
+    try:
+        return float(get_underlying_scalar_constant_value(var))
+    except Exception:
+        return None
+
+
+def _peel(family: str, q, style: int):
+    """``(link, q')``: the link peeled off the family's last parameter ``q``."""
+    from pytensor.scalar import basic as sb
+    from pytensor.scalar import math as sm
+
+    op = _scalar_op(q)
+    if family in ("bernoulli", "binomial") or (family == "negative_binomial" and style >= 6):
+        if isinstance(op, sm.Sigmoid):
+            return "logit", q.owner.inputs[0]
+    if family in ("bernoulli", "binomial") and isinstance(op, sb.Mul):
+        ins = q.owner.inputs
+        if len(ins) == 2:
+            for half, other in ((ins[0], ins[1]), (ins[1], ins[0])):
+                if _constant(half) == 0.5 and isinstance(_scalar_op(other), sm.Erfc):
+                    return "erfc", other.owner.inputs[0]
+    if family == "poisson" and isinstance(op, sb.Exp):
+        return "log", q.owner.inputs[0]
+    if family == "negative_binomial" and style < 6 and isinstance(op, sb.TrueDiv):
+        # PyMC 5 stores mu= as p = alpha / (exp(eta) + alpha) = sigmoid(log(alpha) - eta)
+        num, den = q.owner.inputs
+        if isinstance(_scalar_op(den), sb.Add) and len(den.owner.inputs) == 2:
+            first, second = den.owner.inputs
+            for mu, alpha in ((first, second), (second, first)):
+                if _base(alpha) is _base(num) and isinstance(_scalar_op(mu), sb.Exp):
+                    import pytensor.tensor as pt
+
+                    return "logit", pt.log(num) - mu.owner.inputs[0]
+    return "identity", q
+
+
+def _base(var):
+    """``var`` without the broadcasting ``DimShuffle`` ops in front of it."""
+    from pytensor.tensor.elemwise import DimShuffle
+
+    while var.owner is not None and isinstance(var.owner.op, DimShuffle):
+        var = var.owner.inputs[0]
+    return var
+
+
+def recognise(graph) -> FastLogLik | None:
+    """The fast log-likelihood of a streaming graph's observed variable, or None.
+
+    ``graph`` is a :class:`~pymc_edp.model.stream._Graph`. None for a likelihood that is
+    not one of the recognised families or whose parameter graph cannot be built (never an
+    error: the caller keeps PyTensor's log-likelihood).
+    """
+    try:
+        return _recognise(graph)
+    except Exception:
+        return None
+
+
+def _recognise(graph) -> FastLogLik | None:
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import clone_replace, vectorize_graph
+
+    if not getattr(graph, "vectorised", False) or not graph.values:
+        return None
+    node = graph.rv_new.owner
+    family = _families().get(type(node.op))
+    if family is None or graph.rv_new.ndim != 1:
+        return None
+    params = list(node.inputs[2:])  # [rng, size, *dist_params]
+    if len(params) != len(glm.FAMILIES[family]):
+        return None
+    style = _pymc_style()
+    params = graph.umodel.replace_rvs_by_values(params)
+    params = clone_replace(params, replace=graph.replaced, rebuild_strict=False)
+    link, q = _peel(family, params[-1], style)
+    params = [*params[:-1], q]
+    if any(p.ndim > 1 for p in params):
+        return None
+    params = [pt.shape_padleft(p) if p.ndim == 0 else p for p in params]
+    # float32 parameters (constants) stay float32: the kernels round as PyTensor does
+    params = [p if p.dtype in ("float64", "float32") else pt.cast(p, "float64") for p in params]
+    batched = vectorize_graph(params, dict(zip(graph.values, graph.draw_inputs, strict=True)))
+    if any(b.ndim > 2 for b in batched):
+        return None
+    batched = [_in_order(b) for b in batched]
+    inputs = [*graph.draw_inputs, *graph.data_inputs]
+    return FastLogLik(
+        family, link, style, inputs, list(batched), graph.check_bounds, len(graph.draw_inputs)
+    )
+
+
+def _in_order(var):
+    """``var`` with its matrix products summed in order (:mod:`pymc_edp.model.products`).
+
+    As the streamed PyTensor graph has them: a record's parameters are the same bits in any
+    chunk, and the same as PyTensor's.
+    """
+    try:
+        from pymc_edp.model.products import exact_products
+    except ImportError:  # pragma: no cover - BLAS products
+        return var
+    return exact_products(var)
+
+
+def _compile(inputs, outputs, check_bounds: bool):
+    """``pm.compile`` as a model with ``check_bounds`` would."""
+    import pymc as pm
+    from pymc.pytensorf import compile as pm_compile
+
+    with pm.Model(check_bounds=check_bounds):
+        return pm_compile(inputs, outputs, on_unused_input="ignore")

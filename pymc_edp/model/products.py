@@ -1,0 +1,111 @@
+"""Matrix products of a log-likelihood graph computed in order, so chunks never change bits.
+
+The streamed log-likelihood (:mod:`pymc_edp.model.stream`) computes a chunk of records at a
+time; a linear predictor ``X @ beta`` compiled to BLAS ``gemm`` gives an element whose last
+bits depend on the chunk it is computed in, and a pruned audit, which reweights its records
+in chunks of its own, would then differ from the full one in the last bits of epsilon.
+:func:`exact_products` replaces every float64 matrix product of a graph by
+:class:`InOrderMatmul`, whose elements are summed in order
+(:func:`pymc_edp.base.products.matmul_in_order`) and so are the same bits in any chunk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pymc_edp.base.products import matmul2, matmul3, matmul_in_order
+
+__all__ = ["InOrderMatmul", "exact_products"]
+
+
+def _op_class():
+    from pytensor.graph.op import Op
+
+    return Op
+
+
+class InOrderMatmul(_op_class()):
+    """``matmul(a, b)`` (NumPy semantics, float64), each element summed in order."""
+
+    __props__ = ()
+
+    def make_node(self, a, b):
+        """The product node; its type is that of ``pytensor.tensor.matmul(a, b)``."""
+        import pytensor.tensor as pt
+        from pytensor.graph.basic import Apply
+
+        a, b = pt.as_tensor_variable(a), pt.as_tensor_variable(b)
+        out_type = pt.matmul(a, b).type
+        return Apply(self, [a, b], [out_type()])
+
+    def perform(self, node, inputs, output_storage):
+        """Computed by :func:`pymc_edp.base.products.matmul_in_order` (C backend)."""
+        out = matmul_in_order(*inputs)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].dtype)
+
+
+def _register_numba() -> None:
+    """Compile :class:`InOrderMatmul` natively under PyTensor's numba backend.
+
+    That backend is PyTensor 3's default; unregistered, the op would run in object mode.
+    """
+    try:
+        from pytensor.link.numba.dispatch import basic
+    except ImportError:  # pragma: no cover - no numba backend
+        return
+
+    def funcify(op, node=None, **kwargs):
+        return matmul3 if node.inputs[0].ndim == 3 else matmul2
+
+    register = getattr(basic, "register_funcify_default_op_cache_key", None)
+    if register is not None:
+        register(InOrderMatmul)(funcify)
+    else:  # pragma: no cover - PyTensor < 2.36
+        basic.numba_funcify.register(InOrderMatmul)(funcify)
+
+
+_register_numba()
+
+
+def _is_product(node) -> bool:
+    from pytensor.tensor.blockwise import Blockwise
+    from pytensor.tensor.math import Dot
+
+    op = node.op
+    core = op.core_op if isinstance(op, Blockwise) else op
+    if not isinstance(core, Dot):
+        return False
+    ndims = {v.ndim for v in node.inputs}
+    if ndims not in ({2}, {3}):
+        return False
+    return all(getattr(v, "dtype", None) == "float64" for v in (*node.inputs, *node.outputs))
+
+
+def _toposort(outputs):
+    try:
+        from pytensor.graph.traversal import io_toposort
+    except ImportError:  # pragma: no cover - PyTensor < 2.31
+        from pytensor.graph.basic import io_toposort
+    return io_toposort([], outputs)
+
+
+def exact_products(output):
+    """``output`` with every float64 ``dot`` / ``matmul`` computed by :class:`InOrderMatmul`.
+
+    Other products (integer, float32) are left to PyTensor. Returns a new graph; the
+    inputs are those of ``output``.
+    """
+    from pytensor.graph.replace import clone_replace
+
+    for _ in range(1000):  # one product replaced per pass, upstream first
+        node = next((n for n in _toposort([output]) if _is_product(n)), None)
+        if node is None:
+            return output
+        a, b = node.inputs
+        new = InOrderMatmul()(a, b)
+        if new.type.shape != node.outputs[0].type.shape:
+            import pytensor.tensor as pt
+
+            new = pt.specify_shape(new, node.outputs[0].type.shape)
+        (output,) = clone_replace([output], replace={node.outputs[0]: new})
+    return output  # pragma: no cover - a graph of a thousand products
