@@ -22,6 +22,25 @@ log-likelihood, not building the posterior):
 - ``dask``: ``pruned`` on a 2-worker ``dask.distributed.LocalCluster`` (one thread each),
   started and warmed up (a small audit) before the clock starts, as a user's cluster is.
 
+Issue 24 adds (``--cases``; the default runs them all):
+
+- ``logistic``: a logistic regression (five coefficients, draws from its Laplace
+  approximation at the maximum-likelihood fit), ``audit(model=...)`` streamed and pruned,
+  removal; ``logistic-replace``: the same with ``neighbour="replace"`` (each 0/1 outcome
+  flipped), streamed and pruned; ``logistic-replace-full``: that audit unpruned (n <= 1e5),
+  whose epsilon the pruned one must equal bit for bit.
+- ``floor-normal``, ``floor-logistic``: one NumPy pass computing the same log-likelihood
+  (``beta @ X.T`` by BLAS, then the log-density, chunk by chunk, nothing kept): the
+  physical floor of any audit that must read every record at every draw.
+- ``bound``: the streamed bound pass (``ModelColumns.range_of`` over every record, what a
+  pruned audit pays for every record) for Normal, logistic, Poisson and negative binomial
+  regressions on the same 1e5 records x 4,000 draws, with the fast kernels and with
+  PyTensor's compiled ``logp`` only, and the largest difference of the fast columns from
+  ``pm.compute_log_likelihood`` (at every 10th draw, all records).
+- ``refit``: seconds per refit of a 10,000-record Normal regression, evaluating every
+  record's log-likelihood at the refit's draws (before) or the neighbour's own (after),
+  in the same run (``benchmarks/refit_records.py``).
+
 Peak RSS is the largest resident size of the process and its children (the dask workers),
 sampled every 20 ms. Time per record-draw is wall time / (n x S). The ratio column is the
 time per record-draw of the full in-memory audit at n = 1e5 measured in the same run,
@@ -53,6 +72,21 @@ warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=Fu
 SEED = 20261123
 N_COEF = 5
 CASES = ("full", "streamed", "pruned", "zarr", "dask")
+#: The cases of issue 24 (logistic regression, replacement, the NumPy floor, the bound
+#: pass of four GLM families, refits).
+CASES_24 = (
+    "floor-normal",
+    "floor-logistic",
+    "logistic",
+    "logistic-replace",
+    "logistic-replace-full",
+    "bound",
+    "refit",
+)
+#: Cases run once, at the first size only (their own sizes are fixed).
+ONCE = ("bound", "refit")
+LOGISTIC_BETA = np.array([-1.0, 0.8, -0.5, 0.3, -0.2])
+BOUND_FAMILIES = ("normal", "logistic", "poisson", "negbin")
 
 
 def simulate(n: int, seed: int = SEED):
@@ -98,6 +132,81 @@ def build(n: int, n_draws: int):
         dims={"beta": ["coef"], "y": ["obs"]},
     )
     return model, idata
+
+
+def simulate_logistic(n: int, seed: int = SEED):
+    """Covariates and 0/1 outcomes of the logistic regression (0.1% outlying covariates)."""
+    rng = np.random.default_rng(seed)
+    x = np.column_stack([np.ones(n), rng.normal(size=(n, N_COEF - 1))])
+    outlying = rng.choice(n, size=max(1, n // 1000), replace=False)
+    x[outlying, 1] = 4.0
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(x @ LOGISTIC_BETA)))).astype(np.int64)
+    return x, y
+
+
+def laplace_draws(x, y, n_chains=4, n_draws=1000, seed=SEED):
+    """Draws of the logistic regression's coefficients from its Laplace approximation."""
+    beta = np.zeros(x.shape[1])
+    for _ in range(25):  # Newton steps to the maximum-likelihood fit
+        p = 1.0 / (1.0 + np.exp(-(x @ beta)))
+        hess = x.T @ (x * (p * (1 - p))[:, None])
+        step = np.linalg.solve(hess, x.T @ (y - p))
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-12:
+            break
+    chol = np.linalg.cholesky(np.linalg.inv(hess))
+    z = np.random.default_rng(seed + 1).standard_normal((n_chains, n_draws, x.shape[1]))
+    return beta + z @ chol.T
+
+
+def build_logistic(n: int, n_draws: int):
+    """The logistic regression model and its posterior container (no log_likelihood)."""
+    import pymc as pm
+
+    from pymc_edp.model.compat import from_dict
+
+    x, y = simulate_logistic(n)
+    beta = laplace_draws(x, y, n_draws=n_draws // 4)
+    with pm.Model(coords={"obs": np.arange(n), "coef": np.arange(N_COEF)}) as model:
+        xd = pm.Data("x", x, dims=("obs", "coef"))
+        b = pm.Normal("beta", 0.0, 10.0, dims="coef")
+        pm.Bernoulli("y", logit_p=xd @ b, observed=y, dims="obs")
+    idata = from_dict(
+        {"posterior": {"beta": beta}, "observed_data": {"y": y}},
+        coords={"obs": np.arange(n), "coef": np.arange(N_COEF)},
+        dims={"beta": ["coef"], "y": ["obs"]},
+    )
+    return model, idata
+
+
+def numpy_pass(family: str, x, y, beta, sigma=None, chunk: int = 2000) -> float:
+    """One pass computing the log-likelihood of every record at every draw with NumPy.
+
+    ``beta @ X.T`` for a chunk of records (BLAS), then the log-density in place; the chunk
+    is dropped. Returns a checksum (the sum of the last chunk), so nothing is optimised away.
+    """
+    total = 0.0
+    if family == "normal":
+        inv = (1.0 / sigma)[:, None]
+        shift = (np.log(sigma) + 0.5 * np.log(2 * np.pi))[:, None]
+    for lo in range(0, x.shape[0], chunk):
+        eta = beta @ x[lo : lo + chunk].T  # (S, k)
+        if family == "normal":
+            np.subtract(y[lo : lo + chunk], eta, out=eta)
+            eta *= inv
+            np.square(eta, out=eta)
+            eta *= -0.5
+            eta -= shift
+        else:  # y eta - softplus(eta), softplus(x) = max(x, 0) + log1p(exp(-|x|))
+            soft = np.abs(eta)
+            np.negative(soft, out=soft)
+            np.exp(soft, out=soft)
+            np.log1p(soft, out=soft)
+            soft += np.maximum(eta, 0.0)
+            eta *= y[lo : lo + chunk]
+            eta -= soft
+        total = float(eta.sum())
+    return total
 
 
 def write_zarr(n: int, n_draws: int, path: str, chunk: int = 4_000) -> None:
@@ -170,6 +279,93 @@ class PeakRSS:
         self.peak = max(self.peak, self._rss())
 
 
+def _posterior_arrays(idata):
+    from pymc_edp.model.compat import get_group
+
+    post = get_group(idata, "posterior")
+    beta = post["beta"].values.reshape(-1, N_COEF)
+    sigma = post["sigma"].values.reshape(-1) if "sigma" in post else None
+    return beta, sigma
+
+
+def run_floor(family: str, n: int, n_draws: int) -> dict:
+    """The NumPy pass over the same model's log-likelihood (``floor-normal`` / ``-logistic``)."""
+    if family == "normal":
+        x, y = simulate(n)
+        beta, sigma = posterior_draws(x, y, n_draws=n_draws // 4)
+        beta, sigma = beta.reshape(-1, N_COEF), sigma.reshape(-1)
+    else:
+        x, y = simulate_logistic(n)
+        beta, sigma = laplace_draws(x, y, n_draws=n_draws // 4).reshape(-1, N_COEF), None
+    numpy_pass(family, x[:2000], y[:2000], beta, sigma)  # warm-up
+    with PeakRSS() as rss:
+        t0 = time.perf_counter()
+        numpy_pass(family, x, y, beta, sigma)
+        wall = time.perf_counter() - t0
+    return {
+        "case": f"floor-{family}",
+        "n": n,
+        "draws": n_draws,
+        "wall_s": wall,
+        "peak_rss_gb": rss.peak / 1e9,
+        "ns_per_record_draw": 1e9 * wall / (n * n_draws),
+    }
+
+
+def run_bound(n: int, n_draws: int) -> dict:
+    """The bound pass of four GLM families, fast and PyTensor-only, and their exactness."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from glm_timing import build as build_glm
+
+    from pymc_edp.model.compat import compute_log_likelihood, get_group
+    from pymc_edp.model.stream import model_log_likelihood
+
+    chunk = 2000
+    out = {"case": "bound", "n": n, "draws": n_draws, "families": {}}
+    for family in BOUND_FAMILIES:
+        model, idata = build_glm(family, n, n_draws, seed=SEED)
+        row = {}
+        for mode in ("fast", "pytensor"):
+            cols = model_log_likelihood(model, idata, ["y"], fast=mode == "fast").arrays[0]
+            if mode == "fast" and cols._fast is None:
+                raise RuntimeError(f"{family}: the fast kernels were not used")
+            cols.range_of(slice(0, chunk))  # warm-up (compilation)
+            t0 = time.perf_counter()
+            for lo in range(0, n, chunk):
+                cols.range_of(slice(lo, min(n, lo + chunk)))
+            row[f"{mode}_ns"] = 1e9 * (time.perf_counter() - t0) / (n * n_draws)
+            if mode == "fast":
+                fast = cols
+        # exactness: every record at every 10th draw against pm.compute_log_likelihood
+        thin = idata.isel(draw=slice(None, None, 10)) if hasattr(idata, "isel") else None
+        if thin is None:  # pragma: no cover - InferenceData
+            thin = idata.sel(draw=slice(None, None, 10))
+        ref = compute_log_likelihood(thin, model, progressbar=False)
+        ref = get_group(ref, "log_likelihood") if not hasattr(ref, "data_vars") else ref
+        want = np.asarray(ref["y"].values).reshape(-1, n)
+        got = model_log_likelihood(model, thin, ["y"]).arrays[0]
+        worst = 0.0
+        for lo in range(0, n, chunk):
+            a, b = got[:, lo : lo + chunk], want[:, lo : lo + chunk]
+            worst = max(worst, float(np.max(np.abs(a - b) / (1.0 + np.abs(b)))))
+        row["max_rel_diff"] = worst
+        row["fast_used"] = fast._fast is not None
+        out["families"][family] = row
+    normal = out["families"]["normal"]["fast_ns"]
+    for row in out["families"].values():
+        row["vs_normal"] = row["fast_ns"] / normal
+    return out
+
+
+def run_refit(n: int = 10_000) -> dict:
+    """Seconds per refit, every record's log-likelihood vs the neighbour's own."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from refit_records import run
+
+    res = run(n=n)
+    return {"case": "refit", "n": n, **res}
+
+
 def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
     """One case in this process; returns its figures."""
     from stack import set_group
@@ -177,11 +373,19 @@ def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
     import pymc_edp as edp
     from pymc_edp.model.compat import compute_log_likelihood
 
-    model, idata = build(n, n_draws)
+    if case.startswith("floor-"):
+        return run_floor(case.split("-", 1)[1], n, n_draws)
+    if case == "bound":
+        return run_bound(n, n_draws)
+    if case == "refit":
+        return run_refit()
+    logistic = case.startswith("logistic")
+    model, idata = build_logistic(n, n_draws) if logistic else build(n, n_draws)
     # warm-up: numba and PyTensor compilation caches, imports
-    m_small, i_small = build(2000, n_draws)
-    edp.audit(i_small, m_small, bins=20, method="psis", progressbar=False, chunks={"prune": True})
-    kw = dict(bins=20, method="psis", progressbar=False)
+    m_small, i_small = build_logistic(2000, n_draws) if logistic else build(2000, n_draws)
+    neighbour = "replace" if case.startswith("logistic-replace") else "remove"
+    kw = dict(bins=20, method="psis", progressbar=False, neighbour=neighbour)
+    edp.audit(i_small, m_small, chunks={"prune": True, "log_likelihood": "model"}, **kw)
     client = cluster = None
     if case == "dask":  # a running cluster, as a user has one (start-up not timed)
         from distributed import Client, LocalCluster
@@ -203,8 +407,11 @@ def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
             set_group(idata, "log_likelihood", ll)
             t_ll = time.perf_counter() - t0
             res = edp.audit(idata, chunks={"log_likelihood": "group", "prune": False}, **kw)
-        elif case in ("streamed", "pruned"):
-            chunks = {"log_likelihood": "model", "prune": case == "pruned"}
+        elif case in ("streamed", "pruned", "logistic", "logistic-replace"):
+            chunks = {"log_likelihood": "model", "prune": case != "streamed"}
+            res = edp.audit(idata, model, chunks=chunks, **kw)
+        elif case == "logistic-replace-full":
+            chunks = {"log_likelihood": "model", "prune": False}
             res = edp.audit(idata, model, chunks=chunks, **kw)
         elif case == "zarr":
             import xarray as xr
@@ -244,7 +451,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6])
     ap.add_argument("--draws", type=int, default=4000)
-    ap.add_argument("--cases", nargs="+", default=list(CASES))
+    ap.add_argument("--cases", nargs="+", default=[*CASES, *CASES_24])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--zarr", help=argparse.SUPPRESS)
     ap.add_argument("--write-zarr", action="store_true", help=argparse.SUPPRESS)
@@ -259,10 +466,12 @@ def main(argv=None) -> None:
     rows = []
     tmp = tempfile.mkdtemp(prefix="edp_scale_")
     try:
-        for n in (int(s) for s in args.sizes):
+        for i_size, n in enumerate(int(s) for s in args.sizes):
             for case in args.cases:
-                if case == "full" and n > 200_000:
-                    continue  # n x S float64 would not fit in memory
+                if case in ("full", "logistic-replace-full") and n > 200_000:
+                    continue  # n x S float64 would not fit in memory, or take long
+                if case in ONCE and i_size > 0:
+                    continue
                 zpath = os.path.join(tmp, f"ll_{n}.zarr")
                 if case == "zarr" and not os.path.exists(zpath):
                     t0 = time.perf_counter()
@@ -315,19 +524,46 @@ def _child(args, expect=True):
 
 
 def _report(rows) -> None:
+    bound = [r for r in rows if r["case"] == "bound"]
+    refit = [r for r in rows if r["case"] == "refit"]
+    rows = [r for r in rows if r["case"] not in ("bound", "refit")]
+    _report_audits(rows)
+    floors = {r["case"].split("-", 1)[1]: r for r in rows if r["case"].startswith("floor-")}
+    for r in rows:
+        family = "logistic" if r["case"].startswith("logistic") else "normal"
+        if r["case"] in ("pruned", "logistic") and r["n"] == floors.get(family, {}).get("n"):
+            f = floors[family]
+            print(
+                f"n={r['n']} {family} pruned audit {r['wall_s']:.1f} s = "
+                f"{r['wall_s'] / f['wall_s']:.2f} x one NumPy pass ({f['wall_s']:.1f} s)"
+            )
+    for b in bound:
+        print(f"\nbound pass, n={b['n']} x {b['draws']} draws (ns per record-draw):")
+        print(f"{'family':>9} {'fast':>7} {'PyTensor':>9} {'vs Normal':>10} {'max rel diff':>13}")
+        for fam, r in b["families"].items():
+            print(
+                f"{fam:>9} {r['fast_ns']:7.2f} {r['pytensor_ns']:9.2f} {r['vs_normal']:10.2f} "
+                f"{r['max_rel_diff']:13.2e}"
+            )
+    for r in refit:
+        print(f"\nrefits (n={r['n']}): {json.dumps({k: v for k, v in r.items() if k != 'case'})}")
+
+
+def _report_audits(rows) -> None:
     base = [r for r in rows if r["case"] == "full"]
     ref = base[0]["ns_per_record_draw"] if base else None
     print()
     print(
-        f"{'n':>9} {'case':>9} {'wall s':>8} {'peak RSS GB':>12} {'ns/rec-draw':>12} "
+        f"{'n':>9} {'case':>21} {'wall s':>8} {'peak RSS GB':>12} {'ns/rec-draw':>12} "
         f"{'pruned':>7} {'epsilon':>8} {'vs full':>8}"
     )
     for r in rows:
         ratio = f"{ref / r['ns_per_record_draw']:.1f}x" if ref else "-"
+        pruned = f"{100 * r['pruned_frac']:>6.1f}%" if "pruned_frac" in r else f"{'-':>7}"
+        eps = f"{r['epsilon']:>8.4f}" if "epsilon" in r else f"{'-':>8}"
         print(
-            f"{r['n']:>9} {r['case']:>9} {r['wall_s']:>8.1f} {r['peak_rss_gb']:>12.2f} "
-            f"{r['ns_per_record_draw']:>12.2f} {100 * r['pruned_frac']:>6.1f}% "
-            f"{r['epsilon']:>8.4f} {ratio:>8}"
+            f"{r['n']:>9} {r['case']:>21} {r['wall_s']:>8.1f} {r['peak_rss_gb']:>12.2f} "
+            f"{r['ns_per_record_draw']:>12.2f} {pruned} {eps} {ratio:>8}"
         )
     if base and base[0]["loglik_s"] is not None:
         b = base[0]
@@ -338,9 +574,19 @@ def _report(rows) -> None:
     # float64 cases must agree exactly (to rounding of the log-likelihood); the zarr store
     # holds float32, which moves epsilon in about the 6th digit
     for n in sorted({r["n"] for r in rows}):
-        f64 = [r["epsilon"] for r in rows if r["n"] == n and r["case"] != "zarr"]
+        rep = {r["case"]: r["epsilon"] for r in rows if r["n"] == n and "epsilon" in r}
+        if "logistic-replace" in rep and "logistic-replace-full" in rep:
+            same = rep["logistic-replace"] == rep["logistic-replace-full"]
+            print(
+                f"n={n}: logistic replace, pruned epsilon {rep['logistic-replace']!r} "
+                f"{'==' if same else '!='} unpruned {rep['logistic-replace-full']!r}"
+            )
+        normal = ("full", "streamed", "pruned", "dask")
+        f64 = [r["epsilon"] for r in rows if r["n"] == n and r["case"] in normal]
         f32 = [r["epsilon"] for r in rows if r["n"] == n and r["case"] == "zarr"]
-        spread = max(f64) - min(f64) if f64 else float("nan")
+        if not f64:
+            continue
+        spread = max(f64) - min(f64)
         line = f"n={n}: float64 cases' epsilons differ by at most {spread:.2e}"
         if f32 and f64:
             line += f"; float32 zarr differs by {abs(f32[0] - f64[0]):.2e}"

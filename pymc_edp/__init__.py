@@ -56,7 +56,7 @@ from pymc_edp.tuning.prior import tune_prior  # noqa: E402
 from pymc_edp.tuning.release import ReleaseTarget  # noqa: E402
 from pymc_edp.tuning.search import SearchOptions  # noqa: E402
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"
 
 __all__ = [
     "AuditOptions",

@@ -333,7 +333,7 @@ def test_streamed_replace_pruned_equals_unpruned(rng, case):
 
 
 def test_streamed_replace_on_a_dask_cluster_gives_the_serial_numbers(rng):
-    """Worker processes compute their chunks' replacement columns from the pickled model."""
+    """Workers compute their chunks' replacement columns (pickling: tests/model/test_stream)."""
     distributed = pytest.importorskip("distributed")
     idata, model, _ = _poisson(rng, n=800)
     kw = dict(
@@ -346,7 +346,7 @@ def test_streamed_replace_on_a_dask_cluster_gives_the_serial_numbers(rng):
     serial = edp.audit(idata, model, chunks={**opts, "prune": False}, **kw)
     with (
         distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+            n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

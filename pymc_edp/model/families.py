@@ -285,9 +285,32 @@ def _in_order(var):
 
 
 def _compile(inputs, outputs, check_bounds: bool):
-    """``pm.compile`` as a model with ``check_bounds`` would."""
+    """``pm.compile`` as a model with ``check_bounds`` would.
+
+    Under PyTensor 3, whose default backend is numba, the parameter graph (a few products
+    and links) is compiled with PyTensor's C virtual machine when a C compiler is
+    configured: there a call of the in-order product costs about a third of what it costs
+    inside a numba-compiled graph (1.1 against 3.4 ns per record-draw here). Without a
+    compiler, or if that compilation fails, the default backend is used.
+    """
     import pymc as pm
     from pymc.pytensorf import compile as pm_compile
 
     with pm.Model(check_bounds=check_bounds):
+        mode = _c_mode()
+        if mode is not None:
+            try:
+                return pm_compile(inputs, outputs, on_unused_input="ignore", mode=mode)
+            except Exception:  # pragma: no cover - depends on the compiler
+                pass
         return pm_compile(inputs, outputs, on_unused_input="ignore")
+
+
+def _c_mode() -> str | None:
+    """``"CVM"`` under PyTensor >= 3 with a C compiler configured, else None (the default)."""
+    import pytensor
+
+    major = int(str(pytensor.__version__).split(".")[0])
+    if major < 3 or not getattr(pytensor.config, "cxx", ""):
+        return None
+    return "CVM"

@@ -60,6 +60,7 @@ from pymc_edp.model.compat import PSIS_TAIL_RULE
 from pymc_edp.model.loglik import (
     LogLikelihood,
     _read,
+    is_lazy,
     log_ratio_range,
     log_ratios,
     neighbour_rows,
@@ -286,12 +287,18 @@ class Reweighter:
         for repl in self.replacement_sets:
             if simple is not None:  # records of one variable: the (S, k) layout, no copy
                 v, cols = simple
-                block = _read(self.ll.arrays[v], cols)
+                array = self.ll.arrays[v]
+                block = _read(array, cols)
+                # computed (or read) for this call: a float64 block can be the work array
+                own = is_lazy(array) and block.dtype == np.float64 and block.flags.writeable
                 if repl:
-                    lr = np.subtract(_read(repl[v], cols), block, dtype=np.float64)
+                    alt = _read(repl[v], cols)
+                    mine = is_lazy(repl[v]) and alt.dtype == np.float64 and alt.flags.writeable
+                    work = alt if mine else None
+                    lr = np.subtract(alt, block, out=work, dtype=np.float64)
                 else:
-                    lr = np.negative(block, dtype=np.float64)
-                b = mean_bound(lr, n_tail, axis=0)
+                    lr = np.negative(block, out=block if own else None, dtype=np.float64)
+                b = mean_bound(lr, n_tail, axis=0, overwrite=True)
             else:
                 b = mean_bound(self._ratios(index, repl, base), n_tail, axis=1)
             out = b if out is None else np.fmax(out, b)
@@ -345,7 +352,9 @@ class Reweighter:
         )
 
 
-def mean_bound(log_ratio: np.ndarray, n_tail: int, axis: int = -1) -> np.ndarray:
+def mean_bound(
+    log_ratio: np.ndarray, n_tail: int, axis: int = -1, *, overwrite: bool = False
+) -> np.ndarray:
     """The bound of each neighbour's epsilon from the mean of its weights (module docstring).
 
     Parameters
@@ -355,6 +364,8 @@ def mean_bound(log_ratio: np.ndarray, n_tail: int, axis: int = -1) -> np.ndarray
     n_tail : int
         Draws Pareto smoothing may change (the tail length ``M``).
     axis : int, default -1
+    overwrite : bool, default False
+        Use ``log_ratio`` (float64) as the work array, saving two arrays of its size.
 
     Returns
     -------
@@ -375,7 +386,11 @@ def mean_bound(log_ratio: np.ndarray, n_tail: int, axis: int = -1) -> np.ndarray
     lo = lr.min(axis=axis, keepdims=True)
     spread = np.squeeze(hi - lo, axis=axis)
     with np.errstate(invalid="ignore", over="ignore"):
-        scaled = np.exp(lr - hi)
+        if overwrite and lr is log_ratio:
+            scaled = np.subtract(lr, hi, out=lr)
+            np.exp(scaled, out=scaled)
+        else:
+            scaled = np.exp(lr - hi)
         a = scaled.sum(axis=axis)
         d = n_tail * -np.expm1(-spread)
         with np.errstate(divide="ignore"):
