@@ -357,40 +357,39 @@ class RefitProblem:
         return log_ratios(at, self.neighbours, k, k + 1, repl)[0]
 
     def _own_records_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset):
-        """:meth:`refit_log_ratio` from neighbour ``k``'s rows only: as :func:`log_ratios`."""
-        ll = self.ll
+        """:meth:`refit_log_ratio` with only neighbour ``k``'s rows computed.
+
+        The refit's log-likelihood is a :class:`LogLikelihood` whose arrays are columns
+        computed on demand, so :func:`log_ratios` (the one place a log ratio is formed)
+        computes the neighbour's rows and no others.
+        """
         rows = np.asarray(self.neighbours.rows_of(k), dtype=np.int64)
         if rows.size == 0:
             return self._all_records_log_ratio(loglik_fns, k, posterior)
+        touched = set(np.searchsorted(self.ll.offsets, rows, side="right") - 1)
         n_samples = int(posterior.sizes.get("chain", 1)) * int(posterior.sizes["draw"])
         cand = self.candidate(k)
-        base = np.empty((rows.size, n_samples))
-        alt = np.empty((rows.size, n_samples)) if cand is not None else None
-        var = np.searchsorted(ll.offsets, rows, side="right") - 1
-        for v in np.unique(var):
-            name = ll.names[v]
-            sel = var == v
-            local = rows[sel] - ll.offsets[v]
-            own = self._own_columns(name, posterior)
-            if isinstance(own, str):  # not streamable: every record, as before
-                base[sel] = _rows_of(loglik_fns[name](posterior, self.observed_y[name]), local)
-                if cand is not None:
-                    alt[sel] = _rows_of(loglik_fns[name](posterior, cand[name]), local)
-                continue
-            cols, dtypes = own
-            cols = cols.at_draws(_posterior_draws(posterior, cols.free, dtypes))
-            base[sel] = cols[:, local].T
-            if cand is not None:
-                shape = np.shape(self.observed_y[name])
-                values = np.reshape(np.asarray(cand[name]), shape)
-                alt[sel] = cols.with_observed(values)[:, local].T
-        if not (np.all(np.isfinite(base)) and (alt is None or np.all(np.isfinite(alt)))):
-            # the reference path names the record and draw in its error
-            return self._all_records_log_ratio(loglik_fns, k, posterior)
-        lr = np.negative(base, out=base) if alt is None else np.subtract(alt, base, out=alt)
-        if rows.size != 1:
-            lr = np.add.reduceat(lr, [0], axis=0)
-        return lr[0]
+        arrays, repl = [], None if cand is None else []
+        for v, name in enumerate(self.ll.names):
+            own = self._own_columns(name, posterior) if v in touched else None
+            if own is None:  # no row of this neighbour: never read
+                n_v = int(self.ll.offsets[v + 1] - self.ll.offsets[v])
+                arrays.append(np.broadcast_to(0.0, (n_samples, n_v)))
+                if repl is not None:
+                    repl.append(arrays[-1])
+            elif isinstance(own, str):  # not streamable: every record, as before
+                arrays.append(loglik_fns[name](posterior, self.observed_y[name]))
+                if repl is not None:
+                    repl.append(loglik_fns[name](posterior, cand[name]))
+            else:
+                cols, dtypes = own
+                cols = cols.at_draws(_posterior_draws(posterior, cols.free, dtypes))
+                arrays.append(cols)
+                if repl is not None:
+                    shape = np.shape(self.observed_y[name])
+                    repl.append(cols.with_observed(np.reshape(np.asarray(cand[name]), shape)))
+        at = LogLikelihood(self.ll.names, tuple(arrays), self.ll.offsets, self.ll.datasets)
+        return log_ratios(at, self.neighbours, k, k + 1, repl)[0]
 
     def _own_columns(self, name: str, posterior: xr.Dataset):
         """``(ModelColumns, dtypes)`` of observed variable ``name``, or why not (a str).
@@ -403,11 +402,6 @@ class RefitProblem:
                 self.model, name, posterior, self.observed_y[name], self.ll
             )
         return self._own[name]
-
-
-def _rows_of(values: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """Rows ``local`` of an ``(S, n_rows_v)`` log-likelihood as ``(len(local), S)`` float64."""
-    return np.asarray(values, dtype=np.float64)[:, local].T
 
 
 def _streamed_columns(model, name: str, posterior: xr.Dataset, y, ll: LogLikelihood):
