@@ -9,6 +9,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model.compat import compute_log_likelihood, get_group, graph_ancestors, has_group
+from pymc_edp.model.conditional import check_gaussian, conditional_logp, is_coupled
 
 __all__ = [
     "check_log_likelihood_matches_model",
@@ -266,6 +267,11 @@ class ElementwiseLogLik:
     value as an input, vectorised over a leading draw axis (``vectorize_graph``) so one call
     evaluates every draw; models whose graph cannot be vectorised fall back to a loop.
 
+    A likelihood that couples all records (one term over them, e.g. ``pm.AR``, ``pm.gp.Marginal``)
+    gives instead, for each record, its leave-one-out conditional density given the model's
+    observed values of the other records, evaluated at the values passed
+    (:func:`pymc_edp.model.conditional.conditional_logp`; Gaussian likelihoods only).
+
     Parameters
     ----------
     model : pymc.Model
@@ -286,12 +292,24 @@ class ElementwiseLogLik:
         value = umodel.rvs_to_values[rv]
         (logp,) = umodel.logp(vars=[rv], sum=False)
         y_new = pt.tensor(name=f"{name}_value", dtype=value.dtype, shape=(None,) * value.ndim)
-        (logp,) = clone_replace([logp], replace={value: y_new})
+        #: one term over all records: each record's leave-one-out conditional instead
+        self.coupled = is_coupled(logp, value)
+        if self.coupled:
+            check_gaussian(umodel, rv, name)
+            data = pt.tensor(name=f"{name}_data", dtype=value.dtype, shape=value.type.shape)
+            (logp,) = clone_replace([logp], replace={value: data})
+            at = pt.specify_shape(y_new, value.type.shape)
+            (logp,) = clone_replace([conditional_logp(logp, data, at)], replace={data: value})
+        else:
+            (logp,) = clone_replace([logp], replace={value: y_new})
         self.free = [v.name for v in umodel.free_RVs]
         values = [umodel.rvs_to_values[v] for v in umodel.free_RVs]
         self.dtypes = [v.dtype for v in values]
         self.value_dtype = value.dtype
         self._loop = pm_compile([*values, y_new], logp, on_unused_input="ignore")
+        self._vec = None
+        if self.coupled:  # an n x n Hessian per draw: one draw at a time
+            return
         try:
             batched = [
                 pt.tensor(name=f"{v.name}_draws", dtype=v.dtype, shape=(None,) * (v.ndim + 1))

@@ -22,17 +22,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymc_edp.model.conditional import is_coupled
 from pymc_edp.model.loglik import NonFactorisedError
 
 _log = logging.getLogger("pymc_edp")
 
-__all__ = ["NeighbourData", "NeighbourDataMaker", "neighbour_changes", "neighbour_model"]
+__all__ = [
+    "NeighbourData",
+    "NeighbourDataMaker",
+    "coupled_blocks",
+    "neighbour_changes",
+    "neighbour_model",
+]
 
 DW, ALT, SWITCH, POTENTIAL = "edp_dw_{}", "edp_alt_{}", "edp_v_{}", "edp_reweight"
+#: a coupled likelihood's neighbour: its unobserved records (free), where they are, which are on
+MISSING, WHERE, ON = "edp_missing_{}", "edp_idx_{}", "edp_on_{}"
 
 
 def _observed_rvs(model, names=None):
@@ -46,14 +55,54 @@ def _observed_rvs(model, names=None):
     return obs
 
 
-def neighbour_model(model, observed=None):
+def coupled_blocks(model, ll, neighbours, observed=None) -> dict[str, int]:
+    """Observed variables whose likelihood couples all records, with their block sizes.
+
+    The block size of a variable is the most of its rows one neighbour removes: the records
+    a refit leaves unobserved.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    ll : LogLikelihood
+        The records' layout.
+    neighbours : Neighbours
+    observed : list of str, optional
+        Variables to look at; default those of ``ll``.
+    """
+    from pymc_edp.model.conditional import is_coupled
+
+    names = list(ll.names if observed is None else observed)
+    out = {}
+    for rv in _observed_rvs(model, names):
+        (logp,) = model.logp(vars=[rv], sum=False)
+        if not is_coupled(logp, model.rvs_to_values[rv]):
+            continue
+        v = ll.names.index(rv.name)
+        var = np.searchsorted(ll.offsets, neighbours.rows, side="right") - 1
+        per = np.add.reduceat(var == v, neighbours.indptr[:-1]) if neighbours.rows.size else [0]
+        out[rv.name] = max(1, int(np.max(per)))
+    return out
+
+
+def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None):
     """Clone ``model`` so that one compiled graph represents every neighbour dataset.
+
+    A likelihood that couples all records (one term over them: ``pm.AR``, ``pm.gp.Marginal``,
+    an ``MvNormal`` over records) cannot switch a record off by a weight. Its neighbour is the
+    same model with the record unobserved: a missing value ``edp_missing_<name>`` (flat prior)
+    that the sampler integrates out, so ``p(theta | y_-i)`` is exact for any distribution.
+    ``edp_idx_<name>`` says which records are unobserved and ``edp_on_<name>`` (1 or 0)
+    whether each is; replacement sets the values in ``edp_alt_<name>``.
 
     Parameters
     ----------
     model : pymc.Model
     observed : list of str, optional
         Observed variables whose records can be removed or replaced; default all.
+    coupled : dict of str to int, optional
+        The coupled variables and their block sizes (:func:`coupled_blocks`); default one
+        record for each variable found coupled.
 
     Returns
     -------
@@ -63,8 +112,8 @@ def neighbour_model(model, observed=None):
     Raises
     ------
     NonFactorisedError
-        When an observed variable's log-likelihood has fewer terms than the records a
-        weight vector would switch (an MvNormal over all records, a GP, an AR series).
+        When a coupled variable's values are discrete (they cannot be integrated out by a
+        gradient-based sampler).
 
     Examples
     --------
@@ -97,12 +146,14 @@ def neighbour_model(model, observed=None):
             # the model's own elementwise logp, in value space (pm.logp(rv, value) would
             # leave cloned random variables behind for e.g. pm.Censored)
             (logp,) = clone.logp(vars=[rv], sum=False)
+            if is_coupled(logp, value):
+                block = (coupled or {}).get(rv.name, 1)
+                terms.append(_unobserved_term(rv.name, logp, value, data, block))
+                continue
             if logp.type.ndim == 0:
                 raise NonFactorisedError(
-                    f"the log-likelihood of {rv.name!r} is a single term (its distribution "
-                    "couples all records, e.g. an MvNormal, GP or AR over the data), so a "
-                    "record cannot be switched off by a weight. Pass build_model=, a function "
-                    "that builds the model from each neighbour's data."
+                    f"the log-likelihood of {rv.name!r} is a single term for a single value: "
+                    "there is no record to switch off."
                 )
             shape = np.shape(
                 clone.compile_fn(logp, inputs=clone.value_vars, on_unused_input="ignore")(point)
@@ -116,6 +167,38 @@ def neighbour_model(model, observed=None):
             terms.append(pt.sum(dw * logp) + pt.sum(v * alt_logp))
         pm.Potential(POTENTIAL, pt.add(*terms) if len(terms) > 1 else terms[0])
     return clone
+
+
+def _unobserved_term(name: str, logp, value, data: np.ndarray, block: int):
+    """Potential turning the coupled ``logp`` into that of the neighbour's data.
+
+    ``block`` records are left unobserved (free values, integrated out) or replaced.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import clone_replace
+
+    if not np.issubdtype(np.asarray(data).dtype, np.floating):
+        raise NonFactorisedError(
+            f"the likelihood of {name!r} couples all its records and its values are discrete: "
+            "a record left unobserved cannot be integrated out by a gradient-based sampler. "
+            "Pass build_model=, a function that builds the model from each neighbour's data.",
+            name=name,
+        )
+    where = pm.Data(WHERE.format(name), np.zeros(block, dtype="int64"))
+    on = pm.Data(ON.format(name), np.zeros(block))
+    alt = pm.Data(ALT.format(name), data.copy())
+    init = np.full(block, float(np.mean(data)))
+    missing = pm.Flat(MISSING.format(name), shape=(block,), initval=init)
+    # the potential reads the free value itself (an RV left in it keeps its RNG in the graph)
+    missing = pm.modelcontext(None).rvs_to_values[missing]
+    flat = alt.astype(value.dtype).ravel()
+    filled = pt.inc_subtensor(flat[where], on * (missing - flat[where]))
+    filled = pt.specify_shape(filled.reshape(value.shape), value.type.shape)
+    (new_logp,) = clone_replace([logp], replace={value: filled})
+    # records not left out: their free value is a standard normal, apart from everything
+    rest = -0.5 * pt.sum((1.0 - on) * missing**2)
+    return new_logp - logp + rest
 
 
 @dataclass(frozen=True)
@@ -197,6 +280,7 @@ class NeighbourDataMaker:
     observed_y: dict
     record_shapes: dict
     builder: bool = False
+    coupled: dict = field(default_factory=dict)
 
     def __call__(self, index: int, label, changes: dict):
         """The data of neighbour ``index`` from its :func:`neighbour_changes`."""
@@ -204,6 +288,9 @@ class NeighbourDataMaker:
             return self._builder(index, label, changes)
         data = {}
         for name, (local, values) in changes.items():
+            if name in self.coupled:
+                data.update(self._unobserved(name, local, values))
+                continue
             shape = self.record_shapes[name]
             n_v = int(np.prod(shape))
             dw = np.zeros(n_v)
@@ -217,6 +304,21 @@ class NeighbourDataMaker:
             data[ALT.format(name)] = alt
             data[SWITCH.format(name)] = switch.reshape(shape)
         return data
+
+    def _unobserved(self, name: str, local: np.ndarray, values) -> dict:
+        """Data of a coupled variable: the records left unobserved, or the values replaced."""
+        block = self.coupled[name]
+        alt = np.asarray(self.observed_y[name]).copy()
+        where = np.full(block, local[0] if local.size else 0, dtype="int64")
+        on = np.zeros(block)
+        if values is not None:
+            alt.reshape(-1)[local] = np.ravel(values)
+        elif local.size:
+            if local.size > block:
+                raise ValueError(f"{local.size} records of {name!r} in a block of {block}")
+            where[: local.size] = local
+            on[: local.size] = 1.0
+        return {WHERE.format(name): where, ON.format(name): on, ALT.format(name): alt}
 
     def _builder(self, index: int, label, changes: dict) -> NeighbourData:
         observed, keep = {}, {}

@@ -29,6 +29,7 @@ from pymc_edp.model.pymc import (
     check_log_likelihood_matches_model,
     check_model_matches_data,
     check_not_scalar,
+    elementwise_loglik,
     ensure_log_likelihood,
     integer_data,
     observed_arrays,
@@ -244,15 +245,22 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
         return streamed, True
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
+        if model is not None:
+            ll_ds = _coupled_conditionals(idata, model, ll_ds, observed, observed_data)
         return LogLikelihood.from_dataset(ll_ds, observed), True
     except (NonFactorisedError, ValueError) as err:
         if isinstance(err, NonFactorisedError):
             check_not_scalar(observed_data, err)
         no_loglik = "no 'log_likelihood' group" in str(err)
-        if settings.refit.build_model is None or not (
+        # a coupled likelihood that is not Gaussian: refits of the model with the record
+        # unobserved (no builder needed), or the user's builder
+        automatic = model is not None and isinstance(err, NonFactorisedError)
+        if (settings.refit.build_model is None and not automatic) or not (
             isinstance(err, NonFactorisedError) or no_loglik
         ):
             raise
+        if automatic and settings.refit.build_model is None:
+            _log.warning("%s; every neighbour is refitted", err)
         # refit-only: records are the entries of each observed variable's first dimension
         if settings.method in ("psis", "moment_match"):
             raise ValueError(
@@ -269,6 +277,43 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
         observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
     )
     return layout, False
+
+
+def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Dataset:
+    """``ll_ds`` with each coupled variable's single term replaced by its records' conditionals.
+
+    A likelihood that is one term over all records (``pm.AR``, ``pm.gp.Marginal``, an
+    ``MvNormal`` over records) gets, per draw and record, the leave-one-out conditional
+    ``log p(y_i | y_-i, theta)`` (:mod:`pymc_edp.model.conditional`), with the records laid
+    out as in ``observed_data``. Raises :class:`NonFactorisedError` where it is not Gaussian.
+    """
+    names = list(ll_ds.data_vars) if observed is None else [n for n in observed if n in ll_ds]
+    coupled = {}
+    for name in names:
+        da = ll_ds[name]
+        if any(d not in ("chain", "draw") for d in da.dims) or name not in model.named_vars:
+            continue
+        if observed_data is None or name not in observed_data or observed_data[name].size <= 1:
+            continue
+        y = observed_data[name]
+        fn = elementwise_loglik(model, name)
+        if not fn.coupled:
+            continue
+        posterior = get_group(idata, "posterior")
+        values = fn(posterior, np.asarray(y.values))
+        shape = (posterior.sizes["chain"], posterior.sizes["draw"], *y.shape)
+        coupled[name] = xr.DataArray(
+            values.reshape(shape),
+            dims=("chain", "draw", *y.dims),
+            coords={d: y[d].values for d in y.dims if d in y.coords},
+        )
+        _log.info(
+            "the likelihood of %r couples its %d records: each record is reweighted by its "
+            "leave-one-out conditional p(y_i | y_-i, theta), exact for this Gaussian likelihood",
+            name,
+            y.size,
+        )
+    return ll_ds.assign(coupled) if coupled else ll_ds
 
 
 def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | None:

@@ -24,7 +24,12 @@ from pymc_edp.model.stream import (
     _Graph,
     _posterior_draws,
 )
-from pymc_edp.model.transform import NeighbourDataMaker, neighbour_changes, neighbour_model
+from pymc_edp.model.transform import (
+    NeighbourDataMaker,
+    coupled_blocks,
+    neighbour_changes,
+    neighbour_model,
+)
 from pymc_edp.refit.checkpoint import Checkpoint
 from pymc_edp.refit.engines import (
     STRICTER_TARGET_ACCEPT,
@@ -560,7 +565,8 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
         return eng, None
     model = problem.model
     try:
-        nb_model = neighbour_model(model, problem.ll.names)
+        coupled = coupled_blocks(model, problem.ll, problem.neighbours)
+        nb_model = neighbour_model(model, problem.ll.names, coupled)
     except NonFactorisedError as err:
         raise ValueError(str(err)) from None
     keep = tuple(dict.fromkeys([*problem.names, *(rv.name for rv in model.free_RVs)]))
@@ -648,6 +654,7 @@ def _refit_tasks(
         observed_y={n: problem.observed_y[n] for n in ll.names},
         record_shapes={n: tuple(ll.datasets[n].shape[2:]) for n in ll.names},
         builder=builder,
+        coupled={} if builder else coupled_blocks(problem.model, ll, nbs),
     )
     tasks = []
     for k in map(int, to_refit):

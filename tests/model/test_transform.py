@@ -12,11 +12,52 @@ from pymc_edp.model import transform
 from pymc_edp.model.loglik import NonFactorisedError
 
 
-def test_neighbour_model_refuses_non_factorised():
+def _coupled_model(y):
     with pm.Model() as model:
         m = pm.Normal("m", 0, 1)
-        pm.MvNormal("y", m * np.ones(4), np.eye(4) + 0.5, observed=np.zeros(4))
-    with pytest.raises(NonFactorisedError, match="build_model"):
+        pm.MvNormal("y", m * np.ones(4), np.eye(4) + 0.5, observed=y)
+    return model
+
+
+def test_neighbour_model_leaves_a_coupled_record_unobserved():
+    """An MvNormal over records: the neighbour's log density is the data's with record 2 free."""
+    from scipy import stats
+
+    y = np.array([0.3, -1.2, 2.5, 0.4])
+    model = _coupled_model(y)
+    nb = refit.neighbour_model(model)
+    assert {"edp_missing_y", "edp_idx_y", "edp_on_y"} <= set(nb.named_vars)
+    logp = nb.compile_logp()
+    cov = np.eye(4) + 0.5
+
+    def reference(m, values):
+        return stats.norm.logpdf(m) + stats.multivariate_normal(m * np.ones(4), cov).logpdf(values)
+
+    point = {"m": np.array(0.7), "edp_missing_y": np.array([5.0])}
+    # no record left out: the model's own density, the free value a standard normal apart
+    assert logp(point) == pytest.approx(
+        reference(0.7, y) + stats.norm.logpdf(5.0) + 0.5 * np.log(2 * np.pi)
+    )
+    with nb:
+        pm.set_data({"edp_idx_y": np.array([2]), "edp_on_y": np.array([1.0])})
+    free = y.copy()
+    free[2] = 5.0
+    assert logp(point) == pytest.approx(reference(0.7, free), rel=1e-12)
+    # replacement: the value is set, nothing is free
+    alt = y.copy()
+    alt[1] = -4.0
+    with nb:
+        pm.set_data({"edp_on_y": np.array([0.0]), "edp_alt_y": alt})
+    assert logp(point) == pytest.approx(
+        reference(0.7, alt) + stats.norm.logpdf(5.0) + 0.5 * np.log(2 * np.pi), rel=1e-12
+    )
+
+
+def test_neighbour_model_refuses_discrete_coupled_values():
+    with pm.Model() as model:
+        p = pm.Dirichlet("p", np.ones(3))
+        pm.Multinomial("y", n=10, p=p, observed=np.array([3, 3, 4]))
+    with pytest.raises(NonFactorisedError, match="discrete"):
         refit.neighbour_model(model)
 
 
