@@ -33,7 +33,7 @@ import numpy as np
 
 from pymc_edp.model.loglik import NonFactorisedError
 
-__all__ = ["check_gaussian", "conditional_logp", "is_coupled"]
+__all__ = ["check_gaussian", "conditional_logp", "is_coupled", "record_logp"]
 
 
 def is_coupled(logp, value) -> bool:
@@ -95,6 +95,37 @@ def conditional_logp(logp, value, at):
     q = -pt.diagonal(h)
     mean = value.ravel() + g / q
     return 0.5 * pt.log(q / (2 * np.pi)) - 0.5 * q * (at.ravel() - mean) ** 2
+
+
+def record_logp(logp, value, at=None):
+    """Each record's log-likelihood term: its own where ``logp`` factorises, else its conditional.
+
+    Parameters
+    ----------
+    logp : TensorVariable
+        The elementwise log-density PyMC gives for an observed variable (a graph of ``value``).
+    value : TensorVariable
+        The observed value node.
+    at : TensorVariable, optional
+        Values to evaluate at instead of ``value``. For a coupled ``logp`` the other records
+        are still those of ``value``: the result is ``log p(at_i | value_-i)``.
+
+    Returns
+    -------
+    TensorVariable
+        ``logp`` itself (at ``at``) when it factorises; the ``(n_records,)`` conditionals of
+        :func:`conditional_logp` when it couples the records.
+    """
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import clone_replace
+
+    if not is_coupled(logp, value):
+        return logp if at is None else clone_replace([logp], replace={value: at})[0]
+    data = pt.tensor(name="edp_conditioned", dtype=value.dtype, shape=value.type.shape)
+    (logp,) = clone_replace([logp], replace={value: data})
+    at = data if at is None else pt.specify_shape(at, value.type.shape)
+    (out,) = clone_replace([conditional_logp(logp, data, at)], replace={data: value})
+    return out
 
 
 def check_gaussian(model, rv, name: str) -> None:

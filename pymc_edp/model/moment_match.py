@@ -32,6 +32,7 @@ from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_log_masses, lo
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
 from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group
+from pymc_edp.model.conditional import record_logp
 from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
 
 __all__ = [
@@ -166,7 +167,7 @@ class ModelDensity:
 
     def __init__(self, model, names: Sequence[str]):
         import pytensor.tensor as pt
-        from pytensor.graph.replace import clone_replace, vectorize_graph
+        from pytensor.graph.replace import vectorize_graph
 
         self.model = model
         discrete = [v.name for v in getattr(model, "discrete_value_vars", [])]
@@ -209,9 +210,9 @@ class ModelDensity:
             data = model.rvs_to_values[rv]
             y_in = pt.tensor(name=f"{rv.name}_edp_y", dtype=data.dtype, shape=(None,) * data.ndim)
             (elem,) = model.logp(vars=[rv], sum=False)
-            elems.append(elem)
-            (elem,) = clone_replace([elem], replace={data: y_in})
-            self._loglik[rv.name] = compile_([flat, y_in], elem)
+            # a likelihood coupling all records: each record's leave-one-out conditional
+            elems.append(record_logp(elem, data))
+            self._loglik[rv.name] = compile_([flat, y_in], record_logp(elem, data, y_in))
             self._y_dtype[rv.name] = data.dtype
         # the joint density and every log-likelihood at the model's data in one function:
         # the likelihood terms are computed once and both summed and returned

@@ -94,6 +94,16 @@ class Neighbours:
         """Number of rows per neighbour."""
         return np.diff(self.indptr)
 
+    def largest_block(self, offsets: np.ndarray, v: int) -> int:
+        """The most rows of observed variable ``v`` that one neighbour changes.
+
+        Variable ``v`` has the global rows ``offsets[v]:offsets[v + 1]``.
+        """
+        if not self.rows.size:
+            return 0
+        inside = (self.rows >= offsets[v]) & (self.rows < offsets[v + 1])
+        return int(np.add.reduceat(inside, self.indptr[:-1]).max())
+
     @classmethod
     def records(cls, ll: RecordLayout) -> Neighbours:
         """One neighbour per record (row)."""

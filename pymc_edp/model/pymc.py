@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model.compat import compute_log_likelihood, get_group, graph_ancestors, has_group
-from pymc_edp.model.conditional import check_gaussian, conditional_logp, is_coupled
+from pymc_edp.model.conditional import check_gaussian, is_coupled, record_logp
 
 __all__ = [
     "check_log_likelihood_matches_model",
@@ -283,7 +283,7 @@ class ElementwiseLogLik:
         import pytensor.tensor as pt
         from pymc.model.transform.conditioning import remove_value_transforms
         from pymc.pytensorf import compile as pm_compile
-        from pytensor.graph.replace import clone_replace, vectorize_graph
+        from pytensor.graph.replace import vectorize_graph
 
         umodel = remove_value_transforms(model)
         if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
@@ -296,12 +296,7 @@ class ElementwiseLogLik:
         self.coupled = is_coupled(logp, value)
         if self.coupled:
             check_gaussian(umodel, rv, name)
-            data = pt.tensor(name=f"{name}_data", dtype=value.dtype, shape=value.type.shape)
-            (logp,) = clone_replace([logp], replace={value: data})
-            at = pt.specify_shape(y_new, value.type.shape)
-            (logp,) = clone_replace([conditional_logp(logp, data, at)], replace={data: value})
-        else:
-            (logp,) = clone_replace([logp], replace={value: y_new})
+        logp = record_logp(logp, value, y_new)
         self.free = [v.name for v in umodel.free_RVs]
         values = [umodel.rvs_to_values[v] for v in umodel.free_RVs]
         self.dtypes = [v.dtype for v in values]

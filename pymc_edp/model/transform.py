@@ -78,10 +78,7 @@ def coupled_blocks(model, ll, neighbours, observed=None) -> dict[str, int]:
         (logp,) = model.logp(vars=[rv], sum=False)
         if not is_coupled(logp, model.rvs_to_values[rv]):
             continue
-        v = ll.names.index(rv.name)
-        var = np.searchsorted(ll.offsets, neighbours.rows, side="right") - 1
-        per = np.add.reduceat(var == v, neighbours.indptr[:-1]) if neighbours.rows.size else [0]
-        out[rv.name] = max(1, int(np.max(per)))
+        out[rv.name] = max(1, neighbours.largest_block(ll.offsets, ll.names.index(rv.name)))
     return out
 
 

@@ -51,6 +51,9 @@ _log = logging.getLogger("pymc_edp")
 #: model a chunk of records at a time.
 REPLACEMENTS_IN_MEMORY = 2**30
 
+#: attribute of a log-likelihood variable holding leave-one-out conditionals of a coupled one
+COUPLED = "edp_coupled"
+
 
 @dataclass(frozen=True)
 class Inputs:
@@ -146,7 +149,8 @@ def read_inputs(
         idata, model, posterior, var_names, filter_vars
     )
     _check_draws_per_bin(draws.shape[1], settings.bins)
-    ll, factorised = _log_likelihood(idata, model, settings, observed_data)
+    ll, factorised, notes = _log_likelihood(idata, model, settings, observed_data)
+    messages.extend(notes)
     if ll.n_samples != draws.shape[1]:
         raise ValueError(
             f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
@@ -166,6 +170,15 @@ def read_inputs(
                 {n: observed_y[n] for n in ll.names if n in observed_y},
             )
     neighbours = settings.neighbour.neighbours(ll)
+    blocks = _coupled_blocks(ll, neighbours) if factorised else []
+    if blocks:
+        # per-record conditionals do not add up to a block's: each group is refitted
+        factorised = False
+        messages.append(
+            f"the likelihood of {blocks} couples its records and a neighbour removes several "
+            "of them: reweighting would need each block's joint conditional, so every "
+            "neighbour is refitted with its records unobserved"
+        )
     cands, replacement_sets = {}, [[]]
     if settings.replace:
         for name in ll.names:  # the error of what cannot be found
@@ -242,12 +255,13 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
     source = settings.chunks.log_likelihood
     streamed = _streamed_log_likelihood(idata, model, observed, source)
     if streamed is not None:
-        return streamed, True
+        return streamed, True, []
+    notes = []
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
         if model is not None:
             ll_ds = _coupled_conditionals(idata, model, ll_ds, observed, observed_data)
-        return LogLikelihood.from_dataset(ll_ds, observed), True
+        return LogLikelihood.from_dataset(ll_ds, observed), True, notes
     except (NonFactorisedError, ValueError) as err:
         if isinstance(err, NonFactorisedError):
             check_not_scalar(observed_data, err)
@@ -260,7 +274,7 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
         ):
             raise
         if automatic and settings.refit.build_model is None:
-            _log.warning("%s; every neighbour is refitted", err)
+            notes.append(f"{err}; every neighbour is refitted")
         # refit-only: records are the entries of each observed variable's first dimension
         if settings.method in ("psis", "moment_match"):
             raise ValueError(
@@ -276,7 +290,16 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
     layout = LogLikelihood.from_observed(
         observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
     )
-    return layout, False
+    return layout, False, notes
+
+
+def _coupled_blocks(ll: LogLikelihood, neighbours: Neighbours) -> list[str]:
+    """Coupled variables (conditionals stored) of which one neighbour removes several records."""
+    return [
+        name
+        for v, name in enumerate(ll.names)
+        if ll.datasets[name].attrs.get(COUPLED) and neighbours.largest_block(ll.offsets, v) > 1
+    ]
 
 
 def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Dataset:
@@ -306,6 +329,7 @@ def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Da
             values.reshape(shape),
             dims=("chain", "draw", *y.dims),
             coords={d: y[d].values for d in y.dims if d in y.coords},
+            attrs={COUPLED: 1},
         )
         _log.info(
             "the likelihood of %r couples its %d records: each record is reweighted by its "

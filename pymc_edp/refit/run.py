@@ -302,6 +302,10 @@ class RefitProblem:
         Chains of the full-data draws.
     count_smoothing : float
         Additive smoothing of count (raw) estimates, Charest & Han's ``alpha``.
+    density_ratio : bool
+        ``ll`` gives each neighbour's log density ratio (so the refit draws can be pooled
+        with the full-data ones); False for a records' layout only, or for blocks of a
+        coupled likelihood, whose ratio is not the sum of its records' conditionals.
     """
 
     model: object
@@ -317,6 +321,7 @@ class RefitProblem:
     draws: np.ndarray | None = None
     n_chains: int = 1
     count_smoothing: float = 0.01
+    density_ratio: bool = True
 
     def candidate(self, k: int) -> dict | None:
         """Replacement values of neighbour ``k`` (its worst candidate), or None (removal)."""
@@ -572,6 +577,12 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
     keep = tuple(dict.fromkeys([*problem.names, *(rv.name for rv in model.free_RVs)]))
     eng = make_engine(options.engine, model=nb_model, var_names=keep, **common)
     if options.estimator != "pooled":
+        return eng, None
+    if not problem.density_ratio:
+        messages.append(
+            "the refits use the raw estimator (refit draws only): the density ratio needed to "
+            "pool them with the full-data draws is not known for these neighbours"
+        )
         return eng, None
     if _OWN_RECORDS:  # compiled only for variables whose records cannot be streamed
         return eng, _LoglikFunctions(model, problem.ll.names)

@@ -116,6 +116,12 @@ class SyntheticData:
             )
         self.blocks = -(-self.size // self.n)
         self._fn = elementwise_loglik(model, name)
+        if self._fn.coupled:
+            raise ValueError(
+                f"the likelihood of {name!r} couples its records (one term over all of them): "
+                "a synthetic dataset's density is not a product over its records, which this "
+                "release audit needs. Audit the posterior draws instead (release='draws')."
+            )
 
     def record_terms(self, y: np.ndarray) -> np.ndarray:
         """``log p(y_j | theta_s)``, shape (S, n), of one block of ``n`` records at every draw."""
