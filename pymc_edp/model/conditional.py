@@ -14,6 +14,9 @@ gradient ``g`` and Hessian ``H = -Q`` in ``y`` give every conditional exactly:
 ``g = -Q (y - mu)``). :func:`conditional_logp` builds that graph from PyMC's own log-density,
 so no covariance or precision matrix has to be recognised in the model; :func:`check_gaussian`
 proves (or, where the graph does not show it, tests) that ``H`` does not depend on ``y``.
+``pm.MvStudentT`` over records has a closed-form Student-t conditional
+(:func:`student_t_conditional`, the paper's eq. 10-12). Other coupled likelihoods are refused
+here with :class:`~pymc_edp.model.loglik.NonFactorisedError`: their neighbours are refitted.
 
 Cost: one gradient and one Hessian of ``L`` in ``y`` per posterior draw (for a
 parameter-dependent covariance, a Cholesky factorisation and ``n`` triangular solves: order
@@ -33,7 +36,13 @@ import numpy as np
 
 from pymc_edp.model.loglik import NonFactorisedError
 
-__all__ = ["check_gaussian", "conditional_logp", "is_coupled", "record_logp"]
+__all__ = [
+    "check_gaussian",
+    "conditional_logp",
+    "is_coupled",
+    "record_logp",
+    "student_t_conditional",
+]
 
 
 def is_coupled(logp, value) -> bool:
@@ -97,35 +106,88 @@ def conditional_logp(logp, value, at):
     return 0.5 * pt.log(q / (2 * np.pi)) - 0.5 * q * (at.ravel() - mean) ** 2
 
 
-def record_logp(logp, value, at=None):
-    """Each record's log-likelihood term: its own where ``logp`` factorises, else its conditional.
+def record_logp(model, rv, at=None):
+    """Each record's log-likelihood term, or its leave-one-out conditional where coupled.
 
     Parameters
     ----------
-    logp : TensorVariable
-        The elementwise log-density PyMC gives for an observed variable (a graph of ``value``).
-    value : TensorVariable
-        The observed value node.
+    model : pymc.Model
+    rv : TensorVariable
+        An observed variable of ``model``.
     at : TensorVariable, optional
-        Values to evaluate at instead of ``value``. For a coupled ``logp`` the other records
-        are still those of ``value``: the result is ``log p(at_i | value_-i)``.
+        Values to evaluate at instead of the observed ones. For a coupled likelihood the
+        other records are still the observed ones: the result is ``log p(at_i | y_-i)``.
 
     Returns
     -------
     TensorVariable
-        ``logp`` itself (at ``at``) when it factorises; the ``(n_records,)`` conditionals of
-        :func:`conditional_logp` when it couples the records.
+        PyMC's elementwise log-density (at ``at``) when it factorises; for a coupled one the
+        ``(n_records,)`` conditionals: :func:`student_t_conditional` for ``pm.MvStudentT``,
+        :func:`conditional_logp` otherwise (Gaussian, see :func:`check_gaussian`).
     """
     import pytensor.tensor as pt
     from pytensor.graph.replace import clone_replace
 
+    value = model.rvs_to_values[rv]
+    (logp,) = model.logp(vars=[rv], sum=False)
     if not is_coupled(logp, value):
         return logp if at is None else clone_replace([logp], replace={value: at})[0]
     data = pt.tensor(name="edp_conditioned", dtype=value.dtype, shape=value.type.shape)
-    (logp,) = clone_replace([logp], replace={value: data})
     at = data if at is None else pt.specify_shape(at, value.type.shape)
-    (out,) = clone_replace([conditional_logp(logp, data, at)], replace={data: value})
-    return out
+    if _is_student_t(rv):
+        nu, mu, scale = model.replace_rvs_by_values(list(rv.owner.inputs[-3:]))
+        out = student_t_conditional(nu, mu, scale, data, at)
+    else:
+        (logp,) = clone_replace([logp], replace={value: data})
+        out = conditional_logp(logp, data, at)
+    return clone_replace([out], replace={data: value})[0]
+
+
+def _is_student_t(rv) -> bool:
+    """A ``pm.MvStudentT`` over the records of a vector."""
+    op = getattr(rv.owner, "op", None)
+    return type(op).__name__ == "MvStudentTRV" and rv.type.ndim == 1
+
+
+def student_t_conditional(nu, mu, scale, value, at):
+    """Graph of ``log p(at_i | value_-i)`` for every record of ``MvStudentT(nu, mu, scale)``.
+
+    ``y_i | y_-i`` is Student-t with ``nu + n - 1`` degrees of freedom, location
+    ``y_i - g_i / Q_ii`` and squared scale ``(nu + b_-i) / (nu + n - 1) / Q_ii``, where
+    ``Q = scale^-1``, ``g = Q (y - mu)`` and ``b_-i = (y - mu)' Q (y - mu) - g_i^2 / Q_ii``
+    (Bürkner, Gabry & Vehtari 2021, eq. 10-12).
+
+    Examples
+    --------
+    With a diagonal scale the records are still dependent (through the shared scale mixing),
+    and the conditional is a t with more degrees of freedom:
+
+    >>> import numpy as np, pytensor, pytensor.tensor as pt
+    >>> from pymc_edp.model.conditional import student_t_conditional
+    >>> y = pt.vector("y")
+    >>> out = student_t_conditional(3.0, pt.zeros(3), pt.eye(3), y, y)
+    >>> np.round(pytensor.function([y], out)(np.array([0.0, 1.0, -2.0])), 4)
+    array([-1.2036, -1.5374, -2.9365])
+    """
+    import pytensor.tensor as pt
+    from pytensor.tensor.special import gammaln
+
+    resid = value - mu
+    prec = pt.linalg.inv(scale)
+    g = prec @ resid
+    q = pt.diagonal(prec)
+    n = value.shape[0]
+    df = nu + n - 1
+    rest = resid @ g - g**2 / q
+    sd = pt.sqrt((nu + rest) / (df * q))
+    z = (at - (value - g / q)) / sd
+    return (
+        gammaln((df + 1) / 2)
+        - gammaln(df / 2)
+        - 0.5 * pt.log(df * np.pi)
+        - pt.log(sd)
+        - (df + 1) / 2 * pt.log1p(z**2 / df)
+    )
 
 
 def check_gaussian(model, rv, name: str) -> None:
@@ -145,6 +207,8 @@ def check_gaussian(model, rv, name: str) -> None:
     from pymc.pytensorf import compile as pm_compile
     from pytensor.graph.replace import clone_replace
 
+    if _is_student_t(rv):
+        return  # its conditionals have a closed form (student_t_conditional)
     value = model.rvs_to_values[rv]
     advice = (
         "its neighbour posteriors cannot be reweighted exactly; audit it with "

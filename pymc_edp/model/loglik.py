@@ -147,9 +147,9 @@ class LogLikelihood:
                 raise NonFactorisedError(
                     f"the log-likelihood of {name!r} has a single term per draw: its likelihood "
                     "does not factorise over records (e.g. an MvNormal, GP or AR over all "
-                    "records), so no record can be removed by reweighting. Either model the "
-                    "records so each has its own log-likelihood term, or use method='refit' "
-                    "with build_model=...",
+                    "records), so a record's weight needs its leave-one-out conditional "
+                    "p(y_i | y_-i, theta), which only the model gives: pass model= to the "
+                    "audit (or use method='refit' with build_model=...)",
                     name=name,
                 )
             da = da.transpose(*SAMPLE_DIMS, *rec_dims)

@@ -209,10 +209,9 @@ class ModelDensity:
         for rv in model.observed_RVs:
             data = model.rvs_to_values[rv]
             y_in = pt.tensor(name=f"{rv.name}_edp_y", dtype=data.dtype, shape=(None,) * data.ndim)
-            (elem,) = model.logp(vars=[rv], sum=False)
             # a likelihood coupling all records: each record's leave-one-out conditional
-            elems.append(record_logp(elem, data))
-            self._loglik[rv.name] = compile_([flat, y_in], record_logp(elem, data, y_in))
+            elems.append(record_logp(model, rv))
+            self._loglik[rv.name] = compile_([flat, y_in], record_logp(model, rv, y_in))
             self._y_dtype[rv.name] = data.dtype
         # the joint density and every log-likelihood at the model's data in one function:
         # the likelihood terms are computed once and both summed and returned

@@ -296,7 +296,7 @@ class ElementwiseLogLik:
         self.coupled = is_coupled(logp, value)
         if self.coupled:
             check_gaussian(umodel, rv, name)
-        logp = record_logp(logp, value, y_new)
+        logp = record_logp(umodel, rv, y_new)
         self.free = [v.name for v in umodel.free_RVs]
         values = [umodel.rvs_to_values[v] for v in umodel.free_RVs]
         self.dtypes = [v.dtype for v in values]

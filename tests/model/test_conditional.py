@@ -126,10 +126,40 @@ def test_a_factorised_likelihood_keeps_its_terms():
     assert record_logp(logp, y) is logp
 
 
-def test_student_t_over_records_is_refused_with_the_way_out(rng):
+def test_student_t_over_records_has_its_closed_form(rng):
+    """``pm.MvStudentT``: Bürkner et al.'s conditional t equals log p(y) - log p(y_-i)."""
+    y = rng.normal(0, 1.5, N)
+    y[2] += 8.0
     with pm.Model() as model:
         mu = pm.Normal("mu", 0, 5)
-        pm.MvStudentT("y", nu=4, mu=mu * np.ones(N), scale=np.eye(N), observed=rng.normal(size=N))
+        nu = pm.Gamma("nu", 4, 1)
+        s = pm.HalfNormal("s", 2)
+        pm.MvStudentT("y", nu=nu, mu=mu * np.ones(N), scale=_ar1_cov(0.6, 1.0) * s**2, observed=y)
+    post = _draws(rng, mu=(-1, 1), nu=(1.5, 10), s=(0.5, 2))
+    fn = elementwise_loglik(model, "y")
+    alt = y + rng.normal(0, 2, N)
+    got, got_alt = fn(post, y), fn(post, alt)
+    for k in range(4):
+        mu_, nu_, s_ = (float(post[v].values[0, k]) for v in ("mu", "nu", "s"))
+        shape = _ar1_cov(0.6, s_)
+        for at, values in ((y, got[k]), (alt, got_alt[k])):
+            ref = []
+            for i in range(N):
+                keep = np.arange(N) != i
+                joint = y.copy()
+                joint[i] = at[i]
+                full = stats.multivariate_t(np.full(N, mu_), shape, df=nu_).logpdf(joint)
+                rest = stats.multivariate_t(
+                    np.full(N - 1, mu_), shape[np.ix_(keep, keep)], df=nu_
+                ).logpdf(y[keep])
+                ref.append(full - rest)
+            np.testing.assert_allclose(values, ref, rtol=0, atol=1e-10)
+
+
+def test_a_coupled_likelihood_that_is_not_gaussian_is_refused_with_the_way_out():
+    with pm.Model() as model:
+        a = pm.Gamma("a", 2, 1)
+        pm.Dirichlet("y", a * np.ones(4), observed=np.array([0.1, 0.2, 0.3, 0.4]))
     with pytest.raises(NonFactorisedError, match="not Gaussian.*method='refit'"):
         elementwise_loglik(model, "y")
 
