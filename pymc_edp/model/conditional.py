@@ -55,7 +55,8 @@ def is_coupled(logp, value) -> bool:
     value : TensorVariable
         Its observed value.
     """
-    return logp.type.ndim == 0 and value.type.ndim >= 1
+    single = all(d == 1 for d in logp.type.shape)  # a scalar, or shape (1,) as pm.CAR gives
+    return single and value.type.ndim >= 1 and any(d != 1 for d in value.type.shape)
 
 
 def _derivatives(logp, data):

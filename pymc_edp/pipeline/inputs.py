@@ -314,7 +314,8 @@ def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Da
     coupled = {}
     for name in names:
         da = ll_ds[name]
-        if any(d not in ("chain", "draw") for d in da.dims) or name not in model.named_vars:
+        terms = [da.sizes[d] for d in da.dims if d not in ("chain", "draw")]
+        if np.prod(terms) != 1 or name not in model.named_vars:  # one term per draw
             continue
         if observed_data is None or name not in observed_data or observed_data[name].size <= 1:
             continue
