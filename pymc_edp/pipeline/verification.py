@@ -53,6 +53,7 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         draws=inp.draws,
         n_chains=inp.n_chains,
         count_smoothing=settings.smoothing.count,
+        rows=inp.match_rows,
     )
 
 

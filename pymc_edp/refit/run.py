@@ -297,6 +297,9 @@ class RefitProblem:
         Chains of the full-data draws.
     count_smoothing : float
         Additive smoothing of count (raw) estimates, Charest & Han's ``alpha``.
+    rows : ndarray of int, optional
+        The rows of ``posterior_matrix(posterior, names)`` that the bins were cut from (the
+        audit leaves constant elements out); None for all of them.
     """
 
     model: object
@@ -312,6 +315,7 @@ class RefitProblem:
     draws: np.ndarray | None = None
     n_chains: int = 1
     count_smoothing: float = 0.01
+    rows: np.ndarray | None = None
 
     def candidate(self, k: int) -> dict | None:
         """Replacement values of neighbour ``k`` (its worst candidate), or None (removal)."""
@@ -628,6 +632,8 @@ def refit_neighbours(
             failed.append(f"{nbs.labels[k]} ({out.reason})")
             continue
         refit_draws, _, _ = posterior_matrix(out.posterior, problem.names)
+        if problem.rows is not None:  # constant elements are not binned
+            refit_draws = refit_draws[problem.rows]
         log_ratios_k = None
         if loglik_fns is not None:
             log_ratios_k = (
