@@ -243,6 +243,9 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
             f"variables. To audit them, write them as observed variables (pm.CustomDist with "
             "observed=, one term per record)."
         )
+    left_out = tuple(left_out)
+    if keep.all():  # nothing dropped: one matrix
+        return _Draws(all_draws, par_labels, var_of, names, messages, all_draws, None, left_out)
     all_var_of = np.asarray(var_of)
     names = [n for n in names if keep[all_var_of == n].any()]
     in_names = np.isin(all_var_of, names)
@@ -254,7 +257,7 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
         messages=messages,
         match_draws=all_draws[in_names],
         match_rows=None if keep[in_names].all() else np.flatnonzero(keep[in_names]),
-        left_out=tuple(left_out),
+        left_out=left_out,
     )
 
 
