@@ -418,10 +418,11 @@ def test_posterior_copy_of_the_data_is_never_epsilon_zero():
         pm.Normal("y", mu, 1.0, observed=y)
     idata = _tiny_sample(model)
     assert "y" in get_group(idata, "posterior")
-    with pytest.warns(edp.EDPWarning, match=r"left out of the audit.*'y'.*disclose"):
+    with pytest.warns(edp.EDPWarning, match=r"Left out of the audit: 'y' is a copy.*disclose"):
         res = edp.audit(idata, model, bins=5, method="psis", progressbar=False)
     assert "y" not in res.epsilon_by_var and "mu" in res.epsilon_by_var
-    assert any("left out of the audit" in w for w in res.warnings)
+    assert [lo.reason for lo in res.left_out] == ["data copy"]
+    assert any("Left out of the audit" in w for w in res.warnings)
     with pytest.raises(ValueError, match=r"\['y'\] that cannot be audited.*not 0"):
         edp.audit(idata, model, var_names=["mu", "y"], bins=5, method="psis", progressbar=False)
 
@@ -430,10 +431,11 @@ def test_constant_posterior_variable_is_left_out(rng):
     idata = fake_idata(rng)
     post = get_group(idata, "posterior").assign(fixed=lambda d: d["mu"] * 0 + 3.0)
     set_group(idata, "posterior", post)
-    with pytest.warns(edp.EDPWarning, match=r"'fixed'.*same in every draw"):
+    with pytest.warns(edp.EDPWarning, match=r"'fixed' is constant \(3 in every draw\)"):
         res = edp.audit(idata, method="psis", bins=5, progressbar=False)
     assert set(res.epsilon_by_var) == {"mu", "exp_mu"}
-    with pytest.raises(ValueError, match="cannot be audited"):
+    assert [(lo.variable, lo.reason) for lo in res.left_out] == [("fixed", "constant")]
+    with pytest.raises(ValueError, match="no posterior variable is left to audit.*'fixed'"):
         edp.audit(idata, var_names="fixed", method="psis", bins=5, progressbar=False)
 
 

@@ -410,12 +410,16 @@ class MatchInputs:
         The observed values of (at least) every observed variable of the model.
     unconstrained : xarray.Dataset, optional
         The ``unconstrained_posterior`` group, when there is one.
+    rows : ndarray of int, optional
+        The rows of ``draws`` that the bins were cut from (the audit leaves constant
+        elements out); None for all of them.
     """
 
     posterior: xr.Dataset
     draws: np.ndarray
     observed: Mapping[str, np.ndarray]
     unconstrained: xr.Dataset | None = None
+    rows: np.ndarray | None = None
 
     @classmethod
     def from_idata(cls, idata, model, names: Sequence[str]) -> MatchInputs:
@@ -611,7 +615,8 @@ def moment_match_neighbours(
     if not isinstance(idata, MatchInputs):
         idata = MatchInputs.from_idata(idata, model, names)
     prep = _prepare(model, idata, names, density)
-    n_par, n_samples = prep.draws.shape
+    rows = np.arange(prep.draws.shape[0]) if idata.rows is None else np.asarray(idata.rows)
+    n_par, n_samples = rows.size, prep.draws.shape[1]
     if bins.index.shape != (n_par, n_samples):
         raise ValueError(
             f"bins were cut from {bins.index.shape} draws, the posterior of {list(names)} "
@@ -620,13 +625,13 @@ def moment_match_neighbours(
     threshold = options.threshold(n_samples)
     with one_thread():
         return {
-            k: _one_neighbour(prep, changes_of(k), bins, smoothing, reff, options, threshold)
+            k: _one_neighbour(prep, changes_of(k), bins, smoothing, reff, options, threshold, rows)
             for k in indices
         }
 
 
-def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold):
-    """Moment-match one neighbour and bin its final weighted draws."""
+def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold, rows):
+    """Moment-match one neighbour and bin its final weighted draws (the ``rows`` binned)."""
     n_samples = prep.draws.shape[1]
     take = split_halves(n_samples, prep.n_chains)
     full_mass = bins.counts / n_samples
@@ -652,6 +657,7 @@ def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold):
         theta = prep.density.constrained(res.draws)
         if res.split:  # the untransformed half: the posterior's own values, bit for bit
             theta[:, ~take] = prep.draws[:, ~take]
+    theta = theta[rows]
     idx = assign_bins(theta, bins)
     log_mass, ess = log_bin_masses(res.log_weights, idx, bins.n_bins)
     with np.errstate(divide="ignore"):
@@ -667,8 +673,8 @@ def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold):
         bins,
         worst,
         int(argbin[worst]),
-        draws=prep.draws,
-        order=prep.order,
+        draws=prep.draws[rows],
+        order=prep.order[rows],
         n_chains=prep.n_chains,
         smoothing=smoothing,
         strata=take if res.split else None,

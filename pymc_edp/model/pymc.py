@@ -23,6 +23,7 @@ __all__ = [
     "observed_arrays",
     "observed_values",
     "potentials_with_data",
+    "reads_data",
     "replacement_log_likelihood",
     "resolve_model",
     "same_values",
@@ -384,6 +385,62 @@ def potentials_with_data(model) -> list[str]:
             if is_array or id(node) in data:
                 out.append(pot.name)
                 break
+    return out
+
+
+def reads_data(model, names) -> dict[str, bool]:
+    """Per model variable in ``names``, whether the model computes it from data.
+
+    A variable's graph (its random variables replaced by their values) reads data when it
+    reaches an observed variable's values, a ``pm.Data`` container, or a constant array
+    that is one of them (the same shape and values) or a float array of observed values.
+    The index arrays and scalars inside a distribution (an LKJ correlation's unit
+    diagonal, a cutpoint fixed at 0) are not data. Names that are not model variables, and
+    observed variables, are left out of the answer.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pytensor.tensor as pt
+    >>> from pymc_edp.model.pymc import reads_data
+    >>> y = np.array([0.0, 1.5, 2.0])
+    >>> with pm.Model() as m:
+    ...     d = pm.HalfNormal("d", shape=2)
+    ...     _ = pm.Deterministic("cut", pt.concatenate([pt.as_tensor([0.0]), pt.cumsum(d)]))
+    ...     _ = pm.Deterministic("copy", pt.as_tensor(y) + 0 * d[0])
+    ...     _ = pm.Normal("y", d[0], observed=y)
+    >>> reads_data(m, ["cut", "copy", "d", "y", "other"])
+    {'cut': False, 'copy': True, 'd': False}
+    """
+    from pytensor.graph.basic import Constant
+
+    arrays = [
+        np.asarray(a) for a in (*model_observed(model).values(), *model_data(model).values())
+    ]
+    numeric = [a.astype(float).ravel() for a in arrays if a.dtype.kind in "biuf"]
+    values = np.concatenate(numeric) if numeric else np.empty(0)
+    nodes = {id(v) for v in getattr(model, "data_vars", ())}
+    nodes |= {id(model.rvs_to_values[rv]) for rv in model.observed_RVs}
+
+    def is_data(node) -> bool:
+        if id(node) in nodes:
+            return True
+        if not isinstance(node, Constant):
+            return False
+        c = np.asarray(node.data)
+        if c.size < 2 or c.dtype.kind not in "biuf":
+            return False
+        if any(c.shape == a.shape and np.array_equal(c, a) for a in arrays):
+            return True
+        return c.dtype.kind == "f" and bool(np.isin(c, values).all())
+
+    observed = set(model.observed_RVs)
+    out = {}
+    for name in names:
+        var = model.named_vars.get(name)
+        if var is None or var in observed:
+            continue
+        (graph,) = model.replace_rvs_by_values([var])
+        out[name] = any(is_data(node) for node in graph_ancestors([graph]))
     return out
 
 

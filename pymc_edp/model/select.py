@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["drop_data_copies", "select_var_names", "unconstrained_copies"]
+__all__ = [
+    "CONSTANT",
+    "DATA_COPY",
+    "LeftOut",
+    "drop_data_copies",
+    "left_out_from_json",
+    "left_out_message",
+    "left_out_to_json",
+    "select_var_names",
+    "unconstrained_copies",
+]
+
+#: Why a posterior variable, or some of its elements, is not binned: the same in every draw.
+CONSTANT = "constant"
+#: Why a posterior variable is not binned: it holds (a function of) the observed data.
+DATA_COPY = "data copy"
+#: An element whose draws differ by less than this, relative to its size, is constant (the
+#: unit diagonal of an LKJ correlation matrix is 1 up to the last bit of a float).
+CONSTANT_RTOL = 1e-12
 
 #: PyMC names the value variable of a transformed ``x`` ``x_<transform>__`` (``sigma_log__``).
 _VALUE_VAR = re.compile(r"^(?P<base>.+)_(?P<transform>[A-Za-z0-9]+)__$")
@@ -83,21 +103,177 @@ def select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str]
     return selected
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A posterior variable, or some of its elements, that an audit does not bin.
+
+    Attributes
+    ----------
+    variable : str
+        The posterior variable.
+    reason : str
+        :data:`CONSTANT` (the same in every draw: no information about any record, epsilon
+        exactly 0, nothing to bin) or :data:`DATA_COPY` (it holds observed data: publishing
+        it can disclose records exactly).
+    elements : tuple of str
+        The labels of the constant elements left out when the variable's other elements are
+        audited; empty when the whole variable is left out.
+    detail : str
+        What was seen (``"1 in every draw"``, ``"it is an observed variable ..."``).
+
+    Examples
+    --------
+    >>> from pymc_edp.model.select import LeftOut
+    >>> print(LeftOut("cutpoints", "constant", ("cutpoints[0]",), "0 in every draw").sentence())
+    'cutpoints[0]' of 'cutpoints' is constant (0 in every draw): a constant carries no \
+information about any record (its epsilon is exactly 0) and cannot be binned; the other \
+elements of 'cutpoints' are audited
+    """
+
+    variable: str
+    reason: str
+    elements: tuple[str, ...] = ()
+    detail: str = ""
+
+    def sentence(self) -> str:
+        """What is left out and why, in the words of the warning, the printout and the view."""
+        detail = f" ({self.detail})" if self.detail else ""
+        if self.reason == DATA_COPY:
+            return (
+                f"{self.variable!r} is a copy of the data{detail}: publishing it can disclose "
+                "records exactly, so its epsilon is not 0"
+            )
+        why = (
+            "a constant carries no information about any record (its epsilon is exactly 0) "
+            "and cannot be binned"
+        )
+        if not self.elements:
+            return f"{self.variable!r} is constant{detail}: {why}"
+        names = ", ".join(repr(e) for e in self.elements)
+        verb = "is" if len(self.elements) == 1 else "are"
+        return (
+            f"{names} of {self.variable!r} {verb} constant{detail}: {why}; the other elements "
+            f"of {self.variable!r} are audited"
+        )
+
+
+def left_out_message(left_out) -> str:
+    """The one sentence naming what an audit left out and why ("" when nothing).
+
+    The warning, the printout's headline and the HTML view all show this text.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.select import LeftOut, left_out_message
+    >>> left_out_message([LeftOut("y", "data copy", (), "it is an observed variable")])[:52]
+    "Left out of the audit: 'y' is a copy of the data (it"
+    """
+    if not left_out:
+        return ""
+    return "Left out of the audit: " + "; ".join(lo.sentence() for lo in left_out) + "."
+
+
+def left_out_to_json(left_out) -> str:
+    """:class:`LeftOut` records as JSON text (for a netCDF attribute)."""
+    return json.dumps(
+        [
+            {
+                "variable": lo.variable,
+                "reason": lo.reason,
+                "elements": list(lo.elements),
+                "detail": lo.detail,
+            }
+            for lo in left_out
+        ]
+    )
+
+
+def left_out_from_json(text: str) -> tuple[LeftOut, ...]:
+    """The :class:`LeftOut` records written by :func:`left_out_to_json`."""
+    return tuple(
+        LeftOut(
+            str(d["variable"]), str(d["reason"]), tuple(map(str, d["elements"])), str(d["detail"])
+        )
+        for d in json.loads(text)
+    )
+
+
+def _constant_rows(draws: np.ndarray) -> np.ndarray:
+    """Rows whose draws are all the same (to rounding)."""
+    if draws.shape[1] < 2:
+        return np.zeros(draws.shape[0], bool)
+    spread = np.ptp(draws, axis=1)
+    scale = np.maximum(np.max(np.abs(draws), axis=1), 1.0)
+    return np.isfinite(spread) & (spread <= CONSTANT_RTOL * scale)
+
+
+def _values_text(values: np.ndarray) -> str:
+    distinct = np.unique(values)
+    if distinct.size == 1:
+        return f"{distinct[0]:.6g} in every draw"
+    return "the same in every draw"
+
+
 def drop_data_copies(
-    draws: np.ndarray, var_of: list[str], *, explicit: bool, observed: dict
-) -> tuple[np.ndarray, list[str]]:
-    """Rows of the ``(parameter, sample)`` matrix to keep: not copies of the data.
+    draws: np.ndarray,
+    var_of: list[str],
+    *,
+    explicit: bool,
+    observed: dict,
+    labels: list[str] | None = None,
+    reads_data: dict[str, bool] | None = None,
+) -> tuple[np.ndarray, list[str], list[LeftOut]]:
+    """Rows of the ``(parameter, sample)`` matrix to bin: no data copy, no constant element.
 
     A posterior variable named like an observed variable (PyMC adds one when the data have
     missing values: it holds the observed records verbatim), or with an element that is the
-    same in every draw, would get epsilon ~ 0 (one merged bin) although publishing it can
-    disclose records exactly. By default they are left out with a warning; asked for by name
-    they are refused.
+    same in every draw and comes from the data, is a *data copy*: its epsilon would read ~0
+    although publishing it can disclose records exactly. It is left out whole with a
+    warning, and refused when asked for by name.
+
+    An element that is the same in every draw and does not come from the data (the unit
+    diagonal of an LKJ correlation matrix, a cutpoint fixed at 0) is *constant*: it carries
+    no information about any record, its epsilon is exactly 0, and it cannot be binned. It
+    is left out and the variable's other elements are audited (asked for by name or not);
+    a variable with no other element is left out whole.
+
+    Whether a constant element comes from the data is decided by ``reads_data`` (from the
+    model's graph, :func:`pymc_edp.model.pymc.reads_data`) where it names the variable;
+    otherwise by its values: a constant element equal to an observed data value is taken
+    for a copy.
+
+    Parameters
+    ----------
+    draws : ndarray, shape (n_parameters, n_samples)
+    var_of : list of str
+        The variable of each row.
+    explicit : bool
+        The variables were asked for by name (``var_names``).
+    observed : dict of {str: array}
+        The observed data by variable name.
+    labels : list of str, optional
+        The label of each row (the variable's name with the element's index).
+    reads_data : dict of {str: bool}, optional
+        Per variable, whether the model computes it from data.
 
     Returns
     -------
     keep : ndarray of bool, shape (n_parameters,)
     messages : list of str
+        The warning (:func:`left_out_message`), if anything is left out.
+    left_out : list of LeftOut
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_edp.model.select import drop_data_copies
+    >>> rng = np.random.default_rng(0)
+    >>> draws = np.vstack([np.zeros(50), rng.normal(size=(2, 50))])
+    >>> keep, _, left = drop_data_copies(
+    ...     draws, ["c", "c", "c"], explicit=True, observed={"y": np.array([0.5, 2.0])},
+    ...     labels=["c[0]", "c[1]", "c[2]"])
+    >>> keep.tolist(), left[0].reason, left[0].elements
+    ([False, True, True], 'constant', ('c[0]',))
     """
     numeric = [
         np.asarray(v, dtype=float).ravel()
@@ -106,43 +282,61 @@ def drop_data_copies(
     ]
     data_values = np.concatenate(numeric) if numeric else np.empty(0)
     var_of = np.asarray(var_of)
-    const = np.all(draws == draws[:, :1], axis=1) if draws.shape[1] > 1 else np.zeros(0, bool)
-    flagged: dict[str, str] = {}
+    labels = np.asarray(labels if labels is not None else var_of, dtype=str)
+    reads_data = reads_data or {}
+    const = _constant_rows(draws)
+    keep = np.ones(var_of.size, bool)
+    left: list[LeftOut] = []
     for name in dict.fromkeys(var_of.tolist()):
+        rows = var_of == name
+        fixed = const[rows]
         if name in observed:
-            flagged[name] = (
+            detail = (
                 "it is an observed variable (PyMC adds it to the posterior when the data have "
                 "missing values): its draws hold the observed records verbatim"
             )
+            left.append(LeftOut(name, DATA_COPY, (), detail))
+            keep[rows] = False
             continue
-        rows = var_of == name
-        fixed = const[rows] if const.size else np.zeros(0, bool)
         if not fixed.any():
             continue
+        values = draws[rows][fixed, 0]
         n_fixed, n = int(fixed.sum()), int(rows.sum())
-        if data_values.size and np.isin(draws[rows][fixed, 0], data_values).any():
-            flagged[name] = (
-                f"{n_fixed} of its {n} element(s) equal observed data values in every draw"
+        if name in reads_data:
+            copy = reads_data[name]
+            how = (
+                f"the model computes it from the data and {n_fixed} of its {n} element(s) "
+                "are the same in every draw"
             )
         else:
-            flagged[name] = (
-                f"{n_fixed} of its {n} element(s) are the same in every draw (a constant or a "
-                "copy of data), so their epsilon would read 0 whatever they reveal"
+            copy = bool(data_values.size and np.isin(values, data_values).any())
+            how = (
+                f"{n_fixed} of its {n} element(s) equal observed data values in every draw; "
+                "pass model= so that the model's graph tells a constant from a copy of the data"
             )
-    keep = ~np.isin(var_of, list(flagged))
-    if not flagged:
-        return keep, []
-    why = "; ".join(f"{k}: {v}" for k, v in flagged.items())
-    if explicit:
+        if copy:
+            left.append(LeftOut(name, DATA_COPY, (), how))
+            keep[rows] = False
+        elif fixed.all():
+            left.append(LeftOut(name, CONSTANT, (), _values_text(values)))
+            keep[rows] = False
+        else:
+            elements = tuple(labels[rows][fixed].tolist())
+            left.append(LeftOut(name, CONSTANT, elements, _values_text(values)))
+            keep[np.flatnonzero(rows)[fixed]] = False
+    if not left:
+        return keep, [], []
+    copies = sorted(lo.variable for lo in left if lo.reason == DATA_COPY)
+    if explicit and copies:
+        why = "; ".join(lo.sentence() for lo in left if lo.reason == DATA_COPY)
         raise ValueError(
-            f"var_names asks for posterior variable(s) {sorted(flagged)} that cannot be "
-            f"audited by binning their draws ({why}). Publishing them can disclose records "
-            "exactly; their epsilon is not 0. Leave them out of var_names."
+            f"var_names asks for posterior variable(s) {copies} that cannot be audited by "
+            f"binning their draws: {why}. Leave them out of var_names."
         )
+    message = left_out_message(left)
     if not keep.any():
-        raise ValueError(f"no posterior variable is left to audit: {why}")
-    message = (
-        f"left out of the audit: posterior variable(s) {sorted(flagged)} ({why}). Such a "
-        "variable is not private at epsilon 0: publishing it can disclose records exactly."
-    )
-    return keep, [message]
+        raise ValueError(
+            f"no posterior variable is left to audit. {message} Name variables with draws "
+            "that vary in var_names."
+        )
+    return keep, [message], left

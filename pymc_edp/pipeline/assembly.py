@@ -93,6 +93,7 @@ def assemble(
         count_smoothing=float(settings.smoothing.count),
         verification=verified.verification.status,
         verification_note=verified.verification.note,
+        left_out=inp.left_out,
     )
     return _with_noise_floor(result)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -35,10 +36,11 @@ from pymc_edp.model.pymc import (
     observed_arrays,
     observed_values,
     potentials_with_data,
+    reads_data,
     replacement_log_likelihood,
 )
 from pymc_edp.model.replace import candidates, check_support
-from pymc_edp.model.select import drop_data_copies, select_var_names
+from pymc_edp.model.select import LeftOut, drop_data_copies, select_var_names
 from pymc_edp.model.stream import model_log_likelihood, stream_supported
 from pymc_edp.pipeline.settings import Settings
 
@@ -66,7 +68,7 @@ class Inputs:
     names : list of str
         Audited posterior variables.
     draws : ndarray, shape (n_parameters, S)
-        Their draws (data copies left out), the matrix the bins are cut from.
+        Their draws (data copies and constant elements left out), the matrix the bins are cut from.
     par_labels, var_of : list of str
         Label and variable of each row of ``draws``.
     ll : LogLikelihood
@@ -93,6 +95,10 @@ class Inputs:
         matching maps its moved draws back to.
     unconstrained : xarray.Dataset or None
         The ``unconstrained_posterior`` group, when there is one.
+    left_out : tuple of LeftOut
+        The variables and constant elements not binned, and why.
+    match_rows : ndarray of int or None
+        The rows of ``match_draws`` that ``draws`` holds (None: all of them).
     """
 
     model: object
@@ -113,6 +119,8 @@ class Inputs:
     bins: binning.Bins
     match_draws: np.ndarray
     unconstrained: xr.Dataset | None = None
+    left_out: tuple[LeftOut, ...] = ()
+    match_rows: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:
@@ -126,7 +134,9 @@ class Inputs:
 
     def match_inputs(self) -> MatchInputs:
         """What moment matching reads, as read here."""
-        return MatchInputs(self.posterior, self.match_draws, self.observed_y, self.unconstrained)
+        return MatchInputs(
+            self.posterior, self.match_draws, self.observed_y, self.unconstrained, self.match_rows
+        )
 
 
 def read_inputs(
@@ -145,9 +155,8 @@ def read_inputs(
     observed_data = _group(idata, "observed_data")
     if model is not None:
         check_model_matches_data(model, observed_data, _group(idata, "constant_data"))
-    draws, par_labels, var_of, names, messages, match_draws = _posterior_draws(
-        idata, model, posterior, var_names, filter_vars
-    )
+    read = _posterior_draws(idata, model, posterior, var_names, filter_vars)
+    draws, messages = read.draws, read.messages
     _check_draws_per_bin(draws.shape[1], settings.bins)
     ll, factorised, notes = _log_likelihood(idata, model, settings, observed_data)
     messages.extend(notes)
@@ -188,10 +197,10 @@ def read_inputs(
     return Inputs(
         model=model,
         posterior=posterior,
-        names=names,
+        names=read.names,
         draws=draws,
-        par_labels=par_labels,
-        var_of=var_of,
+        par_labels=read.par_labels,
+        var_of=read.var_of,
         ll=ll,
         factorised=factorised,
         can_refit=model is not None or settings.refit.build_model is not None,
@@ -202,8 +211,10 @@ def read_inputs(
         candidates=cands,
         replacement_sets=replacement_sets,
         bins=binning.quantile_bins(draws, settings.bins),
-        match_draws=match_draws,
+        match_draws=read.match_draws,
         unconstrained=_group(idata, "unconstrained_posterior"),
+        left_out=read.left_out,
+        match_rows=read.match_rows,
     )
 
 
@@ -211,12 +222,31 @@ def _group(idata, name: str) -> xr.Dataset | None:
     return get_group(idata, name) if has_group(idata, name) else None
 
 
-def _posterior_draws(idata, model, posterior, var_names, filter_vars):
-    """The audited draws (data copies left out), their labels, and what was said about them."""
+class _Draws(NamedTuple):
+    draws: np.ndarray
+    par_labels: list[str]
+    var_of: list[str]
+    names: list[str]
+    messages: list[str]
+    match_draws: np.ndarray
+    match_rows: np.ndarray | None
+    left_out: tuple[LeftOut, ...]
+
+
+def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
+    """The audited draws, without data copies and constant elements, and what was left out.
+
+    Also their labels, what was said about them and the draws moment matching reads.
+    """
     names = select_var_names(posterior, var_names, filter_vars)
     all_draws, par_labels, var_of = posterior_matrix(posterior, names)
-    keep, messages = drop_data_copies(
-        all_draws, var_of, explicit=var_names is not None, observed=observed_arrays(idata, model)
+    keep, messages, left_out = drop_data_copies(
+        all_draws,
+        var_of,
+        explicit=var_names is not None,
+        observed=observed_arrays(idata, model),
+        labels=par_labels,
+        reads_data=reads_data(model, names) if model is not None else None,
     )
     hidden = potentials_with_data(model) if model is not None else []
     if hidden:
@@ -227,14 +257,22 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars):
             f"variables. To audit them, write them as observed variables (pm.CustomDist with "
             "observed=, one term per record)."
         )
-    if keep.all():
-        return all_draws, par_labels, var_of, names, messages, all_draws
-    draws = all_draws[keep]
+    left_out = tuple(left_out)
+    if keep.all():  # nothing dropped: one matrix
+        return _Draws(all_draws, par_labels, var_of, names, messages, all_draws, None, left_out)
     all_var_of = np.asarray(var_of)
-    par_labels = [lab for lab, k in zip(par_labels, keep, strict=True) if k]
-    var_of = [v for v, k in zip(var_of, keep, strict=True) if k]
-    names = [n for n in names if n in var_of]
-    return draws, par_labels, var_of, names, messages, all_draws[np.isin(all_var_of, names)]
+    names = [n for n in names if keep[all_var_of == n].any()]
+    in_names = np.isin(all_var_of, names)
+    return _Draws(
+        draws=all_draws[keep],
+        par_labels=[lab for lab, k in zip(par_labels, keep, strict=True) if k],
+        var_of=all_var_of[keep].tolist(),
+        names=names,
+        messages=messages,
+        match_draws=all_draws[in_names],
+        match_rows=None if keep[in_names].all() else np.flatnonzero(keep[in_names]),
+        left_out=left_out,
+    )
 
 
 def _check_draws_per_bin(n_samples: int, bins: int) -> None:

@@ -54,6 +54,7 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         n_chains=inp.n_chains,
         count_smoothing=settings.smoothing.count,
         density_ratio=inp.factorised,
+        rows=inp.match_rows,
     )
 
 

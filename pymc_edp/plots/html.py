@@ -348,6 +348,8 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
     items.append(("verification", _e(head.verification)))
     if head.caution:
         items.append(("caution", '<span class="pedp-caution">' + _e(head.caution) + "</span>"))
+    if head.left_out:
+        items.append(("left out", _e(head.left_out)))
     items.append(("worst neighbour", _e(result.worst_neighbour)))
     items.append(("bins B", _e(result.bins)))
     smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
@@ -364,8 +366,11 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
 
 
 def _view_warnings(result: AuditSummary, head: Headline) -> tuple[str, ...]:
-    """The audit's warnings, with the headline's lower-bound and noise notes if not among them."""
-    out = list(result.warnings)
+    """The audit's warnings, with the headline's lower-bound and noise notes if not among them.
+
+    What was left out is shown under epsilon, in the same words, and not repeated here.
+    """
+    out = [w for w in result.warnings if w != head.left_out]  # shown under epsilon
     if head.lower_bound and not any("lower bound" in w for w in out):
         out += [f"Lower bound: {line}" for line in head.limit_lines]
     if head.caution:

@@ -306,6 +306,9 @@ class RefitProblem:
         ``ll`` gives each neighbour's log density ratio (so the refit draws can be pooled
         with the full-data ones); False for a records' layout only, or for blocks of a
         coupled likelihood, whose ratio is not the sum of its records' conditionals.
+    rows : ndarray of int, optional
+        The rows of ``posterior_matrix(posterior, names)`` that the bins were cut from (the
+        audit leaves constant elements out); None for all of them.
     """
 
     model: object
@@ -322,6 +325,7 @@ class RefitProblem:
     n_chains: int = 1
     count_smoothing: float = 0.01
     density_ratio: bool = True
+    rows: np.ndarray | None = None
 
     def candidate(self, k: int) -> dict | None:
         """Replacement values of neighbour ``k`` (its worst candidate), or None (removal)."""
@@ -645,6 +649,8 @@ def refit_neighbours(
             failed.append(f"{nbs.labels[k]} ({out.reason})")
             continue
         refit_draws, _, _ = posterior_matrix(out.posterior, problem.names)
+        if problem.rows is not None:  # constant elements are not binned
+            refit_draws = refit_draws[problem.rows]
         log_ratios_k = None
         if loglik_fns is not None:
             log_ratios_k = (

@@ -16,6 +16,7 @@ import numpy as np
 from pymc_edp.base import limits
 from pymc_edp.base.common import NEIGHBOUR_DIM
 from pymc_edp.diagnostics import epsilon_interval
+from pymc_edp.model.select import left_out_message
 from pymc_edp.report._common import AuditSummary
 
 __all__ = ["Headline", "format_interval", "headline", "noise_caution"]
@@ -39,6 +40,9 @@ class Headline:
         Whether refits confirmed the headline, or why it is unverified.
     caution : str
         The noise statement, from the interval ("" when there is nothing to say).
+    left_out : str
+        What the audit did not bin and why (constant elements, data copies), the words of
+        the warning (:func:`pymc_edp.model.select.left_out_message`; "" when nothing).
 
     Examples
     --------
@@ -57,6 +61,7 @@ class Headline:
     limit_lines: tuple[str, ...]
     verification: str
     caution: str
+    left_out: str = ""
 
     def lines(self) -> list[str]:
         """The lines printed under epsilon."""
@@ -67,6 +72,8 @@ class Headline:
         out += [f"Lower bound: {line}" for line in self.limit_lines]
         if self.caution:
             out.append(f"Caution: {self.caution}")
+        if self.left_out:
+            out.append(self.left_out)
         return out
 
     def notes(self) -> list[str]:
@@ -193,4 +200,5 @@ def headline(result: AuditSummary) -> Headline:
         limit_lines=_limit_lines(result),
         verification=note,
         caution=noise_caution(result.epsilon, interval),
+        left_out=left_out_message(getattr(result, "left_out", ())),
     )

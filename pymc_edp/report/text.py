@@ -75,8 +75,9 @@ def edp_result_text(result: AuditSummary) -> str:
         *_khat_lines(result),
         *_pruning_lines(result),
     ]
-    if result.warnings:
-        lines += ["", "Warnings:"] + [f"- {w}" for w in result.warnings]
+    shown = [w for w in result.warnings if w != head.left_out]  # said in the headline
+    if shown:
+        lines += ["", "Warnings:"] + [f"- {w}" for w in shown]
     return "\n".join(lines)
 
 

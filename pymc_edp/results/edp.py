@@ -13,6 +13,7 @@ import xarray as xr
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
 from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import get_group, group_names
+from pymc_edp.model.select import LeftOut, left_out_from_json, left_out_to_json
 from pymc_edp.results._views import ViewNotRegisteredError, call
 
 __all__ = ["AUDIT_GROUP", "EDPResult"]
@@ -104,6 +105,11 @@ class EDPResult:
         not; refits replaced every estimate that could set epsilon), ``"incomplete"`` (the
         budget stopped that: a lower bound), ``"refit"`` (every neighbour refitted) or
         ``"unverified"``; ``verification_note`` says what was done or why not.
+    left_out : tuple of pymc_edp.model.select.LeftOut
+        Posterior variables, or constant elements of them, that were not binned, and why
+        (``"constant"``: no information about any record; ``"data copy"``: publishing it
+        can disclose records). The printout, the HTML view and the warning name them in
+        the same words (:func:`pymc_edp.model.select.left_out_message`).
 
     References
     ----------
@@ -161,6 +167,7 @@ class EDPResult:
     count_smoothing: float = 0.01
     verification: str = "unverified"
     verification_note: str = ""
+    left_out: tuple[LeftOut, ...] = ()
 
     # ------------------------------------------------------------------ views
     @property
@@ -375,6 +382,7 @@ class EDPResult:
         ds.attrs["count_smoothing"] = self.count_smoothing
         ds.attrs["verification"] = self.verification
         ds.attrs["verification_note"] = self.verification_note
+        ds.attrs["left_out"] = left_out_to_json(self.left_out)
         ds.attrs["pymc_edp_result"] = 1
         return ds
 
@@ -447,6 +455,7 @@ class EDPResult:
             count_smoothing=float(a.get("count_smoothing", 0.01)),
             verification=str(a.get("verification", "unverified")),
             verification_note=str(a.get("verification_note", "")),
+            left_out=left_out_from_json(a.get("left_out", "[]")),
         )
 
     def to_datatree(

@@ -22,6 +22,7 @@ from pymc_edp.model.pymc import (
     model_observed,
     observed_arrays,
     observed_values,
+    reads_data,
     replacement_log_likelihood,
 )
 
@@ -301,3 +302,40 @@ def test_replacement_log_likelihood_errors(rng, model):
     only_mu = from_dict({"posterior": {"mu": mu}})
     with pytest.raises(ValueError, match=re.escape("free variable(s) ['sigma']")):
         replacement_log_likelihood(only_mu, model, "y", Y[None, :])
+
+
+def test_reads_data_tells_constants_from_copies_of_the_data():
+    """Issue 31: a fixed cutpoint or an LKJ unit diagonal is no data; copies of y are."""
+    import pytensor.tensor as pt
+
+    y = np.array([0, 1, 2, 3, 0, 2])
+    x = np.array([0.5, -1.0, 0.2, 1.1, -0.3, 0.7])
+    rows = np.random.default_rng(0).normal(size=(6, 2))
+    with pm.Model() as model:
+        d = pm.HalfNormal("d", 1.0, shape=2)
+        cut = pm.Deterministic("cut", pt.concatenate([pt.as_tensor([0.0]), pt.cumsum(d)]))
+        beta = pm.Normal("beta")
+        pm.OrderedLogistic("y", beta * x, cut, observed=y)
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol", n=2, eta=2, sd_dist=pm.Exponential.dist(1), compute_corr=True
+        )
+        pm.MvNormal("rows", 0.0, chol=chol, observed=rows)
+        xs = pm.Data("xs", x)
+        pm.Deterministic("copy_y", pt.as_tensor(y) + 0 * beta)
+        pm.Deterministic("copy_first", pt.as_tensor(rows)[0] + 0 * beta)
+        pm.Deterministic("copy_data", xs + 0 * beta)
+        pm.Deterministic("scaled", 2.0 * beta)
+    corr = [v.name for v in model.deterministics if v.name.endswith("corr")]
+    names = ["cut", "d", "beta", "copy_y", "copy_first", "copy_data", "scaled", "y", *corr]
+    out = reads_data(model, [*names, "not_a_variable"])
+    assert out == {
+        "cut": False,
+        "d": False,
+        "beta": False,
+        "copy_y": True,
+        "copy_first": True,
+        "copy_data": True,
+        "scaled": False,
+        **dict.fromkeys(corr, False),
+    }
+    assert corr  # the correlation matrix is a model variable on both PyMC versions

@@ -67,3 +67,21 @@ def test_format_interval_and_lines():
         "Caution: be careful",
     ]
     assert head.notes() == ["Caution: be careful"]
+
+
+def test_what_was_left_out_is_said_in_the_words_of_the_warning(nn_result):
+    """Issue 31: the printout, the HTML view and the warning name the left-out elements."""
+    from pymc_edp.model.select import LeftOut, left_out_message
+    from pymc_edp.plots.html import edp_result_html
+    from pymc_edp.report import edp_result_text
+
+    assert headline(nn_result).left_out == ""
+    left = (LeftOut("corr", "constant", ("corr[0, 0]", "corr[1, 1]"), "1 in every draw"),)
+    message = left_out_message(left)
+    res = dataclasses.replace(nn_result, left_out=left, warnings=(message,))
+    head = headline(res)
+    assert head.left_out == message and message in head.lines()
+    text = edp_result_text(res)
+    assert text.count(message) == 1 and "Warnings:" not in text
+    page = edp_result_html(res)
+    assert page.count("corr[0, 0]") == 1 and "left out" in page
