@@ -950,3 +950,33 @@ def test_old_keywords_are_refused_by_python(rng, old):
     idata = fake_idata(rng, n=6, n_draws=400)
     with pytest.raises(TypeError, match="unexpected keyword argument"):
         edp.audit(idata, method="psis", progressbar=False, **old)
+
+
+def test_an_audit_of_a_badly_mixed_funnel_says_the_fit_has_not_converged():
+    """Neal's funnel in its centred form, barely tuned: the audit's headline and warnings say
+    that the fit itself has not converged, with the diagnostics of the audited variable."""
+    y = np.random.default_rng(31).normal(0.0, 1.0, 6)
+    with pm.Model() as model:
+        log_tau = pm.Normal("log_tau", 0.0, 3.0)
+        theta = pm.Normal("theta", 0.0, pm.math.exp(log_tau), shape=6)
+        pm.Normal("y", theta, 1.0, observed=y)
+        idata = pm.sample(
+            draws=200,
+            tune=5,
+            chains=2,
+            cores=1,
+            random_seed=3,
+            **SAMPLE_KW,
+        )
+        pm.compute_log_likelihood(idata, progressbar=False)
+    with pytest.warns(edp.EDPWarning) as caught:
+        res = edp.audit(
+            idata, model, var_names="log_tau", bins=5, method="psis", progressbar=False
+        )
+    fit = res.convergence
+    assert not fit.converged and fit.n_divergent is not None
+    assert fit.rhat_var in (None, "log_tau") and fit.ess_bulk_var == "log_tau"
+    msg = fit.message()
+    assert msg.startswith("The fit has not converged (")
+    assert str(caught[0].message) == msg
+    assert msg in repr(res) and "The fit has not converged" in res._repr_html_()

@@ -16,6 +16,7 @@ import xarray as xr
 from pymc_edp.base import binning
 from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.model.compat import get_group, has_group
+from pymc_edp.model.convergence import FitConvergence, fit_convergence
 from pymc_edp.model.loglik import (
     LogLikelihood,
     NonFactorisedError,
@@ -89,6 +90,8 @@ class Inputs:
         matching maps its moved draws back to.
     unconstrained : xarray.Dataset or None
         The ``unconstrained_posterior`` group, when there is one.
+    convergence : FitConvergence or None
+        R-hat, ESS and divergences of the fit, on the audited variables ``names``.
     """
 
     model: object
@@ -109,6 +112,7 @@ class Inputs:
     bins: binning.Bins
     match_draws: np.ndarray
     unconstrained: xr.Dataset | None = None
+    convergence: FitConvergence | None = None
 
     @property
     def n_samples(self) -> int:
@@ -190,6 +194,7 @@ def read_inputs(
         bins=binning.quantile_bins(draws, settings.bins),
         match_draws=match_draws,
         unconstrained=_group(idata, "unconstrained_posterior"),
+        convergence=fit_convergence(posterior, names, _group(idata, "sample_stats")),
     )
 
 

@@ -1,7 +1,8 @@
 """The one report of the audit's headline: what its epsilon is worth, in words.
 
-:func:`headline` says, from what the result holds, what the headline epsilon is worth: its
-90% Monte-Carlo interval, whether it is a lower bound (a resolution limit, and why),
+:func:`headline` says, from what the result holds, what the headline epsilon is worth:
+whether the fit it was computed from has converged (when it has not, every epsilon inherits
+that), its 90% Monte-Carlo interval, whether it is a lower bound (a resolution limit, and why),
 whether refits confirmed it, and the one statement about noise, which comes from that
 interval. The printout, the HTML view and :func:`pymc_edp.report.diagnose` all use it, so
 they say the same thing.
@@ -39,6 +40,10 @@ class Headline:
         Whether refits confirmed the headline, or why it is unverified.
     caution : str
         The noise statement, from the interval ("" when there is nothing to say).
+    fit : str
+        That the audited fit itself has not converged, and what to do
+        (:meth:`pymc_edp.model.convergence.FitConvergence.message`); "" for a converged fit
+        or one whose diagnostics were not recorded.
 
     Examples
     --------
@@ -57,10 +62,11 @@ class Headline:
     limit_lines: tuple[str, ...]
     verification: str
     caution: str
+    fit: str = ""
 
     def lines(self) -> list[str]:
         """The lines printed under epsilon."""
-        out = []
+        out = [self.fit] if self.fit else []
         if self.interval is not None:
             out.append(f"90% Monte-Carlo interval of epsilon: {format_interval(self.interval)}")
         out.append(f"Verification: {self.verification}")
@@ -70,8 +76,9 @@ class Headline:
         return out
 
     def notes(self) -> list[str]:
-        """Lower-bound and noise statements, as the warnings list of a view shows them."""
-        out = [f"Lower bound: {line}" for line in self.limit_lines]
+        """Convergence, lower-bound and noise statements, as a view's warnings list shows them."""
+        out = [self.fit] if self.fit else []
+        out += [f"Lower bound: {line}" for line in self.limit_lines]
         if self.caution:
             out.append(f"Caution: {self.caution}")
         return out
@@ -186,6 +193,7 @@ def headline(result: AuditSummary) -> Headline:
     if interval is not None and lower_bound:
         interval = (interval[0], float("inf"))
     note = result.verification_note or result.verification
+    fit = getattr(result, "convergence", None)  # None: not recorded (an older result)
     return Headline(
         epsilon=result.epsilon,
         interval=interval,
@@ -193,4 +201,5 @@ def headline(result: AuditSummary) -> Headline:
         limit_lines=_limit_lines(result),
         verification=note,
         caution=noise_caution(result.epsilon, interval),
+        fit="" if fit is None else fit.message(),
     )

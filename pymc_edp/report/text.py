@@ -26,7 +26,8 @@ def edp_result_text(result: AuditSummary) -> str:
     """The printout of an audit result (``repr(res)``, ``print(res)``).
 
     The parameter table, epsilon with its worst neighbour, the headline
-    (:func:`pymc_edp.report.headline`), the Pareto k-hat table
+    (:func:`pymc_edp.report.headline`: first, when the fit itself has not converged, that
+    every epsilon inherits it), the Pareto k-hat table
     (:func:`pymc_edp.report.khat_counts`), what pruning skipped and the warnings.
 
     Parameters
@@ -75,8 +76,9 @@ def edp_result_text(result: AuditSummary) -> str:
         *_khat_lines(result),
         *_pruning_lines(result),
     ]
-    if result.warnings:
-        lines += ["", "Warnings:"] + [f"- {w}" for w in result.warnings]
+    warned = [w for w in result.warnings if w != head.fit]  # the headline says it already
+    if warned:
+        lines += ["", "Warnings:"] + [f"- {w}" for w in warned]
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ import xarray as xr
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
 from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import get_group, group_names
+from pymc_edp.model.convergence import FitConvergence
 from pymc_edp.results._views import ViewNotRegisteredError, call
 
 __all__ = ["AUDIT_GROUP", "EDPResult"]
@@ -104,6 +105,10 @@ class EDPResult:
         not; refits replaced every estimate that could set epsilon), ``"incomplete"`` (the
         budget stopped that: a lower bound), ``"refit"`` (every neighbour refitted) or
         ``"unverified"``; ``verification_note`` says what was done or why not.
+    convergence : pymc_edp.model.convergence.FitConvergence, optional
+        R-hat, bulk and tail ESS of the audited variables and the fit's divergent
+        transitions. When the fit has not converged, the printout, the HTML view and the
+        warnings say so: every epsilon inherits the fit's error.
 
     References
     ----------
@@ -134,6 +139,7 @@ class EDPResult:
     8 neighbours (record removed), 2000 posterior draws, smoothing = none
     ...
     epsilon = 0.75...  (max over parameters and neighbours; worst neighbour: St. Paul's)
+    The fit has not converged (max R-hat 1.02 for 'mu'; ...): every epsilon here inherits ...
     90% Monte-Carlo interval of epsilon: [0.61..., 0.87...]
     Verification: unverified: method='psis' reweights only
     ...
@@ -161,6 +167,7 @@ class EDPResult:
     count_smoothing: float = 0.01
     verification: str = "unverified"
     verification_note: str = ""
+    convergence: FitConvergence | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ views
     @property
@@ -375,6 +382,9 @@ class EDPResult:
         ds.attrs["count_smoothing"] = self.count_smoothing
         ds.attrs["verification"] = self.verification
         ds.attrs["verification_note"] = self.verification_note
+        ds.attrs["convergence"] = json.dumps(
+            None if self.convergence is None else self.convergence.to_dict()
+        )
         ds.attrs["pymc_edp_result"] = 1
         return ds
 
@@ -447,6 +457,7 @@ class EDPResult:
             count_smoothing=float(a.get("count_smoothing", 0.01)),
             verification=str(a.get("verification", "unverified")),
             verification_note=str(a.get("verification_note", "")),
+            convergence=FitConvergence.from_dict(json.loads(a.get("convergence", "null"))),
         )
 
     def to_datatree(
