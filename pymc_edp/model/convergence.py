@@ -88,7 +88,9 @@ class FitConvergence:
         """What is wrong with the fit, one phrase per diagnostic ("" for none)."""
         out = []
         if self.max_rhat is not None and self.max_rhat > RHAT_THRESHOLD:
-            out.append(f"max R-hat {self.max_rhat:.2f} for {self.rhat_var!r}")
+            # two decimals, or three where two would round to the threshold itself
+            digits = 2 if round(self.max_rhat, 2) > RHAT_THRESHOLD else 3
+            out.append(f"max R-hat {self.max_rhat:.{digits}f} for {self.rhat_var!r}")
         if self.n_divergent:
             out.append(f"{self.n_divergent} divergent transitions")
         for kind, value, var in (

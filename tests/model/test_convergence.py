@@ -98,3 +98,12 @@ def test_round_trips_through_json(rng):
     assert back == fit and back.message() == fit.message()
     assert FitConvergence.from_dict(None) is None
     assert dataclasses.replace(fit, max_rhat=1.005).message() != fit.message()
+
+
+def test_rhat_just_above_the_threshold_is_not_printed_as_the_threshold():
+    fit = FitConvergence(n_chains=2, max_rhat=1.0104, rhat_var="lam")
+    assert "max R-hat 1.010 for 'lam'" in fit.message()
+    assert FitConvergence(n_chains=2, max_rhat=1.1234, rhat_var="h").problems == (
+        "max R-hat 1.12 for 'h'",
+    )
+    assert FitConvergence(n_chains=2, max_rhat=1.0099, rhat_var="h").converged
