@@ -11,6 +11,7 @@ mean, ``pm.AR`` with a constant and a known coefficient; each has an outlying re
 
 import warnings
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -121,7 +122,7 @@ def test_default_audit_matches_exact_removal(name):
     assert res.verification == "confirmed", res.verification_note
 
 
-def test_replacement_matches_exact():
+def test_replacement_matches_exact(tmp_path):
     y = _data()
     model, idata, reference = _fit(_mvnormal, y)
     res = edp.audit(
@@ -136,6 +137,15 @@ def test_replacement_matches_exact():
     assert int(np.argmax(res.pointwise["epsilon"].values)) == int(np.argmax(exact))
     assert res.epsilon == pytest.approx(exact.max(), rel=0.10)
     assert res.verification == "confirmed", res.verification_note
+    # the views and the file work as for a factorised model
+    path = tmp_path / "coupled.nc"
+    res.to_netcdf(path)
+    back = edp.EDPResult.from_netcdf(path)
+    np.testing.assert_array_equal(back.pointwise["epsilon"], res.pointwise["epsilon"])
+    assert f"{res.epsilon:.3f}" in res._repr_html_()
+    axes = res.plot()
+    assert axes.shape == (2, 2)
+    plt.close(axes[0, 0].figure)
 
 
 def test_groups_of_a_coupled_likelihood_are_refitted():

@@ -82,7 +82,12 @@ def test_docstring_examples(test, tmp_path, monkeypatch):
     runner = doctest.DocTestRunner(optionflags=OPTIONFLAGS)
     test.globs = dict(test.globs)
     report: list[str] = []  # doctest swaps sys.stdout while it runs: collect, then show
-    result = runner.run(test, out=report.append)
+    with warnings.catch_warnings():
+        # The shipped eight-schools draws (ArviZ's centered_eight) have not converged (R-hat
+        # 1.02 for mu, 1.06 for tau): every audit of them warns so, as it must. The examples
+        # show the audit; where they print the result, the printout shows that sentence.
+        warnings.filterwarnings("ignore", "The fit has not converged", pymc_edp.EDPWarning)
+        result = runner.run(test, out=report.append)
     import matplotlib.pyplot as plt
 
     plt.close("all")

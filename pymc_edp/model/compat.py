@@ -30,6 +30,7 @@ __all__ = [
     "has_group",
     "import_arviz",
     "make_container",
+    "rhat",
     "stack_loo",
 ]
 
@@ -270,6 +271,20 @@ def ess(dataset: xr.Dataset, method: str = "mean") -> xr.Dataset:
         return _ess(dataset, method=method)
     az = import_arviz()
     return az.ess(dataset, method=method)
+
+
+def rhat(dataset: xr.Dataset, method: str = "rank") -> xr.Dataset:
+    """The stack's R-hat of every variable of a ``(chain, draw)`` Dataset.
+
+    ``arviz_stats.rhat`` on ArviZ 1.x, ``arviz.rhat`` on 0.23 (the same estimators; the
+    default is the rank-normalised split R-hat of Vehtari et al. 2021).
+    """
+    if ARVIZ_1:
+        from arviz_stats import rhat as _rhat
+
+        return _rhat(dataset, method=method)
+    az = import_arviz()
+    return az.rhat(dataset, method=method)
 
 
 def stack_loo(data, var_name: str | None = None):

@@ -34,8 +34,9 @@ def assemble(
 ) -> EDPResult:
     """The :class:`EDPResult`, its warnings issued (for the caller of ``audit``) and kept.
 
-    ``messages`` are those of the earlier stages, in order; the warnings about unreliable
-    weights come first and those about merged bins last.
+    ``messages`` are those of the earlier stages, in order; the warning that the fit itself
+    has not converged (:class:`pymc_edp.model.convergence.FitConvergence`) comes first, then
+    those about unreliable weights, and those about merged bins last.
     """
     est = verified.estimates.copy()
     if not inp.factorised:  # no weights: a neighbour without a successful refit has nothing
@@ -57,7 +58,9 @@ def assemble(
     parameters = _parameters(est, par_labels, labels, inp)
     threshold = khat_threshold(inp.n_samples)
     first, last = _reliability_messages(est, inp, settings, labels, threshold)
-    messages = [*first, *messages, *last]
+    # the fit's own convergence first: every other number inherits it
+    fit = [inp.convergence.message()] if inp.convergence and not inp.convergence.converged else []
+    messages = [*fit, *first, *messages, *last]
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=3)
         _log.info(msg)
@@ -94,6 +97,7 @@ def assemble(
         verification=verified.verification.status,
         verification_note=verified.verification.note,
         left_out=inp.left_out,
+        convergence=inp.convergence,
     )
     return _with_noise_floor(result)
 

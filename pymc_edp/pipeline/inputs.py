@@ -17,6 +17,7 @@ import xarray as xr
 from pymc_edp.base import binning
 from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.model.compat import get_group, has_group
+from pymc_edp.model.convergence import FitConvergence, fit_convergence
 from pymc_edp.model.loglik import (
     LogLikelihood,
     NonFactorisedError,
@@ -99,6 +100,8 @@ class Inputs:
         The variables and constant elements not binned, and why.
     match_rows : ndarray of int or None
         The rows of ``match_draws`` that ``draws`` holds (None: all of them).
+    convergence : FitConvergence or None
+        R-hat, ESS and divergences of the fit, on the audited variables ``names``.
     """
 
     model: object
@@ -121,6 +124,7 @@ class Inputs:
     unconstrained: xr.Dataset | None = None
     left_out: tuple[LeftOut, ...] = ()
     match_rows: np.ndarray | None = None
+    convergence: FitConvergence | None = None
 
     @property
     def n_samples(self) -> int:
@@ -215,6 +219,7 @@ def read_inputs(
         unconstrained=_group(idata, "unconstrained_posterior"),
         left_out=read.left_out,
         match_rows=read.match_rows,
+        convergence=fit_convergence(posterior, read.names, _group(idata, "sample_stats")),
     )
 
 

@@ -343,6 +343,8 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
     if head.lower_bound:
         value += ' <span class="pedp-caution">' + _e("a lower bound") + "</span>"
     items = [("ε (B-EDP)", value)]
+    if head.fit:
+        items.append(("fit", '<span class="pedp-caution">' + _e(head.fit) + "</span>"))
     if head.interval is not None:
         items.append(("90% Monte-Carlo interval", _e(format_interval(head.interval))))
     items.append(("verification", _e(head.verification)))
@@ -368,9 +370,10 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
 def _view_warnings(result: AuditSummary, head: Headline) -> tuple[str, ...]:
     """The audit's warnings, with the headline's lower-bound and noise notes if not among them.
 
-    What was left out is shown under epsilon, in the same words, and not repeated here.
+    What was left out and the fit's convergence are shown beside epsilon, in the same words,
+    and not repeated here.
     """
-    out = [w for w in result.warnings if w != head.left_out]  # shown under epsilon
+    out = [w for w in result.warnings if w not in (head.left_out, head.fit)]
     if head.lower_bound and not any("lower bound" in w for w in out):
         out += [f"Lower bound: {line}" for line in head.limit_lines]
     if head.caution:
@@ -440,7 +443,8 @@ def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
     """The HTML view of an audit result (``EDPResult._repr_html_``).
 
     A header (B, method, neighbour relation), epsilon with its 90% Monte-Carlo interval
-    (open above when epsilon is a lower bound), whether refits confirmed it, the noise
+    (open above when epsilon is a lower bound), that the fit has not converged when it has
+    not (every epsilon inherits that), whether refits confirmed it, the noise
     caution if its interval calls for one (:func:`pymc_edp.report.headline`, as the
     printout), worst neighbour and B, then collapsible sections: epsilon by parameter,
     an inline SVG of per-neighbour epsilon (:func:`epsilon_svg`), the Pareto k-hat table

@@ -1,7 +1,8 @@
 """The one report of the audit's headline: what its epsilon is worth, in words.
 
-:func:`headline` says, from what the result holds, what the headline epsilon is worth: its
-90% Monte-Carlo interval, whether it is a lower bound (a resolution limit, and why),
+:func:`headline` says, from what the result holds, what the headline epsilon is worth:
+whether the fit it was computed from has converged (when it has not, every epsilon inherits
+that), its 90% Monte-Carlo interval, whether it is a lower bound (a resolution limit, and why),
 whether refits confirmed it, and the one statement about noise, which comes from that
 interval. The printout, the HTML view and :func:`pymc_edp.report.diagnose` all use it, so
 they say the same thing.
@@ -43,6 +44,10 @@ class Headline:
     left_out : str
         What the audit did not bin and why (constant elements, data copies), the words of
         the warning (:func:`pymc_edp.model.select.left_out_message`; "" when nothing).
+    fit : str
+        That the audited fit itself has not converged, and what to do
+        (:meth:`pymc_edp.model.convergence.FitConvergence.message`); "" for a converged fit
+        or one whose diagnostics were not recorded.
 
     Examples
     --------
@@ -62,10 +67,11 @@ class Headline:
     verification: str
     caution: str
     left_out: str = ""
+    fit: str = ""
 
     def lines(self) -> list[str]:
         """The lines printed under epsilon."""
-        out = []
+        out = [self.fit] if self.fit else []
         if self.interval is not None:
             out.append(f"90% Monte-Carlo interval of epsilon: {format_interval(self.interval)}")
         out.append(f"Verification: {self.verification}")
@@ -77,8 +83,9 @@ class Headline:
         return out
 
     def notes(self) -> list[str]:
-        """Lower-bound and noise statements, as the warnings list of a view shows them."""
-        out = [f"Lower bound: {line}" for line in self.limit_lines]
+        """Convergence, lower-bound and noise statements, as a view's warnings list shows them."""
+        out = [self.fit] if self.fit else []
+        out += [f"Lower bound: {line}" for line in self.limit_lines]
         if self.caution:
             out.append(f"Caution: {self.caution}")
         return out
@@ -193,6 +200,7 @@ def headline(result: AuditSummary) -> Headline:
     if interval is not None and lower_bound:
         interval = (interval[0], float("inf"))
     note = result.verification_note or result.verification
+    fit = getattr(result, "convergence", None)  # None: not recorded (an older result)
     return Headline(
         epsilon=result.epsilon,
         interval=interval,
@@ -201,4 +209,5 @@ def headline(result: AuditSummary) -> Headline:
         verification=note,
         caution=noise_caution(result.epsilon, interval),
         left_out=left_out_message(getattr(result, "left_out", ())),
+        fit="" if fit is None else fit.message(),
     )

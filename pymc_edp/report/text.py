@@ -26,7 +26,8 @@ def edp_result_text(result: AuditSummary) -> str:
     """The printout of an audit result (``repr(res)``, ``print(res)``).
 
     The parameter table, epsilon with its worst neighbour, the headline
-    (:func:`pymc_edp.report.headline`), the Pareto k-hat table
+    (:func:`pymc_edp.report.headline`: first, when the fit itself has not converged, that
+    every epsilon inherits it), the Pareto k-hat table
     (:func:`pymc_edp.report.khat_counts`), what pruning skipped and the warnings.
 
     Parameters
@@ -75,7 +76,7 @@ def edp_result_text(result: AuditSummary) -> str:
         *_khat_lines(result),
         *_pruning_lines(result),
     ]
-    shown = [w for w in result.warnings if w != head.left_out]  # said in the headline
+    shown = [w for w in result.warnings if w not in (head.left_out, head.fit)]  # said above
     if shown:
         lines += ["", "Warnings:"] + [f"- {w}" for w in shown]
     return "\n".join(lines)

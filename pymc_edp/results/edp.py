@@ -13,6 +13,7 @@ import xarray as xr
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
 from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import get_group, group_names
+from pymc_edp.model.convergence import FitConvergence
 from pymc_edp.model.select import LeftOut, left_out_from_json, left_out_to_json
 from pymc_edp.results._views import ViewNotRegisteredError, call
 
@@ -110,6 +111,10 @@ class EDPResult:
         (``"constant"``: no information about any record; ``"data copy"``: publishing it
         can disclose records). The printout, the HTML view and the warning name them in
         the same words (:func:`pymc_edp.model.select.left_out_message`).
+    convergence : pymc_edp.model.convergence.FitConvergence, optional
+        R-hat, bulk and tail ESS of the audited variables and the fit's divergent
+        transitions. When the fit has not converged, the printout, the HTML view and the
+        warnings say so: every epsilon inherits the fit's error.
 
     References
     ----------
@@ -140,6 +145,7 @@ class EDPResult:
     8 neighbours (record removed), 2000 posterior draws, smoothing = none
     ...
     epsilon = 0.75...  (max over parameters and neighbours; worst neighbour: St. Paul's)
+    The fit has not converged (max R-hat 1.02 for 'mu'; ...): every epsilon here inherits ...
     90% Monte-Carlo interval of epsilon: [0.61..., 0.87...]
     Verification: unverified: method='psis' reweights only
     ...
@@ -168,6 +174,7 @@ class EDPResult:
     verification: str = "unverified"
     verification_note: str = ""
     left_out: tuple[LeftOut, ...] = ()
+    convergence: FitConvergence | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ views
     @property
@@ -383,6 +390,9 @@ class EDPResult:
         ds.attrs["verification"] = self.verification
         ds.attrs["verification_note"] = self.verification_note
         ds.attrs["left_out"] = left_out_to_json(self.left_out)
+        ds.attrs["convergence"] = json.dumps(
+            None if self.convergence is None else self.convergence.to_dict()
+        )
         ds.attrs["pymc_edp_result"] = 1
         return ds
 
@@ -456,6 +466,7 @@ class EDPResult:
             verification=str(a.get("verification", "unverified")),
             verification_note=str(a.get("verification_note", "")),
             left_out=left_out_from_json(a.get("left_out", "[]")),
+            convergence=FitConvergence.from_dict(json.loads(a.get("convergence", "null"))),
         )
 
     def to_datatree(

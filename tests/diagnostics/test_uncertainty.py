@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from support import MU0, SIGMA, SIGMA0, Y, normal_audit, normal_draws
+from support import MU0, NOT_CONVERGED, SIGMA, SIGMA0, Y, normal_audit, normal_draws
 
 import pymc_edp as edp
 from pymc_edp import diagnostics
@@ -96,6 +96,7 @@ def test_a_pruned_result_without_weights_advises_prune_false(tmp_path):
 
 
 @pytest.mark.slow
+@NOT_CONVERGED  # AR(1) draws at rho = 0.8: ESS under 100 per chain in 42 of the 100, by design
 @pytest.mark.parametrize(("chains", "draws", "rho"), [(2, 1000, 0.0), (4, 1000, 0.8)])
 def test_interval_coverage_normal_normal(chains, draws, rho):
     """Nominal 90% intervals cover the exact epsilon in 85-97% of 100 replications.

@@ -4,8 +4,10 @@ import warnings
 
 import numpy as np
 from pipeline_support import make_settings
+from scipy import stats
 
 import pymc_edp as edp
+from pymc_edp.model.compat import from_dict
 from pymc_edp.pipeline.assembly import assemble
 from pymc_edp.pipeline.inputs import read_inputs
 from pymc_edp.pipeline.reweighting import reweight
@@ -33,3 +35,50 @@ def test_stages_put_together_are_the_audit(normal):
     assert res.random_seed == 1 and res.noise_floor == ref.noise_floor
     # the verified estimates are left as they were
     assert np.isfinite(verified.estimates.eps).all() or np.isneginf(verified.estimates.eps).any()
+
+
+def _shifted_chains(rng, divergent=0):
+    """Two chains of mu that disagree (R-hat well above 1.01), with ``divergent`` divergences."""
+    y = rng.normal(0, 1, 8)
+    mu = rng.normal(y.sum() / 9, 1 / 3, (2, 1000))
+    mu[1] += 0.5  # 1.5 posterior sd: the second chain is elsewhere
+    diverging = np.zeros((2, 1000), dtype=bool)
+    diverging[0, :divergent] = True
+    return from_dict(
+        {
+            "posterior": {"mu": mu},
+            "log_likelihood": {"y": stats.norm.logpdf(y, mu[..., None], 1)},
+            "sample_stats": {"diverging": diverging},
+        }
+    )
+
+
+def test_a_fit_that_has_not_converged_says_so_first_everywhere(rng):
+    idata = _shifted_chains(rng, divergent=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = edp.audit(idata, bins=5, method="psis", progressbar=False)
+    fit = res.convergence
+    assert fit.rhat_var == "mu" and fit.max_rhat > 1.1 and fit.n_divergent == 3
+    msg = fit.message()
+    assert msg.startswith(f"The fit has not converged (max R-hat {fit.max_rhat:.2f} for 'mu'; ")
+    assert "3 divergent transitions" in msg and "every epsilon here inherits" in msg
+    # a warning, the first of the audit's, kept with the result
+    assert str(caught[0].message) == msg and caught[0].category is edp.EDPWarning
+    assert res.warnings[0] == msg
+    # the headline says it once, right under epsilon, in the printout and the HTML view
+    lines = repr(res).splitlines()
+    at = lines.index(msg)
+    assert lines[at - 1].startswith("epsilon = ") and repr(res).count(msg) == 1
+    page = res._repr_html_()
+    assert page.count("The fit has not converged (max R-hat") == 1
+    assert page.index("has not converged") < page.index("90% Monte-Carlo interval")
+
+
+def test_a_converged_fit_adds_nothing(normal):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = edp.audit(normal, bins=10, method="psis", progressbar=False)
+    assert res.convergence is not None and res.convergence.converged
+    assert not any("converged" in str(w.message) for w in caught)
+    assert "converged" not in repr(res) and "converged" not in res._repr_html_()

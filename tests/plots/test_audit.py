@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from matplotlib.colors import to_hex
+from support import NOT_CONVERGED
 
 import pymc_edp as edp
 from pymc_edp import plots
@@ -344,6 +345,7 @@ def test_bin_log_ratios_are_bars_for_one_parameter(diag_result):
     assert ax.get_ylabel() == "log P(bin | D') − log P(bin | D)"
 
 
+@NOT_CONVERGED
 def test_bin_log_ratios_heatmap_for_several_parameters():
     res = edp.audit(
         load_eight_schools(), var_names=["mu", "tau"], bins=10, method="psis", progressbar=False

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.colors import to_hex, to_rgba
+from support import NOT_CONVERGED
 
 import pymc_edp as edp
 import pymc_edp.query as edpq
@@ -163,6 +164,7 @@ def test_audit_plots_share_the_look(diag_result, name):
     assert colours and colours <= set(style.ARVIZ_COLORS)
 
 
+@NOT_CONVERGED
 def test_heatmap_has_the_frameless_look():
     res = edp.audit(
         load_eight_schools(), var_names=["mu", "tau"], bins=10, method="psis", progressbar=False

@@ -8,6 +8,7 @@ from scipy import stats
 import pymc_edp as edp
 from pymc_edp import EDPResult
 from pymc_edp.model.compat import from_dict
+from pymc_edp.model.convergence import FitConvergence
 
 
 @pytest.fixture
@@ -127,8 +128,21 @@ def _same_value(a, b):
             "verification_note": "confirmed by 2 refits",
             "count_smoothing": 0.5,
         },
+        {
+            "random_seed": 7,
+            "convergence": FitConvergence(
+                n_chains=2,
+                max_rhat=1.12,
+                rhat_var="h",
+                min_ess_bulk=45.0,
+                ess_bulk_var="h",
+                min_ess_tail=300.0,
+                ess_tail_var="h",
+                n_divergent=3,
+            ),
+        },
     ],
-    ids=["seed_123", "seed_none"],
+    ids=["seed_123", "seed_none", "not_converged"],
 )
 def test_netcdf_round_trips_every_field(result, tmp_path, changes):
     """Every field comes back with its type, except those to_netcdf documents as not saved.
@@ -157,6 +171,9 @@ def test_netcdf_round_trips_every_field(result, tmp_path, changes):
         assert getattr(plain, name) == default
         assert getattr(weights, name) == default
     assert repr(weights) == repr(res)
+    if res.convergence is not None and not res.convergence.converged:  # said after reading
+        assert plain.convergence.message() in repr(plain)
+        assert "has not converged" in plain._repr_html_()
 
 
 def test_to_netcdf_into_a_missing_folder_says_to_create_it(result, tmp_path):
