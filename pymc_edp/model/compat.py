@@ -404,8 +404,8 @@ def without_initial_values(model):
     ...     mu = pm.Normal("mu", 0.0, 1.0, initval=0.5)
     ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, 0.2])
     >>> clone = clone_model(without_initial_values(model))
-    >>> model.rvs_to_initial_values[model["mu"]]
-    0.5
+    >>> float(model.rvs_to_initial_values[model["mu"]]), clone.rvs_to_initial_values[clone["mu"]]
+    (0.5, None)
     """
     if all(v is None for v in model.rvs_to_initial_values.values()):
         return model
