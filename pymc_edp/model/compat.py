@@ -293,7 +293,8 @@ def compute_log_likelihood(
     """Pointwise log-likelihood of ``model`` at the draws of ``data``, as a Dataset.
 
     PyMC 5 takes an ``InferenceData`` and PyMC 6 a ``DataTree``; either is converted to the
-    type the installed PyMC expects, and ``data`` itself is never modified.
+    type the installed PyMC expects, and ``data`` itself is never modified. A model with
+    ``initval=`` is read through :func:`without_initial_values` (PyMC refuses it).
     """
     import pymc as pm
 
@@ -301,7 +302,7 @@ def compute_log_likelihood(
     out = pm.compute_log_likelihood(
         make_container({"posterior": posterior}),
         var_names=None if var_names is None else list(var_names),
-        model=model,
+        model=without_initial_values(model),
         extend_inferencedata=False,
         progressbar=progressbar,
     )
