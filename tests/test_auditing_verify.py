@@ -19,6 +19,7 @@ from scipy import special
 import pymc_edp as edp
 from pymc_edp.base import limits
 from pymc_edp.conjugate import normal_normal_edp, poisson_gamma_edp
+from pymc_edp.model.compat import compute_log_likelihood, get_group, make_container
 from pymc_edp.refit.options import VERIFY_AGREE, VERIFY_DISAGREE
 
 pytest.importorskip("nutpie")
@@ -279,3 +280,129 @@ def test_a_model_that_cannot_be_refitted_is_reported_unverified(monkeypatch):
     assert "Verification: unverified: this model cannot be refitted" in repr(res)
     with pytest.raises(ValueError, match="cannot be weighted one by one"):
         edp.audit(idata, model, bins=10, method="refit", progressbar=False)
+
+
+# ------------------------------------------------------------------ gallery idioms (issue 31)
+GALLERY_REFIT = edp.RefitOptions(draws=300, tune=300)
+
+
+def _glm_data(family: str, n: int = 30):
+    rng = np.random.default_rng(31)
+    x = rng.normal(size=(n, 2))
+    eta = 0.3 + x @ np.array([1.0, -0.7])
+    if family == "logit":
+        return x, (rng.random(n) < special.expit(eta)).astype(int)
+    return x, rng.negative_binomial(4, 4 / (4 + np.exp(eta)))
+
+
+def _gallery_glm(family: str, y_data: bool = True):
+    """A GLM as the gallery writes it: covariates and outcome in pm.Data, with dims."""
+    x, y = _glm_data(family)
+    coords = {"obs_id": np.arange(len(y)), "feature": ["x1", "x2"]}
+    with pm.Model(coords=coords) as model:
+        X = pm.Data("X", x, dims=("obs_id", "feature"))
+        y_obs = pm.Data("y_obs", y, dims="obs_id") if y_data else y
+        a = pm.Normal("a", 0.0, 2.0)
+        b = pm.Normal("b", 0.0, 2.0, dims="feature")
+        eta = a + pm.math.dot(X, b)
+        if family == "logit":
+            pm.Bernoulli("y", logit_p=eta, observed=y_obs, dims="obs_id")
+        else:
+            alpha = pm.Exponential("alpha", 1.0)
+            pm.NegativeBinomial(
+                "y", mu=pm.math.exp(eta), alpha=alpha, observed=y_obs, dims="obs_id"
+            )
+        idata = pm.sample(500, tune=500, chains=2, random_seed=3, **SAMPLE)
+        pm.compute_log_likelihood(idata, progressbar=False)
+    return model, idata
+
+
+@pytest.fixture(scope="module", params=["logit", "negbin"])
+def gallery_glm(request):
+    return request.param, *_gallery_glm(request.param)
+
+
+def _clean(res, messages) -> None:
+    """A sane audit: finite epsilon, every refit ran, no sampler backtrace in a message."""
+    assert np.isfinite(res.epsilon) and res.epsilon > 0
+    assert not any("refit(s) failed" in m or "backtrace" in m.lower() for m in messages), messages
+    assert res.verification in ("confirmed", "corrected"), res.verification_note
+
+
+def test_observed_pm_data_glm_audits_end_to_end(gallery_glm):
+    """observed=pm.Data(...) (a cast of a shared variable under a discrete likelihood) is read
+    by every path: the default audit refits and confirms, and its reweighted epsilon is that
+    of the same model with the outcome written as a literal array (same draws)."""
+    family, model, idata = gallery_glm
+    res, messages = recorded(
+        idata=idata, model=model, refit=GALLERY_REFIT, random_seed=1, progressbar=False
+    )
+    _clean(res, messages)
+    literal, _ = _gallery_glm(family, y_data=False)
+    psis = edp.audit(idata, model, method="psis", progressbar=False)
+    ref = edp.audit(idata, literal, method="psis", progressbar=False)
+    assert psis.epsilon == pytest.approx(ref.epsilon, rel=1e-9)
+    matched = edp.audit(idata, model, method="moment_match", progressbar=False)
+    assert np.isfinite(matched.epsilon)
+
+
+def test_observed_pm_data_glm_streamed_and_replaced(gallery_glm):
+    """The same model streamed from the model and under replacement neighbours."""
+    family, model, idata = gallery_glm
+    common = dict(idata=idata, model=model, refit=GALLERY_REFIT, random_seed=1, progressbar=False)
+    streamed, messages = recorded(chunks=edp.ChunkOptions(log_likelihood="model"), **common)
+    _clean(streamed, messages)
+    psis = {
+        source: edp.audit(
+            idata, model, method="psis", chunks={"log_likelihood": source}, progressbar=False
+        ).epsilon
+        for source in ("model", "group")
+    }
+    assert psis["model"] == pytest.approx(psis["group"], rel=1e-6)
+    neighbour = (
+        "replace" if family == "logit" else edp.NeighbourOptions("replace", replacements=[0, 6])
+    )
+    replaced, messages = recorded(neighbour=neighbour, **common)
+    assert np.isfinite(replaced.epsilon) and replaced.epsilon > streamed.epsilon
+    assert not any("refit(s) failed" in m for m in messages), messages
+
+
+def _mixture_model(initval: bool):
+    y = np.concatenate([np.random.default_rng(5).normal(m, 1.0, 25) for m in (-2.0, 3.0)])
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(2))
+        mu = pm.Normal(
+            "mu",
+            np.zeros(2),
+            10.0,
+            transform=pm.distributions.transforms.ordered,
+            initval=np.array([-1.0, 1.0]) if initval else None,
+        )
+        sigma = pm.HalfNormal("sigma", 2.0)
+        pm.NormalMixture("y", w=w, mu=mu, sigma=sigma, observed=y)
+    return model
+
+
+@pytest.mark.parametrize("initval", [True, False], ids=["initval", "sample_initvals"])
+def test_mixture_with_initial_values_audits_and_refits(initval):
+    """Ordered component means need a starting point (their support point is -inf on the
+    transformed scale): given as initval= (PyMC cannot clone such a model) or only to
+    pm.sample(initvals=) (the refits must start elsewhere), the audit runs and its refits
+    confirm it."""
+    model = _mixture_model(initval)
+    with model:
+        # pm.sample(initvals=) as the gallery writes it: PyMC's NUTS (nutpie ignores them)
+        kw = SAMPLE if initval else dict(initvals={"mu": np.array([-1.0, 1.0])}, cores=1)
+        kw = {"progressbar": False, **kw}
+        idata = pm.sample(500, tune=500, chains=2, random_seed=3, **kw)
+    # PyMC's own log-likelihood, of the same model without initval= (which PyMC refuses)
+    ll = compute_log_likelihood(idata, _mixture_model(False))
+    with_ll = make_container({"posterior": get_group(idata, "posterior"), "log_likelihood": ll})
+    res, messages = recorded(
+        idata=idata, model=model, refit=GALLERY_REFIT, random_seed=1, progressbar=False
+    )
+    _clean(res, messages)
+    assert (model.rvs_to_initial_values[model["mu"]] is not None) == initval  # unchanged
+    psis = edp.audit(idata, model, method="psis", progressbar=False)
+    ref = edp.audit(with_ll, method="psis", progressbar=False)
+    assert psis.epsilon == pytest.approx(ref.epsilon, rel=1e-6)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
 
+import numpy as np
 import xarray as xr
 
 __all__ = [
@@ -29,9 +30,12 @@ __all__ = [
     "group_names",
     "has_group",
     "import_arviz",
+    "initial_values",
     "make_container",
+    "observed_data",
     "rhat",
     "stack_loo",
+    "without_initial_values",
 ]
 
 ARVIZ_TRAP_HELP = (
@@ -304,7 +308,8 @@ def compute_log_likelihood(
     """Pointwise log-likelihood of ``model`` at the draws of ``data``, as a Dataset.
 
     PyMC 5 takes an ``InferenceData`` and PyMC 6 a ``DataTree``; either is converted to the
-    type the installed PyMC expects, and ``data`` itself is never modified.
+    type the installed PyMC expects, and ``data`` itself is never modified. A model with
+    ``initval=`` is read through :func:`without_initial_values` (PyMC refuses it).
     """
     import pymc as pm
 
@@ -312,7 +317,7 @@ def compute_log_likelihood(
     out = pm.compute_log_likelihood(
         make_container({"posterior": posterior}),
         var_names=None if var_names is None else list(var_names),
-        model=model,
+        model=without_initial_values(model),
         extend_inferencedata=False,
         progressbar=progressbar,
     )
@@ -340,3 +345,87 @@ def graph_ancestors(outputs):
     except ImportError:  # PyTensor 2
         from pytensor.graph.basic import ancestors
     return ancestors(outputs)
+
+
+def observed_data(model, name: str):
+    """The numeric values model ``model`` holds for observed variable ``name``, or None.
+
+    A literal array is a constant, ``observed=pm.Data(...)`` a shared variable; PyMC (5 and 6)
+    casts the latter to the likelihood's dtype (an int32 ``pm.Data`` under a ``Bernoulli`` is
+    ``Cast{int64}(y_obs)``), so the value is in general a graph over constants and shared
+    variables. It is evaluated here at the data's current values. None when the value
+    depends on anything else (no numeric data to read).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from pymc_edp.model.compat import observed_data
+    >>> with pm.Model() as model:
+    ...     y_obs = pm.Data("y_obs", np.array([0, 1, 1]))
+    ...     p = pm.Beta("p", 1.0, 1.0)
+    ...     y = pm.Bernoulli("y", p, observed=y_obs)
+    >>> observed_data(model, "y")
+    array([0, 1, 1])
+    """
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+
+    var = model.named_vars.get(name) if model is not None else None
+    value = model.rvs_to_values.get(var) if var is not None else None
+    if value is None:
+        return None
+    if isinstance(value, Constant):
+        return np.asarray(value.data)
+    if isinstance(value, SharedVariable):
+        return np.array(value.get_value())
+    roots = [v for v in graph_ancestors([value]) if v.owner is None]
+    if not roots or any(not isinstance(v, Constant | SharedVariable) for v in roots):
+        return None
+    from pytensor import function
+
+    return np.asarray(function([], value, mode="FAST_COMPILE")())
+
+
+def initial_values(model) -> dict:
+    """The initial values given to the model's free variables (``initval=``), by name.
+
+    Numbers, arrays and strategies (``"support_point"``, ``"prior"``); an initial value that
+    is itself a graph of other variables is left out (it cannot be carried to a clone).
+    """
+    from pytensor.graph.basic import Variable
+
+    return {
+        rv.name: value
+        for rv, value in model.rvs_to_initial_values.items()
+        if value is not None and not isinstance(value, Variable)
+    }
+
+
+def without_initial_values(model):
+    """``model`` as seen without its ``initval=`` values, for PyMC's model rewrites.
+
+    ``clone_model`` and ``remove_value_transforms`` (PyMC 5 and 6) refuse a model with
+    initial values (``NotImplementedError ... initial_values``), which only matter to where a
+    sampler starts, not to a log density. This returns a shallow view sharing every
+    variable of ``model``, whose initial values are all the defaults; ``model`` itself is
+    not changed. Put them back on a clone with :func:`initial_values` and ``set_initval``.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from pymc.model.fgraph import clone_model
+    >>> from pymc_edp.model.compat import without_initial_values
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0, initval=0.5)
+    ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, 0.2])
+    >>> clone = clone_model(without_initial_values(model))
+    >>> float(model.rvs_to_initial_values[model["mu"]]), clone.rvs_to_initial_values[clone["mu"]]
+    (0.5, None)
+    """
+    if all(v is None for v in model.rvs_to_initial_values.values()):
+        return model
+    view = object.__new__(type(model))
+    view.__dict__.update(model.__dict__)
+    view.rvs_to_initial_values = dict.fromkeys(model.rvs_to_initial_values)
+    return view

@@ -31,7 +31,7 @@ from pymc_edp.base.affine import moment_match, moved_log_ratio_se, one_thread, s
 from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_log_masses, log_bin_masses
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
-from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group
+from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group, observed_data
 from pymc_edp.model.conditional import record_logp
 from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
 
@@ -254,11 +254,7 @@ class ModelDensity:
 
     def model_data(self, name: str) -> np.ndarray | None:
         """The values of observed ``name`` the model holds (None if not a plain array)."""
-        value = self.model.rvs_to_values.get(self.model[name])
-        data = getattr(value, "data", None)
-        if data is None and hasattr(value, "get_value"):
-            data = value.get_value()
-        return None if data is None else np.asarray(data)
+        return observed_data(self.model, name)
 
     def log_likelihood(self, name: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Elementwise log-likelihood of observed ``name`` at data ``y``, shape (S, n_records)."""

@@ -8,7 +8,14 @@ import weakref
 import numpy as np
 import xarray as xr
 
-from pymc_edp.model.compat import compute_log_likelihood, get_group, graph_ancestors, has_group
+from pymc_edp.model.compat import (
+    compute_log_likelihood,
+    get_group,
+    graph_ancestors,
+    has_group,
+    observed_data,
+    without_initial_values,
+)
 from pymc_edp.model.conditional import check_gaussian, is_coupled, record_logp
 
 __all__ = [
@@ -77,15 +84,9 @@ def observed_values(idata, model, name: str) -> np.ndarray:
         observed = get_group(idata, "observed_data")
         if name in observed:
             return np.asarray(observed[name].values)
-    if model is not None and name in model.named_vars:
-        rv = model[name]
-        value = model.rvs_to_values.get(rv)
-        if value is not None:
-            data = getattr(value, "data", None)
-            if data is None and hasattr(value, "get_value"):
-                data = value.get_value()
-            if data is not None:
-                return np.asarray(data)
+    data = observed_data(model, name)
+    if data is not None:
+        return data
     raise ValueError(
         f"cannot find the observed values of {name!r}: the posterior has no observed_data "
         "for it and no model holding it was given"
@@ -286,7 +287,7 @@ class ElementwiseLogLik:
         from pymc.pytensorf import compile as pm_compile
         from pytensor.graph.replace import vectorize_graph
 
-        umodel = remove_value_transforms(model)
+        umodel = remove_value_transforms(without_initial_values(model))
         if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
             raise KeyError(f"{name!r} is not an observed variable of the model")
         rv = umodel[name]

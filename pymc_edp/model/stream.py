@@ -35,7 +35,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model import families as _families
-from pymc_edp.model.compat import get_group
+from pymc_edp.model.compat import get_group, without_initial_values
 from pymc_edp.model.loglik import SAMPLE_DIMS, LogLikelihood
 from pymc_edp.model.products import exact_products
 
@@ -126,7 +126,7 @@ class _Graph:
         from pymc.model.transform.conditioning import remove_value_transforms
         from pytensor.graph.replace import clone_replace
 
-        umodel = remove_value_transforms(model)
+        umodel = remove_value_transforms(without_initial_values(model))
         if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
             raise KeyError(f"{name!r} is not an observed variable of the model")
         self.umodel = umodel

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymc_edp.model.compat import initial_values, observed_data, without_initial_values
 from pymc_edp.model.conditional import is_coupled
 from pymc_edp.model.loglik import NonFactorisedError
 
@@ -133,13 +134,23 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
     from pymc.model.fgraph import clone_model
     from pytensor.graph.replace import clone_replace
 
-    clone = clone_model(model)
+    # PyMC cannot clone a model with initval=; clone without, then give them back so that
+    # refits start where the user's model starts
+    clone = clone_model(without_initial_values(model))
+    for name, value in initial_values(model).items():
+        clone.set_initval(clone[name], value)
     point = clone.initial_point()
     terms = []
     with clone:
         for rv in _observed_rvs(clone, observed):
             value = clone.rvs_to_values[rv]
-            data = np.asarray(value.data if hasattr(value, "data") else value.get_value())
+            data = observed_data(clone, rv.name)
+            if data is None:
+                raise TypeError(
+                    f"the observed values of {rv.name!r} are not data (a constant or pm.Data) "
+                    "but depend on other variables of the model; pass build_model=, a function "
+                    "that builds the model from each neighbour's data."
+                )
             # the model's own elementwise logp, in value space (pm.logp(rv, value) would
             # leave cloned random variables behind for e.g. pm.Censored)
             (logp,) = clone.logp(vars=[rv], sum=False)

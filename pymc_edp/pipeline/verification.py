@@ -22,7 +22,12 @@ from pymc_edp.pipeline.reweighting import Reweighted, unprune
 from pymc_edp.pipeline.settings import Settings
 from pymc_edp.refit.options import VERIFY_AGREE, VERIFY_DISAGREE, VERIFY_FAILED, VerifyOptions
 from pymc_edp.refit.outcome import Refits
-from pymc_edp.refit.run import RefitProblem, RefitSetupError, refit_neighbours
+from pymc_edp.refit.run import (
+    RefitProblem,
+    RefitSetupError,
+    refit_neighbours,
+    starting_points,
+)
 
 __all__ = [
     "Refitter",
@@ -55,6 +60,7 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         count_smoothing=settings.smoothing.count,
         density_ratio=inp.factorised,
         rows=inp.match_rows,
+        starts=starting_points(inp.posterior, inp.model) if inp.model is not None else (),
     )
 
 

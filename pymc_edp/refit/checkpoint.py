@@ -67,10 +67,42 @@ def content_checksum(ds: xr.Dataset, attrs: dict) -> str:
     return h.hexdigest()
 
 
+#: Where a sampler's message turns into a backtrace (nutpie's Rust errors, Python's).
+_BACKTRACE = ("stack backtrace", "traceback (most recent call last)")
+
+
 def _brief(err: BaseException, limit: int = 200) -> str:
-    """``Type: first line of the message``, shortened (xarray's run over several lines)."""
-    lines = str(err).strip().splitlines()
+    r"""``Type: first line of the message``, shortened, on one line.
+
+    xarray's messages run over several lines; nutpie's carry a Rust ``Caused by:`` chain
+    and a raw stack backtrace. The first line is kept with the first cause, never the
+    backtrace.
+
+    Examples
+    --------
+    >>> from pymc_edp.refit.checkpoint import _brief
+    >>> err = RuntimeError(
+    ...     "All initialization points failed\n\nCaused by:\n    Logp function returned"
+    ...     " error: ErrorCode(4)\nStack backtrace:\n   0: <unknown>"
+    ... )
+    >>> print(_brief(err))  # doctest: +NORMALIZE_WHITESPACE
+    RuntimeError: All initialization points failed (caused by: Logp function returned error:
+    ErrorCode(4))
+    """
+    lines = []
+    for line in str(err).strip().splitlines():
+        if line.strip().lower().startswith(_BACKTRACE):
+            break
+        if line.strip():
+            lines.append(line.strip())
     text = lines[0] if lines else ""
+    causes = [i for i, line in enumerate(lines) if line.lower().startswith("caused by")]
+    if causes:
+        i = causes[0]
+        cause = lines[i][len("caused by") :].lstrip(": ").strip()
+        cause = cause or (lines[i + 1] if i + 1 < len(lines) else "")
+        if cause and i > 0:
+            text = f"{text} (caused by: {cause})"
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return f"{type(err).__name__}: {text}" if text else type(err).__name__

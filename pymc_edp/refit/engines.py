@@ -23,6 +23,7 @@ __all__ = [
     "PymcEngine",
     "RefitInterrupted",
     "discrete_free_vars",
+    "failed_to_start",
     "make_engine",
     "resolve_engine",
     "stricter",
@@ -88,6 +89,14 @@ class _EngineBase:
     var_names: tuple = ()
     sampler_kwargs: dict = field(default_factory=dict)
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    #: Full-data posterior draws of the free variables (one ``{name: value}`` per chain,
+    #: constrained values) where a refit that fails to start starts again
+    #: (:meth:`restarted`); a neighbour posterior is close to the full-data one.
+    starts: tuple = ()
+
+    def restarted(self):
+        """A copy that starts its chains at :attr:`starts`, or None without them."""
+        return None
 
     def _finish(self, idata) -> tuple[xr.Dataset, int]:
         post = get_group(idata, "posterior")
@@ -106,13 +115,31 @@ class NutpieEngine(_EngineBase):
     """nutpie: compile the neighbour model once per process, ``with_data`` per refit."""
 
     model: object = None
+    #: Where every chain starts (constrained values by name), instead of the model's own
+    #: initial point jittered; set by :meth:`restarted`.
+    initial_point: dict | None = None
 
     def _compiled(self):
         if self.token not in _COMPILED:
             import nutpie
 
-            _COMPILED[self.token] = nutpie.compile_pymc_model(self.model)
+            start = {}
+            if self.initial_point is not None:  # exactly there: no jitter off a valid point
+                start = dict(initial_points=self.initial_point, jitter_rvs=set())
+            _COMPILED[self.token] = nutpie.compile_pymc_model(self.model, **start)
         return _COMPILED[self.token]
+
+    def restarted(self):
+        """A copy compiled to start every chain at the first of :attr:`starts`, or None.
+
+        nutpie takes one initial point per compiled model; None without :attr:`starts`.
+        """
+        if not self.starts or self.initial_point is not None:
+            return None
+        # one compiled sampler per process serves every restarted refit of this engine
+        return dataclasses.replace(
+            self, initial_point=dict(self.starts[0]), starts=(), token=f"{self.token}-start"
+        )
 
     def _kwargs(self, seed: int) -> dict:
         return dict(
@@ -213,8 +240,18 @@ class PymcEngine(_EngineBase):
     """PyMC's NUTS with one step method per process; refits only swap shared data."""
 
     model: object = None
+    #: Where the chains start (one ``{name: value}`` per chain, ``pm.sample(initvals=)``);
+    #: set by :meth:`restarted`.
+    initvals: tuple | None = None
 
     _STEP_KWARGS = ("target_accept", "max_treedepth", "early_max_treedepth", "step_scale")
+
+    def restarted(self):
+        """A copy whose chains start at :attr:`starts` (chain ``c`` at draw ``c``), or None."""
+        if not self.starts or self.initvals is not None:
+            return None
+        points = tuple(dict(self.starts[c % len(self.starts)]) for c in range(self.chains))
+        return dataclasses.replace(self, initvals=points, starts=())
 
     def _step(self):
         if self.token not in _COMPILED:
@@ -235,6 +272,8 @@ class PymcEngine(_EngineBase):
 
         step = self._step()
         sample_kw = {k: v for k, v in self.sampler_kwargs.items() if k not in self._STEP_KWARGS}
+        if self.initvals is not None:
+            sample_kw["initvals"] = [dict(p) for p in self.initvals]
         with self.model:
             pm.set_data(data)
             idata = pm.sample(
@@ -318,6 +357,32 @@ def stricter(engine, target_accept: float):
     if isinstance(engine, PymcEngine):  # its step method is compiled with target_accept
         copy.token = uuid.uuid4().hex
     return copy
+
+
+#: What a sampler's error says when no chain could start (nutpie, PyMC 5 and 6).
+_START_FAILURES = (
+    "initialization points failed",  # nutpie
+    "initial evaluation of model",  # PyMC's init
+    "starting point",
+    "bad initial energy",  # PyMC's NUTS at a given step method
+)
+
+
+def failed_to_start(err: BaseException) -> bool:
+    r"""Whether ``err`` says the sampler could not start.
+
+    The log density (or its gradient) was not finite at every initial point it tried.
+
+    Examples
+    --------
+    >>> from pymc_edp.refit.engines import failed_to_start
+    >>> failed_to_start(RuntimeError("All initialization points failed\n\nCaused by: ..."))
+    True
+    >>> failed_to_start(ValueError("shape mismatch"))
+    False
+    """
+    text = str(err).lower()
+    return any(s in text for s in _START_FAILURES)
 
 
 def discrete_free_vars(model) -> list[str]:
@@ -419,8 +484,13 @@ def make_engine(
     chains: int,
     var_names,
     sampler_kwargs: dict | None = None,
+    starts: tuple = (),
 ):
     """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides.
+
+    ``starts`` are full-data posterior draws (``{name: value}``, one per chain) where a
+    refit of ``model`` that fails to start starts again (:func:`failed_to_start`); a
+    builder's models may name their variables otherwise, so it takes none.
 
     With ``build_model`` the sampler is PyMC's unless ``engine="nutpie"`` (each neighbour
     model compiles anew, which PyMC's compile cache makes cheaper). A model with discrete
@@ -438,4 +508,4 @@ def make_engine(
         sampler = "nutpie" if engine == "nutpie" else "pymc"
         return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
     cls = NutpieEngine if resolve_engine(engine, model) == "nutpie" else PymcEngine
-    return cls(**common, model=model)
+    return cls(**common, model=model, starts=tuple(starts))

@@ -30,11 +30,12 @@ from pymc_edp.model.transform import (
     neighbour_changes,
     neighbour_model,
 )
-from pymc_edp.refit.checkpoint import Checkpoint
+from pymc_edp.refit.checkpoint import Checkpoint, _brief
 from pymc_edp.refit.engines import (
     STRICTER_TARGET_ACCEPT,
     Engine,
     RefitInterrupted,
+    failed_to_start,
     make_engine,
     stricter,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "cut_short",
     "refit_neighbours",
     "run_refits",
+    "starting_points",
 ]
 
 
@@ -95,38 +97,55 @@ def cut_short(posterior: xr.Dataset, draws: int, chains: int) -> str | None:
 def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOutcome:
     index, label, data, seed = task.index, task.label, task.data, task.seed
     start = time.perf_counter()
+    notes: list[str] = []  # what it took to get the draws
     try:
         if callable(data):  # expanded here, not held for every task at once
             data = data()
-        post, div = _sample_whole(engine, data, seed, label)
-        notes = []
+        post, div, engine = _sample_started(engine, data, seed, label, notes)
+        divergent: list[str] = []
         if div and retry_divergent:  # biased draws: smaller steps, as far as they help
             current = float(getattr(engine, "sampler_kwargs", {}).get("target_accept", 0.8))
             for target in STRICTER_TARGET_ACCEPT:
                 strict = stricter(engine, target) if target > current else None
                 if strict is None:
                     continue
-                notes.append(f"{div} divergent transitions at target_accept={current:g}")
+                divergent.append(f"{div} divergent transitions at target_accept={current:g}")
                 post, div = _sample_whole(strict, data, seed, label)
                 current = target
                 if not div:
                     break
     except Exception as err:  # recorded, never silently dropped
-        return RefitOutcome(
-            index,
-            label,
-            "error",
-            f"{type(err).__name__}: {err}",
-            seed,
-            time.perf_counter() - start,
-            None,
-        )
+        reason = "; ".join([*notes, _brief(err)])  # one line each: never a backtrace
+        return RefitOutcome(index, label, "error", reason, seed, time.perf_counter() - start, None)
     if div:
-        status, reason = "diverged", "; ".join([*notes, f"{div} divergent transitions"])
+        status, reason = (
+            "diverged",
+            "; ".join([*notes, *divergent, f"{div} divergent transitions"]),
+        )
     else:
-        status = "ok"
-        reason = f"rerun with target_accept={current:g} after {notes[-1]}" if notes else ""
+        if divergent:
+            notes.append(f"rerun with target_accept={current:g} after {divergent[-1]}")
+        status, reason = "ok", "; ".join(notes)
     return RefitOutcome(index, label, status, reason, seed, time.perf_counter() - start, post)
+
+
+def _sample_started(engine, data, seed, label, notes: list[str]):
+    """:func:`_sample_whole`, started again at full-data posterior draws if it cannot start.
+
+    When no chain could start at the model's initial point (a fit that needed
+    ``pm.sample(initvals=)``, say), the engine's :meth:`restarted` copy starts at
+    full-data posterior draws: a neighbour posterior is close to the full-data one.
+    Returns the draws, the divergences and the engine that sampled.
+    """
+    try:
+        return (*_sample_whole(engine, data, seed, label), engine)
+    except Exception as err:
+        restarted = getattr(engine, "restarted", None)
+        restart = restarted() if restarted is not None and failed_to_start(err) else None
+        if restart is None:
+            raise
+        notes.append(f"started at full-data posterior draws after: {_brief(err)}")
+        return (*_sample_whole(restart, data, seed, label), restart)
 
 
 #: Set by the SIGINT handler :func:`_watching_interrupts` installs while refits run.
@@ -309,6 +328,9 @@ class RefitProblem:
     rows : ndarray of int, optional
         The rows of ``posterior_matrix(posterior, names)`` that the bins were cut from (the
         audit leaves constant elements out); None for all of them.
+    starts : tuple of dict
+        Full-data posterior draws of the model's free variables (``{name: value}``, one per
+        chain), where a refit that cannot start at the model's initial point starts again.
     """
 
     model: object
@@ -326,6 +348,7 @@ class RefitProblem:
     count_smoothing: float = 0.01
     density_ratio: bool = True
     rows: np.ndarray | None = None
+    starts: tuple = ()
 
     def candidate(self, k: int) -> dict | None:
         """Replacement values of neighbour ``k`` (its worst candidate), or None (removal)."""
@@ -579,7 +602,9 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
     except NonFactorisedError as err:
         raise ValueError(str(err)) from None
     keep = tuple(dict.fromkeys([*problem.names, *(rv.name for rv in model.free_RVs)]))
-    eng = make_engine(options.engine, model=nb_model, var_names=keep, **common)
+    eng = make_engine(
+        options.engine, model=nb_model, var_names=keep, starts=problem.starts, **common
+    )
     if options.estimator != "pooled":
         return eng, None
     if not problem.density_ratio:
@@ -591,6 +616,33 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
     if _OWN_RECORDS:  # compiled only for variables whose records cannot be streamed
         return eng, _LoglikFunctions(model, problem.ll.names)
     return eng, {n: elementwise_loglik(model, n) for n in problem.ll.names}
+
+
+def starting_points(posterior: xr.Dataset, model, n: int = 4) -> tuple[dict, ...]:
+    """The last draw of each of the first ``n`` chains, ``{free variable: value}``.
+
+    Where refits start when the model's own initial point fails (see
+    :attr:`RefitProblem.starts`); empty when the posterior lacks a free variable.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr, pymc as pm
+    >>> from pymc_edp.refit.run import starting_points
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu")
+    >>> post = xr.Dataset({"mu": (("chain", "draw"), np.arange(6.0).reshape(2, 3))})
+    >>> [float(p["mu"]) for p in starting_points(post, model)]
+    [2.0, 5.0]
+    """
+    names = [rv.name for rv in getattr(model, "free_RVs", ())]
+    if not names or any(name not in posterior for name in names):
+        return ()
+    n_chains = int(posterior.sizes.get("chain", 1))
+    points = []
+    for c in range(min(n, n_chains)):
+        at = {"draw": -1, **({"chain": c} if "chain" in posterior.dims else {})}
+        points.append({name: np.asarray(posterior[name].isel(at).values) for name in names})
+    return tuple(points)
 
 
 def refit_neighbours(

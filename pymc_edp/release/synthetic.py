@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from pymc_edp.model.pymc import elementwise_loglik
+from pymc_edp.model.pymc import elementwise_loglik, observed_values
 
 __all__ = [
     "SyntheticData",
@@ -105,7 +105,7 @@ class SyntheticData:
 
     def __init__(self, model, name: str, posterior: xr.Dataset, size: int | None = None):
         self.model, self.name, self.posterior = model, name, posterior
-        self.observed = np.asarray(model.rvs_to_values[model[name]].data)
+        self.observed = observed_values(None, model, name)
         self.n = int(self.observed.shape[0]) if self.observed.ndim else 1
         self.size = self.n if size is None else int(size)
         if self.observed.ndim != 1 and self.size != self.n:

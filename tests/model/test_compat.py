@@ -195,3 +195,54 @@ def test_install_does_not_downgrade_the_stack(tmp_path):
     touched.pop("pymc-edp", None)
     stack = {"pymc", "arviz", "pytensor", "numpy", "xarray", "arviz-base", "arviz-stats"}
     assert not (stack & set(touched)), f"installing pymc_edp would change {touched}"
+
+
+# ------------------------------------------------------------------ PyMC models (issue 31)
+def test_observed_data_reads_every_form_of_observed_values():
+    """A literal array, a float pm.Data and an int pm.Data cast to the likelihood's dtype."""
+    import pymc as pm
+
+    from pymc_edp.model.compat import observed_data
+
+    with pm.Model() as model:
+        y_int = pm.Data("y_int", np.array([0, 1, 1]))
+        y_float = pm.Data("y_float", np.array([0.5, 1.5]))
+        p = pm.Beta("p", 1.0, 1.0)
+        pm.Bernoulli("a", p, observed=y_int)
+        pm.Normal("b", p, 1.0, observed=y_float)
+        pm.Poisson("c", p, observed=np.array([2, 3]))
+    assert type(model.rvs_to_values[model["a"]]).__name__ == "TensorVariable"  # a cast
+    np.testing.assert_array_equal(observed_data(model, "a"), [0, 1, 1])
+    np.testing.assert_array_equal(observed_data(model, "b"), [0.5, 1.5])
+    np.testing.assert_array_equal(observed_data(model, "c"), [2, 3])
+    with model:
+        pm.set_data({"y_int": np.array([1, 0, 0])})
+    np.testing.assert_array_equal(observed_data(model, "a"), [1, 0, 0])  # current values
+    assert observed_data(model, "p") is None and observed_data(model, "nothing") is None
+
+
+def test_without_initial_values_lets_pymc_rewrite_and_keeps_the_model():
+    import pymc as pm
+    from pymc.model.fgraph import clone_model
+    from pymc.model.transform.conditioning import remove_value_transforms
+
+    from pymc_edp.model.compat import initial_values, without_initial_values
+
+    with pm.Model() as model:
+        mu = pm.Normal(
+            "mu",
+            np.zeros(2),
+            10.0,
+            initval=[-1.0, 1.0],
+            transform=pm.distributions.transforms.ordered,
+        )
+        pm.Normal("y", mu.sum(), 1.0, observed=[0.3, 0.1])
+    with pytest.raises(NotImplementedError, match="initial_values"):
+        clone_model(model)
+    view = without_initial_values(model)
+    assert remove_value_transforms(view)["mu"] is not None
+    clone = clone_model(view)
+    assert clone.rvs_to_initial_values[clone["mu"]] is None
+    np.testing.assert_array_equal(initial_values(model)["mu"], [-1.0, 1.0])
+    np.testing.assert_array_equal(model.rvs_to_initial_values[model["mu"]], [-1.0, 1.0])
+    assert without_initial_values(clone) is clone

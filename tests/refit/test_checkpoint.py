@@ -211,3 +211,19 @@ def test_edited_draws_are_caught_by_the_checksum(tmp_path):
     refit.Checkpoint(tmp_path, config).save(out)
     back = refit.Checkpoint(tmp_path, config).load(3)
     np.testing.assert_array_equal(back.posterior["mu"].values, post["mu"].values)
+
+
+def test_brief_never_carries_a_sampler_backtrace():
+    """nutpie's Rust errors carry a cause chain and a raw stack backtrace: one line is kept."""
+    from pymc_edp.refit.checkpoint import _brief
+
+    err = RuntimeError(
+        "All initialization points failed\n\nCaused by:\n    Logp function returned error: "
+        "ErrorCode(4)\nStack backtrace:\n   0: <unknown>\n  10: start_thread\n"
+        "             at ./nptl/pthread_create.c:442:8"
+    )
+    text = _brief(err)
+    assert "\n" not in text and "backtrace" not in text and "pthread" not in text
+    assert text.startswith("RuntimeError: All initialization points failed")
+    assert "ErrorCode(4)" in text
+    assert _brief(ValueError("one\ntwo")) == "ValueError: one"

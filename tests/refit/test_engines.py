@@ -153,3 +153,30 @@ def test_pymc_engine_and_dask_give_the_same_result(outlier_model):
     np.testing.assert_allclose(
         pymc_engine.pointwise["epsilon"], serial.pointwise["epsilon"], rtol=0.15
     )
+
+
+@pytest.mark.parametrize("engine", ["nutpie", "pymc"])
+def test_a_refit_that_cannot_start_starts_at_posterior_draws(engine):
+    """Ordered means whose support point is -inf on the transformed scale: without initval
+    no chain starts, and the refit starts again at the given full-data draws (issue 31)."""
+    from pymc_edp.refit.engines import failed_to_start, make_engine
+    from pymc_edp.refit.outcome import RefitTask
+    from pymc_edp.refit.run import _run_one
+
+    pytest.importorskip("nutpie")
+    with pm.Model() as model:
+        mu = pm.Normal("mu", np.zeros(2), 10.0, transform=pm.distributions.transforms.ordered)
+        pm.Normal("y", mu, 1.0, observed=np.array([[-2.0, 3.0], [-1.5, 2.5]]))
+    kw = dict(draws=100, tune=100, chains=2, var_names=("mu",))
+    plain = make_engine(engine, model=model, **kw)
+    with pytest.raises(Exception) as info:
+        plain.sample({}, 1)
+    assert failed_to_start(info.value) and plain.restarted() is None
+    starts = ({"mu": np.array([-1.8, 2.7])}, {"mu": np.array([-1.6, 2.9])})
+    eng = make_engine(engine, model=model, starts=starts, **kw)
+    out = _run_one(eng, RefitTask(0, 0, {}, 1))
+    assert out.status == "ok", out.reason
+    assert out.reason.startswith("started at full-data posterior draws after: ")
+    assert "\n" not in out.reason and "backtrace" not in out.reason.lower()
+    mean = out.posterior["mu"].mean(("chain", "draw")).values
+    np.testing.assert_allclose(mean, [-1.75, 2.75], atol=0.8)
