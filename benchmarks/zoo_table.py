@@ -30,11 +30,10 @@ COLUMNS = ("model", "test", "fit s", "audit s", "epsilon", "worst", "verificatio
 
 
 def _outcomes(junit: Path) -> dict[str, str]:
-    """Test outcome by zoo model name, from pytest's JUnit XML."""
+    """Test outcome by test name (with its parameter), from pytest's JUnit XML."""
     out = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
-        name = case.get("name", "")
-        key = name.split("[", 1)[1].rstrip("]") if "[" in name else name
+        key = case.get("name", "")
         tags = {child.tag for child in case}
         if "skipped" in tags:
             msg = next(c for c in case if c.tag == "skipped").get("type", "")
@@ -65,7 +64,7 @@ def table(rows: list[dict], outcomes: dict[str, str], markdown: bool) -> str:
             f"{'worst':<8}{'verification':<14}methods"
         )
     for r in rows:
-        test = outcomes.get(r["model"], "-")
+        test = outcomes.get(r.get("test", ""), "-")
         eps = f"{r['epsilon']:.2f}" if "epsilon" in r else "-"
         methods = ", ".join(f"{k} {v}" for k, v in r.get("methods", {}).items())
         verification = r.get("verification", r.get("error", ""))
