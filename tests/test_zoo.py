@@ -134,7 +134,12 @@ def test_logistic_with_observed_data(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue 31: NormalMixture with initval= crashes the refits")
+@pytest.mark.xfail(
+    strict=True,
+    raises=NotImplementedError,
+    reason="issue 31: NormalMixture with initval=: NotImplementedError: Cannot convert models "
+    "with non-default initial_values",
+)
 def test_mixture_with_initval(tmp_path):
     _, _, res = audited("mixture_initval")
     check(res, "mixture_initval", tmp_path)
