@@ -27,6 +27,9 @@ What is computed, and why:
 * **Empty bins and smoothing** (:func:`empty_bins`, :func:`smoothing_sensitivity`).
 * **eps(B)** (:func:`epsilon_curve`) from the stored weights, no refitting, with the
   continuous limit ``B -> inf`` (:func:`continuous_limit`) as its reference.
+* **A refit checked by hand** (:func:`refit_epsilon`): the epsilon of a user's own refit of
+  one neighbour, counted in the audit's own bins against the full-data bin probabilities as
+  the audit computed them (not ``1 / B``).
 * **The (eps, delta) profile** (:func:`delta_profile`): ``delta_i(eps)``, ``delta(eps)``,
   total risk ``delta*(eps)`` from the weights, without bins and without density estimates.
 
@@ -57,6 +60,7 @@ References
    importance sampling." Journal of Machine Learning Research 25(72), 2024.
 """
 
+from pymc_edp.diagnostics.by_hand import refit_epsilon
 from pymc_edp.diagnostics.curve import DEFAULT_CURVE_BINS, continuous_limit, epsilon_curve
 from pymc_edp.diagnostics.delta_profile import delta_profile
 from pymc_edp.diagnostics.imprecision import emi, empty_bins, smoothing_sensitivity
@@ -73,5 +77,6 @@ __all__ = [
     "epsilon_curve",
     "epsilon_interval",
     "epsilon_mcse",
+    "refit_epsilon",
     "smoothing_sensitivity",
 ]

@@ -842,6 +842,43 @@ class EDPResult:
         """
         return call("bin_log_ratios", self, neighbour)
 
+    def refit_epsilon(self, refit_posterior, neighbour=None) -> xr.Dataset:
+        """Epsilon of your own refit of one neighbour, counted in this audit's own bins.
+
+        To check the audit's number by hand: the refit's draws are counted in the audit's
+        equal-probability bins of the full-data draws and compared with those bins'
+        full-data probabilities as the audit computed them (the share of full-data draws in
+        each, which ties and finite draws make differ from ``1 / B``). See
+        :func:`pymc_edp.diagnostics.refit_epsilon`.
+
+        Parameters
+        ----------
+        refit_posterior : xarray.DataTree, arviz.InferenceData, xarray.Dataset or dict
+            The posterior of the model refitted to the neighbour's data (or its
+            ``posterior`` group).
+        neighbour : optional
+            The neighbour that was refitted, to report the audit's estimate for it beside.
+
+        Returns
+        -------
+        xarray.Dataset
+            ``epsilon`` per parameter, the bins' ``edges``, ``full_probability`` and
+            ``refit_probability``; ``attrs["epsilon"]`` is the maximum.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pymc_edp.datasets import load_eight_schools
+        >>> import pymc_edp as edp
+        >>> idata = load_eight_schools()
+        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
+        >>> same = {"mu": res.draws.values.reshape(4, -1)}  # the full-data draws themselves
+        >>> check = res.refit_epsilon(same, "Choate")
+        >>> round(check.attrs["epsilon"], 6), check["edges"].sizes["edge"]
+        (0.0, 9)
+        """
+        return call("refit_epsilon", self, refit_posterior, neighbour)
+
     def diagnose(self, prob: float = 0.9) -> str:
         """Plain-language report of how far to trust epsilon.
 

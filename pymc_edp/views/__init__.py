@@ -18,6 +18,7 @@ result method                           function
 ``EDPResult.curve``                     :func:`pymc_edp.diagnostics.epsilon_curve`
 ``EDPResult.delta_profile``             :func:`pymc_edp.diagnostics.delta_profile`
 ``EDPResult.bin_log_ratios``            :func:`pymc_edp.diagnostics.bin_log_ratios`
+``EDPResult.refit_epsilon``             :func:`pymc_edp.diagnostics.refit_epsilon`
 ``EDPResult.diagnose``                  :func:`pymc_edp.report.diagnose`
 ``repr(EDPResult)``                     :func:`pymc_edp.report.edp_result_text`
 ``EDPResult._repr_html_``               :func:`pymc_edp.plots.html.edp_result_html`
@@ -61,6 +62,7 @@ VIEWS: MappingProxyType[str, Callable[..., Any]] = MappingProxyType(
         "curve": diagnostics.epsilon_curve,
         "delta_profile": diagnostics.delta_profile,
         "bin_log_ratios": diagnostics.bin_log_ratios,
+        "refit_epsilon": diagnostics.refit_epsilon,
         "diagnose": report.diagnose,
         "text": report.edp_result_text,
         "html": html.edp_result_html,

@@ -1,0 +1,161 @@
+"""Checking an audit's number by hand: epsilon of a user's own refit, in the audit's bins.
+
+A user who refits one neighbour (the data with one record removed) and wants to compare
+with the audit must count the refit's draws in the audit's own bins, the equal-probability
+bins cut from the full-data draws, and compare with the full-data probabilities of those
+bins *as the audit computed them*: the share of full-data draws in each bin. That share is
+not exactly ``1 / B``: tied draws (a discrete parameter, a Metropolis step that repeats its
+draw) put more than ``S / B`` draws in one bin, tied cut points are merged, and ``S`` need not
+be a multiple of ``B``. :func:`refit_epsilon` does the count and returns the bins' edges and
+both sets of probabilities with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from pymc_edp.base import binning
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
+from pymc_edp.diagnostics._common import AuditData, bins_of
+from pymc_edp.model.compat import get_group
+from pymc_edp.model.loglik import posterior_matrix
+
+__all__ = ["refit_epsilon"]
+
+
+def _refit_draws(result: AuditData, refit_posterior) -> np.ndarray:
+    """The refit's draws ``(parameter, sample)`` in the order of the audit's parameters."""
+    if not isinstance(refit_posterior, xr.Dataset):
+        refit_posterior = get_group(refit_posterior, "posterior")
+    var_of = [str(v) for v in result.parameters["var_name"].values]
+    names = list(dict.fromkeys(var_of))
+    missing = [n for n in names if n not in refit_posterior.data_vars]
+    if missing:
+        raise KeyError(
+            f"the refit's posterior has no variable {missing}: refit the same model (with "
+            "the neighbour's data) so that its posterior has every audited variable "
+            f"({names})"
+        )
+    draws, labels, _ = posterior_matrix(refit_posterior, names)
+    row = {label: i for i, label in enumerate(labels)}
+    wanted = [str(p) for p in result.parameters[PARAMETER_DIM].values]
+    absent = [p for p in wanted if p not in row]
+    if absent:
+        raise KeyError(
+            f"the refit's posterior has no element {absent[:5]} of the audited parameters: "
+            "its variables must have the same shape and coordinates as the full-data fit's"
+        )
+    return draws[[row[p] for p in wanted]]
+
+
+def refit_epsilon(result: AuditData, refit_posterior, neighbour: Any = None) -> xr.Dataset:
+    """Epsilon of a user's own refit of one neighbour, counted in the audit's own bins.
+
+    The refit's draws of every audited parameter are counted in the audit's ``B``
+    equal-probability bins of the full-data draws, and compared with the full-data
+    probabilities of those bins as the audit computed them (the share of full-data draws in
+    each, which is not exactly ``1 / B``: see the module's notes). This is Charest & Han's
+    refit-and-count estimator: with ``M`` refit draws it is biased upward by Monte-Carlo
+    noise in the sparsest bin, so compare it with the audit's interval, not its point value,
+    unless ``M`` is large. A bin the refit draws miss is smoothed with the audit's
+    ``count_smoothing`` and makes the value a lower bound.
+
+    Parameters
+    ----------
+    result : AuditData
+        The audit (an :class:`~pymc_edp.EDPResult` that carries its full-data draws).
+    refit_posterior : xarray.DataTree, arviz.InferenceData, xarray.Dataset or dict
+        The posterior of the refit (the model fitted to the neighbour's data), or its
+        ``posterior`` group, with the audited variables over ``(chain, draw, ...)``; a dict
+        maps the names of scalar variables to arrays of shape ``(chain, draw)``.
+    neighbour : optional
+        The neighbour that was refitted (a coordinate of ``result.pointwise``), to put the
+        audit's own estimate for it beside the refit's in the attributes.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``parameter``: ``epsilon`` and ``worst_bin``; over (``parameter``, ``bin``):
+        ``full_probability`` (as the audit computed it) and ``refit_probability`` (the share
+        of refit draws), NaN past a parameter's effective number of bins; over
+        (``parameter``, ``edge``): ``edges``, the interior cut points (a draw equal to one goes
+        to the upper bin). Attributes: ``epsilon`` (the maximum), ``bins``,
+        ``n_refit_draws``, ``count_smoothing``, ``lower_bound`` and, with ``neighbour``,
+        ``neighbour`` and ``audit_epsilon``.
+
+    Examples
+    --------
+    Audit a conjugate Normal mean whose last record is an outlier, refit that neighbour (here
+    exact draws of its closed-form posterior stand in for a ``pm.sample`` of the model
+    without the record) and count the refit's draws in the audit's bins:
+
+    >>> import numpy as np
+    >>> import pymc_edp as edp
+    >>> from pymc_edp.model.compat import from_dict
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.append(rng.normal(0.0, 1.0, 19), 4.0)
+    >>> def draws(y, size):  # exact posterior of mu: y_i ~ N(mu, 1), mu ~ N(0, 10^2)
+    ...     prec = len(y) + 0.01
+    ...     return rng.normal(y.sum() / prec, prec**-0.5, size)
+    >>> mu = draws(y, (2, 1000))
+    >>> ll = -0.5 * (y[None, None, :] - mu[..., None]) ** 2 - 0.5 * np.log(2 * np.pi)
+    >>> idata = from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll},
+    ...                    "observed_data": {"y": y}})
+    >>> res = edp.audit(idata, method="psis", bins=10, random_seed=0, progressbar=False)
+    >>> check = edp.diagnostics.refit_epsilon(res, {"mu": draws(y[:-1], (1, 50_000))}, 19)
+    >>> check["full_probability"].sizes["bin"], round(float(check["full_probability"].sum()), 6)
+    (10, 1.0)
+    >>> bool(abs(check.attrs["epsilon"] - check.attrs["audit_epsilon"]) < 0.15)
+    True
+    """
+    if isinstance(refit_posterior, dict):
+        refit_posterior = xr.Dataset(
+            {
+                k: (("chain", "draw"), np.asarray(v, dtype=float))
+                for k, v in refit_posterior.items()
+            }
+        )
+    refit = _refit_draws(result, refit_posterior)
+    b = bins_of(result, result.bins)
+    est = binning.refit_estimate(refit, b, smoothing=result.count_smoothing)
+    idx = binning.assign_bins(refit, b)
+    n_par, width = b.counts.shape
+    full = np.full((n_par, width), np.nan)
+    share = np.full((n_par, width), np.nan)
+    for p in range(n_par):
+        nb = int(b.n_bins[p])
+        full[p, :nb] = b.counts[p, :nb] / b.n_samples
+        share[p, :nb] = np.bincount(idx[p], minlength=nb)[:nb] / refit.shape[1]
+    labels = result.parameters[PARAMETER_DIM].values
+    attrs = {
+        "epsilon": float(np.max(est.eps)),
+        "bins": int(result.bins),
+        "n_refit_draws": int(refit.shape[1]),
+        "count_smoothing": float(result.count_smoothing),
+        "lower_bound": bool(np.any(share == 0.0)),
+    }
+    if neighbour is not None:
+        values = result.pointwise[NEIGHBOUR_DIM].values
+        hits = np.flatnonzero(values == neighbour)
+        if hits.size == 0:
+            raise KeyError(f"no neighbour {neighbour!r}; neighbours are e.g. {list(values[:5])}")
+        attrs["neighbour"] = neighbour
+        attrs["audit_epsilon"] = float(result.pointwise["epsilon"].values[hits[0]])
+    return xr.Dataset(
+        {
+            "epsilon": (PARAMETER_DIM, np.asarray(est.eps, dtype=float)),
+            "worst_bin": (PARAMETER_DIM, np.asarray(est.argbin, dtype=np.int64)),
+            "full_probability": ((PARAMETER_DIM, "bin"), full),
+            "refit_probability": ((PARAMETER_DIM, "bin"), share),
+            "edges": ((PARAMETER_DIM, "edge"), b.edges),
+        },
+        coords={
+            PARAMETER_DIM: labels,
+            "bin": np.arange(width),
+            "edge": np.arange(b.edges.shape[1]),
+        },
+        attrs=attrs,
+    )

@@ -1,0 +1,202 @@
+"""The zoo (issue 31): every gallery-style model of ``tests/zoo.py`` audited end to end.
+
+Each model is fitted briefly and audited with the default ``edp.audit(idata, model,
+random_seed=...)``: method ``"auto"``, verification by refits on. The audit must give a
+finite epsilon, a verification outcome that is not a failure, the planted outlier as the
+worst record where the data has one, and a result that survives a netCDF round trip.
+
+With the environment variable ``ZOO_TABLE`` set to a file, each test appends a JSON row
+(fit and audit wall time, epsilon, worst record, verification, method counts) to it:
+``benchmarks/zoo_table.py`` runs this file that way and prints the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from collections import Counter
+
+import numpy as np
+import pytest
+import zoo
+
+import pymc_edp as edp
+from pymc_edp.model.loglik import NonFactorisedError
+from pymc_edp.refit.options import VERIFY_FAILED
+
+#: Models that take more than ~20 s to fit and audit on the project's 2-core machine.
+SLOW = {
+    "glm_normal",
+    "glm_studentt",
+    "glm_negbin",
+    "glm_zip",
+    "hier_centred",
+    "hier_noncentred",
+    "hier_zerosum",
+    "mixture",
+    "ordinal",
+    "categorical",
+    "survival_weibull",
+    "mvnormal_lkj",
+    "coal_mining",
+    "missing_values",
+    "two_observed",
+    "potential",
+    "censored",
+    "truncated",
+    "glm_poisson",
+    "glm_logistic",
+}
+
+
+def _record(name: str, fit_s: float, audit_s: float, res=None, error=None) -> None:
+    path = os.environ.get("ZOO_TABLE")
+    if not path:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0]
+    row = {"model": name, "test": test, "fit_s": round(fit_s, 2), "audit_s": round(audit_s, 2)}
+    if res is not None:
+        methods = Counter(str(m) for m in res.pointwise["method"].values)
+        row |= {
+            "epsilon": res.epsilon,
+            "worst": str(res.worst_neighbour),
+            "verification": res.verification,
+            "methods": dict(sorted(methods.items())),
+        }
+    else:
+        row |= {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:90]}"}
+    with open(path, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def audited(name: str, **kwargs):
+    """Fit the zoo model ``name`` and audit it with the defaults; ``(model, idata, res)``."""
+    t0 = time.perf_counter()
+    model, idata = zoo.ALL[name]()
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            # The audit's diagnostics (k-hat, verification notes) are kept on the result;
+            # what it says is asserted below, not raised.
+            warnings.simplefilter("ignore", edp.EDPWarning)
+            res = edp.audit(idata, model, random_seed=1, progressbar=False, **kwargs)
+    except Exception as exc:
+        _record(name, fit_s, time.perf_counter() - t0, error=exc)
+        raise
+    _record(name, fit_s, time.perf_counter() - t0, res=res)
+    return model, idata, res
+
+
+def check(res, name: str, tmp_path) -> None:
+    """The assertions every zoo audit must pass."""
+    assert np.isfinite(res.epsilon) and res.epsilon > 0.0, res.epsilon
+    assert res.verification in ("confirmed", "corrected", "refit"), (
+        res.verification,
+        res.verification_note,
+    )
+    codes = res.pointwise["verification"].values
+    assert not np.any(codes == VERIFY_FAILED), res.verification_note
+    status = [str(s) for s in res.pointwise["status"].values]
+    assert not [s for s in status if s.startswith("error")], status
+    if name in zoo.OUTLIER:
+        assert str(res.worst_neighbour) == str(zoo.OUTLIER[name]), res.most_exposed(3)
+    path = tmp_path / f"{name}.nc"
+    res.to_netcdf(path)
+    back = edp.EDPResult.from_netcdf(path)
+    assert back.epsilon == pytest.approx(res.epsilon)
+    assert back.verification == res.verification
+    assert str(back.worst_neighbour) == str(res.worst_neighbour)
+
+
+#: Factorised models that do not audit cleanly today, and why (reported in issue 31).
+BROKEN = {
+    "mvnormal_lkj": pytest.mark.xfail(
+        strict=True,
+        raises=AssertionError,
+        reason="issue 31: MvNormal rows with LKJ: one verification refit fails "
+        "(pointwise verification 'failed') yet the audit reports 'confirmed' (PyMC 5.28)",
+    ),
+}
+
+
+def _params(names):
+    return [
+        pytest.param(
+            n,
+            marks=([pytest.mark.slow] if n in SLOW else []) + ([BROKEN[n]] if n in BROKEN else []),
+            id=n,
+        )
+        for n in names
+    ]
+
+
+@pytest.mark.parametrize("name", _params(zoo.FACTORISED))
+def test_factorised_model_audits(name, tmp_path):
+    _, _, res = audited(name)
+    check(res, name, tmp_path)
+
+
+# ------------------------------------------------------------------ fixed in other branches
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    raises=AttributeError,
+    reason="issue 31: observed=pm.Data(...): AttributeError: no attribute 'get_value'",
+)
+def test_logistic_with_observed_data(tmp_path):
+    _, _, res = audited("glm_logistic_observed_data")
+    check(res, "glm_logistic_observed_data", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    raises=NotImplementedError,
+    reason="issue 31: NormalMixture with initval=: NotImplementedError: Cannot convert models "
+    "with non-default initial_values",
+)
+def test_mixture_with_initval(tmp_path):
+    _, _, res = audited("mixture_initval")
+    check(res, "mixture_initval", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="issue 31: LKJ compute_corr=True: 'chol_corr' in var_names is refused (ValueError)",
+)
+def test_lkj_correlation_in_var_names(tmp_path):
+    _, _, res = audited("mvnormal_lkj_corr", var_names=["chol_corr", "mu"])
+    check(res, "mvnormal_lkj_corr", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    raises=NonFactorisedError,
+    reason="issue 31: pm.AR observed series: NonFactorisedError",
+)
+def test_ar_series(tmp_path):
+    _, _, res = audited("ar_series")
+    check(res, "ar_series", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True, raises=NonFactorisedError, reason="issue 31: pm.gp.Marginal: NonFactorisedError"
+)
+def test_gp_marginal(tmp_path):
+    _, _, res = audited("gp_marginal")
+    check(res, "gp_marginal", tmp_path)
+
+
+@pytest.mark.slow
+def test_stochastic_volatility_runs():
+    # A warning that the latent random walk's neighbour posteriors have not converged is
+    # being added in another branch (issue 31); here the audit only has to run.
+    _, _, res = audited("stochastic_volatility")
+    assert np.isfinite(res.epsilon)
