@@ -523,8 +523,9 @@ FACTORISED: dict[str, Callable] = {
     )
 }
 
-#: Models being fixed elsewhere (issue 31), and the stochastic-volatility model.
-PENDING: dict[str, Callable] = {
+#: The gallery idioms that stopped the audit before issue 31 (observed pm.Data, initval=, a
+#: correlation matrix in var_names, coupled likelihoods), and stochastic volatility.
+GALLERY: dict[str, Callable] = {
     f.__name__: f
     for f in (
         glm_logistic_observed_data,
@@ -536,4 +537,4 @@ PENDING: dict[str, Callable] = {
     )
 }
 
-ALL: dict[str, Callable] = {**FACTORISED, **PENDING}
+ALL: dict[str, Callable] = {**FACTORISED, **GALLERY}
