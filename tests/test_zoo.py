@@ -110,22 +110,11 @@ def check(res, name: str, tmp_path) -> None:
     assert str(back.worst_neighbour) == str(res.worst_neighbour)
 
 
-#: Factorised models that do not audit cleanly today, and why (reported in issue 31).
-BROKEN = {
-    "mvnormal_lkj": pytest.mark.xfail(
-        strict=True,
-        raises=AssertionError,
-        reason="issue 31: MvNormal rows with LKJ: one verification refit fails "
-        "(pointwise verification 'failed') yet the audit reports 'confirmed' (PyMC 5.28)",
-    ),
-}
-
-
 def _params(names):
     return [
         pytest.param(
             n,
-            marks=([pytest.mark.slow] if n in SLOW else []) + ([BROKEN[n]] if n in BROKEN else []),
+            marks=[pytest.mark.slow] if n in SLOW else [],
             id=n,
         )
         for n in names

@@ -356,6 +356,18 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
             "the headline could not be confirmed: every verification refit failed (see "
             "res.pointwise['status']); epsilon rests on reweighting alone",
         )
+    eps_k = np.nanmax(np.nan_to_num(est.eps, nan=-np.inf), axis=1)
+    top = int(np.argmax(eps_k))
+    if not bad.any() and failed[top]:  # the refits that ran agree, but not the headline's
+        return check.but(
+            "unverified",
+            f"unverified: the refit of neighbour {nbs.labels[top]}, whose estimate sets "
+            f"epsilon, failed (see pointwise['status']); the {checked} other verification "
+            "refit(s) agree with their estimates",
+            f"the headline could not be confirmed: the refit of neighbour {nbs.labels[top]}, "
+            "whose estimate sets epsilon, failed (see res.pointwise['status']); epsilon "
+            "rests on reweighting alone",
+        )
     if not bad.any():
         return _agreement(check, nbs, run, checked, int(failed.sum()))
     worst = np.flatnonzero(bad)[np.argmax(np.abs(check.z[bad]))]

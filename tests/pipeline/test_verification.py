@@ -85,6 +85,19 @@ def test_failed_refits_leave_it_unverified():
     assert check.status == "unverified" and list(check.code[:2]) == [VERIFY_FAILED] * 2
 
 
+def test_a_failed_refit_of_the_headline_leaves_it_unverified():
+    """The other refits agreeing does not confirm an epsilon whose own refit failed."""
+    truth = EPS.copy()
+    truth[0] = np.nan  # the neighbour that sets epsilon
+    check = verify(VerifyOptions(top=2), FakeRefitter(truth), ERRORS)
+    assert check.status == "unverified" and "r0, whose estimate sets epsilon" in check.note
+    assert list(check.code[:2]) == [VERIFY_FAILED, VERIFY_AGREE]
+    truth = EPS.copy()
+    truth[1] = np.nan  # another one: confirmed, and the failure said
+    check = verify(VerifyOptions(top=2), FakeRefitter(truth), ERRORS)
+    assert check.status == "confirmed" and check.note.endswith("1 refit(s) failed")
+
+
 def test_verification_records():
     off = Verification.off(3, "every neighbour refitted (method='refit')")
     assert off.status == "refit" and (off.code == 0).all()
