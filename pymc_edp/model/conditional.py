@@ -37,9 +37,12 @@ import numpy as np
 from pymc_edp.model.loglik import NonFactorisedError
 
 __all__ = [
+    "block_log_conditionals",
     "check_gaussian",
     "conditional_logp",
+    "gaussian_derivatives",
     "is_coupled",
+    "is_student_t",
     "record_logp",
     "student_t_conditional",
 ]
@@ -107,6 +110,61 @@ def conditional_logp(logp, value, at):
     return 0.5 * pt.log(q / (2 * np.pi)) - 0.5 * q * (at.ravel() - mean) ** 2
 
 
+def gaussian_derivatives(model, rv):
+    """Graphs of the gradient and Hessian of ``rv``'s log-likelihood in its observed values.
+
+    Both at the model's data, flat over the records: ``(n,)`` and ``(n, n)``.
+    """
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import clone_replace
+
+    value = model.rvs_to_values[rv]
+    (logp,) = model.logp(vars=[rv], sum=False)
+    data = pt.tensor(name="edp_conditioned", dtype=value.dtype, shape=value.type.shape)
+    (logp,) = clone_replace([logp], replace={value: data})
+    return clone_replace(list(_derivatives(logp, data)), replace={data: value})
+
+
+def block_log_conditionals(g: np.ndarray, h: np.ndarray, blocks) -> np.ndarray:
+    """``log p(y_b | y_-b)`` of each block ``b`` of records of a Gaussian likelihood.
+
+    With ``Q = -h`` the precision and ``g = -Q (y - mu)`` the gradient at the data,
+    ``y_b | y_-b ~ N(y_b + Q_bb^-1 g_b, Q_bb^-1)``, so the density at ``y_b`` is
+    ``-k/2 log(2 pi) + 1/2 log det Q_bb - 1/2 g_b' Q_bb^-1 g_b`` (Bürkner, Gabry & Vehtari
+    2021; one record gives :func:`conditional_logp`).
+
+    Parameters
+    ----------
+    g : ndarray, shape (n,)
+    h : ndarray, shape (n, n)
+    blocks : sequence of int arrays
+        The records of each block.
+
+    Returns
+    -------
+    ndarray, shape (len(blocks),)
+
+    Examples
+    --------
+    Independent records: a block's conditional is the sum of its records' densities.
+
+    >>> import numpy as np
+    >>> from pymc_edp.model.conditional import block_log_conditionals
+    >>> y = np.array([0.5, -1.0, 2.0])  # N(0, 1) records
+    >>> out = block_log_conditionals(-y, -np.eye(3), [np.array([0, 2])])
+    >>> bool(np.isclose(out[0], -np.log(2 * np.pi) - 0.5 * (0.25 + 4.0)))
+    True
+    """
+    from scipy.linalg import solve_triangular
+
+    out = np.empty(len(blocks))
+    for j, block in enumerate(blocks):
+        chol = np.linalg.cholesky(-h[np.ix_(block, block)])
+        z = solve_triangular(chol, g[block], lower=True)
+        out[j] = -0.5 * len(block) * np.log(2 * np.pi) + np.log(np.diag(chol)).sum() - 0.5 * z @ z
+    return out
+
+
 def record_logp(model, rv, at=None):
     """Each record's log-likelihood term, or its leave-one-out conditional where coupled.
 
@@ -135,7 +193,7 @@ def record_logp(model, rv, at=None):
         return logp if at is None else clone_replace([logp], replace={value: at})[0]
     data = pt.tensor(name="edp_conditioned", dtype=value.dtype, shape=value.type.shape)
     at = data if at is None else pt.specify_shape(at, value.type.shape)
-    if _is_student_t(rv):
+    if is_student_t(rv):
         nu, mu, scale = model.replace_rvs_by_values(list(rv.owner.inputs[-3:]))
         out = student_t_conditional(nu, mu, scale, data, at)
     else:
@@ -144,7 +202,7 @@ def record_logp(model, rv, at=None):
     return clone_replace([out], replace={data: value})[0]
 
 
-def _is_student_t(rv) -> bool:
+def is_student_t(rv) -> bool:
     """A ``pm.MvStudentT`` over the records of a vector."""
     op = getattr(rv.owner, "op", None)
     return type(op).__name__ == "MvStudentTRV" and rv.type.ndim == 1
@@ -208,7 +266,7 @@ def check_gaussian(model, rv, name: str) -> None:
     from pymc.pytensorf import compile as pm_compile
     from pytensor.graph.replace import clone_replace
 
-    if _is_student_t(rv):
+    if is_student_t(rv):
         return  # its conditionals have a closed form (student_t_conditional)
     value = model.rvs_to_values[rv]
     advice = (

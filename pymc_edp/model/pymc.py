@@ -16,7 +16,15 @@ from pymc_edp.model.compat import (
     observed_data,
     without_initial_values,
 )
-from pymc_edp.model.conditional import check_gaussian, is_coupled, record_logp
+from pymc_edp.model.conditional import (
+    block_log_conditionals,
+    check_gaussian,
+    gaussian_derivatives,
+    is_coupled,
+    is_student_t,
+    record_logp,
+)
+from pymc_edp.model.loglik import NonFactorisedError
 
 __all__ = [
     "check_log_likelihood_matches_model",
@@ -291,6 +299,7 @@ class ElementwiseLogLik:
         if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
             raise KeyError(f"{name!r} is not an observed variable of the model")
         rv = umodel[name]
+        self._name = name
         value = umodel.rvs_to_values[rv]
         (logp,) = umodel.logp(vars=[rv], sum=False)
         y_new = pt.tensor(name=f"{name}_value", dtype=value.dtype, shape=(None,) * value.ndim)
@@ -304,6 +313,8 @@ class ElementwiseLogLik:
         self.dtypes = [v.dtype for v in values]
         self.value_dtype = value.dtype
         self._loop = pm_compile([*values, y_new], logp, on_unused_input="ignore")
+        self._model, self._values = umodel, values  # for block conditionals (compiled on demand)
+        self._blocks = None
         self._vec = None
         if self.coupled:  # an n x n Hessian per draw: one draw at a time
             return
@@ -316,6 +327,54 @@ class ElementwiseLogLik:
             self._vec = pm_compile([*batched, y_new], out, on_unused_input="ignore")
         except Exception:  # pragma: no cover - depends on the model's ops
             self._vec = None
+
+    def blocks(self, posterior: xr.Dataset, blocks) -> np.ndarray:
+        """``log p(y_b | y_-b, theta)`` of each block of records, at every draw.
+
+        For a coupled Gaussian likelihood
+        (:func:`pymc_edp.model.conditional.block_log_conditionals`).
+
+        Returns
+        -------
+        ndarray, shape (n_samples, len(blocks))
+
+        Raises
+        ------
+        NonFactorisedError
+            For a likelihood that factorises (sum its records instead) or is a Student-t.
+        """
+        from pymc.pytensorf import compile as pm_compile
+
+        rv = self._model[self._name]
+        if not self.coupled or is_student_t(rv):
+            raise NonFactorisedError(
+                f"block conditionals of {self._name!r} are not available: only a coupled "
+                "Gaussian likelihood has them here",
+                name=self._name,
+            )
+        if self._blocks is None:
+            graphs = gaussian_derivatives(self._model, rv)
+            self._blocks = pm_compile(self._values, graphs, on_unused_input="ignore")
+        draws = self._draws(posterior)
+        n_samples = draws[0].shape[0] if draws else 1
+        out = np.empty((n_samples, len(blocks)))
+        for s in range(n_samples):
+            g, h = self._blocks(*(d[s] for d in draws))
+            out[s] = block_log_conditionals(np.asarray(g), np.asarray(h), blocks)
+        return out
+
+    def _draws(self, posterior: xr.Dataset) -> list[np.ndarray]:
+        """Every free variable's draws, ``(n_samples, ...)`` in the model's dtypes."""
+        missing = [v for v in self.free if v not in posterior]
+        if missing:
+            raise ValueError(f"the posterior lacks the model's free variable(s) {missing}")
+        draws = []
+        for v, dt in zip(self.free, self.dtypes, strict=True):
+            da = posterior[v]
+            extra = [d for d in da.dims if d not in ("chain", "draw")]
+            arr = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=dt)
+            draws.append(arr.reshape(-1, *arr.shape[2:]))
+        return draws
 
     def __call__(self, posterior: xr.Dataset, y: np.ndarray) -> np.ndarray:
         """Log-likelihood terms at data ``y`` for every draw of ``posterior``.
@@ -331,15 +390,7 @@ class ElementwiseLogLik:
         -------
         ndarray, shape (n_samples, n_terms)
         """
-        missing = [v for v in self.free if v not in posterior]
-        if missing:
-            raise ValueError(f"the posterior lacks the model's free variable(s) {missing}")
-        draws = []
-        for v, dt in zip(self.free, self.dtypes, strict=True):
-            da = posterior[v]
-            extra = [d for d in da.dims if d not in ("chain", "draw")]
-            arr = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=dt)
-            draws.append(arr.reshape(-1, *arr.shape[2:]))
+        draws = self._draws(posterior)
         y = np.asarray(y, dtype=self.value_dtype)
         n_samples = draws[0].shape[0] if draws else 1
         if self._vec is not None:

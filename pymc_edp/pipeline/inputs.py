@@ -100,6 +100,10 @@ class Inputs:
         The variables and constant elements not binned, and why.
     match_rows : ndarray of int or None
         The rows of ``match_draws`` that ``draws`` holds (None: all of them).
+    blocks : tuple of str
+        Coupled variables whose neighbours remove blocks of records: their log-likelihood
+        holds each block's joint conditional on the block's first record (0 on the others),
+        which the model's per-record conditionals (moment matching, refits) do not give.
     convergence : FitConvergence or None
         R-hat, ESS and divergences of the fit, on the audited variables ``names``.
     """
@@ -125,6 +129,7 @@ class Inputs:
     left_out: tuple[LeftOut, ...] = ()
     match_rows: np.ndarray | None = None
     convergence: FitConvergence | None = None
+    blocks: tuple[str, ...] = ()
 
     @property
     def n_samples(self) -> int:
@@ -183,15 +188,17 @@ def read_inputs(
                 {n: observed_y[n] for n in ll.names if n in observed_y},
             )
     neighbours = settings.neighbour.neighbours(ll)
-    blocks = _coupled_blocks(ll, neighbours) if factorised else []
+    blocks = tuple(_coupled_blocks(ll, neighbours)) if factorised else ()
     if blocks:
-        # per-record conditionals do not add up to a block's: each group is refitted
-        factorised = False
-        messages.append(
-            f"the likelihood of {blocks} couples its records and a neighbour removes several "
-            "of them: reweighting would need each block's joint conditional, so every "
-            "neighbour is refitted with its records unobserved"
-        )
+        # per-record conditionals do not add up to a block's: each block's own instead
+        try:
+            ll = _with_block_conditionals(ll, neighbours, blocks, model, posterior, settings)
+        except NonFactorisedError as err:
+            factorised, blocks = False, ()
+            messages.append(
+                f"{err}; a neighbour removes several records of a coupled likelihood, so "
+                "every neighbour is refitted with its records unobserved"
+            )
     cands, replacement_sets = {}, [[]]
     if settings.replace:
         for name in ll.names:  # the error of what cannot be found
@@ -219,6 +226,7 @@ def read_inputs(
         unconstrained=_group(idata, "unconstrained_posterior"),
         left_out=read.left_out,
         match_rows=read.match_rows,
+        blocks=blocks,
         convergence=fit_convergence(posterior, read.names, _group(idata, "sample_stats")),
     )
 
@@ -343,6 +351,35 @@ def _coupled_blocks(ll: LogLikelihood, neighbours: Neighbours) -> list[str]:
         for v, name in enumerate(ll.names)
         if ll.datasets[name].attrs.get(COUPLED) and neighbours.largest_block(ll.offsets, v) > 1
     ]
+
+
+def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) -> LogLikelihood:
+    """``ll`` with each block of a coupled variable holding its joint conditional.
+
+    The block's ``log p(y_b | y_-b, theta)`` stands on its first row and 0 on its other rows,
+    so that summing a neighbour's rows (:func:`pymc_edp.model.loglik.log_ratios`) gives it.
+    Needs removal, and neighbours whose blocks do not overlap.
+    """
+    if settings.replace:
+        raise NonFactorisedError("replacing a block of a coupled likelihood is not reweighted")
+    arrays = list(ll.arrays)
+    for name in names:
+        v = ll.names.index(name)
+        lo, hi = ll.offsets[v], ll.offsets[v + 1]
+        blocks = []
+        for k in range(len(neighbours)):
+            rows = neighbours.rows_of(k)
+            rows = rows[(rows >= lo) & (rows < hi)] - lo
+            if rows.size:
+                blocks.append(rows)
+        taken = np.concatenate(blocks)
+        if np.unique(taken).size != taken.size:
+            raise NonFactorisedError(f"the blocks of {name!r} overlap", name=name)
+        values = elementwise_loglik(model, name).blocks(posterior, blocks)
+        column = np.zeros((ll.n_samples, int(hi - lo)))
+        column[:, [b[0] for b in blocks]] = values
+        arrays[v] = column
+    return LogLikelihood(ll.names, tuple(arrays), ll.offsets, ll.datasets)
 
 
 def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Dataset:

@@ -45,6 +45,15 @@ def match_moments(
     bad = np.flatnonzero(est.khat > opts.threshold(inp.n_samples))
     if not bad.size:
         return Matched(est)
+    if inp.blocks:  # the model gives per-record conditionals, not those of blocks
+        return Matched(
+            est,
+            (
+                f"the neighbours of the coupled likelihood of {list(inp.blocks)} remove "
+                "blocks of records: moment matching, which works with each record's "
+                "conditional, does not apply to them",
+            ),
+        )
     ll, nbs = problem.ll, problem.neighbours
     try:
         outcomes = moment_match_neighbours(

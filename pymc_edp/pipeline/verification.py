@@ -58,7 +58,7 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         draws=inp.draws,
         n_chains=inp.n_chains,
         count_smoothing=settings.smoothing.count,
-        density_ratio=inp.factorised,
+        density_ratio=inp.factorised and not inp.blocks,
         rows=inp.match_rows,
         starts=starting_points(inp.posterior, inp.model) if inp.model is not None else (),
     )

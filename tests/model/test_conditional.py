@@ -129,6 +129,23 @@ def test_leave_one_out_conditionals_equal_joint_minus_rest(case, rng):
         np.testing.assert_allclose(got_alt[s], _loo(mean, cov, y, alt), rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("case", ["mvnormal", "ar", "gp_marginal"])
+def test_block_conditionals_equal_joint_minus_rest(case, rng):
+    build, ranges = CASES[case]
+    y = rng.normal(0, 1.5, N)
+    model, gaussian = build(y)
+    post = _draws(rng, **ranges)
+    blocks = [np.array([0, 1]), np.array([2, 5, 8]), np.array([4])]
+    got = elementwise_loglik(model, "y").blocks(post, blocks)
+    for s in range(4):
+        mean, cov = gaussian({k: float(post[k].values[0, s]) for k in ranges})
+        full = stats.multivariate_normal(mean, cov).logpdf(y)
+        for j, b in enumerate(blocks):
+            keep = np.setdiff1d(np.arange(N), b)
+            rest = stats.multivariate_normal(mean[keep], cov[np.ix_(keep, keep)]).logpdf(y[keep])
+            assert got[s, j] == pytest.approx(full - rest, abs=1e-10)
+
+
 def test_a_factorised_likelihood_keeps_its_terms():
     y = np.array([0.5, -1.0, 2.0])
     with pm.Model() as model:
