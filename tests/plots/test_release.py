@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
+from support import NOT_CONVERGED
 
 import pymc_edp as edp
 from pymc_edp.datasets import load_eight_schools
@@ -69,6 +70,7 @@ def test_lower_bound_marker_is_open(res):
     assert not any("coarse" in label for label in _legend(ax))
 
 
+@NOT_CONVERGED  # the audit of the shipped centred eight schools (R-hat 1.02 for mu)
 def test_parameters_profile_beside_it(res, parameters):
     ax = res.plot(parameters=parameters)
     assert "parameters: bin-free δ(ε)" in _legend(ax)
