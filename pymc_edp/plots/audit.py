@@ -365,7 +365,9 @@ def plot_epsilon_curve(
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     if "lower" in curve.coords and np.isfinite(curve["lower"].values).any():
         lo, hi = curve["lower"].values, curve["upper"].values
-        yerr = np.vstack([eps - lo, hi - eps])
+        # refitted neighbours' intervals are their refits' while the curve reweights them, so
+        # a point can lie outside its interval: the bar then ends at the point
+        yerr = np.clip(np.vstack([eps - lo, hi - eps]), 0.0, None)
         p = curve.attrs.get("prob", prob)
         label = f"ε (B), {100 * float(p):.0f}% Monte-Carlo interval"
     else:

@@ -306,6 +306,15 @@ def test_epsilon_curve_of_a_precomputed_curve_with_exact_values(diag_result):
     np.testing.assert_allclose(exact.get_offsets()[:, 1], [0.1, 0.2, 0.3])
 
 
+def test_epsilon_curve_with_a_point_outside_its_interval(diag_result):
+    """Refitted neighbours' intervals are their refits' while the curve reweights them."""
+    curve = diag_result.curve(bins=[5, 10, 20])
+    curve = curve.assign_coords(lower=curve["lower"] + 0.5 + curve.values)  # above the point
+    ax = plots.plot_epsilon_curve(curve)  # raised "'yerr' must not contain negative values"
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(), curve.values)
+    plt.close(ax.figure)
+
+
 def test_epsilon_intervals_draw_estimates_bars_and_band(diag_result):
     ax = plots.plot_epsilon_intervals(diag_result, labels=3)
     iv = epsilon_interval(diag_result, 0.9)
