@@ -29,6 +29,7 @@ METHODS = {
     "plot_bin_log_ratios": "plot_bin_log_ratios",
     "plot_neighbour_posterior": "plot_neighbour_posterior",
     "plot_delta_profile": "plot_delta_profile",
+    "refit_epsilon": "refit_epsilon",
     "__repr__": "text",
     "_repr_html_": "html",
 }
