@@ -38,9 +38,11 @@ def fit(model: pm.Model, seed: int = SEED, *, log_likelihood: bool = True, **kwa
     computes it from the model when the group is missing).
     """
     with model, warnings.catch_warnings():
-        # A proposal that overflows (an inf in a gradient) is rejected by the sampler; the
-        # RuntimeWarning numpy raises on the way is not a problem of the model.
+        # A proposal that overflows (an inf in a gradient, or in PyMC's mass-matrix update) is
+        # rejected by the sampler; the RuntimeWarning numpy raises on the way is not a
+        # problem of the model.
         warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
+        warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
         idata = pm.sample(
             draws=500, tune=500, chains=2, random_seed=seed, progressbar=False, **kwargs
         )
