@@ -40,21 +40,26 @@ def _posterior(a, b, cov, y):
     return q @ (y - b) / prec, prec**-0.5
 
 
-def exact_epsilons(a, b, cov, y, replacement=None):
-    """Exact B-EDP of every neighbour (removal, or ``y_i`` replaced by ``replacement``)."""
+def exact_epsilons(a, b, cov, y, replacement=None, bins=BINS, groups=None):
+    """Exact B-EDP of every neighbour (a record removed or replaced, or a group removed).
+
+    ``replacement`` replaces ``y_i``; ``groups`` (one label per record) removes every record
+    of a group.
+    """
     mean, sd = _posterior(a, b, cov, y)
-    inner = stats.norm.ppf(np.linspace(0, 1, BINS + 1)[1:-1], mean, sd)
+    inner = stats.norm.ppf(np.linspace(0, 1, bins + 1)[1:-1], mean, sd)
+    labels = np.arange(y.size) if groups is None else np.asarray(groups)
     out = []
-    for i in range(y.size):
+    for g in np.unique(labels):
         if replacement is None:
-            keep = np.arange(y.size) != i
+            keep = labels != g
             m, s = _posterior(a[keep], b[keep], cov[np.ix_(keep, keep)], y[keep])
         else:
             alt = y.copy()
-            alt[i] = replacement
+            alt[labels == g] = replacement
             m, s = _posterior(a, b, cov, alt)
         mass = np.diff(np.concatenate([[0.0], stats.norm.cdf(inner, m, s), [1.0]]))
-        out.append(np.abs(np.log(mass * BINS)).max())
+        out.append(np.abs(np.log(mass * bins)).max())
     return np.array(out)
 
 
@@ -148,8 +153,12 @@ def test_replacement_matches_exact(tmp_path):
     plt.close(axes[0, 0].figure)
 
 
-def test_groups_of_a_coupled_likelihood_reweight_by_their_block_conditional():
-    """A group's weight is its block's joint conditional, not a sum of its records'."""
+GROUPS = np.repeat(np.arange(4), 2)
+
+
+@pytest.fixture(scope="module")
+def grouped():
+    """Eight AR(1)-correlated MvNormal records, fitted once: ``(model, idata, reference)``."""
     y = _data()[:8]
     t = np.arange(8)
     cov = 0.7 ** np.abs(t[:, None] - t[None, :])
@@ -157,7 +166,12 @@ def test_groups_of_a_coupled_likelihood_reweight_by_their_block_conditional():
         mu = pm.Normal("mu", 0, PRIOR_SD)
         pm.MvNormal("y", mu, cov=cov, observed=y)
         idata = pm.sample(**DRAWS)
-    groups = np.repeat(np.arange(4), 2)
+    return model, idata, (np.ones(8), np.zeros(8), cov, y)
+
+
+def test_groups_of_a_coupled_likelihood_reweight_by_their_block_conditional(grouped):
+    """A group's weight is its block's joint conditional, not a sum of its records'."""
+    model, idata, reference = grouped
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", edp.EDPWarning)  # a k-hat of 0.76: compared below
         res = edp.audit(
@@ -167,29 +181,16 @@ def test_groups_of_a_coupled_likelihood_reweight_by_their_block_conditional():
             random_seed=1,
             progressbar=False,
             method="psis",
-            neighbour=edp.NeighbourOptions(groups=groups),
+            neighbour=edp.NeighbourOptions(groups=GROUPS),
         )
-    mean, sd = _posterior(np.ones(8), np.zeros(8), cov, y)
-    inner = stats.norm.ppf(np.linspace(0, 1, 6)[1:-1], mean, sd)
-    exact = []
-    for g in range(4):
-        keep = groups != g
-        m, s = _posterior(np.ones(6), np.zeros(6), cov[np.ix_(keep, keep)], y[keep])
-        mass = np.diff(np.concatenate([[0.0], stats.norm.cdf(inner, m, s), [1.0]]))
-        exact.append(np.abs(np.log(mass * 5)).max())
+    exact = exact_epsilons(*reference, bins=5, groups=GROUPS)
     # reweighted estimates (4,000 draws): within 10% of exact, as for single records
     np.testing.assert_allclose(res.pointwise["epsilon"].values, exact, rtol=0.10, atol=0.02)
 
 
-def test_groups_of_a_coupled_likelihood_are_confirmed_by_refits():
+def test_groups_of_a_coupled_likelihood_are_confirmed_by_refits(grouped):
     """The default audit of groups: reweighted by blocks, confirmed by refitting them."""
-    y = _data()[:8]
-    t = np.arange(8)
-    cov = 0.7 ** np.abs(t[:, None] - t[None, :])
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0, PRIOR_SD)
-        pm.MvNormal("y", mu, cov=cov, observed=y)
-        idata = pm.sample(**DRAWS)
+    model, idata, _ = grouped
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = edp.audit(
@@ -198,7 +199,7 @@ def test_groups_of_a_coupled_likelihood_are_confirmed_by_refits():
             bins=5,
             random_seed=1,
             progressbar=False,
-            neighbour=edp.NeighbourOptions(groups=np.repeat(np.arange(4), 2)),
+            neighbour=edp.NeighbourOptions(groups=GROUPS),
         )
     # the refits' draws cannot be pooled (no block ratio at their draws): raw estimator
     assert any("raw estimator" in str(w.message) for w in caught)
