@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from pymc_edp.refit.fingerprint import PARTS
 from pymc_edp.refit.outcome import RefitOutcome, jsonable
 
 _log = logging.getLogger("pymc_edp")
@@ -64,6 +65,8 @@ def content_checksum(ds: xr.Dataset, attrs: dict) -> str:
         h.update(arr.tobytes())
     for key in _CHECKED_ATTRS:
         h.update(f"{key}={attrs.get(key)}|".encode())
+    if "fingerprint" in attrs:  # files written before fingerprints keep their checksum
+        h.update(f"fingerprint={attrs['fingerprint']}|".encode())
     return h.hexdigest()
 
 
@@ -112,8 +115,14 @@ class Checkpoint:
     """A folder where each finished refit is written as it completes (netCDF).
 
     ``manifest.json`` holds the configuration of the audit that wrote the folder, and each
-    ``refit_<index>.nc`` the short :func:`config_hash` of it and the :func:`content_checksum`
-    of its draws. The folder heals itself: a refit file that cannot be read, or whose draws
+    ``refit_<index>.nc`` the short :func:`config_hash` of it, the fingerprint of what that
+    refit was computed from (the model graph, the data, the neighbour's records and its
+    replacement values: :mod:`pymc_edp.refit.fingerprint`) and the :func:`content_checksum`
+    of its draws. A saved refit whose fingerprint is not the one asked for (another model,
+    other data, other groups or replacement values; or no fingerprint, from an older
+    version) is never reused: it is moved aside (``refit_000003.nc.stale``) and that
+    neighbour refitted, and one message names the neighbours and what differed. The folder
+    heals itself: a refit file that cannot be read, or whose draws
     no longer match their checksum, is moved aside (``refit_000003.nc.damaged``) and that
     neighbour refitted; a damaged manifest is moved aside (``manifest.json.damaged``) and written
     afresh, the refit files then being checked by their stored hash. What was repaired is
@@ -158,6 +167,8 @@ class Checkpoint:
         #: False when the manifest was damaged and rewritten: refit files without a stored
         #: configuration hash can then not be verified and are refitted
         self.manifest_intact = True
+        #: saved refits not reused, by what differed: (their message's place, their labels)
+        self._stale: dict[str, tuple[int, list]] = {}
         manifest = self.path / "manifest.json"
         if not manifest.exists():
             manifest.write_text(json.dumps(config, indent=1, sort_keys=True))
@@ -213,8 +224,12 @@ class Checkpoint:
             return f"could not be moved aside ({err}) and was deleted"
         return f"was moved to {aside.name}"
 
-    def load(self, index: int) -> RefitOutcome | None:
+    def load(self, index: int, fingerprint: dict | None = None) -> RefitOutcome | None:
         """The saved outcome of refit ``index``, or None (also when its file was damaged).
+
+        With a ``fingerprint`` (:meth:`pymc_edp.refit.fingerprint.AuditFingerprint.of`), a
+        saved refit computed from anything else (or saved without one) is moved aside as
+        ``.stale`` and None returned: that neighbour is refitted.
 
         Raises
         ------
@@ -227,6 +242,7 @@ class Checkpoint:
         try:
             with xr.open_dataset(f) as ds:
                 ds = ds.load()
+            saved_print = ds.attrs.get("fingerprint")  # _parse clears the attributes
             out, stored = self._parse(ds, index)
         except Exception as err:  # truncated, zero bytes, missing or garbled attributes
             where = self._set_aside(f, ".damaged")
@@ -235,9 +251,7 @@ class Checkpoint:
                 "refitting that neighbour"
             )
             return None
-        if stored is None:
-            if self.manifest_intact:
-                return out  # written before refit files carried a hash
+        if stored is None and not self.manifest_intact:  # older than configuration hashes
             where = self._set_aside(f, ".unverified")
             self.messages.append(
                 f"checkpoint refit file {f.name} has no configuration hash and the manifest "
@@ -245,13 +259,50 @@ class Checkpoint:
                 "that neighbour is refitted"
             )
             return None
-        if stored != self.config_hash:
+        if stored is not None and stored != self.config_hash:
             raise ValueError(
                 f"checkpoint {self.path}: {f.name} was written by a different audit "
                 f"(configuration hash {stored}, this audit {self.config_hash}); use a new "
                 "checkpoint path or the same settings"
             )
+        if fingerprint is not None and not self._fits(f, saved_print, out, fingerprint):
+            return None
         return out
+
+    def _fits(self, f: Path, saved_print, out: RefitOutcome, fingerprint: dict) -> bool:
+        """Whether the saved refit ``out`` was computed from ``fingerprint``; if not, set aside.
+
+        ``saved_print`` is the fingerprint stored in its file ``f`` (JSON), or None.
+        """
+        try:
+            saved = json.loads(saved_print) if saved_print is not None else None
+        except (TypeError, ValueError):
+            saved = None
+        if not isinstance(saved, dict):
+            why = (
+                "written by an older version of pymc_edp, which did not record the model, "
+                "data and neighbours they were computed from"
+            )
+        else:
+            keys = [*PARTS, *sorted((set(saved) | set(fingerprint)) - set(PARTS))]
+            differ = [PARTS.get(k, k) for k in keys if saved.get(k) != fingerprint.get(k)]
+            if not differ:
+                return True
+            why = f"computed from {' and '.join(differ)} than this audit's"
+        where = self._set_aside(f, ".stale")
+        at, labels = self._stale.setdefault(why, (len(self.messages), []))
+        labels.append(out.label)
+        shown = ", ".join(map(str, labels[:10])) + ("..." if len(labels) > 10 else "")
+        message = (
+            f"checkpoint {self.path}: the saved refits of {len(labels)} neighbour(s) ({shown}) "
+            f"were {why}, so they are not reused: each was refitted, its file set aside "
+            f"(the last one, {f.name}, {where}). Keep one checkpoint folder per model and data"
+        )
+        if at == len(self.messages):
+            self.messages.append(message)
+        else:
+            self.messages[at] = message
+        return False
 
     @staticmethod
     def _parse(ds: xr.Dataset, index: int) -> tuple[RefitOutcome, str | None]:
@@ -288,8 +339,11 @@ class Checkpoint:
         )
         return out, None if stored is None else str(stored)
 
-    def save(self, out: RefitOutcome) -> None:
-        """Write one outcome atomically, with this audit's configuration hash."""
+    def save(self, out: RefitOutcome, fingerprint: dict | None = None) -> None:
+        """Write one outcome atomically, with this audit's configuration hash.
+
+        ``fingerprint`` says what the refit was computed from (checked by :meth:`load`).
+        """
         ds = out.posterior.copy() if out.posterior is not None else xr.Dataset()
         ds.attrs = {
             "index": out.index,
@@ -300,6 +354,8 @@ class Checkpoint:
             "seconds": out.seconds,
             "config_hash": self.config_hash,
         }
+        if fingerprint is not None:
+            ds.attrs["fingerprint"] = json.dumps(fingerprint, sort_keys=True)
         ds.attrs["checksum"] = content_checksum(ds, ds.attrs)
         tmp = self._file(out.index).with_suffix(".tmp")
         ds.to_netcdf(tmp)

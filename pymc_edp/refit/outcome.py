@@ -36,6 +36,9 @@ class RefitTask:
     """One refit to run: neighbour ``index`` (``label``), its data and its seed.
 
     ``data`` may be a callable returning the data, expanded only when the refit runs.
+    ``fingerprint`` says what the refit is computed from (the model graph, the data, the
+    neighbour's records and replacement values; :mod:`pymc_edp.refit.fingerprint`): a
+    checkpoint reuses a saved refit only if it was computed from the same.
 
     Examples
     --------
@@ -49,6 +52,7 @@ class RefitTask:
     label: object
     data: object
     seed: int
+    fingerprint: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from pymc_edp.refit.engines import (
     make_engine,
     stricter,
 )
+from pymc_edp.refit.fingerprint import AuditFingerprint
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, jsonable, refit_seed
 
@@ -220,8 +221,9 @@ def run_refits(
     executor : optional
         Where refits run (see :func:`pymc_edp.base.parallel.map_tasks`); serially by default.
     checkpoint : Checkpoint, optional
-        Restores saved outcomes and saves new ones as they complete. Damaged files it finds
-        are refitted and described in ``checkpoint.messages``.
+        Restores saved outcomes and saves new ones as they complete, each with its task's
+        ``fingerprint``. Damaged files it finds, and saved refits computed from another
+        fingerprint than their task's, are refitted and described in ``checkpoint.messages``.
     progressbar : bool, default True
     retry_failed : bool, default True
         Refit again the neighbours whose saved outcome is a failure (status ``"error"``),
@@ -257,7 +259,9 @@ def run_refits(
     todo = []
     retried = 0
     for task in tasks:
-        saved = checkpoint.load(task.index) if checkpoint is not None else None
+        saved = None
+        if checkpoint is not None:
+            saved = checkpoint.load(task.index, task.fingerprint)
         if saved is not None and saved.status == "error" and retry_failed:
             retried += 1
             saved = None
@@ -269,10 +273,11 @@ def run_refits(
         _log.info("retrying %d refit(s) that failed in an earlier run", retried)
     if todo:
         _log.info("refitting %d neighbour(s) (%d restored from checkpoint)", len(todo), len(done))
+        prints = {task.index: task.fingerprint for task in todo}
 
         def on_result(i, out):
             if checkpoint is not None:
-                checkpoint.save(out)
+                checkpoint.save(out, prints.get(out.index))
 
         with _watching_interrupts():
             results = map_tasks(
@@ -369,6 +374,24 @@ class RefitProblem:
     #: records are computed through ``loglik_fns`` over all records instead. Filled at the
     #: first refit (compiled once per problem).
     _own: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: ``(build_model, AuditFingerprint)`` pairs: the model and data parts of the refits'
+    #: fingerprints, computed once per audit when a checkpoint needs them.
+    _prints: list = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def fingerprint(self, build_model=None) -> AuditFingerprint:
+        """What this audit's refits are computed from: the model graph and the data.
+
+        Hashed once (:class:`~pymc_edp.refit.fingerprint.AuditFingerprint`); each refit
+        adds its neighbour's records and replacement values
+        (:meth:`~pymc_edp.refit.fingerprint.AuditFingerprint.of`).
+        """
+        for builder, prints in self._prints:
+            if builder is build_model:
+                return prints
+        observed = {n: self.observed_y[n] for n in self.ll.names}
+        prints = AuditFingerprint(self.model, observed, build_model)
+        self._prints.append((build_model, prints))
+        return prints
 
     def refit_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset) -> np.ndarray:
         """Neighbour ``k``'s log density ratio at the draws of a refit ``posterior``.
@@ -687,7 +710,12 @@ def refit_neighbours(
         eng, loglik_fns = _engine_for(problem, options, messages)
     except (ValueError, TypeError, NotImplementedError, ImportError) as err:
         raise RefitSetupError(str(err)) from err
-    tasks = _refit_tasks(problem, to_refit, random_seed, builder=options.build_model is not None)
+    prints = None
+    if options.checkpoint is not None:  # what a saved refit must have been computed from
+        prints = problem.fingerprint(options.build_model)
+    tasks = _refit_tasks(
+        problem, to_refit, random_seed, builder=options.build_model is not None, prints=prints
+    )
     outcomes = _run_checkpointed(eng, tasks, options, config, progressbar, messages)
     order = None
     if problem.draws is not None:
@@ -715,9 +743,17 @@ def refit_neighbours(
 
 
 def _refit_tasks(
-    problem: RefitProblem, to_refit: np.ndarray, random_seed: int, *, builder: bool
+    problem: RefitProblem,
+    to_refit: np.ndarray,
+    random_seed: int,
+    *,
+    builder: bool,
+    prints: AuditFingerprint | None = None,
 ) -> list[RefitTask]:
-    """One :class:`RefitTask` per neighbour in ``to_refit``; its data are made lazily."""
+    """One :class:`RefitTask` per neighbour in ``to_refit``; its data are made lazily.
+
+    With ``prints`` each task carries its fingerprint (checked by the checkpoint).
+    """
     ll, nbs = problem.ll, problem.neighbours
     maker = NeighbourDataMaker(
         observed_y={n: problem.observed_y[n] for n in ll.names},
@@ -728,8 +764,10 @@ def _refit_tasks(
     tasks = []
     for k in map(int, to_refit):
         label = jsonable(nbs.labels[k])
-        lazy = partial(maker, k, label, neighbour_changes(ll, nbs, k, problem.candidate(k)))
-        tasks.append(RefitTask(k, label, lazy, refit_seed(random_seed, k)))
+        changes = neighbour_changes(ll, nbs, k, problem.candidate(k))
+        lazy = partial(maker, k, label, changes)
+        fingerprint = None if prints is None else prints.of(changes)
+        tasks.append(RefitTask(k, label, lazy, refit_seed(random_seed, k), fingerprint))
     return tasks
 
 
