@@ -15,11 +15,11 @@ from pymc_edp.auditing import check_settings
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
 from pymc_edp.base.parallel import progress_bar
-from pymc_edp.base.validate import check_choice, check_int, check_real
+from pymc_edp.base.validate import check_choice, check_delta, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.model.neighbours import NeighbourOptions
-from pymc_edp.model.pymc import resolve_model
+from pymc_edp.model.pymc import observed_values, resolve_model
 from pymc_edp.pipeline.inputs import Inputs, read_inputs
 from pymc_edp.release import notes as release_notes
 from pymc_edp.release.kinds import (
@@ -198,9 +198,7 @@ def check_release(release, k, delta, observed=None, size=None, statistic=None) -
     """
     check_choice(release, "release", ("draws", "synthetic"))
     k = check_int(k, "k", 1)
-    delta = check_real(delta, "delta", minimum=0)
-    if delta >= 1:
-        raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+    delta = check_delta(delta)
     if release == "draws":
         given = [
             n
@@ -233,7 +231,14 @@ def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
             "release='synthetic' draws datasets from the model's posterior predictive and "
             "evaluates its observation density: pass model="
         )
-    return dataclasses.replace(spec, observed=observed_name(model, observed))
+    name = observed_name(model, observed)
+    if np.size(observed_values(None, model, name)) == 0:
+        raise ValueError(
+            f"the observed variable {name!r} has zero records: a synthetic dataset drawn "
+            "from it would have none either. Check that the data reached the model, or pick "
+            "another variable with observed="
+        )
+    return dataclasses.replace(spec, observed=name)
 
 
 def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, seed: int):

@@ -272,3 +272,17 @@ def test_bad_arguments_are_refused_before_any_work():
         edp.audit_release(idata, model, release="synthetic", statistic=3)
     with pytest.raises(TypeError, match="options"):
         edp.audit_release(idata, model, options=3)
+    with pytest.raises(ValueError, match=r"delta must be a finite number"):
+        edp.audit_release(idata, model, delta=float("nan"))
+    with pytest.raises(ValueError, match=r"must be an integer >= 1, got 2.5"):
+        edp.audit_release(idata, model, k=2.5)
+
+
+def test_a_synthetic_release_of_a_variable_without_records_is_refused_first():
+    # issue 32: an observed variable with zero records ended in a ZeroDivisionError
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1, observed=np.zeros(0))
+    idata = from_dict({"posterior": {"mu": np.zeros((2, 100))}})
+    with pytest.raises(ValueError, match="observed variable 'y' has zero records"):
+        edp.audit_release(idata, model, release="synthetic", progressbar=False)
