@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from pymc_edp.base.common import PARAMETER_DIM
+from pymc_edp.base.validate import check_probability
 from pymc_edp.diagnostics import continuous_limit, emi, empty_bins, epsilon_interval, epsilon_mcse
 from pymc_edp.diagnostics._common import refitted
 from pymc_edp.report._common import AuditSummary, TuningSummary
@@ -194,6 +195,7 @@ def diagnose(result: AuditSummary, prob: float = 0.9) -> str:
     >>> "90% Monte-Carlo interval" in report and "EMI" in report
     True
     """
+    prob = check_probability(prob, "prob")
     head = headline(result)
     smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
     bound = " (a lower bound)" if head.lower_bound else ""

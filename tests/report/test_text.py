@@ -3,6 +3,7 @@
 import dataclasses
 
 import numpy as np
+import pytest
 import xarray as xr
 from support import tuning_result
 
@@ -93,3 +94,9 @@ def test_the_tuning_printout_is_the_reports():
     assert text.endswith("Warnings:\n- a caveat")
     shaky = tuning_result_text(_tuning(monotone=False, hyperparameter=None))
     assert "NOT monotone" in shaky and shaky.splitlines()[1].startswith("strength = 1.2")
+
+
+def test_diagnose_refuses_a_probability_outside_zero_one(nn_result):
+    # issue 32: prob=1.5 was swallowed into "no further Monte-Carlo detail"
+    with pytest.raises(ValueError, match=r"prob must be in \(0, 1\)"):
+        diagnose(nn_result, prob=1.5)
