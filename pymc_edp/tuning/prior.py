@@ -52,6 +52,7 @@ from pymc_edp.tuning.search import (
     monotone,
     root,
     trend,
+    uncontrolled,
 )
 
 __all__ = ["tune_prior"]
@@ -201,6 +202,7 @@ def _run_search(search: Search, x0: float, bracket, sopts: SearchOptions, sign: 
             raise RuntimeError(
                 f"bracket {bracket} does not straddle the target {target:.4g}: "
                 f"epsilon is {ta.epsilon:.4g} at {lo:.4g} and {tb.epsilon:.4g} at {hi:.4g}"
+                + uncontrolled(search.trials, target)
             )
         else:
             found = search.bracket()
