@@ -95,6 +95,24 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
+#: Largest --seed: the samplers take 32-bit seeds (NumPy's legacy generators refuse more).
+MAX_SEED = 2**32 - 1
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 0 to {MAX_SEED}, got {text!r}"
+        ) from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            f"a seed must be an integer from 0 to {MAX_SEED} (2**32 - 1), got {value}"
+        )
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the ``pymc-edp`` command.
 
@@ -161,7 +179,7 @@ def _add_sampling_options(group) -> None:
     )
     group.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         default=DEFAULT_SEED,
         help="random seed of the fit and of any refits (default: %(default)s)",
     )

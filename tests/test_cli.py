@@ -108,6 +108,7 @@ def test_no_command_prints_usage(capsys):
         ["demo", "--draws", "ten"],
         ["demo", "--method", "exact"],
         ["demo", "--neighbour", "replace"],
+        ["demo", "--seed", "1.5"],
     ],
 )
 def test_bad_arguments_exit_2(argv, capsys):
@@ -267,6 +268,9 @@ def test_demo_writes_into_its_own_folder_by_default(stub_fit, tmp_path, capsys, 
         (["demo", "--bins", "1"], "B must be at least 2"),
         (["demo", "--draws", "20"], "gives 40 posterior draws; B = 20 bins need at least 200"),
         (["demo", "--draws", "30", "--chains", "1", "--bins", "5"], "use --draws 50 or more"),
+        # issue 32: a negative seed sampled first, then died in a PyMC traceback
+        (["demo", "--seed", "-1"], "a seed must be an integer from 0 to 4294967295"),
+        (["demo", "--seed", str(2**32)], "a seed must be an integer from 0 to 4294967295"),
     ],
 )
 def test_demo_checks_its_options_before_sampling(argv, message, stub_fit, capsys):

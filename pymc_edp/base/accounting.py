@@ -127,12 +127,17 @@ def contributing_atoms(loss, prob, k: int, epsilon: float, interval: float) -> f
     release), so atom ``a`` contributes ``c_a = p_a delta_{k-1}(eps - L_a)``; the effective
     number ``(sum c)^2 / sum c^2`` counts the draws (or outputs) the estimate rests on.
     Below :data:`~pymc_edp.base.common.MIN_DRAWS_PER_BIN` it is at the draws' resolution
-    limit, as a bin with too few draws is.
+    limit, as a bin with too few draws is. A loss that is zero wherever there is mass
+    (the two datasets give every output the same probability) rests on no draw: ``inf``.
     """
     if not np.isfinite(epsilon):
         return 0.0
     live = (prob > 0) & np.isfinite(loss)
     x, p = loss[live], prob[live]
+    if x.size and not np.any(x) and not np.any((prob > 0) & np.isinf(loss)):
+        # every output is as likely under both datasets (a constant statistic, a record
+        # the output ignores): epsilon 0 is exact, no draw is needed to resolve it
+        return np.inf
     if k == 1:
         rest = np.clip(-np.expm1(epsilon - x), 0.0, None)
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -62,22 +63,29 @@ def parse_bytes(value, name: str = "memory") -> int:
     """
     if isinstance(value, bool):
         raise TypeError(f"{name} must be a number of bytes or a string like '1GiB'")
+    not_a_size = ValueError(
+        f"{name}={value!r} is not a size: give bytes or a string like '512MiB', '2GB' "
+        "(units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+    )
     if isinstance(value, numbers.Real):
+        if not math.isfinite(value):
+            raise not_a_size
         out = int(value)
     elif isinstance(value, str):
         text = value.strip().lower().replace(" ", "")
         digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
         unit = text[len(digits) :]
-        if unit not in _UNITS or not digits:
-            raise ValueError(
-                f"{name}={value!r} is not a size: give bytes or a string like '512MiB', "
-                "'2GB' (units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"
-            )
-        out = int(float(digits) * _UNITS[unit])
+        try:
+            amount = float(digits) * _UNITS[unit]
+        except (KeyError, ValueError):
+            raise not_a_size from None
+        if not math.isfinite(amount):
+            raise not_a_size
+        out = int(amount)
     else:
         raise TypeError(f"{name} must be a number of bytes or a string like '1GiB'")
     if out <= 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
+        raise ValueError(f"{name} must be positive (at least one byte), got {value!r}")
     return out
 
 

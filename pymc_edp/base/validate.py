@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["as_options", "check_choice", "check_int", "check_probability", "check_real"]
+__all__ = [
+    "as_options",
+    "check_choice",
+    "check_delta",
+    "check_int",
+    "check_probability",
+    "check_real",
+]
 
 
 def check_choice(value, name: str, choices: Sequence[str]) -> str:
@@ -57,6 +64,28 @@ def check_probability(value, name: str = "prob") -> float:
     v = check_real(value, name)
     if not 0 < v < 1:
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return v
+
+
+def check_delta(value, name: str = "delta") -> float:
+    """``value`` as a ``float`` in ``[0, 1)``: the delta of an (epsilon, delta) guarantee.
+
+    ``delta >= 1`` holds for any epsilon, so it says nothing and is refused.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.validate import check_delta
+    >>> check_delta(0), check_delta(1e-5)
+    (0.0, 1e-05)
+    """
+    v = check_real(value, name)
+    if not 0 <= v < 1:
+        why = (
+            f"every epsilon holds at {name} >= 1"
+            if v >= 1
+            else f"{name} is a probability (of the guarantee failing)"
+        )
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}: {why}; give e.g. 1e-5")
     return v
 
 

@@ -15,6 +15,7 @@ from pymc_edp.base.common import (
     EDPWarning,
     chunk_slices,
 )
+from pymc_edp.base.validate import check_int
 from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
@@ -125,6 +126,21 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
     return ds
 
 
+def _bins_grid(bins) -> np.ndarray:
+    """``bins`` as a 1-D integer array, each ``>= 2`` (a non-integer is refused, not cut)."""
+    message = f"bins must be a non-empty list of integers >= 2, got {bins!r}"
+    try:
+        values = list(np.atleast_1d(np.asarray(bins, dtype=object)).ravel())
+    except TypeError:
+        raise ValueError(message) from None
+    if not values or np.ndim(bins) != 1:
+        raise ValueError(message)
+    try:
+        return np.array([check_int(b, "bins", 2) for b in values], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+
+
 def epsilon_curve(
     result: AuditData,
     bins: Sequence[int] = DEFAULT_CURVE_BINS,
@@ -183,9 +199,7 @@ def epsilon_curve(
     >>> curve.round(3).values.tolist()
     [0.75..., nan]
     """
-    grid = np.asarray(list(bins), dtype=np.int64)
-    if grid.ndim != 1 or grid.size == 0 or np.any(grid < 2):
-        raise ValueError(f"bins must be a non-empty list of integers >= 2, got {bins!r}")
+    grid = _bins_grid(bins)
     lw = weights_of(result)
     n_samples = lw.shape[1]
     alpha = float(result.smoothing if smoothing is None else smoothing)

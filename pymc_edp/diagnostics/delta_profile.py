@@ -88,8 +88,8 @@ def delta_profile(
     coords = {NEIGHBOUR_DIM: labels, "epsilon": eps}
     if targets is not None:
         tg = np.atleast_1d(np.asarray(targets, dtype=float))
-        if np.any(tg < 0) or np.any(tg >= 1):
-            raise ValueError("targets must be in [0, 1)")
+        if not np.all((tg >= 0) & (tg < 1)):
+            raise ValueError(f"targets must be deltas in [0, 1), got {targets!r}")
         top = float(continuous_limit(result)["sup_log_ratio"].max()) + 1e-9
         prepared = [
             (sl, hockey.hockey_stick_prepare(lw[sl]))

@@ -168,6 +168,7 @@ def read_inputs(
     draws, messages = read.draws, read.messages
     _check_draws_per_bin(draws.shape[1], settings.bins)
     ll, factorised, notes = _log_likelihood(idata, model, settings, observed_data)
+    _check_records(ll)
     messages.extend(notes)
     if ll.n_samples != draws.shape[1]:
         raise ValueError(
@@ -286,6 +287,21 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
         match_rows=None if keep[in_names].all() else np.flatnonzero(keep[in_names]),
         left_out=left_out,
     )
+
+
+def _check_records(ll: LogLikelihood) -> None:
+    """The audited observed variables have records: a neighbour removes or replaces one.
+
+    A variable without records alongside others that have some is no neighbour of its own
+    and is left alone.
+    """
+    if ll.n_rows == 0:
+        raise ValueError(
+            f"the observed variable(s) {list(ll.names)} have zero records, so no neighbour "
+            "dataset can remove or replace one: check that the data reached the model "
+            "(observed= or pm.Data), or audit observed variables that have records "
+            "(neighbour=NeighbourOptions(observed=[...]))"
+        )
 
 
 def _check_draws_per_bin(n_samples: int, bins: int) -> None:

@@ -32,6 +32,7 @@ from pymc_edp.plots.audit import KHAT_COLORS
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
 from pymc_edp.report import Headline, format_interval, headline, khat_counts
 from pymc_edp.report._common import AuditSummary, TuningSummary
+from pymc_edp.report.text import tuning_heading
 
 __all__ = [
     "CSS",
@@ -695,5 +696,5 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     elif audit is not None:
         body += _section("Confirmation audit", edp_result_html(audit, style=False), open_=False)
     body += _warnings(tuple(result.warnings))
-    subtitle = f"Prior tuned to a target B-EDP (B = {result.bins}, neighbour = {result.neighbour})"
+    subtitle = tuning_heading(result)
     return _wrap("pymc_edp.PriorTuningResult", subtitle, body, style=style)

@@ -74,6 +74,50 @@ def _draw_marker(ax: Axes, res: Any, facts: Any, right: float) -> None:
     )  # fmt: skip
 
 
+def check_same_fit(res: Any, parameters: Any) -> None:
+    """Refuse a parameter audit of another fit than the release's (``parameters=``).
+
+    Compared: the neighbours (their number and labels), the posterior draws and chains,
+    and the neighbour relation, as far as both results hold them.
+
+    Raises
+    ------
+    TypeError
+        ``parameters`` is not an :class:`pymc_edp.EDPResult`.
+    ValueError
+        It describes another fit: what differs is named.
+    """
+    from pymc_edp.results.edp import EDPResult
+
+    if not isinstance(parameters, EDPResult):
+        raise TypeError(
+            "parameters= takes the EDPResult of edp.audit(idata) on the posterior the release "
+            f"was audited from, got {type(parameters).__name__} {parameters!r:.60}"
+        )
+    differs = []
+    mine = [str(v) for v in res.pointwise["neighbour"].values]
+    theirs = [str(v) for v in parameters.pointwise["neighbour"].values]
+    if len(mine) != len(theirs):
+        differs.append(f"{len(theirs)} neighbours, the release {len(mine)}")
+    elif mine != theirs:
+        differs.append("other neighbour labels (records or individuals)")
+    for key, mine_, theirs_ in (
+        ("draws", res.details.get("draws"), parameters.n_samples),
+        ("chains", res.details.get("chains"), parameters.n_chains),
+    ):
+        if mine_ is not None and int(mine_) != int(theirs_):
+            differs.append(f"{int(theirs_)} posterior {key}, the release {int(mine_)}")
+    if str(parameters.neighbour) != str(res.neighbour):
+        differs.append(f"neighbours {parameters.neighbour!r}, the release {res.neighbour!r}")
+    if differs:
+        raise ValueError(
+            "parameters= is the audit of another fit than the release's: it has "
+            + "; ".join(differs)
+            + ". Pass edp.audit(...) of the same posterior draws (idata) and neighbour "
+            "relation as edp.audit_release."
+        )
+
+
 def plot_release(
     res: Any,
     ax: Axes | None = None,
@@ -100,7 +144,8 @@ def plot_release(
     neighbours : int, default 5
         Neighbours (largest epsilon first) whose coarse ``k``-release curves are drawn.
     parameters : EDPResult, optional
-        The parameter-level audit of the same posterior (:func:`pymc_edp.audit`).
+        The parameter-level audit of the same posterior (:func:`pymc_edp.audit`), with the
+        same neighbours and draws (checked: another fit's audit is refused).
     figsize : tuple of float, optional
 
     Returns
@@ -142,6 +187,7 @@ def plot_release(
         )  # fmt: skip
     shown = [e1, ek]
     if parameters is not None:
+        check_same_fit(res, parameters)
         top = max([float(np.max(e)) for e in shown if e.size] + [float(res.headline)])
         epsilons = np.linspace(0.0, 1.05 * top, 200)
         prof = parameters.delta_profile(epsilons)

@@ -15,11 +15,11 @@ from pymc_edp.auditing import check_settings
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
 from pymc_edp.base.parallel import progress_bar
-from pymc_edp.base.validate import check_choice, check_int, check_real
+from pymc_edp.base.validate import check_choice, check_delta, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.model.neighbours import NeighbourOptions
-from pymc_edp.model.pymc import resolve_model
+from pymc_edp.model.pymc import observed_values, resolve_model
 from pymc_edp.pipeline.inputs import Inputs, read_inputs
 from pymc_edp.release import notes as release_notes
 from pymc_edp.release.kinds import (
@@ -198,9 +198,7 @@ def check_release(release, k, delta, observed=None, size=None, statistic=None) -
     """
     check_choice(release, "release", ("draws", "synthetic"))
     k = check_int(k, "k", 1)
-    delta = check_real(delta, "delta", minimum=0)
-    if delta >= 1:
-        raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+    delta = check_delta(delta)
     if release == "draws":
         given = [
             n
@@ -233,7 +231,14 @@ def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
             "release='synthetic' draws datasets from the model's posterior predictive and "
             "evaluates its observation density: pass model="
         )
-    return dataclasses.replace(spec, observed=observed_name(model, observed))
+    name = observed_name(model, observed)
+    if np.size(observed_values(None, model, name)) == 0:
+        raise ValueError(
+            f"the observed variable {name!r} has zero records: a synthetic dataset drawn "
+            "from it would have none either. Check that the data reached the model, or pick "
+            "another variable with observed="
+        )
+    return dataclasses.replace(spec, observed=name)
 
 
 def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, seed: int):
@@ -426,8 +431,12 @@ def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, 
 
 
 def _compare(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
-    """Post-processing: the same pairs audited as posterior draws (and as the dataset)."""
-    levels = {spec.release: refined.upper}
+    """Post-processing: the same pairs audited as posterior draws (and as the dataset).
+
+    Each level's epsilon per pair, and whether it is a lower bound (it rests on fewer than
+    10 effective draws or outputs, as the headline's flag).
+    """
+    levels = {spec.release: (refined.upper, refined.contributing)}
     if spec.release in ("synthetic", "statistic"):
         draws = DrawsRelease()
         levels["draws"] = _level(draws, refined, spec, opts, seed)
@@ -441,19 +450,30 @@ def _compare(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, se
         ds = DatasetRelease(data, support, opts.outputs, opts.enumerate, seed)
         levels["synthetic"] = _level(ds, refined, spec, opts, seed)
     order = [lv for lv in ("draws", "synthetic", "statistic") if lv in levels]
-    eps = np.stack([levels[lv] for lv in order])
+    eps = np.stack([levels[lv][0] for lv in order])
+    bound = np.stack([acc.resolution_limited(np.asarray(levels[lv][1])) for lv in order])
+    worst = np.argmax(eps, axis=1)
+    rows = np.arange(len(order))
     return xr.Dataset(
-        {"epsilon": (("level", "pair"), eps), "worst": ("level", eps.max(axis=1))},
+        {
+            "epsilon": (("level", "pair"), eps),
+            "worst": ("level", eps[rows, worst]),
+            "lower_bound": (("level", "pair"), bound),
+            "worst_lower_bound": ("level", bound[rows, worst]),
+        },
         coords={"level": np.array(order, dtype=str), "pair": np.arange(eps.shape[1])},
     )
 
 
-def _level(kind, refined: _Refined, spec: _Spec, opts: ReleaseOptions, seed: int) -> np.ndarray:
-    out = []
+def _level(kind, refined: _Refined, spec: _Spec, opts: ReleaseOptions, seed: int):
+    """Epsilon of each refined pair as released by ``kind``, and its effective draws."""
+    eps, n_eff = [], []
     for p, pair in enumerate(refined.pairs):
         at = kind.refined(pair, seed + 7919 * (p + 1))
-        out.append(_fine(at.loss[0], at.prob[0], spec, opts, kind.listed)[0])
-    return np.array(out)
+        fine = _fine(at.loss[0], at.prob[0], spec, opts, kind.listed)
+        eps.append(fine[0])
+        n_eff.append(fine[2])
+    return np.array(eps), np.array(n_eff)
 
 
 def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult:

@@ -9,7 +9,7 @@ from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.release.atoms import log_mean_bias
 
-__all__ = ["UNVERIFIED", "collect", "details", "likelihood_parents"]
+__all__ = ["UNVERIFIED", "bias_note", "collect", "details", "likelihood_parents"]
 
 #: What a release audit says of its own confirmation: it has none.
 UNVERIFIED = (
@@ -122,11 +122,37 @@ def collect(inp, spec, opts, screen, refined, details: dict) -> list[str]:
                 "of the whole draw is used, an upper bound for the published variables "
                 "(post-processing)"
             )
-    bias = details["log_mean_bias"]
-    if bias > 0.05 * max(head, 1e-12):
-        notes.append(
-            f"the log of a Monte-Carlo mean is biased: about {bias:.3g} in the worst "
-            f"pair's loss (first order), {100 * bias / max(head, 1e-12):.0f}% of epsilon; "
-            "draw more posterior samples"
-        )
+    note = bias_note(details["log_mean_bias"], head, opts.accuracy)
+    if note:
+        notes.append(note)
     return notes
+
+
+def bias_note(bias: float, epsilon: float, accuracy: float) -> str:
+    """The note on the log-mean bias of the worst pair's loss, or "" when it does not matter.
+
+    It matters above 5% of epsilon and above the grid's ``accuracy`` (a smaller bias is
+    below what the composed epsilon resolves anyway). A share of epsilon is given only when
+    epsilon exceeds the bias: near epsilon 0 (a delta near 1, a record with little effect)
+    a percentage says nothing, and the bias is compared with epsilon in absolute terms.
+
+    Examples
+    --------
+    >>> from pymc_edp.release.notes import bias_note
+    >>> "20% of epsilon" in bias_note(0.2, 1.0, 1e-3)
+    True
+    >>> "so epsilon is not resolved" in bias_note(0.02, 1e-6, 1e-3)
+    True
+    >>> bias_note(2.5e-4, 0.0, 1e-3)
+    ''
+    """
+    if not (bias > 0.05 * epsilon and bias > accuracy):
+        return ""
+    head = f"the log of a Monte-Carlo mean is biased: about {bias:.3g} in the worst pair's loss"
+    if epsilon > bias:
+        share = f"(first order), {100 * bias / epsilon:.0f}% of epsilon"
+    else:
+        share = (
+            f"(first order), at least epsilon itself ({epsilon:.3g}), so epsilon is not resolved"
+        )
+    return f"{head} {share}; draw more posterior samples"

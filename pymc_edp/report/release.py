@@ -71,9 +71,11 @@ class ReleaseFacts:
         Why the headline is a lower bound ("" when it is not).
     worst_neighbour : str
     comparison : tuple of (str, str, str)
-        ``(level, what it publishes, epsilon)`` per post-processing level.
+        ``(level, what it publishes, epsilon)`` per post-processing level; a level that is
+        a lower bound has ``"≥ "`` before its epsilon and says so after what it publishes.
     post_processing : str
-        :data:`POST_PROCESSING` ("" without a comparison).
+        :data:`POST_PROCESSING` ("" without a comparison), and why a level is a lower bound
+        when one is.
     details : tuple of (str, str)
         ``(label, value)`` of the key Monte-Carlo facts.
     notes : tuple of str
@@ -115,11 +117,37 @@ def _comparison(res: Any) -> tuple[tuple[str, str, str], ...]:
     comp = res.comparison
     if "level" not in comp.dims or "worst" not in comp:
         return ()
+    bounds = (
+        comp["worst_lower_bound"].values
+        if "worst_lower_bound" in comp
+        else np.zeros(comp.sizes["level"], dtype=bool)
+    )
     rows = []
-    for level, eps in zip(comp["level"].values, comp["worst"].values, strict=True):
+    for level, eps, bound in zip(comp["level"].values, comp["worst"].values, bounds, strict=True):
         level = str(level)
-        rows.append((level, RELEASES.get(level, level), f"{float(eps):.3f}"))
+        what = RELEASES.get(level, level)
+        value = f"{float(eps):.3f}"
+        if bound:
+            value, what = f"≥ {value}", f"{what}; a lower bound"
+        rows.append((level, what, value))
     return tuple(rows)
+
+
+def _comparison_bound(res: Any, comparison) -> str:
+    """Why a level of the comparison is a lower bound ("" when none is)."""
+    if not any(eps.startswith("≥") for _, _, eps in comparison):
+        return ""
+    text = (
+        "≥: a lower bound, resting on fewer than 10 effective draws or outputs; the true "
+        "epsilon may be larger"
+    )
+    if float(res.target_delta) == 0:
+        text += (
+            " (at delta = 0 a sampled level's epsilon is the largest loss among the draws: "
+            "the truth is infinite when the loss is unbounded, e.g. a posterior's density "
+            "ratio)"
+        )
+    return text + "."
 
 
 def release_facts(res: Any) -> ReleaseFacts:
@@ -184,7 +212,11 @@ def release_facts(res: Any) -> ReleaseFacts:
         bound=bound,
         worst_neighbour=str(res.worst_neighbour),
         comparison=comparison,
-        post_processing=POST_PROCESSING if comparison else "",
+        post_processing=(
+            " ".join(t for t in (POST_PROCESSING, _comparison_bound(res, comparison)) if t)
+            if comparison
+            else ""
+        ),
         details=details,
         notes=tuple(str(n) for n in res.notes),
     )

@@ -12,14 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from pymc_edp.base.common import PARAMETER_DIM
+from pymc_edp.base.validate import check_probability
 from pymc_edp.diagnostics import continuous_limit, emi, empty_bins, epsilon_interval, epsilon_mcse
 from pymc_edp.diagnostics._common import refitted
 from pymc_edp.report._common import AuditSummary, TuningSummary
 from pymc_edp.report.headline import format_interval, headline
 from pymc_edp.report.khat import khat_counts
+from pymc_edp.results.release import RELEASES
 from pymc_edp.results.tuning import TRIAL_DIM
 
-__all__ = ["diagnose", "edp_result_text", "tuning_result_text"]
+__all__ = ["diagnose", "edp_result_text", "tuning_heading", "tuning_result_text"]
 
 
 def edp_result_text(result: AuditSummary) -> str:
@@ -116,6 +118,33 @@ def _pruning_lines(result: AuditSummary) -> list[str]:
     return lines
 
 
+def tuning_heading(result: TuningSummary) -> str:
+    """What the prior was tuned to: a B-EDP epsilon, or the epsilon of a release.
+
+    A result tuned to a release target (its confirmation ``audit`` is a release audit,
+    :class:`pymc_edp.ReleaseResult`) names what is published, ``k`` and ``delta``; the bins
+    of a B-EDP audit do not apply to it.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from pymc_edp.report.text import tuning_heading
+    >>> tuning_heading(SimpleNamespace(bins=20, neighbour="remove", audit=None))
+    'Prior tuned to a target B-EDP (B = 20, neighbour = remove)'
+    >>> rel = SimpleNamespace(release="synthetic", k=5, target_delta=1e-6)
+    >>> print(tuning_heading(SimpleNamespace(bins=20, neighbour="remove", audit=rel)))
+    Prior tuned to a target release epsilon (synthetic datasets, k = 5 at delta = 1e-06, ...)
+    """
+    audit = getattr(result, "audit", None)
+    if audit is not None and hasattr(audit, "release"):
+        what = RELEASES.get(str(audit.release), str(audit.release))
+        return (
+            f"Prior tuned to a target release epsilon ({what}, k = {int(audit.k)} at delta = "
+            f"{float(audit.target_delta):g}, neighbour = {result.neighbour})"
+        )
+    return f"Prior tuned to a target B-EDP (B = {result.bins}, neighbour = {result.neighbour})"
+
+
 def tuning_result_text(result: TuningSummary) -> str:
     """The printout of a prior-tuning result (``repr(res)``, ``print(res)``).
 
@@ -145,7 +174,7 @@ def tuning_result_text(result: TuningSummary) -> str:
     """
     name = result.hyperparameter or "strength"
     lines = [
-        f"Prior tuned to a target B-EDP (B = {result.bins}, neighbour = {result.neighbour})",
+        tuning_heading(result),
         f"{name} = {result.value:.6g}  (untuned {result.initial_value:.6g}; epsilon "
         f"{result.direction} in {name})",
         f"epsilon = {result.epsilon:.4f} +- {result.mcse:.4f} (MCSE, {result.method})  target "
@@ -194,6 +223,7 @@ def diagnose(result: AuditSummary, prob: float = 0.9) -> str:
     >>> "90% Monte-Carlo interval" in report and "EMI" in report
     True
     """
+    prob = check_probability(prob, "prob")
     head = headline(result)
     smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
     bound = " (a lower bound)" if head.lower_bound else ""

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from pymc_edp.base.accounting import compose_pair, epsilon_curve
+from pymc_edp.base.accounting import compose_pair, epsilon_curve, grid_interval
 from pymc_edp.base.pld import exact_delta
+from pymc_edp.base.validate import check_delta, check_int, check_real
 from pymc_edp.results._views import ViewNotRegisteredError, call
 
 __all__ = ["RELEASES", "ReleaseResult"]
@@ -105,21 +106,39 @@ class ReleaseResult:
             for p in range(self.refined.sizes["pair"]):
                 loss = self.refined["loss"].values[p]
                 prob = self.refined["prob"].values[p]
-                h = float(self.refined["interval"].values[p]) * self.k / k
+                # the audit's grid per release (its accuracy / k), widened as the audit
+                # widens it where k releases would need more grid points than it composes
+                per_release = float(self.refined["interval"].values[p]) * self.k
+                h = grid_interval(loss, prob, k, points=1, accuracy=per_release)
                 out.append(compose_pair(loss, prob, k, h, lower=False).upper)
             cache[k] = out
         return cache[k]
+
+    def _releases(self, k) -> int:
+        """``k`` checked: releases composed, an integer >= 1 (default the audit's)."""
+        if k is None:
+            return self.k
+        return check_int(k, "k (the number of releases composed)", 1)
 
     def epsilon(self, delta: float | None = None, *, k: int | None = None) -> float:
         """Epsilon of ``k`` releases (default the audit's) at ``delta`` for the worst pair.
 
         The worst over the refined pairs, composed afresh; ``delta=None`` gives
-        :attr:`headline`. Pessimistic: losses are rounded up to the grid.
+        :attr:`headline`. Pessimistic: losses are rounded up to the grid (a grid as fine as
+        the audit's per release, coarser only where ``k`` releases would need more points
+        than the audit composes: the bound then loosens, it is never lowered).
+
+        Parameters
+        ----------
+        delta : float in [0, 1), optional
+            Default :attr:`target_delta`.
+        k : int >= 1, optional
+            Releases composed; default :attr:`k`.
         """
-        if delta is None and (k is None or k == self.k):
+        k = self._releases(k)
+        if delta is None and k == self.k:
             return float(self.headline)
-        d = self.target_delta if delta is None else float(delta)
-        k = self.k if k is None else int(k)
+        d = self.target_delta if delta is None else check_delta(delta)
         if k == 1:  # one release: the atoms exactly, no grid
             return float(max(epsilon_curve(lo, pr, np.array([d]))[0] for lo, pr in self._atoms()))
         comp = self._composed(k)
@@ -129,9 +148,18 @@ class ReleaseResult:
         return zip(self.refined["loss"].values, self.refined["prob"].values, strict=True)
 
     def delta(self, epsilon: float, *, k: int | None = None) -> float:
-        """Delta of ``k`` releases (default the audit's) at ``epsilon`` for the worst pair."""
-        k = self.k if k is None else int(k)
-        e = float(epsilon)
+        """Delta of ``k`` releases (default the audit's) at ``epsilon`` for the worst pair.
+
+        Parameters
+        ----------
+        epsilon : float >= 0
+            ``inf`` gives the probability of an infinite loss (an output one dataset can
+            give and its neighbour cannot).
+        k : int >= 1, optional
+            Releases composed; default :attr:`k`.
+        """
+        k = self._releases(k)
+        e = check_real(epsilon, "epsilon", minimum=0, allow_inf=True)
         if k == 1:
             return float(
                 max(

@@ -52,6 +52,7 @@ from pymc_edp.tuning.search import (
     monotone,
     root,
     trend,
+    uncontrolled,
 )
 
 __all__ = ["tune_prior"]
@@ -168,18 +169,24 @@ def _sampler(model, hyperparameter, build_model, initial, opts: RefitOptions):
     engine = resolve_engine(opts.engine, model=model)
     if model is not None:
         original = _check_hyperparameter(model, hyperparameter)
-        initial = original if initial is None else float(initial)
+        initial = original if initial is None else _initial(initial)
         sampler = _Sampler(engine, opts, model=model, name=hyperparameter)
     else:
         if not callable(build_model):
             raise TypeError("build_model must be callable: build_model(value) -> pm.Model")
         if initial is None:
             raise ValueError("build_model= needs initial=, the untuned value of the strength")
+        initial = _initial(initial)
         original = None
         sampler = _Sampler(engine, opts, build_model=build_model)
     if not (np.isfinite(initial) and initial > 0):
         raise ValueError(f"the initial value must be finite and > 0, got {initial!r}")
     return sampler, float(initial), original
+
+
+def _initial(value) -> float:
+    """The untuned value given as ``initial=``: a finite number > 0."""
+    return check_real(value, "initial (the untuned value of the hyperparameter)", positive=True)
 
 
 def _run_search(search: Search, x0: float, bracket, sopts: SearchOptions, sign: int):
@@ -195,6 +202,7 @@ def _run_search(search: Search, x0: float, bracket, sopts: SearchOptions, sign: 
             raise RuntimeError(
                 f"bracket {bracket} does not straddle the target {target:.4g}: "
                 f"epsilon is {ta.epsilon:.4g} at {lo:.4g} and {tb.epsilon:.4g} at {hi:.4g}"
+                + uncontrolled(search.trials, target)
             )
         else:
             found = search.bracket()
@@ -538,9 +546,15 @@ def _bracket(bracket) -> tuple[float, float] | None:
     """``(low, high)`` as floats, checked."""
     if bracket is None:
         return None
-    lo, hi = (float(v) for v in bracket)
-    if not (0 < lo < hi and np.isfinite(hi)):
-        raise ValueError(f"bracket must be (low, high) with 0 < low < high, got {bracket}")
+    message = f"bracket must be (low, high) with 0 < low < high, both finite, got {bracket!r}"
+    if isinstance(bracket, str | bytes) or np.ndim(bracket) != 1 or len(bracket) != 2:
+        raise ValueError(message)
+    try:
+        lo, hi = (check_real(v, "bracket", positive=True) for v in bracket)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if not lo < hi:
+        raise ValueError(message)
     return lo, hi
 
 

@@ -20,6 +20,7 @@ from pymc_edp.base.validate import as_options, check_choice, check_int, check_re
 
 __all__ = [
     "DIRECTIONS",
+    "NOT_A_STRENGTH",
     "Search",
     "SearchOptions",
     "Trial",
@@ -28,6 +29,7 @@ __all__ = [
     "monotone",
     "root",
     "trend",
+    "uncontrolled",
 ]
 
 DIRECTIONS = ("auto", "increasing", "decreasing")
@@ -186,22 +188,74 @@ def find_bracket(
             if len(side) >= 3 and not search.resolved(side[-3], side[-1]):
                 last = side[-1]
                 where = "above" if above else "below"
+                why = uncontrolled(search.trials, search.target) or (
+                    " (with a very weak prior the likelihood alone sets epsilon; with a very "
+                    "strong one the Monte-Carlo noise floor does)."
+                )
                 raise RuntimeError(
                     f"epsilon levels off at about {last.epsilon:.4g} (+- {last.mcse:.2g}) as "
                     f"the hyperparameter goes to {math.exp(last.x):.4g}, still {where} the "
                     f"target {search.target:.4g}: the target cannot be reached by this "
-                    "hyperparameter (with a very weak prior the likelihood alone sets "
-                    "epsilon; with a very strong one the Monte-Carlo noise floor does)."
+                    f"hyperparameter{why}"
                 )
         search(x_new, "bracket")
     pts = sorted(search.trials, key=lambda t: t.x)
+    advice = uncontrolled(search.trials, search.target) or (
+        ". Pass bracket=(low, high) or a larger max_evaluations."
+    )
     raise RuntimeError(
         f"could not bracket the target epsilon {search.target:.4g} in {max_evaluations} "
         f"evaluations: over values {math.exp(pts[0].x):.4g} .. {math.exp(pts[-1].x):.4g} "
         f"epsilon ranged {min(t.epsilon for t in pts):.4g} .. "
-        f"{max(t.epsilon for t in pts):.4g}. Pass bracket=(low, high) or a larger "
-        "max_evaluations."
+        f"{max(t.epsilon for t in pts):.4g}{advice}"
     )
+
+
+#: Advice when the tuned hyperparameter does not set how private the posterior is.
+NOT_A_STRENGTH = (
+    ": this hyperparameter does not control how far one record moves the posterior (a "
+    "prior mean or location shifts the posterior without making it less sensitive), so a "
+    "wider bracket or more evaluations cannot help. Tune a scale or strength instead: a "
+    "prior standard deviation, a concentration or a precision (as a pm.Data "
+    "hyperparameter=)."
+)
+
+
+def uncontrolled(trials: list[Trial], target: float) -> str:
+    """:data:`NOT_A_STRENGTH` with the evidence, or "" when epsilon follows the value.
+
+    Epsilon does not follow the hyperparameter when, over at least three values spanning
+    a factor 10 or more, it is flat (its extremes within twice their Monte-Carlo error, or,
+    over a factor 1000 or more, moved by less than a tenth of its distance to the target)
+    or not monotone either way.
+
+    Examples
+    --------
+    >>> import math
+    >>> from pymc_edp.tuning.search import Trial, uncontrolled
+    >>> flat = [Trial(math.log(v), 0.5, 0.01, 0.0, "bracket") for v in (0.1, 1.0, 10.0)]
+    >>> uncontrolled(flat, 0.3).startswith(", flat at about 0.5")
+    True
+    >>> rising = [Trial(math.log(v), 0.1 * v, 0.001, 0.0, "bracket") for v in (1, 2, 4)]
+    >>> uncontrolled(rising, 3.0)
+    ''
+    """
+    if len(trials) < 3:
+        return ""
+    xs = [t.x for t in trials]
+    if max(xs) - min(xs) < math.log(10.0):
+        return ""
+    lo = min(trials, key=lambda t: t.epsilon)
+    hi = max(trials, key=lambda t: t.epsilon)
+    nearest = min(abs(t.epsilon - target) for t in trials)
+    spread = hi.epsilon - lo.epsilon
+    wide = max(xs) - min(xs) >= math.log(1000.0)
+    if spread <= 2 * math.hypot(lo.mcse, hi.mcse) or (wide and spread < 0.1 * nearest):
+        mid = 0.5 * (lo.epsilon + hi.epsilon)
+        return f", flat at about {mid:.4g} (+- {max(spread / 2, lo.mcse):.2g})" + NOT_A_STRENGTH
+    if not monotone(trials, 1)[0] and not monotone(trials, -1)[0]:
+        return ", and not monotone in it" + NOT_A_STRENGTH
+    return ""
 
 
 def root(search: Search, a: Trial, b: Trial, xtol: float, max_evaluations: int):

@@ -53,3 +53,15 @@ def test_epsilon_curve_is_decreasing_in_delta():
     loss, prob = _gaussian_atoms(0.5, 2000)
     curve = acc.epsilon_curve(loss, prob, acc.DELTA_GRID)
     assert np.all(np.diff(curve[np.isfinite(curve)]) <= 1e-12)
+
+
+def test_a_loss_that_is_zero_everywhere_rests_on_no_draw():
+    # a constant statistic: both datasets give every output the same probability, so
+    # epsilon 0 is exact (issue 32: it was flagged a lower bound)
+    loss, prob = np.zeros(3), np.array([0.2, 0.3, 0.5])
+    assert acc.contributing_atoms(loss, prob, 1, 0.0, 1e-3) == np.inf
+    assert acc.contributing_atoms(loss, prob, 4, 0.0, 1e-3) == np.inf
+    assert not acc.resolution_limited(acc.contributing_atoms(loss, prob, 1, 0.0, 1e-3))
+    # the largest of sampled losses (delta = 0 of posterior draws) still rests on none
+    spread = np.linspace(-1.0, 1.0, 3)
+    assert acc.contributing_atoms(spread, prob, 1, 1.0, 1e-3) == 0.0

@@ -98,3 +98,15 @@ def test_edp_warning_is_a_user_warning_that_filters_apply_to():
         warnings.simplefilter("error", EDPWarning)
         with pytest.raises(EDPWarning, match="k-hat"):
             warnings.warn("k-hat above the threshold", EDPWarning, stacklevel=1)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), "1.2.3MB", "nanMB", "1e999GB"])
+def test_parse_bytes_refuses_non_finite_and_malformed_sizes(value):
+    # these used to escape as float conversion errors ('cannot convert float NaN to integer')
+    with pytest.raises(ValueError, match=r"memory=.* is not a size: give bytes"):
+        parse_bytes(value)
+
+
+def test_parse_bytes_says_a_fraction_of_a_byte_is_too_small():
+    with pytest.raises(ValueError, match=r"at least one byte\), got 0.5"):
+        parse_bytes(0.5)

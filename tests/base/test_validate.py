@@ -8,6 +8,7 @@ import pytest
 from pymc_edp.base.validate import (
     as_options,
     check_choice,
+    check_delta,
     check_int,
     check_probability,
     check_real,
@@ -97,3 +98,15 @@ def test_as_options_names_unknown_keys_and_wrong_types():
         as_options(_Opts, {"draw": 3, "x": 1}, "opts")
     with pytest.raises(TypeError, match="opts= takes a _Opts or a dict of its fields, got list"):
         as_options(_Opts, [("draws", 3)], "opts")
+
+
+def test_check_delta_takes_zero_to_one_and_says_why_not():
+    assert check_delta(0) == 0.0 and check_delta(0.5) == 0.5
+    with pytest.raises(ValueError, match=r"delta must be in \[0, 1\), got 1.0: every epsilon"):
+        check_delta(1.0)
+    with pytest.raises(ValueError, match=r"target must be in \[0, 1\), got -0.1: target is a"):
+        check_delta(-0.1, "target")
+    with pytest.raises(ValueError, match="finite"):
+        check_delta(float("nan"))
+    with pytest.raises(TypeError, match="number"):
+        check_delta("0.1")

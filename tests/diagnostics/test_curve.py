@@ -39,3 +39,10 @@ def test_continuous_limit_bounded_ratio(rng):
     assert float(lim["epsilon_inf"]) == pytest.approx(expected, abs=0.01)
     assert not bool(lim["diverges"])
     assert lim.attrs["note"] == ""
+
+
+@pytest.mark.parametrize("bins", [(2.5, 10), (10, 0), (), "ten", [[5, 10]]])
+def test_curve_refuses_bins_that_are_not_integers_of_two_or_more(nn_result, bins):
+    # issue 32: bins=(2.5, 10) was cut to 2 bins without a word
+    with pytest.raises(ValueError, match="bins must be a non-empty list of integers >= 2"):
+        edp.diagnostics.epsilon_curve(nn_result, bins=bins, prob=None)

@@ -1,6 +1,7 @@
 """Tests of The bin-free (eps, delta) profile (:mod:`pymc_edp.diagnostics.delta_profile`)."""
 
 import numpy as np
+import pytest
 from scipy import stats
 from support import M1, MU0, S1, SIGMA, SIGMA0, Y, hockey_normal
 
@@ -44,3 +45,10 @@ def test_delta_profile_normal_normal(nn_result):
     e_at = float(prof["epsilon_delta"].sel(target=0.05))
     at = nn_result.delta_profile([e_at, max(e_at - 1e-3, 0)])["delta"].values
     assert at[0] <= 0.05 < at[1]
+
+
+@pytest.mark.parametrize("target", [float("nan"), 1.0, -0.1])
+def test_delta_profile_refuses_targets_outside_zero_one(nn_result, target):
+    # issue 32: a NaN target slipped past the range check into a raw xarray TypeError
+    with pytest.raises(ValueError, match=r"targets must be deltas in \[0, 1\)"):
+        nn_result.delta_profile([0.5], targets=[target])

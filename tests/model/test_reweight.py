@@ -125,3 +125,8 @@ def test_mean_bound_of_non_finite_rows_is_infinite():
     lr[1, 3] = np.nan
     lr[2, 4] = np.inf
     assert np.array_equal(mean_bound(lr, 10), [0.0, np.inf, np.inf])
+
+
+def test_chunk_options_refuse_a_nan_memory_with_the_option_named():
+    with pytest.raises(ValueError, match=r"memory=nan is not a size"):
+        ChunkOptions(memory=float("nan"))

@@ -57,3 +57,24 @@ def test_data_copies_are_left_out_with_a_message(normal):
 def test_too_few_draws_per_bin_is_refused(normal):
     with pytest.raises(ValueError, match="too few draws"):
         read_inputs(normal, None, make_settings(bins=200))
+
+
+def _empty_fit(names_sizes):
+    from pymc_edp.model.compat import from_dict
+
+    rng = np.random.default_rng(0)
+    ll = {name: rng.normal(size=(2, 100, size)) for name, size in names_sizes}
+    observed = {name: np.zeros(size) for name, size in names_sizes}
+    posterior = {"mu": rng.normal(size=(2, 100))}
+    return from_dict({"posterior": posterior, "log_likelihood": ll, "observed_data": observed})
+
+
+def test_an_observed_variable_without_records_is_named_before_any_work():
+    # issue 32: an audit of zero records ended in 'argmax of an empty sequence'
+    with pytest.raises(ValueError, match=r"\['y'\] have zero records"):
+        read_inputs(_empty_fit([("y", 0)]), None, make_settings(bins=5))
+
+
+def test_an_empty_variable_beside_others_is_no_neighbour_of_its_own():
+    inp = read_inputs(_empty_fit([("y", 4), ("z", 0)]), None, make_settings(bins=5))
+    assert len(inp.neighbours) == 4

@@ -91,3 +91,29 @@ def test_html_view(res):
     assert "pymc_edp.ReleaseResult" in page and "<svg" in page
     assert f"{res.headline:.3f}" in page and "Post-processing" in page
     assert "Notes" in page and "none" in page
+
+
+@NOT_CONVERGED
+def test_a_parameter_audit_of_another_fit_is_refused(res):
+    # issue 32: plot(parameters=) drew another model's audit unchecked; the first half of
+    # the draws is another posterior sample (fewer draws) of the same model
+    idata = load_eight_schools()
+    half = idata.isel(draw=slice(0, 250))
+    other = edp.audit(half, method="psis", bins=10, progressbar=False)
+    with pytest.raises(ValueError, match=r"another fit .* 1000 posterior draws, the release 2000"):
+        res.plot(parameters=other)
+
+
+def test_a_parameter_audit_of_other_records_is_refused(res):
+    from support import normal_audit, normal_draws
+
+    other = normal_audit(normal_draws(np.random.default_rng(1), 2, 1000))
+    with pytest.raises(ValueError, match=r"another fit .* neighbours, the release 8"):
+        res.plot(parameters=other)
+
+
+@pytest.mark.parametrize("bad", ["mu", 3.0])
+def test_parameters_of_the_wrong_type_is_a_type_error(res, bad):
+    # issue 32: a string gave a raw AttributeError
+    with pytest.raises(TypeError, match="parameters= takes the EDPResult of edp.audit"):
+        res.plot(parameters=bad)

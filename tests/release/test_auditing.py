@@ -9,6 +9,7 @@ mu/2), and k of them compose to mu sqrt(k) (Dong, Roth & Su 2022).
 """
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -272,3 +273,69 @@ def test_bad_arguments_are_refused_before_any_work():
         edp.audit_release(idata, model, release="synthetic", statistic=3)
     with pytest.raises(TypeError, match="options"):
         edp.audit_release(idata, model, options=3)
+    with pytest.raises(ValueError, match=r"delta must be a finite number"):
+        edp.audit_release(idata, model, delta=float("nan"))
+    with pytest.raises(ValueError, match=r"must be an integer >= 1, got 2.5"):
+        edp.audit_release(idata, model, k=2.5)
+
+
+def test_a_synthetic_release_of_a_variable_without_records_is_refused_first():
+    # issue 32: an observed variable with zero records ended in a ZeroDivisionError
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1, observed=np.zeros(0))
+    idata = from_dict({"posterior": {"mu": np.zeros((2, 100))}})
+    with pytest.raises(ValueError, match="observed variable 'y' has zero records"):
+        edp.audit_release(idata, model, release="synthetic", progressbar=False)
+
+
+def _exact_bernoulli_fit(x=2, n=5, draws=1000):
+    """Exact Beta(0.5 + x, 0.5 + n - x) draws of Table 1's synthesizer, no sampling."""
+    model = _bernoulli_model(x, n)
+    y = np.array([1] * x + [0] * (n - x))
+    p = np.random.default_rng(0).beta(0.5 + x, 0.5 + n - x, size=(2, draws))
+    ll = stats.bernoulli.logpmf(y, p[..., None])
+    post = {"posterior": {"p": p}, "log_likelihood": {"y": ll}, "observed_data": {"y": y}}
+    return model, from_dict(post)
+
+
+@pytest.fixture(scope="module")
+def exact_bernoulli():
+    return _exact_bernoulli_fit()
+
+
+def _quick(fit, **kwargs):
+    model, idata = fit
+    kw = dict(neighbour="replace", progressbar=False, random_seed=0, options={"bootstrap": 10})
+    return edp.audit_release(idata, model, **(kw | kwargs))
+
+
+def test_the_draws_level_at_delta_zero_is_flagged_a_lower_bound(exact_bernoulli):
+    # issue 32: the post-processing table printed 'draws 3.996' with no flag; the Beta
+    # posteriors' density ratio is unbounded near 0, so the truth is infinite and the
+    # largest loss among the draws only a lower bound. The listed synthetic level is exact.
+    res = _quick(exact_bernoulli, release="synthetic", k=1, delta=0.0)
+    comp = res.comparison
+    assert bool(comp["worst_lower_bound"].sel(level="draws"))
+    assert not bool(comp["worst_lower_bound"].sel(level="synthetic")) and not res.lower_bound
+    draws = float(comp["worst"].sel(level="draws"))
+    text = repr(res)
+    assert f"≥ {draws:.3f}  (posterior draws; a lower bound)" in text
+    assert "the truth is infinite when the loss is unbounded" in " ".join(text.split())
+    assert f"≥ {draws:.3f}" in res._repr_html_()
+
+
+def test_a_constant_statistic_is_exactly_private_not_a_lower_bound(exact_bernoulli):
+    # issue 32: epsilon 0 of a constant statistic was flagged a lower bound
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", edp.EDPWarning)
+        res = _quick(exact_bernoulli, release="synthetic", statistic=lambda y: 1.0, delta=1e-3)
+    assert res.headline == 0.0 and not res.lower_bound and res.notes == ()
+    assert "lower bound" not in repr(res).split("Post-processing")[0]
+
+
+def test_a_delta_near_one_gives_no_relative_bias_note(exact_bernoulli):
+    # issue 32: delta = 0.999999 noted a bias of '10945888576% of epsilon'
+    res = _quick(exact_bernoulli, release="draws", delta=0.999999)
+    assert res.headline == pytest.approx(0.0, abs=1e-9)
+    assert not any("% of epsilon" in note for note in res.notes)

@@ -3,6 +3,7 @@
 import dataclasses
 
 import numpy as np
+import pytest
 import xarray as xr
 from support import tuning_result
 
@@ -93,3 +94,28 @@ def test_the_tuning_printout_is_the_reports():
     assert text.endswith("Warnings:\n- a caveat")
     shaky = tuning_result_text(_tuning(monotone=False, hyperparameter=None))
     assert "NOT monotone" in shaky and shaky.splitlines()[1].startswith("strength = 1.2")
+
+
+def test_diagnose_refuses_a_probability_outside_zero_one(nn_result):
+    # issue 32: prob=1.5 was swallowed into "no further Monte-Carlo detail"
+    with pytest.raises(ValueError, match=r"prob must be in \(0, 1\)"):
+        diagnose(nn_result, prob=1.5)
+
+
+def test_a_prior_tuned_to_a_release_target_is_headed_with_the_release():
+    # issue 32: a prior tuned to a release target was headed 'Prior tuned to a target B-EDP'
+    from pymc_edp.plots.html import tuning_result_html
+
+    release = edp.ReleaseResult(
+        "synthetic", 5, 1e-6, 1.0, (0.9, 1.1), 0.9, False, "3", "remove",
+        xr.Dataset(), xr.Dataset(), xr.Dataset(), xr.Dataset(),
+    )  # fmt: skip
+    res = _tuning(audit=release, method="audit_release: 5 synthetic datasets at delta 1e-06")
+    heading = (
+        "Prior tuned to a target release epsilon (synthetic datasets, k = 5 at delta = 1e-06, "
+        "neighbour = remove)"
+    )
+    assert tuning_result_text(res).splitlines()[0] == heading
+    assert "B-EDP" not in tuning_result_text(res)
+    page = tuning_result_html(res)
+    assert heading in page and "target B-EDP" not in page

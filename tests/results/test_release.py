@@ -40,3 +40,34 @@ def test_round_trip(tmp_path, res):
     assert back.epsilon(1e-2) == res.epsilon(1e-2)
     assert back.n_neighbours == 8
     assert np.isfinite(back.interval).all()
+
+
+@pytest.mark.parametrize("k", [2.5, 0, -2, True])
+def test_a_number_of_releases_must_be_an_integer_of_one_or_more(res, k):
+    # issue 32: k=2.5 silently used 2, k=0 and -2 raised raw arithmetic errors
+    with pytest.raises(ValueError, match=r"k \(the number of releases composed\) must be an "):
+        res.epsilon(1e-3, k=k)
+    with pytest.raises(ValueError, match="must be an integer >= 1"):
+        res.delta(1.0, k=k)
+
+
+@pytest.mark.parametrize("delta", [1.0, 1.5, -0.1, float("nan")])
+def test_epsilon_refuses_a_delta_outside_zero_one(res, delta):
+    # issue 32: delta = 1 returned 0.0
+    with pytest.raises(ValueError, match=r"delta must be"):
+        res.epsilon(delta)
+
+
+@pytest.mark.parametrize("epsilon", [-1.0, float("nan")])
+def test_delta_refuses_a_negative_or_nan_epsilon(res, epsilon):
+    with pytest.raises(ValueError, match="epsilon must be a number >= 0"):
+        res.delta(epsilon)
+
+
+def test_many_releases_compose_on_a_coarser_grid_not_an_error(res):
+    # issue 32: k = 300 raised 'use a coarser interval', which names nothing a user sets;
+    # the grid widens as the audit's does, so the bound loosens and stays an upper bound
+    eps = res.epsilon(1e-3, k=300)
+    assert np.isfinite(eps) and eps > res.headline
+    assert res.delta(eps, k=300) <= 1e-3 * (1 + 1e-6)
+    assert res.delta(np.inf) >= 0.0

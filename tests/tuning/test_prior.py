@@ -50,6 +50,13 @@ def test_argument_validation(y100):
         tune_prior(model, hyperparameter="mu", target_epsilon=0.3)
     with pytest.raises(ValueError, match="bracket"):
         tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, bracket=(0.5, 0.1))
+    # issue 32: these escaped as raw conversion and unpacking errors, or (initial=True) ran
+    for bad in [("a", 1.0), (0.1, 1.0, 2.0), 0.5, (0.1, float("inf"))]:
+        with pytest.raises(ValueError, match=r"bracket must be \(low, high\) with 0 < low"):
+            tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, bracket=bad)
+    for bad, error in [("big", TypeError), (True, TypeError), (-1.0, ValueError)]:
+        with pytest.raises(error, match=r"initial \(the untuned value"):
+            tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, initial=bad)
     with pytest.raises(ValueError, match="method"):
         tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, audit=dict(method="exact"))
     with pytest.raises(ValueError, match="initial"):

@@ -64,3 +64,30 @@ def test_monotonicity_check():
     assert ok
     ok, msg = _monotone([t(0.1, 0.2), t(0.2, 0.4), t(0.4, 0.3)], 1)
     assert not ok and "not monotone" in msg
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda v: 0.5 + 1e-4 * math.log(v),  # a prior mean: epsilon barely moves
+        lambda v: 0.5 + 0.05 * math.log(v / 10.0) ** 2 / (1 + math.log(v / 10.0) ** 2),  # a U
+    ],
+    ids=["flat", "not-monotone"],
+)
+def test_a_hyperparameter_that_does_not_set_epsilon_is_named_not_a_wider_bracket(fn):
+    # issue 32: tuning a prior mean advised 'Pass bracket=(low, high) or a larger
+    # max_evaluations', which cannot help
+    search, _ = _fake_search(fn, 0.3)
+    with pytest.raises(RuntimeError) as err:
+        _find_bracket(search, math.log(10.0), 0, 4.0, 12)
+    message = str(err.value)
+    assert "does not control how far one record moves the posterior" in message
+    assert "Tune a scale or strength instead" in message
+    assert "Pass bracket=" not in message
+
+
+def test_a_slow_scale_out_of_budget_still_asks_for_more_evaluations():
+    # epsilon follows the value (a scale), the budget is just too small: the old advice
+    search, _ = _fake_search(lambda v: 0.6 * v / (v + 0.2), 0.05)
+    with pytest.raises(RuntimeError, match="Pass bracket=.* or a larger max_evaluations"):
+        _find_bracket(search, math.log(100.0), 1, 4.0, 3)
