@@ -32,6 +32,7 @@ __all__ = [
     "check_model_matches_data",
     "elementwise_loglik",
     "ensure_log_likelihood",
+    "imputed_positions",
     "integer_data",
     "model_data",
     "model_observed",
@@ -99,6 +100,93 @@ def observed_values(idata, model, name: str) -> np.ndarray:
         f"cannot find the observed values of {name!r}: the posterior has no observed_data "
         "for it and no model holding it was given"
     )
+
+
+#: PyMC's names for the two parts of an observed variable with missing values
+_OBSERVED_PART, _UNOBSERVED_PART = "_observed", "_unobserved"
+
+
+def imputed_positions(model, posterior, observed, name: str):
+    """Where the records of an imputed variable's observed part sit in its data.
+
+    PyMC splits an observed variable ``y`` with missing values (NaN or a masked array) into
+    ``y_observed`` (the observed entries, laid end to end), ``y_unobserved`` (a free
+    variable) and the deterministic ``y`` that joins them. A record of ``y_observed`` is a
+    row of the data ``y`` at another position; this says which.
+
+    Parameters
+    ----------
+    model : pymc.Model or None
+        Read first: the mask in the graph of the joined ``y``.
+    posterior : xarray.Dataset or None
+        Without a model: the columns of the joined ``y`` that equal the observed values at
+        every draw (the imputed ones vary), when they are exactly the observed values.
+    observed : ndarray or None
+        The observed values of ``name`` (for the posterior's check).
+    name : str
+        An observed variable.
+
+    Returns
+    -------
+    tuple or None
+        ``(joined, positions)``: the name of the joined variable and, for each record of
+        ``name``, its flat (C-order) position in ``joined``'s data; None when ``name`` is
+        not the observed part of an imputed variable (or the positions cannot be found).
+    """
+    if not name.endswith(_OBSERVED_PART):
+        return None
+    joined = name[: -len(_OBSERVED_PART)]
+    positions = _mask_positions(model, name, joined) if model is not None else None
+    if positions is None and posterior is not None and observed is not None:
+        positions = _constant_positions(posterior, joined, np.asarray(observed))
+    return None if positions is None else (joined, positions)
+
+
+def _mask_positions(model, name: str, joined: str):
+    """Positions of ``name``'s values in ``joined``, from the index that places them."""
+    from pytensor.graph.basic import Constant
+    from pytensor.tensor.subtensor import AdvancedIncSubtensor
+
+    names = model.named_vars
+    if name not in names or joined not in names or joined + _UNOBSERVED_PART not in names:
+        return None
+    rv = names[name]
+    for var in graph_ancestors([names[joined]]):
+        node = var.owner
+        if node is None or not isinstance(node.op, AdvancedIncSubtensor):
+            continue
+        if len(node.inputs) != 3 or node.inputs[1] is not rv:
+            continue
+        index = node.inputs[2]
+        if not isinstance(index, Constant):
+            return None
+        index = np.asarray(index.data)
+        if index.dtype == bool:
+            positions = np.flatnonzero(index.ravel())
+        elif index.ndim == 1 and index.dtype.kind in "iu":
+            positions = index.astype(np.int64)
+        else:
+            return None
+        size = int(np.size(observed_data(model, name)))
+        return positions if positions.size == size else None
+    return None
+
+
+def _constant_positions(posterior, joined: str, observed: np.ndarray):
+    """Columns of ``joined`` equal at every draw to the observed values, in order."""
+    if joined not in posterior or joined + _UNOBSERVED_PART not in posterior:
+        return None
+    da = posterior[joined]
+    rec = [d for d in da.dims if d not in ("chain", "draw")]
+    values = np.asarray(da.transpose("chain", "draw", *rec).values)
+    values = values.reshape(-1, int(np.prod(values.shape[2:], dtype=np.int64)))
+    constant = np.all(values == values[:1], axis=0)
+    positions = np.flatnonzero(constant)
+    if positions.size != observed.size or not np.array_equal(
+        values[0, positions], observed.ravel()
+    ):
+        return None
+    return positions
 
 
 def resolve_model(model=None):

@@ -33,6 +33,7 @@ from pymc_edp.model.pymc import (
     check_not_scalar,
     elementwise_loglik,
     ensure_log_likelihood,
+    imputed_positions,
     integer_data,
     observed_arrays,
     observed_values,
@@ -42,7 +43,11 @@ from pymc_edp.model.pymc import (
 )
 from pymc_edp.model.replace import candidates, check_support
 from pymc_edp.model.select import LeftOut, drop_data_copies, select_var_names
-from pymc_edp.model.stream import model_log_likelihood, stream_supported
+from pymc_edp.model.stream import (
+    StreamingUnavailableError,
+    model_log_likelihood,
+    stream_supported,
+)
 from pymc_edp.pipeline.settings import Settings
 
 __all__ = ["Inputs", "read_inputs"]
@@ -168,6 +173,7 @@ def read_inputs(
     draws, messages = read.draws, read.messages
     _check_draws_per_bin(draws.shape[1], settings.bins)
     ll, factorised, notes = _log_likelihood(idata, model, settings, observed_data)
+    ll = _imputed_row_labels(ll, model, posterior, observed_data)
     messages.extend(notes)
     if ll.n_samples != draws.shape[1]:
         raise ValueError(
@@ -344,6 +350,67 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
     return layout, False, notes
 
 
+def _imputed_row_labels(ll: LogLikelihood, model, posterior, observed_data) -> LogLikelihood:
+    """``ll`` with the records of an imputed variable labelled by their rows in its data.
+
+    PyMC lays the observed entries of a variable with missing values end to end
+    (``y_observed``, :func:`~pymc_edp.model.pymc.imputed_positions`), so its
+    log-likelihood's records are numbered by position among the observed values: record
+    24 may be row 27 of ``y``. Their coordinate becomes the row of ``y`` (its coordinate
+    when ``y`` has dims; ``"i, j"`` for a several-dimensional ``y``), which the
+    neighbours, the printout, the HTML view and netCDF files then show.
+    """
+    datasets = ll.datasets
+    for name in ll.names:
+        dims = ll.record_dims(name)
+        if len(dims) != 1:
+            continue
+        observed = None
+        if observed_data is not None and name in observed_data:
+            observed = np.asarray(observed_data[name].values)
+        found = imputed_positions(model, posterior, observed, name)
+        if found is None or found[1].size != datasets[name].sizes[dims[0]]:
+            continue
+        labels = _data_rows(found[0], found[1], model, posterior)
+        if labels is not None:
+            datasets = datasets.assign_coords({dims[0]: labels})
+    if datasets is ll.datasets:
+        return ll
+    return LogLikelihood(ll.names, ll.arrays, ll.offsets, datasets)
+
+
+def _data_rows(joined: str, positions: np.ndarray, model, posterior) -> np.ndarray | None:
+    """Labels of the flat ``positions`` of the data of ``joined``: its coordinates or indices."""
+    if joined in posterior:
+        da = posterior[joined]
+        dims = [d for d in da.dims if d not in ("chain", "draw")]
+        shape = [da.sizes[d] for d in dims]
+        coords = [
+            np.asarray(da[d].values) if d in da.coords else np.arange(da.sizes[d]) for d in dims
+        ]
+    elif model is not None and None not in model[joined].type.shape:
+        shape = list(model[joined].type.shape)
+        dims = model.named_vars_to_dims.get(joined) or [None] * len(shape)
+        coords = []
+        for d, size in zip(dims, shape, strict=True):
+            values = model.coords.get(d) if d is not None else None
+            ok = values is not None and len(values) == size
+            coords.append(np.asarray(values) if ok else np.arange(size))
+    else:
+        return None
+    if not shape or positions.max(initial=0) >= np.prod(shape):
+        return None
+    index = np.unravel_index(positions, shape)
+    if len(shape) == 1:
+        return coords[0][index[0]]
+    return np.array(
+        [
+            ", ".join(str(c[i[k]]) for c, i in zip(coords, index, strict=True))
+            for k in range(positions.size)
+        ]
+    )
+
+
 def _coupled_blocks(ll: LogLikelihood, neighbours: Neighbours) -> list[str]:
     """Coupled variables (conditionals stored) of which one neighbour removes several records."""
     return [
@@ -450,7 +517,15 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
             )
         _log.info("computing the whole log_likelihood group: %s", reasons)
         return None
-    return model_log_likelihood(model, idata, names)
+    try:
+        return model_log_likelihood(model, idata, names)
+    except StreamingUnavailableError as err:
+        if source == "model":
+            raise
+        # the structural check passed but a chunk did not compute (or did not agree):
+        # what "auto" promises, the group computed whole
+        _log.info("computing the whole log_likelihood group: %s", err.reason)
+        return None
 
 
 def _observed_y(idata, model, ll: LogLikelihood) -> dict:
