@@ -37,6 +37,7 @@ from pymc_edp.model.pymc import (
     integer_data,
     observed_arrays,
     observed_values,
+    potential_records,
     potentials_with_data,
     reads_data,
     replacement_log_likelihood,
@@ -169,12 +170,14 @@ def read_inputs(
     observed_data = _group(idata, "observed_data")
     if model is not None:
         check_model_matches_data(model, observed_data, _group(idata, "constant_data"))
-    read = _posterior_draws(idata, model, posterior, var_names, filter_vars)
+    weighted = potential_records(model, posterior) if model is not None else {}
+    read = _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted)
     draws, messages = read.draws, read.messages
     _check_draws_per_bin(draws.shape[1], settings.bins)
     ll, factorised, notes = _log_likelihood(idata, model, settings, observed_data)
     ll = _imputed_row_labels(ll, model, posterior, observed_data)
     messages.extend(notes)
+    messages.extend(_potential_messages(weighted, ll))
     if ll.n_samples != draws.shape[1]:
         raise ValueError(
             f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
@@ -252,10 +255,11 @@ class _Draws(NamedTuple):
     left_out: tuple[LeftOut, ...]
 
 
-def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
+def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=()) -> _Draws:
     """The audited draws, without data copies and constant elements, and what was left out.
 
     Also their labels, what was said about them and the draws moment matching reads.
+    ``weighted``: the Potentials that hold terms of observed records (said elsewhere).
     """
     names = select_var_names(posterior, var_names, filter_vars)
     all_draws, par_labels, var_of = posterior_matrix(posterior, names)
@@ -268,6 +272,7 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
         reads_data=reads_data(model, names) if model is not None else None,
     )
     hidden = potentials_with_data(model) if model is not None else []
+    hidden = [p for p in hidden if p not in weighted]
     if hidden:
         messages.append(
             f"the model's Potential(s) {hidden} depend on data: records that enter the "
@@ -292,6 +297,46 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
         match_rows=None if keep[in_names].all() else np.flatnonzero(keep[in_names]),
         left_out=left_out,
     )
+
+
+def _potential_messages(weighted: dict, ll: LogLikelihood) -> list[str]:
+    """What the audit says of Potentials that hold part of observed records' likelihood.
+
+    ``weighted`` is :func:`~pymc_edp.model.pymc.potential_records`: per Potential, the
+    records of each observed variable it depends on. Their neighbours' weights remove (or
+    replace) only the records' terms in the observed variable, so their epsilons are wrong.
+    """
+    messages = []
+    labels = Neighbours.records(ll).labels
+    for potential, per_var in weighted.items():
+        for name, mask in per_var.items():
+            if name not in ll.names:
+                continue
+            v = ll.names.index(name)
+            n_v = int(ll.offsets[v + 1] - ll.offsets[v])
+            if mask is None:
+                which, count = f"every record of {name!r}", n_v
+            else:
+                rows = np.flatnonzero(mask.reshape(n_v, -1).any(axis=1)) if mask.size else []
+                if not len(rows):
+                    continue  # read, but no record's value changes it (weights all 1)
+                shown = ", ".join(str(x) for x in labels[ll.offsets[v] + rows[:10]])
+                more = f" and {len(rows) - 10} more" if len(rows) > 10 else ""
+                what = "record" if len(rows) == 1 else "records"
+                which, count = f"{what} {shown}{more} of {name!r}", len(rows)
+            messages.append(
+                f"the model's Potential {potential!r} holds part of the likelihood of {which} "
+                "(e.g. regression weights written as the observed variable plus "
+                "pm.Potential((w - 1) * logp)). A neighbour's weight removes or replaces only "
+                f"a record's term in {name!r}, not its term in the Potential, so the epsilon "
+                f"of {'this record' if count == 1 else 'these records'} is mis-measured (a "
+                "record of weight w is removed only 1/w of the way: its epsilon is far too "
+                "small). Write each record's whole likelihood as its own term of one observed "
+                "variable, e.g. pm.CustomDist(name, mu, sigma, w, logp=lambda value, mu, "
+                "sigma, w: w * pm.logp(pm.Normal.dist(mu, sigma), value), observed=data), "
+                "and drop the Potential."
+            )
+    return messages
 
 
 def _check_draws_per_bin(n_samples: int, bins: int) -> None:

@@ -122,3 +122,28 @@ def set_loglik(idata, model):
 
     set_group(idata, "log_likelihood", ensure_log_likelihood(idata, model))
     return idata
+
+
+def test_a_potential_weighting_observed_records_names_them_as_mis_measured(rng):
+    import pymc as pm
+
+    from pymc_edp.model.compat import from_dict
+
+    y = rng.normal(size=12)
+    w = np.ones(12)
+    w[[4, 9]] = 8.0
+    coords = {"obs": [f"r{i}" for i in range(12)]}
+    with pm.Model(coords=coords) as model:
+        mu = pm.Normal("mu")
+        obs = pm.Normal("y", mu, 1.0, observed=y, dims="obs")
+        pm.Potential("weights", ((w - 1) * pm.logp(obs, y)).sum())
+    mu = rng.normal(y.mean(), 0.1, (2, 300))
+    idata = from_dict(
+        {"posterior": {"mu": mu}, "observed_data": {"y": y}},
+        coords=coords,
+        dims={"y": ["obs"]},
+    )
+    inp = read_inputs(idata, model, make_settings(model))
+    (said,) = [m for m in inp.messages if "Potential" in m]
+    assert "'weights'" in said and "records r4, r9 of 'y'" in said and "mis-measured" in said
+    assert "pm.CustomDist" in said and "no neighbour" not in said
