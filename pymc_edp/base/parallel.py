@@ -22,12 +22,13 @@ import concurrent.futures as cf
 import contextlib
 import functools
 import logging
+import multiprocessing
 import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["map_tasks", "progress_bar", "resolve_n_workers"]
+__all__ = ["fork_unsafe", "map_tasks", "progress_bar", "resolve_n_workers"]
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +54,95 @@ def resolve_n_workers(n: int) -> int:
     if n < 0:
         n = cores + 1 + n
     return max(int(n), 1)
+
+
+def _numba_threading_layer() -> tuple[str, str | None]:
+    """Numba's threading layer in this process (launched, or the one it will launch).
+
+    Returns ``(layer, vendor)``: the layer's name (``"tbb"``, ``"omp"``, ``"workqueue"``) and,
+    for ``"omp"``, the OpenMP runtime (``"GNU"``, ``"Intel"``, ...).
+    """
+    import importlib
+
+    import numba
+    from numba import config
+
+    def vendor(layer: str) -> str | None:
+        if layer != "omp":
+            return None
+        from numba.np.ufunc import omppool
+
+        return str(getattr(omppool, "openmp_vendor", "GNU"))
+
+    try:
+        layer = numba.threading_layer()
+        return layer, vendor(layer)
+    except ValueError:  # not launched yet: numba's choice, as it makes it
+        pass
+    requested = str(config.THREADING_LAYER)
+    if requested in ("tbb", "omp", "workqueue"):
+        return requested, vendor(requested)
+    for layer in config.THREADING_LAYER_PRIORITY:
+        try:
+            importlib.import_module(
+                f"numba.np.ufunc.{layer}pool"
+                if layer != "workqueue"
+                else "numba.np.ufunc.workqueue"
+            )
+        except ImportError:
+            continue
+        if requested == "forksafe" and layer == "omp" and vendor(layer) == "GNU":
+            continue
+        return layer, vendor(layer)
+    return "workqueue", None
+
+
+def fork_unsafe(executor: Any) -> str | None:
+    """Why a process pool cannot run the numba kernels in its workers, or None.
+
+    A :class:`concurrent.futures.ProcessPoolExecutor` that starts its workers with
+    ``fork`` (the default on Linux before Python 3.14) copies this process, and numba's
+    GNU OpenMP threading layer is not fork-safe: once it has run here (any audit runs it), a
+    forked worker that runs a parallel kernel is terminated ("fork() called from a process
+    already using GNU OpenMP") and the pool breaks (``BrokenProcessPool``). Which layer
+    runs here decides it, not whether it has run yet, so the answer does not depend on
+    what ran before.
+
+    Parameters
+    ----------
+    executor : object
+        What a caller was given to run chunks on.
+
+    Returns
+    -------
+    str or None
+        The reason and the fix, to be prefixed with where the executor was given; None for
+        anything else (other start methods, thread pools, dask clients, a fork-safe layer).
+
+    Examples
+    --------
+    >>> import concurrent.futures as cf, multiprocessing
+    >>> from pymc_edp.base.parallel import fork_unsafe
+    >>> pool = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    >>> fork_unsafe(pool) is None
+    True
+    >>> pool.shutdown()
+    """
+    if not isinstance(executor, cf.ProcessPoolExecutor):
+        return None
+    context = getattr(executor, "_mp_context", None) or multiprocessing.get_context()
+    if context.get_start_method() != "fork":
+        return None
+    layer, vendor = _numba_threading_layer()
+    if layer != "omp" or vendor != "GNU":
+        return None
+    return (
+        "is a ProcessPoolExecutor that starts its workers with fork, which numba's GNU "
+        "OpenMP threads (the audit's parallel kernels) do not survive: a forked worker that "
+        "runs a kernel is terminated, and the pool breaks (BrokenProcessPool). Start its "
+        "workers with forkserver or spawn instead: ProcessPoolExecutor(max_workers, "
+        "mp_context=multiprocessing.get_context('forkserver'))"
+    )
 
 
 def _dumps(obj: Any) -> bytes:

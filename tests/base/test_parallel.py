@@ -151,3 +151,26 @@ def test_shared_state_is_passed_first(executor):
             _scaled, range(5), executor=executor, shared={"scale": 3}, progressbar=False
         )
     assert out == [0, 3, 6, 9, 12]
+
+
+def test_fork_unsafe_names_a_fork_pool_where_numba_s_openmp_threads_break_it():
+    # numba's GNU OpenMP layer is not fork-safe: after any audit, a forked worker running a
+    # parallel kernel is terminated and the pool breaks (BrokenProcessPool)
+    import multiprocessing
+
+    from pymc_edp.base.parallel import _numba_threading_layer, fork_unsafe
+
+    if _numba_threading_layer() != ("omp", "GNU"):
+        pytest.skip("numba's threading layer here is fork-safe")
+    fork = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    others = [
+        cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")),
+        cf.ThreadPoolExecutor(1),
+        None,
+    ]
+    try:
+        assert "get_context('forkserver')" in fork_unsafe(fork)
+        assert all(fork_unsafe(pool) is None for pool in others)
+    finally:
+        for pool in (fork, *others[:2]):
+            pool.shutdown()
