@@ -8,7 +8,8 @@ caller can save it at once (resumable work), while still returning all results i
 ``executor`` may be
 
 * ``None`` -- run serially in this process (the default, and the easiest to debug);
-* an ``int`` -- a local process pool of that many workers (``-1``: all cores);
+* an ``int`` -- a local process pool of that many workers (``-1``: all cores), started with
+  ``forkserver`` where ``fork`` is unsafe (:func:`fork_unsafe`);
 * a :class:`concurrent.futures.Executor` (process or thread pool, or anything compatible);
 * a ``dask.distributed.Client`` -- duck-typed: any object with ``submit`` and ``gather``.
 
@@ -22,12 +23,13 @@ import concurrent.futures as cf
 import contextlib
 import functools
 import logging
+import multiprocessing
 import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["map_tasks", "progress_bar", "resolve_n_workers"]
+__all__ = ["fork_unsafe", "map_tasks", "progress_bar", "resolve_n_workers"]
 
 _log = logging.getLogger(__name__)
 
@@ -53,6 +55,133 @@ def resolve_n_workers(n: int) -> int:
     if n < 0:
         n = cores + 1 + n
     return max(int(n), 1)
+
+
+def _numba_threading_layer() -> tuple[str, str | None]:
+    """Numba's threading layer in this process (launched, or the one it will launch).
+
+    Returns ``(layer, vendor)``: the layer's name (``"tbb"``, ``"omp"``, ``"workqueue"``) and,
+    for ``"omp"``, the OpenMP runtime (``"GNU"``, ``"Intel"``, ...).
+    """
+    import importlib
+
+    import numba
+    from numba import config
+
+    def vendor(layer: str) -> str | None:
+        if layer != "omp":
+            return None
+        from numba.np.ufunc import omppool
+
+        return str(getattr(omppool, "openmp_vendor", "GNU"))
+
+    try:
+        layer = numba.threading_layer()
+        return layer, vendor(layer)
+    except ValueError:  # not launched yet: numba's choice, as it makes it
+        pass
+    requested = str(config.THREADING_LAYER)
+    if requested in ("tbb", "omp", "workqueue"):
+        return requested, vendor(requested)
+    for layer in config.THREADING_LAYER_PRIORITY:
+        try:
+            importlib.import_module(
+                f"numba.np.ufunc.{layer}pool"
+                if layer != "workqueue"
+                else "numba.np.ufunc.workqueue"
+            )
+        except ImportError:
+            continue
+        if requested == "forksafe" and layer == "omp" and vendor(layer) == "GNU":
+            continue
+        return layer, vendor(layer)
+    return "workqueue", None
+
+
+def fork_unsafe(executor: Any) -> str | None:
+    """Why a process pool cannot run the numba kernels in its workers, or None.
+
+    A :class:`concurrent.futures.ProcessPoolExecutor` that starts its workers with
+    ``fork`` (the default on Linux before Python 3.14) copies this process, and numba's
+    GNU OpenMP threading layer is not fork-safe: once it has run here (any audit runs it), a
+    forked worker that runs a parallel kernel is terminated ("fork() called from a process
+    already using GNU OpenMP") and the pool breaks (``BrokenProcessPool``). Which layer
+    runs here decides it, not whether it has run yet, so the answer does not depend on
+    what ran before.
+
+    Parameters
+    ----------
+    executor : object
+        What a caller was given to run chunks on.
+
+    Returns
+    -------
+    str or None
+        The reason and the fix, to be prefixed with where the executor was given; None for
+        anything else (other start methods, thread pools, dask clients, a fork-safe layer).
+
+    Examples
+    --------
+    >>> import concurrent.futures as cf, multiprocessing
+    >>> from pymc_edp.base.parallel import fork_unsafe
+    >>> pool = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    >>> fork_unsafe(pool) is None
+    True
+    >>> pool.shutdown()
+    """
+    if not isinstance(executor, cf.ProcessPoolExecutor):
+        return None
+    if not _forks_into_gnu_openmp(getattr(executor, "_mp_context", None)):
+        return None
+    return (
+        "is a ProcessPoolExecutor that starts its workers with fork, which numba's GNU "
+        "OpenMP threads (the audit's parallel kernels) do not survive: a forked worker that "
+        "runs a kernel is terminated, and the pool breaks (BrokenProcessPool). Start its "
+        "workers with forkserver or spawn instead: ProcessPoolExecutor(max_workers, "
+        "mp_context=multiprocessing.get_context('forkserver'))"
+    )
+
+
+def _forks_into_gnu_openmp(context: Any = None) -> bool:
+    """Whether processes of ``context`` (None: the default one) fork into GNU OpenMP.
+
+    That is, they are started with ``fork`` while numba's threads are GNU OpenMP, which a
+    forked child does not survive once it runs a parallel kernel (:func:`fork_unsafe`).
+    """
+    context = context or multiprocessing.get_context()
+    return context.get_start_method() == "fork" and _numba_threading_layer() == ("omp", "GNU")
+
+
+def _pool_context():
+    """The multiprocessing context of the process pools :func:`map_tasks` starts itself.
+
+    The default one, unless it forks where :func:`fork_unsafe` says a fork breaks: then
+    ``forkserver`` (``spawn`` where there is none). A forkserver imports pymc_edp once
+    before it forks the workers (added to its preload modules), so only the first pool of a
+    process pays for that import (a few seconds); each later one starts in about 0.1 s.
+    """
+    context = multiprocessing.get_context()
+    if _forks_into_gnu_openmp(context):
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if context.get_start_method() == "forkserver":
+        _preload_in_forkserver(context)
+    return context
+
+
+def _preload_in_forkserver(context) -> None:
+    """Add pymc_edp to the modules the forkserver imports when it starts (kept: the others).
+
+    Without it every worker imports pymc_edp (and PyMC) itself when it reads its function.
+    It does nothing to a forkserver already running, nor where the preload list cannot be
+    read (it is private to multiprocessing).
+    """
+    from multiprocessing import forkserver
+
+    package = __name__.split(".")[0]
+    modules = getattr(getattr(forkserver, "_forkserver", None), "_preload_modules", None)
+    if isinstance(modules, list) and package not in modules:
+        context.set_forkserver_preload([*modules, package])
 
 
 def _dumps(obj: Any) -> bytes:
@@ -199,7 +328,10 @@ def _start_executor(func, tasks, executor: cf.Executor) -> Iterator[tuple[int, A
 
 def _start_pool(func, tasks, n_workers: int) -> Iterator[tuple[int, Any]]:
     pool = cf.ProcessPoolExecutor(
-        max_workers=n_workers, initializer=_init_worker, initargs=(_dumps(func),)
+        max_workers=n_workers,
+        mp_context=_pool_context(),
+        initializer=_init_worker,
+        initargs=(_dumps(func),),
     )
     # Everything is submitted here, before the caller starts a progress-bar thread: forking a
     # multi-threaded process is unsafe (and warned about from Python 3.12 on).
@@ -253,7 +385,13 @@ def map_tasks(
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client, optional
         Where to run: ``None`` serially; an ``int`` a fresh local process pool of that many
         workers (``-1`` all cores; ``1`` runs serially); an ``Executor`` as given (it is not
-        shut down); a dask ``Client`` (anything with ``submit`` and ``gather``).
+        shut down); a dask ``Client`` (anything with ``submit`` and ``gather``). The pool of
+        an ``int`` starts its workers as multiprocessing does by default, except where that
+        is ``fork`` and numba's threads are GNU OpenMP (Linux), which forked workers do not
+        survive (:func:`fork_unsafe`): there it uses ``forkserver``. Its workers then import
+        the main script again, as with ``spawn``: a script must keep its work under
+        ``if __name__ == "__main__":``. The first such pool of a process takes a few seconds
+        more (its forkserver imports pymc_edp once); later ones start at once.
     progressbar : bool, default True
         Show a progress bar (``rich``; ``tqdm`` if rich is missing; nothing if neither).
     description : str

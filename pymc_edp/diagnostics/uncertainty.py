@@ -215,8 +215,43 @@ def epsilon_mcse(
             "estimate": float(est[worst]),
             "worst_neighbour": scalar(labels[worst]),
             "smoothing": result.smoothing,
+            **_unavailable_note(result, se_i, "standard error"),
         },
     )
+
+
+def _unavailable_note(result: AuditData, values: np.ndarray, what: str) -> dict:
+    """``{"note": ...}`` saying why some neighbours with an estimate have no ``what``, or {}.
+
+    A large (pruned or streamed) audit keeps the importance weights of the neighbours that
+    can set epsilon only; a result read back from netCDF without its weights, the errors the
+    audit stored for those. The others' errors are NaN, which the note explains.
+    """
+    pw = result.pointwise
+    estimated = ~np.isnan(np.asarray(pw["epsilon"].values, dtype=float))
+    missing = np.isnan(np.asarray(values, dtype=float)) & estimated
+    if not missing.any():
+        return {}
+    n = int(estimated.sum())
+    if result.log_weights is None:
+        source = (
+            "this result carries no importance weights (saved without them, or audited with "
+            "store_weights=False), only the errors the audit stored for the neighbours that "
+            f"can set epsilon ({n - int(missing.sum())})"
+        )
+    else:
+        source = (
+            f"the audit kept the importance weights of {result.log_weights.sizes[NEIGHBOUR_DIM]} "
+            "neighbours only, those that can set epsilon (a large or pruned audit keeps no more)"
+        )
+    return {
+        "note": (
+            f"{int(missing.sum())} of {n} neighbours have no {what} (NaN): {source}, and "
+            f"epsilon's is over those. For every neighbour's, rerun edp.audit(..., "
+            "chunks={'store_weights': True, 'prune': False}) and, to read it back from "
+            "netCDF, save it with to_netcdf(..., include_weights=True)."
+        )
+    }
 
 
 def epsilon_interval(
@@ -311,5 +346,10 @@ def interval_dataset(result: AuditData, lower, upper, est, se, prob: float, n_bi
             "lower_bound": (NEIGHBOUR_DIM, lower_bound_rows(result)),
         },
         coords=coords,
-        attrs={"prob": float(prob), "bins": n_bins, "smoothing": result.smoothing},
+        attrs={
+            "prob": float(prob),
+            "bins": n_bins,
+            "smoothing": result.smoothing,
+            **_unavailable_note(result, upper, "Monte-Carlo interval"),
+        },
     )

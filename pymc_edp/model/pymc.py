@@ -32,11 +32,13 @@ __all__ = [
     "check_model_matches_data",
     "elementwise_loglik",
     "ensure_log_likelihood",
+    "imputed_positions",
     "integer_data",
     "model_data",
     "model_observed",
     "observed_arrays",
     "observed_values",
+    "potential_records",
     "potentials_with_data",
     "reads_data",
     "replacement_log_likelihood",
@@ -99,6 +101,93 @@ def observed_values(idata, model, name: str) -> np.ndarray:
         f"cannot find the observed values of {name!r}: the posterior has no observed_data "
         "for it and no model holding it was given"
     )
+
+
+#: PyMC's names for the two parts of an observed variable with missing values
+_OBSERVED_PART, _UNOBSERVED_PART = "_observed", "_unobserved"
+
+
+def imputed_positions(model, posterior, observed, name: str):
+    """Where the records of an imputed variable's observed part sit in its data.
+
+    PyMC splits an observed variable ``y`` with missing values (NaN or a masked array) into
+    ``y_observed`` (the observed entries, laid end to end), ``y_unobserved`` (a free
+    variable) and the deterministic ``y`` that joins them. A record of ``y_observed`` is a
+    row of the data ``y`` at another position; this says which.
+
+    Parameters
+    ----------
+    model : pymc.Model or None
+        Read first: the mask in the graph of the joined ``y``.
+    posterior : xarray.Dataset or None
+        Without a model: the columns of the joined ``y`` that equal the observed values at
+        every draw (the imputed ones vary), when they are exactly the observed values.
+    observed : ndarray or None
+        The observed values of ``name`` (for the posterior's check).
+    name : str
+        An observed variable.
+
+    Returns
+    -------
+    tuple or None
+        ``(joined, positions)``: the name of the joined variable and, for each record of
+        ``name``, its flat (C-order) position in ``joined``'s data; None when ``name`` is
+        not the observed part of an imputed variable (or the positions cannot be found).
+    """
+    if not name.endswith(_OBSERVED_PART):
+        return None
+    joined = name[: -len(_OBSERVED_PART)]
+    positions = _mask_positions(model, name, joined) if model is not None else None
+    if positions is None and posterior is not None and observed is not None:
+        positions = _constant_positions(posterior, joined, np.asarray(observed))
+    return None if positions is None else (joined, positions)
+
+
+def _mask_positions(model, name: str, joined: str):
+    """Positions of ``name``'s values in ``joined``, from the index that places them."""
+    from pytensor.graph.basic import Constant
+    from pytensor.tensor.subtensor import AdvancedIncSubtensor
+
+    names = model.named_vars
+    if name not in names or joined not in names or joined + _UNOBSERVED_PART not in names:
+        return None
+    rv = names[name]
+    for var in graph_ancestors([names[joined]]):
+        node = var.owner
+        if node is None or not isinstance(node.op, AdvancedIncSubtensor):
+            continue
+        if len(node.inputs) != 3 or node.inputs[1] is not rv:
+            continue
+        index = node.inputs[2]
+        if not isinstance(index, Constant):
+            return None
+        index = np.asarray(index.data)
+        if index.dtype == bool:
+            positions = np.flatnonzero(index.ravel())
+        elif index.ndim == 1 and index.dtype.kind in "iu":
+            positions = index.astype(np.int64)
+        else:
+            return None
+        size = int(np.size(observed_data(model, name)))
+        return positions if positions.size == size else None
+    return None
+
+
+def _constant_positions(posterior, joined: str, observed: np.ndarray):
+    """Columns of ``joined`` equal at every draw to the observed values, in order."""
+    if joined not in posterior or joined + _UNOBSERVED_PART not in posterior:
+        return None
+    da = posterior[joined]
+    rec = [d for d in da.dims if d not in ("chain", "draw")]
+    values = np.asarray(da.transpose("chain", "draw", *rec).values)
+    values = values.reshape(-1, int(np.prod(values.shape[2:], dtype=np.int64)))
+    constant = np.all(values == values[:1], axis=0)
+    positions = np.flatnonzero(constant)
+    if positions.size != observed.size or not np.array_equal(
+        values[0, positions], observed.ravel()
+    ):
+        return None
+    return positions
 
 
 def resolve_model(model=None):
@@ -438,6 +527,117 @@ def potentials_with_data(model) -> list[str]:
                 out.append(pot.name)
                 break
     return out
+
+
+#: Posterior draws at which a Potential's dependence on each record is looked for.
+POTENTIAL_DRAWS = 3
+
+
+def potential_records(model, posterior=None) -> dict[str, dict[str, np.ndarray | None]]:
+    """Which records of which observed variables each ``pm.Potential`` holds terms of.
+
+    A Potential that reads an observed variable's data (its observed values, or a constant
+    equal to them, as ``pm.logp(y, y_data)`` has) holds part of those records' likelihood,
+    e.g. regression weights written as ``pm.Potential((w - 1) * pm.logp(y, y_data))``. A
+    record is in it when the Potential changes with its value: its gradient with respect
+    to the record is not zero at some of the posterior draws (``POTENTIAL_DRAWS``).
+
+    Parameters
+    ----------
+    model : pymc.Model
+    posterior : xarray.Dataset, optional
+        Draws of the model's free variables. Without them (or when the Potential cannot be
+        differentiated in the data, e.g. integer data) every record of the variable counts.
+
+    Returns
+    -------
+    dict
+        ``{potential: {observed variable: records}}`` for the Potentials that read an
+        observed variable's data; ``records`` is a boolean mask over the variable's data
+        (C order), or None when every record is taken to be in it.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm
+    >>> from pymc_edp.model.pymc import potential_records
+    >>> y, w = np.array([0.3, 1.2, -0.5]), np.array([1.0, 3.0, 1.0])
+    >>> with pm.Model() as m:
+    ...     mu = pm.Normal("mu")
+    ...     obs = pm.Normal("y", mu, observed=y)
+    ...     _ = pm.Potential("weights", ((w - 1) * pm.logp(obs, y)).sum())
+    ...     _ = pm.Potential("penalty", -(mu**2))
+    >>> potential_records(m)
+    {'weights': {'y': None}}
+    """
+    out: dict[str, dict[str, np.ndarray | None]] = {}
+    for pot in model.potentials:
+        (graph,) = model.replace_rvs_by_values([pot])
+        names = list(_data_read(model, graph))
+        if names:
+            out[pot.name] = {name: _records_in(model, pot.name, name, posterior) for name in names}
+    return out
+
+
+def _data_read(model, graph) -> dict[str, list]:
+    """The observed variables whose data ``graph`` reads, and the nodes that hold it."""
+    from pytensor.graph.basic import Constant
+
+    observed = {rv.name: model.rvs_to_values[rv] for rv in model.observed_RVs}
+    data = model_observed(model)
+    reads: dict[str, list] = {}
+    for node in graph_ancestors([graph]):
+        for name, value in observed.items():
+            same = node is value
+            if not same and isinstance(node, Constant) and name in data:
+                c, y = np.asarray(node.data), np.asarray(data[name])
+                same = c.size > 1 and c.shape == y.shape and np.array_equal(c, y)
+            if same:
+                reads.setdefault(name, []).append(node)
+    return reads
+
+
+def _records_in(model, potential: str, name: str, posterior) -> np.ndarray | None:
+    """Mask of the entries of ``name``'s data on which Potential ``potential`` depends.
+
+    Where its gradient with respect to them is not zero at some posterior draws, computed
+    on the model without value transforms (whose free values are the posterior's); None
+    when that cannot be computed (every entry then counts).
+    """
+    if posterior is None:
+        return None
+    try:
+        import pytensor.tensor as pt
+        from pymc.model.transform.conditioning import remove_value_transforms
+        from pymc.pytensorf import compile as pm_compile
+        from pytensor.graph.replace import clone_replace
+
+        umodel = remove_value_transforms(without_initial_values(model))
+        (graph,) = umodel.replace_rvs_by_values([umodel[potential]])
+        nodes = _data_read(umodel, graph)[name]
+        first = nodes[0]
+        if not first.dtype.startswith("float"):  # a gradient in counts is no answer
+            return None
+        y = pt.tensor(dtype=first.dtype, shape=first.type.shape, name=f"{name}_data")
+        (graph,) = clone_replace([graph], replace=dict.fromkeys(nodes, y), rebuild_strict=False)
+        ancestors = set(graph_ancestors([graph]))
+        free = [rv for rv in umodel.free_RVs if umodel.rvs_to_values[rv] in ancestors]
+        inputs = [umodel.rvs_to_values[rv] for rv in free]
+        fn = pm_compile([*inputs, y], pt.grad(graph.sum(), y), on_unused_input="ignore")
+        value = observed_data(model, name)
+        n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
+        picks = np.unique(np.linspace(0, n_samples - 1, POTENTIAL_DRAWS).astype(int))
+        draws = []
+        for rv in free:
+            da = posterior[rv.name]
+            extra = [d for d in da.dims if d not in ("chain", "draw")]
+            arr = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=rv.dtype)
+            draws.append(arr.reshape(n_samples, *arr.shape[2:]))
+        mask = np.zeros(np.shape(value), dtype=bool)
+        for s in picks:
+            mask |= np.asarray(fn(*(d[s] for d in draws), value)) != 0
+        return mask
+    except Exception:  # not differentiable (integer data), draws missing: all records
+        return None
 
 
 def reads_data(model, names) -> dict[str, bool]:

@@ -53,7 +53,7 @@ import numpy as np
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import MEMORY_BUDGET, parse_bytes
-from pymc_edp.base.parallel import _is_dask_client
+from pymc_edp.base.parallel import _is_dask_client, fork_unsafe
 from pymc_edp.base.psis import psis_tail_length
 from pymc_edp.base.validate import as_options, check_choice, check_real
 from pymc_edp.model.compat import PSIS_TAIL_RULE
@@ -104,7 +104,10 @@ class ChunkOptions:
     executor : concurrent.futures.Executor or dask.distributed.Client, optional
         Where chunks run; default here (the kernels are already multi-threaded). With a
         dask ``Client`` each worker reads or computes its own chunks' log-likelihood (from
-        the model or its slice of a zarr store) and returns a few numbers per record.
+        the model or its slice of a zarr store) and returns a few numbers per record. A
+        ``ProcessPoolExecutor`` must start its workers with ``forkserver`` or ``spawn``
+        where numba's threads are GNU OpenMP (Linux): ``fork``, which they do not survive,
+        is refused (:func:`pymc_edp.base.parallel.fork_unsafe`).
     prune_above : float, default 1e8
         ``prune=None`` prunes when records x draws exceeds this (1e8 is 25,000 records of
         4,000 draws, where the full audit takes about 5 s here).
@@ -182,6 +185,9 @@ class ChunkOptions:
                 "ChunkOptions(executor=...) must be None, a concurrent.futures.Executor or a "
                 f"dask.distributed.Client, not {type(ex).__name__}"
             )
+        unsafe = fork_unsafe(ex)
+        if unsafe is not None:
+            raise ValueError(f"ChunkOptions(executor=...) {unsafe}")
 
     @classmethod
     def coerce(cls, value: ChunkOptions | Mapping | None) -> ChunkOptions:

@@ -33,16 +33,22 @@ from pymc_edp.model.pymc import (
     check_not_scalar,
     elementwise_loglik,
     ensure_log_likelihood,
+    imputed_positions,
     integer_data,
     observed_arrays,
     observed_values,
+    potential_records,
     potentials_with_data,
     reads_data,
     replacement_log_likelihood,
 )
 from pymc_edp.model.replace import candidates, check_support
 from pymc_edp.model.select import LeftOut, drop_data_copies, select_var_names
-from pymc_edp.model.stream import model_log_likelihood, stream_supported
+from pymc_edp.model.stream import (
+    StreamingUnavailableError,
+    model_log_likelihood,
+    stream_supported,
+)
 from pymc_edp.pipeline.settings import Settings
 
 __all__ = ["Inputs", "read_inputs"]
@@ -164,12 +170,15 @@ def read_inputs(
     observed_data = _group(idata, "observed_data")
     if model is not None:
         check_model_matches_data(model, observed_data, _group(idata, "constant_data"))
-    read = _posterior_draws(idata, model, posterior, var_names, filter_vars)
+    weighted = potential_records(model, posterior) if model is not None else {}
+    read = _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted)
     draws, messages = read.draws, read.messages
     _check_draws_per_bin(draws.shape[1], settings.bins)
     ll, factorised, notes = _log_likelihood(idata, model, settings, observed_data)
     _check_records(ll)
+    ll = _imputed_row_labels(ll, model, posterior, observed_data)
     messages.extend(notes)
+    messages.extend(_potential_messages(weighted, ll))
     if ll.n_samples != draws.shape[1]:
         raise ValueError(
             f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
@@ -247,10 +256,11 @@ class _Draws(NamedTuple):
     left_out: tuple[LeftOut, ...]
 
 
-def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
+def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=()) -> _Draws:
     """The audited draws, without data copies and constant elements, and what was left out.
 
     Also their labels, what was said about them and the draws moment matching reads.
+    ``weighted``: the Potentials that hold terms of observed records (said elsewhere).
     """
     names = select_var_names(posterior, var_names, filter_vars)
     all_draws, par_labels, var_of = posterior_matrix(posterior, names)
@@ -263,6 +273,7 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
         reads_data=reads_data(model, names) if model is not None else None,
     )
     hidden = potentials_with_data(model) if model is not None else []
+    hidden = [p for p in hidden if p not in weighted]
     if hidden:
         messages.append(
             f"the model's Potential(s) {hidden} depend on data: records that enter the "
@@ -302,6 +313,46 @@ def _check_records(ll: LogLikelihood) -> None:
             "(observed= or pm.Data), or audit observed variables that have records "
             "(neighbour=NeighbourOptions(observed=[...]))"
         )
+
+
+def _potential_messages(weighted: dict, ll: LogLikelihood) -> list[str]:
+    """What the audit says of Potentials that hold part of observed records' likelihood.
+
+    ``weighted`` is :func:`~pymc_edp.model.pymc.potential_records`: per Potential, the
+    records of each observed variable it depends on. Their neighbours' weights remove (or
+    replace) only the records' terms in the observed variable, so their epsilons are wrong.
+    """
+    messages = []
+    labels = Neighbours.records(ll).labels
+    for potential, per_var in weighted.items():
+        for name, mask in per_var.items():
+            if name not in ll.names:
+                continue
+            v = ll.names.index(name)
+            n_v = int(ll.offsets[v + 1] - ll.offsets[v])
+            if mask is None:
+                which, count = f"every record of {name!r}", n_v
+            else:
+                rows = np.flatnonzero(mask.reshape(n_v, -1).any(axis=1)) if mask.size else []
+                if not len(rows):
+                    continue  # read, but no record's value changes it (weights all 1)
+                shown = ", ".join(str(x) for x in labels[ll.offsets[v] + rows[:10]])
+                more = f" and {len(rows) - 10} more" if len(rows) > 10 else ""
+                what = "record" if len(rows) == 1 else "records"
+                which, count = f"{what} {shown}{more} of {name!r}", len(rows)
+            messages.append(
+                f"the model's Potential {potential!r} holds part of the likelihood of {which} "
+                "(e.g. regression weights written as the observed variable plus "
+                "pm.Potential((w - 1) * logp)). A neighbour's weight removes or replaces only "
+                f"a record's term in {name!r}, not its term in the Potential, so the epsilon "
+                f"of {'this record' if count == 1 else 'these records'} is mis-measured (a "
+                "record of weight w is removed only 1/w of the way: its epsilon is far too "
+                "small). Write each record's whole likelihood as its own term of one observed "
+                "variable, e.g. pm.CustomDist(name, mu, sigma, w, logp=lambda value, mu, "
+                "sigma, w: w * pm.logp(pm.Normal.dist(mu, sigma), value), observed=data), "
+                "and drop the Potential."
+            )
+    return messages
 
 
 def _check_draws_per_bin(n_samples: int, bins: int) -> None:
@@ -358,6 +409,67 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
         observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
     )
     return layout, False, notes
+
+
+def _imputed_row_labels(ll: LogLikelihood, model, posterior, observed_data) -> LogLikelihood:
+    """``ll`` with the records of an imputed variable labelled by their rows in its data.
+
+    PyMC lays the observed entries of a variable with missing values end to end
+    (``y_observed``, :func:`~pymc_edp.model.pymc.imputed_positions`), so its
+    log-likelihood's records are numbered by position among the observed values: record
+    24 may be row 27 of ``y``. Their coordinate becomes the row of ``y`` (its coordinate
+    when ``y`` has dims; ``"i, j"`` for a several-dimensional ``y``), which the
+    neighbours, the printout, the HTML view and netCDF files then show.
+    """
+    datasets = ll.datasets
+    for name in ll.names:
+        dims = ll.record_dims(name)
+        if len(dims) != 1:
+            continue
+        observed = None
+        if observed_data is not None and name in observed_data:
+            observed = np.asarray(observed_data[name].values)
+        found = imputed_positions(model, posterior, observed, name)
+        if found is None or found[1].size != datasets[name].sizes[dims[0]]:
+            continue
+        labels = _data_rows(found[0], found[1], model, posterior)
+        if labels is not None:
+            datasets = datasets.assign_coords({dims[0]: labels})
+    if datasets is ll.datasets:
+        return ll
+    return LogLikelihood(ll.names, ll.arrays, ll.offsets, datasets)
+
+
+def _data_rows(joined: str, positions: np.ndarray, model, posterior) -> np.ndarray | None:
+    """Labels of the flat ``positions`` of the data of ``joined``: its coordinates or indices."""
+    if joined in posterior:
+        da = posterior[joined]
+        dims = [d for d in da.dims if d not in ("chain", "draw")]
+        shape = [da.sizes[d] for d in dims]
+        coords = [
+            np.asarray(da[d].values) if d in da.coords else np.arange(da.sizes[d]) for d in dims
+        ]
+    elif model is not None and None not in model[joined].type.shape:
+        shape = list(model[joined].type.shape)
+        dims = model.named_vars_to_dims.get(joined) or [None] * len(shape)
+        coords = []
+        for d, size in zip(dims, shape, strict=True):
+            values = model.coords.get(d) if d is not None else None
+            ok = values is not None and len(values) == size
+            coords.append(np.asarray(values) if ok else np.arange(size))
+    else:
+        return None
+    if not shape or positions.max(initial=0) >= np.prod(shape):
+        return None
+    index = np.unravel_index(positions, shape)
+    if len(shape) == 1:
+        return coords[0][index[0]]
+    return np.array(
+        [
+            ", ".join(str(c[i[k]]) for c, i in zip(coords, index, strict=True))
+            for k in range(positions.size)
+        ]
+    )
 
 
 def _coupled_blocks(ll: LogLikelihood, neighbours: Neighbours) -> list[str]:
@@ -466,7 +578,15 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
             )
         _log.info("computing the whole log_likelihood group: %s", reasons)
         return None
-    return model_log_likelihood(model, idata, names)
+    try:
+        return model_log_likelihood(model, idata, names)
+    except StreamingUnavailableError as err:
+        if source == "model":
+            raise
+        # the structural check passed but a chunk did not compute (or did not agree):
+        # what "auto" promises, the group computed whole
+        _log.info("computing the whole log_likelihood group: %s", err.reason)
+        return None
 
 
 def _observed_y(idata, model, ll: LogLikelihood) -> dict:

@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import MIN_DRAWS_PER_BIN
+from pymc_edp.base.common import MIN_DRAWS_PER_BIN, NEIGHBOUR_DIM
 from pymc_edp.base.mcse import normalised_weights
 from pymc_edp.diagnostics import (
     DEFAULT_CURVE_BINS,
@@ -851,7 +851,9 @@ def plot_overview(
 
     The last three need the audit's stored weights; for a result without them
     (``store_weights=False``, or read back without ``include_weights=True``) their axes hold
-    a note instead.
+    a note instead. The curve needs every neighbour's: where a large (pruned or streamed)
+    audit kept those of the neighbours that can set epsilon only, its axes hold the note and
+    the worst neighbour's plots are drawn.
 
     Parameters
     ----------
@@ -911,7 +913,22 @@ def plot_overview(
         _note(axes[1, 0], "Bin log ratios of the worst neighbour", why)
         _note(axes[1, 1], "Full vs neighbour posterior", why)
         return axes
-    plot_epsilon_curve(result, bins=_overview_bins(result, curve_bins), ax=axes[0, 1])
+    _, rows = kept_weights(result)
+    n = result.pointwise.sizes[NEIGHBOUR_DIM]
+    if rows.size == n and np.array_equal(rows, np.arange(n)):
+        plot_epsilon_curve(result, bins=_overview_bins(result, curve_bins), ax=axes[0, 1])
+    else:  # a large audit keeps the weights of the neighbours that can set epsilon only
+        rerun = (
+            "'store_weights': True, 'prune': False"
+            if was_pruned(result)
+            else "'store_weights': True"
+        )
+        _note(
+            axes[0, 1],
+            "B-EDP ε against the number of bins",
+            f"needs every neighbour's weights; this audit kept\nthose of {rows.size} of {n} "
+            f"(the ones that can set ε at B = {result.bins}):\naudit(..., chunks={{{rerun}}})",
+        )
     plot_bin_log_ratios(result, ax=axes[1, 0])
     plot_neighbour_posterior(result, ax=axes[1, 1])
     return axes

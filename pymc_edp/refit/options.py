@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
+from pymc_edp.base.parallel import fork_unsafe
 from pymc_edp.base.validate import as_options, check_choice, check_int, check_real
 
 __all__ = [
@@ -57,7 +58,11 @@ class RefitOptions:
         latent variables). Either compiles the neighbour model once and only swaps its data.
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client, optional
         Where refits run: serially (None; nutpie already runs chains in parallel), a local
-        process pool of that many workers (-1: all cores), or any executor / dask client.
+        process pool of that many workers (-1: all cores; started with ``forkserver`` where
+        ``fork`` is unsafe, see :func:`pymc_edp.base.parallel.map_tasks`), or any executor /
+        dask client. A ``ProcessPoolExecutor`` that starts its workers with ``fork`` where
+        numba's threads are GNU OpenMP (Linux) is refused, as in :class:`pymc_edp.ChunkOptions`
+        (:func:`pymc_edp.base.parallel.fork_unsafe`).
     checkpoint : str or path-like, optional
         Folder where each refit is written as it completes; rerunning the same audit with
         the same folder refits only what is missing.
@@ -139,6 +144,9 @@ class RefitOptions:
         if self.sampler_kwargs is not None and not isinstance(self.sampler_kwargs, Mapping):
             raise TypeError("sampler_kwargs must be a dict of keyword arguments for the sampler")
         object.__setattr__(self, "retry", _retry_kinds(self.retry))
+        unsafe = fork_unsafe(self.executor)
+        if unsafe is not None:
+            raise ValueError(f"RefitOptions(executor=...) {unsafe}")
         if not (self.verify is None or isinstance(self.verify, bool)):
             object.__setattr__(self, "verify", VerifyOptions.coerce(self.verify))
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import get_group, group_names
 from pymc_edp.model.convergence import FitConvergence
@@ -24,6 +24,35 @@ AUDIT_GROUP = "edp_audit"
 
 def _tuple_or_none(value):
     return None if value is None else tuple(value)
+
+
+#: Dimension of stored ``log_weights`` kept for some neighbours only (their own rows).
+KEPT_WEIGHTS_DIM = "weights_neighbour"
+
+
+def _kept_weights_to_store(lw: xr.DataArray) -> xr.DataArray:
+    """``log_weights`` as stored: kept for some neighbours only, on a dimension of their own.
+
+    On the neighbour dimension they would be aligned to every neighbour, NaN rows and a NaN
+    :data:`~pymc_edp.base.common.WEIGHT_INDEX` for those without weights.
+    """
+    if WEIGHT_INDEX not in lw.coords:
+        return lw
+    return lw.rename({NEIGHBOUR_DIM: KEPT_WEIGHTS_DIM})
+
+
+def _kept_weights_read(lw: xr.DataArray) -> xr.DataArray:
+    """``log_weights`` as stored by :func:`_kept_weights_to_store`, or by earlier versions.
+
+    Those aligned the kept rows to every neighbour: the rows without an index are dropped.
+    """
+    if KEPT_WEIGHTS_DIM in lw.dims:
+        return lw.rename({KEPT_WEIGHTS_DIM: NEIGHBOUR_DIM})
+    if WEIGHT_INDEX in lw.coords:
+        index = np.asarray(lw[WEIGHT_INDEX].values, dtype=float)
+        lw = lw.isel({NEIGHBOUR_DIM: np.flatnonzero(~np.isnan(index))})
+        lw = lw.assign_coords({WEIGHT_INDEX: lw[WEIGHT_INDEX].astype(np.int64)})
+    return lw
 
 
 def _float_or_none(value):
@@ -365,7 +394,8 @@ class EDPResult:
         >>> "log_weights" in ds, "log_weights" in res.to_dataset(include_weights=True)
         (False, True)
         """
-        pw = self.pointwise.rename({v: f"pointwise_{v}" for v in self.pointwise.data_vars})
+        pointwise = self.pointwise if include_weights else self._pointwise_with_intervals()
+        pw = pointwise.rename({v: f"pointwise_{v}" for v in pointwise.data_vars})
         par = self.parameters.rename({v: f"parameter_{v}" for v in self.parameters.data_vars})
         ds = xr.merge([pw, par], combine_attrs="drop")
         for src in (pw, par):  # merging drops the variables' own attributes (CF flags)
@@ -373,7 +403,7 @@ class EDPResult:
                 ds[v].attrs = dict(src[v].attrs)
         if include_weights:
             if self.log_weights is not None:
-                ds["log_weights"] = self.log_weights
+                ds["log_weights"] = _kept_weights_to_store(self.log_weights)
             if self.draws is not None:
                 ds["draws"] = self.draws
         ds.attrs = {k: getattr(self, k) for k in self._ATTRS}
@@ -395,6 +425,36 @@ class EDPResult:
         )
         ds.attrs["pymc_edp_result"] = 1
         return ds
+
+    def _pointwise_with_intervals(self) -> xr.Dataset:
+        """``pointwise`` with the stored intervals of every neighbour whose weights are kept.
+
+        The audit stores the 90% interval and standard error of the neighbours that can set
+        epsilon; :meth:`interval` computes the others' from their weights. A result saved
+        without its weights gets them here, so that its :meth:`interval` and :meth:`mcse`
+        read back as they were (NaN only where no weights were kept).
+        """
+        from pymc_edp.diagnostics.uncertainty import STORED_PROB
+
+        pw = self.pointwise
+        if self.log_weights is None or "epsilon_upper" not in pw:
+            return pw
+        missing = np.isnan(pw["epsilon_upper"].values) & ~np.isnan(pw["epsilon"].values)
+        if not missing.any():
+            return pw
+        iv = self.interval(STORED_PROB)["epsilon_i"]
+        se = self.mcse()["epsilon_i"]
+        out = pw.copy()
+        for name, values in (
+            ("epsilon_lower", iv.sel(interval="lower").values),
+            ("epsilon_upper", iv.sel(interval="upper").values),
+            ("epsilon_mcse", se.values),
+        ):
+            column = np.array(pw[name].values, dtype=float)
+            fill = missing & ~np.isnan(np.asarray(values, dtype=float))
+            column[fill] = np.asarray(values, dtype=float)[fill]
+            out[name] = (pw[name].dims, column, pw[name].attrs)
+        return out
 
     @classmethod
     def from_dataset(cls, ds: xr.Dataset) -> EDPResult:
@@ -457,7 +517,7 @@ class EDPResult:
             khat_threshold=float(a["khat_threshold"]),
             warnings=tuple(json.loads(a["warnings"])),
             n_chains=int(a.get("n_chains", 1)),
-            log_weights=ds["log_weights"] if "log_weights" in ds else None,
+            log_weights=_kept_weights_read(ds["log_weights"]) if "log_weights" in ds else None,
             draws=ds["draws"] if "draws" in ds else None,
             mc_interval90=_tuple_or_none(json.loads(a.get("mc_interval90", "null"))),
             noise_floor=_float_or_none(json.loads(a.get("noise_floor", "null"))),

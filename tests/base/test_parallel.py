@@ -151,3 +151,79 @@ def test_shared_state_is_passed_first(executor):
             _scaled, range(5), executor=executor, shared={"scale": 3}, progressbar=False
         )
     assert out == [0, 3, 6, 9, 12]
+
+
+def test_fork_unsafe_names_a_fork_pool_where_numba_s_openmp_threads_break_it():
+    # numba's GNU OpenMP layer is not fork-safe: after any audit, a forked worker running a
+    # parallel kernel is terminated and the pool breaks (BrokenProcessPool)
+    import multiprocessing
+
+    from pymc_edp.base.parallel import _numba_threading_layer, fork_unsafe
+
+    if _numba_threading_layer() != ("omp", "GNU"):
+        pytest.skip("numba's threading layer here is fork-safe")
+    fork = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    others = [
+        cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver")),
+        cf.ThreadPoolExecutor(1),
+        None,
+    ]
+    try:
+        assert "get_context('forkserver')" in fork_unsafe(fork)
+        assert all(fork_unsafe(pool) is None for pool in others)
+    finally:
+        for pool in (fork, *others[:2]):
+            pool.shutdown()
+
+
+def _mass_in_a_kernel(n):
+    # one of the audit's parallel (prange) kernels: n rows of uniform weights, each of mass 1
+    import numpy as np
+
+    from pymc_edp.base import binning
+
+    lw, index = np.zeros((n, 8)), np.zeros((1, 8), dtype=np.int64)
+    return float(binning._bin_mass(lw, index, 2).sum())
+
+
+def test_own_pool_runs_the_kernels_after_this_process_ran_them():
+    # an audit runs the kernels here; the workers of map_tasks(executor=2) were forked from
+    # this process, and where numba's threads are GNU OpenMP each died running one
+    # ("fork() called from a process already using GNU OpenMP": BrokenProcessPool)
+    assert _mass_in_a_kernel(3) == 3.0
+    assert map_tasks(_mass_in_a_kernel, [2, 5], executor=2, progressbar=False) == [2.0, 5.0]
+
+
+class _NotStarted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("layer", [("omp", "GNU"), ("tbb", None), ("workqueue", None)])
+def test_own_pool_forks_only_where_the_kernels_survive_it(monkeypatch, layer):
+    # checked on the pool map_tasks(executor=2) asks for, without starting its workers
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    from pymc_edp.base import parallel
+
+    if multiprocessing.get_start_method() != "fork":
+        pytest.skip("processes do not fork by default here")
+    monkeypatch.setattr(parallel, "_numba_threading_layer", lambda: layer)
+    monkeypatch.setattr(forkserver._forkserver, "_preload_modules", ["__main__"])
+    asked = {}
+
+    def pool(**kwargs):
+        asked.update(kwargs)
+        raise _NotStarted
+
+    monkeypatch.setattr(cf, "ProcessPoolExecutor", pool)
+    with pytest.raises(_NotStarted):
+        map_tasks(_square, range(3), executor=2, progressbar=False)
+    method = asked["mp_context"].get_start_method()
+    if layer == ("omp", "GNU"):
+        assert method == "forkserver"
+        # the forkserver imports pymc_edp once, not every worker; its own list is kept
+        assert forkserver._forkserver._preload_modules == ["__main__", "pymc_edp"]
+    else:  # fork is safe there, and cheaper
+        assert method == "fork"
+        assert forkserver._forkserver._preload_modules == ["__main__"]

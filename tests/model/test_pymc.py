@@ -19,9 +19,11 @@ from pymc_edp.model.pymc import (
     check_model,
     check_model_matches_data,
     ensure_log_likelihood,
+    imputed_positions,
     model_observed,
     observed_arrays,
     observed_values,
+    potential_records,
     reads_data,
     replacement_log_likelihood,
 )
@@ -339,3 +341,73 @@ def test_reads_data_tells_constants_from_copies_of_the_data():
         **dict.fromkeys(corr, False),
     }
     assert corr  # the correlation matrix is a model variable on both PyMC versions
+
+
+@pytest.mark.filterwarnings("ignore:Data in y contains missing values")
+@pytest.mark.parametrize(
+    "data",
+    [
+        np.array([0.1, 0.2, np.nan, 0.4, 0.5, np.nan, 0.7]),
+        np.array([[0.1, np.nan, 0.3], [0.4, 0.5, np.nan]]),
+        np.ma.masked_array([0.1, 0.2, 0.3, 0.4], mask=[1, 0, 0, 1]),
+    ],
+    ids=["nan", "2d", "masked"],
+)
+def test_imputed_positions_are_the_observed_entries_of_the_data(rng, data):
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        pm.Normal("y", mu, observed=data)
+    observed = np.ma.masked_invalid(data)
+    expected = np.flatnonzero(~np.ma.getmaskarray(observed))
+    joined, positions = imputed_positions(m, None, None, "y_observed")
+    assert joined == "y"
+    np.testing.assert_array_equal(positions, expected)
+    # without the model: the entries of the joined y that no draw changes
+    y = np.broadcast_to(np.ma.filled(observed, 0.0), (N_CHAINS, N_DRAWS, *data.shape)).copy()
+    free = rng.normal(size=(N_CHAINS, N_DRAWS, data.size - expected.size))
+    y.reshape(N_CHAINS, N_DRAWS, -1)[..., np.ma.getmaskarray(observed).ravel()] = free
+    post = get_group(from_dict({"posterior": {"y": y, "y_unobserved": free}}), "posterior")
+    values = np.ma.compressed(observed)
+    _, positions = imputed_positions(None, post, values, "y_observed")
+    np.testing.assert_array_equal(positions, expected)
+    # what is not the observed part of an imputed variable has none
+    assert imputed_positions(m, post, values, "y") is None
+    assert imputed_positions(None, post, values[::-1], "y_observed") is None
+    assert imputed_positions(None, post.drop_vars("y_unobserved"), values, "y_observed") is None
+
+
+def test_potential_records_finds_the_records_a_potential_weights(rng):
+    # regression weights as observed y plus pm.Potential((w - 1) * logp): records 1 and 3
+    # are partly in the Potential, the others (weight 1) are not; a penalty on the
+    # parameters and a Potential over other data hold no record of y
+    y, w = Y.copy(), np.array([1.0, 4.0, 1.0, 0.5, 1.0])
+    with pm.Model() as m:
+        mu = pm.Normal("mu")
+        sigma = pm.HalfNormal("sigma")
+        obs = pm.Normal("y", mu, sigma, observed=y)
+        pm.Potential("weights", ((w - 1) * pm.logp(obs, y)).sum())
+        pm.Potential("penalty", -(mu**2))
+        pm.Potential("others", pm.logp(pm.Normal.dist(mu, 1.0), np.array([5.0, 6.0])).sum())
+    post = get_group(
+        from_dict(
+            {
+                "posterior": {
+                    "mu": rng.normal(size=(N_CHAINS, N_DRAWS)),
+                    "sigma": rng.uniform(0.5, 2.0, (N_CHAINS, N_DRAWS)),
+                }
+            }
+        ),
+        "posterior",
+    )
+    found = potential_records(m, post)
+    assert list(found) == ["weights"] and list(found["weights"]) == ["y"]
+    np.testing.assert_array_equal(found["weights"]["y"], w != 1)
+    # without draws (or data the Potential cannot be differentiated in): every record
+    assert potential_records(m) == {"weights": {"y": None}}
+    with pm.Model() as counts:
+        lam = pm.Gamma("lam", 2.0, 1.0)
+        k = np.array([1, 0, 3])
+        obs = pm.Poisson("k", lam, observed=k)
+        pm.Potential("weights", (2.0 * pm.logp(obs, k)).sum())
+    post = get_group(from_dict({"posterior": {"lam": np.ones((N_CHAINS, N_DRAWS))}}), "posterior")
+    assert potential_records(counts, post) == {"weights": {"k": None}}

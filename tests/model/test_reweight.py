@@ -91,6 +91,27 @@ def test_chunk_options():
         ChunkOptions(prune_above=-1)
 
 
+def test_chunk_options_refuse_a_fork_pool_the_kernels_break():
+    # a forked worker dies running a kernel once the audit's GNU OpenMP threads ran here
+    # (BrokenProcessPool): refused before any work, with the start method that works
+    import concurrent.futures as cf
+    import multiprocessing
+
+    from pymc_edp.base.parallel import _numba_threading_layer
+
+    if _numba_threading_layer() != ("omp", "GNU"):
+        pytest.skip("numba's threading layer here is fork-safe")
+    fork = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    spawn = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        with pytest.raises(ValueError, match=r"executor=.*fork.*get_context\('forkserver'\)"):
+            ChunkOptions(executor=fork)
+        assert ChunkOptions(executor=spawn).executor is spawn
+    finally:
+        fork.shutdown()
+        spawn.shutdown()
+
+
 @pytest.mark.parametrize("reff", [1.0, 0.3])
 @pytest.mark.parametrize("n_bins", [2, 5, 20])
 def test_mean_bound_is_never_below_the_smoothed_epsilon(rng, reff, n_bins):

@@ -509,6 +509,30 @@ def test_overview_without_weights_notes_what_it_cannot_draw(diag_result):
     assert axes[0, 1].get_title() == "B-EDP ε against the number of bins"
 
 
+def test_overview_of_a_large_audit_draws_what_its_kept_weights_allow(diag_result, tmp_path):
+    # a large audit keeps the weights of the neighbours that can set epsilon only: the
+    # overview refused it ("rerun with prune=False"), while the same result read back
+    # without weights drew; now both draw, the curve (every neighbour's) a note
+    eps = diag_result.pointwise["epsilon"].values
+    rows = np.sort(np.argsort(eps)[::-1][:5])
+    lw = diag_result.log_weights.isel(neighbour=rows)
+    res = dataclasses.replace(
+        diag_result, log_weights=lw.assign_coords(neighbour_index=("neighbour", rows))
+    )
+    path = tmp_path / "kept.nc"
+    res.to_netcdf(path, include_weights=True)
+    for r in (res, edp.EDPResult.from_netcdf(path)):
+        axes = r.plot()
+        (note,) = axes[0, 1].texts
+        assert not axes[0, 1].axison
+        assert f"kept\nthose of 5 of {eps.size}" in note.get_text()
+        assert "'store_weights': True" in note.get_text()
+        worst = r.worst_neighbour
+        assert axes[1, 0].get_title().startswith(f"Bin log ratios of neighbour {worst} ")
+        assert axes[1, 1].get_title().startswith("Full vs neighbour posterior (ε = ")
+        plt.close(axes[0, 0].figure)
+
+
 def test_plots_of_a_pruned_result_without_weights_advise_prune_false(diag_result):
     """Pruning refuses store_weights=True, so a pruned result is told prune=False too."""
     method = np.where(np.arange(diag_result.n_neighbours) < 20, "pruned", "psis")

@@ -145,3 +145,33 @@ def test_neighbour_options_are_checked_before_any_work(rng):
         edp.audit(idata, neighbour={"replacements": [0.0]}, method="psis")
     with pytest.raises(ValueError, match="is empty"):
         edp.audit(idata, neighbour={"observed": []}, method="psis")
+
+
+def test_refit_options_refuse_a_fork_pool_as_chunk_options_do(monkeypatch):
+    # refits on a pool forked where numba's threads are GNU OpenMP: a worker that runs a
+    # parallel kernel dies (BrokenProcessPool); refused before any work, with the fix
+    import concurrent.futures as cf
+    import multiprocessing
+
+    from pymc_edp.base import parallel
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork here")
+    fork = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    spawn = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        monkeypatch.setattr(parallel, "_numba_threading_layer", lambda: ("omp", "GNU"))
+        with pytest.raises(ValueError, match=r"^RefitOptions\(executor=\.\.\.\) is a") as refit:
+            edp.RefitOptions(executor=fork)
+        with pytest.raises(ValueError, match=r"^ChunkOptions\(executor=\.\.\.\) is a") as chunk:
+            edp.ChunkOptions(executor=fork)
+        why = str(chunk.value).removeprefix("ChunkOptions(executor=...) ")
+        assert str(refit.value) == f"RefitOptions(executor=...) {why}"
+        assert "get_context('forkserver')" in why
+        for fine in (spawn, 2, None):
+            assert edp.RefitOptions(executor=fine).executor is fine
+        monkeypatch.setattr(parallel, "_numba_threading_layer", lambda: ("tbb", None))
+        assert edp.RefitOptions(executor=fork).executor is fork
+    finally:
+        fork.shutdown()
+        spawn.shutdown()

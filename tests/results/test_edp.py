@@ -279,3 +279,65 @@ def test_print_shows_the_interval_and_a_caution_where_it_reaches_zero():
     back = EDPResult.from_dataset(res.to_dataset())
     assert back.mc_interval90 == res.mc_interval90 and back.noise_floor == res.noise_floor
     assert repr(back) == text
+
+
+@pytest.fixture(scope="module")
+def large_audits():
+    """One audit keeping every neighbour's weights and one keeping 32 of 60 (pruning on)."""
+    rng = np.random.default_rng(60)
+    y = rng.normal(0.0, 1.0, 60)
+    y[7] = 4.0
+    mu = rng.normal(y.sum() / 61, 1 / np.sqrt(61), (2, 500))
+    idata = from_dict(
+        {
+            "posterior": {"mu": mu},
+            "log_likelihood": {"y": stats.norm.logpdf(y, mu[..., None], 1.0)},
+        }
+    )
+    run = dict(bins=10, method="psis", progressbar=False)
+    full = edp.audit(idata, **run)
+    kept = edp.audit(idata, chunks={"prune": True}, **run)
+    assert full.log_weights.sizes["neighbour"] == 60
+    assert kept.log_weights.sizes["neighbour"] == 32
+    return full, kept
+
+
+def _same_uncertainty(a: EDPResult, b: EDPResult):
+    for method in ("interval", "mcse"):
+        np.testing.assert_allclose(
+            getattr(a, method)()["epsilon_i"].values,
+            getattr(b, method)()["epsilon_i"].values,
+            rtol=1e-12,
+            equal_nan=True,
+        )
+
+
+def test_kept_weights_of_a_large_audit_read_back_where_they_were(large_audits, tmp_path):
+    # only 32 of 60 neighbours' weights: stored on the neighbour dimension they were
+    # aligned to all 60, with a NaN index read back as -2**63 (an IndexError in interval())
+    _, kept = large_audits
+    path = tmp_path / "kept.nc"
+    kept.to_netcdf(path, include_weights=True)
+    back = EDPResult.from_netcdf(path)
+    xr.testing.assert_equal(back.log_weights, kept.log_weights)
+    _same_uncertainty(back, kept)
+
+
+def test_a_round_trip_without_weights_keeps_every_interval_there_was(large_audits, tmp_path):
+    # the audit stores the intervals of the 32 neighbours that can set epsilon; the others'
+    # came from the weights, and were NaN read back without them, with no word why
+    full, kept = large_audits
+    for res in (full, kept):
+        path = tmp_path / "audit.nc"
+        res.to_netcdf(path)
+        back = EDPResult.from_netcdf(path)
+        assert back.log_weights is None
+        _same_uncertainty(back, res)
+
+    # where no weights were kept, the intervals say why they are missing, and what to do
+    for res in (kept, EDPResult.from_netcdf(path)):
+        for ds in (res.interval(), res.mcse()):
+            assert np.isnan(ds["epsilon_i"].values).any()
+            assert ds.attrs["note"].startswith("28 of 60 neighbours have no")
+            assert "'store_weights': True, 'prune': False" in ds.attrs["note"]
+    assert "note" not in full.interval().attrs and "note" not in full.mcse().attrs
