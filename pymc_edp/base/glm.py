@@ -48,6 +48,7 @@ __all__ = [
     "FAMILIES",
     "LINKS",
     "RangeState",
+    "extreme_rows",
     "half_erfc",
     "lgamma",
     "logp",
@@ -127,6 +128,36 @@ def _bracket(a, mode, mn, mx, lo, hi):  # pragma: no cover - compiled
             lo[j] = max(lo[j], v if v <= m else -np.inf)
             hi[j] = min(hi[j], v if v >= m else np.inf)
     return bad == 0
+
+
+@numba.njit(**_JIT)
+def _arg_extremes(a):  # pragma: no cover - compiled
+    """Rows of the smallest and largest finite values of ``a`` (S, k), or -1 if none."""
+    n_s, k = a.shape
+    lo, hi = np.inf, -np.inf
+    s_lo, s_hi = -1, -1
+    for s in range(n_s):
+        for j in range(k):
+            v = a[s, j]
+            if v < lo and abs(v) < np.inf:
+                lo, s_lo = v, s
+            if v > hi and abs(v) < np.inf:
+                hi, s_hi = v, s
+    return s_lo, s_hi
+
+
+def extreme_rows(a) -> tuple[int, ...]:
+    """The rows (draws) of the smallest and largest finite values of a 2-d block.
+
+    Where a GLM's log-density is most sensitive to how it is computed (a link written by
+    hand loses precision as ``|eta|`` grows): the draws the fast path's columns are checked
+    at, besides a few fixed ones.
+    """
+    a = np.asarray(a)
+    if a.ndim != 2 or a.shape[0] <= 1 or a.size == 0:
+        return ()
+    lo, hi = _arg_extremes(np.ascontiguousarray(a, dtype=np.float64))
+    return tuple(int(s) for s in (lo, hi) if s >= 0)
 
 
 @numba.njit(**_JIT)

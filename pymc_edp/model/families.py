@@ -96,11 +96,13 @@ class FastLogLik:
             params.append(p)
         return params
 
-    def compute(self, theta, chunk) -> np.ndarray | None:
+    def compute(self, theta, chunk, extremes: set | None = None) -> np.ndarray | None:
         """``(S, k)`` float64 log-likelihood, or None (compute the chunk with PyTensor).
 
         ``theta``: the draws of the free variables (``(S, ...)`` each); ``chunk``: the
-        per-record inputs of ``k`` records, the observed values first.
+        per-record inputs of ``k`` records, the observed values first. ``extremes``, a set,
+        receives the draws of the chunk's smallest and largest values of each parameter that
+        varies over draws and of the log-density (:func:`_add_extremes`).
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -118,14 +120,17 @@ class FastLogLik:
                 return None
             if lp is not rows:  # pragma: no cover - the kernels wrote elsewhere
                 rows[...] = lp
+            if extremes is not None:
+                _add_extremes(extremes, [*params, rows], block.start)
         return out
 
-    def range(self, theta, chunk, alt_y=None) -> np.ndarray | None:
+    def range(self, theta, chunk, alt_y=None, extremes: set | None = None) -> np.ndarray | None:
         """``(k,)`` range over draws of each record's log-likelihood, or None.
 
         With ``alt_y`` (replacement observed values of the same records), the range of
         ``log p(alt_y | theta) - log p(y | theta)``. At least the range of the columns
-        :meth:`compute` returns, up to the rounding of evaluating them again.
+        :meth:`compute` returns, up to the rounding of evaluating them again. ``extremes``
+        as in :meth:`compute` (the parameters only: the log-densities are not computed).
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -140,7 +145,19 @@ class FastLogLik:
                 buf = np.empty((rows, k))
             if not state.update(params, out=buf):
                 return None
+            if extremes is not None:
+                _add_extremes(extremes, params, block.start)
         return state.result()
+
+
+def _add_extremes(extremes: set, arrays, offset: int) -> None:
+    """Add to ``extremes`` the draws (``offset`` + row) of each array's extreme values.
+
+    Arrays with one row (a parameter fixed over draws) add nothing.
+    """
+    for a in arrays:
+        if np.ndim(a) == 2 and np.shape(a)[0] > 1:
+            extremes.update(offset + s for s in glm.extreme_rows(a))
 
 
 # -------------------------------------------------------------------------- recognition
