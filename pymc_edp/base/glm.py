@@ -130,22 +130,6 @@ def _bracket(a, mode, mn, mx, lo, hi):  # pragma: no cover - compiled
     return bad == 0
 
 
-@numba.njit(**_JIT)
-def _arg_extremes(a):  # pragma: no cover - compiled
-    """Rows of the smallest and largest finite values of ``a`` (S, k), or -1 if none."""
-    n_s, k = a.shape
-    lo, hi = np.inf, -np.inf
-    s_lo, s_hi = -1, -1
-    for s in range(n_s):
-        for j in range(k):
-            v = a[s, j]
-            if v < lo and abs(v) < np.inf:
-                lo, s_lo = v, s
-            if v > hi and abs(v) < np.inf:
-                hi, s_hi = v, s
-    return s_lo, s_hi
-
-
 def extreme_rows(a) -> tuple[int, ...]:
     """The rows (draws) of the smallest and largest finite values of a 2-d block.
 
@@ -156,8 +140,8 @@ def extreme_rows(a) -> tuple[int, ...]:
     a = np.asarray(a)
     if a.ndim != 2 or a.shape[0] <= 1 or a.size == 0:
         return ()
-    lo, hi = _arg_extremes(np.ascontiguousarray(a, dtype=np.float64))
-    return tuple(int(s) for s in (lo, hi) if s >= 0)
+    k = a.shape[1]  # NumPy's SIMD reductions (a NaN, if any, is found as an extreme)
+    return int(np.argmin(a)) // k, int(np.argmax(a)) // k
 
 
 @numba.njit(**_JIT)

@@ -101,8 +101,8 @@ class FastLogLik:
 
         ``theta``: the draws of the free variables (``(S, ...)`` each); ``chunk``: the
         per-record inputs of ``k`` records, the observed values first. ``extremes``, a set,
-        receives the draws of the chunk's smallest and largest values of each parameter that
-        varies over draws and of the log-density (:func:`_add_extremes`).
+        receives the draws of the chunk's smallest and largest log-density and last
+        parameter (``q``: ``eta`` through its link, ``sigma``).
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -120,8 +120,9 @@ class FastLogLik:
                 return None
             if lp is not rows:  # pragma: no cover - the kernels wrote elsewhere
                 rows[...] = lp
-            if extremes is not None:
-                _add_extremes(extremes, [*params, rows], block.start)
+            if extremes is not None:  # (a parameter fixed over draws has none)
+                for a in (rows, params[-1]):
+                    extremes.update(block.start + s for s in glm.extreme_rows(a))
         return out
 
     def range(self, theta, chunk, alt_y=None, extremes: set | None = None) -> np.ndarray | None:
@@ -129,8 +130,10 @@ class FastLogLik:
 
         With ``alt_y`` (replacement observed values of the same records), the range of
         ``log p(alt_y | theta) - log p(y | theta)``. At least the range of the columns
-        :meth:`compute` returns, up to the rounding of evaluating them again. ``extremes``
-        as in :meth:`compute` (the parameters only: the log-densities are not computed).
+        :meth:`compute` returns, up to the rounding of evaluating them again. ``extremes``,
+        a set, receives the draws where the chunk's most extreme values are: of ``q`` for
+        Bernoulli, Binomial and Poisson (whose log-density is a function of it), else of the
+        log-density (or log ratio); found by computing again the one record that has them.
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -145,19 +148,27 @@ class FastLogLik:
                 buf = np.empty((rows, k))
             if not state.update(params, out=buf):
                 return None
-            if extremes is not None:
-                _add_extremes(extremes, params, block.start)
-        return state.result()
+        out = state.result()
+        if out is not None and extremes is not None and n_draws > 1:
+            for j, largest in (
+                (int(np.argmin(state.mn)), False),
+                (int(np.argmax(state.mx)), True),
+            ):
+                column = self._column(theta, [a[j : j + 1] for a in chunk], alt_y, j, state)
+                if column is not None:
+                    extremes.add(int(np.argmax(column) if largest else np.argmin(column)))
+        return out
 
-
-def _add_extremes(extremes: set, arrays, offset: int) -> None:
-    """Add to ``extremes`` the draws (``offset`` + row) of each array's extreme values.
-
-    Arrays with one row (a parameter fixed over draws) add nothing.
-    """
-    for a in arrays:
-        if np.ndim(a) == 2 and np.shape(a)[0] > 1:
-            extremes.update(offset + s for s in glm.extreme_rows(a))
+    def _column(self, theta, record, alt_y, j: int, state) -> np.ndarray | None:
+        """``(S,)`` values of one record that :meth:`range` reduced (``q``, or log-density)."""
+        if state.scalar:
+            params = self._params(theta, record, 1)
+            return None if params is None else np.asarray(params[-1])[:, 0]
+        col = self.compute(theta, record)
+        if col is None or alt_y is None:
+            return None if col is None else col[:, 0]
+        alt = self.compute(theta, [alt_y[j : j + 1], *record[1:]])
+        return None if alt is None else (alt - col)[:, 0]
 
 
 # -------------------------------------------------------------------------- recognition

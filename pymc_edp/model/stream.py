@@ -514,7 +514,11 @@ class ModelColumns:
         if other is not None:
             alt = other._compute(draws, cols, fast=not disagreed)
             block = np.subtract(alt, block, dtype=np.float64)
-        return block.max(axis=0).astype(np.float64) - block.min(axis=0).astype(np.float64)
+        with np.errstate(invalid="ignore"):  # -inf - -inf: a record outside the support
+            out = block.max(axis=0).astype(np.float64) - block.min(axis=0).astype(np.float64)
+        # not finite (-inf or NaN columns): never pruned, so its reweighting says what is wrong
+        out[~np.isfinite(out)] = np.inf
+        return out
 
     def _fast_range(self, cols, other: ModelColumns | None) -> tuple[np.ndarray | None, bool]:
         """:meth:`range_of` by the family's kernels, and whether they disagreed with PyTensor.
