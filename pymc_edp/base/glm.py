@@ -48,6 +48,7 @@ __all__ = [
     "FAMILIES",
     "LINKS",
     "RangeState",
+    "extreme_rows",
     "half_erfc",
     "lgamma",
     "logp",
@@ -127,6 +128,20 @@ def _bracket(a, mode, mn, mx, lo, hi):  # pragma: no cover - compiled
             lo[j] = max(lo[j], v if v <= m else -np.inf)
             hi[j] = min(hi[j], v if v >= m else np.inf)
     return bad == 0
+
+
+def extreme_rows(a) -> tuple[int, ...]:
+    """The rows (draws) of the smallest and largest finite values of a 2-d block.
+
+    Where a GLM's log-density is most sensitive to how it is computed (a link written by
+    hand loses precision as ``|eta|`` grows): the draws the fast path's columns are checked
+    at, besides a few fixed ones.
+    """
+    a = np.asarray(a)
+    if a.ndim != 2 or a.shape[0] <= 1 or a.size == 0:
+        return ()
+    k = a.shape[1]  # NumPy's SIMD reductions (a NaN, if any, is found as an extreme)
+    return int(np.argmin(a)) // k, int(np.argmax(a)) // k
 
 
 @numba.njit(**_JIT)

@@ -96,11 +96,13 @@ class FastLogLik:
             params.append(p)
         return params
 
-    def compute(self, theta, chunk) -> np.ndarray | None:
+    def compute(self, theta, chunk, extremes: set | None = None) -> np.ndarray | None:
         """``(S, k)`` float64 log-likelihood, or None (compute the chunk with PyTensor).
 
         ``theta``: the draws of the free variables (``(S, ...)`` each); ``chunk``: the
-        per-record inputs of ``k`` records, the observed values first.
+        per-record inputs of ``k`` records, the observed values first. ``extremes``, a set,
+        receives the draws of the chunk's smallest and largest log-density and last
+        parameter (``q``: ``eta`` through its link, ``sigma``).
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -118,14 +120,20 @@ class FastLogLik:
                 return None
             if lp is not rows:  # pragma: no cover - the kernels wrote elsewhere
                 rows[...] = lp
+            if extremes is not None:  # (a parameter fixed over draws has none)
+                for a in (rows, params[-1]):
+                    extremes.update(block.start + s for s in glm.extreme_rows(a))
         return out
 
-    def range(self, theta, chunk, alt_y=None) -> np.ndarray | None:
+    def range(self, theta, chunk, alt_y=None, extremes: set | None = None) -> np.ndarray | None:
         """``(k,)`` range over draws of each record's log-likelihood, or None.
 
         With ``alt_y`` (replacement observed values of the same records), the range of
         ``log p(alt_y | theta) - log p(y | theta)``. At least the range of the columns
-        :meth:`compute` returns, up to the rounding of evaluating them again.
+        :meth:`compute` returns, up to the rounding of evaluating them again. ``extremes``,
+        a set, receives the draws where the chunk's most extreme values are: of ``q`` for
+        Bernoulli, Binomial and Poisson (whose log-density is a function of it), else of the
+        log-density (or log ratio); found by computing again the one record that has them.
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -140,7 +148,27 @@ class FastLogLik:
                 buf = np.empty((rows, k))
             if not state.update(params, out=buf):
                 return None
-        return state.result()
+        out = state.result()
+        if out is not None and extremes is not None and n_draws > 1:
+            for j, largest in (
+                (int(np.argmin(state.mn)), False),
+                (int(np.argmax(state.mx)), True),
+            ):
+                column = self._column(theta, [a[j : j + 1] for a in chunk], alt_y, j, state)
+                if column is not None:
+                    extremes.add(int(np.argmax(column) if largest else np.argmin(column)))
+        return out
+
+    def _column(self, theta, record, alt_y, j: int, state) -> np.ndarray | None:
+        """``(S,)`` values of one record that :meth:`range` reduced (``q``, or log-density)."""
+        if state.scalar:
+            params = self._params(theta, record, 1)
+            return None if params is None else np.asarray(params[-1])[:, 0]
+        col = self.compute(theta, record)
+        if col is None or alt_y is None:
+            return None if col is None else col[:, 0]
+        alt = self.compute(theta, [alt_y[j : j + 1], *record[1:]])
+        return None if alt is None else (alt - col)[:, 0]
 
 
 # -------------------------------------------------------------------------- recognition

@@ -54,6 +54,11 @@ _CHECK_RTOL, _CHECK_ATOL = 1e-9, 1e-9
 _CHECK_BYTES = 64 * 2**20
 #: Tolerance of the check that the fast kernels' columns equal PyTensor's.
 _FAST_RTOL, _FAST_ATOL = 1e-12, 1e-12
+#: Fixed (seeded) draws each chunk of fast columns is checked at, besides its extremes.
+_VERIFY_DRAWS = 2
+#: Largest difference between the streamed graph and PyMC's own, on the same data, taken
+#: for rounding (two formulas of one log-density, e.g. ``pm.Truncated``'s normalisation).
+_GRAPH_RTOL, _GRAPH_ATOL = 1e-6, 1e-6
 
 _logger = logging.getLogger("pymc_edp")
 
@@ -187,7 +192,7 @@ def _resized_logp(umodel, rv, value, name: str):
 
     y_new = pt.tensor(name=f"{name}_chunk", dtype=value.dtype, shape=(None, *value.type.shape[1:]))
     try:
-        rv_new = change_dist_size(rv, new_size=(y_new.shape[0],), expand=False)
+        rv_new = _constants_folded(change_dist_size(rv, new_size=(y_new.shape[0],), expand=False))
         logp_new = pm.logp(rv_new, y_new, warn_rvs=False)
         (logp_new,) = umodel.replace_rvs_by_values([logp_new])
     except Exception as err:
@@ -199,6 +204,36 @@ def _resized_logp(umodel, rv, value, name: str):
     if logp_new.ndim != 1:  # pragma: no cover - resizing kept the layout above
         raise StreamingUnavailableError(name, "its resized log-likelihood is not 1-d")
     return y_new, logp_new, rv_new
+
+
+def _constants_folded(rv):
+    """``rv`` with its parameters that are constant expressions given as constants.
+
+    Resizing wraps a constant parameter in ops (``ExpandDims(inf)``) that PyMC's graph of
+    the model has folded; some ``logp`` read their parameters' values (``pm.Truncated``
+    takes an infinite constant bound for no bound), and would otherwise evaluate another
+    formula than PyMC's.
+    """
+    import pytensor.tensor as pt
+    from pytensor.graph.basic import Constant
+
+    node = rv.owner
+    inputs = list(node.inputs)
+    changed = False
+    for i, var in enumerate(inputs):
+        if var.owner is None or not hasattr(var, "ndim"):
+            continue
+        roots = [v for v in _ancestors([var]) if v.owner is None]
+        if not roots or not all(isinstance(v, Constant) for v in roots):
+            continue
+        try:
+            inputs[i] = pt.constant(np.asarray(var.eval()), dtype=var.dtype)
+        except Exception:  # pragma: no cover - left as it is
+            continue
+        changed = True
+    if not changed:
+        return rv
+    return node.clone_with_new_inputs(inputs, strict=False).outputs[node.outputs.index(rv)]
 
 
 def _per_record_inputs(logp_new, y_new, n: int):
@@ -470,26 +505,35 @@ class ModelColumns:
         if drop:
             cols = np.atleast_1d(cols)
         draws = slice(0, self.shape[0])
-        fast = self._fast_range(cols, other)
+        fast, disagreed = self._fast_range(cols, other)
         if fast is not None:
             return fast
-        # in the columns' dtype, as the reweighting reads them (float32 stays float32)
-        block = self._compute(draws, cols)
+        # in the columns' dtype, as the reweighting reads them (float32 stays float32);
+        # PyTensor's alone where the kernels disagreed with it on these records
+        block = self._compute(draws, cols, fast=not disagreed)
         if other is not None:
-            block = np.subtract(other._compute(draws, cols), block, dtype=np.float64)
-        return block.max(axis=0).astype(np.float64) - block.min(axis=0).astype(np.float64)
+            alt = other._compute(draws, cols, fast=not disagreed)
+            block = np.subtract(alt, block, dtype=np.float64)
+        with np.errstate(invalid="ignore"):  # -inf - -inf: a record outside the support
+            out = block.max(axis=0).astype(np.float64) - block.min(axis=0).astype(np.float64)
+        # not finite (-inf or NaN columns): never pruned, so its reweighting says what is wrong
+        out[~np.isfinite(out)] = np.inf
+        return out
 
-    def _fast_range(self, cols, other: ModelColumns | None) -> np.ndarray | None:
-        """:meth:`range_of` by the family's kernels, or None (compute the columns).
+    def _fast_range(self, cols, other: ModelColumns | None) -> tuple[np.ndarray | None, bool]:
+        """:meth:`range_of` by the family's kernels, and whether they disagreed with PyTensor.
 
-        float64 columns only (float32 ones are rounded more coarsely than the pruning
-        margin), and for a replacement only by :meth:`with_observed` of these columns.
+        ``(None, False)``: compute the columns (float32 ones are rounded more coarsely than
+        the pruning margin; a replacement other than by :meth:`with_observed` of these
+        columns; records the kernels do not handle). ``(None, True)``: the kernels' values
+        at the checked draws (:meth:`_fast_agrees`) differ from PyTensor's: compute these
+        records with PyTensor.
         """
         fast = self.__dict__.get("_fast")
         if fast is None or self.dtype != np.float64 or not self._draws or not self.shape[0]:
-            return None
+            return None, False
         if _length(cols, self.shape[1]) == 0:
-            return np.empty(0)
+            return np.empty(0), False
         alt_y = None
         if other is not None:
             same = (
@@ -501,10 +545,24 @@ class ModelColumns:
                 and all(a is b for a, b in zip(other._data[1:], self._data[1:], strict=True))
             )
             if not same:
-                return None
+                return None, False
             alt_y = other._data[0][cols]
         chunk = [a[cols] for a in self._data]
-        return fast.range(list(self._draws), chunk, alt_y)
+        extremes: set = set()
+        out = fast.range(list(self._draws), chunk, alt_y, extremes)
+        if out is None:
+            return None, False
+        # the kernels' values at the checked draws, against PyTensor's (both observed values)
+        picks = self._verify_picks(extremes, self.shape[0])
+        theta = [d[picks] for d in self._draws]
+        alt = None if alt_y is None else [alt_y, *chunk[1:]]
+        for data in (chunk, alt):
+            if data is None:
+                continue
+            got = fast.compute(theta, data)
+            if got is None or not self._fast_agrees(theta, data, got):
+                return None, True
+        return out, False
 
     # -- pickling ------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -522,10 +580,12 @@ class ModelColumns:
             )
         return self._fn.fn
 
-    def _compute(self, draws, cols, dtype=None) -> np.ndarray:
+    def _compute(self, draws, cols, dtype=None, fast: bool = True) -> np.ndarray:
         """``(len(draws), len(cols))``: draws and cols are slices (step 1) or int arrays.
 
         In ``dtype`` (default :attr:`dtype`); computed in the graph's own (float64) dtype.
+        By a recognised family's kernels when ``fast`` and their values at the checked draws
+        equal PyTensor's (:meth:`_fast_agrees`), else by PyTensor.
         """
         dtype = self.dtype if dtype is None else np.dtype(dtype)
         n_draws = _length(draws, self.shape[0])
@@ -534,11 +594,21 @@ class ModelColumns:
             return np.empty((n_draws, n_cols), dtype=dtype)
         chunk = [a[cols] for a in self._data]
         theta = [d[draws] for d in self._draws]
-        fast = self.__dict__.get("_fast")
-        if fast is not None and theta and self._vectorised:
-            out = fast.compute(theta, chunk)
-            if out is not None:  # else a chunk the kernels do not handle: PyTensor's
-                return out.astype(dtype, copy=False)
+        fast_ll = self.__dict__.get("_fast") if fast else None
+        if fast_ll is not None and theta and self._vectorised:
+            extremes: set = set()
+            out = fast_ll.compute(theta, chunk, extremes)
+            # else a chunk the kernels do not handle, or where they disagree: PyTensor's
+            if out is not None:
+                picks = self._verify_picks(extremes, n_draws)
+                sub = [t[picks] for t in theta]
+                if self._fast_agrees(sub, chunk, out[picks]):
+                    return out.astype(dtype, copy=False)
+        out = self._pytensor(theta, chunk, n_draws, n_cols)
+        return out.astype(dtype, copy=False)
+
+    def _pytensor(self, theta, chunk, n_draws: int, n_cols: int) -> np.ndarray:
+        """``(n_draws, n_cols)`` float64 columns by PyTensor's graph."""
         fn = self._function()
         if not theta:  # a likelihood without parameters: the same at every draw
             out = np.broadcast_to(np.asarray(fn(*chunk)), (n_draws, n_cols))
@@ -553,7 +623,44 @@ class ModelColumns:
                 f"the log-likelihood of {self.name!r} for {n_cols} records at {n_draws} draws "
                 f"came out with shape {out.shape}"
             )
-        return out.astype(dtype, copy=False)
+        return out
+
+    @staticmethod
+    def _verify_picks(extremes: set, n_draws: int) -> np.ndarray:
+        """Draws a chunk's fast columns are checked at: its extremes and a few fixed ones.
+
+        The fixed draws depend on the number of draws only, and the extremes on the chunk's
+        own values, so no chunk's check depends on what else is computed.
+        """
+        fixed = np.random.default_rng(n_draws).choice(
+            n_draws, size=min(_VERIFY_DRAWS, n_draws), replace=False
+        )
+        return np.union1d(fixed, np.fromiter(extremes, dtype=np.int64, count=len(extremes)))
+
+    def _fast_agrees(self, theta, chunk, got: np.ndarray) -> bool:
+        """Whether the kernels' columns ``got`` at the draws ``theta`` equal PyTensor's.
+
+        To ``rtol = atol = 1e-12`` (as at :meth:`_check`). On the first disagreement one
+        ``INFO`` line on the ``pymc_edp`` logger says so (the columns are then PyTensor's,
+        so the result is exact: nothing for the user to act on, only slower).
+        """
+        n_draws, n_cols = got.shape
+        want = self._pytensor(theta, chunk, n_draws, n_cols)
+        ok = np.isclose(got, want, rtol=_FAST_RTOL, atol=_FAST_ATOL)
+        if ok.all():
+            return True
+        if not self._fn.told:
+            self._fn.told = True
+            s, j = np.argwhere(~ok)[0]
+            _logger.info(
+                "%s: the fast %r log-likelihood differs from PyTensor's on a chunk of records "
+                "(e.g. %r vs %r); such chunks are computed by PyTensor",
+                self.name,
+                self._fast,
+                float(got[s, j]),
+                float(want[s, j]),
+            )
+        return False
 
     def _check(self, graph: _Graph) -> None:
         """Chunked == full at a few draws, or a clear error naming the per-record inputs."""
@@ -597,28 +704,61 @@ class ModelColumns:
             if others
             else "its only per-record input is the observed values"
         )
+        got = np.empty_like(ref)
         for cols in chunks:
-            try:
-                got = self._compute(picks, cols, np.float64)
+            try:  # PyTensor's streamed graph (the fast path is checked below)
+                got[:, cols] = self._compute(picks, cols, np.float64, fast=False)
             except Exception as err:
                 raise StreamingUnavailableError(
                     self.name,
                     f"computing a chunk of records failed ({type(err).__name__}: {err}); "
                     + detail,
                 ) from err
-            want = ref[:, cols]
-            if not np.allclose(got, want, rtol=_CHECK_RTOL, atol=_CHECK_ATOL, equal_nan=True):
-                bad = ~np.isclose(got, want, rtol=_CHECK_RTOL, atol=_CHECK_ATOL, equal_nan=True)
-                s, j = np.argwhere(bad)[0]
-                record = np.arange(n)[cols][j]
-                raise StreamingUnavailableError(
-                    self.name,
-                    f"computed a chunk of records at a time it differs from the full "
-                    f"computation (record {record}, draw {picks[s]}: {got[s, j]!r} vs "
-                    f"{want[s, j]!r}); " + detail,
-                )
+        close = np.isclose(got, ref, rtol=_CHECK_RTOL, atol=_CHECK_ATOL, equal_nan=True)
+        if not close.all():
+            self._check_graph(picks, got, ref, close, detail)
         if self.__dict__.get("_fast") is not None:
             self._check_fast(picks, ref, chunks)
+
+    def _check_graph(self, picks, got, ref, close, detail: str) -> None:
+        """Tell a layout error from rounding where the chunked ``got`` differ from ``ref``.
+
+        All records in one call, in order, are exactly the data PyMC's graph was given. If
+        the chunks differ from that, a per-record input is wrong (an error naming them); if
+        not, the streamed graph is another formula of the same log-density (PyMC's logp of
+        the likelihood resized to a chunk, e.g. ``pm.Truncated`` with one bound): rounding
+        up to :data:`_GRAPH_RTOL` is accepted with one ``INFO`` line, more is an error.
+        """
+        n = self.shape[1]
+        whole = self._compute(picks, slice(0, n), np.float64, fast=False)
+        same = np.isclose(got, whole, rtol=_CHECK_RTOL, atol=_CHECK_ATOL, equal_nan=True)
+        if not same.all():
+            s, j = np.argwhere(~same)[0]
+            raise StreamingUnavailableError(
+                self.name,
+                f"computed a chunk of records at a time it differs from the full "
+                f"computation (record {j}, draw {picks[s]}: {got[s, j]!r} vs "
+                f"{whole[s, j]!r}); " + detail,
+            )
+        near = np.isclose(whole, ref, rtol=_GRAPH_RTOL, atol=_GRAPH_ATOL, equal_nan=True)
+        s, j = np.argwhere(~(near if not near.all() else close))[0]
+        where = f"record {j}, draw {picks[s]}: {whole[s, j]!r} vs PyMC's {ref[s, j]!r}"
+        if not near.all():
+            raise StreamingUnavailableError(
+                self.name,
+                "resized to a chunk of records, its log-likelihood graph gives other values "
+                f"than PyMC's on the same data ({where}), more than rounding",
+            )
+        with np.errstate(invalid="ignore"):
+            gap = float(np.nanmax(np.abs(whole - ref)))
+        _logger.info(
+            "%s: the log-likelihood resized to a chunk of records is another formula than "
+            "PyMC's graph of the whole data, differing by up to %.3g (rounding; e.g. %s); "
+            "the streamed columns are those of the resized graph",
+            self.name,
+            gap,
+            where,
+        )
 
     def _check_fast(self, picks, ref, chunks) -> None:
         """Drop the fast path unless its columns equal PyTensor's (``ref``) to 1e-12."""
@@ -651,10 +791,12 @@ class _Compiled:
     (``with_observed``, ``take``) compile once between them.
     """
 
-    __slots__ = ("fn",)
+    __slots__ = ("fn", "told")
 
     def __init__(self):
         self.fn = None
+        #: whether the kernels' disagreement with PyTensor has been logged
+        self.told = False
 
     def __reduce__(self):
         return (_Compiled, ())

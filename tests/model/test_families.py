@@ -329,3 +329,150 @@ def test_recognise_never_raises():
             self.values = [object()]
 
     assert families.recognise(Broken()) is None
+
+
+# ----------------------------------------------------- checked on every chunk (issue 32)
+def _want(model, idata) -> np.ndarray:
+    return np.asarray(compute_log_likelihood(idata, model)["y"].values).reshape(S, -1)
+
+
+def _hand_written_logit():
+    """Bernoulli with ``p = exp(eta) / (1 + exp(eta))``: not PyMC's logit, taken as ``p``.
+
+    PyTensor rewrites it to ``sigmoid`` and ``log(sigmoid)`` to a softplus; the kernels
+    compute ``log1p(-p)`` from ``p`` rounded near 1, off by ~1e-6 at ``|eta|`` ~ 20. The
+    draws put ``|eta|`` there only away from the draws the build-time check reads (first,
+    middle, last).
+    """
+    x = np.column_stack([np.ones(N), _DATA.uniform(0.5, 1.5, N)])
+    y = _DATA.integers(0, 2, N)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=2)
+        eta = pm.math.dot(x, beta)
+        pm.Bernoulli("y", p=pm.math.exp(eta) / (1 + pm.math.exp(eta)), observed=y)
+    b = _draws(2, sd=0.5)
+    b[0, 11] = [0.0, 18.0]  # eta in (9, 27): y = 0 loses precision
+    b[1, 23] = [0.0, -18.0]  # y = 1
+    return model, from_dict({"posterior": {"beta": b}})
+
+
+@pytest.fixture(scope="module")
+def hand_written():
+    model, idata = _hand_written_logit()
+    cols = model_log_likelihood(model, idata).arrays[0]
+    return cols, _want(model, idata)
+
+
+def test_a_hand_written_link_is_checked_on_every_chunk(hand_written):
+    """Wherever the kernels differ from PyTensor, the chunk is PyTensor's, in any chunking."""
+    cols, want = hand_written
+    assert cols._fast is not None  # the three draws checked when built agree
+    slow = _pytensor_only(cols)
+    assert np.abs(cols._fast.compute(list(cols._draws), list(cols._data)) - want).max() > 1e-9
+    for size in (1, 7, N):
+        got = np.concatenate([cols[:, lo : lo + size] for lo in range(0, N, size)], axis=1)
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(cols[:, ::3], want[:, ::3], rtol=RTOL, atol=ATOL)
+    alt = cols._data[0] ^ 1  # the flipped outcomes
+    for size in (1, 7, N):
+        for lo in range(0, N, size):
+            part = slice(lo, lo + size)
+            np.testing.assert_allclose(
+                cols.with_observed(alt)[:, part],
+                slow.with_observed(alt)[:, part],
+                rtol=RTOL,
+                atol=ATOL,
+            )
+            diff = slow.with_observed(alt)[:, part] - slow[:, part]
+            _check_range(cols.range_of(part, cols.with_observed(alt)), diff)
+            _check_range(cols.range_of(part), slow[:, part])
+
+
+def test_a_disagreement_is_logged_once(caplog):
+    model, idata = _hand_written_logit()
+    cols = model_log_likelihood(model, idata).arrays[0]
+    with caplog.at_level(logging.INFO, logger="pymc_edp"):
+        cols[:, :5], cols[:, 5:], cols.take(np.arange(9)).range_of(slice(None))
+    lines = [r for r in caplog.records if "differs from PyTensor" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].levelno == logging.INFO
+
+
+# synthetic draws, few of them: reliability warnings, not what is tested here
+@pytest.mark.filterwarnings("ignore::pymc_edp.base.common.EDPWarning")
+def test_the_audit_equals_the_pytensor_only_audit_in_any_chunking(monkeypatch):
+    """Per record, replacing each outcome by its flip (both observed values checked)."""
+    import pymc_edp as edp
+
+    model, idata = _hand_written_logit()
+    kw = dict(bins=5, method="psis", progressbar=False, neighbour="replace")
+
+    def epsilons(memory):
+        chunks = {"log_likelihood": "model", "prune": False, "memory": memory}
+        return edp.audit(idata, model, chunks=chunks, **kw).pointwise["epsilon"].values
+
+    one, small = epsilons("1GiB"), epsilons("40KiB")  # one chunk; chunks of 5 records
+    monkeypatch.setattr(families, "recognise", lambda graph: None)
+    want = epsilons("1GiB")
+    np.testing.assert_allclose(one, want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(small, want, rtol=1e-9, atol=1e-12)
+
+
+def _student_t_with(nu_spelling: str):
+    x = _design()
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=3)
+        sigma = pm.HalfNormal("sigma", 2)
+        nu = pm.Gamma("nu", 2, 1e-7) if nu_spelling == "free" else nu_spelling
+        pm.StudentT(
+            "y", nu=nu, mu=pm.math.dot(x, beta), sigma=sigma, observed=_DATA.normal(size=N)
+        )
+    post = {"beta": _draws(3), "sigma": _DATA.uniform(0.5, 2, (N_CHAINS, N_DRAWS))}
+    if nu_spelling == "free":
+        post["nu"] = _DATA.uniform(1e6, 1e8, (N_CHAINS, N_DRAWS))
+    return model, from_dict({"posterior": post})
+
+
+@pytest.mark.parametrize("nu", [3, 10_000_000.3, "free"], ids=["int", "1e7", "free_1e7"])
+def test_student_t_nu_int_or_large_is_pymcs(nu):
+    """``nu=3`` (an int8 constant) and ``nu`` near 1e7 used to fail the layout check."""
+    model, idata = _student_t_with(nu)
+    cols = model_log_likelihood(model, idata).arrays[0]
+    np.testing.assert_allclose(cols[:, :], _want(model, idata), rtol=RTOL, atol=ATOL)
+
+
+def test_truncated_with_one_bound_is_pymcs():
+    """PyMC's graph folds the infinite bound; the resized one must too (same formula)."""
+    x = _design()
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=3)
+        sigma = pm.HalfNormal("sigma", 1)
+        dist = pm.Normal.dist(mu=pm.math.dot(x, beta), sigma=sigma)
+        pm.Truncated("y", dist, lower=2.0, observed=_DATA.uniform(2, 3, N))
+    post = {"beta": _draws(3), "sigma": _DATA.uniform(0.5, 2, (N_CHAINS, N_DRAWS))}
+    idata = from_dict({"posterior": post})
+    cols = model_log_likelihood(model, idata).arrays[0]
+    np.testing.assert_allclose(cols[:, :], _want(model, idata), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("prune", [False, True])
+def test_a_count_replacement_beyond_float64_is_refused_streamed_as_in_memory(prune):
+    """``2**63 - 1`` overflows PyTensor's ``y + 1``: -inf, outside the support either way."""
+    import pymc_edp as edp
+
+    model, post, _ = _poisson_log()
+    idata = from_dict({"posterior": post})
+    observed = {"y": np.asarray(model.rvs_to_values[model["y"]].data)}
+    stored = from_dict(
+        {
+            "posterior": post,
+            "log_likelihood": {"y": _want(model, idata).reshape(N_CHAINS, N_DRAWS, N)},
+            "observed_data": observed,
+        }
+    )
+    neighbour = edp.NeighbourOptions("replace", replacements=[2, 2**63 - 1])
+    kw = dict(bins=5, method="psis", progressbar=False, neighbour=neighbour)
+    with pytest.raises(ValueError, match="outside the support") as held:
+        edp.audit(stored, model, **kw)
+    assert "9223372036854775807" in str(held.value)
+    with pytest.raises(ValueError, match="outside the support"):
+        edp.audit(idata, model, chunks={"log_likelihood": "model", "prune": prune}, **kw)
