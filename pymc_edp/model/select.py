@@ -199,11 +199,15 @@ def left_out_from_json(text: str) -> tuple[LeftOut, ...]:
 
 
 def _constant_rows(draws: np.ndarray) -> np.ndarray:
-    """Rows whose draws are all the same (to rounding)."""
+    """Rows whose draws are all the same (to rounding, relative to their own size).
+
+    The tolerance is relative only: a parameter that lives on a tiny scale (a Binomial
+    probability of 1e-17 varying by 3%) is not constant.
+    """
     if draws.shape[1] < 2:
         return np.zeros(draws.shape[0], bool)
     spread = np.ptp(draws, axis=1)
-    scale = np.maximum(np.max(np.abs(draws), axis=1), 1.0)
+    scale = np.max(np.abs(draws), axis=1)
     return np.isfinite(spread) & (spread <= CONSTANT_RTOL * scale)
 
 

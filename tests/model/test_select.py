@@ -153,3 +153,15 @@ def test_left_out_survives_json():
     assert left_out_from_json("[]") == ()
     text = left_out_message(left)
     assert text.startswith("Left out of the audit: 'corr[0, 0]'") and text.endswith("not 0.")
+
+
+def test_a_parameter_on_a_tiny_scale_is_not_constant(rng):
+    """issue 32: a Binomial p near 1e-17 varying by 3% was left out as 'constant'."""
+    tiny = 1.1e-17 * np.exp(0.03 * rng.normal(size=(2, 200)))
+    zero = np.zeros((2, 200))  # an exact constant 0 stays constant
+    keep, messages, left = drop_data_copies(
+        np.stack([tiny.ravel(), zero.ravel()]), ["p", "z"], explicit=True, observed={"y": [3]}
+    )
+    assert keep.tolist() == [True, False]
+    assert left == [LeftOut("z", CONSTANT, (), "0 in every draw")]
+    assert messages == [left_out_message(left)]
