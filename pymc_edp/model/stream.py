@@ -151,6 +151,10 @@ class _Graph:
         if replace:
             # rebuild (not filter) the nodes downstream: no static length n may survive
             (logp_new,) = clone_replace([logp_new], replace=replace, rebuild_strict=False)
+        logp_new, folded, folded_data = _folded(logp_new, inputs[1:], data[1:], self.n)
+        inputs += folded
+        data += folded_data
+        labels += [f"{v.name} (computed once from the data)" for v in folded]
         free_rvs = _free_rvs(umodel, rv, logp, logp_new, inputs, name)
         values = [umodel.rvs_to_values[v] for v in free_rvs]
         self.free = [v.name for v in free_rvs]
@@ -263,6 +267,91 @@ def _per_record_inputs(logp_new, y_new, n: int):
         data.append(values)
         labels.append(label)
     return replace, inputs, data, labels
+
+
+def _low_precision(var) -> bool:
+    return str(getattr(var, "dtype", "")) in ("float32", "float16")
+
+
+def _folded(logp_new, inputs, data, n: int):
+    """The parts of ``logp_new`` computed from per-record data alone, computed once.
+
+    PyMC's graph holds the data as constants, and PyTensor folds what is computed from
+    constants alone with NumPy before compiling (``log(sigma)`` of a float32 ``sigma``,
+    rounded to float32 by NumPy's ``log``). A streamed chunk feeds the data as inputs, so
+    the same part would be computed by the compiled backend, whose float32 ``log`` rounds
+    differently (by up to 6e-8 here). Such parts that involve a float32 (or float16) value
+    are therefore computed here, once for all records, as PyTensor's folding computes
+    them, and fed to the chunks as per-record inputs of their own. Float64 parts are left
+    in the graph (the two agree there to rounding, 1e-16).
+
+    Returns ``(logp_new, new_inputs, new_data)``.
+    """
+    import pytensor
+    import pytensor.tensor as pt
+    from pytensor.compile.mode import Mode
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.replace import clone_replace
+
+    if not inputs:
+        return logp_new, [], []
+    try:
+        from pytensor.graph.traversal import io_toposort
+    except ImportError:  # pragma: no cover - PyTensor < 2.31
+        from pytensor.graph.basic import io_toposort
+
+    per_record = set(inputs)
+    data_only: dict = {}  # var -> whether it depends on a per-record input
+    consumers_outside: set = set()
+    for node in io_toposort([], [logp_new]):
+        flags = []
+        for var in node.inputs:
+            if var in data_only:
+                flags.append(data_only[var])
+            elif var.owner is None and (var in per_record or isinstance(var, Constant)):
+                data_only[var] = var in per_record
+                flags.append(data_only[var])
+            else:
+                flags.append(None)
+        if all(f is not None for f in flags):
+            for out in node.outputs:
+                data_only[out] = any(flags)
+        else:
+            consumers_outside.update(v for v, f in zip(node.inputs, flags, strict=True) if f)
+    if data_only.get(logp_new):
+        consumers_outside.add(logp_new)
+    frontier = [
+        v
+        for v in consumers_outside
+        if v.owner is not None
+        and data_only.get(v)
+        and getattr(v, "ndim", 0) >= 1
+        and any(_low_precision(a) for a in _ancestors([v]) if a in data_only)
+    ]
+    replace, new_inputs, new_data = {}, [], []
+    given = dict(zip(inputs, data, strict=True))
+    for var in sorted(frontier, key=lambda v: str(v)):
+        needed = [a for a in _ancestors([var]) if a in per_record]
+        try:
+            fn = pytensor.function(
+                needed, var, mode=Mode(linker="py", optimizer=None), on_unused_input="ignore"
+            )
+            value = np.asarray(fn(*(given[a] for a in needed)))
+        except Exception:  # pragma: no cover - left in the graph
+            continue
+        if value.ndim < 1 or value.shape[0] != n or value.dtype != np.dtype(var.dtype):
+            continue
+        new = pt.tensor(
+            name=f"per_record_folded_{len(new_inputs) + 1}",
+            dtype=var.type.dtype,
+            shape=(None, *var.type.shape[1:]),
+        )
+        replace[var] = new
+        new_inputs.append(new)
+        new_data.append(value)
+    if replace:
+        (logp_new,) = clone_replace([logp_new], replace=replace, rebuild_strict=False)
+    return logp_new, new_inputs, new_data
 
 
 def _free_rvs(umodel, rv, logp, logp_new, inputs, name: str) -> list:

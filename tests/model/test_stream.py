@@ -210,6 +210,28 @@ def test_float32_columns(rng):
         np.testing.assert_allclose(got, ref.astype(np.float32), rtol=1e-6)
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_float32_per_record_sigma_is_pymcs(fast):
+    """issue 32: a float32 per-record sigma was off by 6e-8 (one float32 rounding of log).
+
+    PyMC folds ``log(sigma)`` of the constant with NumPy's float32 ``log``; the streamed
+    chunks computed it with the compiled backend's. The folded part is now computed once as
+    PyMC's folding computes it, so the columns equal PyMC's, in any chunking.
+    """
+    n = 3000
+    sigma = _DATA.uniform(0.5, 2.0, n).astype(np.float32)
+    y = _DATA.normal(size=n)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu=mu, sigma=sigma, observed=y)
+    idata = from_dict({"posterior": {"mu": _DATA.normal(size=(N_CHAINS, 25))}})
+    want = np.asarray(compute_log_likelihood(idata, model)["y"].values).reshape(-1, n)
+    cols = model_log_likelihood(model, idata, fast=fast).arrays[0]
+    np.testing.assert_allclose(cols[:, :], want, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(cols[:, 17:1500], want[:, 17:1500], rtol=RTOL, atol=ATOL)
+    assert any("computed once from the data" in label for label in cols.inputs)
+
+
 def test_two_observed_variables_end_to_end():
     n1, n2 = 6, 9
     with pm.Model() as model:
