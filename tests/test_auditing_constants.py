@@ -8,6 +8,7 @@ say so in the same words, and the netCDF file keeps it.
 """
 
 import html
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -63,10 +64,22 @@ def ordinal_fit():
 
 
 def _audit(idata, model, **kwargs):
+    """The audit and its "Left out" warnings (which it must give).
+
+    Other warnings are recorded, not raised: after the whole PyMC 5 suite these small fits
+    can put one k-hat at the 0.67 threshold, and nutpie's numba backend can announce an
+    object-mode op in a refit. Neither concerns what this module tests.
+    """
     kwargs = {"bins": 5, "method": "psis", "progressbar": False, **kwargs}
-    with pytest.warns(edp.EDPWarning, match="Left out of the audit") as record:
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
         res = edp.audit(idata, model, **kwargs)
-    said = [str(w.message) for w in record if "Left out" in str(w.message)]
+    said = [
+        str(w.message)
+        for w in record
+        if issubclass(w.category, edp.EDPWarning) and "Left out of the audit" in str(w.message)
+    ]
+    assert said, "the audit did not say what it left out"
     return res, said
 
 
