@@ -240,6 +240,13 @@ def _constants_folded(rv):
     return node.clone_with_new_inputs(inputs, strict=False).outputs[node.outputs.index(rv)]
 
 
+def _chunk_input(var, name: str):
+    """A symbolic input like ``var`` whose leading (record) axis has any length."""
+    import pytensor.tensor as pt
+
+    return pt.tensor(name=name, dtype=var.type.dtype, shape=(None, *var.type.shape[1:]))
+
+
 def _per_record_inputs(logp_new, y_new, n: int):
     """The inputs of ``logp_new`` taken to be per-record, besides the observed ``y_new``.
 
@@ -247,8 +254,6 @@ def _per_record_inputs(logp_new, y_new, n: int):
     data, labels)``: a new symbolic input of any length for each (``replace`` maps the old
     variable to it), its full values and a name for it.
     """
-    import pytensor.tensor as pt
-
     replace, inputs, data, labels = {}, [], [], []
     for var in _ancestors([logp_new]):
         if var.owner is not None or var is y_new or getattr(var, "ndim", 0) < 1:
@@ -257,11 +262,7 @@ def _per_record_inputs(logp_new, y_new, n: int):
         if values is None or values.ndim < 1 or values.shape[0] != n:
             continue
         label = var.name or f"an unnamed {values.dtype} constant of shape {values.shape}"
-        new = pt.tensor(
-            name=f"per_record_{len(inputs) + 1}",
-            dtype=var.type.dtype,
-            shape=(None, *var.type.shape[1:]),
-        )
+        new = _chunk_input(var, f"per_record_{len(inputs) + 1}")
         replace[var] = new
         inputs.append(new)
         data.append(values)
@@ -288,7 +289,6 @@ def _folded(logp_new, inputs, data, n: int):
     Returns ``(logp_new, new_inputs, new_data)``.
     """
     import pytensor
-    import pytensor.tensor as pt
     from pytensor.compile.mode import Mode
     from pytensor.graph.basic import Constant
     from pytensor.graph.replace import clone_replace
@@ -341,11 +341,7 @@ def _folded(logp_new, inputs, data, n: int):
             continue
         if value.ndim < 1 or value.shape[0] != n or value.dtype != np.dtype(var.dtype):
             continue
-        new = pt.tensor(
-            name=f"per_record_folded_{len(new_inputs) + 1}",
-            dtype=var.type.dtype,
-            shape=(None, *var.type.shape[1:]),
-        )
+        new = _chunk_input(var, f"per_record_folded_{len(new_inputs) + 1}")
         replace[var] = new
         new_inputs.append(new)
         new_data.append(value)
