@@ -19,13 +19,13 @@ once, at a few draws over every record, that its columns equal PyTensor's to
 
 from __future__ import annotations
 
-from typing import Any
+import threading
 
 import numpy as np
 
 from pymc_edp.base import glm
 
-__all__ = ["FastLogLik", "recognise"]
+__all__ = ["Compiled", "FastLogLik", "recognise"]
 
 #: Elements (draws x records) of one block of parameters computed at a time.
 _BLOCK = 2**18
@@ -60,23 +60,13 @@ class FastLogLik:
         self._outputs = list(outputs)
         self.check_bounds = bool(check_bounds)
         self.n_draw_inputs = int(n_draw_inputs)
-        self._fn = None
+        self._fn = Compiled()
 
     def __repr__(self) -> str:
         return f"<FastLogLik {self.family} ({self.link} link)>"
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_fn"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
     def _function(self):
-        if self._fn is None:
-            self._fn = _compile(self._inputs, self._outputs, self.check_bounds)
-        return self._fn
+        return self._fn.get(lambda: _compile(self._inputs, self._outputs, self.check_bounds))
 
     def _blocks(self, n_draws: int, k: int) -> list[slice]:
         """Blocks of draws (all ``k`` records each) of about :data:`_BLOCK` elements."""
@@ -310,6 +300,42 @@ def _in_order(var):
     except ImportError:  # pragma: no cover - BLAS products
         return var
     return exact_products(var)
+
+
+class Compiled:
+    """Holder of a compiled function, shared by the copies of one column object.
+
+    Pickles empty and keeps its identity within one pickle, so the copies a worker receives
+    (:class:`~pymc_edp.model.stream.ModelColumns` ``with_observed``, ``take``) compile once
+    between them. A PyTensor function keeps its intermediates in its own storage, so two
+    threads must not call one function at once (thread pools, dask workers in one process):
+    each thread gets its own copy (``Function.copy``: new storage, the same compiled code).
+    """
+
+    __slots__ = ("_local", "_lock", "fn", "told")
+
+    def __init__(self):
+        #: the function compiled first (called by the thread that compiled it)
+        self.fn = None
+        #: whether the kernels' disagreement with PyTensor has been logged
+        self.told = False
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def get(self, compile_fn):
+        """The calling thread's function, compiled by ``compile_fn()`` once for all threads."""
+        fn = getattr(self._local, "fn", None)
+        if fn is None:
+            with self._lock:
+                if self.fn is None:
+                    fn = self.fn = compile_fn()
+                else:
+                    fn = self.fn.copy()
+            self._local.fn = fn
+        return fn
+
+    def __reduce__(self):
+        return (Compiled, ())
 
 
 def _compile(inputs, outputs, check_bounds: bool):

@@ -470,7 +470,7 @@ class ModelColumns:
         if any(d.shape[0] != n_samples for d in self._draws):
             raise ValueError(f"the draws of {self.free} are not all {n_samples} samples long")
         self.shape = (int(n_samples), int(graph.n))
-        self._fn = _Compiled()
+        self._fn = _families.Compiled()
         # fused kernels for a recognised GLM family (None: PyTensor's graph only)
         self._fast = _families.recognise(graph) if fast else None
 
@@ -659,11 +659,11 @@ class ModelColumns:
 
     # -- computation ---------------------------------------------------------------------
     def _function(self):
-        if self._fn.fn is None:
-            self._fn.fn = _compile(
+        return self._fn.get(
+            lambda: _compile(
                 [*self._draw_inputs, *self._data_inputs], self._output, self.check_bounds
             )
-        return self._fn.fn
+        )
 
     def _compute(self, draws, cols, dtype=None, fast: bool = True) -> np.ndarray:
         """``(len(draws), len(cols))``: draws and cols are slices (step 1) or int arrays.
@@ -867,24 +867,6 @@ class ModelColumns:
                 )
                 self._fast = None
                 return
-
-
-class _Compiled:
-    """Holder of a compiled function, shared by the copies of one :class:`ModelColumns`.
-
-    Pickles empty and keeps its identity within one pickle, so the copies a worker receives
-    (``with_observed``, ``take``) compile once between them.
-    """
-
-    __slots__ = ("fn", "told")
-
-    def __init__(self):
-        self.fn = None
-        #: whether the kernels' disagreement with PyTensor has been logged
-        self.told = False
-
-    def __reduce__(self):
-        return (_Compiled, ())
 
 
 def _compile(inputs, output, check_bounds: bool):

@@ -201,7 +201,7 @@ def test_pickle_round_trip_keeps_the_fast_path(case):
     cols, want, alt = case
     for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)):
         back = loads(dumps(cols))
-        assert back._fast is not None and back._fast._fn is None
+        assert back._fast is not None and back._fast._fn.fn is None
         np.testing.assert_allclose(back[:, 10:30], want[:, 10:30], rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(
             back.range_of(slice(0, 20), back.with_observed(alt)),

@@ -7,6 +7,8 @@ part, so each model's columns are built once per module.
 """
 
 import pickle
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import cloudpickle
 import numpy as np
@@ -319,6 +321,33 @@ def test_copies_share_one_compiled_function_across_a_pickle(case):
     a, b = pickle.loads(pickle.dumps((cols, flipped)))
     assert a._fn is b._fn and a._fn.fn is None
     np.testing.assert_allclose(a[:, :3], want[:, :3], rtol=RTOL, atol=ATOL)
+
+
+def test_threads_sharing_columns_each_call_their_own_function(case):
+    """Dask workers in one process and thread pools share one ``ModelColumns``.
+
+    A PyTensor function keeps its intermediates in its own storage: two threads calling one
+    function at once read each other's (None) intermediates. Each thread gets a copy of the
+    compiled function (the race itself is timing-dependent; the copies are what prevent it).
+    """
+    _, _, ll, _, want = case
+    cols = ll.arrays[0]
+    n = want.shape[1]
+    barrier = threading.Barrier(4)
+
+    def work(k):
+        barrier.wait()  # all four threads compute at the same time
+        fns = [cols._function()] + ([cols._fast._function()] if cols._fast else [])
+        got = [cols._compute(slice(0, S), slice(0, n), fast=k % 2 == 0) for k in range(20)]
+        return fns, got
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(4)))
+    for which in zip(*(fns for fns, _ in results), strict=True):
+        assert len({id(fn) for fn in which}) == 4
+    for _, got in results:
+        for g in got:
+            np.testing.assert_allclose(g, want, rtol=RTOL, atol=ATOL)
 
 
 def test_with_observed_and_at_draws(case):
