@@ -61,6 +61,7 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         density_ratio=inp.factorised and not inp.blocks,
         rows=inp.match_rows,
         starts=starting_points(inp.posterior, inp.model) if inp.model is not None else (),
+        posterior=inp.posterior,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -93,6 +94,14 @@ class _EngineBase:
     #: constrained values) where a refit that fails to start starts again
     #: (:meth:`restarted`); a neighbour posterior is close to the full-data one.
     starts: tuple = ()
+    #: A :class:`~pymc_edp.refit.warm.WarmStart`: chains start at full-data posterior draws
+    #: and tune for ``warm.tune`` steps instead of :attr:`tune`; None starts cold.
+    warm: object = None
+
+    @property
+    def tune_steps(self) -> int:
+        """Tuning steps of each refit: the warm start's when there is one."""
+        return int(self.warm.tune) if self.warm is not None else int(self.tune)
 
     def restarted(self):
         """A copy that starts its chains at :attr:`starts`, or None without them."""
@@ -134,8 +143,8 @@ class NutpieEngine(_EngineBase):
 
         nutpie takes one initial point per compiled model; None without :attr:`starts`.
         """
-        if not self.starts or self.initial_point is not None:
-            return None
+        if not self.starts or self.initial_point is not None or self.warm is not None:
+            return None  # a warm refit already starts at full-data draws
         # one compiled sampler per process serves every restarted refit of this engine
         return dataclasses.replace(
             self, initial_point=dict(self.starts[0]), starts=(), token=f"{self.token}-start"
@@ -144,25 +153,38 @@ class NutpieEngine(_EngineBase):
     def _kwargs(self, seed: int) -> dict:
         return dict(
             draws=self.draws,
-            tune=self.tune,
+            tune=self.tune_steps,
             chains=self.chains,
             seed=seed,
             progress_bar=False,
             **self.sampler_kwargs,
         )
 
+    def _with_data(self, data: dict):
+        """The compiled model with ``data``, its chains starting at the warm start's draws."""
+        compiled = self._compiled().with_data(**data)
+        warm = self.warm
+        if warm is None:
+            return compiled
+        flat = np.asarray(warm.flat, dtype=np.float64)
+        n_dim = getattr(compiled, "n_dim", None)
+        if not hasattr(compiled, "initial_point_func") or flat.ndim != 2 or flat.shape[1] != n_dim:
+            _log.debug("nutpie refits start at the model's initial point: no warm start taken")
+            return compiled
+        return dataclasses.replace(compiled, initial_point_func=_Starts(flat))
+
     def sample_idata(self, data: dict, seed: int):
         """The full InferenceData of one run with ``data``, and the model sampled."""
         import nutpie
 
-        compiled = self._compiled().with_data(**data)
+        compiled = self._with_data(data)
         return nutpie.sample(compiled, **self._kwargs(seed)), self.model
 
     def sample(self, data: dict, seed: int):
         """One refit with ``data``: the posterior of the kept variables and its divergences."""
         import nutpie
 
-        compiled = self._compiled().with_data(**data)
+        compiled = self._with_data(data)
         kwargs = self._kwargs(seed)
         try:
             # the raw arrow trace skips building a full InferenceData (~20 ms a refit)
@@ -248,8 +270,8 @@ class PymcEngine(_EngineBase):
 
     def restarted(self):
         """A copy whose chains start at :attr:`starts` (chain ``c`` at draw ``c``), or None."""
-        if not self.starts or self.initvals is not None:
-            return None
+        if not self.starts or self.initvals is not None or self.warm is not None:
+            return None  # a warm refit already starts at full-data draws
         points = tuple(dict(self.starts[c % len(self.starts)]) for c in range(self.chains))
         return dataclasses.replace(self, initvals=points, starts=())
 
@@ -264,7 +286,17 @@ class PymcEngine(_EngineBase):
                     _COMPILED[self.token] = _compound_step(self.model, step_kw)
                 else:
                     _COMPILED[self.token] = pm.NUTS(**step_kw)
-        return _COMPILED[self.token]
+        step = _COMPILED[self.token]
+        if self.warm is not None:
+            _warm_potentials(step, self.warm)
+        return step
+
+    def _warm_initvals(self, seed: int) -> list[dict]:
+        """One full-data draw per chain, chosen by ``seed`` (distinct while there are enough)."""
+        points = self.warm.points
+        rng = np.random.default_rng(seed)
+        pick = rng.permutation(len(points))
+        return [dict(points[pick[c % len(points)]]) for c in range(self.chains)]
 
     def sample_idata(self, data: dict, seed: int):
         """The full InferenceData of one run with ``data``, and the model sampled."""
@@ -274,11 +306,13 @@ class PymcEngine(_EngineBase):
         sample_kw = {k: v for k, v in self.sampler_kwargs.items() if k not in self._STEP_KWARGS}
         if self.initvals is not None:
             sample_kw["initvals"] = [dict(p) for p in self.initvals]
+        elif self.warm is not None and self.warm.points:
+            sample_kw["initvals"] = self._warm_initvals(seed)
         with self.model:
             pm.set_data(data)
             idata = pm.sample(
                 draws=self.draws,
-                tune=self.tune,
+                tune=self.tune_steps,
                 chains=self.chains,
                 cores=1,
                 step=step,
@@ -355,7 +389,7 @@ def stricter(engine, target_accept: float):
     kwargs = {**engine.sampler_kwargs, "target_accept": float(target_accept)}
     copy = dataclasses.replace(engine, sampler_kwargs=kwargs)
     if isinstance(engine, PymcEngine):  # its step method is compiled with target_accept
-        copy.token = uuid.uuid4().hex
+        copy.token = f"{engine.token}-target_accept={float(target_accept):g}"
     return copy
 
 
@@ -433,6 +467,55 @@ def _compound_step(model, step_kw: dict):
     return steps
 
 
+@dataclass(frozen=True)
+class _Starts:
+    """nutpie's initial point function: one of the warm start's draws, chosen by the seed.
+
+    nutpie calls it with a seed per chain; the draw (a row of ``flat``, the sampler's
+    unconstrained space) is used as it is, without jitter.
+    """
+
+    flat: np.ndarray
+
+    def __call__(self, seed) -> np.ndarray:
+        rng = np.random.default_rng(zlib.crc32(repr(seed).encode()))
+        return np.array(self.flat[rng.integers(len(self.flat))], dtype=np.float64)
+
+
+def _warm_potentials(step, warm) -> None:
+    """Start the mass-matrix adaptation of ``step``'s NUTS at the full-data draws' variance.
+
+    Each NUTS step (alone, or within a compound step) gets a diagonal adaptive potential
+    whose initial mean and variance are those of the warm start's draws of its variables
+    (weight 10, as PyMC's own ``adapt_diag`` initialisation), and an integrator that uses
+    it; a step whose variables the warm start does not cover keeps its potential.
+    """
+    from pymc.step_methods.hmc.base_hmc import BaseHMC
+    from pymc.step_methods.hmc.integration import CpuLeapfrogIntegrator
+    from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt
+
+    for method in getattr(step, "methods", [step]):
+        if not isinstance(method, BaseHMC):
+            continue
+        names = [v.name for v in method.vars]
+        if any(n not in warm.slices for n in names):
+            continue
+        index = np.concatenate(
+            [np.arange(warm.slices[n].start, warm.slices[n].stop) for n in names]
+        )
+        potential = QuadPotentialDiagAdapt(
+            index.size, warm.mean[index], warm.var[index], 10, rng=method.rng.spawn(1)[0]
+        )
+        try:
+            # the integrator holds the potential too: the two must be the same, or the
+            # momenta drawn and the kinetic energy disagree (and the draws are wrong)
+            integrator = CpuLeapfrogIntegrator(potential, method._logp_dlogp_func)
+        except (AttributeError, TypeError):  # pragma: no cover - a PyMC laid out otherwise
+            _log.debug("PyMC's NUTS keeps its own mass-matrix adaptation: no warm potential")
+            continue
+        method.potential, method.integrator = potential, integrator
+
+
 def resolve_engine(engine: str | None, model=None) -> str:
     """``"nutpie"`` or ``"pymc"``; None picks nutpie when it is installed.
 
@@ -485,12 +568,18 @@ def make_engine(
     var_names,
     sampler_kwargs: dict | None = None,
     starts: tuple = (),
+    token: str | None = None,
+    warm=None,
 ):
     """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides.
 
     ``starts`` are full-data posterior draws (``{name: value}``, one per chain) where a
     refit of ``model`` that fails to start starts again (:func:`failed_to_start`); a
-    builder's models may name their variables otherwise, so it takes none.
+    builder's models may name their variables otherwise, so it takes none, nor ``warm``
+    (a :class:`~pymc_edp.refit.warm.WarmStart`: every refit starts at full-data draws and
+    tunes less). ``token`` names the compiled sampler of ``model`` in the per-process cache
+    (:func:`~pymc_edp.refit.warm.cached_neighbour_model` gives one per neighbour model, so
+    that engines built on it share one compilation); default a new one.
 
     With ``build_model`` the sampler is PyMC's unless ``engine="nutpie"`` (each neighbour
     model compiles anew, which PyMC's compile cache makes cheaper). A model with discrete
@@ -508,4 +597,12 @@ def make_engine(
         sampler = "nutpie" if engine == "nutpie" else "pymc"
         return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
     cls = NutpieEngine if resolve_engine(engine, model) == "nutpie" else PymcEngine
-    return cls(**common, model=model, starts=tuple(starts))
+    eng = cls(**common, model=model, starts=tuple(starts), warm=warm)
+    if token is not None:
+        # PyMC's step method is built with its NUTS settings, and a warm one is adapted
+        # from the warm start: neither is shared with other settings
+        if cls is PymcEngine:
+            step_kw = sorted((k, repr(v)) for k, v in common["sampler_kwargs"].items())
+            token = f"{token}-pymc-{step_kw}-{'warm' if warm is not None else 'cold'}"
+        eng.token = token
+    return eng

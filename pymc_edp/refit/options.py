@@ -88,6 +88,14 @@ class RefitOptions:
         (divergences mean biased draws, and a biased refit is what verification would
         trust; ``res.pointwise["status"]`` says when a rerun was needed). ``True`` is both,
         ``False`` neither; stored as a sorted tuple.
+    warm_start : bool, default True
+        Start every refit of the model's neighbours at draws of the full-data posterior
+        (a neighbour posterior is close to it) and tune for a quarter of ``tune`` steps (at
+        least 100, :func:`pymc_edp.refit.warm.warm_tune`); PyMC's NUTS also starts its
+        mass-matrix adaptation from the full-data draws' variances. The draws kept are
+        ``draws`` per chain either way. False starts each refit as ``pm.sample`` would, at
+        the model's initial point with ``tune`` steps. Refits through ``build_model`` start
+        cold.
     verify : VerifyOptions, dict or bool, optional
         How ``method="auto"`` confirms its headline by refits: the ``top`` neighbours with
         the largest estimates (and any whose bin has too few draws) are refitted and compared,
@@ -130,6 +138,7 @@ class RefitOptions:
     sampler_kwargs: Mapping | None = None
     retry: bool | Collection[str] = True
     verify: VerifyOptions | Mapping | bool | None = None
+    warm_start: bool = True
 
     def __post_init__(self):
         check_int(self.draws, "draws", 1)
@@ -144,6 +153,8 @@ class RefitOptions:
         if self.sampler_kwargs is not None and not isinstance(self.sampler_kwargs, Mapping):
             raise TypeError("sampler_kwargs must be a dict of keyword arguments for the sampler")
         object.__setattr__(self, "retry", _retry_kinds(self.retry))
+        if not isinstance(self.warm_start, bool):
+            raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}")
         unsafe = fork_unsafe(self.executor)
         if unsafe is not None:
             raise ValueError(f"RefitOptions(executor=...) {unsafe}")
@@ -174,6 +185,7 @@ class RefitOptions:
             engine=self.engine or "default",
             builder=self.build_model is not None,
             retry_divergent=self.retry_divergent,
+            warm_start=self.warm_start and self.build_model is None,
             sampler_kwargs={k: repr(v) for k, v in (self.sampler_kwargs or {}).items()},
         )
 

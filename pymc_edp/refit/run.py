@@ -42,6 +42,7 @@ from pymc_edp.refit.engines import (
 from pymc_edp.refit.fingerprint import AuditFingerprint
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, jsonable, refit_seed
+from pymc_edp.refit.warm import WarmStart, cached_neighbour_model, warm_start
 
 _log = logging.getLogger("pymc_edp")
 
@@ -336,6 +337,8 @@ class RefitProblem:
     starts : tuple of dict
         Full-data posterior draws of the model's free variables (``{name: value}``, one per
         chain), where a refit that cannot start at the model's initial point starts again.
+    posterior : xarray.Dataset, optional
+        The full-data posterior, where warm refits start (:meth:`warm_start`).
     """
 
     model: object
@@ -354,6 +357,7 @@ class RefitProblem:
     density_ratio: bool = True
     rows: np.ndarray | None = None
     starts: tuple = ()
+    posterior: xr.Dataset | None = field(default=None, repr=False, compare=False)
 
     def candidate(self, k: int) -> dict | None:
         """Replacement values of neighbour ``k`` (its worst candidate), or None (removal)."""
@@ -377,6 +381,22 @@ class RefitProblem:
     #: ``(build_model, AuditFingerprint)`` pairs: the model and data parts of the refits'
     #: fingerprints, computed once per audit when a checkpoint needs them.
     _prints: list = field(default_factory=list, init=False, repr=False, compare=False)
+
+    #: Warm starts by neighbour-model token, computed once per audit (:meth:`warm_start`).
+    _warm: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def warm_start(self, nb_model, token: str, tune: int) -> WarmStart | None:
+        """Where refits of ``nb_model`` start: :func:`~pymc_edp.refit.warm.warm_start`.
+
+        None (cold refits) without the full-data posterior; computed once per neighbour
+        model and ``tune``, so every batch of verification refits shares it.
+        """
+        if self.posterior is None:
+            return None
+        key = (token, int(tune))
+        if key not in self._warm:
+            self._warm[key] = warm_start(nb_model, self.posterior, tune=int(tune))
+        return self._warm[key]
 
     def fingerprint(self, build_model=None) -> AuditFingerprint:
         """What this audit's refits are computed from: the model graph and the data.
@@ -621,12 +641,21 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
     model = problem.model
     try:
         coupled = coupled_blocks(model, problem.ll, problem.neighbours)
-        nb_model = neighbour_model(model, problem.ll.names, coupled)
+        nb_model, token = cached_neighbour_model(
+            model, problem.ll.names, coupled, build=neighbour_model
+        )
     except NonFactorisedError as err:
         raise ValueError(str(err)) from None
     keep = tuple(dict.fromkeys([*problem.names, *(rv.name for rv in model.free_RVs)]))
+    warm = problem.warm_start(nb_model, token, options.tune) if options.warm_start else None
     eng = make_engine(
-        options.engine, model=nb_model, var_names=keep, starts=problem.starts, **common
+        options.engine,
+        model=nb_model,
+        var_names=keep,
+        starts=problem.starts,
+        token=token,
+        warm=warm,
+        **common,
     )
     if options.estimator != "pooled":
         return eng, None

@@ -1,0 +1,239 @@
+"""Refits that start where the fit ended, on a neighbour model compiled once per model.
+
+A neighbour posterior is close to the full-data one for almost every record, so a refit
+need not start as if nothing were known: :func:`warm_start` collects, from the fit, draws of
+the full-data posterior in the sampler's own (unconstrained) space, their mean and variance
+(the mass matrix the fit adapted to). The engines start every chain
+at one of those draws and tune for fewer steps (:attr:`WarmStart.tune`); PyMC's NUTS also
+starts its mass-matrix adaptation from the fit's draws (nutpie takes no mass matrix).
+
+:func:`cached_neighbour_model` keeps the neighbour model of a user's model (and, through
+its token, the compiled sampler) for as long as the model lives, so that the second audit of
+a model in a session (``tune_prior`` runs many) does not compile it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+_log = logging.getLogger("pymc_edp")
+
+__all__ = ["WarmStart", "cached_neighbour_model", "warm_start", "warm_tune"]
+
+#: Neighbour models by user model, each ``{key: (neighbour model, token)}``; an entry goes
+#: with its model (weak keys), and its compiled samplers with it (:func:`_forget`).
+_NEIGHBOUR_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _data_digest(model) -> str:
+    """A hash of the model's data (``pm.Data`` and observed values) and variable names.
+
+    A model whose data were changed with ``pm.set_data`` (or that gained variables) since
+    its neighbour model was built gets a new one.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr(sorted(model.named_vars)).encode())
+    for var in getattr(model, "data_vars", ()):
+        value = np.ascontiguousarray(var.get_value(borrow=True))
+        h.update(f"{var.name}{value.dtype}{value.shape}".encode())
+        h.update(value.tobytes())
+    for rv in model.observed_RVs:
+        data = model.rvs_to_values.get(rv)
+        value = getattr(data, "data", None)
+        if value is None and hasattr(data, "get_value"):
+            value = data.get_value(borrow=True)
+        if value is not None:
+            value = np.ascontiguousarray(np.asarray(value))
+            h.update(f"{rv.name}{value.dtype}{value.shape}".encode())
+            h.update(value.tobytes())
+    return h.hexdigest()
+
+
+def _forget(prefix: str) -> None:
+    """Drop the compiled samplers of a model that is gone (their tokens start ``prefix``)."""
+    from pymc_edp.refit.engines import _COMPILED
+
+    for key in [k for k in _COMPILED if k.startswith(prefix)]:
+        _COMPILED.pop(key, None)
+
+
+def cached_neighbour_model(
+    model, observed, coupled: dict[str, int] | None, build: Callable | None = None
+):
+    """:func:`~pymc_edp.model.transform.neighbour_model` of ``model``, built once per model.
+
+    Returns ``(neighbour model, token)``: the token names the compiled samplers of that
+    neighbour model in the engines' per-process cache, so every engine built on it (every
+    batch of verification refits, every audit of the same model) compiles nothing again.
+    The entry is rebuilt when the model's data change, and dropped with the model.
+    ``build`` builds it (default :func:`~pymc_edp.model.transform.neighbour_model`).
+    """
+    from pymc_edp.model.transform import neighbour_model
+
+    build = neighbour_model if build is None else build
+
+    key = (tuple(observed), tuple(sorted((coupled or {}).items())), _data_digest(model))
+    try:
+        entry = _NEIGHBOUR_MODELS.get(model)
+    except TypeError:  # pragma: no cover - a model that cannot be weakly referenced
+        return build(model, observed, coupled), f"nb-{uuid.uuid4().hex}"
+    if entry is None:
+        base = f"nb-{uuid.uuid4().hex}"
+        entry = _NEIGHBOUR_MODELS[model] = {"": base}
+        weakref.finalize(model, _forget, base)
+    if key not in entry:
+        entry[key] = (build(model, observed, coupled), f"{entry['']}-{len(entry)}")
+    return entry[key]
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """Where refits start, and what adaptation they start from.
+
+    Attributes
+    ----------
+    points : tuple of dict
+        Full-data posterior draws of the free variables (constrained values by name), spread
+        over the fit's chains; chain ``c`` of a refit starts at one of them.
+    slices : dict of str to slice
+        Where each free variable's value (by its value variable's name) is in a row of
+        :attr:`flat`.
+    flat : ndarray, shape (n_points, n_dim)
+        The same draws in the sampler's unconstrained space, free variables in the
+        neighbour model's order, each flattened (nutpie's layout).
+    mean, var : ndarray, shape (n_dim,)
+        Mean and variance of the full-data draws in that space: the diagonal mass matrix
+        the fit adapted to.
+    tune : int
+        Tuning steps of a warm refit.
+    """
+
+    points: tuple
+    slices: dict
+    flat: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+    tune: int
+
+
+def warm_tune(tune: int) -> int:
+    """Tuning steps of a refit started at full-data draws: a quarter, at least 100.
+
+    Never more than ``tune``.
+
+    Examples
+    --------
+    >>> from pymc_edp.refit.warm import warm_tune
+    >>> warm_tune(1000), warm_tune(300), warm_tune(50)
+    (250, 100, 50)
+    """
+    return int(min(tune, max(100, tune // 4)))
+
+
+def warm_start(
+    nb_model,
+    posterior: xr.Dataset,
+    *,
+    tune: int,
+    n_points: int = 20,
+    n_moments: int = 200,
+) -> WarmStart | None:
+    """Full-data draws where refits of ``nb_model`` start, and the fit's adaptation.
+
+    Parameters
+    ----------
+    nb_model : pymc.Model
+        The neighbour model (:func:`~pymc_edp.model.transform.neighbour_model`); its free
+        variables that the fit did not sample (a coupled likelihood's unobserved records)
+        start at their initial values.
+    posterior : xarray.Dataset
+        The fit's posterior draws.
+    tune : int
+        The refits' tuning steps when cold; a warm refit takes :func:`warm_tune` of them.
+    n_points, n_moments : int
+        Draws kept as starting points, and draws the mass matrix is estimated from.
+
+    Returns
+    -------
+    WarmStart or None
+        None when the posterior lacks a free variable of the user's model, or the draws
+        cannot be mapped to the sampler's space (logged at DEBUG level): the refits then
+        start cold.
+    """
+    import pytensor
+    from pymc.initial_point import make_initial_point_fn
+
+    free = list(nb_model.free_RVs)
+    given = [rv for rv in free if rv.name in posterior]
+    if not given or any(
+        rv.name not in posterior and not rv.name.startswith("edp_missing_") for rv in free
+    ):
+        return None
+    n_chain = int(posterior.sizes.get("chain", 1))
+    n_draw = int(posterior.sizes.get("draw", 1))
+    # starts, then the draws of the mass matrix: chains in turn, draws spread over each
+    chain_of, draw_of, counts = [], [], []
+    for n in (n_points, n_moments):
+        per_chain = -(-n // n_chain)
+        at = np.linspace(0, n_draw - 1, min(per_chain, n_draw)).round().astype(int)
+        for i in range(min(n, at.size * n_chain)):
+            chain_of.append(i % n_chain)
+            draw_of.append(int(at[i // n_chain]))
+        counts.append(len(chain_of))
+    n_starts = counts[0]
+    shared = {}
+    try:
+        for rv in given:
+            first = {d: 0 for d in ("chain", "draw") if d in posterior[rv.name].dims}
+            value = np.asarray(posterior[rv.name].isel(first).values)
+            shared[rv.name] = pytensor.shared(value.astype(rv.dtype), name=f"warm_{rv.name}")
+        fn = make_initial_point_fn(
+            model=nb_model,
+            overrides={rv: shared[rv.name] for rv in given},
+            jitter_rvs=set(),
+            return_transformed=True,
+        )
+        value_names = [nb_model.rvs_to_values[rv].name for rv in free]
+        sizes = []
+        rows, points = [], []
+        for c, d in zip(chain_of, draw_of, strict=True):
+            at = {"draw": int(d), **({"chain": int(c)} if "chain" in posterior.dims else {})}
+            point = {}
+            for rv in given:
+                value = np.asarray(posterior[rv.name].isel(at).values).astype(rv.dtype)
+                shared[rv.name].set_value(value)
+                point[rv.name] = value
+            out = fn(0)
+            sizes = [int(np.size(out[name])) for name in value_names]
+            rows.append(np.concatenate([np.ravel(out[name]) for name in value_names]))
+            points.append(point)
+        flat = np.asarray(rows, dtype=np.float64)
+    except Exception as err:  # a model whose draws cannot be mapped starts cold
+        _log.debug("refits start cold: the fit's draws could not be mapped (%s)", err)
+        return None
+    if not np.isfinite(flat).all():
+        _log.debug("refits start cold: non-finite full-data draws in the sampler's space")
+        return None
+    moments = flat[n_starts:]
+    var = moments.var(axis=0)
+    var = np.where(var > 0, var, 1.0)
+    ends = np.cumsum(sizes)
+    slices = {
+        n: slice(int(e - z), int(e)) for n, z, e in zip(value_names, sizes, ends, strict=True)
+    }
+    return WarmStart(
+        points=tuple(points[:n_starts]),
+        slices=slices,
+        flat=flat[:n_starts],
+        mean=moments.mean(axis=0),
+        var=var,
+        tune=warm_tune(tune),
+    )
