@@ -88,14 +88,15 @@ class RefitOptions:
         (divergences mean biased draws, and a biased refit is what verification would
         trust; ``res.pointwise["status"]`` says when a rerun was needed). ``True`` is both,
         ``False`` neither; stored as a sorted tuple.
-    warm_start : bool, default True
+    warm_start : bool, default False
         Start every refit of the model's neighbours at draws of the full-data posterior
         (a neighbour posterior is close to it) and tune for a quarter of ``tune`` steps (at
         least 100, :func:`pymc_edp.refit.warm.warm_tune`); PyMC's NUTS also starts its
         mass-matrix adaptation from the full-data draws' variances. The draws kept are
-        ``draws`` per chain either way. False starts each refit as ``pm.sample`` would, at
-        the model's initial point with ``tune`` steps. Refits through ``build_model`` start
-        cold.
+        ``draws`` per chain either way. False (the default) starts each refit as
+        ``pm.sample`` would, at the model's initial point with ``tune`` steps. Refits
+        through ``build_model`` always start cold. Either way the neighbour model is
+        compiled once per model and session.
     verify : VerifyOptions, dict or bool, optional
         How ``method="auto"`` confirms its headline by refits: the ``top`` neighbours with
         the largest estimates (and any whose bin has too few draws) are refitted and compared,
@@ -138,7 +139,7 @@ class RefitOptions:
     sampler_kwargs: Mapping | None = None
     retry: bool | Collection[str] = True
     verify: VerifyOptions | Mapping | bool | None = None
-    warm_start: bool = True
+    warm_start: bool = False
 
     def __post_init__(self):
         check_int(self.draws, "draws", 1)
