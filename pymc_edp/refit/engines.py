@@ -97,6 +97,9 @@ class _EngineBase:
     #: A :class:`~pymc_edp.refit.warm.WarmStart`: chains start at full-data posterior draws
     #: and tune for ``warm.tune`` steps instead of :attr:`tune`; None starts cold.
     warm: object = None
+    #: ``pm.Data`` values every refit sets before its neighbour's own (the user's model's
+    #: current ones, :func:`~pymc_edp.refit.warm.current_data`).
+    base_data: dict = field(default_factory=dict)
 
     @property
     def tune_steps(self) -> int:
@@ -162,7 +165,13 @@ class NutpieEngine(_EngineBase):
 
     def _with_data(self, data: dict):
         """The compiled model with ``data``, its chains starting at the warm start's draws."""
-        compiled = self._compiled().with_data(**data)
+        compiled = self._compiled()
+        known = getattr(compiled, "shared_var_keys", None)
+        base = self.base_data
+        if known is not None:  # data the compiled graph does not read are not in it
+            names = {getattr(var, "name", None) for var in known}
+            base = {k: v for k, v in base.items() if k in names}
+        compiled = compiled.with_data(**{**base, **data})
         warm = self.warm
         if warm is None:
             return compiled
@@ -309,7 +318,7 @@ class PymcEngine(_EngineBase):
         elif self.warm is not None and self.warm.points:
             sample_kw["initvals"] = self._warm_initvals(seed)
         with self.model:
-            pm.set_data(data)
+            pm.set_data({**self.base_data, **data})
             idata = pm.sample(
                 draws=self.draws,
                 tune=self.tune_steps,
@@ -570,6 +579,7 @@ def make_engine(
     starts: tuple = (),
     token: str | None = None,
     warm=None,
+    base_data: dict | None = None,
 ):
     """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides.
 
@@ -579,7 +589,8 @@ def make_engine(
     (a :class:`~pymc_edp.refit.warm.WarmStart`: every refit starts at full-data draws and
     tunes less). ``token`` names the compiled sampler of ``model`` in the per-process cache
     (:func:`~pymc_edp.refit.warm.cached_neighbour_model` gives one per neighbour model, so
-    that engines built on it share one compilation); default a new one.
+    that engines built on it share one compilation); default a new one. ``base_data`` are
+    ``pm.Data`` values every refit sets first (a cached neighbour model's current data).
 
     With ``build_model`` the sampler is PyMC's unless ``engine="nutpie"`` (each neighbour
     model compiles anew, which PyMC's compile cache makes cheaper). A model with discrete
@@ -597,7 +608,9 @@ def make_engine(
         sampler = "nutpie" if engine == "nutpie" else "pymc"
         return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
     cls = NutpieEngine if resolve_engine(engine, model) == "nutpie" else PymcEngine
-    eng = cls(**common, model=model, starts=tuple(starts), warm=warm)
+    eng = cls(
+        **common, model=model, starts=tuple(starts), warm=warm, base_data=dict(base_data or {})
+    )
     if token is not None:
         # PyMC's step method is built with its NUTS settings, and a warm one is adapted
         # from the warm start: neither is shared with other settings

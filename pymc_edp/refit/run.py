@@ -42,7 +42,7 @@ from pymc_edp.refit.engines import (
 from pymc_edp.refit.fingerprint import AuditFingerprint
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, jsonable, refit_seed
-from pymc_edp.refit.warm import WarmStart, cached_neighbour_model, warm_start
+from pymc_edp.refit.warm import WarmStart, cached_neighbour_model, current_data, warm_start
 
 _log = logging.getLogger("pymc_edp")
 
@@ -655,6 +655,7 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
         starts=problem.starts,
         token=token,
         warm=warm,
+        base_data=current_data(model, nb_model),
         **common,
     )
     if options.estimator != "pooled":

@@ -9,7 +9,8 @@ starts its mass-matrix adaptation from the fit's draws (nutpie takes no mass mat
 
 :func:`cached_neighbour_model` keeps the neighbour model of a user's model (and, through
 its token, the compiled sampler) for as long as the model lives, so that the second audit of
-a model in a session (``tune_prior`` runs many) does not compile it again.
+a model in a session (``tune_prior`` runs many, each at another ``pm.Data`` value of the
+prior's strength) does not compile it again.
 """
 
 from __future__ import annotations
@@ -26,35 +27,51 @@ import xarray as xr
 
 _log = logging.getLogger("pymc_edp")
 
-__all__ = ["WarmStart", "cached_neighbour_model", "warm_start", "warm_tune"]
+__all__ = ["WarmStart", "cached_neighbour_model", "current_data", "warm_start", "warm_tune"]
 
 #: Neighbour models by user model, each ``{key: (neighbour model, token)}``; an entry goes
 #: with its model (weak keys), and its compiled samplers with it (:func:`_forget`).
 _NEIGHBOUR_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _data_digest(model) -> str:
-    """A hash of the model's data (``pm.Data`` and observed values) and variable names.
+def _structure_key(model) -> str:
+    """What the neighbour model is built from, but for ``pm.Data`` values: a hash.
 
-    A model whose data were changed with ``pm.set_data`` (or that gained variables) since
-    its neighbour model was built gets a new one.
+    The variables' names, each ``pm.Data``'s name, dtype and shape, and observed values that
+    are not ``pm.Data`` (constants of the graph). ``pm.Data`` values are not in it: every
+    refit takes the model's current ones (:func:`current_data`), so changing a prior's
+    strength with ``pm.set_data`` between audits (``tune_prior``) compiles nothing again.
     """
     h = hashlib.blake2b(digest_size=16)
     h.update(repr(sorted(model.named_vars)).encode())
     for var in getattr(model, "data_vars", ()):
-        value = np.ascontiguousarray(var.get_value(borrow=True))
-        h.update(f"{var.name}{value.dtype}{value.shape}".encode())
-        h.update(value.tobytes())
+        value = var.get_value(borrow=True)
+        h.update(f"{var.name}:{np.asarray(value).dtype}:{np.shape(value)};".encode())
+    shared = {id(v) for v in getattr(model, "data_vars", ())}
     for rv in model.observed_RVs:
         data = model.rvs_to_values.get(rv)
+        if data is None or id(data) in shared:
+            continue
         value = getattr(data, "data", None)
-        if value is None and hasattr(data, "get_value"):
-            value = data.get_value(borrow=True)
         if value is not None:
             value = np.ascontiguousarray(np.asarray(value))
-            h.update(f"{rv.name}{value.dtype}{value.shape}".encode())
+            h.update(f"{rv.name}:{value.dtype}:{value.shape};".encode())
             h.update(value.tobytes())
     return h.hexdigest()
+
+
+def current_data(model, nb_model) -> dict:
+    """The ``pm.Data`` values of ``model`` now, by name, for its neighbour model's refits.
+
+    The neighbour model holds the values it was built with; each refit sets these first
+    (and then the neighbour's own ``edp_*`` data), so that it refits the model as it is.
+    """
+    names = set(nb_model.named_vars)
+    return {
+        var.name: np.asarray(var.get_value())
+        for var in getattr(model, "data_vars", ())
+        if var.name in names
+    }
 
 
 def _forget(prefix: str) -> None:
@@ -73,14 +90,16 @@ def cached_neighbour_model(
     Returns ``(neighbour model, token)``: the token names the compiled samplers of that
     neighbour model in the engines' per-process cache, so every engine built on it (every
     batch of verification refits, every audit of the same model) compiles nothing again.
-    The entry is rebuilt when the model's data change, and dropped with the model.
+    The entry is rebuilt when the model's structure changes (variables, data shapes,
+    constant observed values), and dropped with the model; refits take the model's current
+    ``pm.Data`` values (:func:`current_data`).
     ``build`` builds it (default :func:`~pymc_edp.model.transform.neighbour_model`).
     """
     from pymc_edp.model.transform import neighbour_model
 
     build = neighbour_model if build is None else build
 
-    key = (tuple(observed), tuple(sorted((coupled or {}).items())), _data_digest(model))
+    key = (tuple(observed), tuple(sorted((coupled or {}).items())), _structure_key(model))
     try:
         entry = _NEIGHBOUR_MODELS.get(model)
     except TypeError:  # pragma: no cover - a model that cannot be weakly referenced

@@ -10,7 +10,7 @@ import xarray as xr
 from pymc_edp.conjugate import normal_normal_posterior
 from pymc_edp.model.transform import neighbour_model
 from pymc_edp.refit import engines
-from pymc_edp.refit.warm import cached_neighbour_model, warm_start, warm_tune
+from pymc_edp.refit.warm import cached_neighbour_model, current_data, warm_start, warm_tune
 
 SIGMA, MU0, SIGMA0 = 1.0, 0.0, 10.0
 SHIFT = 40.0  # the replaced record moves the posterior mean by SHIFT / n: ~9 posterior sds
@@ -89,7 +89,8 @@ def test_cached_neighbour_model_is_built_once_per_model_and_data(normal20):
     # another model (the same graph) has its own neighbour model and compiled sampler
     other = cached_neighbour_model(_model(y), ["y"], {}, build=build)
     assert other[0] is not first[0] and other[1] != first[1] and len(calls) == 2
-    # new data in the same model: a new neighbour model (the cached one holds the old data)
+    # new pm.Data values (a prior's strength in tune_prior): the same compiled neighbour
+    # model, and every refit sets the model's current values first
     with pm.Model() as data_model:
         y_data = pm.Data("y_data", y)
         mu = pm.Normal("mu", MU0, SIGMA0)
@@ -98,8 +99,35 @@ def test_cached_neighbour_model_is_built_once_per_model_and_data(normal20):
     with data_model:
         pm.set_data({"y_data": y + 1.0})
     after = cached_neighbour_model(data_model, ["y"], {}, build=build)
-    assert after[1] != before[1] and len(calls) == 4
-    np.testing.assert_allclose(after[0]["edp_alt_y"].get_value(), y + 1.0)
+    assert after == before and len(calls) == 3
+    np.testing.assert_allclose(current_data(data_model, after[0])["y_data"], y + 1.0)
+    # ... but data of another shape (or other variables) are another neighbour model
+    with data_model:
+        pm.set_data({"y_data": np.append(y, 0.5)})
+    assert cached_neighbour_model(data_model, ["y"], {}, build=build)[1] != before[1]
+    assert len(calls) == 4
+
+
+def test_refits_set_the_model_current_data_before_the_neighbour_own():
+    class Compiled:
+        def __init__(self):
+            self.shared_var_keys = {type("V", (), {"name": n})(): n for n in ("x", "edp_dw_y")}
+
+        def with_data(self, **data):
+            self.data = data
+            return self
+
+    eng = engines.make_engine(
+        "nutpie",
+        model=None,
+        draws=10,
+        tune=10,
+        chains=1,
+        var_names=(),
+        base_data={"x": 1.0, "unused": 2.0, "edp_dw_y": 0.0},
+    )
+    eng._compiled = Compiled  # no compilation: what the refit hands nutpie
+    assert eng._with_data({"edp_dw_y": -1.0}).data == {"x": 1.0, "edp_dw_y": -1.0}
 
 
 def _moments_agree(post, exact, draws):
