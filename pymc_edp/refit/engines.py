@@ -148,9 +148,12 @@ class NutpieEngine(_EngineBase):
         """
         if not self.starts or self.initial_point is not None or self.warm is not None:
             return None  # a warm refit already starts at full-data draws
-        # one compiled sampler per process serves every restarted refit of this engine
+        # one compiled sampler per process serves every restarted refit from this point
+        # (the token outlives the audit: the neighbour model is cached per model)
+        point = dict(self.starts[0])
+        digest = zlib.crc32(b"".join(np.asarray(v).tobytes() for v in point.values()))
         return dataclasses.replace(
-            self, initial_point=dict(self.starts[0]), starts=(), token=f"{self.token}-start"
+            self, initial_point=point, starts=(), token=f"{self.token}-start-{digest:08x}"
         )
 
     def _kwargs(self, seed: int) -> dict:

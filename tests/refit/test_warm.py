@@ -1,5 +1,6 @@
 """Tests of warm-started refits and the cached neighbour model (:mod:`pymc_edp.refit.warm`)."""
 
+import gc
 import warnings
 
 import numpy as np
@@ -106,6 +107,13 @@ def test_cached_neighbour_model_is_built_once_per_model_and_data(normal20):
         pm.set_data({"y_data": np.append(y, 0.5)})
     assert cached_neighbour_model(data_model, ["y"], {}, build=build)[1] != before[1]
     assert len(calls) == 4
+    # the cache holds no model alive, and its compiled samplers go with it
+    token = before[1]
+    engines._COMPILED[f"{token}-nutpie"] = object()
+    calls.clear()  # it holds the models built from
+    del data_model, y_data, mu, before, after
+    gc.collect()
+    assert not [k for k in engines._COMPILED if k.startswith(token.rsplit("-", 1)[0])]
 
 
 def test_refits_set_the_model_current_data_before_the_neighbour_own():
