@@ -21,6 +21,7 @@ References
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ from pymc_edp.base.affine import moment_match, moved_log_ratio_se, one_thread, s
 from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_log_masses, log_bin_masses
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
+from pymc_edp.model.cache import per_model
 from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group, observed_data
 from pymc_edp.model.conditional import record_logp
 from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
@@ -169,7 +171,7 @@ class ModelDensity:
         import pytensor.tensor as pt
         from pytensor.graph.replace import vectorize_graph
 
-        self.model = model
+        self._model = weakref.ref(model)  # cached per model (pymc_edp.model.cache)
         discrete = [v.name for v in getattr(model, "discrete_value_vars", [])]
         if discrete:
             raise ValueError(
@@ -220,6 +222,14 @@ class ModelDensity:
         targets = [model[n] for n in self.names]
         graphs = model.replace_rvs_by_values(targets)
         self._constrained = compile_([flat], list(graphs))
+
+    @property
+    def model(self):
+        """The PyMC model (held weakly: a density is kept for as long as its model lives)."""
+        model = self._model()
+        if model is None:  # pragma: no cover - the caller holds the model
+            raise ReferenceError("the model of this ModelDensity is gone")
+        return model
 
     @staticmethod
     def _compile(inputs, outputs):
@@ -435,7 +445,8 @@ class MatchInputs:
 def _prepare(model, data: MatchInputs, names: Sequence[str], density) -> _Prepared:
     """Compile (or reuse) the model's densities and evaluate them at the posterior draws."""
     if density is None or density.model is not model or density.names != list(names):
-        density = ModelDensity(model, names)
+        key = ("ModelDensity", tuple(names))
+        density = per_model(model, key, lambda: ModelDensity(model, names))
     u = density.unconstrained_from(data.posterior, data.unconstrained)
     missing = [name for name in density.observed if name not in data.observed]
     if missing:

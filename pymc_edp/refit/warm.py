@@ -15,7 +15,6 @@ prior's strength) does not compile it again.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import uuid
 import weakref
@@ -25,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from pymc_edp.model.cache import structure_key
+
 _log = logging.getLogger("pymc_edp")
 
 __all__ = ["WarmStart", "cached_neighbour_model", "current_data", "warm_start", "warm_tune"]
@@ -32,32 +33,6 @@ __all__ = ["WarmStart", "cached_neighbour_model", "current_data", "warm_start", 
 #: Neighbour models by user model, each ``{key: (neighbour model, token)}``; an entry goes
 #: with its model (weak keys), and its compiled samplers with it (:func:`_forget`).
 _NEIGHBOUR_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _structure_key(model) -> str:
-    """What the neighbour model is built from, but for ``pm.Data`` values: a hash.
-
-    The variables' names, each ``pm.Data``'s name, dtype and shape, and observed values that
-    are not ``pm.Data`` (constants of the graph). ``pm.Data`` values are not in it: every
-    refit takes the model's current ones (:func:`current_data`), so changing a prior's
-    strength with ``pm.set_data`` between audits (``tune_prior``) compiles nothing again.
-    """
-    h = hashlib.blake2b(digest_size=16)
-    h.update(repr(sorted(model.named_vars)).encode())
-    for var in getattr(model, "data_vars", ()):
-        value = var.get_value(borrow=True)
-        h.update(f"{var.name}:{np.asarray(value).dtype}:{np.shape(value)};".encode())
-    shared = {id(v) for v in getattr(model, "data_vars", ())}
-    for rv in model.observed_RVs:
-        data = model.rvs_to_values.get(rv)
-        if data is None or id(data) in shared:
-            continue
-        value = getattr(data, "data", None)
-        if value is not None:
-            value = np.ascontiguousarray(np.asarray(value))
-            h.update(f"{rv.name}:{value.dtype}:{value.shape};".encode())
-            h.update(value.tobytes())
-    return h.hexdigest()
 
 
 def current_data(model, nb_model) -> dict:
@@ -99,7 +74,7 @@ def cached_neighbour_model(
 
     build = neighbour_model if build is None else build
 
-    key = (tuple(observed), tuple(sorted((coupled or {}).items())), _structure_key(model))
+    key = (tuple(observed), tuple(sorted((coupled or {}).items())), structure_key(model))
     try:
         entry = _NEIGHBOUR_MODELS.get(model)
     except TypeError:  # pragma: no cover - a model that cannot be weakly referenced
