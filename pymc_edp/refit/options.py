@@ -178,17 +178,23 @@ class RefitOptions:
         return "divergent" in self.retry
 
     def config(self) -> dict:
-        """What the refits depend on, for the checkpoint (not bins or estimator)."""
-        return dict(
+        """What the refits depend on, for the checkpoint (not bins or estimator).
+
+        ``warm_start`` enters only when it is on, so checkpoints of cold refits written
+        before it existed stay valid.
+        """
+        config = dict(
             draws=self.draws,
             tune=self.tune,
             chains=self.chains,
             engine=self.engine or "default",
             builder=self.build_model is not None,
             retry_divergent=self.retry_divergent,
-            warm_start=self.warm_start and self.build_model is None,
             sampler_kwargs={k: repr(v) for k, v in (self.sampler_kwargs or {}).items()},
         )
+        if self.warm_start and self.build_model is None:
+            config["warm_start"] = True
+        return config
 
 
 @dataclass(frozen=True)
