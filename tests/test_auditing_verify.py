@@ -282,6 +282,37 @@ def test_a_model_that_cannot_be_refitted_is_reported_unverified(monkeypatch):
         edp.audit(idata, model, bins=10, method="refit", progressbar=False)
 
 
+def test_short_refits_settle_the_others_and_the_headline_is_refitted_whole(tmp_path):
+    """Early-stopped verification (issue 33) with real refits, and its checkpoint.
+
+    Refits of 400 draws per chain: the short ones have 100. The neighbour that sets epsilon
+    is refitted at full length, with the seed and settings of ``early_stop=False``, so the
+    headline is the same; a rerun with the checkpoint samples nothing again.
+    """
+    y = np.append(np.random.default_rng(33).normal(0.0, 1.0, 24), 6.0)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+        idata = pm.sample(1000, chains=2, random_seed=2, **SAMPLE)
+        pm.compute_log_likelihood(idata, progressbar=False)
+    kw = dict(bins=10, random_seed=4, progressbar=False)
+    opts = dict(draws=400, tune=400, checkpoint=tmp_path / "ck")
+    res = edp.audit(idata, model, refit=edp.RefitOptions(**opts), **kw)
+    draws = {o.label: int(o.posterior.sizes["draw"]) for o in res.refits._outcomes.values()}
+    settled = [k for k, d in draws.items() if d == 100]
+    assert res.verification == "confirmed" and len(draws) == 5, res.verification_note
+    assert settled and f"{len(settled)} settled by short refits" in res.verification_note
+    assert draws[int(res.worst_neighbour)] == 400 and draws[24] == 400  # the outlier
+    assert (tmp_path / "ck" / "short").is_dir()
+    off = edp.RefitOptions(draws=400, tune=400, verify=edp.VerifyOptions(early_stop=False))
+    cold = edp.audit(idata, model, refit=off, **kw)
+    assert res.epsilon == cold.epsilon and res.worst_neighbour == cold.worst_neighbour
+    again = edp.audit(idata, model, refit=edp.RefitOptions(**opts), **kw)
+    assert again.epsilon == res.epsilon
+    # restored from the checkpoint: the outcomes (and their recorded seconds) are the saved ones
+    assert again.refits.status["seconds"].to_dict() == res.refits.status["seconds"].to_dict()
+
+
 # ------------------------------------------------------------------ gallery idioms (issue 31)
 GALLERY_REFIT = edp.RefitOptions(draws=300, tune=300)
 

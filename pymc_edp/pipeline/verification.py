@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -20,7 +21,13 @@ from pymc_edp.pipeline.estimates import Errors, Estimates, pair_errors
 from pymc_edp.pipeline.inputs import Inputs
 from pymc_edp.pipeline.reweighting import Reweighted, unprune
 from pymc_edp.pipeline.settings import Settings
-from pymc_edp.refit.options import VERIFY_AGREE, VERIFY_DISAGREE, VERIFY_FAILED, VerifyOptions
+from pymc_edp.refit.options import (
+    VERIFY_AGREE,
+    VERIFY_DISAGREE,
+    VERIFY_FAILED,
+    RefitOptions,
+    VerifyOptions,
+)
 from pymc_edp.refit.outcome import Refits
 from pymc_edp.refit.run import (
     RefitProblem,
@@ -111,12 +118,15 @@ class Refitter:
         self.outcomes: dict = {}
         self.messages: list[str] = []
 
-    def run(self, indices: np.ndarray) -> None:
-        """Refit ``indices``; successful refits replace their neighbours' estimates."""
+    def run(self, indices: np.ndarray, options: RefitOptions | None = None) -> None:
+        """Refit ``indices``; successful refits replace their neighbours' estimates.
+
+        With the audit's refit options, or ``options`` (short verification refits).
+        """
         run, refit_messages = refit_neighbours(
             np.asarray(indices, dtype=np.int64),
             self.problem,
-            self.settings.refit,
+            self.settings.refit if options is None else options,
             random_seed=self.settings.seed,
             config=self.config,
             progressbar=self.settings.progressbar,
@@ -266,12 +276,20 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     rest = cand[vopts.top :]
     batch = np.concatenate([cand[: vopts.top], rest[resolvable[rest]]])
     batch = batch[: vopts.max_refits]
-    done, factor = 0, 1.0
+    done, factor, n_short = 0, 1.0, 0
+    short = short_options(refitter.settings.refit) if vopts.early_stop else None
     left = np.array([], dtype=np.int64)
     while batch.size:
         before = eps[batch].copy()
         try:
-            refitter.run(batch)
+            full = batch
+            if short is not None:
+                refitter.run(batch, short)
+                frac = short.draws / refitter.settings.refit.draws
+                full = _undecided(refitter.estimates, batch, before, se_before[batch], vopts, frac)
+                n_short += batch.size - full.size
+            if full.size:
+                refitter.run(full)
         except RefitSetupError as err:  # before any sampling: nothing to confirm with
             return check.but(
                 "unverified",
@@ -296,8 +314,58 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     # left: unchecked neighbours that could still set epsilon when the budget stopped it;
     # pending: estimates at a limit a refit would resolve, that the budget left unrefitted
     pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
-    run = _Run(vopts, done, left, pending, time.perf_counter() - start)
+    short_draws = short.draws if short is not None else 0
+    run = _Run(vopts, done, left, pending, time.perf_counter() - start, n_short, short_draws)
     return _verification_outcome(check, refitter.estimates, refitter.problem.neighbours, run)
+
+
+#: A short verification refit has this fraction of the refits' draws per chain (at least
+#: :data:`_SHORT_MIN_DRAWS`), after a quarter of their tuning, started at full-data draws.
+_SHORT_FRACTION = 0.25
+_SHORT_MIN_DRAWS = 100
+#: Standard errors of margin by which a short refit must agree, and stay below the headline.
+_SHORT_MARGIN = 2.0
+
+
+def short_options(refit: RefitOptions) -> RefitOptions | None:
+    """The options of short verification refits, or None where there are none.
+
+    A quarter of the draws per chain (at least 100), warm-started
+    (:func:`pymc_edp.refit.warm.warm_start`: a quarter of the tuning, at full-data draws),
+    checkpointed in the ``short`` folder of the checkpoint. None with ``build_model`` (no
+    model to start warm from) or too few draws to shorten.
+    """
+    draws = max(_SHORT_MIN_DRAWS, int(refit.draws * _SHORT_FRACTION))
+    if refit.build_model is not None or draws >= refit.draws:
+        return None
+    ckpt = None if refit.checkpoint is None else Path(refit.checkpoint) / "short"
+    return dataclasses.replace(refit, draws=draws, warm_start=True, checkpoint=ckpt)
+
+
+def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, frac: float):
+    """The neighbours of ``batch`` whose short refits leave it open: refitted at full length.
+
+    A short refit settles its comparison when it agrees with the estimate it checks by a
+    margin: ``|refit - estimate| + 2 se_refit <= z sqrt(se_estimate^2 + se_full^2)``, where
+    ``se_full = se_refit sqrt(frac)`` is the error a full-length refit would have (so the
+    full-length comparison would agree too, unless the refit's estimate is more than two of
+    its own errors off). It is kept only when its value cannot set epsilon either: its upper
+    end ``refit + 2 se_refit`` is below the headline. Everything else (a failed short refit,
+    a disagreement, the neighbour that may set epsilon) is refitted at full length, whose
+    refit replaces the short one: the refitted values that are used are full-length ones.
+    """
+    headline = float(np.max(est.epsilon()))
+    full = []
+    for k, e0, s0 in zip(batch, before, se_before, strict=True):
+        refitted = est.method[k] == "refit"
+        e1 = float(np.nanmax(est.eps[k])) if refitted else np.nan
+        s1 = float(est.refit_mcse[k]) if refitted else np.nan
+        band = vopts.z * np.hypot(np.nan_to_num(s0), s1 * np.sqrt(frac))
+        agrees = abs(e1 - e0) + _SHORT_MARGIN * s1 <= band
+        below = e1 + _SHORT_MARGIN * s1 < headline
+        if not (np.isfinite(e1) and np.isfinite(s1) and agrees and below):
+            full.append(k)
+    return np.asarray(full, dtype=np.int64)
 
 
 def _compare(check: Verification, est: Estimates, batch, before, se_before, vopts) -> float:
@@ -335,6 +403,17 @@ class _Run:
     left: np.ndarray  # unchecked neighbours that could still set epsilon
     pending: np.ndarray  # estimates at a limit a refit would resolve, left unrefitted
     seconds: float
+    n_short: int = 0  # refits that stopped early: their comparison was settled
+    short_draws: int = 0
+
+    def short(self) -> str:
+        """How many refits stopped early, for the note ("" for none)."""
+        if not self.n_short:
+            return ""
+        return (
+            f"; {self.n_short} settled by short refits of {self.short_draws} draws per chain, "
+            "warm-started"
+        )
 
     def budget(self) -> str:
         v = self.vopts
@@ -396,7 +475,8 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
     return check.but(
         "corrected",
         f"corrected by refits: {detail}; verification refitted {run.done} neighbours, worst "
-        "first, until none left could reach epsilon, and their refitted values are used",
+        f"first, until none left could reach epsilon, and their refitted values are used"
+        f"{run.short()}",
         f"Reweighting is unreliable for this model: {detail}. Verification refitted "
         f"{run.done} neighbours, worst first, until no other could reach epsilon; their "
         "refitted values are used.",
@@ -410,7 +490,7 @@ def _agreement(check: Verification, nbs, run: _Run, checked: int, n_failed: int)
     agree = (
         f"refitting the {checked} worst neighbours: their refits agree with the estimates "
         f"within Monte-Carlo error (largest |z| = {zmax:.1f}, threshold {run.vopts.z:g}; "
-        f"{run.seconds:.1f} s)"
+        f"{run.seconds:.1f} s{run.short()})"
     )
     pending = run.pending
     if pending.size:  # lower bounds the budget left: nothing confirms them

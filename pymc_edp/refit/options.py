@@ -231,6 +231,15 @@ class VerifyOptions:
     z : float, default 3.0
         Standardised difference above which a refit and an estimate disagree (3: a false
         alarm about once in 370 comparisons when both errors are right).
+    early_stop : bool, default True
+        Refit each neighbour short first: a quarter of the draws per chain, after a quarter
+        of the tuning, started at full-data posterior draws
+        (:class:`RefitOptions` ``warm_start``). A short refit whose comparison is settled
+        (it agrees with the estimate by two of its own standard errors more than ``z``
+        requires) and whose value cannot set epsilon (two standard errors above it stay
+        below the headline) is kept; every other neighbour, the one that sets epsilon
+        among them, is refitted at full length as with ``early_stop=False``. Not with
+        ``build_model``.
 
     Examples
     --------
@@ -246,6 +255,7 @@ class VerifyOptions:
     max_refits: int = 20
     time_budget: float | None = None
     z: float = 3.0
+    early_stop: bool = True
 
     def __post_init__(self):
         check_int(self.top, "top", 1)
@@ -258,6 +268,8 @@ class VerifyOptions:
         if self.time_budget is not None:
             check_real(self.time_budget, "time_budget", positive=True)
         check_real(self.z, "z", positive=True)
+        if not isinstance(self.early_stop, bool):
+            raise TypeError(f"early_stop must be True or False, got {self.early_stop!r}")
 
     @classmethod
     def coerce(cls, value: VerifyOptions | Mapping | None) -> VerifyOptions:

@@ -1,5 +1,6 @@
 """Tests of :mod:`pymc_edp.pipeline.verification` (the logic, with refits faked)."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,9 +16,16 @@ from pymc_edp.pipeline.verification import (
     choose_refits,
     refit_and_verify,
     refit_problem,
+    short_options,
     verify,
 )
-from pymc_edp.refit.options import VERIFY_AGREE, VERIFY_DISAGREE, VERIFY_FAILED, VerifyOptions
+from pymc_edp.refit.options import (
+    VERIFY_AGREE,
+    VERIFY_DISAGREE,
+    VERIFY_FAILED,
+    RefitOptions,
+    VerifyOptions,
+)
 
 EPS = np.array([0.5, 0.48, 0.3, 0.2, 0.1, 0.05])
 
@@ -33,20 +41,30 @@ def _row(value):
 
 
 class FakeRefitter:
-    """Refits give ``truth`` (or fail where it is NaN), with standard error 0.01."""
+    """Refits give ``truth`` (or fail where it is NaN), with standard error 0.01.
 
-    def __init__(self, truth):
+    Short refits (the options of ``short_options``: 250 of 1,000 draws) give ``short``
+    (default ``truth``) with twice the error; ``runs`` records the full-length runs and
+    ``short_runs`` the short ones.
+    """
+
+    def __init__(self, truth, short=None):
         est = Estimates.empty(EPS.size, 1, 100, keep_weights=False)
         est.eps[:, 0] = EPS
         self.estimates, self.truth, self.runs = est, np.asarray(truth), []
+        self.short = self.truth if short is None else np.asarray(short)
+        self.short_runs = []
         labels = np.array([f"r{i}" for i in range(EPS.size)])
         self.problem = SimpleNamespace(neighbours=SimpleNamespace(labels=labels))
+        self.settings = SimpleNamespace(refit=RefitOptions())
 
-    def run(self, batch):
-        self.runs.append([int(k) for k in batch])
+    def run(self, batch, options=None):
+        short = options is not None
+        (self.short_runs if short else self.runs).append([int(k) for k in batch])
+        values, se = (self.short, 0.02) if short else (self.truth, 0.01)
         for k in batch:
-            if np.isfinite(self.truth[k]):
-                self.estimates.set_row(k, _row(self.truth[k]), 0.01, "refit")
+            if np.isfinite(values[k]):
+                self.estimates.set_row(k, _row(values[k]), se, "refit")
 
 
 ERRORS = Errors(np.full(EPS.size, 0.01), EPS - 0.02, EPS + 0.02)
@@ -96,6 +114,56 @@ def test_a_failed_refit_of_the_headline_leaves_it_unverified():
     truth[1] = np.nan  # another one: confirmed, and the failure said
     check = verify(VerifyOptions(top=2), FakeRefitter(truth), ERRORS)
     assert check.status == "confirmed" and check.note.endswith("1 refit(s) failed")
+
+
+def test_short_refits_settle_what_cannot_set_epsilon():
+    """Neighbours 2-4 agree by a margin and stay below the headline: their short refits stand.
+
+    Neighbour 0 sets epsilon and neighbour 1 (0.48 + 2 x 0.02 >= 0.5) could: both are refitted
+    at full length, so the refitted values that set epsilon are full-length ones.
+    """
+    refitter = FakeRefitter(EPS)
+    check = verify(VerifyOptions(top=5), refitter, ERRORS)
+    assert refitter.short_runs == [[0, 1, 2, 3, 4]] and refitter.runs == [[0, 1]]
+    assert check.status == "confirmed" and list(check.code[:5]) == [VERIFY_AGREE] * 5
+    assert "3 settled by short refits of 250 draws per chain, warm-started" in check.note
+    np.testing.assert_array_equal(
+        refitter.estimates.refit_mcse[:5], [0.01, 0.01, 0.02, 0.02, 0.02]
+    )
+    off = FakeRefitter(EPS)
+    check = verify(VerifyOptions(top=5, early_stop=False), off, ERRORS)
+    assert off.short_runs == [] and off.runs == [[0, 1, 2, 3, 4]] and "short" not in check.note
+
+
+def test_a_short_refit_that_does_not_settle_it_is_refitted_whole():
+    """Off by more than the margin allows: refitted at full length, and the full refit counts.
+
+    Neighbour 3's short refit says 0.25 against its estimate 0.2: |0.05| + 2 x 0.02 exceeds
+    3 sqrt(0.01^2 + (0.02 / 2)^2) = 0.042, though on its own it agrees (2.2 combined SEs).
+    Neighbour 4's short refit failed. The full-length refits give the estimates back.
+    """
+    short = EPS.copy()
+    short[3], short[4] = 0.25, np.nan
+    refitter = FakeRefitter(EPS, short)
+    check = verify(VerifyOptions(top=5), refitter, ERRORS)
+    assert refitter.runs == [[0, 1, 3, 4]]
+    assert refitter.estimates.refit_mcse[3] == 0.01 and refitter.estimates.eps[3, 0] == 0.2
+    assert check.status == "confirmed" and "1 settled by short refits" in check.note
+    # a short refit far off (a reweighting failure) is never kept: the full one corrects
+    truth = EPS.copy()
+    truth[2] = 0.9
+    refitter = FakeRefitter(truth)
+    check = verify(VerifyOptions(top=5), refitter, ERRORS)
+    assert 2 in refitter.runs[0] and check.status == "corrected"
+
+
+def test_short_options():
+    opts = short_options(RefitOptions(checkpoint="ck"))
+    assert (opts.draws, opts.tune, opts.warm_start) == (250, 1000, True)
+    assert str(opts.checkpoint) == str(Path("ck") / "short")
+    assert short_options(RefitOptions(draws=400)).draws == 100
+    assert short_options(RefitOptions(draws=100)) is None  # nothing shorter to run
+    assert short_options(RefitOptions(build_model=lambda data: None)) is None
 
 
 def test_verification_records():
