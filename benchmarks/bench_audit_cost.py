@@ -9,8 +9,10 @@ Issue 33's table. For each zoo model (``tests/zoo.py``), a fresh Python process:
   process (it compiles the neighbour model, the log likelihood at refit draws, ...);
 - ``warm``: the same audit again (what a notebook's next audit of the model costs);
 - ``--warm-start``: ``cold`` and ``warm`` audits with ``RefitOptions(warm_start=True)``;
-- ``before``: the default audit as it ran before issue 33, every audit compiling the neighbour
-  model anew (the model's cached neighbour model is dropped first), measured after ``warm``;
+- ``before``: the default audit as it ran before issue 33: every audit compiling the
+  neighbour model and moment matching's densities anew (what the model's cache holds is
+  dropped first), every verification refit at full length (``early_stop=False``);
+  measured after ``warm``;
 - refits run, tuning steps + draws per chain of each refit, and the
   verification outcome;
 - per refit, for the neighbour that sets epsilon (``--per-refit``): a cold ``pm.sample`` of
@@ -65,38 +67,48 @@ def _model(zoo, name: str):
 
 
 def _forget(model) -> None:
-    """Drop the model's cached neighbour models and their compiled samplers."""
+    """Drop what is compiled from the model: neighbour models, samplers, densities."""
+    from pymc_edp.model import cache
     from pymc_edp.refit import warm
 
     entry = warm._NEIGHBOUR_MODELS.pop(model, None)
     if entry is not None:
         warm._forget(entry[""])
+    cache._CACHE.pop(model, None)
 
 
-def _audit(idata, model, warm_start: bool = False):
+def _audit(idata, model, warm_start: bool = False, before: bool = False):
+    """The default audit (``before``: as before issue 33, every refit at full length)."""
     import pymc_edp as edp
 
+    if before:
+        _forget(model)
     t0 = time.perf_counter()
-    refit = edp.RefitOptions(warm_start=True) if warm_start else None
+    verify = edp.VerifyOptions(early_stop=not before)
+    refit = edp.RefitOptions(warm_start=warm_start, verify=verify)
     res = edp.audit(idata, model, random_seed=1, progressbar=False, refit=refit)
     return res, time.perf_counter() - t0
 
 
 def _draws_per_refit(res, warm_start: bool) -> str:
-    """``tune + draws`` per chain of the refits run (their distinct values)."""
+    """How many refits ran at each ``tune + draws`` per chain (short verification refits
+    have a quarter of the draws after a quarter of the tuning)."""
     import pymc_edp as edp
     from pymc_edp.refit.warm import warm_tune
 
     if res.refits is None or not len(res.refits):
         return "-"
-    tune = edp.RefitOptions().tune
-    tune = warm_tune(tune) if warm_start else tune
-    seen = {
-        int(out.posterior.sizes["draw"])
-        for out in res.refits._outcomes.values()
-        if out.posterior is not None
-    }
-    return ",".join(f"{tune}+{d}" for d in sorted(seen)) or "-"
+    opts = edp.RefitOptions()
+    counts: dict[int, int] = {}
+    for out in res.refits._outcomes.values():
+        if out.posterior is not None:
+            d = int(out.posterior.sizes["draw"])
+            counts[d] = counts.get(d, 0) + 1
+    parts = []
+    for d in sorted(counts):
+        tune = warm_tune(opts.tune) if warm_start or d < opts.draws else opts.tune
+        parts.append(f"{counts[d]}x{tune}+{d}")
+    return " ".join(parts)
 
 
 def _neighbour_data(model, idata, label):
@@ -174,8 +186,7 @@ def one_model(name: str, draws: int, tune: int, per_refit: bool, warm: bool) -> 
     row = {"model": name, "fit s": fit_s}
     res, row["cold"] = _audit(idata, model, warm)
     _, row["warm"] = _audit(idata, model, warm)
-    _forget(model)
-    _, row["before"] = _audit(idata, model)
+    _, row["before"] = _audit(idata, model, before=True)
     row["refits"] = len(res.refits) if res.refits is not None else 0
     row["draws per refit"] = _draws_per_refit(res, warm)
     row["verification"] = str(res.verification)

@@ -84,6 +84,9 @@ class Engine(Protocol):
 
 @dataclass
 class _EngineBase:
+    #: Whether refits may run side by side in threads: only an engine that samples without
+    #: holding the GIL (PyMC's own NUTS steps in Python, one chain after another).
+    side_by_side = False
     draws: int = 1000
     tune: int = 1000
     chains: int = 2
@@ -124,8 +127,14 @@ class _EngineBase:
 
 @dataclass
 class NutpieEngine(_EngineBase):
-    """nutpie: compile the neighbour model once per process, ``with_data`` per refit."""
+    """nutpie: compile the neighbour model once per process, ``with_data`` per refit.
 
+    nutpie samples without holding the GIL, one thread per chain, so refits can run side by
+    side in threads (:attr:`side_by_side`) once the model is compiled (:meth:`compile`).
+    """
+
+    #: Refits may run side by side in threads of this process.
+    side_by_side = True
     model: object = None
     #: Where every chain starts (constrained values by name), instead of the model's own
     #: initial point jittered; set by :meth:`restarted`.
@@ -140,6 +149,10 @@ class NutpieEngine(_EngineBase):
                 start = dict(initial_points=self.initial_point, jitter_rvs=set())
             _COMPILED[self.token] = nutpie.compile_pymc_model(self.model, **start)
         return _COMPILED[self.token]
+
+    def compile(self) -> None:
+        """Compile the neighbour model now (before refits run side by side in threads)."""
+        self._compiled()
 
     def restarted(self):
         """A copy compiled to start every chain at the first of :attr:`starts`, or None.

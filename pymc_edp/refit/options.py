@@ -57,12 +57,15 @@ class RefitOptions:
         Refit sampler; None picks nutpie when installed (PyMC for models with discrete
         latent variables). Either compiles the neighbour model once and only swaps its data.
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client, optional
-        Where refits run: serially (None; nutpie already runs chains in parallel), a local
-        process pool of that many workers (-1: all cores; started with ``forkserver`` where
-        ``fork`` is unsafe, see :func:`pymc_edp.base.parallel.map_tasks`), or any executor /
-        dask client. A ``ProcessPoolExecutor`` that starts its workers with ``fork`` where
-        numba's threads are GNU OpenMP (Linux) is refused, as in :class:`pymc_edp.ChunkOptions`
-        (:func:`pymc_edp.base.parallel.fork_unsafe`).
+        Where refits run. None: one after another, except that nutpie refits run side by
+        side in threads when the cores hold more than one refit's chains
+        (:func:`pymc_edp.refit.run.refit_pool`; nutpie samples each refit's chains in
+        parallel without the GIL, PyMC's NUTS one chain after another in Python). An int: a
+        local process pool of that many workers (-1: all cores; started with ``forkserver``
+        where ``fork`` is unsafe, see :func:`pymc_edp.base.parallel.map_tasks`). Or any
+        executor or dask client. A ``ProcessPoolExecutor`` that starts its workers with
+        ``fork`` where numba's threads are GNU OpenMP (Linux) is refused, as in
+        :class:`pymc_edp.ChunkOptions` (:func:`pymc_edp.base.parallel.fork_unsafe`).
     checkpoint : str or path-like, optional
         Folder where each refit is written as it completes; rerunning the same audit with
         the same folder refits only what is missing.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import signal
@@ -16,7 +17,7 @@ import xarray as xr
 
 from pymc_edp.base import binning
 from pymc_edp.base.mcse import pooled_log_ratio_se, refit_log_ratio_se
-from pymc_edp.base.parallel import map_tasks
+from pymc_edp.base.parallel import map_tasks, resolve_n_workers
 from pymc_edp.model.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
 from pymc_edp.model.stream import (
     ModelColumns,
@@ -61,6 +62,7 @@ __all__ = [
     "RefitSetupError",
     "cut_short",
     "refit_neighbours",
+    "refit_pool",
     "run_refits",
     "starting_points",
 ]
@@ -220,7 +222,9 @@ def run_refits(
     tasks : list of RefitTask
         ``data`` may be a callable returning the data.
     executor : optional
-        Where refits run (see :func:`pymc_edp.base.parallel.map_tasks`); serially by default.
+        Where refits run (see :func:`pymc_edp.base.parallel.map_tasks`). By default one after
+        another, or side by side in threads where the engine and the cores allow
+        (:func:`refit_pool`).
     checkpoint : Checkpoint, optional
         Restores saved outcomes and saves new ones as they complete, each with its task's
         ``fingerprint``. Damaged files it finds, and saved refits computed from another
@@ -280,18 +284,43 @@ def run_refits(
             if checkpoint is not None:
                 checkpoint.save(out, prints.get(out.index))
 
-        with _watching_interrupts():
-            results = map_tasks(
-                partial(_run_one, engine, retry_divergent=retry_divergent),
-                todo,
-                executor=executor,
-                progressbar=progressbar,
-                description="EDP: refitting neighbours",
-                on_result=on_result,
-            )
+        pool = refit_pool(engine, len(todo)) if executor is None else None
+        try:
+            with _watching_interrupts():
+                results = map_tasks(
+                    partial(_run_one, engine, retry_divergent=retry_divergent),
+                    todo,
+                    executor=executor if pool is None else pool,
+                    progressbar=progressbar,
+                    description="EDP: refitting neighbours",
+                    on_result=on_result,
+                )
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
         for out in results:
             done[out.index] = out
     return done
+
+
+def refit_pool(engine, n_refits: int, cores: int | None = None):
+    """A thread pool that runs refits side by side on all cores, or None (one after another).
+
+    An engine whose sampler holds no GIL (nutpie, :attr:`side_by_side`) uses one core per
+    chain, so ``cores // chains`` refits fit side by side: with 2 chains on 2 cores none
+    does, on 8 cores four do. The model is compiled first, once. An engine that samples in
+    Python (PyMC's NUTS, a ``build_model``) runs one refit after another unless the user
+    gives ``RefitOptions(executor=)``: a process pool would pay its start and a compile per
+    worker, and re-import the user's script (see :func:`pymc_edp.base.parallel.map_tasks`).
+    """
+    if not getattr(engine, "side_by_side", False) or n_refits < 2:
+        return None
+    cores = resolve_n_workers(-1) if cores is None else int(cores)
+    width = min(n_refits, cores // max(1, int(getattr(engine, "chains", 1))))
+    if width < 2:
+        return None
+    engine.compile()
+    return concurrent.futures.ThreadPoolExecutor(width, thread_name_prefix="pymc_edp-refit")
 
 
 @dataclass(frozen=True)

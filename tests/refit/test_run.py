@@ -451,3 +451,77 @@ def test_a_cut_short_nutpie_trace_is_never_sampled_again():
     assert dict(whole.sizes) == {"chain": 2, "draw": 40}
     with pytest.raises(RefitInterrupted, match=r"cut short: a chain has 28 of 40 draws"):
         engine._from_arrow(Raw(12), compiled)
+
+
+class _ThreadEcho:
+    """A toy engine whose refits may run side by side; it records where each one ran."""
+
+    side_by_side = True
+    chains = 2
+
+    def __init__(self):
+        self.compiled, self.threads = 0, []
+
+    def compile(self):
+        self.compiled += 1
+
+    def sample(self, data, seed):
+        import threading
+        import time
+
+        import xarray as xr
+
+        self.threads.append(threading.current_thread().name)
+        time.sleep(0.05)
+        return xr.Dataset({"mu": (("chain", "draw"), np.full((2, 3), data["v"] + seed))}), 0
+
+
+def test_refit_pool_runs_refits_side_by_side_where_the_cores_hold_their_chains():
+    from pymc_edp.refit.run import refit_pool
+
+    eng = _ThreadEcho()
+    assert refit_pool(eng, 5, cores=2) is None  # 2 chains fill 2 cores
+    assert refit_pool(eng, 1, cores=8) is None and eng.compiled == 0
+    pool = refit_pool(eng, 5, cores=8)
+    assert pool._max_workers == 4 and eng.compiled == 1  # compiled once, before the threads
+    pool.shutdown()
+    assert refit_pool(eng, 3, cores=8)._max_workers == 3
+    eng.side_by_side = False  # PyMC's NUTS holds the GIL: one refit after another
+    assert refit_pool(eng, 5, cores=8) is None
+
+
+def test_side_by_side_refits_give_the_serial_outcomes(monkeypatch):
+    from pymc_edp.refit import run
+    from pymc_edp.refit.outcome import RefitTask
+
+    tasks = [RefitTask(k, f"r{k}", {"v": float(k)}, 10 + k) for k in range(6)]
+    serial_eng = _ThreadEcho()
+    serial = run.run_refits(serial_eng, tasks, progressbar=False)
+    assert set(serial_eng.threads) == {"MainThread"}
+    monkeypatch.setattr(run, "resolve_n_workers", lambda n: 6)  # 6 cores: 3 refits at once
+    eng = _ThreadEcho()
+    side = run.run_refits(eng, tasks, progressbar=False)
+    assert len(set(eng.threads)) > 1 and all(t.startswith("pymc_edp-refit") for t in eng.threads)
+    for k, out in serial.items():
+        assert side[k].status == out.status and side[k].seed == out.seed
+        assert side[k].posterior.equals(out.posterior)
+
+
+def test_nutpie_refits_side_by_side_equal_those_run_one_after_another(monkeypatch):
+    """nutpie samples in threads of this process without the GIL: the same seeded draws."""
+    from pymc_edp.refit import run
+
+    y = np.random.default_rng(5).normal(size=8)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+        idata = sample(model, draws=500, seed=3)
+    kw = dict(bins=5, method="refit", random_seed=9, progressbar=False)
+    opts = edp.RefitOptions(draws=200, tune=200, engine="nutpie")
+    serial = edp.audit(idata, model, refit=opts, **kw)
+    monkeypatch.setattr(run, "resolve_n_workers", lambda n: 8)
+    side = edp.audit(idata, model, refit=opts, **kw)
+    assert side.epsilon == serial.epsilon
+    for label in serial.refits:
+        a, b = serial.refits[label].posterior, side.refits[label].posterior
+        np.testing.assert_array_equal(a["mu"].values, b["mu"].values)
