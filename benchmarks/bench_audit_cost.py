@@ -8,7 +8,6 @@ Issue 33's table. For each zoo model (``tests/zoo.py``), a fresh Python process:
 - ``cold``: the default ``edp.audit(idata, model, random_seed=1)``, the first audit of the
   process (it compiles the neighbour model, the log likelihood at refit draws, ...);
 - ``warm``: the same audit again (what a notebook's next audit of the model costs);
-- ``--warm-start``: ``cold`` and ``warm`` audits with ``RefitOptions(warm_start=True)``;
 - ``before``: the default audit as it ran before issue 33: every audit compiling the
   neighbour model and moment matching's densities anew (what the model's cache holds is
   dropped first), every verification refit at full length (``early_stop=False``);
@@ -24,7 +23,7 @@ The ratios are ``audit / fit`` in the same process; the summary gives their medi
 maximum over the models.
 
 Run: python benchmarks/bench_audit_cost.py [--models glm_normal,coal_mining,...]
-[--per-refit] [--warm-start] [--markdown]
+[--per-refit] [--markdown]
 (``--draws``/``--tune`` change the fit, for a smoke run only).
 """
 
@@ -77,7 +76,7 @@ def _forget(model) -> None:
     cache._CACHE.pop(model, None)
 
 
-def _audit(idata, model, warm_start: bool = False, before: bool = False):
+def _audit(idata, model, before: bool = False):
     """The default audit (``before``: as before issue 33, every refit at full length)."""
     import pymc_edp as edp
 
@@ -85,12 +84,12 @@ def _audit(idata, model, warm_start: bool = False, before: bool = False):
         _forget(model)
     t0 = time.perf_counter()
     verify = edp.VerifyOptions(early_stop=not before)
-    refit = edp.RefitOptions(warm_start=warm_start, verify=verify)
+    refit = edp.RefitOptions(verify=verify)
     res = edp.audit(idata, model, random_seed=1, progressbar=False, refit=refit)
     return res, time.perf_counter() - t0
 
 
-def _draws_per_refit(res, warm_start: bool) -> str:
+def _draws_per_refit(res) -> str:
     """How many refits ran at each ``tune + draws`` per chain (short verification refits
     have a quarter of the draws after a quarter of the tuning)."""
     import pymc_edp as edp
@@ -106,7 +105,7 @@ def _draws_per_refit(res, warm_start: bool) -> str:
             counts[d] = counts.get(d, 0) + 1
     parts = []
     for d in sorted(counts):
-        tune = warm_tune(opts.tune) if warm_start or d < opts.draws else opts.tune
+        tune = warm_tune(opts.tune) if d < opts.draws else opts.tune
         parts.append(f"{counts[d]}x{tune}+{d}")
     return " ".join(parts)
 
@@ -168,7 +167,7 @@ def _per_refit(model, idata, label) -> dict:
     return out
 
 
-def one_model(name: str, draws: int, tune: int, per_refit: bool, warm: bool) -> dict:
+def one_model(name: str, draws: int, tune: int, per_refit: bool) -> dict:
     """Fit, audit cold / warm / before (and time one refit each way), in this process."""
     import pymc as pm
 
@@ -184,11 +183,11 @@ def one_model(name: str, draws: int, tune: int, per_refit: bool, warm: bool) -> 
         fit_s = time.perf_counter() - t0
         pm.compute_log_likelihood(idata, progressbar=False)
     row = {"model": name, "fit s": fit_s}
-    res, row["cold"] = _audit(idata, model, warm)
-    _, row["warm"] = _audit(idata, model, warm)
+    res, row["cold"] = _audit(idata, model)
+    _, row["warm"] = _audit(idata, model)
     _, row["before"] = _audit(idata, model, before=True)
     row["refits"] = len(res.refits) if res.refits is not None else 0
-    row["draws per refit"] = _draws_per_refit(res, warm)
+    row["draws per refit"] = _draws_per_refit(res)
     row["verification"] = str(res.verification)
     row["epsilon"] = float(res.epsilon)
     if per_refit:
@@ -203,7 +202,6 @@ def _run_fresh(name: str, args) -> dict:
     """:func:`one_model` in a fresh Python process (its first compile is the user's)."""
     cmd = [sys.executable, __file__, "--one", name, "--draws", str(args.draws)]
     cmd += ["--tune", str(args.tune)] + (["--per-refit"] if args.per_refit else [])
-    cmd += ["--warm-start"] if args.warm_start else []
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -261,14 +259,11 @@ def main(argv=None) -> None:
     parser.add_argument("--draws", type=int, default=DRAWS, help="fit draws (a smoke run)")
     parser.add_argument("--tune", type=int, default=TUNE, help="fit tuning steps")
     parser.add_argument("--per-refit", action="store_true", help="time one refit 3 ways")
-    parser.add_argument(
-        "--warm-start", action="store_true", help="cold and warm audits with warm-started refits"
-    )
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:
-        row = one_model(args.one, args.draws, args.tune, args.per_refit, args.warm_start)
+        row = one_model(args.one, args.draws, args.tune, args.per_refit)
         print(json.dumps(row))
         return
     if args.models is None:

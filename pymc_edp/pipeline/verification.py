@@ -118,18 +118,23 @@ class Refitter:
         self.outcomes: dict = {}
         self.messages: list[str] = []
 
-    def run(self, indices: np.ndarray, options: RefitOptions | None = None) -> None:
+    def run(self, indices: np.ndarray, short: RefitOptions | None = None) -> None:
         """Refit ``indices``; successful refits replace their neighbours' estimates.
 
-        With the audit's refit options, or ``options`` (short verification refits).
+        With the audit's refit options, or as short, warm-started verification refits with
+        ``short`` (:func:`short_options`).
         """
+        options, config = self.settings.refit, self.config
+        if short is not None:
+            options, config = short, {**config, **short.config(), "warm_start": True}
         run, refit_messages = refit_neighbours(
             np.asarray(indices, dtype=np.int64),
             self.problem,
-            self.settings.refit if options is None else options,
+            options,
             random_seed=self.settings.seed,
-            config=self.config,
+            config=config,
             progressbar=self.settings.progressbar,
+            warm_start=short is not None,
         )
         self.messages.extend(refit_messages)
         self.outcomes.update(run.outcomes)
@@ -330,16 +335,16 @@ _SHORT_MARGIN = 2.0
 def short_options(refit: RefitOptions) -> RefitOptions | None:
     """The options of short verification refits, or None where there are none.
 
-    A quarter of the draws per chain (at least 100), warm-started
-    (:func:`pymc_edp.refit.warm.warm_start`: a quarter of the tuning, at full-data draws),
-    checkpointed in the ``short`` folder of the checkpoint. None with ``build_model`` (no
+    A quarter of the draws per chain (at least 100), checkpointed in the ``short`` folder
+    of the checkpoint; :meth:`Refitter.run` starts them warm (a quarter of the tuning, at
+    full-data draws, :func:`pymc_edp.refit.warm.warm_start`). None with ``build_model`` (no
     model to start warm from) or too few draws to shorten.
     """
     draws = max(_SHORT_MIN_DRAWS, int(refit.draws * _SHORT_FRACTION))
     if refit.build_model is not None or draws >= refit.draws:
         return None
     ckpt = None if refit.checkpoint is None else Path(refit.checkpoint) / "short"
-    return dataclasses.replace(refit, draws=draws, warm_start=True, checkpoint=ckpt)
+    return dataclasses.replace(refit, draws=draws, checkpoint=ckpt)
 
 
 def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, frac: float):

@@ -91,15 +91,6 @@ class RefitOptions:
         (divergences mean biased draws, and a biased refit is what verification would
         trust; ``res.pointwise["status"]`` says when a rerun was needed). ``True`` is both,
         ``False`` neither; stored as a sorted tuple.
-    warm_start : bool, default False
-        Start every refit of the model's neighbours at draws of the full-data posterior
-        (a neighbour posterior is close to it) and tune for a quarter of ``tune`` steps (at
-        least 100, :func:`pymc_edp.refit.warm.warm_tune`); PyMC's NUTS also starts its
-        mass-matrix adaptation from the full-data draws' variances. The draws kept are
-        ``draws`` per chain either way. False (the default) starts each refit as
-        ``pm.sample`` would, at the model's initial point with ``tune`` steps. Refits
-        through ``build_model`` always start cold. Either way the neighbour model is
-        compiled once per model and session.
     verify : VerifyOptions, dict or bool, optional
         How ``method="auto"`` confirms its headline by refits: the ``top`` neighbours with
         the largest estimates (and any whose bin has too few draws) are refitted and compared,
@@ -142,7 +133,6 @@ class RefitOptions:
     sampler_kwargs: Mapping | None = None
     retry: bool | Collection[str] = True
     verify: VerifyOptions | Mapping | bool | None = None
-    warm_start: bool = False
 
     def __post_init__(self):
         check_int(self.draws, "draws", 1)
@@ -157,8 +147,6 @@ class RefitOptions:
         if self.sampler_kwargs is not None and not isinstance(self.sampler_kwargs, Mapping):
             raise TypeError("sampler_kwargs must be a dict of keyword arguments for the sampler")
         object.__setattr__(self, "retry", _retry_kinds(self.retry))
-        if not isinstance(self.warm_start, bool):
-            raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}")
         unsafe = fork_unsafe(self.executor)
         if unsafe is not None:
             raise ValueError(f"RefitOptions(executor=...) {unsafe}")
@@ -181,12 +169,8 @@ class RefitOptions:
         return "divergent" in self.retry
 
     def config(self) -> dict:
-        """What the refits depend on, for the checkpoint (not bins or estimator).
-
-        ``warm_start`` enters only when it is on, so checkpoints of cold refits written
-        before it existed stay valid.
-        """
-        config = dict(
+        """What the refits depend on, for the checkpoint (not bins or estimator)."""
+        return dict(
             draws=self.draws,
             tune=self.tune,
             chains=self.chains,
@@ -195,9 +179,6 @@ class RefitOptions:
             retry_divergent=self.retry_divergent,
             sampler_kwargs={k: repr(v) for k, v in (self.sampler_kwargs or {}).items()},
         )
-        if self.warm_start and self.build_model is None:
-            config["warm_start"] = True
-        return config
 
 
 @dataclass(frozen=True)
@@ -237,7 +218,7 @@ class VerifyOptions:
     early_stop : bool, default True
         Refit each neighbour short first: a quarter of the draws per chain, after a quarter
         of the tuning, started at full-data posterior draws
-        (:class:`RefitOptions` ``warm_start``). A short refit whose comparison is settled
+        (:func:`pymc_edp.refit.warm.warm_start`). A short refit whose comparison is settled
         (it agrees with the estimate by two of its own standard errors more than ``z``
         requires) and whose value cannot set epsilon (two standard errors above it stay
         below the headline) is kept; every other neighbour, the one that sets epsilon

@@ -647,7 +647,7 @@ class RefitRun:
     collection: Refits
 
 
-def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
+def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, warm: bool):
     """The engine, and the log-likelihood functions the pooled estimator needs (or None)."""
     from pymc_edp.model.pymc import elementwise_loglik
 
@@ -676,7 +676,7 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list):
     except NonFactorisedError as err:
         raise ValueError(str(err)) from None
     keep = tuple(dict.fromkeys([*problem.names, *(rv.name for rv in model.free_RVs)]))
-    warm = problem.warm_start(nb_model, token, options.tune) if options.warm_start else None
+    warm = problem.warm_start(nb_model, token, options.tune) if warm else None
     eng = make_engine(
         options.engine,
         model=nb_model,
@@ -735,6 +735,7 @@ def refit_neighbours(
     random_seed: int,
     config: dict,
     progressbar: bool = True,
+    warm_start: bool = False,
 ) -> tuple[RefitRun, list[str]]:
     """Refit neighbours ``to_refit`` and estimate their epsilon; used by :func:`audit`.
 
@@ -751,6 +752,13 @@ def refit_neighbours(
     config : dict
         What the refits depend on; checks (and is stored in) the checkpoint.
     progressbar : bool, default True
+    warm_start : bool, default False
+        Start every refit at draws of the full-data posterior (a neighbour posterior is
+        close to it) and tune for a quarter of ``options.tune`` steps (at least 100,
+        :func:`pymc_edp.refit.warm.warm_tune`); PyMC's NUTS also starts its mass-matrix
+        adaptation from the full-data draws' variances. Short verification refits
+        (:class:`pymc_edp.VerifyOptions` ``early_stop``) start so; refits whose values
+        are used start cold, as ``pm.sample`` would. Not with ``build_model``.
 
     Returns
     -------
@@ -766,7 +774,7 @@ def refit_neighbours(
     if missing:
         raise RefitSetupError(f"cannot find the observed values of {missing} needed to refit")
     try:
-        eng, loglik_fns = _engine_for(problem, options, messages)
+        eng, loglik_fns = _engine_for(problem, options, messages, warm_start)
     except (ValueError, TypeError, NotImplementedError, ImportError) as err:
         raise RefitSetupError(str(err)) from err
     prints = None

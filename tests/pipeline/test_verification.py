@@ -159,7 +159,7 @@ def test_a_short_refit_that_does_not_settle_it_is_refitted_whole():
 
 def test_short_options():
     opts = short_options(RefitOptions(checkpoint="ck"))
-    assert (opts.draws, opts.tune, opts.warm_start) == (250, 1000, True)
+    assert (opts.draws, opts.tune) == (250, 1000)
     assert str(opts.checkpoint) == str(Path("ck") / "short")
     assert short_options(RefitOptions(draws=400)).draws == 100
     assert short_options(RefitOptions(draws=100)) is None  # nothing shorter to run

@@ -57,15 +57,6 @@ def test_warm_tune():
     assert [warm_tune(t) for t in (1000, 400, 300, 100, 40, 0)] == [250, 100, 100, 100, 40, 0]
 
 
-def test_a_cold_refit_checkpoint_of_an_earlier_version_stays_valid():
-    """warm_start enters the checkpoint's settings only when on (cold: the keys of 0.7)."""
-    from pymc_edp import RefitOptions
-
-    keys = {"draws", "tune", "chains", "engine", "builder", "retry_divergent", "sampler_kwargs"}
-    assert set(RefitOptions().config()) == keys
-    assert RefitOptions(warm_start=True).config()["warm_start"] is True
-
-
 def test_warm_start_maps_the_fit_draws_to_the_sampler_space(normal20):
     _, _, posterior, nb, _, _ = normal20
     warm = warm_start(nb, posterior, tune=1000, n_points=6, n_moments=100)
