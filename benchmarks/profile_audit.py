@@ -43,6 +43,7 @@ def main(argv=None) -> None:
     """Fit, audit twice and print each audit's breakdown."""
     import pymc_edp as edp
     import pymc_edp.auditing as auditing
+    from pymc_edp.model import moment_match
     from pymc_edp.refit import engines
     from pymc_edp.refit import run as refit_run
 
@@ -53,6 +54,7 @@ def main(argv=None) -> None:
     _hook(auditing, "read_inputs", "1 read_inputs (log-likelihood, bins)")
     _hook(auditing, "reweight", "2 reweight (PSIS)")
     _hook(auditing, "match_moments", "3 moment matching")
+    _hook(moment_match.ModelDensity, "__init__", "3a its densities compiled (not when cached)")
     _hook(auditing, "refit_and_verify", "4 refit_and_verify (total)")
     _hook(auditing, "assemble", "5 assemble")
     _hook(refit_run, "cached_neighbour_model", "4a neighbour model (or cache hit)")
