@@ -20,16 +20,19 @@ Issue 33's table. For each zoo model (``tests/zoo.py``), a fresh Python process:
   at full-data draws).
 
 The ratios are ``audit / fit`` in the same process; the summary gives their median and
-maximum over the models.
+maximum over the models. ``--baseline FOLDER`` runs each model a second time, in another
+fresh process, with the ``pymc_edp`` of another checkout (the revision before), and adds its
+cold and warm ratios.
 
 Run: python benchmarks/bench_audit_cost.py [--models glm_normal,coal_mining,...]
-[--per-refit] [--markdown]
+[--per-refit] [--baseline FOLDER] [--markdown]
 (``--draws``/``--tune`` change the fit, for a smoke run only).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -67,8 +70,11 @@ def _model(zoo, name: str):
 
 def _forget(model) -> None:
     """Drop what is compiled from the model: neighbour models, samplers, densities."""
-    from pymc_edp.model import cache
-    from pymc_edp.refit import warm
+    try:
+        from pymc_edp.model import cache
+        from pymc_edp.refit import warm
+    except ImportError:  # a revision before issue 33 (``--baseline``): nothing is kept
+        return
 
     entry = warm._NEIGHBOUR_MODELS.pop(model, None)
     if entry is not None:
@@ -83,8 +89,9 @@ def _audit(idata, model, before: bool = False):
     if before:
         _forget(model)
     t0 = time.perf_counter()
-    verify = edp.VerifyOptions(early_stop=not before)
-    refit = edp.RefitOptions(verify=verify)
+    refit = None
+    if "early_stop" in {f.name for f in dataclasses.fields(edp.VerifyOptions)}:
+        refit = edp.RefitOptions(verify=edp.VerifyOptions(early_stop=not before))
     res = edp.audit(idata, model, random_seed=1, progressbar=False, refit=refit)
     return res, time.perf_counter() - t0
 
@@ -93,8 +100,11 @@ def _draws_per_refit(res) -> str:
     """How many refits ran at each ``tune + draws`` per chain (short verification refits
     have a quarter of the draws after a quarter of the tuning)."""
     import pymc_edp as edp
-    from pymc_edp.refit.warm import warm_tune
 
+    try:
+        from pymc_edp.refit.warm import warm_tune
+    except ImportError:  # a revision before issue 33: every refit at full length
+        warm_tune = None
     if res.refits is None or not len(res.refits):
         return "-"
     opts = edp.RefitOptions()
@@ -105,7 +115,7 @@ def _draws_per_refit(res) -> str:
             counts[d] = counts.get(d, 0) + 1
     parts = []
     for d in sorted(counts):
-        tune = warm_tune(opts.tune) if d < opts.draws else opts.tune
+        tune = warm_tune(opts.tune) if warm_tune and d < opts.draws else opts.tune
         parts.append(f"{counts[d]}x{tune}+{d}")
     return " ".join(parts)
 
@@ -181,7 +191,10 @@ def one_model(name: str, draws: int, tune: int, per_refit: bool) -> dict:
             draws, tune=tune, chains=CHAINS, cores=2, random_seed=1, progressbar=False
         )
         fit_s = time.perf_counter() - t0
-        pm.compute_log_likelihood(idata, progressbar=False)
+        try:
+            pm.compute_log_likelihood(idata, progressbar=False)
+        except NotImplementedError:  # initval=: PyMC cannot; the audit computes it (timed)
+            pass
     row = {"model": name, "fit s": fit_s}
     res, row["cold"] = _audit(idata, model)
     _, row["warm"] = _audit(idata, model)
@@ -198,11 +211,16 @@ def one_model(name: str, draws: int, tune: int, per_refit: bool) -> dict:
     return row
 
 
-def _run_fresh(name: str, args) -> dict:
-    """:func:`one_model` in a fresh Python process (its first compile is the user's)."""
+def _run_fresh(name: str, args, package: str | None = None) -> dict:
+    """:func:`one_model` in a fresh Python process (its first compile is the user's).
+
+    ``package``: the folder of another checkout whose ``pymc_edp`` is imported instead.
+    """
     cmd = [sys.executable, __file__, "--one", name, "--draws", str(args.draws)]
     cmd += ["--tune", str(args.tune)] + (["--per-refit"] if args.per_refit else [])
     env = dict(os.environ, PYTHONWARNINGS="ignore")
+    if package is not None:
+        env["PYTHONPATH"] = os.pathsep.join([package, env.get("PYTHONPATH", "")])
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode or not lines:
@@ -214,6 +232,9 @@ def table(rows: list[dict], markdown: bool) -> str:
     """The rows, and the median and maximum ratios of audit to fit."""
     head = ["model", "fit s", "cold s", "warm s", "before s", "cold/fit", "warm/fit"]
     head += ["before/fit", "refits", "tune+draws", "verification", "epsilon"]
+    base = any("baseline" in r for r in rows)
+    if base:
+        head += ["baseline cold/fit", "baseline warm/fit"]
     per = any("engine" in r for r in rows)
     if per:
         head += ["engine", "pm.sample s", "engine cold s", "engine warm s"]
@@ -227,6 +248,13 @@ def table(rows: list[dict], markdown: bool) -> str:
         line += [f"{r['before']:.1f}", f"{r['cold'] / fit:.2f}", f"{r['warm'] / fit:.2f}"]
         line += [f"{r['before'] / fit:.2f}", str(r["refits"]), r["draws per refit"]]
         line += [r["verification"], f"{r['epsilon']:.3f}"]
+        if base:
+            b = r.get("baseline", {})
+            line += (
+                [f"{b['cold'] / b['fit s']:.2f}", f"{b['warm'] / b['fit s']:.2f}"]
+                if "cold" in b
+                else [b.get("error", "-"), ""]
+            )
         if per:
             times = [r.get(k) for k in ("pm.sample cold", "engine cold", "engine warm")]
             if "engine" in r:
@@ -241,6 +269,14 @@ def table(rows: list[dict], markdown: bool) -> str:
         if ratios.size:
             summary.append(
                 f"{key} audit / fit: median {np.median(ratios):.2f}, max {ratios.max():.2f}"
+            )
+    for key in ("cold", "warm") if base else ():
+        b = [r["baseline"] for r in ok if "cold" in r.get("baseline", {})]
+        ratios = np.array([x[key] / x["fit s"] for x in b])
+        if ratios.size:
+            summary.append(
+                f"baseline {key} audit / fit: median {np.median(ratios):.2f}, "
+                f"max {ratios.max():.2f}"
             )
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -260,6 +296,9 @@ def main(argv=None) -> None:
     parser.add_argument("--tune", type=int, default=TUNE, help="fit tuning steps")
     parser.add_argument("--per-refit", action="store_true", help="time one refit 3 ways")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument(
+        "--baseline", default=None, help="folder of a checkout of the revision before"
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:
@@ -272,7 +311,10 @@ def main(argv=None) -> None:
         names = args.models.split(",")
     rows = []
     for name in names:
-        rows.append(_run_fresh(name, args))
+        row = _run_fresh(name, args)
+        if args.baseline is not None:
+            row["baseline"] = _run_fresh(name, args, args.baseline)
+        rows.append(row)
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print("stack: " + ", ".join(f"{k} {v}" for k, v in stack_versions().items()))
     print(f"fit: {CHAINS} chains x {args.draws} draws after {args.tune} tuning, 2 cores")
