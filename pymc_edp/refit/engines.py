@@ -312,6 +312,7 @@ class PymcEngine(_EngineBase):
                 else:
                     _COMPILED[self.token] = pm.NUTS(**step_kw)
         step = _COMPILED[self.token]
+        _rearm(step)
         if self.warm is not None:
             _warm_potentials(step, self.warm)
         return step
@@ -505,6 +506,19 @@ class _Starts:
     def __call__(self, seed) -> np.ndarray:
         rng = np.random.default_rng(zlib.crc32(repr(seed).encode()))
         return np.array(self.flat[rng.integers(len(self.flat))], dtype=np.float64)
+
+
+def _rearm(step) -> None:
+    """Make a step method that sampled before tune as a new one would.
+
+    ``pm.sample`` resets each step's tuned values and sets ``tune`` on the step it is given,
+    but a compound step does not pass ``tune`` on: a Metropolis step that finished tuning in
+    an earlier refit would not tune again, and a refit's draws would depend on the refits
+    before it. Each method of a compound step gets ``tune = True`` back, as when built.
+    """
+    for method in getattr(step, "methods", ()):
+        if isinstance(getattr(method, "tune", None), bool | np.bool_):
+            method.tune = True
 
 
 def _warm_potentials(step, warm) -> None:

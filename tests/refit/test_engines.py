@@ -44,6 +44,31 @@ def test_discrete_latent_variable_refits_with_pymc(caplog):
         )
 
 
+def test_a_compound_step_refit_does_not_depend_on_the_refits_before_it():
+    """The compiled compound step serves every refit (and every audit) of the model.
+
+    ``pm.sample`` does not pass ``tune`` on to a compound step's methods: without rearming,
+    the Metropolis step of a second refit would not tune, and its draws would differ from
+    those of the same refit run first (300 tuning steps: Metropolis tunes every 100).
+    """
+    y = np.random.default_rng(12).poisson(np.where(np.arange(20) < 10, 3.0, 1.0))
+    with pm.Model() as model:
+        switch = pm.DiscreteUniform("switch", 0, 19)
+        early = pm.Exponential("early", 1.0)
+        late = pm.Exponential("late", 1.0)
+        pm.Poisson("y", pm.math.switch(switch >= np.arange(20), early, late), observed=y)
+    eng = engines.make_engine(
+        "pymc", model=model, draws=100, tune=300, chains=2, var_names=("switch", "early")
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first, _ = eng.sample({}, 3)
+        eng.sample({}, 4)  # another refit in between: its tuning must not carry over
+        again, _ = eng.sample({}, 3)
+    for name in ("switch", "early"):
+        np.testing.assert_array_equal(first[name].values, again[name].values)
+
+
 @pytest.mark.filterwarnings("ignore:max_refits=2:pymc_edp.EDPWarning")
 @pytest.mark.parametrize("engine", ["nutpie", "pymc"])
 def test_integer_data_and_step_settings(engine):
