@@ -49,12 +49,17 @@ def within_or_bounded(res, exact: float, rtol: float = 0.1) -> None:
 def outlier():
     """30 records, one at 30 (sigma = 1, prior N(0, 10^2)): exact B-EDP 24.7 at B = 20."""
     y = np.append(np.random.default_rng(20).normal(0.0, 1.0, 29), 30.0)
+    return y, *normal_mean_fit(y, draws=2000, seed=1)
+
+
+def normal_mean_fit(y, draws: int, seed: int):
+    """``y ~ N(mu, 1)``, ``mu ~ N(0, 10^2)``, fitted with nutpie: ``(model, idata)``."""
     with pm.Model() as model:
         mu = pm.Normal("mu", 0.0, 10.0)
         pm.Normal("y", mu, 1.0, observed=y)
-        idata = pm.sample(2000, chains=2, random_seed=1, **SAMPLE)
+        idata = pm.sample(draws, chains=2, random_seed=seed, **SAMPLE)
         pm.compute_log_likelihood(idata, progressbar=False)
-    return y, model, idata
+    return model, idata
 
 
 @pytest.mark.slow
@@ -290,11 +295,7 @@ def test_short_refits_settle_the_others_and_the_headline_is_refitted_whole(tmp_p
     headline is the same; a rerun with the checkpoint samples nothing again.
     """
     y = np.append(np.random.default_rng(33).normal(0.0, 1.0, 24), 6.0)
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 10.0)
-        pm.Normal("y", mu, 1.0, observed=y)
-        idata = pm.sample(1000, chains=2, random_seed=2, **SAMPLE)
-        pm.compute_log_likelihood(idata, progressbar=False)
+    model, idata = normal_mean_fit(y, draws=1000, seed=2)
     kw = dict(bins=10, random_seed=4, progressbar=False)
     opts = dict(draws=400, tune=400, checkpoint=tmp_path / "ck")
     res = edp.audit(idata, model, refit=edp.RefitOptions(**opts), **kw)

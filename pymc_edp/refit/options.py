@@ -204,9 +204,10 @@ class VerifyOptions:
     ----------
     top : int, default 5
         Number of worst neighbours refitted to confirm the headline (``K``). The refits
-        share one compiled model, so the cost is mostly the compilation: the demo audit
-        (69 patients, nutpie) takes about 4.7 s with 5, against 0.1 s unverified, which keeps
-        ``pymc-edp demo`` within 1.5 times its unverified time (docs/benchmarks.md).
+        share one compiled model, kept for as long as the model lives, so the cost is
+        mostly the first audit's compilation: the demo audit (69 patients, nutpie) takes
+        about 5 s the first time and 0.8 s again, against 0.07 s unverified
+        (``benchmarks/bench_verify.py``, docs/benchmarks.md).
     max_refits : int, default 20
         At most this many verification refits in all, the first ``top`` included.
     time_budget : float, optional
