@@ -72,14 +72,9 @@ def _forget(model) -> None:
     """Drop what is compiled from the model: neighbour models, samplers, densities."""
     try:
         from pymc_edp.model import cache
-        from pymc_edp.refit import warm
     except ImportError:  # a revision before issue 33 (``--baseline``): nothing is kept
         return
-
-    entry = warm._NEIGHBOUR_MODELS.pop(model, None)
-    if entry is not None:
-        warm._forget(entry[""])
-    cache._CACHE.pop(model, None)
+    cache._CACHE.pop(model, None)  # rebuilt with new tokens: every sampler compiled again
 
 
 def _audit(idata, model, before: bool = False):

@@ -24,15 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pymc_edp.model.cache import structure_key
+from pymc_edp.model.cache import per_model
 
 _log = logging.getLogger("pymc_edp")
 
 __all__ = ["WarmStart", "cached_neighbour_model", "current_data", "warm_start", "warm_tune"]
-
-#: Neighbour models by user model, each ``{key: (neighbour model, token)}``; an entry goes
-#: with its model (weak keys), and its compiled samplers with it (:func:`_forget`).
-_NEIGHBOUR_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def current_data(model, nb_model) -> dict:
@@ -65,27 +61,26 @@ def cached_neighbour_model(
     Returns ``(neighbour model, token)``: the token names the compiled samplers of that
     neighbour model in the engines' per-process cache, so every engine built on it (every
     batch of verification refits, every audit of the same model) compiles nothing again.
-    The entry is rebuilt when the model's structure changes (variables, data shapes,
-    constant observed values), and dropped with the model; refits take the model's current
-    ``pm.Data`` values (:func:`current_data`).
-    ``build`` builds it (default :func:`~pymc_edp.model.transform.neighbour_model`).
+    Kept by :func:`~pymc_edp.model.cache.per_model`: rebuilt when the model's structure
+    changes (variables, data shapes, constant observed values), and dropped with the model,
+    its compiled samplers too; refits take the model's current ``pm.Data`` values
+    (:func:`current_data`). ``build`` builds it (default
+    :func:`~pymc_edp.model.transform.neighbour_model`).
     """
     from pymc_edp.model.transform import neighbour_model
 
     build = neighbour_model if build is None else build
 
-    key = (tuple(observed), tuple(sorted((coupled or {}).items())), structure_key(model))
-    try:
-        entry = _NEIGHBOUR_MODELS.get(model)
-    except TypeError:  # pragma: no cover - a model that cannot be weakly referenced
-        return build(model, observed, coupled), f"nb-{uuid.uuid4().hex}"
-    if entry is None:
-        base = f"nb-{uuid.uuid4().hex}"
-        entry = _NEIGHBOUR_MODELS[model] = {"": base}
-        weakref.finalize(model, _forget, base)
-    if key not in entry:
-        entry[key] = (build(model, observed, coupled), f"{entry['']}-{len(entry)}")
-    return entry[key]
+    def built():
+        token = f"nb-{uuid.uuid4().hex}"
+        try:
+            weakref.finalize(model, _forget, token)
+        except TypeError:  # pragma: no cover - a model that cannot be weakly referenced
+            pass
+        return build(model, observed, coupled), token
+
+    key = ("neighbour model", tuple(observed), tuple(sorted((coupled or {}).items())))
+    return per_model(model, key, built)
 
 
 @dataclass(frozen=True)
