@@ -173,9 +173,6 @@ def audit(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
     >>> res = edp.audit(idata, var_names="mu", method="psis", progressbar=False)
     >>> round(res.epsilon, 2) > 0
     True
@@ -224,8 +221,6 @@ class AuditOptions:
 
     Examples
     --------
-    >>> import pymc_edp as edp
-    >>> from pymc_edp.datasets import load_eight_schools
     >>> opts = edp.AuditOptions(var_names="mu", bins=10, method="psis")
     >>> sorted(opts.kwargs())[:3]
     ['bins', 'chunks', 'filter_vars']

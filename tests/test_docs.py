@@ -2,7 +2,9 @@
 
 * ``test_docstring_examples`` runs every ``>>>`` example in every ``pymc_edp`` module with
   :mod:`doctest` (one test per documented object), so an example that no longer runs, or
-  prints something else, fails the suite.
+  prints something else, fails the suite. The examples share the names of
+  ``tests/doctest_namespace.py`` (``np``, ``edp``, ``idata``, ``res``, ...) and do not import
+  them.
 * ``test_public_functions_have_examples`` is a ratchet: every public function and class
   (the names in a public module's ``__all__``, and the public methods of
   :class:`pymc_edp.EDPResult`) must have an ``Examples`` section with a ``>>>`` example,
@@ -21,6 +23,7 @@ import pkgutil
 import warnings
 from pathlib import Path
 
+import doctest_namespace
 import pytest
 
 import pymc_edp
@@ -80,7 +83,7 @@ DOCTESTS = _doctests()
 def test_docstring_examples(test, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples may write files
     runner = doctest.DocTestRunner(optionflags=OPTIONFLAGS)
-    test.globs = dict(test.globs)
+    test.globs = {**doctest_namespace.namespace(), **test.globs}
     report: list[str] = []  # doctest swaps sys.stdout while it runs: collect, then show
     with warnings.catch_warnings():
         # The shipped eight-schools draws (ArviZ's centered_eight) have not converged (R-hat

@@ -285,7 +285,6 @@ def moment_match(
     Full posterior N(0, 1), neighbour N(3.5, 1): plain reweighting fails, moment matching
     does not.
 
-    >>> import numpy as np
     >>> from pymc_edp.base.affine import moment_match
     >>> u = np.random.default_rng(0).normal(size=(1, 4000))
     >>> target = lambda x: -0.5 * x[0] ** 2

@@ -262,7 +262,6 @@ def epsilon_estimates(
     draw weighted ``e^-30``: its log ratio, ``log(e^-30 / 300) - log(1 / 4)``, is finite and
     not capped by smoothing, but it rests on one draw (limit code 2, ``few_draws``).
 
-    >>> import numpy as np
     >>> from pymc_edp.base.binning import epsilon_estimates, quantile_bins
     >>> draws = np.arange(400.0)[None, :]
     >>> bins = quantile_bins(draws, 4)
@@ -524,7 +523,6 @@ def log_bin_masses(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.binning import log_bin_masses
     >>> lw, index = np.array([0.0, 0.0, -800.0]), np.array([[0, 0, 1]])
     >>> lm, ess = log_bin_masses(lw, index, np.array([2]))

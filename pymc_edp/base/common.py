@@ -98,7 +98,6 @@ class EDPWarning(UserWarning):
     errors with :mod:`warnings`:
 
     >>> import warnings
-    >>> import pymc_edp as edp
     >>> issubclass(edp.EDPWarning, UserWarning)
     True
     >>> with warnings.catch_warnings(record=True) as caught:
@@ -129,7 +128,6 @@ def resolve_seed(random_seed) -> int:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.common import resolve_seed
     >>> resolve_seed(7)
     7

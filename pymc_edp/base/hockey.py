@@ -130,7 +130,6 @@ def hockey_stick_delta(
     Draws of ``N(0, 1)`` and the log density ratio of ``N(1, 1)`` to it; at ``eps = 0`` the
     divergence is the total variation distance ``2 Phi(1/2) - 1 = 0.383``:
 
-    >>> import numpy as np
     >>> from scipy import stats
     >>> from pymc_edp.base.hockey import hockey_stick_delta
     >>> draws = np.random.default_rng(0).normal(size=100_000)
@@ -170,7 +169,6 @@ def hockey_stick_prepare(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.hockey import hockey_stick_from_prepared, hockey_stick_prepare
     >>> prepared = hockey_stick_prepare(np.log([[0.1, 0.2, 0.3, 0.4]]))
     >>> prepared[1][0].tolist()  # the draws' reference weights, accumulated
@@ -223,7 +221,6 @@ def hockey_stick_from_prepared(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.hockey import hockey_stick_from_prepared, hockey_stick_prepare
     >>> prepared = hockey_stick_prepare(np.log([[0.1, 0.2, 0.3, 0.4]]))
     >>> # at eps = 0.2: (0.25 - e^0.2 0.1) + (0.25 - e^0.2 0.2)
@@ -261,7 +258,6 @@ def total_risk(delta_i: ArrayLike, axis: int = 0) -> np.ndarray:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.hockey import total_risk
     >>> total_risk(np.array([[0.5, 0.1], [0.5, 0.0]]))
     array([0.75, 0.1 ])
@@ -316,7 +312,6 @@ def smallest_epsilon(
     --------
     ``delta(eps) = exp(-eps)`` reaches ``0.01`` at ``eps = log(100) = 4.6052``:
 
-    >>> import numpy as np
     >>> from pymc_edp.base.hockey import smallest_epsilon
     >>> smallest_epsilon(lambda e: np.exp(-e), [0.01, 0.5, 2.0], 0.0, 10.0).round(4)
     array([4.6052, 0.6931, 0.    ])

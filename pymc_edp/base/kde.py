@@ -42,7 +42,6 @@ class Kernel:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.kde import KERNELS
     >>> lap = KERNELS["laplace"]
     >>> lap.variance, float(np.exp(lap.logpdf(np.array(0.0))))
@@ -178,7 +177,6 @@ def kde_logpdf(
     --------
     One centre: the kernel's own log density; two dimensions multiply two kernels.
 
-    >>> import numpy as np
     >>> from pymc_edp.base.kde import kde_logpdf
     >>> kde_logpdf([0.0], [0.0, 1.0], 1.0).round(4)
     array([-0.9189, -1.4189])
@@ -222,7 +220,6 @@ def kde_pdf(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.kde import kde_pdf
     >>> kde_pdf([[-1.0, 1.0], [0.0, 0.0]], [0.0], 0.5, "laplace").round(4)
     array([[0.1353],
@@ -254,7 +251,6 @@ def kde_sample(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.kde import kde_sample
     >>> draws = kde_sample([0.0, 10.0], 0.1, "gaussian", 10_000, np.random.default_rng(0))
     >>> bool(abs(draws.mean() - 5.0) < 0.2), bool(draws.std() > 4.9)

@@ -103,7 +103,6 @@ def classify(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.limits import MEANINGS, classify
     >>> codes = classify(np.array([9.9, 1.0, 2.0, 0.3]), np.array([np.inf, 1.3, 2.0, 0.3]),
     ...                  np.array([0.0, 40.0, 2.5, 200.0]), smoothing=0.01)
@@ -129,7 +128,6 @@ def worst_code(codes: np.ndarray, eps: np.ndarray, axis: int = -1) -> np.ndarray
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.limits import worst_code
     >>> worst_code(np.array([[0, 1, 2], [0, 0, 0]]), np.array([[5.0, 1.0, 3.0], [1, 2, 3]]))
     array([2, 0], dtype=int8)

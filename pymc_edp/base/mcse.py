@@ -579,7 +579,6 @@ def abs_interval(log_ratio: np.ndarray, se: np.ndarray, z: float) -> tuple[np.nd
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.mcse import abs_interval
     >>> lo, hi = abs_interval(np.array([-2.0, 0.1]), np.array([0.5, 0.5]), 2.0)
     >>> lo.tolist(), hi.tolist()
@@ -620,7 +619,6 @@ def max_interval(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.mcse import max_interval
     >>> lo, hi = max_interval(np.array([2.0, 0.5]), np.array([0.1, 0.1]), 0.9)
     >>> round(float(lo), 3), round(float(hi), 3)  # one leader: its own interval
@@ -686,7 +684,6 @@ def interval_of_max(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.mcse import interval_of_max
     >>> est, se = np.array([2.0, 1.0]), np.array([0.1, 0.1])
     >>> lo, hi = interval_of_max(est, se, est - 0.1645, np.array([2.1645, np.inf]), 0.9)

@@ -501,7 +501,6 @@ def discretise(
     --------
     Randomized response with ``e^eps = 3``; the grid delta bounds the exact 0.5:
 
-    >>> import numpy as np
     >>> from pymc_edp.base.pld import discretise
     >>> losses = np.log([3.0, 1 / 3])
     >>> up = discretise(losses, [0.75, 0.25], interval=0.01)
@@ -627,7 +626,6 @@ def exact_delta(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.pld import exact_delta
     >>> exact_delta(np.log([3.0, 1 / 3]), [0.75, 0.25], [-1.0, 0.0, np.log(3)]).round(6)
     array([0.65803, 0.5    , 0.     ])
@@ -668,7 +666,6 @@ def exact_epsilon(
     --------
     Randomized response with ``e^eps = 3`` is ``(log 3, 0)``-DP:
 
-    >>> import numpy as np
     >>> from pymc_edp.base.pld import exact_epsilon
     >>> exact_epsilon(np.log([3.0, 1 / 3]), [0.75, 0.25], [0.0, 0.5]).round(6)
     array([1.098612, 0.      ])

@@ -10,7 +10,6 @@ fused multiply-add and no reassociation, so an element depends on its own operan
 
 Examples
 --------
->>> import numpy as np
 >>> from pymc_edp.base.products import matmul_in_order
 >>> a = np.arange(6.0).reshape(2, 3)
 >>> b = np.ones((3, 1))

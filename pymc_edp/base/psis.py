@@ -552,7 +552,6 @@ def psislw(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.base.psis import psislw
     >>> lw = np.random.default_rng(0).standard_t(3, size=(5, 1000))
     >>> smoothed, khat = psislw(lw)

@@ -169,7 +169,6 @@ def hockey_stick_delta_grid(
     Two unit normals one standard deviation apart; at ``eps = 0`` this is their total
     variation distance, ``2 Phi(1/2) - 1 = 0.3829``:
 
-    >>> import numpy as np
     >>> from scipy import stats
     >>> from pymc_edp.query import hockey_stick_delta_grid
     >>> x = np.linspace(-8, 9, 2001)

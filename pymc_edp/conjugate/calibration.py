@@ -249,7 +249,6 @@ def beta_binomial_synthesizer_prior(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.conjugate.calibration import beta_binomial_synthesizer_prior
     >>> syn = beta_binomial_synthesizer_prior(np.log(11), n_synthetic=5)
     >>> round(syn.alpha, 4), round(syn.beta, 4), round(syn.epsilon, 4)
@@ -590,7 +589,6 @@ def dirichlet_multinomial_synthesizer_prior(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.conjugate.calibration import dirichlet_multinomial_synthesizer_prior
     >>> syn = dirichlet_multinomial_synthesizer_prior(np.log(11), n_synthetic=5, n_categories=3)
     >>> [round(a, 4) for a in syn.alpha]
@@ -638,7 +636,6 @@ class LaplaceMechanism:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.conjugate.calibration import LaplaceMechanism
     >>> from pymc_edp.risk import dp_epsilon
     >>> mech = LaplaceMechanism(sensitivity=1.0, epsilon=0.5)

@@ -253,7 +253,6 @@ def dirichlet_multinomial_log_pmf(a: np.ndarray, counts: np.ndarray) -> np.ndarr
 
     Examples
     --------
-    >>> import numpy as np
     >>> from scipy import stats
     >>> from pymc_edp.conjugate import dirichlet_multinomial_log_pmf
     >>> counts = np.array([[0, 3], [1, 2], [2, 1], [3, 0]])
@@ -324,7 +323,6 @@ def beta_binomial_synthesizer_matrix(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
     >>> from pymc_edp.risk import dp_epsilon
     >>> t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5)  # Charest & Han, Table 1
@@ -422,7 +420,6 @@ def poisson_gamma_edp(
     Ten counts near 3; replacing a record by 0 or by 30 (bounded DP) moves the posterior
     of the rate far out of its own bulk:
 
-    >>> import numpy as np
     >>> from pymc_edp.conjugate import poisson_gamma_edp
     >>> y = np.array([2, 3, 4, 3, 1, 5, 3, 2, 4, 3])
     >>> round(poisson_gamma_edp(y, 2.0, 1.0, bins=20, replacements=[0, 30]), 3)
@@ -591,7 +588,6 @@ def normal_normal_edp(
     --------
     Charest & Han's setting: ``sigma^2 = 5``, prior ``N(10, 3)``, n = 100 records.
 
-    >>> import numpy as np
     >>> from pymc_edp.conjugate import normal_normal_edp
     >>> y = np.random.default_rng(0).normal(10, 5**0.5, 100)
     >>> round(normal_normal_edp(y, 5**0.5, 10, 3**0.5, bins=10), 4)

@@ -81,8 +81,6 @@ def load_eight_schools():
     Examples
     --------
     >>> from pymc_edp.model.compat import get_group
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> idata = load_eight_schools()
     >>> dict(get_group(idata, "posterior").sizes)
     {'chain': 4, 'draw': 500, 'school': 8}
     >>> get_group(idata, "observed_data")["obs"].values.tolist()

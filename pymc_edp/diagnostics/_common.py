@@ -53,11 +53,7 @@ class AuditData(Protocol):
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
     >>> from pymc_edp.diagnostics._common import AuditData
-    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-    ...                 progressbar=False)
     >>> isinstance(res, AuditData)
     True
     """

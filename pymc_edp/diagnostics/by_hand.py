@@ -92,8 +92,6 @@ def refit_epsilon(result: AuditData, refit_posterior, neighbour: Any = None) -> 
     exact draws of its closed-form posterior stand in for a ``pm.sample`` of the model
     without the record) and count the refit's draws in the audit's bins:
 
-    >>> import numpy as np
-    >>> import pymc_edp as edp
     >>> from pymc_edp.model.compat import from_dict
     >>> rng = np.random.default_rng(0)
     >>> y = np.append(rng.normal(0.0, 1.0, 19), 4.0)

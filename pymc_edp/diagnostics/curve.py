@@ -62,10 +62,6 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> lim = edp.diagnostics.continuous_limit(res)
     >>> round(float(lim["epsilon_inf"]), 2)
     2.83
@@ -177,10 +173,6 @@ def epsilon_curve(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> curve = edp.diagnostics.epsilon_curve(res, bins=(5, 10, 20))
     >>> curve.round(3).values.tolist()
     [0.562, 0.75..., 0.875]

@@ -60,10 +60,6 @@ def delta_profile(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> prof = edp.diagnostics.delta_profile(res, [0.0, 0.5, 1.0], targets=[0.01])
     >>> prof["delta"].round(3).values.tolist()
     [0.252, 0.135, 0.063]

@@ -62,10 +62,6 @@ def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> em = edp.diagnostics.emi(res)
     >>> round(float(em["emi"]), 2), em.attrs["n_draws"], em.attrs["within_two_emi"]
     (0.27, 1000, 0)
@@ -139,10 +135,6 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> eb = edp.diagnostics.empty_bins(res)
     >>> eb["n_empty"].values.tolist(), eb["n_under_one_draw"].values.tolist()
     ([0], [0])
@@ -218,10 +210,6 @@ def smoothing_sensitivity(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> eps = edp.diagnostics.smoothing_sensitivity(res, (0.0, 0.01, 1.0))
     >>> eps.round(3).values.tolist()
     [0.75..., 0.75..., 0.751]

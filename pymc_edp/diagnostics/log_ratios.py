@@ -35,10 +35,6 @@ def bin_log_ratios(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> lr = edp.diagnostics.bin_log_ratios(res, "Choate")
     >>> lr.dims, lr.sizes["bin"]
     (('parameter', 'bin'), 10)

@@ -178,10 +178,6 @@ def epsilon_mcse(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> se = edp.diagnostics.epsilon_mcse(res)
     >>> round(float(se["epsilon"]), 2), str(se.attrs["worst_neighbour"])
     (0.07, "St. Paul's")
@@ -305,10 +301,6 @@ def epsilon_interval(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> iv = edp.diagnostics.epsilon_interval(res, prob=0.9)
     >>> iv["epsilon"].round(2).values.tolist()
     [0.61, 0.87]

@@ -101,7 +101,6 @@ def group_names(data) -> list[str]:
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
     >>> from pymc_edp.model.compat import group_names
     >>> dt = xr.DataTree.from_dict(
     ...     {"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 3)))})})
@@ -249,7 +248,6 @@ def from_dict(groups: Mapping[str, Mapping], *, coords=None, dims=None):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.model.compat import from_dict, get_group
     >>> data = from_dict({"posterior": {"mu": np.zeros((2, 5))}})
     >>> dict(get_group(data, "posterior").sizes)
@@ -358,8 +356,6 @@ def observed_data(model, name: str):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pymc as pm
     >>> from pymc_edp.model.compat import observed_data
     >>> with pm.Model() as model:
     ...     y_obs = pm.Data("y_obs", np.array([0, 1, 1]))
@@ -413,7 +409,6 @@ def without_initial_values(model):
 
     Examples
     --------
-    >>> import pymc as pm
     >>> from pymc.model.fgraph import clone_model
     >>> from pymc_edp.model.compat import without_initial_values
     >>> with pm.Model() as model:

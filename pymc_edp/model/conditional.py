@@ -148,7 +148,6 @@ def block_log_conditionals(g: np.ndarray, h: np.ndarray, blocks) -> np.ndarray:
     --------
     Independent records: a block's conditional is the sum of its records' densities.
 
-    >>> import numpy as np
     >>> from pymc_edp.model.conditional import block_log_conditionals
     >>> y = np.array([0.5, -1.0, 2.0])  # N(0, 1) records
     >>> out = block_log_conditionals(-y, -np.eye(3), [np.array([0, 2])])

@@ -171,7 +171,6 @@ def fit_convergence(
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
     >>> from pymc_edp.model.convergence import fit_convergence
     >>> draws = np.random.default_rng(0).normal(size=(2, 500))
     >>> draws[1] += 3.0  # the second chain elsewhere

@@ -216,7 +216,6 @@ class NeighbourOptions:
 
     Examples
     --------
-    >>> import pymc_edp as edp
     >>> opts = edp.NeighbourOptions("replace", replacements=[0, 1], observed="y")
     >>> opts.relation, opts.observed
     ('replace', ('y',))

@@ -209,7 +209,6 @@ def resolve_model(model=None):
 
     Examples
     --------
-    >>> import pymc as pm
     >>> from pymc_edp.model.pymc import resolve_model
     >>> resolve_model() is None
     True
@@ -293,7 +292,6 @@ def same_values(a, b) -> tuple[bool, str]:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.model.pymc import same_values
     >>> x = np.random.default_rng(0).normal(size=30)
     >>> same_values(x, x.astype(np.float32))

@@ -26,8 +26,6 @@ class PerRecord:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pymc_edp as edp
     >>> edp.PerRecord(np.array([1.0, 0.0, 2.0])).values
     array([1., 0., 2.])
     """

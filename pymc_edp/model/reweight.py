@@ -380,7 +380,6 @@ def mean_bound(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.model.reweight import mean_bound
     >>> z = np.random.default_rng(0).normal(size=(1, 4000)) * 0.01
     >>> bool(mean_bound(z, 190)[0] < 0.6 * np.ptp(z))
@@ -411,7 +410,6 @@ def top_rows(eps: np.ndarray, limited: np.ndarray, top: int) -> np.ndarray:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.model.reweight import top_rows
     >>> top_rows(np.array([0.1, 3.0, 0.2, 2.0]), np.array([True, False, False, False]), 1)
     array([0, 1])

@@ -269,7 +269,6 @@ def drop_data_copies(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.model.select import drop_data_copies
     >>> rng = np.random.default_rng(0)
     >>> draws = np.vstack([np.zeros(50), rng.normal(size=(2, 50))])

@@ -118,7 +118,6 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
     Building the clone is fast (no sampling); each observed variable gets three data
     vectors, all zero-weighted, and one potential carries the reweighting:
 
-    >>> import pymc as pm
     >>> from pymc_edp.refit import neighbour_model
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0.0, 1.0)
@@ -231,7 +230,6 @@ class NeighbourData(Mapping):
     --------
     The data a ``build_model`` receives for the neighbour without record 2 of ``y``:
 
-    >>> import numpy as np
     >>> from pymc_edp.refit import NeighbourData
     >>> data = NeighbourData(label=2, index=2, observed={"y": np.array([0.1, -0.3])},
     ...                      keep={"y": np.array([True, True, False])})

@@ -164,13 +164,6 @@ def plot_pointwise_epsilon(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_pointwise_epsilon(res, labels=3)
     >>> ax.get_title()
     'Per-record ε (max 0.75..., B = 10)'
@@ -339,13 +332,6 @@ def plot_epsilon_curve(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_epsilon_curve(res, bins=(5, 10, 20))
     >>> [t.get_text() for t in ax.get_xticklabels()]
     ['5', '10', '20']
@@ -439,13 +425,6 @@ def plot_epsilon_intervals(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_epsilon_intervals(res, prob=0.8, labels=2)
     >>> ax.get_title()
     'Per-record ε with 80% Monte-Carlo intervals (B = 10)'
@@ -547,13 +526,6 @@ def plot_bin_log_ratios(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_bin_log_ratios(res)
     >>> ax.get_title()
     "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
@@ -652,13 +624,6 @@ def plot_neighbour_posterior(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> ax = edp.plots.plot_neighbour_posterior(res, parameter="mu")
     >>> ax.get_title()
     'Full vs neighbour posterior (ε = 0.75..., B = 10)'
@@ -769,14 +734,6 @@ def plot_delta_profile(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
-    >>> import numpy as np
     >>> prof = res.delta_profile(np.linspace(0, 2, 21))
     >>> ax = edp.plots.plot_delta_profile(prof)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
@@ -874,13 +831,6 @@ def plot_overview(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-    ...                 progressbar=False)
     >>> axes = edp.plots.plot_overview(res)
     >>> axes.shape
     (2, 2)

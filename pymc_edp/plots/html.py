@@ -275,11 +275,7 @@ def epsilon_svg(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
     >>> from pymc_edp.plots.html import epsilon_svg
-    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-    ...                 progressbar=False)
     >>> svg = epsilon_svg(res)
     >>> svg.startswith("<svg"), len(svg) < 30_000
     (True, True)
@@ -468,11 +464,7 @@ def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
     >>> from pymc_edp.plots.html import edp_result_html
-    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-    ...                 progressbar=False)
     >>> page = edp_result_html(res)
     >>> page.startswith('<div class="pedp-wrap">'), "<script" in page
     (True, False)
@@ -533,7 +525,6 @@ def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.
 
     Examples
     --------
-    >>> import xarray as xr
     >>> from pymc_edp import PriorTuningResult
     >>> from pymc_edp.plots.html import search_svg
     >>> res = PriorTuningResult(
@@ -621,7 +612,6 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
 
     Examples
     --------
-    >>> import xarray as xr
     >>> from pymc_edp import PriorTuningResult
     >>> from pymc_edp.plots.html import tuning_result_html
     >>> res = PriorTuningResult(

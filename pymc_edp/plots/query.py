@@ -81,7 +81,6 @@ def plot_delta(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
@@ -92,7 +91,6 @@ def plot_delta(
     >>> ax = plot_delta(res, kind=["delta", "delta_star"], target=0.01)
     >>> len(ax.get_lines())  # two curves and their two target markers
     4
-    >>> import matplotlib.pyplot as plt
     >>> plt.close("all")
     """
     from pymc_edp.query.profile import epsilon_at
@@ -163,7 +161,6 @@ def plot_delta_i(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
@@ -174,7 +171,6 @@ def plot_delta_i(
     >>> ax = plot_delta_i(res, top=3)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['2', '3', '0']
-    >>> import matplotlib.pyplot as plt
     >>> plt.close("all")
     """
     ax = get_axes(ax, figsize=figsize, default_figsize=_FIGSIZE)
@@ -229,7 +225,6 @@ def plot_densities(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
@@ -240,7 +235,6 @@ def plot_densities(
     >>> ax = plot_densities(res)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['with everybody', 'without 2']
-    >>> import matplotlib.pyplot as plt
     >>> plt.close("all")
     """
     if "density" not in result:
@@ -305,7 +299,6 @@ def plot_noise_kernel(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
@@ -315,7 +308,6 @@ def plot_noise_kernel(
     >>> ax = plot_noise_kernel(noise_kernel(samples, 1.0), n_samples=10_000)
     >>> ax.get_legend().get_texts()[0].get_text()
     '10,000 draws'
-    >>> import matplotlib.pyplot as plt
     >>> plt.close("all")
     """
     ax = get_axes(ax, figsize=figsize, default_figsize=_FIGSIZE)

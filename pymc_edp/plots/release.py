@@ -154,11 +154,6 @@ def plot_release(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> import pymc_edp as edp
-    >>> from pymc_edp.datasets import load_eight_schools
     >>> res = edp.audit_release(load_eight_schools(), release="draws", k=5, delta=1e-3,
     ...                         progressbar=False, options={"bootstrap": 20}, random_seed=0)
     >>> ax = edp.plots.release.plot_release(res, neighbours=2)
@@ -225,7 +220,6 @@ def release_html(res: Any, *, style: bool = True) -> str:
 
     Examples
     --------
-    >>> import xarray as xr
     >>> from pymc_edp import ReleaseResult
     >>> from pymc_edp.plots.release import release_html
     >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, True, "St. Paul's",

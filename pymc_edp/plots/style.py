@@ -144,9 +144,6 @@ def style_axes(ax: Axes, *, grid: bool = True) -> Axes:
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
     >>> from pymc_edp.plots.style import style_axes
     >>> ax = style_axes(plt.figure().add_subplot())
     >>> ax.spines["top"].get_visible(), ax.spines["left"].get_visible()
@@ -201,9 +198,6 @@ def get_axes(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
     >>> from pymc_edp.plots.style import get_axes
     >>> ax = get_axes(figsize=(3, 2))
     >>> ax.figure.get_size_inches().tolist()
@@ -231,9 +225,6 @@ def get_axes_grid(nrows: int, ncols: int, *, figsize: tuple[float, float] | None
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
     >>> from pymc_edp.plots.style import get_axes_grid
     >>> axes = get_axes_grid(2, 2, figsize=(6, 4))
     >>> axes.shape
@@ -267,9 +258,6 @@ def set_labels(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
     >>> from pymc_edp.plots.style import set_labels
     >>> ax = set_labels(plt.figure().add_subplot(), "ε", "δ", title=None)
     >>> ax.get_xlabel(), ax.get_ylabel(), ax.get_title()
@@ -301,9 +289,6 @@ def add_legend(ax: Axes, **kwargs: Any) -> Legend:
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
     >>> from pymc_edp.plots.style import add_legend
     >>> ax = plt.figure().add_subplot()
     >>> _ = ax.plot([0, 1], label="a line")
@@ -350,9 +335,6 @@ def reference_line(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
     >>> from pymc_edp.plots.style import reference_line
     >>> line = reference_line(plt.figure().add_subplot(), 0.5)
     >>> list(line.get_ydata()), line.get_linestyle()
@@ -397,9 +379,6 @@ def annotate(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
     >>> from pymc_edp.plots.style import annotate
     >>> note = annotate(plt.figure().add_subplot(), "id 7", (1.0, 2.0), offset=(-5, 4))
     >>> note.get_text(), note.xy, note.get_horizontalalignment()
@@ -457,10 +436,6 @@ def place_labels(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> import numpy as np
     >>> from pymc_edp.plots.style import place_labels
     >>> ax = plt.figure().add_subplot()
     >>> x, y = np.array([0.0, 0.1, 5.0]), np.array([1.0, 1.03, 0.0])

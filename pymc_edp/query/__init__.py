@@ -126,7 +126,6 @@ def query_edp(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> import pymc_edp.query as edpq
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(20), "x": rng.gamma(2.0, size=20)})

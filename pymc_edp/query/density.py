@@ -309,7 +309,6 @@ def select_density(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.query import select_density
     >>> sample = np.random.default_rng(0).normal(size=200)
     >>> model, scores = select_density(sample)

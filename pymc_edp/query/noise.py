@@ -67,7 +67,6 @@ class NoiseKernel:
     --------
     Usually built by :func:`noise_kernel`; here by hand, a unit Laplace density on a grid:
 
-    >>> import numpy as np
     >>> from scipy import stats
     >>> from pymc_edp.query import NoiseKernel
     >>> x = np.linspace(-15, 15, 3001)
@@ -231,7 +230,6 @@ def noise_kernel(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
@@ -324,7 +322,6 @@ def check_noise(
     Noise calibrated for ``eps = 1`` brings the ``eps`` at ``delta = 0.01`` from 3.39 down to
     about the target or below:
 
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]

@@ -488,7 +488,6 @@ def privacy_profile(
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
@@ -725,7 +724,6 @@ def epsilon_at(result: xr.Dataset, target: float, *, kind: str = "delta") -> flo
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]

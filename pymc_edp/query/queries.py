@@ -44,7 +44,6 @@ class SumQuery:
 
     Examples
     --------
-    >>> import pandas as pd
     >>> q = SumQuery("usage")
     >>> df = pd.DataFrame({"id": [1, 1, 2], "usage": [1.0, 2.0, 5.0]})
     >>> q(df), q.leave_one_out(df, "id").to_dict()
@@ -83,7 +82,6 @@ class MeanQuery:
 
     Examples
     --------
-    >>> import pandas as pd
     >>> q = MeanQuery("usage")
     >>> df = pd.DataFrame({"id": [1, 1, 2], "usage": [1.0, 2.0, 6.0]})
     >>> q(df), q.leave_one_out(df, "id").to_dict()
@@ -114,7 +112,6 @@ def sum_query(columns: str | Sequence[str]) -> SumQuery:
 
     Examples
     --------
-    >>> import pandas as pd
     >>> q = sum_query(["a", "b"])
     >>> q
     SumQuery(['a', 'b'])
@@ -132,7 +129,6 @@ def mean_query(column: str) -> MeanQuery:
 
     Examples
     --------
-    >>> import pandas as pd
     >>> q = mean_query("age")
     >>> q
     MeanQuery('age')

@@ -248,7 +248,6 @@ def query_samples(
     --------
     Forty databases of the same five individuals; the query is the sum of ``x``:
 
-    >>> import numpy as np, pandas as pd
     >>> from pymc_edp.query import query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]

@@ -49,7 +49,6 @@ def content_checksum(ds: xr.Dataset, attrs: dict) -> str:
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
     >>> from pymc_edp.refit.checkpoint import content_checksum
     >>> ds = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 3)))})
     >>> attrs = {"index": 0, "label": "1", "status": "ok", "reason": "", "seed": 5}

@@ -67,7 +67,6 @@ class Engine(Protocol):
     Any object with that method serves :func:`pymc_edp.refit.run_refits`, e.g. one that
     draws from a known posterior instead of sampling:
 
-    >>> import numpy as np, xarray as xr
     >>> from pymc_edp.refit import Engine
     >>> class Exact:
     ...     def sample(self, data, seed):
@@ -452,7 +451,6 @@ def discrete_free_vars(model) -> list[str]:
 
     Examples
     --------
-    >>> import pymc as pm
     >>> from pymc_edp.refit.engines import discrete_free_vars
     >>> with pm.Model() as model:
     ...     k = pm.Poisson("k", 3.0)

@@ -146,7 +146,6 @@ def model_fingerprint(model) -> tuple[str, str]:
 
     Examples
     --------
-    >>> import pymc as pm
     >>> from pymc_edp.refit.fingerprint import model_fingerprint
     >>> def build(prior_sd, y):
     ...     with pm.Model() as model:
@@ -188,7 +187,6 @@ def data_fingerprint(observed: Mapping[str, object]) -> str:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.refit.fingerprint import data_fingerprint
     >>> a = data_fingerprint({"y": np.array([1.0, 2.0])})
     >>> a == data_fingerprint({"y": np.array([1.0, 2.0])})
@@ -328,7 +326,6 @@ def neighbour_fingerprint(changes: Mapping[str, tuple]) -> dict[str, str]:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.refit.fingerprint import neighbour_fingerprint
     >>> a = neighbour_fingerprint({"y": (np.array([3]), np.array([[2.5]]))})
     >>> b = neighbour_fingerprint({"y": (np.array([3]), np.array([[4.0]]))})

@@ -109,7 +109,6 @@ class RefitOptions:
 
     Examples
     --------
-    >>> import pymc_edp as edp
     >>> opts = edp.RefitOptions(draws=500, tune=500, max_refits=10)
     >>> opts.chains, opts.estimator
     (2, 'pooled')
@@ -228,7 +227,6 @@ class VerifyOptions:
 
     Examples
     --------
-    >>> import pymc_edp as edp
     >>> opts = edp.VerifyOptions(top=3, time_budget=600)
     >>> opts.top, opts.max_refits, opts.z
     (3, 20, 3.0)

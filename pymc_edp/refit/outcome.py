@@ -61,7 +61,6 @@ class RefitOutcome:
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
     >>> from pymc_edp.refit import RefitOutcome, refit_seed
     >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 4)))})
     >>> out = RefitOutcome(0, "a", "ok", "", refit_seed(1, 0), 0.5, post)
@@ -96,7 +95,6 @@ class Refits(Mapping):
     Usually returned by :func:`pymc_edp.audit` as ``res.refits``; here built from two
     hand-made outcomes, one of them failed:
 
-    >>> import numpy as np, xarray as xr
     >>> from pymc_edp.refit import RefitOutcome, Refits
     >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 4)))})
     >>> refits = Refits({

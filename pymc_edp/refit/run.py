@@ -73,7 +73,6 @@ def cut_short(posterior: xr.Dataset, draws: int, chains: int) -> str | None:
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
     >>> from pymc_edp.refit.run import cut_short
     >>> post = xr.Dataset({"mu": (("chain", "draw"), np.ones((2, 10)))})
     >>> cut_short(post, 10, 2) is None
@@ -249,7 +248,6 @@ def run_refits(
     Any engine with a ``sample(data, seed) -> (posterior, n_divergences)`` method works;
     this toy one returns a constant posterior instead of sampling:
 
-    >>> import numpy as np, xarray as xr
     >>> from pymc_edp.refit import RefitTask, run_refits
     >>> class ToyEngine:
     ...     def sample(self, data, seed):

@@ -95,7 +95,6 @@ def draws_atoms(log_ratio: np.ndarray, counts: np.ndarray | None = None) -> Loss
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.release.atoms import draws_atoms
     >>> at = draws_atoms(np.log([[1.0, 3.0]]))
     >>> at.loss.round(3).tolist()
@@ -143,7 +142,6 @@ def mixture_atoms(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.release.atoms import mixture_atoms
     >>> ld = np.log([[0.2, 0.6], [0.8, 0.4]])
     >>> full, nb = mixture_atoms(ld, np.array([[0.25, 0.75]]))
@@ -233,7 +231,6 @@ def binned_atoms(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.release.atoms import binned_atoms
     >>> at = binned_atoms(np.array([0, 0, 1, 1]), 2, np.array([[0.1, 0.1, 0.4, 0.4]]))
     >>> at.loss[0, 0].round(3).tolist()

@@ -145,9 +145,6 @@ def audit_release(
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
     >>> res = edp.audit_release(idata, release="draws", k=5, delta=1e-3, progressbar=False,
     ...                         options={"bootstrap": 20}, random_seed=0)
     >>> res.epsilon() == res.headline

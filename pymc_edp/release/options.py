@@ -46,7 +46,6 @@ class ReleaseOptions:
 
     Examples
     --------
-    >>> import pymc_edp as edp
     >>> edp.ReleaseOptions(outputs=500).bootstrap
     200
     >>> edp.ReleaseOptions.coerce({"bins": 10}).bins

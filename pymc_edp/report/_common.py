@@ -29,11 +29,7 @@ class AuditSummary(AuditData, Protocol):
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
     >>> from pymc_edp.report._common import AuditSummary
-    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-    ...                 progressbar=False)
     >>> isinstance(res, AuditSummary)
     True
     """
@@ -77,7 +73,6 @@ class TuningSummary(Protocol):
 
     Examples
     --------
-    >>> import xarray as xr
     >>> from pymc_edp import PriorTuningResult
     >>> from pymc_edp.report._common import TuningSummary
     >>> res = PriorTuningResult(

@@ -181,11 +181,7 @@ def headline(result: AuditSummary) -> Headline:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
     >>> from pymc_edp.report import headline
-    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-    ...                 progressbar=False)
     >>> h = headline(res)
     >>> h.lower_bound, h.caution
     (False, '')

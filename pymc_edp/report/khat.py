@@ -121,11 +121,7 @@ def khat_counts(result: Any, dim: str = NEIGHBOUR_DIM) -> KhatCounts:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
     >>> from pymc_edp.report import khat_counts
-    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-    ...                 progressbar=False)
     >>> khat_counts(res).as_dict()
     {'good': 8, 'bad': 0, 'very bad': 0, 'not computed': 0}
     """

@@ -164,7 +164,6 @@ def release_facts(res: Any) -> ReleaseFacts:
 
     Examples
     --------
-    >>> import xarray as xr
     >>> from pymc_edp import ReleaseResult
     >>> from pymc_edp.report.release import release_facts
     >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, float("inf")), 0.9, False,
@@ -241,7 +240,6 @@ def release_text(res: Any) -> str:
 
     Examples
     --------
-    >>> import xarray as xr
     >>> from pymc_edp import ReleaseResult
     >>> from pymc_edp.report.release import release_text
     >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, False, "St. Paul's",

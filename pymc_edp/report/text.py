@@ -43,10 +43,6 @@ def edp_result_text(result: AuditSummary) -> str:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-    ...                 progressbar=False)
     >>> text = edp.report.edp_result_text(res)
     >>> text == repr(res)
     True
@@ -159,7 +155,6 @@ def tuning_result_text(result: TuningSummary) -> str:
 
     Examples
     --------
-    >>> import xarray as xr
     >>> from pymc_edp import PriorTuningResult
     >>> from pymc_edp.report import tuning_result_text
     >>> res = PriorTuningResult(
@@ -213,10 +208,6 @@ def diagnose(result: AuditSummary, prob: float = 0.9) -> str:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> report = edp.report.diagnose(res, prob=0.9)
     >>> print(report.splitlines()[0])
     epsilon = 0.75... (B = 10, smoothing = none)

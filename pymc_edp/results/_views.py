@@ -92,7 +92,6 @@ def call(name: str, obj: Any, *args: Any, **kwargs: Any) -> Any:
     --------
     >>> import pymc_edp  # registers the views of the results
     >>> from pymc_edp.results._views import call
-    >>> from pymc_edp.datasets import load_eight_schools
     >>> res = pymc_edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
     ...                      progressbar=False)
     >>> call("interval", res, 0.9).equals(res.interval(0.9))

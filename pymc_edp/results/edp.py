@@ -155,10 +155,6 @@ class EDPResult:
     :func:`pymc_edp.audit` returns an ``EDPResult``; here for the mean ``mu`` of the
     eight-schools posterior shipped with ArviZ, removing one school at a time:
 
-    >>> from pymc_edp.datasets import load_eight_schools
-    >>> import pymc_edp as edp
-    >>> idata = load_eight_schools()
-    >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
     >>> type(res).__name__
     'EDPResult'
     >>> round(res.epsilon, 3)
@@ -212,10 +208,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> res.n_neighbours
         8
         """
@@ -227,10 +219,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-        ...                 progressbar=False)
         >>> res.lower_bound
         False
         """
@@ -244,10 +232,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> str(res.worst_neighbour)
         "St. Paul's"
         """
@@ -267,10 +251,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> df = res.summary()
         >>> list(df.columns)
         ['var_name', 'epsilon', 'lower_bound', 'worst_neighbour', 'worst_bin', 'n_bins']
@@ -312,10 +292,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> top = res.most_exposed(3)
         >>> top.index.tolist()
         ["St. Paul's", 'Choate', 'Hotchkiss']
@@ -382,10 +358,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ds = res.to_dataset()
         >>> ds.attrs["bins"], ds.attrs["neighbour"]
         (10, 'remove')
@@ -470,10 +442,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> back = edp.EDPResult.from_dataset(res.to_dataset())
         >>> back.epsilon == res.epsilon
         True
@@ -551,10 +519,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> tree = res.to_datatree(idata)
         >>> sorted(tree.children)
         ['constant_data', 'edp_audit', 'log_likelihood', 'observed_data', 'posterior']
@@ -586,10 +550,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> res = edp.audit(load_eight_schools(), var_names="mu", bins=10, method="psis",
-        ...                 progressbar=False)
         >>> edp.EDPResult.from_datatree(res.to_datatree()).summary().equals(res.summary())
         True
         """
@@ -635,10 +595,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> import os
         >>> import tempfile
         >>> with tempfile.TemporaryDirectory() as tmp:
@@ -674,10 +630,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> import os
         >>> import tempfile
         >>> with tempfile.TemporaryDirectory() as tmp:
@@ -700,10 +652,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> se = res.mcse()
         >>> round(float(se["epsilon"]), 2)
         0.07
@@ -727,10 +675,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> iv = res.interval(0.9)
         >>> lower, upper = iv["epsilon"].values
         >>> bool(lower < res.epsilon < upper)
@@ -747,10 +691,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> em = res.emi()
         >>> round(float(em["emi"]), 2)
         0.27
@@ -766,10 +706,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> eb = res.empty_bins()
         >>> int(eb["n_empty"].sum()), int(eb["n_under_one_draw"].sum())
         (0, 0)
@@ -793,10 +729,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> eps = res.smoothing_sensitivity((0.01, 0.1, 1.0))
         >>> eps.round(3).values.tolist()
         [0.75..., 0.75..., 0.751]
@@ -810,10 +742,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> lim = res.continuous_limit()
         >>> bool(lim["epsilon_inf"] >= res.epsilon)
         True
@@ -840,10 +768,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> eps = res.curve(bins=(5, 10, 20))
         >>> eps.round(3).values.tolist()
         [0.562, 0.75..., 0.875]
@@ -869,10 +793,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> prof = res.delta_profile([0.0, 0.5, 1.0], targets=[0.01])
         >>> prof["delta"].round(3).values.tolist()
         [0.252, 0.135, 0.063]
@@ -890,10 +810,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> lr = res.bin_log_ratios()
         >>> lr.dims, lr.sizes["bin"], str(lr.attrs["neighbour"])
         (('parameter', 'bin'), 10, "St. Paul's")
@@ -927,11 +843,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> import numpy as np
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> same = {"mu": res.draws.values.reshape(4, -1)}  # the full-data draws themselves
         >>> check = res.refit_epsilon(same, "Choate")
         >>> round(check.attrs["epsilon"], 6), check["edges"].sizes["edge"]
@@ -946,10 +857,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> report = res.diagnose()
         >>> print(report.splitlines()[0])
         epsilon = 0.75... (B = 10, smoothing = none)
@@ -977,13 +884,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
-        >>> import matplotlib.pyplot as plt
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> axes = res.plot()
         >>> axes.shape, axes[0, 1].get_title()
         ((2, 2), 'B-EDP ε against the number of bins')
@@ -996,13 +896,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
-        >>> import matplotlib.pyplot as plt
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_curve(bins=(5, 10, 20))
         >>> ax.get_title()
         'B-EDP ε against the number of bins'
@@ -1015,13 +908,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
-        >>> import matplotlib.pyplot as plt
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_intervals()
         >>> ax.get_title()
         'Per-record ε with 90% Monte-Carlo intervals (B = 10)'
@@ -1034,13 +920,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
-        >>> import matplotlib.pyplot as plt
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_bin_log_ratios()
         >>> ax.get_title()
         "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
@@ -1053,13 +932,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
-        >>> import matplotlib.pyplot as plt
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_neighbour_posterior("Choate")
         >>> ax.get_xlabel()
         'mu'
@@ -1072,13 +944,6 @@ class EDPResult:
 
         Examples
         --------
-        >>> import matplotlib
-        >>> matplotlib.use("Agg")
-        >>> import matplotlib.pyplot as plt
-        >>> from pymc_edp.datasets import load_eight_schools
-        >>> import pymc_edp as edp
-        >>> idata = load_eight_schools()
-        >>> res = edp.audit(idata, var_names="mu", bins=10, method="psis", progressbar=False)
         >>> ax = res.plot_delta_profile()
         >>> ax.get_title(), ax.get_yscale()
         ('Bin-free (ε, δ) profile', 'log')

@@ -74,8 +74,6 @@ class ReleaseResult:
 
     Examples
     --------
-    >>> import pymc_edp as edp
-    >>> from pymc_edp.datasets import load_eight_schools
     >>> res = edp.audit_release(load_eight_schools(), k=2, delta=0.3, progressbar=False,
     ...                         options={"bootstrap": 10}, random_seed=0)
     >>> res.epsilon() == res.headline and res.epsilon(0.3, k=1) < res.headline

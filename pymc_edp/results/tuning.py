@@ -95,7 +95,6 @@ class PriorTuningResult:
     Returned by :func:`tune_prior`, which samples the model repeatedly; built by hand here
     (``trials`` and ``utility`` cut down to one variable each):
 
-    >>> import xarray as xr
     >>> from pymc_edp import PriorTuningResult
     >>> res = PriorTuningResult(
     ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",

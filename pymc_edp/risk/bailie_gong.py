@@ -43,7 +43,6 @@ class DensityBounds:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.risk import DensityBounds
     >>> bounds = DensityBounds(lower=np.array([0.1, 0.2]), upper=np.array([0.3, 0.4]))
     >>> bounds.upper.tolist()
@@ -251,7 +250,6 @@ def bailie_gong_prior_predictive_bounds(
     The sum of two binary records released with Laplace noise (eps = 0.5), evaluated at
     t = 0, 1, 2; the uniform prior's predictive density lies within the bounds:
 
-    >>> import numpy as np
     >>> from pymc_edp.conjugate import laplace_mechanism
     >>> from pymc_edp.risk import bailie_gong_prior_predictive_bounds, hamming_distances
     >>> datasets = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])

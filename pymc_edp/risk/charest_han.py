@@ -117,7 +117,6 @@ def dp_epsilon(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.risk import dp_epsilon
     >>> rr = np.array([[0.75, 0.25], [0.25, 0.75]])  # randomized response
     >>> round(dp_epsilon(rr), 4), round(float(np.log(3)), 4)

@@ -75,7 +75,6 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
     --------
     Lee & Clifton's absence days:
 
-    >>> import numpy as np
     >>> from pymc_edp.risk import lee_clifton_sensitivity
     >>> round(lee_clifton_sensitivity([1, 2, 3, 10], np.mean), 4)  # 17/6
     2.8333
@@ -114,7 +113,6 @@ class PossibleWorlds:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.risk import possible_worlds
     >>> worlds = possible_worlds([1, 2, 3, 10], np.mean)
     >>> worlds.n, worlds.delta_v
@@ -171,7 +169,6 @@ def possible_worlds(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.risk import possible_worlds
     >>> worlds = possible_worlds([1, 2, 3, 10], np.mean)  # Lee & Clifton's absence days
     >>> worlds.values[:, 0].round(4).tolist()  # mean without 1, 2, 3, 10
@@ -253,7 +250,6 @@ def possible_world_beliefs(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.risk import possible_world_beliefs
     >>> b = possible_world_beliefs([1, 2, 3, 10], np.mean, response=2.2013, epsilon=2.0)
     >>> b["missing"].values.tolist()
@@ -309,7 +305,6 @@ def lee_clifton_risk(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.risk import lee_clifton_risk
     >>> round(lee_clifton_risk([1, 2, 3, 10], np.mean, 2.2013, 2.0), 4)
     0.618
@@ -362,7 +357,6 @@ def lee_clifton_worst_case_belief(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.risk import lee_clifton_worst_case_belief
     >>> round(lee_clifton_worst_case_belief([1, 2, 3, 4], np.mean, 0.5), 4)  # eq. (12)
     0.3292
@@ -462,7 +456,6 @@ def lee_clifton_max_epsilon(
 
     Examples
     --------
-    >>> import numpy as np
     >>> from pymc_edp.risk import lee_clifton_max_epsilon
     >>> round(lee_clifton_max_epsilon([1, 2, 3, 10], np.median, 1 / 3), 4)  # 4 ln 2
     2.7726

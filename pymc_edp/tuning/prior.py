@@ -375,7 +375,6 @@ def tune_prior(
     Examples
     --------
     >>> import numpy as np, pymc as pm
-    >>> import pymc_edp as edp
     >>> y = np.random.default_rng(0).normal(10, 5**0.5, 100)
     >>> with pm.Model() as model:
     ...     sigma0 = pm.Data("sigma0", 3**0.5)

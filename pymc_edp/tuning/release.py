@@ -68,7 +68,6 @@ class ReleaseTarget:
 
     Examples
     --------
-    >>> import pymc_edp as edp
     >>> target = edp.ReleaseTarget(k=5, delta=1e-6)
     >>> sorted(target.kwargs())[:3]
     ['delta', 'k', 'neighbour']

@@ -56,7 +56,6 @@ class SearchOptions:
 
     Examples
     --------
-    >>> import pymc_edp as edp
     >>> edp.SearchOptions(rtol=0.02).max_evaluations
     25
     """

@@ -1,0 +1,64 @@
+"""The names every docstring example may use without importing them.
+
+The examples in ``pymc_edp``'s docstrings run with these names already defined (as NumPy's
+run with ``np``), so that no example repeats the same set-up lines:
+
+==========================  =====================================================
+name                        value
+==========================  =====================================================
+``np``, ``pd``, ``xr``      NumPy, pandas, xarray
+``pm``, ``az``              PyMC, ArviZ
+``plt``                     ``matplotlib.pyplot`` (the Agg backend)
+``edp``                     ``pymc_edp``
+``load_eight_schools``      :func:`pymc_edp.datasets.load_eight_schools`
+``idata``                   ``load_eight_schools()`` (a fresh copy for each example)
+``res``                     ``edp.audit(idata, var_names="mu", bins=10, method="psis")``
+==========================  =====================================================
+
+A module's own names come first: an example sees its module's globals, then these.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import arviz as az
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pymc as pm
+import xarray as xr
+
+import pymc_edp as edp
+from pymc_edp.datasets import load_eight_schools
+
+
+@functools.cache
+def eight_schools_audit() -> edp.EDPResult:
+    """The audit the examples call ``res`` (computed once per test session)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The fit has not converged", edp.EDPWarning)
+        return edp.audit(
+            load_eight_schools(), var_names="mu", bins=10, method="psis", progressbar=False
+        )
+
+
+def namespace() -> dict:
+    """A fresh dictionary of the names above."""
+    return {
+        "np": np,
+        "pd": pd,
+        "xr": xr,
+        "pm": pm,
+        "az": az,
+        "plt": plt,
+        "edp": edp,
+        "load_eight_schools": load_eight_schools,
+        "idata": load_eight_schools(),
+        "res": eight_schools_audit(),
+    }
