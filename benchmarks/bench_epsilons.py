@@ -1,0 +1,157 @@
+"""The benchmarks' epsilons with the working tree and with a base revision, bit for bit.
+
+A restructure must not change a number. This runs, with the package of a base revision and
+with the working tree (each in a fresh interpreter that imports only that tree), the audits
+the benchmarks run, with their seeds:
+
+- the headline audit of ``bench_audit_vs_loo.py`` / ``bench_revisions.py`` (PSIS, B = 20,
+  4 chains x 1,000 draws, 10,000 records);
+- zoo models of ``bench_audit_cost.py`` (``tests/zoo.py``; :data:`MODELS`, one of each
+  idiom, by default): a PSIS audit of all its variables, and for :data:`AUTO` the default audit
+  (``method="auto"``: moment matching, refits, verification) with ``random_seed=1``;
+- a release audit of the posterior draws (``release="draws"``) of the :data:`RELEASE` models.
+
+Each audit gives its epsilon (as a hexadecimal float) and a hash of every neighbour's
+epsilon; the report lists each case with ``same`` or what differs, and the exit status is 1
+when any differs. The base revision's package is exported with ``git archive``.
+
+Usage::
+
+    python benchmarks/bench_epsilons.py --base 2fad31f --cache base.json  # keeps the base's
+    python benchmarks/bench_epsilons.py --base HEAD~1 --models glm_normal,coal_mining
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_revisions import export
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+AUTO = ("glm_normal", "glm_logistic", "hier_centred", "mixture", "coal_mining", "censored")
+RELEASE = ("glm_normal", "glm_poisson", "hier_noncentred", "ordinal")
+#: The models run by default: every idiom of the zoo once (``--models`` names others).
+MODELS = (
+    *AUTO,
+    "glm_poisson",
+    "hier_noncentred",
+    "ordinal",
+    "glm_studentt",
+    "mvnormal_lkj",
+    "missing_values",
+    "two_observed",
+    "potential",
+    "ar_series",
+    "glm_logistic_observed_data",
+)
+
+CHILD = r"""
+import hashlib, json, logging, sys, warnings
+sys.path[:0] = [{bench!r}, {tests!r}]
+import numpy as np
+import pymc_edp as edp
+assert edp.__file__.startswith({tree!r}), edp.__file__
+warnings.simplefilter("ignore")
+for name in ("pymc", "pymc_edp", "pytensor", "nutpie"):
+    logging.getLogger(name).setLevel(logging.ERROR)
+
+def numbers(run):
+    try:
+        res = run()
+    except Exception as err:  # the same refusal in both trees is the same behaviour
+        return {{"error": type(err).__name__}}
+    ds = getattr(res, "pointwise", None)
+    eps = res.epsilon() if callable(res.epsilon) else res.epsilon
+    out = {{"epsilon": float(eps).hex()}}
+    if ds is not None:
+        eps = np.ascontiguousarray(ds["epsilon"].values, dtype=float)
+        out["pointwise"] = hashlib.sha256(eps.tobytes()).hexdigest()[:16]
+    return out
+
+case, name = {case!r}, {name!r}
+if case == "headline":
+    from bench_audit_vs_loo import make_idata
+    out = numbers(lambda: edp.audit(make_idata(), method="psis", bins=20, progressbar=False))
+else:
+    import zoo
+    model, idata = zoo.ALL[name]()
+    kw = dict(random_seed=1, progressbar=False)
+    out = numbers(lambda: edp.audit(idata, model, method="psis", **kw))
+    if case == "auto":
+        out = numbers(lambda: edp.audit(idata, model, **kw))
+    elif case == "release":
+        out = numbers(lambda: edp.audit_release(idata, model, release="draws", **kw))
+print(json.dumps(out))
+"""
+
+
+def run(tree: Path, case: str, name: str) -> dict:
+    """The numbers of one case with the package in ``tree``, in a fresh interpreter."""
+    code = CHILD.format(
+        bench=str(HERE), tests=str(REPO / "tests"), tree=str(tree), case=case, name=name
+    )
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        cwd=tempfile.gettempdir(),  # not the repository: only PYTHONPATH names a package
+    )
+    if res.returncode:
+        return {"crash": res.stderr.strip().splitlines()[-1][:120]}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def cases(models: list[str]) -> list[tuple[str, str]]:
+    """``(case, model)`` pairs: the headline, then each model's PSIS / auto / release audits."""
+    out = [("headline", "")]
+    for name in models:
+        out.append(("psis", name))
+        if name in AUTO:
+            out.append(("auto", name))
+        if name in RELEASE:
+            out.append(("release", name))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="git revision to compare with")
+    parser.add_argument("--models", default=None, help="comma-separated zoo builders")
+    parser.add_argument(
+        "--cache", default=None, help="JSON file keeping the base revision's numbers"
+    )
+    args = parser.parse_args()
+    models = args.models.split(",") if args.models else list(MODELS)
+    cache = Path(args.cache) if args.cache else None
+    kept = json.loads(cache.read_text()) if cache and cache.is_file() else {}
+    kept = kept.get(args.base, {})
+    differ = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        base = export(args.base, Path(tmp))
+        for case, name in cases(models):
+            key = f"{case} {name}"
+            if key not in kept:
+                kept[key] = run(base, case, name)
+                if cache:
+                    cache.write_text(json.dumps({args.base: kept}, indent=1))
+            before, after = kept[key], run(REPO, case, name)
+            same = before == after
+            differ += not same
+            verdict = "same" if same else f"DIFFERS: {before} -> {after}"
+            print(f"{case:9s} {name:28s} {after.get('epsilon', after)}  {verdict}", flush=True)
+    print(f"{differ} of {len(cases(models))} cases differ from {args.base}")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
