@@ -1,15 +1,9 @@
 """How far to trust an EDP audit: Monte-Carlo error, imprecision, bins and the bin-free view.
 
-Every function takes an audit result (an :class:`~pymc_edp.EDPResult`) that kept its
-importance weights (``audit(..., chunks={"store_weights": True})``, the default) and returns xarray
-objects; the :class:`~pymc_edp.EDPResult` methods ``mcse``, ``interval``, ``emi``,
-``empty_bins``, ``curve``, ``delta_profile``, ... call them (through :mod:`pymc_edp.views`).
-The numerical work is in :mod:`pymc_edp.base` (plain NumPy/numba, sample axis last).
-
-The diagnostics sit below the result classes and do not import them: they read the
-attributes listed by the protocol ``pymc_edp.diagnostics._common.AuditData`` (which any
-audit result has), and keep what they compute (bins, influence functions) in their own
-cache, ``pymc_edp.diagnostics._cache``, which lives exactly as long as the result.
+Every function takes an audit result that kept its importance weights (the default) and
+returns xarray objects; the :class:`~pymc_edp.EDPResult` methods of the same names call
+them. They read the result through the protocol ``pymc_edp.diagnostics._common.AuditData``
+and cache what they compute on it. The numerical work is in :mod:`pymc_edp.base`.
 
 What is computed, and why:
 

@@ -1,8 +1,7 @@
 """What every diagnostic reads from an audit: weights, draws and bins, computed once.
 
-The diagnostics do not know the result class (:class:`pymc_edp.EDPResult` sits above
-them): they read the attributes of :class:`AuditData`, which any audit result has, and
-keep what they compute in their own cache (:mod:`pymc_edp.diagnostics._cache`).
+The diagnostics read the attributes of :class:`AuditData` (not the result class, which sits
+above them) and keep what they compute in the result's own cache (:func:`cache_of`).
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import numpy as np
 from pymc_edp.base import binning
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_probability
-from pymc_edp.diagnostics._cache import cache_of
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -28,8 +26,7 @@ INTERVAL_DIM = "interval"
 class AuditData(Protocol):
     """The attributes of an audit that the diagnostics read (an ``EDPResult`` has them all).
 
-    Read-only: the diagnostics never change an audit; what they compute goes to their own
-    cache (:func:`pymc_edp.diagnostics._cache.cache_of`).
+    Read-only: the diagnostics never change an audit.
 
     Attributes
     ----------
@@ -168,21 +165,34 @@ def draws_of(result: AuditData) -> np.ndarray:
     return np.asarray(result.draws.transpose(PARAMETER_DIM, ...).values, dtype=float)
 
 
+def cache_of(result: AuditData) -> dict:
+    """The result's cache of what the diagnostics computed from it (its ``_cache`` field).
+
+    An object without one gets a fresh dict every call: its diagnostics are recomputed.
+    """
+    cache = getattr(result, "_cache", None)
+    return {} if cache is None else cache
+
+
+def cached(result: AuditData, key, compute):
+    """``compute()``, kept under ``key`` in the result's cache and computed once."""
+    cache = cache_of(result)
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
 def bins_of(result: AuditData, n_bins: int) -> binning.Bins:
     """``n_bins`` equal-probability bins of the full-data draws (computed once per result)."""
-    cache = cache_of(result)
-    key = ("bins", int(n_bins))
-    if key not in cache:
-        cache[key] = binning.quantile_bins(draws_of(result), int(n_bins))
-    return cache[key]
+    n_bins = int(n_bins)
+    return cached(
+        result, ("bins", n_bins), lambda: binning.quantile_bins(draws_of(result), n_bins)
+    )
 
 
 def order_of(result: AuditData) -> np.ndarray:
     """``argsort`` of every parameter's full-data draws (computed once per result)."""
-    cache = cache_of(result)
-    if "order" not in cache:
-        cache["order"] = np.argsort(draws_of(result), axis=1, kind="stable")
-    return cache["order"]
+    return cached(result, "order", lambda: np.argsort(draws_of(result), axis=1, kind="stable"))
 
 
 def neighbour_coords(result: AuditData) -> dict:

@@ -16,11 +16,11 @@ from pymc_edp.base.common import (
     chunk_slices,
 )
 from pymc_edp.base.validate import check_int
-from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     AuditData,
     bins_of,
+    cached,
     neighbour_coords,
     refitted,
     weights_of,
@@ -70,9 +70,10 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
     >>> lim["sup_log_ratio"].dims
     ('neighbour',)
     """
-    cache = cache_of(result)
-    if "continuous_limit" in cache:
-        return cache["continuous_limit"]
+    return cached(result, "continuous_limit", lambda: _continuous_limit(result))
+
+
+def _continuous_limit(result: AuditData) -> xr.Dataset:
     from scipy.special import logsumexp
 
     lw = weights_of(result)
@@ -108,7 +109,7 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
             "without bound as B -> inf; the value shown is only the supremum over these "
             "draws."
         )
-    ds = xr.Dataset(
+    return xr.Dataset(
         {
             "sup_log_ratio": (NEIGHBOUR_DIM, sup),
             "epsilon_inf": ((), float(sup[worst])),
@@ -118,8 +119,6 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
         coords=neighbour_coords(result),
         attrs={"note": note},
     )
-    cache["continuous_limit"] = ds
-    return ds
 
 
 def _bins_grid(bins) -> np.ndarray:

@@ -14,10 +14,10 @@ from pymc_edp.base.common import (
     EDPWarning,
     chunk_slices,
 )
-from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     AuditData,
     bins_of,
+    cached,
     draws_of,
     refitted,
     weights_of,
@@ -66,44 +66,45 @@ def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     >>> round(float(em["emi"]), 2), em.attrs["n_draws"], em.attrs["within_two_emi"]
     (0.27, 1000, 0)
     """
-    cache = cache_of(result)
     n_bins = result.bins if bins is None else int(bins)
-    key = ("emi", n_bins)
-    if key not in cache:
-        draws = draws_of(result)
-        n_par, n_samples = draws.shape
-        n_chains = max(int(result.n_chains), 1)
-        per_chain = n_samples // n_chains
-        half = per_chain // 2
-        if half < 2:
-            raise ValueError("too few draws per chain to split them in two halves")
-        starts = np.arange(n_chains) * per_chain
-        first = (starts[:, None] + np.arange(half)[None, :]).ravel()
-        second = (starts[:, None] + per_chain - half + np.arange(half)[None, :]).ravel()
-        cut = binning.quantile_bins(draws[:, first], n_bins)
-        idx = binning.assign_bins(draws[:, second], cut)
-        out = np.empty(n_par)
-        alpha = float(getattr(result, "count_smoothing", result.smoothing))
-        for p in range(n_par):
-            nb = int(cut.n_bins[p])
-            c1 = cut.counts[p, :nb].astype(float)
-            c2 = np.bincount(idx[p], minlength=nb)[:nb].astype(float)
-            with np.errstate(divide="ignore"):
-                d = np.abs(np.log(c2 + alpha) - np.log(c1 + alpha))
-            out[p] = d.max()
-        value = float(out.max())
-        cache[key] = xr.Dataset(
-            {"emi": ((), value), "emi_parameter": (PARAMETER_DIM, out)},
-            coords={PARAMETER_DIM: result.parameters[PARAMETER_DIM].values},
-            attrs={
-                "n_draws": int(first.size),
-                "bins": n_bins,
-                "smoothing": alpha,
-                "epsilon": result.epsilon,
-                "within_two_emi": int(not result.epsilon > 2 * value),
-            },
-        )
-    return cache[key]
+    return cached(result, ("emi", n_bins), lambda: _emi(result, n_bins))
+
+
+def _emi(result: AuditData, n_bins: int) -> xr.Dataset:
+    """Abowd's EMI with ``n_bins`` bins (uncached)."""
+    draws = draws_of(result)
+    n_par, n_samples = draws.shape
+    n_chains = max(int(result.n_chains), 1)
+    per_chain = n_samples // n_chains
+    half = per_chain // 2
+    if half < 2:
+        raise ValueError("too few draws per chain to split them in two halves")
+    starts = np.arange(n_chains) * per_chain
+    first = (starts[:, None] + np.arange(half)[None, :]).ravel()
+    second = (starts[:, None] + per_chain - half + np.arange(half)[None, :]).ravel()
+    cut = binning.quantile_bins(draws[:, first], n_bins)
+    idx = binning.assign_bins(draws[:, second], cut)
+    out = np.empty(n_par)
+    alpha = float(getattr(result, "count_smoothing", result.smoothing))
+    for p in range(n_par):
+        nb = int(cut.n_bins[p])
+        c1 = cut.counts[p, :nb].astype(float)
+        c2 = np.bincount(idx[p], minlength=nb)[:nb].astype(float)
+        with np.errstate(divide="ignore"):
+            d = np.abs(np.log(c2 + alpha) - np.log(c1 + alpha))
+        out[p] = d.max()
+    value = float(out.max())
+    return xr.Dataset(
+        {"emi": ((), value), "emi_parameter": (PARAMETER_DIM, out)},
+        coords={PARAMETER_DIM: result.parameters[PARAMETER_DIM].values},
+        attrs={
+            "n_draws": int(first.size),
+            "bins": n_bins,
+            "smoothing": alpha,
+            "epsilon": result.epsilon,
+            "within_two_emi": int(not result.epsilon > 2 * value),
+        },
+    )
 
 
 # ------------------------------------------------------------ empty bins, smoothing

@@ -7,12 +7,12 @@ import xarray as xr
 
 from pymc_edp.base.common import NEIGHBOUR_DIM
 from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval
-from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     INTERVAL_DIM,
     AuditData,
     bins_of,
+    cached,
     keep_weights_advice,
     kept_weights,
     neighbour_coords,
@@ -34,23 +34,22 @@ def leading_pair_errors(
 
     Over the neighbours whose weights the result keeps (``rows``: their positions).
     """
-    cache = cache_of(result)
     alpha = float(result.smoothing if smoothing is None else smoothing)
-    key = ("uncertainty", int(n_bins), int(candidates), alpha)
-    if key in cache:
-        return cache[key]
-    lw, rows = kept_weights(result)
-    out = leading_pairs(
-        lw,
-        bins_of(result, n_bins),
-        order=order_of(result),
-        smoothing=alpha,
-        n_chains=result.n_chains,
-        candidates=candidates,
-    )
-    out.update(rows=rows, n_bins=n_bins)
-    cache[key] = out
-    return out
+
+    def compute():
+        lw, rows = kept_weights(result)
+        out = leading_pairs(
+            lw,
+            bins_of(result, n_bins),
+            order=order_of(result),
+            smoothing=alpha,
+            n_chains=result.n_chains,
+            candidates=candidates,
+        )
+        out.update(rows=rows, n_bins=n_bins)
+        return out
+
+    return cached(result, ("uncertainty", int(n_bins), int(candidates), alpha), compute)
 
 
 def refit_errors(result: AuditData) -> dict:

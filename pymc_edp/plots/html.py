@@ -678,11 +678,9 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     )
     audit = getattr(result, "audit", None)
     if audit is not None and hasattr(audit, "release"):  # tuned to a release target
-        from pymc_edp.results._views import call
-
-        body += _section(
-            "Confirmation release audit", call("release_html", audit, style=False), open_=False
-        )
+        # the release audit's own view, nested: the page already has the stylesheet
+        nested = audit._repr_html_().replace(f"<style>{CSS}</style>", "", 1)
+        body += _section("Confirmation release audit", nested, open_=False)
     elif audit is not None:
         body += _section("Confirmation audit", edp_result_html(audit, style=False), open_=False)
     body += _warnings(tuple(result.warnings))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_edp.base.common import PARAMETER_DIM
+from pymc_edp.base.common import PARAMETER_DIM, TRIAL_DIM
 from pymc_edp.base.validate import check_probability
 from pymc_edp.diagnostics import continuous_limit, emi, empty_bins, epsilon_interval, epsilon_mcse
 from pymc_edp.diagnostics._common import refitted
@@ -19,7 +19,6 @@ from pymc_edp.report._common import AuditSummary, TuningSummary
 from pymc_edp.report.headline import format_interval, headline
 from pymc_edp.report.khat import khat_counts
 from pymc_edp.results.release import RELEASES
-from pymc_edp.results.tuning import TRIAL_DIM
 
 __all__ = ["diagnose", "edp_result_text", "tuning_heading", "tuning_result_text"]
 

@@ -10,12 +10,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pymc_edp import diagnostics, plots, report
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_int
+from pymc_edp.diagnostics.uncertainty import STORED_PROB
 from pymc_edp.model.compat import get_group, group_names
 from pymc_edp.model.convergence import FitConvergence
 from pymc_edp.model.select import LeftOut, left_out_from_json, left_out_to_json
-from pymc_edp.results._views import ViewNotRegisteredError, call
+from pymc_edp.plots.html import edp_result_html
 
 __all__ = ["AUDIT_GROUP", "EDPResult"]
 #: Default name of the audit's group in a DataTree (:meth:`EDPResult.to_datatree`).
@@ -200,6 +202,8 @@ class EDPResult:
     verification_note: str = ""
     left_out: tuple[LeftOut, ...] = ()
     convergence: FitConvergence | None = field(default=None, compare=False)
+    # What the diagnostics computed from this result: never saved, compared nor copied.
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ views
     @property
@@ -315,17 +319,11 @@ class EDPResult:
 
     def __repr__(self) -> str:
         """The printout; see :func:`pymc_edp.report.edp_result_text`."""
-        try:
-            return call("text", self)
-        except ViewNotRegisteredError:  # pymc_edp.views not imported (yet): a plain line
-            return (
-                f"EDPResult(epsilon={self.epsilon!r}, bins={self.bins!r}, "
-                f"method={self.method!r}, neighbour={self.neighbour!r})"
-            )
+        return report.edp_result_text(self)
 
     def _repr_html_(self) -> str:
         """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.edp_result_html`."""
-        return call("html", self)
+        return edp_result_html(self)
 
     # ------------------------------------------------------------ round trip
     _ATTRS = (
@@ -406,8 +404,6 @@ class EDPResult:
         without its weights gets them here, so that its :meth:`interval` and :meth:`mcse`
         read back as they were (NaN only where no weights were kept).
         """
-        from pymc_edp.diagnostics.uncertainty import STORED_PROB
-
         pw = self.pointwise
         if self.log_weights is None or "epsilon_upper" not in pw:
             return pw
@@ -644,7 +640,7 @@ class EDPResult:
         with xr.open_dataset(path) as ds:
             return cls.from_dataset(ds.load())
 
-    # ------------------------- diagnostics, report and plots (through pymc_edp.views)
+    # ------------------------------------------- diagnostics, report and plots
     def mcse(self) -> xr.Dataset:
         """Monte-Carlo standard error of epsilon and of every per-record epsilon.
 
@@ -658,7 +654,7 @@ class EDPResult:
         >>> se["epsilon_i"].dims
         ('neighbour',)
         """
-        return call("mcse", self)
+        return diagnostics.epsilon_mcse(self)
 
     def interval(self, prob: float = 0.9) -> xr.Dataset:
         """Monte-Carlo interval of epsilon and of every per-record epsilon.
@@ -682,7 +678,7 @@ class EDPResult:
         >>> iv["epsilon_i"].dims
         ('neighbour', 'interval')
         """
-        return call("interval", self, prob)
+        return diagnostics.epsilon_interval(self, prob)
 
     def emi(self) -> xr.Dataset:
         """Abowd's empirical measure of imprecision: the noise floor of refit-and-count.
@@ -697,7 +693,7 @@ class EDPResult:
         >>> res.epsilon > 2 * float(em["emi"])  # far above refit-and-count's noise floor
         True
         """
-        return call("emi", self)
+        return diagnostics.emi(self)
 
     def empty_bins(self) -> xr.Dataset:
         """Bins receiving no (or under one draw's) weight, per parameter, and the smoothing.
@@ -710,7 +706,7 @@ class EDPResult:
         >>> int(eb["n_empty"].sum()), int(eb["n_under_one_draw"].sum())
         (0, 0)
         """
-        return call("empty_bins", self)
+        return diagnostics.empty_bins(self)
 
     def smoothing_sensitivity(
         self, smoothing: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1, 1.0)
@@ -733,7 +729,7 @@ class EDPResult:
         >>> eps.round(3).values.tolist()
         [0.75..., 0.75..., 0.751]
         """
-        return call("smoothing_sensitivity", self, smoothing)
+        return diagnostics.smoothing_sensitivity(self, smoothing)
 
     def continuous_limit(self) -> xr.Dataset:
         """The ``B -> inf`` reference: largest ``|log density ratio|`` over the draws.
@@ -748,7 +744,7 @@ class EDPResult:
         >>> bool(lim["diverges"])  # normal posteriors: the log density ratio is unbounded
         True
         """
-        return call("continuous_limit", self)
+        return diagnostics.continuous_limit(self)
 
     def curve(
         self, bins: tuple[int, ...] = (5, 10, 20, 50, 100, 250), prob: float | None = 0.9
@@ -774,7 +770,7 @@ class EDPResult:
         >>> eps["upper"].dims
         ('bins',)
         """
-        return call("curve", self, bins, prob=prob)
+        return diagnostics.epsilon_curve(self, bins, prob=prob)
 
     def delta_profile(self, epsilons, targets=None) -> xr.Dataset:
         """Bin-free (eps, delta) profile: ``delta_i``, ``delta`` and total risk ``delta_star``.
@@ -801,7 +797,7 @@ class EDPResult:
         >>> round(float(prof["epsilon_delta"][0]), 2)
         1.87
         """
-        return call("delta_profile", self, epsilons, targets=targets)
+        return diagnostics.delta_profile(self, epsilons, targets=targets)
 
     def bin_log_ratios(self, neighbour=None) -> xr.DataArray:
         """Bin log ratios of one neighbour (default the worst), over (parameter, bin).
@@ -816,7 +812,7 @@ class EDPResult:
         >>> round(float(abs(lr).max()), 3)
         0.75...
         """
-        return call("bin_log_ratios", self, neighbour)
+        return diagnostics.bin_log_ratios(self, neighbour)
 
     def refit_epsilon(self, refit_posterior, neighbour=None) -> xr.Dataset:
         """Epsilon of your own refit of one neighbour, counted in this audit's own bins.
@@ -848,7 +844,7 @@ class EDPResult:
         >>> round(check.attrs["epsilon"], 6), check["edges"].sizes["edge"]
         (0.0, 9)
         """
-        return call("refit_epsilon", self, refit_posterior, neighbour)
+        return diagnostics.refit_epsilon(self, refit_posterior, neighbour)
 
     def diagnose(self, prob: float = 0.9) -> str:
         """Plain-language report of how far to trust epsilon.
@@ -863,7 +859,7 @@ class EDPResult:
         >>> "EMI" in report
         True
         """
-        return call("diagnose", self, prob)
+        return report.diagnose(self, prob)
 
     def plot(self, **kwargs):
         """The overview figure: four plots on one figure; see :func:`pymc_edp.plots.plot_overview`.
@@ -889,7 +885,7 @@ class EDPResult:
         ((2, 2), 'B-EDP ε against the number of bins')
         >>> plt.close(axes[0, 0].figure)
         """
-        return call("plot", self, **kwargs)
+        return plots.plot_overview(self, **kwargs)
 
     def plot_curve(self, **kwargs):
         """Epsilon against B with error bars; see :func:`pymc_edp.plots.plot_epsilon_curve`.
@@ -901,7 +897,7 @@ class EDPResult:
         'B-EDP ε against the number of bins'
         >>> plt.close(ax.figure)
         """
-        return call("plot_curve", self, **kwargs)
+        return plots.plot_epsilon_curve(self, **kwargs)
 
     def plot_intervals(self, **kwargs):
         """Per-record epsilon with intervals; see :func:`pymc_edp.plots.plot_epsilon_intervals`.
@@ -913,7 +909,7 @@ class EDPResult:
         'Per-record ε with 90% Monte-Carlo intervals (B = 10)'
         >>> plt.close(ax.figure)
         """
-        return call("plot_intervals", self, **kwargs)
+        return plots.plot_epsilon_intervals(self, **kwargs)
 
     def plot_bin_log_ratios(self, neighbour=None, **kwargs):
         """Bin log-ratio heatmap; see :func:`pymc_edp.plots.plot_bin_log_ratios`.
@@ -925,7 +921,7 @@ class EDPResult:
         "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
         >>> plt.close(ax.figure)
         """
-        return call("plot_bin_log_ratios", self, neighbour, **kwargs)
+        return plots.plot_bin_log_ratios(self, neighbour, **kwargs)
 
     def plot_neighbour_posterior(self, neighbour=None, parameter=None, **kwargs):
         """Full vs neighbour posterior; see :func:`pymc_edp.plots.plot_neighbour_posterior`.
@@ -937,7 +933,7 @@ class EDPResult:
         'mu'
         >>> plt.close(ax.figure)
         """
-        return call("plot_neighbour_posterior", self, neighbour, parameter, **kwargs)
+        return plots.plot_neighbour_posterior(self, neighbour, parameter, **kwargs)
 
     def plot_delta_profile(self, epsilons=None, **kwargs):
         """(eps, delta) and delta* curves; see :func:`pymc_edp.plots.plot_delta_profile`.
@@ -949,4 +945,4 @@ class EDPResult:
         ('Bin-free (ε, δ) profile', 'log')
         >>> plt.close(ax.figure)
         """
-        return call("plot_delta_profile", self, epsilons, **kwargs)
+        return plots.plot_delta_profile(self, epsilons, **kwargs)

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 import xarray as xr
 
-from pymc_edp.results._views import ViewNotRegisteredError, call
+from pymc_edp.base.common import TRIAL_DIM
+from pymc_edp.plots.html import tuning_result_html
+from pymc_edp.report import tuning_result_text
 from pymc_edp.results.edp import EDPResult
 
 __all__ = ["LEAKAGE_CAVEAT", "TRIAL_DIM", "PriorTuningResult"]
-
-TRIAL_DIM = "trial"
 
 LEAKAGE_CAVEAT = (
     "The prior was tuned on the data: the chosen hyperparameter is itself a function of the "
@@ -149,14 +149,8 @@ class PriorTuningResult:
 
     def _repr_html_(self) -> str:
         """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.tuning_result_html`."""
-        return call("tuning_html", self)
+        return tuning_result_html(self)
 
     def __repr__(self) -> str:
         """The printout; see :func:`pymc_edp.report.tuning_result_text`."""
-        try:
-            return call("tuning_text", self)
-        except ViewNotRegisteredError:  # pymc_edp.views not imported (yet): a plain line
-            return (
-                f"PriorTuningResult(value={self.value!r}, epsilon={self.epsilon!r}, "
-                f"target_epsilon={self.target_epsilon!r})"
-            )
+        return tuning_result_text(self)
