@@ -31,59 +31,42 @@ class PriorTuningResult:
     ----------
     value : float
         The tuned value of the hyperparameter.
-    epsilon : float
-        B-EDP epsilon at ``value`` from the confirmation audit (an independent sample and
-        the method the user chose).
-    mcse : float
-        Monte-Carlo standard error of ``epsilon``, the audit's own
-        (:func:`pymc_edp.diagnostics.epsilon_mcse`).
+    epsilon, mcse : float
+        Epsilon at ``value`` from the confirmation audit (an independent sample, the chosen
+        method) and its Monte-Carlo standard error.
     target_epsilon : float
-        The target.
     hyperparameter : str or None
         Name of the ``pm.Data`` hyperparameter; None for the builder form.
     initial_value : float
         The untuned value the utility cost is measured against.
-    initial_epsilon : float
-        Reweighted epsilon at ``initial_value`` (search seed).
-    search_epsilon : float
-        Reweighted epsilon at ``value`` during the search (common random numbers).
+    initial_epsilon, search_epsilon : float
+        Reweighted epsilon at ``initial_value`` and at ``value`` during the search.
     bins : int
-        Number of bins ``B``.
-    neighbour : str
-        Neighbour relation.
-    method : str
-        Method of the confirmation audit.
+    neighbour, method : str
+        Of the confirmation audit.
     direction : str
-        ``"increasing"`` if epsilon grows with the hyperparameter (a scale),
-        ``"decreasing"`` if it falls (a concentration or precision).
+        ``"increasing"`` if epsilon grows with the hyperparameter (a scale), else
+        ``"decreasing"``.
     monotone : bool
-        False when the evaluated epsilons were not monotone in the hyperparameter beyond
-        their Monte-Carlo error (then several values may meet the target).
+        False when the epsilons were not monotone beyond their Monte-Carlo error (several
+        values may then meet the target).
     stopped : str
-        Why the search stopped: ``"tolerance"`` (an evaluation met ``rtol``),
-        ``"noise"`` (the epsilons at the ends of the bracket were within twice their
-        Monte-Carlo error of each other), ``"xtol"`` or ``"maxiter"``. Unless an evaluation
-        met ``rtol`` with a Monte-Carlo error below ``rtol`` too, the answer is the root of
-        a weighted line through the trials near the target (stage ``"final"``).
+        Why the search stopped: ``"tolerance"``, ``"noise"`` (the bracket's ends within twice
+        their Monte-Carlo error), ``"xtol"`` or ``"maxiter"``.
     trials : xarray.Dataset
-        Over dimension ``trial`` in evaluation order: ``value``, ``epsilon``, ``mcse``,
+        Over ``trial`` in evaluation order: ``value``, ``epsilon``, ``mcse``,
         ``max_pareto_k``, ``stage`` (``"initial"``, ``"bracket"``, ``"root"``, ``"final"``).
     utility : xarray.Dataset
-        Over dimension ``parameter``: posterior ``mean_untuned``, ``sd_untuned``,
-        ``mean_tuned``, ``sd_tuned``, ``mean_shift`` (tuned minus untuned),
-        ``mean_shift_sd`` (the shift in untuned posterior standard deviations) and
-        ``sd_ratio`` (tuned over untuned).
+        Over ``parameter``: ``mean_untuned``, ``sd_untuned``, ``mean_tuned``, ``sd_tuned``,
+        ``mean_shift``, ``mean_shift_sd`` (in untuned sds) and ``sd_ratio``.
     warnings : tuple of str
-        :data:`LEAKAGE_CAVEAT` first, then the diagnostics raised during the search and
-        the confirmation.
+        :data:`LEAKAGE_CAVEAT` first, then the diagnostics of the search and confirmation.
     audit : EDPResult
         The confirmation audit.
-    idata : arviz.InferenceData
-        Posterior at ``value`` (with ``log_likelihood``) the confirmation audited.
-    idata_untuned : arviz.InferenceData
-        Posterior at ``initial_value``.
+    idata, idata_untuned : arviz.InferenceData
+        Posteriors at ``value`` (the one audited) and at ``initial_value``.
     random_seed : int, optional
-        The seed the run used (pass it back to repeat the run).
+        The seed the run used.
 
     References
     ----------
@@ -92,8 +75,7 @@ class PriorTuningResult:
 
     Examples
     --------
-    Returned by :func:`tune_prior`, which samples the model repeatedly; built by hand here
-    (``trials`` and ``utility`` cut down to one variable each):
+    Returned by :func:`tune_prior`; built by hand here:
 
     >>> from pymc_edp import PriorTuningResult
     >>> res = PriorTuningResult(
@@ -137,12 +119,7 @@ class PriorTuningResult:
         return (self.epsilon - self.target_epsilon) / self.target_epsilon
 
     def summary(self) -> pd.DataFrame:
-        """The utility cost, one row per audited scalar parameter.
-
-        Returns
-        -------
-        pandas.DataFrame
-        """
+        """The utility cost, one row per audited scalar parameter."""
         df = self.utility.to_dataframe()
         df.index = df.index.astype(str)
         return df
