@@ -47,41 +47,26 @@ class AuditData(Protocol):
     epsilon : float
     worst_neighbour
         Coordinate value of the neighbour attaining ``epsilon``.
-
-    Examples
-    --------
-    >>> from pymc_edp.diagnostics._common import AuditData
-    >>> isinstance(res, AuditData)
-    True
     """
 
     @property
     def pointwise(self) -> xr.Dataset: ...
-
     @property
     def parameters(self) -> xr.Dataset: ...
-
     @property
     def log_weights(self) -> xr.DataArray | None: ...
-
     @property
     def draws(self) -> xr.DataArray | None: ...
-
     @property
     def bins(self) -> int: ...
-
     @property
     def smoothing(self) -> float: ...
-
     @property
     def count_smoothing(self) -> float: ...
-
     @property
     def n_chains(self) -> int: ...
-
     @property
     def epsilon(self) -> float: ...
-
     @property
     def worst_neighbour(self) -> Any: ...
 
@@ -119,26 +104,20 @@ def no_weights_error(result: AuditData) -> ValueError:
     )
 
 
-def weight_rows(result: AuditData) -> np.ndarray:
-    """Positions in ``result.pointwise`` of the rows of :func:`kept_weights`."""
-    if result.log_weights is None:
-        raise no_weights_error(result)
-    lw = result.log_weights
-    if WEIGHT_INDEX in lw.coords:
-        return np.asarray(lw[WEIGHT_INDEX].values, dtype=np.int64)
-    return np.arange(lw.sizes[NEIGHBOUR_DIM])
-
-
 def kept_weights(result: AuditData) -> tuple[np.ndarray, np.ndarray]:
     """The smoothed log-weights the audit kept, ``(rows, sample)``, and their positions.
 
     Small audits keep every neighbour's; large ones (streamed, pruned) those of the
     neighbours that can set epsilon (:data:`pymc_edp.auditing.TOP_WEIGHTS`).
     """
-    if result.log_weights is None:
+    lw = result.log_weights
+    if lw is None:
         raise no_weights_error(result)
-    lw = result.log_weights.transpose(NEIGHBOUR_DIM, ...).values
-    return np.asarray(lw, dtype=float), weight_rows(result)
+    if WEIGHT_INDEX in lw.coords:
+        rows = np.asarray(lw[WEIGHT_INDEX].values, dtype=np.int64)
+    else:
+        rows = np.arange(lw.sizes[NEIGHBOUR_DIM])
+    return np.asarray(lw.transpose(NEIGHBOUR_DIM, ...).values, dtype=float), rows
 
 
 def weights_of(result: AuditData) -> np.ndarray:
@@ -153,6 +132,41 @@ def weights_of(result: AuditData) -> np.ndarray:
             "keep them all."
         )
     return lw
+
+
+def listing(values: Any, limit: int = 10) -> str:
+    """The first ``limit`` of ``values`` (and how many there are), for an error message."""
+    values = [str(v) for v in np.asarray(values).ravel()]
+    head = ", ".join(values[:limit])
+    return head if len(values) <= limit else f"{head}, ... ({len(values)} in all)"
+
+
+def neighbour_position(result: AuditData, neighbour: Any = None) -> tuple[int, Any]:
+    """Position in ``pointwise`` of ``neighbour`` (default the worst), and its label."""
+    if neighbour is None:
+        neighbour = result.worst_neighbour
+    labels = result.pointwise[NEIGHBOUR_DIM].values
+    hits = np.flatnonzero(labels == neighbour)
+    if hits.size == 0:
+        raise KeyError(
+            f"no neighbour {neighbour!r} in this result; pass one of its neighbours "
+            f"(res.pointwise['neighbour']): {listing(labels)}"
+        )
+    return int(hits[0]), neighbour
+
+
+def neighbour_weights(result: AuditData, neighbour: Any = None) -> tuple[np.ndarray, int, Any]:
+    """One neighbour's kept log-weights ``(1, sample)``, its position and its label."""
+    i, neighbour = neighbour_position(result, neighbour)
+    lw, rows = kept_weights(result)
+    at = np.flatnonzero(rows == i)
+    if at.size == 0:
+        raise ValueError(
+            f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
+            "of the neighbours that can set epsilon): use one of those (res.most_exposed()), "
+            "or rerun edp.audit(..., chunks={'store_weights': True, 'prune': False})"
+        )
+    return lw[at], i, neighbour
 
 
 def draws_of(result: AuditData) -> np.ndarray:

@@ -22,7 +22,14 @@ from pymc_edp.diagnostics import (
     epsilon_curve,
     epsilon_interval,
 )
-from pymc_edp.diagnostics._common import keep_weights_advice, kept_weights, was_pruned
+from pymc_edp.diagnostics._common import (
+    kept_weights,
+    listing,
+    neighbour_position,
+    neighbour_weights,
+    no_weights_error,
+    was_pruned,
+)
 from pymc_edp.plots.style import (
     REFERENCE_COLOR,
     TEXT_COLOR,
@@ -79,17 +86,12 @@ def _reduce_to_neighbours(da: xr.DataArray, dim: str) -> np.ndarray:
     return np.asarray(da.values, dtype=float)
 
 
-def _reduce_method(da: xr.DataArray, dim: str) -> np.ndarray:
-    if da.dims != (dim,):
-        return np.full(da.sizes.get(dim, 0), "", dtype=object)
+def neighbour_methods(pointwise: xr.Dataset, dim: str = NEIGHBOUR_DIM) -> np.ndarray:
+    """Every neighbour's ``method`` (``""`` where the result does not say)."""
+    da = pointwise.get("method")
+    if da is None or da.dims != (dim,):
+        return np.full(pointwise.sizes.get(dim, 0), "", dtype=object)
     return np.asarray(da.values).astype(str)
-
-
-def _listing(values: Any, limit: int = 10) -> str:
-    """The first ``limit`` of ``values`` (and how many there are), for an error message."""
-    values = [str(v) for v in np.asarray(values).ravel()]
-    head = ", ".join(values[:limit])
-    return head if len(values) <= limit else f"{head}, ... ({len(values)} in all)"
 
 
 def plot_pointwise_epsilon(
@@ -147,16 +149,15 @@ def plot_pointwise_epsilon(
     """
     require_matplotlib()
     pointwise = result.pointwise
-    eps, names = _pointwise_epsilons(pointwise, dim)
+    eps, names = pointwise_epsilons(pointwise, dim)
     counts = khat_counts(result, dim) if "pareto_k" in pointwise else None
     ax = get_axes(ax, figsize=figsize, default_figsize=(9.0, 4.2))
     x, default_xlabel = _pointwise_positions(names, eps.size, dim)
     kwargs = {"s": 28, "linewidths": 0.6, "edgecolors": "white", "zorder": 3}
     kwargs.update(scatter_kwargs or {})
     _scatter_by_khat(ax, x, eps, counts, kwargs)
-    if "method" in pointwise:
-        refit = _reduce_method(pointwise["method"], dim) == "refit"
-        _outline(ax, x, eps, refit, "refitted", s=kwargs["s"] * 3)
+    refit = neighbour_methods(pointwise, dim) == "refit"
+    _outline(ax, x, eps, refit, "refitted", s=kwargs["s"] * 3)
     if "lower_bound" in pointwise:
         bounded = np.asarray(pointwise["lower_bound"].values, dtype=bool).reshape(-1)
         _outline(ax, x, eps, bounded, "lower bound (resolution limit)", marker="^",
@@ -193,7 +194,7 @@ def plot_pointwise_epsilon(
     return ax
 
 
-def _pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np.ndarray]:
+def pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np.ndarray]:
     """Every neighbour's epsilon (its maximum over other dimensions) and its label."""
     if "epsilon" not in pointwise:
         raise KeyError("result.pointwise has no 'epsilon' variable")
@@ -302,13 +303,6 @@ def plot_epsilon_curve(
     >>> ax = edp.plots.plot_epsilon_curve(res, bins=(5, 10, 20))
     >>> [t.get_text() for t in ax.get_xticklabels()]
     ['5', '10', '20']
-    >>> plt.close(ax.figure)
-
-    A curve computed beforehand can be passed instead of the result:
-
-    >>> ax = edp.plots.plot_epsilon_curve(res.curve(bins=(5, 10, 20)))
-    >>> ax.get_title()
-    'B-EDP ε against the number of bins'
     >>> plt.close(ax.figure)
     """
     require_matplotlib()
@@ -592,41 +586,19 @@ def plot_neighbour_posterior(
     """
     require_matplotlib()
     if result.log_weights is None or result.draws is None:
-        raise ValueError(
-            "this plot needs the audit's log_weights and draws, which this result does not "
-            f"carry: {keep_weights_advice(result)}; results read back with "
-            "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)"
-        )
+        raise no_weights_error(result)
     pw = result.pointwise
-    if neighbour is None:
-        neighbour = result.worst_neighbour
-    labels = pw["neighbour"].values
-    hits = np.flatnonzero(labels == neighbour)
-    if hits.size == 0:
-        raise KeyError(
-            f"no neighbour {neighbour!r} in this result; pass one of its neighbours "
-            f"(res.pointwise['neighbour']): {_listing(labels)}"
-        )
-    i = int(hits[0])
+    i, neighbour = neighbour_position(result, neighbour)
     if parameter is None:
         parameter = str(pw["worst_parameter"].values[i])
     names = result.draws["parameter"].values
     if not np.any(names.astype(str) == str(parameter)):
         raise KeyError(
             f"no parameter {parameter!r} in this result; pass one of its parameters "
-            f"(res.parameters['parameter']): {_listing(names)}"
+            f"(res.parameters['parameter']): {listing(names)}"
         )
     draws = np.asarray(result.draws.sel(parameter=str(parameter)).values, dtype=float)
-    lw, rows = kept_weights(result)
-    at = np.flatnonzero(rows == i)
-    if at.size == 0:
-        raise ValueError(
-            f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
-            "of the neighbours that can set epsilon): plot one of those (the largest epsilons, "
-            "res.most_exposed()), or rerun edp.audit(..., chunks={'store_weights': True, "
-            "'prune': False})"
-        )
-    w = normalised_weights(lw[at[0]])[0]
+    w = normalised_weights(neighbour_weights(result, neighbour)[0][0])[0]
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     edges = np.linspace(draws.min(), draws.max(), n_hist + 1)
     ax.hist(
@@ -676,9 +648,9 @@ def plot_delta_profile(
     Parameters
     ----------
     result : AuditSummary or xarray.Dataset
-        An audit result (with weights), or a profile from ``result.delta_profile()``.
+        An audit result (with weights), or ``result.delta_profile()``.
     epsilons : array_like, optional
-        Grid for an audit result; default 200 points up to 1.5 times its epsilon.
+        Default 200 points up to 1.5 times the audit's epsilon.
     ax : matplotlib.axes.Axes, optional
     figsize : tuple of float, optional
     logy : bool, default True

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from pymc_edp.plots.audit import KHAT_COLORS
+from pymc_edp.base.common import NEIGHBOUR_DIM
+from pymc_edp.plots.audit import KHAT_COLORS, neighbour_methods, pointwise_epsilons
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
 from pymc_edp.report import Headline, format_interval, headline, khat_counts
 from pymc_edp.report._common import AuditSummary, TuningSummary
@@ -219,18 +220,8 @@ def _figure(svg: str, caption: str) -> str:
 # ----------------------------------------------------------------------- EDPResult
 def _neighbour_arrays(result: AuditSummary):
     """Every neighbour's epsilon, method and label (the k-hat classes: :func:`khat_counts`)."""
-    pw = result.pointwise
-    eps = np.asarray(pw["epsilon"].values, dtype=float)
-    if eps.ndim > 1:
-        eps = eps.reshape(eps.shape[0], -1).max(axis=1)
-    n = eps.size
-    method = (
-        np.asarray(pw["method"].values).astype(str).reshape(-1)
-        if "method" in pw and pw["method"].size == n
-        else np.full(n, "", dtype=object)
-    )
-    labels = np.asarray(pw["neighbour"].values) if "neighbour" in pw.coords else np.arange(n)
-    return eps, method, labels
+    eps, labels = pointwise_epsilons(result.pointwise, NEIGHBOUR_DIM)
+    return eps, neighbour_methods(result.pointwise), labels
 
 
 def epsilon_svg(
@@ -259,8 +250,7 @@ def epsilon_svg(
 
     Examples
     --------
-    >>> from pymc_edp.plots.html import epsilon_svg
-    >>> svg = epsilon_svg(res)
+    >>> svg = edp.plots.html.epsilon_svg(res)
     >>> svg.startswith("<svg"), len(svg) < 30_000
     (True, True)
     >>> "St. Paul" in svg  # the worst neighbour is labelled
@@ -437,8 +427,7 @@ def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
 
     Examples
     --------
-    >>> from pymc_edp.plots.html import edp_result_html
-    >>> page = edp_result_html(res)
+    >>> page = edp.plots.html.edp_result_html(res)
     >>> page.startswith('<div class="pedp-wrap">'), "<script" in page
     (True, False)
     >>> f"{res.epsilon:.3f}" in page and "St. Paul&#x27;s" in page
@@ -496,9 +485,7 @@ def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.
 
     Examples
     --------
-    >>> from pymc_edp import PriorTuningResult
-    >>> from pymc_edp.plots.html import search_svg
-    >>> res = PriorTuningResult(
+    >>> res = edp.PriorTuningResult(
     ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
     ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
     ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
@@ -506,7 +493,7 @@ def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.
     ...     trials=xr.Dataset({"value": ("trial", [1.73, 1.2]),
     ...                        "epsilon": ("trial", [0.45, 0.3])}),
     ...     utility=xr.Dataset())
-    >>> search_svg(res).startswith("<svg")
+    >>> edp.plots.html.search_svg(res).startswith("<svg")
     True
     """
     trials = result.trials
@@ -580,9 +567,7 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
 
     Examples
     --------
-    >>> from pymc_edp import PriorTuningResult
-    >>> from pymc_edp.plots.html import tuning_result_html
-    >>> res = PriorTuningResult(
+    >>> res = edp.PriorTuningResult(
     ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
     ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
     ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
@@ -590,7 +575,7 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
     ...                        coords={"parameter": ["mu"]}),
     ...     warnings=("a caveat",))
-    >>> page = tuning_result_html(res)
+    >>> page = edp.plots.html.tuning_result_html(res)
     >>> "sigma0" in page and "0.3100" in page and "a caveat" in page
     True
     """

@@ -76,8 +76,7 @@ def require_matplotlib() -> ModuleType:
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import require_matplotlib
-    >>> require_matplotlib().__name__
+    >>> edp.plots.style.require_matplotlib().__name__
     'matplotlib.pyplot'
     """
     try:
@@ -95,8 +94,7 @@ def color(index: int) -> str:
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import color
-    >>> color(0), color(11)
+    >>> edp.plots.style.color(0), edp.plots.style.color(11)
     ('#2a2eec', '#fa7c17')
     """
     return ARVIZ_COLORS[int(index) % len(ARVIZ_COLORS)]
@@ -113,8 +111,7 @@ def style_axes(ax: Axes, *, grid: bool = True) -> Axes:
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import style_axes
-    >>> ax = style_axes(plt.figure().add_subplot())
+    >>> ax = edp.plots.style.style_axes(plt.figure().add_subplot())
     >>> ax.spines["top"].get_visible(), ax.spines["left"].get_visible()
     (False, True)
     >>> plt.close("all")
@@ -154,8 +151,7 @@ def get_axes(
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import get_axes
-    >>> ax = get_axes(figsize=(3, 2))
+    >>> ax = edp.plots.style.get_axes(figsize=(3, 2))
     >>> ax.figure.get_size_inches().tolist()
     [3.0, 2.0]
     >>> plt.close("all")
@@ -171,8 +167,7 @@ def get_axes_grid(nrows: int, ncols: int, *, figsize: tuple[float, float] | None
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import get_axes_grid
-    >>> axes = get_axes_grid(2, 2, figsize=(6, 4))
+    >>> axes = edp.plots.style.get_axes_grid(2, 2, figsize=(6, 4))
     >>> axes.shape
     (2, 2)
     >>> plt.close("all")
@@ -194,8 +189,7 @@ def set_labels(
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import set_labels
-    >>> ax = set_labels(plt.figure().add_subplot(), "ε", "δ", title=None)
+    >>> ax = edp.plots.style.set_labels(plt.figure().add_subplot(), "ε", "δ", title=None)
     >>> ax.get_xlabel(), ax.get_ylabel(), ax.get_title()
     ('ε', 'δ', '')
     >>> plt.close("all")
@@ -216,10 +210,9 @@ def add_legend(ax: Axes, **kwargs: Any) -> Legend:
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import add_legend
     >>> ax = plt.figure().add_subplot()
     >>> _ = ax.plot([0, 1], label="a line")
-    >>> add_legend(ax, title="series").get_frame_on()
+    >>> edp.plots.style.add_legend(ax, title="series").get_frame_on()
     False
     >>> plt.close("all")
     """
@@ -248,8 +241,7 @@ def reference_line(
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import reference_line
-    >>> line = reference_line(plt.figure().add_subplot(), 0.5)
+    >>> line = edp.plots.style.reference_line(plt.figure().add_subplot(), 0.5)
     >>> list(line.get_ydata()), line.get_linestyle()
     ([0.5, 0.5], '--')
     >>> plt.close("all")
@@ -333,11 +325,10 @@ def place_labels(
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import place_labels
     >>> ax = plt.figure().add_subplot()
     >>> x, y = np.array([0.0, 0.1, 5.0]), np.array([1.0, 1.03, 0.0])
     >>> _ = ax.scatter(x, y)
-    >>> notes = place_labels(ax, x, y, [0, 1], ["a", "b"])
+    >>> notes = edp.plots.style.place_labels(ax, x, y, [0, 1], ["a", "b"])
     >>> [(n.get_text(), n.xyann) for n in notes]  # "a" above right would cover the next point
     [('a', (-5, 4)), ('b', (5, 4))]
     >>> plt.close("all")

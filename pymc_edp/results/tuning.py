@@ -77,8 +77,7 @@ class PriorTuningResult:
     --------
     Returned by :func:`tune_prior`; built by hand here:
 
-    >>> from pymc_edp import PriorTuningResult
-    >>> res = PriorTuningResult(
+    >>> res = edp.PriorTuningResult(
     ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
     ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
     ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
