@@ -35,7 +35,6 @@ from pymc_edp import (  # noqa: E402
     report,
     risk,
     tuning,
-    views,
 )
 from pymc_edp.auditing import (  # noqa: E402
     AuditOptions,
@@ -86,5 +85,4 @@ __all__ = [
     "risk",
     "tune_prior",
     "tuning",
-    "views",
 ]

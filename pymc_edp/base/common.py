@@ -15,6 +15,7 @@ __all__ = [
     "NEIGHBOUR_DIM",
     "PARAMETER_DIM",
     "SAMPLE_DIM",
+    "TRIAL_DIM",
     "WEIGHT_INDEX",
     "EDPWarning",
     "chunk_slices",
@@ -26,6 +27,7 @@ __all__ = [
 NEIGHBOUR_DIM = "neighbour"
 PARAMETER_DIM = "parameter"
 SAMPLE_DIM = "sample"
+TRIAL_DIM = "trial"
 #: Coordinate of a result's kept ``log_weights`` giving each row's position in ``pointwise``.
 WEIGHT_INDEX = "neighbour_index"
 

@@ -1,48 +1,21 @@
 """How far to trust an EDP audit: Monte-Carlo error, imprecision, bins and the bin-free view.
 
-Every function takes an audit result (an :class:`~pymc_edp.EDPResult`) that kept its
-importance weights (``audit(..., chunks={"store_weights": True})``, the default) and returns xarray
-objects; the :class:`~pymc_edp.EDPResult` methods ``mcse``, ``interval``, ``emi``,
-``empty_bins``, ``curve``, ``delta_profile``, ... call them (through :mod:`pymc_edp.views`).
-The numerical work is in :mod:`pymc_edp.base` (plain NumPy/numba, sample axis last).
+Every function takes an audit result that kept its importance weights (the default) and
+returns xarray objects; the :class:`~pymc_edp.EDPResult` methods of the same names call
+them. They read the result through the protocol ``pymc_edp.diagnostics._common.AuditData``
+and cache what they compute on it. The numerical work is in :mod:`pymc_edp.base`.
 
-The diagnostics sit below the result classes and do not import them: they read the
-attributes listed by the protocol ``pymc_edp.diagnostics._common.AuditData`` (which any
-audit result has), and keep what they compute (bins, influence functions) in their own
-cache, ``pymc_edp.diagnostics._cache``, which lives exactly as long as the result.
+* :func:`epsilon_mcse`, :func:`epsilon_interval` -- Monte-Carlo error and interval;
+* :func:`bin_log_ratios` -- where one neighbour's epsilon is set;
+* :func:`emi` -- Abowd's EMI, the noise floor of refit-and-count (for reference only);
+* :func:`empty_bins`, :func:`smoothing_sensitivity` -- empty bins and the smoothing;
+* :func:`epsilon_curve`, :func:`continuous_limit` -- eps(B) and its ``B -> inf`` reference;
+* :func:`refit_epsilon` -- a user's own refit of one neighbour, in the audit's bins;
+* :func:`delta_profile` -- the bin-free (eps, delta) profile.
 
-What is computed, and why:
-
-* **Monte-Carlo standard error and interval** of epsilon and of every per-record
-  ``epsilon_i`` (:func:`epsilon_mcse`, :func:`epsilon_interval`): a delta-method error from
-  the influence function of the reweighted bin probability, *including the randomness of the
-  quantile cut points*, scaled by the effective sample size of that influence series, so
-  MCMC autocorrelation is accounted for. The interval of a maximum is the maximum of the
-  intervals of its leading candidates.
-* **Bin log ratios** (:func:`bin_log_ratios`): where one neighbour's epsilon is set.
-* **EMI**, Abowd's empirical measure of imprecision (:func:`emi`): the procedure with D in
-  place of the neighbour, on independent draws (bins from the first half of every chain,
-  counts from the second half). It is the noise floor of *refit-and-count*, kept for
-  reference; it is not an error of a reweighted estimate and never a verdict on one.
-* **Empty bins and smoothing** (:func:`empty_bins`, :func:`smoothing_sensitivity`).
-* **eps(B)** (:func:`epsilon_curve`) from the stored weights, no refitting, with the
-  continuous limit ``B -> inf`` (:func:`continuous_limit`) as its reference.
-* **A refit checked by hand** (:func:`refit_epsilon`): the epsilon of a user's own refit of
-  one neighbour, counted in the audit's own bins against the full-data bin probabilities as
-  the audit computed them (not ``1 / B``).
-* **The (eps, delta) profile** (:func:`delta_profile`): ``delta_i(eps)``, ``delta(eps)``,
-  total risk ``delta*(eps)`` from the weights, without bins and without density estimates.
-
-The words come later: the headline (its interval, whether it is a lower bound, whether
-refits confirmed it, the statement about noise) and the plain-language ``res.diagnose()``
-are :mod:`pymc_edp.report`'s.
-
-Neighbours refitted exactly (``pointwise["method"] == "refit"``) keep their Pareto-smoothed
-importance weights in ``log_weights``. Their Monte-Carlo error and interval at the audit's
-number of bins are those of the refit estimate, computed by the audit with the same delta
-method over the pooled (or refit) draws (``pointwise["refit_mcse"]``); everything else here
-(EMI, empty bins, eps(B), the (eps, delta) profile) is computed from the weights, so for
-refitted neighbours it describes the *reweighting* estimate (flagged in the outputs).
+For refitted neighbours, the error at the audit's B is their refit's
+(``pointwise["refit_mcse"]``); everything else is computed from their weights, so it
+describes the reweighting estimate (flagged in the outputs).
 
 References
 ----------

@@ -1,8 +1,7 @@
 """What every diagnostic reads from an audit: weights, draws and bins, computed once.
 
-The diagnostics do not know the result class (:class:`pymc_edp.EDPResult` sits above
-them): they read the attributes of :class:`AuditData`, which any audit result has, and
-keep what they compute in their own cache (:mod:`pymc_edp.diagnostics._cache`).
+The diagnostics read the attributes of :class:`AuditData` (not the result class, which sits
+above them) and keep what they compute in the result's own cache (:func:`cache_of`).
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import numpy as np
 from pymc_edp.base import binning
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_probability
-from pymc_edp.diagnostics._cache import cache_of
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -28,8 +26,7 @@ INTERVAL_DIM = "interval"
 class AuditData(Protocol):
     """The attributes of an audit that the diagnostics read (an ``EDPResult`` has them all).
 
-    Read-only: the diagnostics never change an audit; what they compute goes to their own
-    cache (:func:`pymc_edp.diagnostics._cache.cache_of`).
+    Read-only: the diagnostics never change an audit.
 
     Attributes
     ----------
@@ -50,41 +47,26 @@ class AuditData(Protocol):
     epsilon : float
     worst_neighbour
         Coordinate value of the neighbour attaining ``epsilon``.
-
-    Examples
-    --------
-    >>> from pymc_edp.diagnostics._common import AuditData
-    >>> isinstance(res, AuditData)
-    True
     """
 
     @property
     def pointwise(self) -> xr.Dataset: ...
-
     @property
     def parameters(self) -> xr.Dataset: ...
-
     @property
     def log_weights(self) -> xr.DataArray | None: ...
-
     @property
     def draws(self) -> xr.DataArray | None: ...
-
     @property
     def bins(self) -> int: ...
-
     @property
     def smoothing(self) -> float: ...
-
     @property
     def count_smoothing(self) -> float: ...
-
     @property
     def n_chains(self) -> int: ...
-
     @property
     def epsilon(self) -> float: ...
-
     @property
     def worst_neighbour(self) -> Any: ...
 
@@ -122,26 +104,20 @@ def no_weights_error(result: AuditData) -> ValueError:
     )
 
 
-def weight_rows(result: AuditData) -> np.ndarray:
-    """Positions in ``result.pointwise`` of the rows of :func:`kept_weights`."""
-    if result.log_weights is None:
-        raise no_weights_error(result)
-    lw = result.log_weights
-    if WEIGHT_INDEX in lw.coords:
-        return np.asarray(lw[WEIGHT_INDEX].values, dtype=np.int64)
-    return np.arange(lw.sizes[NEIGHBOUR_DIM])
-
-
 def kept_weights(result: AuditData) -> tuple[np.ndarray, np.ndarray]:
     """The smoothed log-weights the audit kept, ``(rows, sample)``, and their positions.
 
     Small audits keep every neighbour's; large ones (streamed, pruned) those of the
     neighbours that can set epsilon (:data:`pymc_edp.auditing.TOP_WEIGHTS`).
     """
-    if result.log_weights is None:
+    lw = result.log_weights
+    if lw is None:
         raise no_weights_error(result)
-    lw = result.log_weights.transpose(NEIGHBOUR_DIM, ...).values
-    return np.asarray(lw, dtype=float), weight_rows(result)
+    if WEIGHT_INDEX in lw.coords:
+        rows = np.asarray(lw[WEIGHT_INDEX].values, dtype=np.int64)
+    else:
+        rows = np.arange(lw.sizes[NEIGHBOUR_DIM])
+    return np.asarray(lw.transpose(NEIGHBOUR_DIM, ...).values, dtype=float), rows
 
 
 def weights_of(result: AuditData) -> np.ndarray:
@@ -158,6 +134,41 @@ def weights_of(result: AuditData) -> np.ndarray:
     return lw
 
 
+def listing(values: Any, limit: int = 10) -> str:
+    """The first ``limit`` of ``values`` (and how many there are), for an error message."""
+    values = [str(v) for v in np.asarray(values).ravel()]
+    head = ", ".join(values[:limit])
+    return head if len(values) <= limit else f"{head}, ... ({len(values)} in all)"
+
+
+def neighbour_position(result: AuditData, neighbour: Any = None) -> tuple[int, Any]:
+    """Position in ``pointwise`` of ``neighbour`` (default the worst), and its label."""
+    if neighbour is None:
+        neighbour = result.worst_neighbour
+    labels = result.pointwise[NEIGHBOUR_DIM].values
+    hits = np.flatnonzero(labels == neighbour)
+    if hits.size == 0:
+        raise KeyError(
+            f"no neighbour {neighbour!r} in this result; pass one of its neighbours "
+            f"(res.pointwise['neighbour']): {listing(labels)}"
+        )
+    return int(hits[0]), neighbour
+
+
+def neighbour_weights(result: AuditData, neighbour: Any = None) -> tuple[np.ndarray, int, Any]:
+    """One neighbour's kept log-weights ``(1, sample)``, its position and its label."""
+    i, neighbour = neighbour_position(result, neighbour)
+    lw, rows = kept_weights(result)
+    at = np.flatnonzero(rows == i)
+    if at.size == 0:
+        raise ValueError(
+            f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
+            "of the neighbours that can set epsilon): use one of those (res.most_exposed()), "
+            "or rerun edp.audit(..., chunks={'store_weights': True, 'prune': False})"
+        )
+    return lw[at], i, neighbour
+
+
 def draws_of(result: AuditData) -> np.ndarray:
     """The full-data draws ``(parameter, sample)`` the bins were cut from."""
     if result.draws is None:
@@ -168,21 +179,34 @@ def draws_of(result: AuditData) -> np.ndarray:
     return np.asarray(result.draws.transpose(PARAMETER_DIM, ...).values, dtype=float)
 
 
+def cache_of(result: AuditData) -> dict:
+    """The result's cache of what the diagnostics computed from it (its ``_cache`` field).
+
+    An object without one gets a fresh dict every call: its diagnostics are recomputed.
+    """
+    cache = getattr(result, "_cache", None)
+    return {} if cache is None else cache
+
+
+def cached(result: AuditData, key, compute):
+    """``compute()``, kept under ``key`` in the result's cache and computed once."""
+    cache = cache_of(result)
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
 def bins_of(result: AuditData, n_bins: int) -> binning.Bins:
     """``n_bins`` equal-probability bins of the full-data draws (computed once per result)."""
-    cache = cache_of(result)
-    key = ("bins", int(n_bins))
-    if key not in cache:
-        cache[key] = binning.quantile_bins(draws_of(result), int(n_bins))
-    return cache[key]
+    n_bins = int(n_bins)
+    return cached(
+        result, ("bins", n_bins), lambda: binning.quantile_bins(draws_of(result), n_bins)
+    )
 
 
 def order_of(result: AuditData) -> np.ndarray:
     """``argsort`` of every parameter's full-data draws (computed once per result)."""
-    cache = cache_of(result)
-    if "order" not in cache:
-        cache["order"] = np.argsort(draws_of(result), axis=1, kind="stable")
-    return cache["order"]
+    return cached(result, "order", lambda: np.argsort(draws_of(result), axis=1, kind="stable"))
 
 
 def neighbour_coords(result: AuditData) -> dict:

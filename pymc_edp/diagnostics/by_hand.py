@@ -1,13 +1,8 @@
 """Checking an audit's number by hand: epsilon of a user's own refit, in the audit's bins.
 
-A user who refits one neighbour (the data with one record removed) and wants to compare
-with the audit must count the refit's draws in the audit's own bins, the equal-probability
-bins cut from the full-data draws, and compare with the full-data probabilities of those
-bins *as the audit computed them*: the share of full-data draws in each bin. That share is
-not exactly ``1 / B``: tied draws (a discrete parameter, a Metropolis step that repeats its
-draw) put more than ``S / B`` draws in one bin, tied cut points are merged, and ``S`` need not
-be a multiple of ``B``. :func:`refit_epsilon` does the count and returns the bins' edges and
-both sets of probabilities with it.
+The refit's draws must be compared with the full-data probabilities of the audit's bins *as
+the audit computed them*: the share of full-data draws in each, not exactly ``1 / B`` (tied
+draws, merged tied cut points, ``S`` not a multiple of ``B``).
 """
 
 from __future__ import annotations
@@ -18,8 +13,8 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
-from pymc_edp.diagnostics._common import AuditData, bins_of
+from pymc_edp.base.common import PARAMETER_DIM
+from pymc_edp.diagnostics._common import AuditData, bins_of, neighbour_position
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
 
@@ -54,26 +49,20 @@ def _refit_draws(result: AuditData, refit_posterior) -> np.ndarray:
 def refit_epsilon(result: AuditData, refit_posterior, neighbour: Any = None) -> xr.Dataset:
     """Epsilon of a user's own refit of one neighbour, counted in the audit's own bins.
 
-    The refit's draws of every audited parameter are counted in the audit's ``B``
-    equal-probability bins of the full-data draws, and compared with the full-data
-    probabilities of those bins as the audit computed them (the share of full-data draws in
-    each, which is not exactly ``1 / B``: see the module's notes). This is Charest & Han's
-    refit-and-count estimator: with ``M`` refit draws it is biased upward by Monte-Carlo
-    noise in the sparsest bin, so compare it with the audit's interval, not its point value,
-    unless ``M`` is large. A bin the refit draws miss is smoothed with the audit's
-    ``count_smoothing`` and makes the value a lower bound.
+    Charest & Han's refit-and-count estimator against the bins' full-data probabilities as
+    the audit computed them (see the module's notes). With few refit draws it is biased
+    upward by noise in the sparsest bin: compare it with the audit's interval. A bin the
+    refit misses is smoothed with ``count_smoothing`` and makes the value a lower bound.
 
     Parameters
     ----------
     result : AuditData
-        The audit (an :class:`~pymc_edp.EDPResult` that carries its full-data draws).
+        An audit that carries its full-data draws.
     refit_posterior : xarray.DataTree, arviz.InferenceData, xarray.Dataset or dict
-        The posterior of the refit (the model fitted to the neighbour's data), or its
-        ``posterior`` group, with the audited variables over ``(chain, draw, ...)``; a dict
-        maps the names of scalar variables to arrays of shape ``(chain, draw)``.
+        The refit's posterior (or its ``posterior`` group) with the audited variables; a
+        dict maps scalar variables' names to ``(chain, draw)`` arrays.
     neighbour : optional
-        The neighbour that was refitted (a coordinate of ``result.pointwise``), to put the
-        audit's own estimate for it beside the refit's in the attributes.
+        The neighbour refitted: the audit's estimate for it goes in the attributes.
 
     Returns
     -------
@@ -88,9 +77,8 @@ def refit_epsilon(result: AuditData, refit_posterior, neighbour: Any = None) -> 
 
     Examples
     --------
-    Audit a conjugate Normal mean whose last record is an outlier, refit that neighbour (here
-    exact draws of its closed-form posterior stand in for a ``pm.sample`` of the model
-    without the record) and count the refit's draws in the audit's bins:
+    A Normal mean whose last record is an outlier; exact draws of the posterior without it
+    stand in for a refit:
 
     >>> from pymc_edp.model.compat import from_dict
     >>> rng = np.random.default_rng(0)
@@ -136,12 +124,9 @@ def refit_epsilon(result: AuditData, refit_posterior, neighbour: Any = None) -> 
         "lower_bound": bool(np.any(share == 0.0)),
     }
     if neighbour is not None:
-        values = result.pointwise[NEIGHBOUR_DIM].values
-        hits = np.flatnonzero(values == neighbour)
-        if hits.size == 0:
-            raise KeyError(f"no neighbour {neighbour!r}; neighbours are e.g. {list(values[:5])}")
+        i, _ = neighbour_position(result, neighbour)
         attrs["neighbour"] = neighbour
-        attrs["audit_epsilon"] = float(result.pointwise["epsilon"].values[hits[0]])
+        attrs["audit_epsilon"] = float(result.pointwise["epsilon"].values[i])
     return xr.Dataset(
         {
             "epsilon": (PARAMETER_DIM, np.asarray(est.eps, dtype=float)),

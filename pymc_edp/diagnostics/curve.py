@@ -16,11 +16,11 @@ from pymc_edp.base.common import (
     chunk_slices,
 )
 from pymc_edp.base.validate import check_int
-from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     AuditData,
     bins_of,
+    cached,
     neighbour_coords,
     refitted,
     weights_of,
@@ -33,21 +33,17 @@ DEFAULT_CURVE_BINS = (5, 10, 20, 50, 100, 250)
 def continuous_limit(result: AuditData) -> xr.Dataset:
     """The ``B -> infinity`` reference: the largest absolute log density ratio over the draws.
 
-    ``sup_s |log r_i(theta_s)|`` with ``r_i = S w_i`` the normalised importance weight times
-    S, the density ratio ``p(theta | D') / p(theta | D)`` up to Monte-Carlo error in its
-    normaliser. It bounds every parameter's B-EDP for every B (a bin's probability ratio is an
-    average of ``r`` over the bin), and for a single parameter it is the ``B -> inf`` limit.
-    For many models the supremum is infinite (two normal posteriors with different means have
-    an unbounded log ratio): the sample maximum then keeps growing with S. This is checked on
-    nested thinned subsamples of ``S / 64 .. S / 4`` draws (averaged over the disjoint
-    subsamples of each size): if the growth over the last two doublings is at least 0.6 of
-    the growth over the two before, the limit is reported as diverging (a bounded ratio's
-    maximum converges geometrically, so the growth shrinks by a factor <= 0.5 there).
+    ``sup_s |log r_i(theta_s)|`` with ``r_i = S w_i`` the density ratio
+    ``p(theta | D') / p(theta | D)``. It bounds every parameter's B-EDP for every B (a bin's
+    ratio is an average of ``r``) and, for one parameter, is the ``B -> inf`` limit. Often
+    the supremum is infinite (normal posteriors with different means): the sample maximum
+    then keeps growing with S. On thinned subsamples of ``S / 64 .. S / 4`` draws, a growth
+    over the last two doublings of at least 0.6 of that over the two before is reported as
+    diverging (a bounded ratio's maximum converges geometrically: a factor <= 0.5).
 
     Parameters
     ----------
     result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`).
 
     Returns
     -------
@@ -70,9 +66,10 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
     >>> lim["sup_log_ratio"].dims
     ('neighbour',)
     """
-    cache = cache_of(result)
-    if "continuous_limit" in cache:
-        return cache["continuous_limit"]
+    return cached(result, "continuous_limit", lambda: _continuous_limit(result))
+
+
+def _continuous_limit(result: AuditData) -> xr.Dataset:
     from scipy.special import logsumexp
 
     lw = weights_of(result)
@@ -108,7 +105,7 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
             "without bound as B -> inf; the value shown is only the supremum over these "
             "draws."
         )
-    ds = xr.Dataset(
+    return xr.Dataset(
         {
             "sup_log_ratio": (NEIGHBOUR_DIM, sup),
             "epsilon_inf": ((), float(sup[worst])),
@@ -118,8 +115,6 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
         coords=neighbour_coords(result),
         attrs={"note": note},
     )
-    cache["continuous_limit"] = ds
-    return ds
 
 
 def _bins_grid(bins) -> np.ndarray:
@@ -150,7 +145,6 @@ def epsilon_curve(
     Parameters
     ----------
     result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`).
     bins : sequence of int, default (5, 10, 20, 50, 100, 250)
     prob : float or None, default 0.9
         Coverage of the Monte-Carlo interval drawn as error bars; None skips the errors.
@@ -162,10 +156,9 @@ def epsilon_curve(
     -------
     xarray.DataArray
         Epsilon over ``bins``, with coordinates ``mcse``, ``lower``, ``upper`` and
-        ``worst_neighbour``; attributes ``continuous_limit`` (the ``B -> inf`` reference of
-        :func:`continuous_limit`), ``continuous_limit_diverges``, ``note``, ``prob`` and
-        ``smoothing``. A B leaving fewer than 10 draws per bin gives NaN (and a warning).
-        For refitted neighbours the curve uses their importance weights.
+        ``worst_neighbour``; attributes ``continuous_limit`` and
+        ``continuous_limit_diverges`` (:func:`continuous_limit`), ``note``, ``prob`` and
+        ``smoothing``. Refitted neighbours enter through their importance weights.
 
     References
     ----------

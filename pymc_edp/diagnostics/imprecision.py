@@ -14,10 +14,10 @@ from pymc_edp.base.common import (
     EDPWarning,
     chunk_slices,
 )
-from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     AuditData,
     bins_of,
+    cached,
     draws_of,
     refitted,
     weights_of,
@@ -27,24 +27,19 @@ from pymc_edp.diagnostics._common import (
 def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     """Abowd's empirical measure of imprecision: the noise floor of refit-and-count.
 
-    The EDP procedure run with the full data D in place of the neighbour, on independent
-    draws: the bins are cut from the first half of every chain and the bin probabilities of
-    "D" are the counts of the second halves (Charest & Han, sec. 4). The true value is 0, so
-    what comes out is the noise floor of counting ``S / 2`` independent draws: the
-    imprecision of the *refit-and-count* procedure at ``M = S / 2``, by Abowd's criterion
-    (an epsilon within 2 EMI of zero is noise) a verdict on such estimates only. Reweighted,
-    moment-matched and pooled estimates use the same draws as the bins and are far more
-    precise; their own error is :func:`epsilon_interval`, and Charest & Han show a small EMI
-    does not imply an accurate epsilon anyway. A single independent set is used; Abowd et al.
-    take the maximum over n such sets (one per neighbour), which is larger. Counts are
-    smoothed with the audit's count smoothing (``result.count_smoothing``).
+    The EDP procedure with D in place of the neighbour, on independent draws: bins cut from
+    the first half of every chain, counts from the second halves (Charest & Han, sec. 4).
+    The true value is 0, so this is the noise of counting ``S / 2`` independent draws: a
+    verdict on *refit-and-count* estimates only (Abowd: within 2 EMI of zero is noise), not
+    an error of reweighted ones (that is :func:`epsilon_interval`). One independent set is
+    used (Abowd et al. take the maximum over n, which is larger); counts are smoothed with
+    ``result.count_smoothing``.
 
     Parameters
     ----------
     result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`).
     bins : int, optional
-        Number of bins; default the audit's.
+        Default the audit's.
 
     Returns
     -------
@@ -66,63 +61,60 @@ def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     >>> round(float(em["emi"]), 2), em.attrs["n_draws"], em.attrs["within_two_emi"]
     (0.27, 1000, 0)
     """
-    cache = cache_of(result)
     n_bins = result.bins if bins is None else int(bins)
-    key = ("emi", n_bins)
-    if key not in cache:
-        draws = draws_of(result)
-        n_par, n_samples = draws.shape
-        n_chains = max(int(result.n_chains), 1)
-        per_chain = n_samples // n_chains
-        half = per_chain // 2
-        if half < 2:
-            raise ValueError("too few draws per chain to split them in two halves")
-        starts = np.arange(n_chains) * per_chain
-        first = (starts[:, None] + np.arange(half)[None, :]).ravel()
-        second = (starts[:, None] + per_chain - half + np.arange(half)[None, :]).ravel()
-        cut = binning.quantile_bins(draws[:, first], n_bins)
-        idx = binning.assign_bins(draws[:, second], cut)
-        out = np.empty(n_par)
-        alpha = float(getattr(result, "count_smoothing", result.smoothing))
-        for p in range(n_par):
-            nb = int(cut.n_bins[p])
-            c1 = cut.counts[p, :nb].astype(float)
-            c2 = np.bincount(idx[p], minlength=nb)[:nb].astype(float)
-            with np.errstate(divide="ignore"):
-                d = np.abs(np.log(c2 + alpha) - np.log(c1 + alpha))
-            out[p] = d.max()
-        value = float(out.max())
-        cache[key] = xr.Dataset(
-            {"emi": ((), value), "emi_parameter": (PARAMETER_DIM, out)},
-            coords={PARAMETER_DIM: result.parameters[PARAMETER_DIM].values},
-            attrs={
-                "n_draws": int(first.size),
-                "bins": n_bins,
-                "smoothing": alpha,
-                "epsilon": result.epsilon,
-                "within_two_emi": int(not result.epsilon > 2 * value),
-            },
-        )
-    return cache[key]
+    return cached(result, ("emi", n_bins), lambda: _emi(result, n_bins))
+
+
+def _emi(result: AuditData, n_bins: int) -> xr.Dataset:
+    """Abowd's EMI with ``n_bins`` bins (uncached)."""
+    draws = draws_of(result)
+    n_par, n_samples = draws.shape
+    n_chains = max(int(result.n_chains), 1)
+    per_chain = n_samples // n_chains
+    half = per_chain // 2
+    if half < 2:
+        raise ValueError("too few draws per chain to split them in two halves")
+    starts = np.arange(n_chains) * per_chain
+    first = (starts[:, None] + np.arange(half)[None, :]).ravel()
+    second = (starts[:, None] + per_chain - half + np.arange(half)[None, :]).ravel()
+    cut = binning.quantile_bins(draws[:, first], n_bins)
+    idx = binning.assign_bins(draws[:, second], cut)
+    out = np.empty(n_par)
+    alpha = float(getattr(result, "count_smoothing", result.smoothing))
+    for p in range(n_par):
+        nb = int(cut.n_bins[p])
+        c1 = cut.counts[p, :nb].astype(float)
+        c2 = np.bincount(idx[p], minlength=nb)[:nb].astype(float)
+        with np.errstate(divide="ignore"):
+            d = np.abs(np.log(c2 + alpha) - np.log(c1 + alpha))
+        out[p] = d.max()
+    value = float(out.max())
+    return xr.Dataset(
+        {"emi": ((), value), "emi_parameter": (PARAMETER_DIM, out)},
+        coords={PARAMETER_DIM: result.parameters[PARAMETER_DIM].values},
+        attrs={
+            "n_draws": int(first.size),
+            "bins": n_bins,
+            "smoothing": alpha,
+            "epsilon": result.epsilon,
+            "within_two_emi": int(not result.epsilon > 2 * value),
+        },
+    )
 
 
 # ------------------------------------------------------------ empty bins, smoothing
 def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     """Bins that receive no (or almost no) weight under a neighbour, per parameter.
 
-    A bin whose neighbour probability estimate is zero makes the raw (``smoothing=0``)
-    epsilon infinite; Charest & Han met this constantly with counts of independent draws and
-    added ``alpha = 0.01`` draws to every bin. With reweighting every bin holds ``S / B``
-    full-data draws with positive weight, and the masses are summed in log space, so a bin
-    is empty only if all its draws have weight 0; bins with less than one draw's worth of
-    weight are where a smoothing constant would start to set the estimate.
+    An empty bin makes the raw (``smoothing=0``) epsilon infinite. Reweighted, a bin is
+    empty only if all its draws have weight 0; under one draw's worth of weight is where a
+    smoothing constant would start to set the estimate.
 
     Parameters
     ----------
     result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`).
     bins : int, optional
-        Number of bins; default the audit's.
+        Default the audit's.
 
     Returns
     -------
@@ -183,21 +175,17 @@ def smoothing_sensitivity(
 ) -> xr.DataArray:
     """Epsilon recomputed from the stored weights for several additive smoothing constants.
 
-    ``smoothing = 0`` is the raw estimator, the audit's default for weighted draws: finite,
-    as every bin holds draws of positive weight (summed in log space), unless all of a bin's
-    weights are 0; rather than return ``inf`` silently this then warns
-    (:class:`~pymc_edp.EDPWarning`) with the number of such bins. A positive constant
-    caps every log ratio near ``log(S / (B alpha))``: where the values fall as it grows,
-    smoothing, not the data, sets them.
+    ``0`` is the raw estimator (the audit's default), infinite only for an empty bin, which
+    warns (:class:`~pymc_edp.EDPWarning`). A positive constant caps every log ratio near
+    ``log(S / (B alpha))``: where the values fall as it grows, smoothing sets them.
 
     Parameters
     ----------
     result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`).
     smoothing : sequence of float, default (0, 0.001, 0.01, 0.1, 1)
-        Additive constants in units of draws.
+        In units of draws.
     bins : int, optional
-        Number of bins; default the audit's.
+        Default the audit's.
 
     Returns
     -------

@@ -8,8 +8,8 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
-from pymc_edp.diagnostics._common import AuditData, bins_of, kept_weights
+from pymc_edp.base.common import PARAMETER_DIM
+from pymc_edp.diagnostics._common import AuditData, bins_of, neighbour_weights
 
 __all__ = ["bin_log_ratios"]
 
@@ -22,11 +22,11 @@ def bin_log_ratios(
     Parameters
     ----------
     result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`) that kept this neighbour's weights.
+        An audit that kept this neighbour's weights.
     neighbour : optional
-        Coordinate value of the neighbour; default the one attaining epsilon.
+        Default the one attaining epsilon.
     bins : int, optional
-        Number of bins; default the audit's.
+        Default the audit's.
 
     Returns
     -------
@@ -44,21 +44,7 @@ def bin_log_ratios(
     5
     """
     n_bins = result.bins if bins is None else int(bins)
-    labels = result.pointwise[NEIGHBOUR_DIM].values
-    if neighbour is None:
-        neighbour = result.worst_neighbour
-    hits = np.flatnonzero(labels == neighbour)
-    if hits.size == 0:
-        raise KeyError(f"no neighbour {neighbour!r}; neighbours are e.g. {list(labels[:5])}")
-    lw_all, rows = kept_weights(result)
-    at = np.flatnonzero(rows == hits[0])
-    if at.size == 0:
-        raise ValueError(
-            f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
-            "of the neighbours that can set epsilon): rerun edp.audit(..., "
-            "chunks={'store_weights': True, 'prune': False})"
-        )
-    lw = lw_all[at]
+    lw, _, neighbour = neighbour_weights(result, neighbour)
     b = bins_of(result, n_bins)
     ratios = binning.bin_log_ratios(lw, b, result.smoothing)[0]
     return xr.DataArray(

@@ -7,12 +7,12 @@ import xarray as xr
 
 from pymc_edp.base.common import NEIGHBOUR_DIM
 from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval
-from pymc_edp.diagnostics._cache import cache_of
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     INTERVAL_DIM,
     AuditData,
     bins_of,
+    cached,
     keep_weights_advice,
     kept_weights,
     neighbour_coords,
@@ -34,32 +34,28 @@ def leading_pair_errors(
 
     Over the neighbours whose weights the result keeps (``rows``: their positions).
     """
-    cache = cache_of(result)
     alpha = float(result.smoothing if smoothing is None else smoothing)
-    key = ("uncertainty", int(n_bins), int(candidates), alpha)
-    if key in cache:
-        return cache[key]
-    lw, rows = kept_weights(result)
-    out = leading_pairs(
-        lw,
-        bins_of(result, n_bins),
-        order=order_of(result),
-        smoothing=alpha,
-        n_chains=result.n_chains,
-        candidates=candidates,
-    )
-    out.update(rows=rows, n_bins=n_bins)
-    cache[key] = out
-    return out
+
+    def compute():
+        lw, rows = kept_weights(result)
+        out = leading_pairs(
+            lw,
+            bins_of(result, n_bins),
+            order=order_of(result),
+            smoothing=alpha,
+            n_chains=result.n_chains,
+            candidates=candidates,
+        )
+        out.update(rows=rows, n_bins=n_bins)
+        return out
+
+    return cached(result, ("uncertainty", int(n_bins), int(candidates), alpha), compute)
 
 
 def refit_errors(result: AuditData) -> dict:
     """``{neighbour index: (estimate, se)}`` of the refitted neighbours' own estimates.
 
-    The audit computes each refit's error with its estimate, by the same delta method
-    (:func:`pymc_edp.base.mcse.pooled_log_ratio_se` for the pooled estimator,
-    :func:`pymc_edp.base.mcse.refit_log_ratio_se` for the raw one), and keeps it in
-    ``pointwise["refit_mcse"]``.
+    The audit stores each refit's delta-method error in ``pointwise["refit_mcse"]``.
     """
     if "refit_mcse" not in result.pointwise:
         return {}
@@ -133,41 +129,29 @@ def epsilon_mcse(
 ) -> xr.Dataset:
     """Monte-Carlo standard error of epsilon and of every per-record epsilon.
 
-    The reweighted bin log-ratio ``l = log P_i(b) - log P(b)`` is a smooth function of
-    weighted means over the draws *and* of the empirical quantiles that cut the bins; its
-    first-order error is the mean of an influence function ``psi_s`` over the draws
-    (:func:`pymc_edp.base.mcse.bin_log_ratio_se`). Its variance is ``var(psi) / ESS(psi)``,
-    with the effective sample size of the ``psi`` series (chains split as in
-    :func:`arviz.ess`), so autocorrelated MCMC draws get a proportionally larger error. The
-    standard error of ``epsilon_i = max |l|`` is that of the leading (parameter, bin) pair,
-    and the overall epsilon's that of the leading neighbour.
+    The bin log-ratio ``l = log P_i(b) - log P(b)`` is a smooth function of weighted means
+    and of the quantiles that cut the bins; its error is the mean of an influence function
+    over the draws (:func:`pymc_edp.base.mcse.bin_log_ratio_se`), with variance
+    ``var(psi) / ESS(psi)``, so autocorrelation is accounted for. ``epsilon_i = max |l|``
+    takes the error of its leading (parameter, bin) pair, epsilon that of its leading
+    neighbour. Refitted neighbours take their refit's error at the audit's B.
 
-    A result without weights (read back from netCDF, or made with ``store_weights=False``)
-    gives the errors the audit stored for the neighbours that can set epsilon
-    (``pointwise["epsilon_mcse"]``), at its own B only. A large audit keeps the weights of
-    those neighbours only: the others get NaN.
+    Without weights, the errors the audit stored (at its own B) are returned; neighbours
+    whose weights were not kept get NaN.
 
     Parameters
     ----------
     result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`).
-        With ``log_weights`` and ``draws``, or the audit's stored errors.
     bins : int, optional
-        Number of bins; default the audit's.
+        Default the audit's.
     candidates : int, default 5
-        Leading (parameter, bin) pairs per neighbour whose errors are computed (used by
-        :func:`epsilon_interval`).
+        Leading (parameter, bin) pairs per neighbour whose errors are computed.
 
     Returns
     -------
     xarray.Dataset
-        ``epsilon`` (scalar) and ``epsilon_i`` (``neighbour``): standard errors;
-        ``estimate_i`` (the estimate they refer to), ``ess_i`` (effective sample size of
-        the leading pair's influence series), ``refit`` (True where the audit's epsilon_i
-        came from a refit: at the audit's bins its estimate and error are then the refit's,
-        ``pointwise["refit_mcse"]``, by the same delta method; at other bins they describe
-        the reweighting estimate). Attributes
-        ``bins``, ``estimate`` and ``worst_neighbour``.
+        ``epsilon`` and ``epsilon_i`` (standard errors), ``estimate_i``, ``ess_i``,
+        ``refit``; attributes ``bins``, ``estimate`` and ``worst_neighbour``.
 
     References
     ----------
@@ -217,12 +201,7 @@ def epsilon_mcse(
 
 
 def _unavailable_note(result: AuditData, values: np.ndarray, what: str) -> dict:
-    """``{"note": ...}`` saying why some neighbours with an estimate have no ``what``, or {}.
-
-    A large (pruned or streamed) audit keeps the importance weights of the neighbours that
-    can set epsilon only; a result read back from netCDF without its weights, the errors the
-    audit stored for those. The others' errors are NaN, which the note explains.
-    """
+    """``{"note": ...}`` saying why some neighbours with an estimate have no ``what``, or {}."""
     pw = result.pointwise
     estimated = ~np.isnan(np.asarray(pw["epsilon"].values, dtype=float))
     missing = np.isnan(np.asarray(values, dtype=float)) & estimated
@@ -259,40 +238,30 @@ def epsilon_interval(
 ) -> xr.Dataset:
     """Monte-Carlo interval of epsilon and of every per-record epsilon.
 
-    Each leading (parameter, bin) pair gets the normal interval ``l +- z se`` of its log
-    ratio (:func:`epsilon_mcse`), mapped to ``|l|``. Because the maximum is monotone, if
-    every pair's interval covers its true value then ``[max lower, max upper]`` covers the
-    true maximum; that is the interval of ``epsilon_i`` (over the ``candidates`` leading
-    pairs of neighbour i) and of epsilon (over neighbours). When one pair clearly leads it
-    is that pair's interval; near-ties widen it, as they should.
-
-    A neighbour whose estimate is a lower bound (at a resolution limit, see
-    :mod:`pymc_edp.base.limits`) has an interval open above (``inf``), and so has epsilon
-    when it is one of them. Refitted neighbours take ``refit +- z se`` of their own
-    estimate. A result without weights gives the 90% intervals the audit stored for the
-    neighbours that can set epsilon (``pointwise["epsilon_lower"]``, ``["epsilon_upper"]``);
-    a large audit keeps the weights of those neighbours only, and the others get NaN: the
-    interval of epsilon is then over the neighbours kept (the
-    :data:`pymc_edp.auditing.TOP_WEIGHTS` largest estimates), which set it unless a
-    lower-ranked neighbour has a much larger error.
+    Each leading (parameter, bin) pair gets the normal interval ``l +- z se``
+    (:func:`epsilon_mcse`), mapped to ``|l|``; as the maximum is monotone,
+    ``[max lower, max upper]`` covers the maximum when every pair's interval covers its
+    value: that is the interval of ``epsilon_i`` (over its leading pairs) and of epsilon
+    (over neighbours). Near-ties widen it, as they should. A lower bound (a resolution limit,
+    :mod:`pymc_edp.base.limits`) is open above; refitted neighbours take their refit's
+    interval; without weights, the 90% intervals the audit stored are returned, as in
+    :func:`epsilon_mcse`.
 
     Parameters
     ----------
     result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`).
     prob : float, default 0.9
         Nominal coverage.
     bins : int, optional
-        Number of bins; default the audit's.
+        Default the audit's.
     candidates : int, default 5
 
     Returns
     -------
     xarray.Dataset
         ``epsilon`` over ``interval`` (``"lower"``, ``"upper"``), ``epsilon_i`` over
-        (``neighbour``, ``interval``), ``estimate`` and ``estimate_i`` (the estimates the
-        intervals are about), ``refit`` and ``lower_bound`` per neighbour; attribute
-        ``prob``.
+        (``neighbour``, ``interval``), ``estimate``, ``estimate_i``, ``refit`` and
+        ``lower_bound``; attribute ``prob``.
 
     References
     ----------

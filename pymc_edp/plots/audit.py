@@ -1,12 +1,8 @@
-"""Plots of EDP audit results: per-record epsilon, epsilon against B, the (ε, δ) profile.
+"""Plots of an audit: per-record epsilon, epsilon against B, bin log ratios, the (ε, δ) profile.
 
-Every function takes an audit result (an :class:`~pymc_edp.EDPResult`, or any object with
-the attributes of the protocol ``pymc_edp.report._common.AuditSummary``; the diagnostics
-plots need its stored importance weights), draws on ``ax`` (a new figure when it is None)
-and returns the axes. The diagnostics plots compute what they show with
-:mod:`pymc_edp.diagnostics`, the k-hat classes and counts come from
-:func:`pymc_edp.report.khat_counts` (as in the printout and the HTML view); the look is
-:mod:`pymc_edp.plots.style`'s.
+Every function reads a result through ``pymc_edp.report._common.AuditSummary`` (the
+diagnostics plots need its stored weights), draws on ``ax`` (a new figure when None) and
+returns the axes; k-hat classes are :func:`pymc_edp.report.khat_counts`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +22,14 @@ from pymc_edp.diagnostics import (
     epsilon_curve,
     epsilon_interval,
 )
-from pymc_edp.diagnostics._common import keep_weights_advice, kept_weights, was_pruned
+from pymc_edp.diagnostics._common import (
+    kept_weights,
+    listing,
+    neighbour_position,
+    neighbour_weights,
+    no_weights_error,
+    was_pruned,
+)
 from pymc_edp.plots.style import (
     REFERENCE_COLOR,
     TEXT_COLOR,
@@ -58,8 +61,7 @@ __all__ = [
     "plot_pointwise_epsilon",
 ]
 
-#: Colour of each Pareto k-hat class (:func:`pymc_edp.report.khat_counts`), from the
-#: ArviZ cycle; grey where no k-hat was computed.
+#: Colour of each Pareto k-hat class, from the ArviZ cycle; grey where none was computed.
 KHAT_COLORS = {
     "good": color(0),
     "bad": color(3),
@@ -84,24 +86,12 @@ def _reduce_to_neighbours(da: xr.DataArray, dim: str) -> np.ndarray:
     return np.asarray(da.values, dtype=float)
 
 
-def _reduce_method(da: xr.DataArray, dim: str) -> np.ndarray:
-    if da.dims != (dim,):
-        return np.full(da.sizes.get(dim, 0), "", dtype=object)
+def neighbour_methods(pointwise: xr.Dataset, dim: str = NEIGHBOUR_DIM) -> np.ndarray:
+    """Every neighbour's ``method`` (``""`` where the result does not say)."""
+    da = pointwise.get("method")
+    if da is None or da.dims != (dim,):
+        return np.full(pointwise.sizes.get(dim, 0), "", dtype=object)
     return np.asarray(da.values).astype(str)
-
-
-def _listing(values: Any, limit: int = 10) -> str:
-    """The first ``limit`` of ``values`` (and how many there are), for an error message."""
-    values = [str(v) for v in np.asarray(values).ravel()]
-    head = ", ".join(values[:limit])
-    return head if len(values) <= limit else f"{head}, ... ({len(values)} in all)"
-
-
-def _coordinate_positions(values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values)
-    if values.dtype.kind in "iuf" and np.all(np.diff(values.astype(float)) > 0):
-        return values.astype(float)
-    return np.arange(values.size, dtype=float)
 
 
 def plot_pointwise_epsilon(
@@ -116,51 +106,37 @@ def plot_pointwise_epsilon(
     legend: bool = True,
     scatter_kwargs: dict[str, Any] | None = None,
 ) -> Axes:
-    """Plot the epsilon of every neighbour (record) of an audit, coloured by Pareto k-hat.
+    """Plot every neighbour's epsilon, coloured by the Pareto k-hat class of its weights.
 
-    Each point is one neighbour dataset (one removed record, or one removed individual): x is
-    its position in the data, y its epsilon (maximum over parameters and bins). Points are
-    coloured by the k-hat class of its importance weights (good / ok / bad against the
-    result's ``khat_threshold``): a *bad* point's epsilon rests on unreliable weights, unless
-    it was refitted (ringed, when ``pointwise["method"]`` says ``"refit"``). The
-    ``labels`` most exposed records are annotated with their coordinate value (e.g. the
-    patient id), and a dashed line marks the overall epsilon.
+    Refitted neighbours are ringed, lower bounds marked with a triangle; the ``labels``
+    highest are annotated with their coordinate value and a dashed line marks epsilon.
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (an :class:`~pymc_edp.EDPResult`): needs ``pointwise`` (an
-        :class:`xarray.Dataset` over ``dim`` with ``"epsilon"`` and, optionally,
-        ``"pareto_k"`` and ``"method"``) and ``khat_threshold``; the k-hat classes are
-        :func:`pymc_edp.report.khat_counts`'s.
+        Needs ``pointwise["epsilon"]`` over ``dim`` (``pareto_k``, ``method`` optional).
     ax : matplotlib.axes.Axes, optional
-        Axes to draw on; a new figure is created when None.
     labels : int, default 5
-        Number of highest-epsilon records to annotate (0 for none).
+        Number of highest-epsilon records to annotate.
     dim : str, default "neighbour"
-        The neighbour dimension of ``result.pointwise``.
     xlabel : str, optional
-        x-axis label. By default the x axis shows the coordinate values of ``dim`` when they
-        are numeric and increasing (e.g. patient ids), else the record positions.
+        Default: the coordinate values of ``dim`` when numeric and increasing (e.g. patient
+        ids), else the record positions.
     title : bool or str, default True
-        True for an automatic title with epsilon and the number of bins, a string for a
-        custom one, False for none.
+        True for an automatic title, False for none.
     figsize : tuple of float, optional
-        Figure size when a new figure is created; default ``(9, 4.2)``.
     legend : bool, default True
-        Draw the k-hat legend.
     scatter_kwargs : dict, optional
-        Extra keyword arguments for :meth:`~matplotlib.axes.Axes.scatter`.
+        Passed to :meth:`~matplotlib.axes.Axes.scatter`.
 
     Returns
     -------
     matplotlib.axes.Axes
-        The axes drawn on.
 
     Raises
     ------
     ImportError
-        If matplotlib is not installed (it is the ``plots`` extra).
+        If matplotlib (the ``plots`` extra) is not installed.
 
     Examples
     --------
@@ -173,16 +149,15 @@ def plot_pointwise_epsilon(
     """
     require_matplotlib()
     pointwise = result.pointwise
-    eps, names = _pointwise_epsilons(pointwise, dim)
+    eps, names = pointwise_epsilons(pointwise, dim)
     counts = khat_counts(result, dim) if "pareto_k" in pointwise else None
     ax = get_axes(ax, figsize=figsize, default_figsize=(9.0, 4.2))
     x, default_xlabel = _pointwise_positions(names, eps.size, dim)
     kwargs = {"s": 28, "linewidths": 0.6, "edgecolors": "white", "zorder": 3}
     kwargs.update(scatter_kwargs or {})
     _scatter_by_khat(ax, x, eps, counts, kwargs)
-    if "method" in pointwise:
-        refit = _reduce_method(pointwise["method"], dim) == "refit"
-        _outline(ax, x, eps, refit, "refitted", s=kwargs["s"] * 3)
+    refit = neighbour_methods(pointwise, dim) == "refit"
+    _outline(ax, x, eps, refit, "refitted", s=kwargs["s"] * 3)
     if "lower_bound" in pointwise:
         bounded = np.asarray(pointwise["lower_bound"].values, dtype=bool).reshape(-1)
         _outline(ax, x, eps, bounded, "lower bound (resolution limit)", marker="^",
@@ -219,7 +194,7 @@ def plot_pointwise_epsilon(
     return ax
 
 
-def _pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np.ndarray]:
+def pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np.ndarray]:
     """Every neighbour's epsilon (its maximum over other dimensions) and its label."""
     if "epsilon" not in pointwise:
         raise KeyError("result.pointwise has no 'epsilon' variable")
@@ -234,10 +209,7 @@ def _pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np
 
 
 def _pointwise_positions(names: np.ndarray, n: int, dim: str) -> tuple[np.ndarray, str]:
-    """The x of every neighbour and the default x label.
-
-    Numeric, increasing labels (e.g. patient ids 1..n) serve as x; otherwise positions.
-    """
+    """The x of every neighbour (its label if numeric and increasing) and the x label."""
     numeric = names.dtype.kind in "iuf" and names.size == n
     if numeric and (names.size < 2 or np.all(np.diff(names.astype(float)) > 0)):
         return names.astype(float), f"{dim} ({n} records)"
@@ -304,18 +276,14 @@ def plot_epsilon_curve(
 ) -> Axes:
     """Plot epsilon against the number of bins B, with Monte-Carlo error bars.
 
-    The curve comes from the audit's stored importance weights (no refitting,
-    :func:`pymc_edp.diagnostics.epsilon_curve`); error bars are its ``prob`` intervals. The
-    ``B -> inf`` reference (largest ``|log density ratio|`` over the draws: the most any bin
-    can reach, labelled in those words) is a dashed line,
-    labelled as diverging when it grows with the number of draws.
+    The curve is :func:`pymc_edp.diagnostics.epsilon_curve`'s; its ``B -> inf`` reference
+    (the most any bin can reach) is a dashed line.
 
     Parameters
     ----------
     result : AuditSummary or xarray.DataArray
         An audit result (with weights), or a curve from ``result.curve()``.
     bins : sequence of int, default (5, 10, 20, 50, 100, 250)
-        Used when ``result`` is an audit result.
     prob : float or None, default 0.9
     exact : mapping or array_like, optional
         Exact epsilon per B (e.g. from :mod:`pymc_edp.conjugate`), drawn as crosses.
@@ -335,13 +303,6 @@ def plot_epsilon_curve(
     >>> ax = edp.plots.plot_epsilon_curve(res, bins=(5, 10, 20))
     >>> [t.get_text() for t in ax.get_xticklabels()]
     ['5', '10', '20']
-    >>> plt.close(ax.figure)
-
-    A curve computed beforehand can be passed instead of the result:
-
-    >>> ax = edp.plots.plot_epsilon_curve(res.curve(bins=(5, 10, 20)))
-    >>> ax.get_title()
-    'B-EDP ε against the number of bins'
     >>> plt.close(ax.figure)
     """
     require_matplotlib()
@@ -405,15 +366,12 @@ def plot_epsilon_intervals(
 ) -> Axes:
     """Per-record epsilon with its Monte-Carlo interval, coloured by Pareto k-hat.
 
-    Each neighbour is a point at its epsilon with a vertical ``prob`` interval
-    (:func:`pymc_edp.diagnostics.epsilon_interval`), coloured by its k-hat class; the
-    ``labels`` most exposed records are annotated with their coordinate value, and the
-    overall epsilon's interval is shaded.
+    The intervals are :func:`pymc_edp.diagnostics.epsilon_interval`'s; the ``labels``
+    highest are annotated, and epsilon's interval is shaded.
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`).
     prob : float, default 0.9
     labels : int, default 5
     ax : matplotlib.axes.Axes, optional
@@ -433,7 +391,7 @@ def plot_epsilon_intervals(
     require_matplotlib()
     iv = epsilon_interval(result, prob)
     names = np.asarray(iv["neighbour"].values)
-    x = _coordinate_positions(names)
+    x, _ = _pointwise_positions(names, names.size, NEIGHBOUR_DIM)
     est = iv["estimate_i"].values
     lo = iv["epsilon_i"].sel(interval="lower").values
     hi = iv["epsilon_i"].sel(interval="upper").values
@@ -503,16 +461,12 @@ def plot_bin_log_ratios(
 ) -> Axes:
     """The bin log ratios ``log P_i(b) - log P(b)`` of one neighbour: bars, or a heatmap.
 
-    How much more (above 0) or less (below 0) probability each equal-probability bin of the
-    full-data posterior has under the neighbour, on the log scale; the largest in absolute
-    value is the neighbour's epsilon and is outlined. With one audited parameter the bins are
-    bars, low to high; with several, a heatmap (rows the parameters, a colour scale
-    symmetric about 0).
+    The largest in absolute value (the neighbour's epsilon) is outlined. One parameter gives
+    bars, several a heatmap (one row each, colours symmetric about 0).
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`).
     neighbour : optional
         Coordinate value; default the neighbour attaining epsilon.
     ax : matplotlib.axes.Axes, optional
@@ -602,13 +556,12 @@ def plot_neighbour_posterior(
 ) -> Axes:
     """Overlay the full-data posterior and one neighbour's (reweighted) posterior.
 
-    Both are histograms of the full-data draws, the neighbour's weighted by its normalised
-    importance weights; the audit's bin edges are drawn as faint vertical lines.
+    Histograms of the full-data draws, the neighbour's weighted; faint lines are the audit's
+    bin edges.
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`).
     neighbour : optional
         Coordinate value; default the neighbour attaining epsilon.
     parameter : str, optional
@@ -633,41 +586,19 @@ def plot_neighbour_posterior(
     """
     require_matplotlib()
     if result.log_weights is None or result.draws is None:
-        raise ValueError(
-            "this plot needs the audit's log_weights and draws, which this result does not "
-            f"carry: {keep_weights_advice(result)}; results read back with "
-            "EDPResult.from_netcdf need to_netcdf(..., include_weights=True)"
-        )
+        raise no_weights_error(result)
     pw = result.pointwise
-    if neighbour is None:
-        neighbour = result.worst_neighbour
-    labels = pw["neighbour"].values
-    hits = np.flatnonzero(labels == neighbour)
-    if hits.size == 0:
-        raise KeyError(
-            f"no neighbour {neighbour!r} in this result; pass one of its neighbours "
-            f"(res.pointwise['neighbour']): {_listing(labels)}"
-        )
-    i = int(hits[0])
+    i, neighbour = neighbour_position(result, neighbour)
     if parameter is None:
         parameter = str(pw["worst_parameter"].values[i])
     names = result.draws["parameter"].values
     if not np.any(names.astype(str) == str(parameter)):
         raise KeyError(
             f"no parameter {parameter!r} in this result; pass one of its parameters "
-            f"(res.parameters['parameter']): {_listing(names)}"
+            f"(res.parameters['parameter']): {listing(names)}"
         )
     draws = np.asarray(result.draws.sel(parameter=str(parameter)).values, dtype=float)
-    lw, rows = kept_weights(result)
-    at = np.flatnonzero(rows == i)
-    if at.size == 0:
-        raise ValueError(
-            f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
-            "of the neighbours that can set epsilon): plot one of those (the largest epsilons, "
-            "res.most_exposed()), or rerun edp.audit(..., chunks={'store_weights': True, "
-            "'prune': False})"
-        )
-    w = normalised_weights(lw[at[0]])[0]
+    w = normalised_weights(neighbour_weights(result, neighbour)[0][0])[0]
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     edges = np.linspace(draws.min(), draws.max(), n_hist + 1)
     ax.hist(
@@ -717,9 +648,9 @@ def plot_delta_profile(
     Parameters
     ----------
     result : AuditSummary or xarray.Dataset
-        An audit result (with weights), or a profile from ``result.delta_profile()``.
+        An audit result (with weights), or ``result.delta_profile()``.
     epsilons : array_like, optional
-        Grid for an audit result; default 200 points up to 1.5 times its epsilon.
+        Default 200 points up to 1.5 times the audit's epsilon.
     ax : matplotlib.axes.Axes, optional
     figsize : tuple of float, optional
     logy : bool, default True
@@ -793,31 +724,17 @@ def plot_overview(
     curve_bins: Any = None,
     labels: int = 3,
 ) -> np.ndarray:
-    """The figures to look at first, on one figure: what ``res.plot()`` draws.
+    """The figures to look at first, on one 2 x 2 figure: what ``res.plot()`` draws.
 
-    A 2 x 2 grid of the audit's plots:
-
-    - top left, :func:`plot_pointwise_epsilon`: every neighbour's epsilon, coloured by its
-      Pareto k-hat (which neighbours move the posterior, and can their weights be trusted);
-    - top right, :func:`plot_epsilon_curve`: epsilon against the number of bins B, with
-      Monte-Carlo error bars (how much the number depends on B);
-    - bottom left, :func:`plot_bin_log_ratios` of the worst neighbour (where its epsilon
-      is set);
-    - bottom right, :func:`plot_neighbour_posterior` of the worst neighbour and parameter
-      (the full-data and the neighbour's posterior overlaid).
-
-    The last three need the audit's stored weights; for a result without them
-    (``store_weights=False``, or read back without ``include_weights=True``) their axes hold
-    a note instead. The curve needs every neighbour's: where a large (pruned or streamed)
-    audit kept those of the neighbours that can set epsilon only, its axes hold the note and
-    the worst neighbour's plots are drawn.
+    :func:`plot_pointwise_epsilon`, :func:`plot_epsilon_curve`, and the worst neighbour's
+    :func:`plot_bin_log_ratios` and :func:`plot_neighbour_posterior`. Those that need weights
+    the result did not keep (the curve needs every neighbour's) hold a note instead.
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`).
     figsize : tuple of float, optional
-        Size of the figure; default ``(13, 8)``.
+        Default ``(13, 8)``.
     curve_bins : sequence of int, optional
         The B grid of the curve; default ``(5, 10, 20, 50, 100, 250)`` and the audit's B,
         those leaving at least 10 draws per bin.
@@ -849,12 +766,8 @@ def plot_overview(
             bbox_to_anchor=(0.5, -0.16),
             ncols=4,
         )
+    rerun = "'store_weights': True" + (", 'prune': False" if was_pruned(result) else "")
     if getattr(result, "log_weights", None) is None or getattr(result, "draws", None) is None:
-        rerun = (
-            "'store_weights': True, 'prune': False"
-            if was_pruned(result)
-            else "'store_weights': True"
-        )
         why = (
             f"needs the audit's stored weights:\naudit(..., chunks={{{rerun}}}), or\n"
             "EDPResult.to_netcdf(path, include_weights=True) before reading it back"
@@ -868,11 +781,6 @@ def plot_overview(
     if rows.size == n and np.array_equal(rows, np.arange(n)):
         plot_epsilon_curve(result, bins=_overview_bins(result, curve_bins), ax=axes[0, 1])
     else:  # a large audit keeps the weights of the neighbours that can set epsilon only
-        rerun = (
-            "'store_weights': True, 'prune': False"
-            if was_pruned(result)
-            else "'store_weights': True"
-        )
         _note(
             axes[0, 1],
             "B-EDP ε against the number of bins",

@@ -1,20 +1,9 @@
-"""Rich HTML views of audit results, for Jupyter (the ``_repr_html_`` of the result classes).
+"""HTML views of the results for Jupyter (their ``_repr_html_``), as xarray's and ArviZ's.
 
-A notebook cell that ends with an :class:`~pymc_edp.EDPResult` (or a
-:class:`~pymc_edp.PriorTuningResult`) shows it as the HTML these functions return, in the
-manner of xarray's and ArviZ's HTML views: a header, the numbers a reader wants first, and
-collapsible sections (``<details>``) for the tables, an inline figure and the warnings.
-``print(res)`` (and ``repr`` in a terminal) is unchanged.
-
-The HTML is self-contained: one inline ``<style>`` whose rules are all scoped under the
-class :data:`CSS_CLASS`, an inline SVG figure (made with matplotlib when it is installed,
-and left out otherwise), no JavaScript, no external stylesheet, font or image, so it works
-offline, in exported notebooks and in JupyterLab's dark theme (the colours follow
-JupyterLab's theme variables, with a dark variant for ``prefers-color-scheme: dark``). Every
-text taken from a result is escaped.
-
-The query-level privacy profile of :func:`pymc_edp.query.query_edp` is an
-:class:`xarray.Dataset`, so its HTML view is xarray's own.
+A header, the numbers first, then collapsible sections (tables, an inline SVG figure,
+warnings). Self-contained: one ``<style>`` scoped under :data:`CSS_CLASS` that follows
+JupyterLab's theme (dark included), no script, no external resource; every text from a
+result is escaped. The figure is left out when matplotlib is not installed.
 """
 
 from __future__ import annotations
@@ -28,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from pymc_edp.plots.audit import KHAT_COLORS
+from pymc_edp.base.common import NEIGHBOUR_DIM
+from pymc_edp.plots.audit import KHAT_COLORS, neighbour_methods, pointwise_epsilons
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
 from pymc_edp.report import Headline, format_interval, headline, khat_counts
 from pymc_edp.report._common import AuditSummary, TuningSummary
-from pymc_edp.report.text import tuning_heading
+from pymc_edp.report.text import neighbour_kind, smoothing_text, tuning_heading
 
 __all__ = [
     "CSS",
@@ -48,8 +38,8 @@ __all__ = [
 CSS_CLASS = "pedp-wrap"
 #: Rows shown in a parameter or trial table (the largest epsilons first beyond this).
 MAX_TABLE_ROWS = 25
-#: Neighbours drawn one by one in the inline figure; beyond this the figure shows the
-#: sorted epsilons at log-spaced ranks, so that its size does not grow with the data.
+#: Neighbours drawn one by one in the inline figure; beyond this, sorted epsilons at
+#: log-spaced ranks (the figure's size does not grow with the data).
 MAX_POINTS = 150
 
 _DARK = """
@@ -230,18 +220,8 @@ def _figure(svg: str, caption: str) -> str:
 # ----------------------------------------------------------------------- EDPResult
 def _neighbour_arrays(result: AuditSummary):
     """Every neighbour's epsilon, method and label (the k-hat classes: :func:`khat_counts`)."""
-    pw = result.pointwise
-    eps = np.asarray(pw["epsilon"].values, dtype=float)
-    if eps.ndim > 1:
-        eps = eps.reshape(eps.shape[0], -1).max(axis=1)
-    n = eps.size
-    method = (
-        np.asarray(pw["method"].values).astype(str).reshape(-1)
-        if "method" in pw and pw["method"].size == n
-        else np.full(n, "", dtype=object)
-    )
-    labels = np.asarray(pw["neighbour"].values) if "neighbour" in pw.coords else np.arange(n)
-    return eps, method, labels
+    eps, labels = pointwise_epsilons(result.pointwise, NEIGHBOUR_DIM)
+    return eps, neighbour_methods(result.pointwise), labels
 
 
 def epsilon_svg(
@@ -252,31 +232,25 @@ def epsilon_svg(
 ) -> str:
     """A small inline SVG of per-neighbour epsilon, for the HTML view of an audit.
 
-    Up to ``max_points`` neighbours, each is a point in data order, blue when its Pareto
-    k-hat is at most the result's ``khat_threshold`` and magenta above it, ringed when it was
-    refitted, with the overall epsilon dashed and the worst neighbour labelled. With more
-    neighbours the figure shows the sorted epsilons (largest first) at at most
-    ``max_points`` log-spaced ranks, so that it stays a few kilobytes at any data size.
+    Points in data order, magenta where k-hat is above the threshold, ringed when refitted,
+    epsilon dashed and the worst neighbour labelled; beyond ``max_points`` neighbours, the
+    sorted epsilons at log-spaced ranks.
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (``pointwise`` with ``epsilon``, optionally ``pareto_k`` and
-        ``method``; ``khat_threshold``), e.g. a :class:`pymc_edp.EDPResult`.
     max_points : int, default 150
     figsize : tuple of float, default (4.8, 1.7)
-        Size in inches.
+        In inches.
 
     Returns
     -------
     str
-        The ``<svg>`` element (no XML header, text kept as text), or ``""`` when matplotlib
-        is not installed.
+        The ``<svg>`` element, or ``""`` without matplotlib.
 
     Examples
     --------
-    >>> from pymc_edp.plots.html import epsilon_svg
-    >>> svg = epsilon_svg(res)
+    >>> svg = edp.plots.html.epsilon_svg(res)
     >>> svg.startswith("<svg"), len(svg) < 30_000
     (True, True)
     >>> "St. Paul" in svg  # the worst neighbour is labelled
@@ -333,9 +307,6 @@ def epsilon_svg(
 
 
 def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]]:
-    kind = {"remove": "record removed", "replace": "record replaced"}.get(
-        result.neighbour, result.neighbour
-    )
     value = f'<span class="pedp-eps">{_e(_num(result.epsilon))}</span>'
     if head.lower_bound:
         value += ' <span class="pedp-caution">' + _e("a lower bound") + "</span>"
@@ -351,13 +322,13 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
         items.append(("left out", _e(head.left_out)))
     items.append(("worst neighbour", _e(result.worst_neighbour)))
     items.append(("bins B", _e(result.bins)))
-    smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
     items.append(
         (
             "neighbours",
             _e(
-                f"{result.n_neighbours} ({kind}); {result.n_samples} posterior draws in "
-                f"{getattr(result, 'n_chains', 1)} chain(s); smoothing = {smoothing}"
+                f"{result.n_neighbours} ({neighbour_kind(result)}); {result.n_samples} "
+                f"posterior draws in {getattr(result, 'n_chains', 1)} chain(s); "
+                f"smoothing = {smoothing_text(result)}"
             ),
         )
     )
@@ -365,10 +336,9 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
 
 
 def _view_warnings(result: AuditSummary, head: Headline) -> tuple[str, ...]:
-    """The audit's warnings, with the headline's lower-bound and noise notes if not among them.
+    """The audit's warnings and the headline's lower-bound and noise notes, each once.
 
-    What was left out and the fit's convergence are shown beside epsilon, in the same words,
-    and not repeated here.
+    What was left out and the fit's convergence are shown beside epsilon, not here.
     """
     out = [w for w in result.warnings if w not in (head.left_out, head.fit)]
     if head.lower_bound and not any("lower bound" in w for w in out):
@@ -439,33 +409,25 @@ def _khat_section(result: AuditSummary) -> str:
 def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
     """The HTML view of an audit result (``EDPResult._repr_html_``).
 
-    A header (B, method, neighbour relation), epsilon with its 90% Monte-Carlo interval
-    (open above when epsilon is a lower bound), that the fit has not converged when it has
-    not (every epsilon inherits that), whether refits confirmed it, the noise
-    caution if its interval calls for one (:func:`pymc_edp.report.headline`, as the
-    printout), worst neighbour and B, then collapsible sections: epsilon by parameter,
-    an inline SVG of per-neighbour epsilon (:func:`epsilon_svg`), the Pareto k-hat table
-    with how many neighbour posteriors were reweighted, refitted (or obtained otherwise:
-    one row per value of ``pointwise["method"]``), and the warnings.
+    Epsilon with the printout's headline (:func:`pymc_edp.report.headline`), then sections:
+    epsilon by parameter, by neighbour (:func:`epsilon_svg`), the Pareto k-hat table with the
+    neighbour posteriors' methods, and the warnings.
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`).
     style : bool, default True
         Include the ``<style>`` element (False when nested in another view).
 
     Returns
     -------
     str
-        Self-contained HTML (no script, no external resource). The figure's element ids
-        are drawn at random (as matplotlib does), so that views shown side by side never
-        share one; two renderings differ in them only.
+        The figure's element ids are random (as matplotlib's): two renderings differ in
+        them only.
 
     Examples
     --------
-    >>> from pymc_edp.plots.html import edp_result_html
-    >>> page = edp_result_html(res)
+    >>> page = edp.plots.html.edp_result_html(res)
     >>> page.startswith('<div class="pedp-wrap">'), "<script" in page
     (True, False)
     >>> f"{res.epsilon:.3f}" in page and "St. Paul&#x27;s" in page
@@ -507,14 +469,12 @@ def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
 def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.8)) -> str:
     """A small inline SVG of the prior-strength search: epsilon at every trial value.
 
-    The trials' epsilons (with their Monte-Carlo standard errors, when known) against the
-    hyperparameter (on a log scale when it spans more than a factor 10), the target epsilon
-    dashed, and the confirmation at the tuned value marked.
+    With error bars (MCSE), the target dashed and the confirmation marked; a log scale when
+    the values span more than a factor 10.
 
     Parameters
     ----------
     result : TuningSummary
-        A prior-tuning result (:class:`pymc_edp.PriorTuningResult`).
         Needs ``trials`` with ``value`` and ``epsilon``.
     figsize : tuple of float, default (4.8, 1.8)
 
@@ -525,9 +485,7 @@ def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.
 
     Examples
     --------
-    >>> from pymc_edp import PriorTuningResult
-    >>> from pymc_edp.plots.html import search_svg
-    >>> res = PriorTuningResult(
+    >>> res = edp.PriorTuningResult(
     ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
     ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
     ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
@@ -535,7 +493,7 @@ def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.
     ...     trials=xr.Dataset({"value": ("trial", [1.73, 1.2]),
     ...                        "epsilon": ("trial", [0.45, 0.3])}),
     ...     utility=xr.Dataset())
-    >>> search_svg(res).startswith("<svg")
+    >>> edp.plots.html.search_svg(res).startswith("<svg")
     True
     """
     trials = result.trials
@@ -594,17 +552,14 @@ def _dataset_table(ds, dim: str, spec: str = ".4g") -> str:
 def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     """The HTML view of a prior-tuning result (``PriorTuningResult._repr_html_``).
 
-    The tuned value and its epsilon (with Monte-Carlo standard error) against the target,
-    then collapsible sections: an inline SVG of the search (:func:`search_svg`), the utility
-    cost, the trials, the confirmation audit (its own view, nested) and the warnings, the
-    data-leakage caveat first.
+    The tuned value and its epsilon against the target, then sections: the search
+    (:func:`search_svg`), the utility cost, the trials, the confirmation audit's own view
+    and the warnings.
 
     Parameters
     ----------
     result : TuningSummary
-        A prior-tuning result (:class:`pymc_edp.PriorTuningResult`).
     style : bool, default True
-        Include the ``<style>`` element.
 
     Returns
     -------
@@ -612,9 +567,7 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
 
     Examples
     --------
-    >>> from pymc_edp import PriorTuningResult
-    >>> from pymc_edp.plots.html import tuning_result_html
-    >>> res = PriorTuningResult(
+    >>> res = edp.PriorTuningResult(
     ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
     ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
     ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
@@ -622,7 +575,7 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
     ...                        coords={"parameter": ["mu"]}),
     ...     warnings=("a caveat",))
-    >>> page = tuning_result_html(res)
+    >>> page = edp.plots.html.tuning_result_html(res)
     >>> "sigma0" in page and "0.3100" in page and "a caveat" in page
     True
     """
@@ -678,11 +631,9 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     )
     audit = getattr(result, "audit", None)
     if audit is not None and hasattr(audit, "release"):  # tuned to a release target
-        from pymc_edp.results._views import call
-
-        body += _section(
-            "Confirmation release audit", call("release_html", audit, style=False), open_=False
-        )
+        # the release audit's own view, nested: the page already has the stylesheet
+        nested = audit._repr_html_().replace(f"<style>{CSS}</style>", "", 1)
+        body += _section("Confirmation release audit", nested, open_=False)
     elif audit is not None:
         body += _section("Confirmation audit", edp_result_html(audit, style=False), open_=False)
     body += _warnings(tuple(result.warnings))

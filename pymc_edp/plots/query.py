@@ -1,9 +1,7 @@
 """Plots of query-level empirical DP, after Figures 1 and 3-5 of Burchard et al. (2020).
 
-Each function draws on ``ax`` (a new figure when omitted) and returns the axes, in the manner
-of ArviZ's ``plot_*`` functions: keyword-only options, ``*_kwargs`` dictionaries passed to
-matplotlib, and no global style changes. The look (axes, grid, colours, labels, legend) is
-:mod:`pymc_edp.plots.style`'s, shared with the audit plots of :mod:`pymc_edp.plots`.
+In the manner of ArviZ's ``plot_*``: keyword-only options, ``*_kwargs`` passed to
+matplotlib, the look of :mod:`pymc_edp.plots.style`; each returns its axes.
 
 References
 ----------
@@ -39,6 +37,12 @@ __all__ = ["plot_delta", "plot_delta_i", "plot_densities", "plot_noise_kernel"]
 _FIGSIZE = (6.0, 4.0)
 
 
+def _right_end(eps: np.ndarray, y: np.ndarray, default: float) -> float:
+    """The last eps where ``y`` is above 1e-3 of its maximum (``default`` if nowhere)."""
+    alive = np.flatnonzero(y > 1e-3 * max(y.max(), 1e-300))
+    return eps[alive[-1]] if alive.size else default
+
+
 def plot_delta(
     result: xr.Dataset,
     *,
@@ -57,18 +61,13 @@ def plot_delta(
     Parameters
     ----------
     result : xarray.Dataset
-        Output of :func:`~pymc_edp.query.query_edp` or :func:`~pymc_edp.query.
-        privacy_profile`.
+        From :func:`~pymc_edp.query.query_edp` or :func:`~pymc_edp.query.privacy_profile`.
     kind : {"delta", "delta_star"} or list of them
-        Curve(s) to draw.
     target : float, optional
-        Mark the smallest eps at which each curve falls to ``target`` (bisection-refined
-        when ``target`` is one of the result's targets).
+        Mark the smallest eps at which each curve falls to ``target``.
     xscale, yscale : str
-        Axis scales (``"log"`` helps when delta spans decades).
     xlim : tuple, optional
-        Default: from 0 to a little beyond the eps where every curve drops below 1e-3 of its
-        maximum.
+        Default: from 0 to a little beyond where every curve drops below 1e-3 of its maximum.
     ax : matplotlib.axes.Axes, optional
     figsize : tuple, optional
     plot_kwargs : dict, optional
@@ -81,14 +80,12 @@ def plot_delta(
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
+    >>> from pymc_edp.query import privacy_profile, query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.plots import plot_delta
-    >>> from pymc_edp.query import privacy_profile
     >>> res = privacy_profile(samples, progressbar=False)
-    >>> ax = plot_delta(res, kind=["delta", "delta_star"], target=0.01)
+    >>> ax = edp.plots.plot_delta(res, kind=["delta", "delta_star"], target=0.01)
     >>> len(ax.get_lines())  # two curves and their two target markers
     4
     >>> plt.close("all")
@@ -106,8 +103,7 @@ def plot_delta(
         kw.update(plot_kwargs or {})
         (line,) = ax.plot(eps, y, **kw)
         colour = line.get_color()
-        alive = np.flatnonzero(y > 1e-3 * max(y.max(), 1e-300))
-        right = max(right, eps[alive[-1]] if alive.size else eps[-1])
+        right = max(right, _right_end(eps, y, eps[-1]))
         if target is not None:
             e = epsilon_at(result, target, kind=k)
             if np.isfinite(e):
@@ -161,14 +157,12 @@ def plot_delta_i(
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
+    >>> from pymc_edp.query import privacy_profile, query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.plots import plot_delta_i
-    >>> from pymc_edp.query import privacy_profile
     >>> res = privacy_profile(samples, progressbar=False)
-    >>> ax = plot_delta_i(res, top=3)
+    >>> ax = edp.plots.plot_delta_i(res, top=3)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['2', '3', '0']
     >>> plt.close("all")
@@ -183,8 +177,7 @@ def plot_delta_i(
         kw = {"color": color(c), "lw": 1.8, "label": str(ind)}
         kw.update(plot_kwargs or {})
         ax.plot(eps, y, **kw)
-        alive = np.flatnonzero(y > 1e-3 * max(y.max(), 1e-300))
-        right = max(right, eps[alive[-1]] if alive.size else 0.0)
+        right = max(right, _right_end(eps, y, 0.0))
     ax.set_xscale(xscale)
     if xscale == "linear" and right > 0:
         ax.set_xlim(0, min(eps[-1], 1.15 * right))
@@ -213,7 +206,7 @@ def plot_densities(
     rank : int, default 0
         Which of the stored most exposed individuals (0 = the most exposed).
     rug : bool, default True
-        Mark the query results with (below the axis) and without the individual.
+        Mark the query results with and without the individual.
     ax, figsize, plot_kwargs, title
         As in :func:`plot_delta`.
     xlim : tuple, optional
@@ -225,14 +218,12 @@ def plot_densities(
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
+    >>> from pymc_edp.query import privacy_profile, query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.plots import plot_densities
-    >>> from pymc_edp.query import privacy_profile
     >>> res = privacy_profile(samples, progressbar=False)
-    >>> ax = plot_densities(res)
+    >>> ax = edp.plots.plot_densities(res)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['with everybody', 'without 2']
     >>> plt.close("all")
@@ -299,13 +290,11 @@ def plot_noise_kernel(
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
+    >>> from pymc_edp.query import noise_kernel, query_samples, sum_query
     >>> rng = np.random.default_rng(0)
     >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.plots import plot_noise_kernel
-    >>> from pymc_edp.query import noise_kernel
-    >>> ax = plot_noise_kernel(noise_kernel(samples, 1.0), n_samples=10_000)
+    >>> ax = edp.plots.plot_noise_kernel(noise_kernel(samples, 1.0), n_samples=10_000)
     >>> ax.get_legend().get_texts()[0].get_text()
     '10,000 draws'
     >>> plt.close("all")

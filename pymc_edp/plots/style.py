@@ -1,15 +1,9 @@
-"""The look shared by every pymc_edp figure: ArviZ's colours on a light grid.
+"""The look shared by every pymc_edp figure: ArviZ's ``arviz-whitegrid`` on the axes drawn.
 
-Every plot function of the package, the audit plots (:mod:`pymc_edp.plots.audit`) and the
-query plots (:mod:`pymc_edp.plots.query`), gets its axes, labels, legend, reference lines and
-annotations from the few functions here, so they all look alike and no style code is written
-twice. The look follows ArviZ's ``arviz-whitegrid`` style (its colour cycle, a light grid
-behind the data, no top or right frame, no tick marks, dark-grey text, frameless legends),
-applied to the axes drawn on: matplotlib's global ``rcParams`` are never changed, and ArviZ
-itself is not imported.
-
-matplotlib is an optional dependency (``pip install "pymc-edp[plots]"``); it is imported only
-when a figure is drawn.
+Every plot gets its axes, labels, legend, reference lines and annotations from here: ArviZ's
+colour cycle, a light grid behind the data, no top or right frame, no tick marks, frameless
+legends. Global ``rcParams`` are never changed; matplotlib (the ``plots`` extra) is imported
+only when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -75,11 +69,6 @@ ANNOTATION_FONTSIZE = 9
 def require_matplotlib() -> ModuleType:
     """Import :mod:`matplotlib.pyplot`, with an actionable error when it is missing.
 
-    Returns
-    -------
-    module
-        :mod:`matplotlib.pyplot`.
-
     Raises
     ------
     ImportError
@@ -87,8 +76,7 @@ def require_matplotlib() -> ModuleType:
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import require_matplotlib
-    >>> require_matplotlib().__name__
+    >>> edp.plots.style.require_matplotlib().__name__
     'matplotlib.pyplot'
     """
     try:
@@ -102,50 +90,28 @@ def require_matplotlib() -> ModuleType:
 
 
 def color(index: int) -> str:
-    """Return the ``index``-th colour of ArviZ's cycle (wrapping around after ten).
-
-    Parameters
-    ----------
-    index : int
-        Position in the cycle: 0 for the first series, 1 for the second...
-
-    Returns
-    -------
-    str
-        A hex colour of :data:`ARVIZ_COLORS`.
+    """The ``index``-th colour of :data:`ARVIZ_COLORS` (wrapping around after ten).
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import color
-    >>> color(0), color(11)
+    >>> edp.plots.style.color(0), edp.plots.style.color(11)
     ('#2a2eec', '#fa7c17')
     """
     return ARVIZ_COLORS[int(index) % len(ARVIZ_COLORS)]
 
 
 def style_axes(ax: Axes, *, grid: bool = True) -> Axes:
-    """Give ``ax`` the ArviZ look, in place.
-
-    With ``grid=True`` (line, scatter and histogram plots): a light grid behind the data, no
-    top or right frame, a light left and bottom frame. With ``grid=False`` (images such as
-    heatmaps): no grid and no frame. Always: no tick marks, dark-grey tick labels.
+    """Give ``ax`` the ArviZ look, in place, and return it.
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
-        Axes to style.
     grid : bool, default True
-        Grid and an open frame (True), or neither (False).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        ``ax``.
+        A light grid and an open frame (lines, points), or neither (heatmaps).
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import style_axes
-    >>> ax = style_axes(plt.figure().add_subplot())
+    >>> ax = edp.plots.style.style_axes(plt.figure().add_subplot())
     >>> ax.spines["top"].get_visible(), ax.spines["left"].get_visible()
     (False, True)
     >>> plt.close("all")
@@ -172,34 +138,20 @@ def get_axes(
     default_figsize: tuple[float, float] = (6.4, 4.0),
     grid: bool = True,
 ) -> Axes:
-    """Return ``ax``, or the axes of a new figure, styled by :func:`style_axes`.
-
-    This is how every plot function starts.
+    """``ax``, or the axes of a new figure, styled by :func:`style_axes`.
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes, optional
-        Axes to draw on; a new figure (constrained layout) is created when None.
+        A new figure (constrained layout) when None.
     figsize : tuple of float, optional
-        Size of a new figure; ``default_figsize`` when None. Ignored when ``ax`` is given.
+        Of a new figure; ``default_figsize`` when None.
     default_figsize : tuple of float, default (6.4, 4.0)
-        The plot function's own default size.
     grid : bool, default True
-        Passed to :func:`style_axes`.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Raises
-    ------
-    ImportError
-        If a new figure is needed and matplotlib is not installed.
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import get_axes
-    >>> ax = get_axes(figsize=(3, 2))
+    >>> ax = edp.plots.style.get_axes(figsize=(3, 2))
     >>> ax.figure.get_size_inches().tolist()
     [3.0, 2.0]
     >>> plt.close("all")
@@ -211,22 +163,11 @@ def get_axes(
 
 
 def get_axes_grid(nrows: int, ncols: int, *, figsize: tuple[float, float] | None = None):
-    """A new figure of ``nrows x ncols`` axes (constrained layout), every one styled.
-
-    Parameters
-    ----------
-    nrows, ncols : int
-    figsize : tuple of float, optional
-
-    Returns
-    -------
-    numpy.ndarray of matplotlib.axes.Axes
-        Shape ``(nrows, ncols)``.
+    """A new figure of ``(nrows, ncols)`` styled axes (constrained layout).
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import get_axes_grid
-    >>> axes = get_axes_grid(2, 2, figsize=(6, 4))
+    >>> axes = edp.plots.style.get_axes_grid(2, 2, figsize=(6, 4))
     >>> axes.shape
     (2, 2)
     >>> plt.close("all")
@@ -244,22 +185,11 @@ def set_labels(
     ylabel: str | None = None,
     title: str | None = None,
 ) -> Axes:
-    """Set the axis labels and the title (``None`` or ``""`` leaves one unset).
-
-    Parameters
-    ----------
-    ax : matplotlib.axes.Axes
-    xlabel, ylabel, title : str, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-        ``ax``.
+    """Set the axis labels and the title (``None`` or ``""`` leaves one unset); return ``ax``.
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import set_labels
-    >>> ax = set_labels(plt.figure().add_subplot(), "ε", "δ", title=None)
+    >>> ax = edp.plots.style.set_labels(plt.figure().add_subplot(), "ε", "δ", title=None)
     >>> ax.get_xlabel(), ax.get_ylabel(), ax.get_title()
     ('ε', 'δ', '')
     >>> plt.close("all")
@@ -276,23 +206,13 @@ def set_labels(
 def add_legend(ax: Axes, **kwargs: Any) -> Legend:
     """Draw the legend of ``ax``: frameless, small type, at the best place.
 
-    Parameters
-    ----------
-    ax : matplotlib.axes.Axes
-    **kwargs
-        Passed to :meth:`~matplotlib.axes.Axes.legend`; they override the defaults
-        ``frameon=False``, ``fontsize=title_fontsize=LEGEND_FONTSIZE`` and ``loc="best"``.
-
-    Returns
-    -------
-    matplotlib.legend.Legend
+    ``kwargs`` override those defaults in :meth:`~matplotlib.axes.Axes.legend`.
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import add_legend
     >>> ax = plt.figure().add_subplot()
     >>> _ = ax.plot([0, 1], label="a line")
-    >>> add_legend(ax, title="series").get_frame_on()
+    >>> edp.plots.style.add_legend(ax, title="series").get_frame_on()
     False
     >>> plt.close("all")
     """
@@ -315,28 +235,13 @@ def reference_line(
     label: str | None = None,
     **kwargs: Any,
 ) -> Line2D:
-    """Draw a thin dashed reference line across ``ax`` at ``value``.
+    """Draw a thin dashed reference line across ``ax`` at ``value`` (y, or x if ``vertical``).
 
-    Parameters
-    ----------
-    ax : matplotlib.axes.Axes
-    value : float
-        y of a horizontal line, or x of a vertical one.
-    vertical : bool, default False
-    color : str, default REFERENCE_COLOR
-    label : str, optional
-        Legend entry; none when omitted.
-    **kwargs
-        Passed to :meth:`~matplotlib.axes.Axes.axhline` or ``axvline``.
-
-    Returns
-    -------
-    matplotlib.lines.Line2D
+    ``kwargs`` go to :meth:`~matplotlib.axes.Axes.axhline` or ``axvline``.
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import reference_line
-    >>> line = reference_line(plt.figure().add_subplot(), 0.5)
+    >>> line = edp.plots.style.reference_line(plt.figure().add_subplot(), 0.5)
     >>> list(line.get_ydata()), line.get_linestyle()
     ([0.5, 0.5], '--')
     >>> plt.close("all")
@@ -357,25 +262,10 @@ def annotate(
     color: str = TEXT_COLOR,
     **kwargs: Any,
 ) -> Annotation:
-    """Label the point ``xy`` with ``text``, offset by ``offset`` points.
+    """Label the point ``xy`` (data coordinates) with ``text``, offset by ``offset`` points.
 
-    The text sits above the point, to its right (or left, for a negative x offset).
-
-    Parameters
-    ----------
-    ax : matplotlib.axes.Axes
-    text : str
-    xy : tuple of float
-        The point, in data coordinates.
-    offset : tuple of float, default (5, 4)
-        Shift of the text, in points.
-    color : str, default TEXT_COLOR
-    **kwargs
-        Passed to :meth:`~matplotlib.axes.Axes.annotate`.
-
-    Returns
-    -------
-    matplotlib.text.Annotation
+    The text sits above the point, to its right (left for a negative x offset); ``kwargs``
+    go to :meth:`~matplotlib.axes.Axes.annotate`.
 
     Examples
     --------
@@ -413,10 +303,9 @@ def place_labels(
 ) -> list[Annotation]:
     """Label the points ``which`` of ``(x, y)`` where no label covers a marker or another label.
 
-    For each label in turn, the offsets of :data:`_LABEL_OFFSETS` are tried until its text
-    box (estimated from the font size, in display units) touches no marker (of area
-    ``marker_size`` points^2, as ``scatter``'s ``s``) and no label already placed; if none is
-    free, the first is used. The axes' limits are fixed first, as placement depends on them.
+    Each label takes the first offset of :data:`_LABEL_OFFSETS` whose text box (estimated
+    from the font size) touches no marker (``marker_size`` as ``scatter``'s ``s``) and no
+    label placed before (else the first offset). The axes' limits are fixed first.
 
     Parameters
     ----------
@@ -436,11 +325,10 @@ def place_labels(
 
     Examples
     --------
-    >>> from pymc_edp.plots.style import place_labels
     >>> ax = plt.figure().add_subplot()
     >>> x, y = np.array([0.0, 0.1, 5.0]), np.array([1.0, 1.03, 0.0])
     >>> _ = ax.scatter(x, y)
-    >>> notes = place_labels(ax, x, y, [0, 1], ["a", "b"])
+    >>> notes = edp.plots.style.place_labels(ax, x, y, [0, 1], ["a", "b"])
     >>> [(n.get_text(), n.xyann) for n in notes]  # "a" above right would cover the next point
     [('a', (-5, 4)), ('b', (5, 4))]
     >>> plt.close("all")

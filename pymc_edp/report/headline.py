@@ -1,11 +1,8 @@
 """The one report of the audit's headline: what its epsilon is worth, in words.
 
-:func:`headline` says, from what the result holds, what the headline epsilon is worth:
-whether the fit it was computed from has converged (when it has not, every epsilon inherits
-that), its 90% Monte-Carlo interval, whether it is a lower bound (a resolution limit, and why),
-whether refits confirmed it, and the one statement about noise, which comes from that
-interval. The printout, the HTML view and :func:`pymc_edp.report.diagnose` all use it, so
-they say the same thing.
+:func:`headline` says whether the fit converged, epsilon's 90% Monte-Carlo interval,
+whether it is a lower bound and why, whether refits confirmed it, and the one statement
+about noise; the printout, the HTML view and ``diagnose`` all use it.
 """
 
 from __future__ import annotations
@@ -31,23 +28,20 @@ class Headline:
     ----------
     epsilon : float
     interval : (float, float) or None
-        Its 90% Monte-Carlo interval (upper end ``inf`` when epsilon is a lower bound); None
-        when the result holds neither weights nor stored intervals.
+        Its 90% Monte-Carlo interval (open above for a lower bound); None without weights
+        or stored intervals.
     lower_bound : bool
-        Some neighbour's estimate is at a resolution limit: the truth may be larger.
+        Some neighbour's estimate is at a resolution limit.
     limit_lines : tuple of str
         One sentence per kind of limit met: how many neighbours, why, and the remedy.
     verification : str
         Whether refits confirmed the headline, or why it is unverified.
     caution : str
-        The noise statement, from the interval ("" when there is nothing to say).
+        The noise statement ("" when there is nothing to say).
     left_out : str
-        What the audit did not bin and why (constant elements, data copies), the words of
-        the warning (:func:`pymc_edp.model.select.left_out_message`; "" when nothing).
+        What was not binned and why (:func:`pymc_edp.model.select.left_out_message`).
     fit : str
-        That the audited fit itself has not converged, and what to do
-        (:meth:`pymc_edp.model.convergence.FitConvergence.message`); "" for a converged fit
-        or one whose diagnostics were not recorded.
+        That the fit has not converged, and what to do ("" otherwise).
 
     Examples
     --------
@@ -82,24 +76,15 @@ class Headline:
             out.append(self.left_out)
         return out
 
-    def notes(self) -> list[str]:
-        """Convergence, lower-bound and noise statements, as a view's warnings list shows them."""
-        out = [self.fit] if self.fit else []
-        out += [f"Lower bound: {line}" for line in self.limit_lines]
-        if self.caution:
-            out.append(f"Caution: {self.caution}")
-        return out
-
 
 def format_interval(interval: tuple[float, float]) -> str:
     """``[a, b]``, or ``[a, inf)`` for an interval open above.
 
     Examples
     --------
-    >>> from pymc_edp.report import format_interval
-    >>> format_interval((0.61, 0.875))
+    >>> edp.report.format_interval((0.61, 0.875))
     '[0.610, 0.875]'
-    >>> format_interval((4.2, float("inf")))
+    >>> edp.report.format_interval((4.2, float("inf")))
     '[4.200, inf)'
     """
     lo, hi = interval
@@ -109,16 +94,14 @@ def format_interval(interval: tuple[float, float]) -> str:
 def noise_caution(epsilon: float, interval: tuple[float, float] | None, prob: float = 0.9) -> str:
     """The one statement about Monte-Carlo noise, read off the estimator's own interval.
 
-    Nothing when the interval is narrow and clear of zero; when it reaches zero, epsilon is
-    not distinguishable from zero; when it is wider than epsilon itself, epsilon is
-    imprecise. An interval open above is a lower bound, said elsewhere.
+    Said when the interval reaches zero or is wider than epsilon; nothing otherwise (nor for
+    an interval open above: a lower bound is said elsewhere).
 
     Examples
     --------
-    >>> from pymc_edp.report import noise_caution
-    >>> noise_caution(0.99, (0.955, 1.033))
+    >>> edp.report.noise_caution(0.99, (0.955, 1.033))
     ''
-    >>> noise_caution(0.05, (0.0, 0.21))[:45]
+    >>> edp.report.noise_caution(0.05, (0.0, 0.21))[:45]
     'the 90% Monte-Carlo interval of epsilon reach'
     """
     if interval is None or not np.isfinite(epsilon):
@@ -170,19 +153,9 @@ def _limit_lines(result: AuditSummary) -> tuple[str, ...]:
 def headline(result: AuditSummary) -> Headline:
     """The headline epsilon with its interval, limits, verification and noise statement.
 
-    Parameters
-    ----------
-    result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`).
-
-    Returns
-    -------
-    Headline
-
     Examples
     --------
-    >>> from pymc_edp.report import headline
-    >>> h = headline(res)
+    >>> h = edp.report.headline(res)
     >>> h.lower_bound, h.caution
     (False, '')
     >>> h.verification

@@ -1,9 +1,8 @@
 """The Pareto k-hat classes of an audit's neighbours, counted once for every view.
 
-The printout (``print(res)``), the HTML view (``res._repr_html_()``) and the figures
-(:func:`pymc_edp.plots.plot_pointwise_epsilon`, ...) all take their classes and counts
-from :func:`khat_counts`, which classifies with :func:`pymc_edp.base.psis.khat_classes`
-(ArviZ's PSIS-LOO classes against the result's ``khat_threshold``): they cannot disagree.
+The printout, the HTML view and the figures take their classes and counts from
+:func:`khat_counts` (ArviZ's classes against ``khat_threshold``,
+:func:`pymc_edp.base.psis.khat_classes`): they cannot disagree.
 """
 
 from __future__ import annotations
@@ -29,19 +28,17 @@ class KhatCounts:
     Attributes
     ----------
     threshold : float
-        The reliability threshold the classes are cut at (``khat_threshold``).
+        ``khat_threshold``.
     classes : numpy.ndarray of str
         One per neighbour: ``"good"``, ``"bad"``, ``"very bad"`` or ``"not computed"``.
     rows : tuple of (range, class, count, percent)
-        One row per class with a k-hat, as the tables print them (:func:`khat_table`);
-        percentages of the neighbours that have one.
+        As the tables print them; percentages of the neighbours with a k-hat.
     not_computed : int
-        Neighbours without a k-hat: in no percentage.
+        Neighbours without a k-hat.
 
     Examples
     --------
-    >>> from pymc_edp.report import KhatCounts
-    >>> counts = KhatCounts.from_values([0.2, 0.8, 1.4, float("nan")], 0.7)
+    >>> counts = edp.report.KhatCounts.from_values([0.2, 0.8, 1.4, float("nan")], 0.7)
     >>> counts.classes.tolist()
     ['good', 'bad', 'very bad', 'not computed']
     >>> counts.count("bad"), counts.above_threshold, counts.not_computed
@@ -58,14 +55,7 @@ class KhatCounts:
 
     @classmethod
     def from_values(cls, pareto_k: Any, threshold: float) -> KhatCounts:
-        """Classify k-hat values (one per neighbour) against ``threshold``.
-
-        Examples
-        --------
-        >>> from pymc_edp.report import KhatCounts
-        >>> KhatCounts.from_values([0.5, float("nan")], 0.7).not_computed
-        1
-        """
+        """Classify k-hat values (one per neighbour) against ``threshold``."""
         khat = np.asarray(pareto_k, dtype=float).reshape(-1)
         raw = khat_classes(khat, threshold)
         rows, not_computed = khat_table(khat, threshold)
@@ -73,14 +63,7 @@ class KhatCounts:
         return cls(float(threshold), classes, tuple(rows), int(not_computed))
 
     def count(self, cls: str) -> int:
-        """How many neighbours are in class ``cls`` (``"not computed"`` included).
-
-        Examples
-        --------
-        >>> from pymc_edp.report import KhatCounts
-        >>> KhatCounts.from_values([0.2, 0.3, 0.9], 0.7).count("good")
-        2
-        """
+        """How many neighbours are in class ``cls`` (``"not computed"`` included)."""
         return int(np.sum(self.classes == cls))
 
     @property
@@ -89,31 +72,20 @@ class KhatCounts:
         return sum(self.count(c) for c in KHAT_CLASSES[1:])
 
     def as_dict(self) -> dict[str, int]:
-        """``{class: count}`` over the three k-hat classes and ``"not computed"``.
-
-        Examples
-        --------
-        >>> from pymc_edp.report import KhatCounts
-        >>> KhatCounts.from_values([0.2, float("nan")], 0.7).as_dict()
-        {'good': 1, 'bad': 0, 'very bad': 0, 'not computed': 1}
-        """
+        """``{class: count}`` over the three k-hat classes and ``"not computed"``."""
         return {c: self.count(c) for c in (*KHAT_CLASSES, NOT_COMPUTED)}
 
 
 def khat_counts(result: Any, dim: str = NEIGHBOUR_DIM) -> KhatCounts:
     """The k-hat class of every neighbour of an audit, and the counts every view shows.
 
-    One k-hat per neighbour: ``pointwise["pareto_k"]`` (its maximum over any other
-    dimension); neighbours without one (pruned, refitted without weights), or all of them
-    when the result has no ``pareto_k``, are ``"not computed"``. The threshold is the
-    result's ``khat_threshold`` (0.7 if it has none).
+    ``pointwise["pareto_k"]`` (max over other dimensions) against ``khat_threshold`` (0.7
+    if none); neighbours without one are ``"not computed"``.
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`): needs ``pointwise``.
     dim : str, default "neighbour"
-        The neighbour dimension of ``result.pointwise``.
 
     Returns
     -------
@@ -121,8 +93,7 @@ def khat_counts(result: Any, dim: str = NEIGHBOUR_DIM) -> KhatCounts:
 
     Examples
     --------
-    >>> from pymc_edp.report import khat_counts
-    >>> khat_counts(res).as_dict()
+    >>> edp.report.khat_counts(res).as_dict()
     {'good': 8, 'bad': 0, 'very bad': 0, 'not computed': 0}
     """
     pw = result.pointwise

@@ -1,17 +1,14 @@
 """The text of the results: their printout (``repr``) and the plain-language diagnosis.
 
-``print(res)`` of an :class:`~pymc_edp.EDPResult` is :func:`edp_result_text`, of a
-:class:`~pymc_edp.PriorTuningResult` :func:`tuning_result_text`; ``res.diagnose()`` is
-:func:`diagnose`. The headline's sentences come from :func:`pymc_edp.report.headline` and
-the k-hat table from :func:`pymc_edp.report.khat_counts`, as in the HTML view and the
-figures.
+The headline's sentences are :func:`pymc_edp.report.headline`'s and the k-hat table
+:func:`pymc_edp.report.khat_counts`'s, as in the HTML view and the figures.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pymc_edp.base.common import PARAMETER_DIM
+from pymc_edp.base.common import PARAMETER_DIM, TRIAL_DIM
 from pymc_edp.base.validate import check_probability
 from pymc_edp.diagnostics import continuous_limit, emi, empty_bins, epsilon_interval, epsilon_mcse
 from pymc_edp.diagnostics._common import refitted
@@ -19,27 +16,26 @@ from pymc_edp.report._common import AuditSummary, TuningSummary
 from pymc_edp.report.headline import format_interval, headline
 from pymc_edp.report.khat import khat_counts
 from pymc_edp.results.release import RELEASES
-from pymc_edp.results.tuning import TRIAL_DIM
 
 __all__ = ["diagnose", "edp_result_text", "tuning_heading", "tuning_result_text"]
 
 
+def neighbour_kind(result: AuditSummary) -> str:
+    """What one neighbour is, in words (``"record removed"``)."""
+    kinds = {"remove": "record removed", "replace": "record replaced"}
+    return kinds.get(result.neighbour, result.neighbour)
+
+
+def smoothing_text(result: AuditSummary) -> str:
+    """The audit's smoothing, ``"none"`` for 0."""
+    return f"{result.smoothing:g}" if result.smoothing > 0 else "none"
+
+
 def edp_result_text(result: AuditSummary) -> str:
-    """The printout of an audit result (``repr(res)``, ``print(res)``).
+    """The printout of an audit result (``repr(res)``).
 
-    The parameter table, epsilon with its worst neighbour, the headline
-    (:func:`pymc_edp.report.headline`: first, when the fit itself has not converged, that
-    every epsilon inherits it), the Pareto k-hat table
-    (:func:`pymc_edp.report.khat_counts`), what pruning skipped and the warnings.
-
-    Parameters
-    ----------
-    result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`).
-
-    Returns
-    -------
-    str
+    The parameter table, epsilon, the headline (:func:`pymc_edp.report.headline`), the
+    Pareto k-hat table, what pruning skipped and the warnings.
 
     Examples
     --------
@@ -49,14 +45,10 @@ def edp_result_text(result: AuditSummary) -> str:
     >>> print(text.splitlines()[0])
     Empirical DP audit (B-EDP, B = 10, psis)
     """
-    kind = {"remove": "record removed", "replace": "record replaced"}.get(
-        result.neighbour, result.neighbour
-    )
-    smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
     lines = [
         f"Empirical DP audit (B-EDP, B = {result.bins}, {result.method})",
-        f"{result.n_neighbours} neighbours ({kind}), {result.n_samples} posterior draws, "
-        f"smoothing = {smoothing}",
+        f"{result.n_neighbours} neighbours ({neighbour_kind(result)}), {result.n_samples} "
+        f"posterior draws, smoothing = {smoothing_text(result)}",
         "",
     ]
     df = result.summary().drop(columns="var_name")
@@ -115,16 +107,11 @@ def _pruning_lines(result: AuditSummary) -> list[str]:
 
 
 def tuning_heading(result: TuningSummary) -> str:
-    """What the prior was tuned to: a B-EDP epsilon, or the epsilon of a release.
-
-    A result tuned to a release target (its confirmation ``audit`` is a release audit,
-    :class:`pymc_edp.ReleaseResult`) names what is published, ``k`` and ``delta``; the bins
-    of a B-EDP audit do not apply to it.
+    """What the prior was tuned to: a B-EDP epsilon, or a release's (what, ``k``, ``delta``).
 
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> from pymc_edp.report.text import tuning_heading
     >>> tuning_heading(SimpleNamespace(bins=20, neighbour="remove", audit=None))
     'Prior tuned to a target B-EDP (B = 20, neighbour = remove)'
     >>> rel = SimpleNamespace(release="synthetic", k=5, target_delta=1e-6)
@@ -142,29 +129,18 @@ def tuning_heading(result: TuningSummary) -> str:
 
 
 def tuning_result_text(result: TuningSummary) -> str:
-    """The printout of a prior-tuning result (``repr(res)``, ``print(res)``).
-
-    Parameters
-    ----------
-    result : TuningSummary
-        A prior-tuning result (:class:`pymc_edp.PriorTuningResult`).
-
-    Returns
-    -------
-    str
+    """The printout of a prior-tuning result (``repr(res)``).
 
     Examples
     --------
-    >>> from pymc_edp import PriorTuningResult
-    >>> from pymc_edp.report import tuning_result_text
-    >>> res = PriorTuningResult(
+    >>> res = edp.PriorTuningResult(
     ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
     ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
     ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
     ...     stopped="tolerance", trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
     ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
     ...                        coords={"parameter": ["mu"]}))
-    >>> print(tuning_result_text(res).splitlines()[1])
+    >>> print(edp.report.tuning_result_text(res).splitlines()[1])
     sigma0 = 1.2  (untuned 1.73; epsilon increasing in sigma0)
     """
     name = result.hyperparameter or "strength"
@@ -190,16 +166,13 @@ def tuning_result_text(result: TuningSummary) -> str:
 def diagnose(result: AuditSummary, prob: float = 0.9) -> str:
     """A plain-language report of how far to trust the audit's epsilon.
 
-    The headline's interval, limits, verification and noise statement (:func:`headline`,
-    the same sentences as the printout and the HTML view), then the Monte-Carlo error of
-    the worst neighbour, Abowd's EMI (labelled: the noise floor of refit-and-count, not an
-    error of this estimate), bins without weight and the ``B -> inf`` reference, as far as
-    the result holds the weights they need.
+    The headline (:func:`headline`), then as far as the result's weights allow: the
+    Monte-Carlo error, Abowd's EMI (the noise floor of refit-and-count, not an error of this
+    estimate), bins without weight and the ``B -> inf`` reference.
 
     Parameters
     ----------
     result : AuditSummary
-        An audit result (:class:`pymc_edp.EDPResult`).
     prob : float, default 0.9
 
     Returns
@@ -216,10 +189,10 @@ def diagnose(result: AuditSummary, prob: float = 0.9) -> str:
     """
     prob = check_probability(prob, "prob")
     head = headline(result)
-    smoothing = f"{result.smoothing:g}" if result.smoothing > 0 else "none"
     bound = " (a lower bound)" if head.lower_bound else ""
     lines = [
-        f"epsilon = {result.epsilon:.3f}{bound} (B = {result.bins}, smoothing = {smoothing})",
+        f"epsilon = {result.epsilon:.3f}{bound} (B = {result.bins}, "
+        f"smoothing = {smoothing_text(result)})",
         *[f"  {line}" for line in head.lines()],
     ]
     if prob != 0.9 or result.log_weights is not None:

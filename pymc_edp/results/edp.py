@@ -10,12 +10,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pymc_edp import diagnostics, plots, report
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_int
+from pymc_edp.diagnostics.uncertainty import STORED_PROB
 from pymc_edp.model.compat import get_group, group_names
 from pymc_edp.model.convergence import FitConvergence
 from pymc_edp.model.select import LeftOut, left_out_from_json, left_out_to_json
-from pymc_edp.results._views import ViewNotRegisteredError, call
+from pymc_edp.plots.html import edp_result_html
 
 __all__ = ["AUDIT_GROUP", "EDPResult"]
 #: Default name of the audit's group in a DataTree (:meth:`EDPResult.to_datatree`).
@@ -74,76 +76,62 @@ class EDPResult:
     epsilon_by_var : dict of {str: float}
         Maximum per posterior variable.
     pointwise : xarray.Dataset
-        Over dimension ``neighbour`` (and ``parameter``): ``epsilon`` (max over parameters),
+        Over ``neighbour`` (and ``parameter``): ``epsilon`` (max over parameters),
         ``epsilon_parameter``, ``pareto_k``, ``worst_parameter``, ``worst_bin``, ``n_rows``,
         ``observed``, ``method`` (``"psis"``, ``"moment_match"``, ``"refit"``,
-        ``"pruned"``), ``status`` (of a refit: ``"ok"``, ``"diverged: ..."``,
-        ``"error: ..."``), ``refit_mcse`` (Monte-Carlo standard error of a refit's or moment
-        match's estimate), ``lower_bound`` and ``limit`` (the estimate is at a resolution
-        limit, :mod:`pymc_edp.base.limits`: CF flag codes ``none``, ``smoothing``,
-        ``few_draws``, ``empty_bin``, ``unverified``; ``limit_parameter`` per parameter),
+        ``"pruned"``), a refit's ``status`` and ``refit_mcse``, ``lower_bound`` and
+        ``limit`` (CF flags of :mod:`pymc_edp.base.limits`; ``limit_parameter``),
         ``bin_draws`` (effective draws in the bin that sets epsilon), ``epsilon_mcse``,
-        ``epsilon_lower``, ``epsilon_upper`` (the 90% interval, for the neighbours that can
-        set epsilon; NaN elsewhere), ``verification`` (CF flag codes ``unchecked``,
-        ``agrees``, ``disagrees``, ``failed``) with ``verify_checked``, ``verify_refit`` and
-        ``verify_z`` (the estimate checked, the refit's, and their standardised difference)
-        and, for ``neighbour="replace"``, ``worst_replacement``.
+        ``epsilon_lower``, ``epsilon_upper`` (the 90% interval of the neighbours that can
+        set epsilon, NaN elsewhere), ``verification`` (CF flags) with ``verify_checked``,
+        ``verify_refit``, ``verify_z``, and for ``neighbour="replace"``,
+        ``worst_replacement``.
     parameters : xarray.Dataset
-        Over dimension ``parameter`` (one scalar element of a posterior variable):
-        ``epsilon``, ``lower_bound`` and ``limit`` (as in ``pointwise``), ``worst_neighbour``,
-        ``worst_bin``, ``n_bins`` (effective B after merging tied edges), ``exact`` (False
-        where pruning makes it a bound) and ``var_name``.
+        Over ``parameter`` (one scalar element of a posterior variable): ``epsilon``,
+        ``lower_bound``, ``limit``, ``worst_neighbour``, ``worst_bin``, ``n_bins``
+        (effective B after merging tied edges), ``exact`` (False where pruning makes it a
+        bound) and ``var_name``.
     bins : int
         Requested number of bins ``B``.
     neighbour : str
-        ``"remove"``, ``"replace"``; with ``groups`` the neighbours are individuals.
+        ``"remove"`` or ``"replace"``.
     method : str
-        How neighbour posteriors were obtained (``"psis"``).
+        How neighbour posteriors were obtained.
     smoothing : float
-        Additive smoothing of weighted estimates, in units of draws (0 by default: weighted
-        bins are never empty).
+        Additive smoothing of weighted estimates, in draws.
     n_samples : int
-        Number of posterior draws (chains x draws).
+        Posterior draws (chains x draws).
     reff : float
         Relative MCMC efficiency used for the PSIS tail length.
     khat_threshold : float
         ``min(1 - 1 / log10(S), 0.7)``.
     warnings : tuple of str
-        Diagnostics raised during the audit, kept with the result.
+        Diagnostics raised during the audit.
     log_weights : xarray.DataArray, optional
-        Smoothed normalised log-weights ``(neighbour, sample)`` of each neighbour posterior
-        (for ``"replace"``, of its worst replacement). Not written by :meth:`to_dataset`
-        unless asked.
+        Smoothed normalised log-weights ``(neighbour, sample)`` (for ``"replace"``, of the
+        worst replacement).
     n_chains : int
-        Chains in the full-data posterior (the ``sample`` axis is chain-major).
+        Chains of the full-data posterior (``sample`` is chain-major).
     draws : xarray.DataArray, optional
         Full-data draws ``(parameter, sample)`` the bins were cut from.
     refits : pymc_edp.refit.Refits, optional
-        The refitted neighbour posteriors (``method="refit"`` or ``"auto"``), by label.
+        The refitted neighbour posteriors, by label.
     mc_interval90 : (float, float), optional
-        90% Monte-Carlo interval of epsilon (upper end ``inf`` when it is a lower bound).
+        90% Monte-Carlo interval of epsilon (upper end ``inf`` for a lower bound).
     noise_floor : float, optional
-        Abowd's EMI, the noise floor of refit-and-count with ``S / 2`` independent draws, for
-        reference (not an error of this estimate: that is ``mc_interval90``).
+        Abowd's EMI, the noise floor of refit-and-count (not an error of this estimate).
     random_seed : int, optional
-        The seed the audit used (drawn afresh for ``random_seed=None``): passing it back
-        repeats the run; :meth:`to_netcdf` keeps it.
+        The seed the audit used: passing it back repeats the run.
     count_smoothing : float
         Additive smoothing of count estimates (raw refits, EMI), Charest & Han's ``alpha``.
     verification : str
-        ``"confirmed"`` (refits of the worst neighbours agree), ``"corrected"`` (they did
-        not; refits replaced every estimate that could set epsilon), ``"incomplete"`` (the
-        budget stopped that: a lower bound), ``"refit"`` (every neighbour refitted) or
-        ``"unverified"``; ``verification_note`` says what was done or why not.
+        ``"confirmed"``, ``"corrected"`` (refits replaced every estimate that could set
+        epsilon), ``"incomplete"`` (a lower bound), ``"refit"`` or ``"unverified"``;
+        ``verification_note`` says what was done or why not.
     left_out : tuple of pymc_edp.model.select.LeftOut
-        Posterior variables, or constant elements of them, that were not binned, and why
-        (``"constant"``: no information about any record; ``"data copy"``: publishing it
-        can disclose records). The printout, the HTML view and the warning name them in
-        the same words (:func:`pymc_edp.model.select.left_out_message`).
+        Variables or constant elements that were not binned, and why.
     convergence : pymc_edp.model.convergence.FitConvergence, optional
-        R-hat, bulk and tail ESS of the audited variables and the fit's divergent
-        transitions. When the fit has not converged, the printout, the HTML view and the
-        warnings say so: every epsilon inherits the fit's error.
+        R-hat, ESS and divergences of the fit; every epsilon inherits its error.
 
     References
     ----------
@@ -152,8 +140,7 @@ class EDPResult:
 
     Examples
     --------
-    :func:`pymc_edp.audit` returns an ``EDPResult``; here for the mean ``mu`` of the
-    eight-schools posterior shipped with ArviZ, removing one school at a time:
+    What :func:`pymc_edp.audit` returns, here for ``mu`` of eight schools:
 
     >>> type(res).__name__
     'EDPResult'
@@ -200,8 +187,9 @@ class EDPResult:
     verification_note: str = ""
     left_out: tuple[LeftOut, ...] = ()
     convergence: FitConvergence | None = field(default=None, compare=False)
+    # What the diagnostics computed from this result: never saved, compared nor copied.
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    # ------------------------------------------------------------------ views
     @property
     def n_neighbours(self) -> int:
         """Number of neighbour datasets audited.
@@ -240,14 +228,11 @@ class EDPResult:
         return eps[NEIGHBOUR_DIM].values[int(np.argmax(filled))]
 
     def summary(self) -> pd.DataFrame:
-        """One row per scalar parameter element.
+        """One row per scalar parameter element, indexed by its ArviZ-style label.
 
         Returns
         -------
         pandas.DataFrame
-            Columns ``var_name``, ``epsilon``, ``lower_bound`` (True where the epsilon is a
-            lower bound), ``worst_neighbour``, ``worst_bin``, ``n_bins``, indexed by the
-            ArviZ-style parameter label.
 
         Examples
         --------
@@ -283,8 +268,7 @@ class EDPResult:
         Parameters
         ----------
         k : int, default 5
-            Number of neighbours, ``>= 0`` (neighbours without an estimate, pruned or not
-            evaluated, come last).
+            Neighbours without an estimate come last.
 
         Returns
         -------
@@ -315,17 +299,11 @@ class EDPResult:
 
     def __repr__(self) -> str:
         """The printout; see :func:`pymc_edp.report.edp_result_text`."""
-        try:
-            return call("text", self)
-        except ViewNotRegisteredError:  # pymc_edp.views not imported (yet): a plain line
-            return (
-                f"EDPResult(epsilon={self.epsilon!r}, bins={self.bins!r}, "
-                f"method={self.method!r}, neighbour={self.neighbour!r})"
-            )
+        return report.edp_result_text(self)
 
     def _repr_html_(self) -> str:
         """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.edp_result_html`."""
-        return call("html", self)
+        return edp_result_html(self)
 
     # ------------------------------------------------------------ round trip
     _ATTRS = (
@@ -406,8 +384,6 @@ class EDPResult:
         without its weights gets them here, so that its :meth:`interval` and :meth:`mcse`
         read back as they were (NaN only where no weights were kept).
         """
-        from pymc_edp.diagnostics.uncertainty import STORED_PROB
-
         pw = self.pointwise
         if self.log_weights is None or "epsilon_upper" not in pw:
             return pw
@@ -565,19 +541,11 @@ class EDPResult:
     def to_netcdf(self, path, *, include_weights: bool = False, **kwargs) -> None:
         """Write :meth:`to_dataset` to a netCDF file.
 
-        :meth:`from_netcdf` reads back every field of the result, with its type
-        (``random_seed``, ``mc_interval90``, ``noise_floor``, ``warnings``, the
-        verification...), except those deliberately not written:
-
-        - ``refits``, the refitted neighbours' traces (``None`` when read back): save
-          them with ``RefitOptions(checkpoint=...)``, or each ``res.refits[label]`` with
-          its own ``to_netcdf``;
-        - ``log_weights`` and ``draws`` (``n x S`` floats), unless ``include_weights=True``;
-          without them the diagnostics that recompute from the weights (``res.curve()``,
-          ``res.interval(prob)`` at another ``prob``, most plots) are unavailable, and the
-          stored 90% intervals and errors are used;
-        - what diagnostics computed and cached (:mod:`pymc_edp.diagnostics` keeps it in
-          its own cache, for as long as the result lives).
+        :meth:`from_netcdf` reads back every field with its type, except ``refits`` (save
+        them with ``RefitOptions(checkpoint=...)``) and, unless ``include_weights=True``,
+        ``log_weights`` and ``draws``: without them the diagnostics that recompute from the
+        weights (``res.curve()``, most plots) are unavailable and the stored 90% intervals
+        are used.
 
         Parameters
         ----------
@@ -644,11 +612,9 @@ class EDPResult:
         with xr.open_dataset(path) as ds:
             return cls.from_dataset(ds.load())
 
-    # ------------------------- diagnostics, report and plots (through pymc_edp.views)
+    # ------------------------------------------- diagnostics, report and plots
     def mcse(self) -> xr.Dataset:
-        """Monte-Carlo standard error of epsilon and of every per-record epsilon.
-
-        See :func:`pymc_edp.diagnostics.epsilon_mcse`; needs ``log_weights``.
+        """Monte-Carlo standard error of epsilon; see :func:`pymc_edp.diagnostics.epsilon_mcse`.
 
         Examples
         --------
@@ -658,20 +624,10 @@ class EDPResult:
         >>> se["epsilon_i"].dims
         ('neighbour',)
         """
-        return call("mcse", self)
+        return diagnostics.epsilon_mcse(self)
 
     def interval(self, prob: float = 0.9) -> xr.Dataset:
-        """Monte-Carlo interval of epsilon and of every per-record epsilon.
-
-        See :func:`pymc_edp.diagnostics.epsilon_interval`.
-
-        Parameters
-        ----------
-        prob : float, default 0.9
-
-        Returns
-        -------
-        xarray.Dataset
+        """Monte-Carlo interval of epsilon; see :func:`pymc_edp.diagnostics.epsilon_interval`.
 
         Examples
         --------
@@ -682,12 +638,10 @@ class EDPResult:
         >>> iv["epsilon_i"].dims
         ('neighbour', 'interval')
         """
-        return call("interval", self, prob)
+        return diagnostics.epsilon_interval(self, prob)
 
     def emi(self) -> xr.Dataset:
-        """Abowd's empirical measure of imprecision: the noise floor of refit-and-count.
-
-        See :func:`pymc_edp.diagnostics.emi`.
+        """Abowd's empirical measure of imprecision; see :func:`pymc_edp.diagnostics.emi`.
 
         Examples
         --------
@@ -697,12 +651,10 @@ class EDPResult:
         >>> res.epsilon > 2 * float(em["emi"])  # far above refit-and-count's noise floor
         True
         """
-        return call("emi", self)
+        return diagnostics.emi(self)
 
     def empty_bins(self) -> xr.Dataset:
-        """Bins receiving no (or under one draw's) weight, per parameter, and the smoothing.
-
-        See :func:`pymc_edp.diagnostics.empty_bins`.
+        """Bins receiving (almost) no weight; see :func:`pymc_edp.diagnostics.empty_bins`.
 
         Examples
         --------
@@ -710,22 +662,12 @@ class EDPResult:
         >>> int(eb["n_empty"].sum()), int(eb["n_under_one_draw"].sum())
         (0, 0)
         """
-        return call("empty_bins", self)
+        return diagnostics.empty_bins(self)
 
     def smoothing_sensitivity(
         self, smoothing: tuple[float, ...] = (0.0, 0.001, 0.01, 0.1, 1.0)
     ) -> xr.DataArray:
-        """Epsilon for several additive smoothing constants (warns when 0 gives infinity).
-
-        See :func:`pymc_edp.diagnostics.smoothing_sensitivity`.
-
-        Parameters
-        ----------
-        smoothing : tuple of float
-
-        Returns
-        -------
-        xarray.DataArray
+        """Epsilon per smoothing constant; see :func:`pymc_edp.diagnostics.smoothing_sensitivity`.
 
         Examples
         --------
@@ -733,12 +675,10 @@ class EDPResult:
         >>> eps.round(3).values.tolist()
         [0.75..., 0.75..., 0.751]
         """
-        return call("smoothing_sensitivity", self, smoothing)
+        return diagnostics.smoothing_sensitivity(self, smoothing)
 
     def continuous_limit(self) -> xr.Dataset:
-        """The ``B -> inf`` reference: largest ``|log density ratio|`` over the draws.
-
-        See :func:`pymc_edp.diagnostics.continuous_limit`.
+        """The ``B -> inf`` reference; see :func:`pymc_edp.diagnostics.continuous_limit`.
 
         Examples
         --------
@@ -748,23 +688,12 @@ class EDPResult:
         >>> bool(lim["diverges"])  # normal posteriors: the log density ratio is unbounded
         True
         """
-        return call("continuous_limit", self)
+        return diagnostics.continuous_limit(self)
 
     def curve(
         self, bins: tuple[int, ...] = (5, 10, 20, 50, 100, 250), prob: float | None = 0.9
     ) -> xr.DataArray:
-        """Epsilon over the number of bins B, from the stored weights (no refitting).
-
-        See :func:`pymc_edp.diagnostics.epsilon_curve`.
-
-        Parameters
-        ----------
-        bins : sequence of int, default (5, 10, 20, 50, 100, 250)
-        prob : float or None, default 0.9
-
-        Returns
-        -------
-        xarray.DataArray
+        """Epsilon over the number of bins B; see :func:`pymc_edp.diagnostics.epsilon_curve`.
 
         Examples
         --------
@@ -774,22 +703,10 @@ class EDPResult:
         >>> eps["upper"].dims
         ('bins',)
         """
-        return call("curve", self, bins, prob=prob)
+        return diagnostics.epsilon_curve(self, bins, prob=prob)
 
     def delta_profile(self, epsilons, targets=None) -> xr.Dataset:
-        """Bin-free (eps, delta) profile: ``delta_i``, ``delta`` and total risk ``delta_star``.
-
-        See :func:`pymc_edp.diagnostics.delta_profile`.
-
-        Parameters
-        ----------
-        epsilons : array_like
-        targets : array_like, optional
-            Deltas for which the smallest epsilon meeting them is reported.
-
-        Returns
-        -------
-        xarray.Dataset
+        """Bin-free (eps, delta) profile; see :func:`pymc_edp.diagnostics.delta_profile`.
 
         Examples
         --------
@@ -801,12 +718,10 @@ class EDPResult:
         >>> round(float(prof["epsilon_delta"][0]), 2)
         1.87
         """
-        return call("delta_profile", self, epsilons, targets=targets)
+        return diagnostics.delta_profile(self, epsilons, targets=targets)
 
     def bin_log_ratios(self, neighbour=None) -> xr.DataArray:
-        """Bin log ratios of one neighbour (default the worst), over (parameter, bin).
-
-        See :func:`pymc_edp.diagnostics.bin_log_ratios`.
+        """One neighbour's bin log ratios; see :func:`pymc_edp.diagnostics.bin_log_ratios`.
 
         Examples
         --------
@@ -816,30 +731,12 @@ class EDPResult:
         >>> round(float(abs(lr).max()), 3)
         0.75...
         """
-        return call("bin_log_ratios", self, neighbour)
+        return diagnostics.bin_log_ratios(self, neighbour)
 
     def refit_epsilon(self, refit_posterior, neighbour=None) -> xr.Dataset:
-        """Epsilon of your own refit of one neighbour, counted in this audit's own bins.
+        """Epsilon of your own refit of one neighbour, in this audit's bins.
 
-        To check the audit's number by hand: the refit's draws are counted in the audit's
-        equal-probability bins of the full-data draws and compared with those bins'
-        full-data probabilities as the audit computed them (the share of full-data draws in
-        each, which ties and finite draws make differ from ``1 / B``). See
-        :func:`pymc_edp.diagnostics.refit_epsilon`.
-
-        Parameters
-        ----------
-        refit_posterior : xarray.DataTree, arviz.InferenceData, xarray.Dataset or dict
-            The posterior of the model refitted to the neighbour's data (or its
-            ``posterior`` group).
-        neighbour : optional
-            The neighbour that was refitted, to report the audit's estimate for it beside.
-
-        Returns
-        -------
-        xarray.Dataset
-            ``epsilon`` per parameter, the bins' ``edges``, ``full_probability`` and
-            ``refit_probability``; ``attrs["epsilon"]`` is the maximum.
+        See :func:`pymc_edp.diagnostics.refit_epsilon`.
 
         Examples
         --------
@@ -848,12 +745,10 @@ class EDPResult:
         >>> round(check.attrs["epsilon"], 6), check["edges"].sizes["edge"]
         (0.0, 9)
         """
-        return call("refit_epsilon", self, refit_posterior, neighbour)
+        return diagnostics.refit_epsilon(self, refit_posterior, neighbour)
 
     def diagnose(self, prob: float = 0.9) -> str:
-        """Plain-language report of how far to trust epsilon.
-
-        See :func:`pymc_edp.report.diagnose`.
+        """Plain-language report of how far to trust epsilon; see :func:`pymc_edp.report.diagnose`.
 
         Examples
         --------
@@ -863,24 +758,10 @@ class EDPResult:
         >>> "EMI" in report
         True
         """
-        return call("diagnose", self, prob)
+        return report.diagnose(self, prob)
 
     def plot(self, **kwargs):
-        """The overview figure: four plots on one figure; see :func:`pymc_edp.plots.plot_overview`.
-
-        Per-neighbour epsilon with k-hat, epsilon against B, and the worst neighbour's bin
-        log ratios and posterior overlay.
-
-        Parameters
-        ----------
-        **kwargs
-            Passed to :func:`pymc_edp.plots.plot_overview` (``figsize``, ``curve_bins``,
-            ``labels``).
-
-        Returns
-        -------
-        numpy.ndarray of matplotlib.axes.Axes
-            The ``(2, 2)`` axes.
+        """The overview figure, ``(2, 2)`` axes; see :func:`pymc_edp.plots.plot_overview`.
 
         Examples
         --------
@@ -889,7 +770,7 @@ class EDPResult:
         ((2, 2), 'B-EDP ε against the number of bins')
         >>> plt.close(axes[0, 0].figure)
         """
-        return call("plot", self, **kwargs)
+        return plots.plot_overview(self, **kwargs)
 
     def plot_curve(self, **kwargs):
         """Epsilon against B with error bars; see :func:`pymc_edp.plots.plot_epsilon_curve`.
@@ -901,7 +782,7 @@ class EDPResult:
         'B-EDP ε against the number of bins'
         >>> plt.close(ax.figure)
         """
-        return call("plot_curve", self, **kwargs)
+        return plots.plot_epsilon_curve(self, **kwargs)
 
     def plot_intervals(self, **kwargs):
         """Per-record epsilon with intervals; see :func:`pymc_edp.plots.plot_epsilon_intervals`.
@@ -913,7 +794,7 @@ class EDPResult:
         'Per-record ε with 90% Monte-Carlo intervals (B = 10)'
         >>> plt.close(ax.figure)
         """
-        return call("plot_intervals", self, **kwargs)
+        return plots.plot_epsilon_intervals(self, **kwargs)
 
     def plot_bin_log_ratios(self, neighbour=None, **kwargs):
         """Bin log-ratio heatmap; see :func:`pymc_edp.plots.plot_bin_log_ratios`.
@@ -925,7 +806,7 @@ class EDPResult:
         "Bin log ratios of neighbour St. Paul's (max |·| = 0.75..., B = 10)"
         >>> plt.close(ax.figure)
         """
-        return call("plot_bin_log_ratios", self, neighbour, **kwargs)
+        return plots.plot_bin_log_ratios(self, neighbour, **kwargs)
 
     def plot_neighbour_posterior(self, neighbour=None, parameter=None, **kwargs):
         """Full vs neighbour posterior; see :func:`pymc_edp.plots.plot_neighbour_posterior`.
@@ -937,7 +818,7 @@ class EDPResult:
         'mu'
         >>> plt.close(ax.figure)
         """
-        return call("plot_neighbour_posterior", self, neighbour, parameter, **kwargs)
+        return plots.plot_neighbour_posterior(self, neighbour, parameter, **kwargs)
 
     def plot_delta_profile(self, epsilons=None, **kwargs):
         """(eps, delta) and delta* curves; see :func:`pymc_edp.plots.plot_delta_profile`.
@@ -949,4 +830,4 @@ class EDPResult:
         ('Bin-free (ε, δ) profile', 'log')
         >>> plt.close(ax.figure)
         """
-        return call("plot_delta_profile", self, epsilons, **kwargs)
+        return plots.plot_delta_profile(self, epsilons, **kwargs)

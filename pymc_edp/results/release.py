@@ -11,7 +11,6 @@ import xarray as xr
 from pymc_edp.base.accounting import compose_pair, epsilon_curve, grid_interval
 from pymc_edp.base.pld import exact_delta
 from pymc_edp.base.validate import check_delta, check_int, check_real
-from pymc_edp.results._views import ViewNotRegisteredError, call
 
 __all__ = ["RELEASES", "ReleaseResult"]
 
@@ -172,21 +171,22 @@ class ReleaseResult:
         """Neighbours audited."""
         return int(self.pointwise.sizes["neighbour"])
 
+    # The views import RELEASES from here: imported when called, until RELEASES moves.
     def __repr__(self) -> str:
-        try:
-            return call("release_text", self)
-        except ViewNotRegisteredError:
-            return (
-                f"ReleaseResult({self.release}, k={self.k}: epsilon {self.headline:.4g} at "
-                f"delta {self.target_delta:g})"
-            )
+        from pymc_edp.report.release import release_text
+
+        return release_text(self)
 
     def _repr_html_(self) -> str:
-        return call("release_html", self)
+        from pymc_edp.plots.release import release_html
+
+        return release_html(self)
 
     def plot(self, **kwargs):
         """delta(epsilon) of one and of ``k`` releases, beside the parameters' profile."""
-        return call("plot_release", self, **kwargs)
+        from pymc_edp.plots.release import plot_release
+
+        return plot_release(self, **kwargs)
 
     def to_dataset(self) -> xr.Dataset:
         """Everything as one dataset (parts prefixed, scalars in attributes)."""

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 import xarray as xr
 
-from pymc_edp.results._views import ViewNotRegisteredError, call
+from pymc_edp.base.common import TRIAL_DIM
+from pymc_edp.plots.html import tuning_result_html
+from pymc_edp.report import tuning_result_text
 from pymc_edp.results.edp import EDPResult
 
 __all__ = ["LEAKAGE_CAVEAT", "TRIAL_DIM", "PriorTuningResult"]
-
-TRIAL_DIM = "trial"
 
 LEAKAGE_CAVEAT = (
     "The prior was tuned on the data: the chosen hyperparameter is itself a function of the "
@@ -31,59 +31,42 @@ class PriorTuningResult:
     ----------
     value : float
         The tuned value of the hyperparameter.
-    epsilon : float
-        B-EDP epsilon at ``value`` from the confirmation audit (an independent sample and
-        the method the user chose).
-    mcse : float
-        Monte-Carlo standard error of ``epsilon``, the audit's own
-        (:func:`pymc_edp.diagnostics.epsilon_mcse`).
+    epsilon, mcse : float
+        Epsilon at ``value`` from the confirmation audit (an independent sample, the chosen
+        method) and its Monte-Carlo standard error.
     target_epsilon : float
-        The target.
     hyperparameter : str or None
         Name of the ``pm.Data`` hyperparameter; None for the builder form.
     initial_value : float
         The untuned value the utility cost is measured against.
-    initial_epsilon : float
-        Reweighted epsilon at ``initial_value`` (search seed).
-    search_epsilon : float
-        Reweighted epsilon at ``value`` during the search (common random numbers).
+    initial_epsilon, search_epsilon : float
+        Reweighted epsilon at ``initial_value`` and at ``value`` during the search.
     bins : int
-        Number of bins ``B``.
-    neighbour : str
-        Neighbour relation.
-    method : str
-        Method of the confirmation audit.
+    neighbour, method : str
+        Of the confirmation audit.
     direction : str
-        ``"increasing"`` if epsilon grows with the hyperparameter (a scale),
-        ``"decreasing"`` if it falls (a concentration or precision).
+        ``"increasing"`` if epsilon grows with the hyperparameter (a scale), else
+        ``"decreasing"``.
     monotone : bool
-        False when the evaluated epsilons were not monotone in the hyperparameter beyond
-        their Monte-Carlo error (then several values may meet the target).
+        False when the epsilons were not monotone beyond their Monte-Carlo error (several
+        values may then meet the target).
     stopped : str
-        Why the search stopped: ``"tolerance"`` (an evaluation met ``rtol``),
-        ``"noise"`` (the epsilons at the ends of the bracket were within twice their
-        Monte-Carlo error of each other), ``"xtol"`` or ``"maxiter"``. Unless an evaluation
-        met ``rtol`` with a Monte-Carlo error below ``rtol`` too, the answer is the root of
-        a weighted line through the trials near the target (stage ``"final"``).
+        Why the search stopped: ``"tolerance"``, ``"noise"`` (the bracket's ends within twice
+        their Monte-Carlo error), ``"xtol"`` or ``"maxiter"``.
     trials : xarray.Dataset
-        Over dimension ``trial`` in evaluation order: ``value``, ``epsilon``, ``mcse``,
+        Over ``trial`` in evaluation order: ``value``, ``epsilon``, ``mcse``,
         ``max_pareto_k``, ``stage`` (``"initial"``, ``"bracket"``, ``"root"``, ``"final"``).
     utility : xarray.Dataset
-        Over dimension ``parameter``: posterior ``mean_untuned``, ``sd_untuned``,
-        ``mean_tuned``, ``sd_tuned``, ``mean_shift`` (tuned minus untuned),
-        ``mean_shift_sd`` (the shift in untuned posterior standard deviations) and
-        ``sd_ratio`` (tuned over untuned).
+        Over ``parameter``: ``mean_untuned``, ``sd_untuned``, ``mean_tuned``, ``sd_tuned``,
+        ``mean_shift``, ``mean_shift_sd`` (in untuned sds) and ``sd_ratio``.
     warnings : tuple of str
-        :data:`LEAKAGE_CAVEAT` first, then the diagnostics raised during the search and
-        the confirmation.
+        :data:`LEAKAGE_CAVEAT` first, then the diagnostics of the search and confirmation.
     audit : EDPResult
         The confirmation audit.
-    idata : arviz.InferenceData
-        Posterior at ``value`` (with ``log_likelihood``) the confirmation audited.
-    idata_untuned : arviz.InferenceData
-        Posterior at ``initial_value``.
+    idata, idata_untuned : arviz.InferenceData
+        Posteriors at ``value`` (the one audited) and at ``initial_value``.
     random_seed : int, optional
-        The seed the run used (pass it back to repeat the run).
+        The seed the run used.
 
     References
     ----------
@@ -92,11 +75,9 @@ class PriorTuningResult:
 
     Examples
     --------
-    Returned by :func:`tune_prior`, which samples the model repeatedly; built by hand here
-    (``trials`` and ``utility`` cut down to one variable each):
+    Returned by :func:`tune_prior`; built by hand here:
 
-    >>> from pymc_edp import PriorTuningResult
-    >>> res = PriorTuningResult(
+    >>> res = edp.PriorTuningResult(
     ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
     ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
     ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
@@ -137,26 +118,15 @@ class PriorTuningResult:
         return (self.epsilon - self.target_epsilon) / self.target_epsilon
 
     def summary(self) -> pd.DataFrame:
-        """The utility cost, one row per audited scalar parameter.
-
-        Returns
-        -------
-        pandas.DataFrame
-        """
+        """The utility cost, one row per audited scalar parameter."""
         df = self.utility.to_dataframe()
         df.index = df.index.astype(str)
         return df
 
     def _repr_html_(self) -> str:
         """Rich HTML view in Jupyter; see :func:`pymc_edp.plots.html.tuning_result_html`."""
-        return call("tuning_html", self)
+        return tuning_result_html(self)
 
     def __repr__(self) -> str:
         """The printout; see :func:`pymc_edp.report.tuning_result_text`."""
-        try:
-            return call("tuning_text", self)
-        except ViewNotRegisteredError:  # pymc_edp.views not imported (yet): a plain line
-            return (
-                f"PriorTuningResult(value={self.value!r}, epsilon={self.epsilon!r}, "
-                f"target_epsilon={self.target_epsilon!r})"
-            )
+        return tuning_result_text(self)

@@ -10,7 +10,6 @@ from support import NOT_CONVERGED
 import pymc_edp as edp
 from pymc_edp.datasets import load_eight_schools
 from pymc_edp.plots.release import plot_release, release_html
-from pymc_edp.results._views import registered
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +29,10 @@ def _legend(ax):
     return [t.get_text() for t in ax.get_legend().get_texts()]
 
 
-def test_views_are_registered():
-    views = registered()
-    assert views["release_text"] is edp.report.release.release_text
-    assert views["release_html"] is release_html
-    assert views["plot_release"] is plot_release
+def test_the_methods_call_the_views(res):
+    assert repr(res) == edp.report.release.release_text(res)
+    assert res._repr_html_().split("<svg")[0] == release_html(res).split("<svg")[0]
+    assert res.plot().get_title() == plot_release(res).get_title()
 
 
 def test_plot_draws_one_and_k_releases(res):

@@ -238,7 +238,7 @@ def test_from_dataset_rejects_foreign():
 
 
 def test_a_result_holds_data_only(result):
-    """No cache on the result: the diagnostics keep their own (pymc_edp.diagnostics._cache)."""
+    """What the diagnostics cache on the result is never saved."""
     assert "_memo" not in {f.name for f in dataclasses.fields(result)}
     assert not hasattr(result, "memo")
     before = result.to_dataset(include_weights=True)
