@@ -1,28 +1,15 @@
 """Tune the strength of a prior so that the posterior meets a target B-EDP epsilon.
 
 A stronger prior (a smaller prior scale, a larger concentration) makes the posterior less
-sensitive to any one record, so its empirical differential privacy (EDP) epsilon falls.
-:func:`tune_prior` searches a scalar hyperparameter for the value whose posterior has a target
-epsilon: fast importance-reweighted audits inside the search, then a confirmation audit with
-the method the user chose, and the utility the stronger prior costs.
-
-Choosing a prior after looking at the data leaks information about the data that no audit of
-the resulting posterior accounts for (Charest & Han 2017, sec. 2), and EDP is a sensitivity
-measure of one posterior on one data set, not a differential-privacy guarantee.
-
-References
-----------
-.. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
-   Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (sec. 2: prior tuning and
-   its leakage; eq. 2: B-EDP).
-.. [2] Abowd, J. M., Schneider, M. J. and Vilhuber, L. "Differential privacy applications to
-   Bayesian and linear mixed model estimation." Journal of Privacy and Confidentiality 5(1),
-   2013.
+sensitive to any one record, so its EDP epsilon falls. :func:`tune_prior` searches a scalar
+hyperparameter for the value whose posterior has a target epsilon: fast reweighted audits in
+the search (:mod:`~pymc_edp.tuning.search`), then a confirmation audit with the method asked
+for, and the utility the stronger prior costs.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
 import logging
 import math
 import warnings
@@ -32,17 +19,20 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp import diagnostics
-from pymc_edp.auditing import AuditOptions
 from pymc_edp.auditing import audit as run_audit
+from pymc_edp.auditing import check_options
 from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
 from pymc_edp.base.validate import check_real
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
+from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.pymc import resolve_model
+from pymc_edp.model.reweight import ChunkOptions
 from pymc_edp.refit.engines import make_engine, resolve_engine
 from pymc_edp.refit.options import RefitOptions
+from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.results.tuning import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
-from pymc_edp.tuning.release import ReleaseAuditor, ReleaseTarget
+from pymc_edp.tuning.release import ReleaseAuditor
 from pymc_edp.tuning.search import (
     Search,
     SearchOptions,
@@ -145,16 +135,20 @@ def _check_hyperparameter(model, name: str) -> float:
     return float(value.reshape(()))
 
 
-def _audit_options(audit: AuditOptions | Mapping | None, opts: RefitOptions):
-    """The search's and the confirmation's audit options, checked before any sampling."""
-    aopts = AuditOptions.coerce(audit)
-    if aopts.refit is not None:
-        raise TypeError(
-            "pass the refit options to tune_prior as refit=RefitOptions(...), not in "
-            "audit=AuditOptions(refit=...): they also set how every posterior is sampled"
-        )
-    # the search reweights only; the confirmation audits with the method asked for
-    return dataclasses.replace(aopts, method="psis"), dataclasses.replace(aopts, refit=opts)
+#: The keywords of :func:`tune_prior` that select variables rather than set the audit.
+_SELECTION = ("var_names", "filter_vars")
+
+
+def _refuse_unused(given: dict, whose: str) -> None:
+    """Raise if a keyword in ``given``, which would be ignored, is not at its default."""
+    params = inspect.signature(tune_prior).parameters
+    unused = [
+        name
+        for name, value in given.items()
+        if not (value is params[name].default or value == params[name].default)
+    ]
+    if unused:
+        raise ValueError(f"{', '.join(unused)}: {whose} settings, not used here")
 
 
 def _sampler(model, hyperparameter, build_model, initial, opts: RefitOptions):
@@ -239,98 +233,90 @@ def tune_prior(
     target_epsilon: float,
     initial: float | None = None,
     bracket: tuple[float, float] | None = None,
-    audit: AuditOptions | Mapping | None = None,
+    var_names: str | Sequence[str] | None = None,
+    filter_vars: str | None = None,
+    bins: int = 20,
+    method: str = "auto",
+    neighbour: str | NeighbourOptions | Mapping = "remove",
+    smoothing: float | None = None,
     refit: RefitOptions | Mapping | None = None,
+    chunks: ChunkOptions | Mapping | None = None,
+    release: str | None = None,
+    k: int = 1,
+    delta: float = 1e-5,
+    observed: str | None = None,
+    n_synthetic: int | None = None,
+    statistic: Callable | None = None,
+    options: ReleaseOptions | Mapping | None = None,
     search: SearchOptions | Mapping | None = None,
-    release: ReleaseTarget | Mapping | None = None,
     random_seed=None,
     progressbar: bool = True,
 ) -> PriorTuningResult:
     """Find the prior strength whose posterior has a target B-EDP epsilon.
 
     The prior strength is one positive scalar: a ``pm.Data`` hyperparameter of ``model``
-    (a prior scale, a concentration), so the model compiles once and only that value
-    changes between trials, or the argument of ``build_model(value) -> pm.Model``.
+    (the model compiles once and only that value changes between trials), or the argument
+    of ``build_model(value) -> pm.Model``. Each trial samples the posterior with the same
+    seed (common random numbers) and audits it by reweighting (``method="psis"``); the
+    search (:mod:`pymc_edp.tuning.search`) brackets the target in log value and narrows it
+    with Brent's method [3]_ until a trial is within ``rtol`` of the target or the noise
+    cannot resolve a narrower bracket. At the answer a fresh sample (another seed) is
+    audited with ``method``, and its epsilon, Monte-Carlo error and utility cost against
+    the untuned prior are reported.
 
-    The search (:mod:`pymc_edp.tuning.search`) works on the log of the value. Each trial
-    samples the posterior with the same seed (common random numbers, so that the estimated
-    relation is smooth) and audits it by importance reweighting (``method="psis"``, fast).
-    Starting from ``initial``, the value is multiplied or divided by ``step`` until epsilon
-    crosses the target; Brent's method on ``log epsilon - log target`` then narrows the bracket
-    until an evaluation is within ``rtol`` of the target, or the epsilons at the two ends of
-    the bracket are within twice their Monte-Carlo error of each other (the noise cannot
-    resolve a narrower bracket). Unless an evaluation met ``rtol`` with a Monte-Carlo error
-    below ``rtol``, the answer is the root of a weighted line of log epsilon on log value
-    through the trials within a factor 2 of the target, which averages their noise. The
-    evaluated points are checked for monotonicity. At the answer a fresh sample (another seed)
-    is audited with ``method`` (refitting neighbours with a bad k-hat under ``"auto"``), and
-    its epsilon, Monte-Carlo standard error and the utility cost against the untuned prior are
-    reported.
-
-    With a release target (``release=``), the target is instead the privacy of what is
-    published from the posterior, e.g. "``m = 5`` synthetic copies at epsilon <= 1 with
-    delta = 1e-6 for every record": every trial and the confirmation run
-    :func:`pymc_edp.audit_release` with the target's arguments, and ``target_epsilon`` is the
-    target of its headline, the epsilon at the target's ``delta`` of ``k`` composed releases
-    for the worst neighbour [4]_ [5]_. The Monte-Carlo error of a release audit is the half
-    width of its bootstrap interval over the normal quantile of its probability; the trials
-    bootstrap at most 50 replicates, the confirmation as many as the target's ``options``
-    ask. ``audit``'s ``bins``, ``method`` and ``var_names`` are then not used, and the utility
-    cost is reported for every posterior variable.
+    With ``release``, the target is instead the privacy of what is published [4]_ [5]_:
+    every trial and the confirmation run :func:`pymc_edp.audit_release`, and
+    ``target_epsilon`` is the target of its headline. Its Monte-Carlo error is the half
+    width of its bootstrap interval over the normal quantile of its probability; the
+    trials bootstrap at most 50 replicates. The utility cost is then reported for every
+    posterior variable.
 
     Parameters
     ----------
     model : pymc.Model, optional
-        Model with a scalar float ``pm.Data`` hyperparameter. Its value is restored on
-        return (set it to ``res.value`` with ``pm.set_data`` to keep the tuned prior).
-        Default: the model of the enclosing ``with`` block, if any (not with
-        ``build_model``, which builds its own models).
+        Model with a scalar float ``pm.Data`` hyperparameter, restored on return (set it
+        to ``res.value`` with ``pm.set_data`` to keep the tuned prior). Default: the model
+        of the enclosing ``with`` block (not with ``build_model``).
     hyperparameter : str, optional
         Name of that ``pm.Data`` variable; required with ``model``.
-    target_epsilon : float
-        Target B-EDP epsilon (> 0); with ``release``, the target of the release's epsilon
-        at its ``delta``.
-    bracket : (float, float), optional
-        ``(low, high)`` values known to straddle the target; default: found by stepping
-        from ``initial``.
     build_model : callable, optional
         ``build_model(value) -> pm.Model`` in place of ``model`` and ``hyperparameter``;
         each trial builds and compiles a new model (slower).
+    target_epsilon : float
+        Target epsilon (> 0): B-EDP, or with ``release`` the release's at ``delta``.
     initial : float, optional
-        The untuned value: the start of the search and the reference of the utility cost.
-        Default: the hyperparameter's current value; required with ``build_model``.
-    audit : AuditOptions or dict, optional
-        The parameters of every audit (the search's and the confirmation's), as in
-        :func:`pymc_edp.audit`: ``bins`` (default 20), ``var_names`` (also the variables
-        whose utility cost is reported), ``filter_vars``, ``neighbour``, ``smoothing``,
-        ``chunks``, and ``method`` (default ``"auto"``) for the confirmation audit at the
-        answer (the search always reweights). A :class:`pymc_edp.AuditOptions`, or a dict of
-        its fields; its ``refit`` is ``refit=`` here.
+        The untuned value: start of the search and reference of the utility cost.
+        Default: the hyperparameter's value; required with ``build_model``.
+    bracket : (float, float), optional
+        ``(low, high)`` values known to straddle the target; default found by stepping
+        from ``initial``.
+    var_names, filter_vars, bins, neighbour
+        As in :func:`pymc_edp.audit` (and :func:`pymc_edp.audit_release`, with
+        ``release``), for every audit; ``var_names`` are also the variables whose utility
+        cost is reported.
+    method, smoothing, chunks
+        As in :func:`pymc_edp.audit`; ``method`` is the confirmation's (the search always
+        reweights). Not with ``release``.
     refit : RefitOptions or dict, optional
-        ``draws``, ``tune``, ``chains`` and ``engine`` of every posterior sampled (each trial
-        and the confirmation), and how the confirmation refits and verifies neighbours
-        (``executor``, ``checkpoint``, ``max_refits``, ``verify``, ``retry``, ...), as in
-        :func:`pymc_edp.audit` (moment matching is set by ``audit``'s ``chunks``).
+        ``draws``, ``tune``, ``chains`` and ``engine`` of every posterior sampled, and how
+        the confirmation refits and verifies, as in :func:`pymc_edp.audit`.
+    release, k, delta, observed, n_synthetic, statistic, options
+        A release target, as in :func:`pymc_edp.audit_release`; checked before any
+        sampling. Default ``release=None``: the B-EDP epsilon of :func:`pymc_edp.audit` is
+        tuned.
     search : SearchOptions or dict, optional
-        ``direction``, ``rtol``, ``xtol``, ``step`` and ``max_evaluations`` of the search.
-    release : ReleaseTarget or dict, optional
-        What is published and at which delta (:class:`pymc_edp.ReleaseTarget`: ``release``
-        ``"draws"`` or ``"synthetic"``, ``k``, ``delta``, ``observed``, ``size``,
-        ``statistic``, ``neighbour``, ``options``), checked before any sampling. Default:
-        no release target, the B-EDP epsilon of :func:`pymc_edp.audit` is tuned.
+        How the hyperparameter is searched (:class:`pymc_edp.SearchOptions`).
     random_seed : int or numpy.random.Generator, optional
         Seeds the search (one seed for every trial), the confirmation sample and its
-        refits. None draws fresh entropy; the seed used is in ``res.random_seed``.
+        refits; the seed used is ``res.random_seed``.
     progressbar : bool, default True
         Progress of the confirmation refits.
 
     Returns
     -------
     PriorTuningResult
-        ``.value``, ``.epsilon``, ``.mcse``, ``.idata``, ``.utility``, ``.trials``,
-        ``.audit`` and ``.warnings``. With ``release``, ``.audit`` is the confirmation's
-        :class:`pymc_edp.ReleaseResult`, ``.epsilon`` its headline and ``.method`` says
-        what was audited.
+        With ``release``, ``.audit`` is the confirmation's :class:`pymc_edp.ReleaseResult`
+        and ``.epsilon`` its headline.
 
     Raises
     ------
@@ -341,20 +327,13 @@ def tune_prior(
     Warns
     -----
     EDPWarning
-        Always, with :data:`LEAKAGE_CAVEAT`: the tuned prior depends on the data, so it
-        leaks information the audit does not count, and EDP is not DP. Also when epsilon is
-        not monotone over the evaluated values, when reweighting was unreliable during the
-        search, or when the confirmed epsilon misses the target by more than ``rtol`` plus
-        three times the combined Monte-Carlo error of the confirmation and the search, and
-        (with ``release``) when the confirmed release epsilon is a lower bound.
-
-    Notes
-    -----
-    The leakage is not a technicality. Charest & Han (sec. 2) point out that a prior
-    tuned until the posterior looks private is chosen with the data, and the choice of
-    the hyperparameter is then a release of its own. A tuned value is best treated as a
-    design choice to be fixed on other data (a previous wave, a public sample) or paid for
-    from a privacy budget.
+        Always, with :data:`LEAKAGE_CAVEAT`: a prior tuned until the posterior looks private
+        is chosen with the data, a release of its own that no audit counts (Charest & Han,
+        sec. 2); fix it on other data or pay for it from a privacy budget. Also when epsilon
+        is not monotone over the trials, when reweighting was unreliable during the
+        search, when the confirmed epsilon misses the target by more than ``rtol`` plus
+        three combined Monte-Carlo errors, and when a confirmed release epsilon is a lower
+        bound.
 
     References
     ----------
@@ -374,38 +353,47 @@ def tune_prior(
 
     Examples
     --------
-    >>> import numpy as np, pymc as pm
     >>> y = np.random.default_rng(0).normal(10, 5**0.5, 100)
     >>> with pm.Model() as model:
     ...     sigma0 = pm.Data("sigma0", 3**0.5)
     ...     mu = pm.Normal("mu", 10, sigma0)
     ...     _ = pm.Normal("y", mu, 5**0.5, observed=y)
     >>> res = edp.tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3,
-    ...                      audit=edp.AuditOptions(method="psis"),
-    ...                      random_seed=1)  # doctest: +SKIP
+    ...                      method="psis", random_seed=1)  # doctest: +SKIP
     >>> res.value, res.epsilon, res.mcse  # doctest: +SKIP
 
     Five posterior draws at epsilon 2 with delta 1e-3:
 
     >>> res = edp.tune_prior(model, hyperparameter="sigma0", target_epsilon=2.0,
-    ...                      release=edp.ReleaseTarget(release="draws", k=5, delta=1e-3),
-    ...                      random_seed=1)  # doctest: +SKIP
+    ...                      release="draws", k=5, delta=1e-3, random_seed=1)  # doctest: +SKIP
     >>> res.epsilon, res.audit.interval  # doctest: +SKIP
     """
     model = resolve_model(model) if build_model is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
     opts = RefitOptions.coerce(refit)
-    search_opts, confirm_opts = _audit_options(audit, opts)
+    shared = dict(var_names=var_names, filter_vars=filter_vars, bins=bins, neighbour=neighbour)
+    own = dict(method=method, smoothing=smoothing, chunks=chunks)
+    target = dict(
+        release=release,
+        k=k,
+        delta=delta,
+        observed=observed,
+        n_synthetic=n_synthetic,
+        statistic=statistic,
+        options=options,
+    )
+    if release is None:
+        _refuse_unused(target, "a release target's (release=)")
+        auditor = _Audits({**shared, **own}, opts)
+    else:
+        _refuse_unused(own, "audit()'s, not audit_release()'s")
+        auditor = ReleaseAuditor({**shared, **target}, model)
     sopts = SearchOptions.coerce(search)
-    target = ReleaseTarget.coerce(release)
-    if target is not None:
-        target.check_model(model)
     bracket = _bracket(bracket)
     sampler, initial, original = _sampler(model, hyperparameter, build_model, initial, opts)
     seed = resolve_seed(random_seed)
     search_seed, confirm_seed, refit_seed = _split_seed(seed)
     sign = {"auto": 0, "increasing": 1, "decreasing": -1}[sopts.direction]
-    auditor = _Audits(search_opts, confirm_opts) if target is None else ReleaseAuditor(target)
     trial_audits = _TrialAudits(sampler, search_seed, auditor)
     searcher = Search(trial_audits, target_epsilon, sopts.rtol)
     try:
@@ -457,27 +445,29 @@ def tune_prior(
 
 
 class _Audits:
-    """How :func:`tune_prior` audits for a B-EDP target.
+    """How :func:`tune_prior` audits for a B-EDP target: reweighting, then ``method``.
 
-    Reweighting in the search, then the method asked for. Release targets have
-    :class:`pymc_edp.tuning.release.ReleaseAuditor`, with the same interface.
+    ``kwargs`` are :func:`pymc_edp.audit`'s keywords but ``refit``, checked here before
+    any sampling; release targets have :class:`~pymc_edp.tuning.release.ReleaseAuditor`.
     """
 
     label = None  # the confirmation audit's own ``res.method``
 
-    def __init__(self, search_opts: AuditOptions, confirm_opts: AuditOptions):
-        self.search_opts, self.confirm_opts = search_opts, confirm_opts
-        self.bins = int(confirm_opts.bins)
+    def __init__(self, kwargs: dict, refit: RefitOptions):
+        self.search_kwargs = {**kwargs, "method": "psis", "refit": None}
+        self.confirm_kwargs = {**kwargs, "refit": refit}
+        checked = {k: v for k, v in self.confirm_kwargs.items() if k not in _SELECTION}
+        self.bins = check_options(**checked)["bins"]
 
     def trial(self, idata, model, seed: int):
         """A search trial's audit (reweighting only; the seed is the sample's)."""
         del seed
-        return run_audit(idata, model, progressbar=False, **self.search_opts.kwargs())
+        return run_audit(idata, model, progressbar=False, **self.search_kwargs)
 
     def confirm(self, idata, model, seed: int, progressbar: bool):
         """The confirmation audit with the method asked for."""
-        kwargs = self.confirm_opts.kwargs()
-        return run_audit(idata, model, random_seed=seed, progressbar=progressbar, **kwargs)
+        kw = self.confirm_kwargs
+        return run_audit(idata, model, random_seed=seed, progressbar=progressbar, **kw)
 
     @staticmethod
     def epsilon(res) -> float:
@@ -494,7 +484,8 @@ class _Audits:
         return (
             f"during the search (reweighting only) at {count} of "
             f"{n_trials} trial values ({where}): {note} The search's epsilons "
-            f"there may be off; the confirmation audit uses method={self.confirm_opts.method!r}."
+            f"there may be off; the confirmation audit uses "
+            f"method={self.confirm_kwargs['method']!r}."
         )
 
     @staticmethod
