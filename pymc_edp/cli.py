@@ -62,64 +62,36 @@ Example:
 DEFAULT_OUTPUT = "pymc_edp_demo"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _bins(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(
-            f"B must be at least 2 (one bin holds all the probability: epsilon would be 0), "
-            f"got {value}"
-        )
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
 #: Largest --seed: the samplers take 32-bit seeds (NumPy's legacy generators refuse more).
 MAX_SEED = 2**32 - 1
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer from 0 to {MAX_SEED}, got {text!r}"
-        ) from None
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(
-            f"a seed must be an integer from 0 to {MAX_SEED} (2**32 - 1), got {value}"
-        )
-    return value
+def _integer(low: int, high: int | None = None, why: str = ""):
+    """An argparse type: an integer in ``[low, high]``, refused with ``why`` when out of it."""
+    expected = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{why or 'expected ' + expected}, got {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _integer(1)
+_nonnegative_int = _integer(0)
+_bins = _integer(
+    2, why="B must be at least 2 (one bin holds all the probability: epsilon would be 0)"
+)
+_seed = _integer(0, MAX_SEED, why=f"a seed must be an integer from 0 to {MAX_SEED} (2**32 - 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser of the ``pymc-edp`` command.
-
-    Returns
-    -------
-    argparse.ArgumentParser
-        Parser with the ``demo`` subcommand.
+    """The argument parser of the ``pymc-edp`` command (its ``demo`` subcommand).
 
     Examples
     --------
@@ -155,7 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_sampling_options(group) -> None:
-    """How the demo model is sampled (and refitted)."""
     group.add_argument(
         "--draws",
         type=_positive_int,
@@ -192,7 +163,6 @@ def _add_sampling_options(group) -> None:
 
 
 def _add_audit_options(group) -> None:
-    """How the demo's posterior is audited."""
     group.add_argument(
         "--bins",
         type=_bins,
@@ -222,7 +192,6 @@ def _add_audit_options(group) -> None:
 
 
 def _add_output_options(group) -> None:
-    """What the demo prints and writes."""
     group.add_argument(
         "--top",
         type=_nonnegative_int,
@@ -264,45 +233,15 @@ def fit_demo_model(
     sampler: str = "auto",
     progressbar: bool = True,
 ):
-    """Build and sample the demo model, with its pointwise log-likelihood.
+    """Build and sample the demo model; ``(model, idata, sampler used)``.
 
-    Parameters
-    ----------
-    df : pandas.DataFrame, optional
-        Heart-transplant data (layout of :func:`pymc_edp.datasets.load_heart_transplant`);
-        default the shipped data.
-    draws : int, default 1000
-        Posterior draws per chain.
-    tune : int, optional
-        Tuning iterations per chain; default ``draws``.
-    chains : int, default 2
-    random_seed : int, optional
-        Seed of the sampler.
-    sampler : {"auto", "nutpie", "pymc"}, default "auto"
-        ``"auto"`` uses nutpie when it is installed, else PyMC's NUTS.
-    progressbar : bool, default True
-
-    Returns
-    -------
-    model : pymc.Model
-        See :func:`pymc_edp.datasets.heart_transplant_model`.
-    idata : arviz.InferenceData
-        With ``posterior`` and ``log_likelihood`` groups; ``log_likelihood["survival"]`` has
-        one value per patient and draw.
-    sampler : str
-        The sampler used (``"nutpie"`` or ``"pymc"``).
-
-    Raises
-    ------
-    ImportError
-        If ``sampler="nutpie"`` and nutpie is not installed.
-    RuntimeError
-        If the log-likelihood does not have one value per patient.
+    ``df`` defaults to the shipped data (:func:`pymc_edp.datasets.load_heart_transplant`),
+    ``tune`` to ``draws``; ``sampler="auto"`` uses nutpie when it is installed. ``idata`` has
+    a ``log_likelihood["survival"]`` with one value per patient and draw.
 
     Examples
     --------
-    Fitting samples with NUTS (a few seconds to minutes), so that call is not run here;
-    arguments are checked before anything is sampled:
+    Fitting samples with NUTS, so that call is not run here; arguments are checked first:
 
     >>> from pymc_edp.cli import fit_demo_model
     >>> fit_demo_model(sampler="stan")
@@ -419,13 +358,7 @@ def _save_figure(res, path: Path, top: int) -> None:
 
 
 def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
-    """``pymc-edp demo``: fit the survival model, audit it, print and save the result.
-
-    Loads the heart-transplant data, fits (or reads back) the censored Weibull model,
-    audits it with the options of ``args``, prints the table and the most exposed patients
-    to ``out``, and writes the netCDF result and the PNG figure under ``args.output``.
-    Returns the process exit status.
-    """
+    """``pymc-edp demo``: fit, audit, print to ``out`` and save; the exit status."""
     from pymc_edp.datasets import load_heart_transplant
     from pymc_edp.report import headline
 
@@ -466,10 +399,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _audit_demo(args: argparse.Namespace, df: pd.DataFrame, say):
-    """Fit the demo model (saying how) and audit it with the options of ``args``.
-
-    Returns the result and the seconds the audit took.
-    """
+    """Fit the demo model (saying how) and audit it; the result and the audit's seconds."""
     import pymc_edp as edp
     from pymc_edp.base.common import EDPWarning
 
@@ -546,22 +476,13 @@ def _write_demo(args: argparse.Namespace, res, say) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pymc-edp`` command line.
+    """Run the ``pymc-edp`` command line on ``argv`` (default ``sys.argv[1:]``).
 
-    Parameters
-    ----------
-    argv : sequence of str, optional
-        Arguments without the program name; default ``sys.argv[1:]``.
-
-    Returns
-    -------
-    int
-        Exit status: 0 on success, 2 for a usage error.
+    Returns the exit status: 0 on success, 2 for a usage error.
 
     Examples
     --------
-    ``pymc-edp demo`` fits and audits a model (slow); without a command the help goes to
-    standard error and the exit status is 2:
+    Without a command the help goes to standard error and the exit status is 2:
 
     >>> from pymc_edp.cli import main
     >>> main([])
