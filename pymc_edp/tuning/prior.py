@@ -1,10 +1,7 @@
 """Tune the strength of a prior so that the posterior meets a target B-EDP epsilon.
 
-A stronger prior (a smaller prior scale, a larger concentration) makes the posterior less
-sensitive to any one record, so its EDP epsilon falls. :func:`tune_prior` searches a scalar
-hyperparameter for the value whose posterior has a target epsilon: fast reweighted audits in
-the search (:mod:`~pymc_edp.tuning.search`), then a confirmation audit with the method asked
-for, and the utility the stronger prior costs.
+A stronger prior makes the posterior less sensitive to any one record. :func:`tune_prior`
+searches a scalar hyperparameter with reweighted audits, then confirms the answer.
 """
 
 from __future__ import annotations
@@ -33,17 +30,7 @@ from pymc_edp.refit.options import RefitOptions
 from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.results.tuning import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
 from pymc_edp.tuning.release import ReleaseAuditor
-from pymc_edp.tuning.search import (
-    Search,
-    SearchOptions,
-    Trial,
-    answer,
-    find_bracket,
-    monotone,
-    root,
-    trend,
-    uncontrolled,
-)
+from pymc_edp.tuning.search import Search, SearchOptions, Trial, monotone, run, trend
 
 __all__ = ["tune_prior"]
 
@@ -51,10 +38,10 @@ _log = logging.getLogger("pymc_edp")
 
 
 class _Sampler:
-    """Samples the model at one strength value with a refit engine (compiled once).
+    """Samples the model at one strength value with a refit engine.
 
-    With a model, the engine compiles it once and each trial only swaps the ``pm.Data``
-    hyperparameter; with a builder, each trial builds (and compiles) a new model.
+    A model compiles once and each trial swaps its ``pm.Data`` hyperparameter; a builder
+    builds (and compiles) a new model per trial.
     """
 
     def __init__(self, engine, opts: RefitOptions, *, model=None, name=None, build_model=None):
@@ -183,35 +170,6 @@ def _initial(value) -> float:
     return check_real(value, "initial (the untuned value of the hyperparameter)", positive=True)
 
 
-def _run_search(search: Search, x0: float, bracket, sopts: SearchOptions, sign: int):
-    """Bracket the target and find the root; the answer's log value and its trial."""
-    if bracket is not None:
-        lo, hi = bracket
-        t0 = search(x0, "initial")
-        ta, tb = search(math.log(lo), "bracket"), search(math.log(hi), "bracket")
-        target = search.target
-        if search.met(t0) and lo <= math.exp(x0) <= hi:
-            found = t0
-        elif (ta.epsilon - target) * (tb.epsilon - target) > 0:
-            raise RuntimeError(
-                f"bracket {bracket} does not straddle the target {target:.4g}: "
-                f"epsilon is {ta.epsilon:.4g} at {lo:.4g} and {tb.epsilon:.4g} at {hi:.4g}"
-                + uncontrolled(search.trials, target)
-            )
-        else:
-            found = search.bracket()
-    else:
-        found = find_bracket(search, x0, sign, sopts.step, sopts.max_evaluations)
-    if isinstance(found, Trial):
-        search.stopped = "tolerance"
-    else:
-        root(search, *found, xtol=sopts.xtol, max_evaluations=sopts.max_evaluations)
-    x_best, t_best = answer(search)
-    if t_best is None:
-        t_best = search(x_best, "final")
-    return x_best, t_best
-
-
 def _epsilon_mcse(res) -> float:
     """The audit's own Monte-Carlo standard error of epsilon (one method everywhere)."""
     return float(diagnostics.epsilon_mcse(res)["epsilon"])
@@ -255,21 +213,17 @@ def tune_prior(
     """Find the prior strength whose posterior has a target B-EDP epsilon.
 
     The prior strength is one positive scalar: a ``pm.Data`` hyperparameter of ``model``
-    (the model compiles once and only that value changes between trials), or the argument
-    of ``build_model(value) -> pm.Model``. Each trial samples the posterior with the same
-    seed (common random numbers) and audits it by reweighting (``method="psis"``); the
-    search (:mod:`pymc_edp.tuning.search`) brackets the target in log value and narrows it
-    with Brent's method [3]_ until a trial is within ``rtol`` of the target or the noise
-    cannot resolve a narrower bracket. At the answer a fresh sample (another seed) is
-    audited with ``method``, and its epsilon, Monte-Carlo error and utility cost against
-    the untuned prior are reported.
+    (compiled once), or the argument of ``build_model(value) -> pm.Model``. Each trial
+    samples with the same seed and audits by reweighting (``method="psis"``); the search
+    brackets the target in log value and narrows it with Brent's method [3]_ until a trial
+    is within ``rtol`` of the target or the noise hides a narrower bracket. A fresh sample at
+    the answer is audited with ``method``, and its utility cost against the untuned prior
+    reported.
 
-    With ``release``, the target is instead the privacy of what is published [4]_ [5]_:
-    every trial and the confirmation run :func:`pymc_edp.audit_release`, and
-    ``target_epsilon`` is the target of its headline. Its Monte-Carlo error is the half
-    width of its bootstrap interval over the normal quantile of its probability; the
-    trials bootstrap at most 50 replicates. The utility cost is then reported for every
-    posterior variable.
+    With ``release``, the target is the headline of :func:`pymc_edp.audit_release` [4]_ [5]_
+    instead, its Monte-Carlo error the half width of its bootstrap interval over the normal
+    quantile (the trials bootstrap at most 50 replicates), and the utility cost is reported
+    for every posterior variable.
 
     Parameters
     ----------
@@ -288,8 +242,7 @@ def tune_prior(
         The untuned value: start of the search and reference of the utility cost.
         Default: the hyperparameter's value; required with ``build_model``.
     bracket : (float, float), optional
-        ``(low, high)`` values known to straddle the target; default found by stepping
-        from ``initial``.
+        ``(low, high)`` values known to straddle the target; default: found by stepping.
     var_names, filter_vars, bins, neighbour
         As in :func:`pymc_edp.audit` (and :func:`pymc_edp.audit_release`, with
         ``release``), for every audit; ``var_names`` are also the variables whose utility
@@ -301,11 +254,10 @@ def tune_prior(
         ``draws``, ``tune``, ``chains`` and ``engine`` of every posterior sampled, and how
         the confirmation refits and verifies, as in :func:`pymc_edp.audit`.
     release, k, delta, observed, n_synthetic, statistic, options
-        A release target, as in :func:`pymc_edp.audit_release`; checked before any
-        sampling. Default ``release=None``: the B-EDP epsilon of :func:`pymc_edp.audit` is
-        tuned.
+        A release target, as in :func:`pymc_edp.audit_release`. Default ``release=None``:
+        the B-EDP epsilon of :func:`pymc_edp.audit` is tuned.
     search : SearchOptions or dict, optional
-        How the hyperparameter is searched (:class:`pymc_edp.SearchOptions`).
+        How the hyperparameter is searched.
     random_seed : int or numpy.random.Generator, optional
         Seeds the search (one seed for every trial), the confirmation sample and its
         refits; the seed used is ``res.random_seed``.
@@ -327,12 +279,10 @@ def tune_prior(
     Warns
     -----
     EDPWarning
-        Always, with :data:`LEAKAGE_CAVEAT`: a prior tuned until the posterior looks private
-        is chosen with the data, a release of its own that no audit counts (Charest & Han,
-        sec. 2); fix it on other data or pay for it from a privacy budget. Also when epsilon
-        is not monotone over the trials, when reweighting was unreliable during the
-        search, when the confirmed epsilon misses the target by more than ``rtol`` plus
-        three combined Monte-Carlo errors, and when a confirmed release epsilon is a lower
+        Always, with :data:`LEAKAGE_CAVEAT` (a prior tuned on the data is a release of its
+        own [1]_). Also when epsilon is not monotone over the trials, reweighting was
+        unreliable during the search, the confirmed epsilon misses the target by more than
+        ``rtol`` plus three Monte-Carlo errors, or a confirmed release epsilon is a lower
         bound.
 
     References
@@ -397,7 +347,7 @@ def tune_prior(
     trial_audits = _TrialAudits(sampler, search_seed, auditor)
     searcher = Search(trial_audits, target_epsilon, sopts.rtol)
     try:
-        x_best, t_best = _run_search(searcher, math.log(initial), bracket, sopts, sign)
+        x_best, t_best = run(searcher, math.log(initial), bracket, sopts, sign)
         value = math.exp(x_best)
         t_init = searcher.trials[0]
         diagnostics_ = trial_audits.notes(len(searcher.trials))
@@ -447,8 +397,7 @@ def tune_prior(
 class _Audits:
     """How :func:`tune_prior` audits for a B-EDP target: reweighting, then ``method``.
 
-    ``kwargs`` are :func:`pymc_edp.audit`'s keywords but ``refit``, checked here before
-    any sampling; release targets have :class:`~pymc_edp.tuning.release.ReleaseAuditor`.
+    ``kwargs``: :func:`pymc_edp.audit`'s but ``refit``, checked before any sampling.
     """
 
     label = None  # the confirmation audit's own ``res.method``
@@ -513,10 +462,7 @@ def _confirm(auditor, idata, mod, seed: int, progressbar: bool, into: dict):
 
 
 def _check_miss(epsilon, mcse, t_best: Trial, target: float, rtol: float, into: dict) -> None:
-    """Say so when the confirmed epsilon misses the target.
-
-    A 3-sigma check: the confirmation and the search's estimate are independent.
-    """
+    """Note a confirmed epsilon 3 sigma off the target (the search's trial is independent)."""
     if abs(epsilon - target) > rtol * target + 3 * math.hypot(mcse, t_best.mcse):
         into[
             f"the confirmed epsilon {epsilon:.4g} +- {mcse:.2g} misses the target "
