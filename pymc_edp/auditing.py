@@ -1,8 +1,7 @@
 """The front door: :func:`audit` a posterior's empirical differential privacy.
 
-:func:`audit` checks every argument into one :class:`~pymc_edp.pipeline.settings.Settings`
-before any expensive work, then runs the stages of :mod:`pymc_edp.pipeline`: read the fit,
-reweight, moment-match, refit and verify, assemble the result.
+It checks every argument into one :class:`~pymc_edp.pipeline.settings.Settings`, then runs
+the stages of :mod:`pymc_edp.pipeline`.
 """
 
 from __future__ import annotations
@@ -57,24 +56,20 @@ def audit(
 ) -> EDPResult:
     """Audit the empirical differential privacy (B-EDP) of a posterior.
 
-    Every scalar element of the selected posterior variables is cut into ``bins``
-    equal-probability bins of its full-data posterior; for each neighbour dataset ``D'``
-    (a record removed or replaced, or an individual's rows removed) the posterior probability
-    of each bin is re-estimated, and ``epsilon = max |log P(b | D') - log P(b | D)|``.
-    Neighbour posteriors are importance reweightings of the full-data draws (PSIS, with
-    k-hat per neighbour); where k-hat says the weights cannot be trusted the neighbour is
-    moment-matched and then refitted exactly. Every estimate carries its Monte-Carlo
-    interval; one at a resolution limit (smoothing, too few draws in its bin, an empty bin)
-    is flagged as a lower bound (``pointwise["lower_bound"]``, ``pointwise["limit"]``).
+    Every scalar element of the selected variables is cut into ``bins`` equal-probability
+    bins of its posterior; for each neighbour dataset ``D'`` (a record removed or replaced,
+    or an individual's rows removed) ``epsilon = max |log P(b | D') - log P(b | D)|``.
+    Neighbour posteriors reweight the draws (PSIS); where k-hat distrusts the weights the
+    neighbour is moment-matched, then refitted. An estimate at a resolution limit (smoothing,
+    too few draws in its bin) is flagged as a lower bound (``pointwise["lower_bound"]``).
 
     Parameters
     ----------
     idata : xarray.DataTree or arviz.InferenceData
-        What ``pm.sample`` returned, with a ``posterior`` group and a ``log_likelihood``
-        group (computed from ``model`` when missing).
+        What ``pm.sample`` returned; a missing ``log_likelihood`` group is computed.
     model : pymc.Model, optional
-        Needed for replacement neighbours, for refits, and to compute a missing
-        ``log_likelihood`` group. Default: the model of the enclosing ``with`` block, if any.
+        Needed for replacement neighbours, refits and a missing ``log_likelihood``.
+        Default: the model of the enclosing ``with`` block, if any.
     var_names : str or list of str, optional
         Posterior variables to audit, as in ArviZ (``"~name"`` excludes); default all.
     filter_vars : {None, "like", "regex"}, optional
@@ -82,38 +77,28 @@ def audit(
     bins : int, default 20
         Number of equal-probability bins ``B``. Always report it: epsilon grows with ``B``.
     method : {"auto", "psis", "moment_match", "refit"}, default "auto"
-        ``"psis"`` reweights only; ``"moment_match"`` also moment-matches (Paananen et al.
-        2021) the neighbours whose Pareto k-hat exceeds ``min(1 - 1/log10(S), 0.7)``, with
-        the model's joint density; ``"refit"`` refits every neighbour. ``"auto"``
-        moment-matches, refits the neighbours still above the threshold and confirms the
-        headline by refitting the worst neighbours (``RefitOptions(verify=)``); without a
-        model or a builder it reweights and warns. ``pointwise["method"]`` says which path
-        each estimate took.
+        ``"psis"`` reweights only; ``"moment_match"`` also moment-matches [4]_ the neighbours
+        whose k-hat exceeds ``min(1 - 1/log10(S), 0.7)``; ``"refit"`` refits every
+        neighbour. ``"auto"`` moment-matches, refits those still above the threshold and
+        verifies the headline by refitting the worst neighbours; without a model or builder
+        it reweights and warns. ``pointwise["method"]`` says which path each estimate took.
     neighbour : {"remove", "replace"}, NeighbourOptions or dict, default "remove"
-        What a neighbour dataset is: one record deleted (unbounded DP) or changed to each of
-        its replacements, worst case reported (bounded DP). A
-        :class:`pymc_edp.NeighbourOptions` also sets ``groups`` (leave one individual's rows
-        out), ``replacements`` and ``observed`` (the observed variables whose records form
-        neighbours; default all).
+        One record deleted (unbounded DP) or changed to each of its replacements, worst case
+        reported (bounded DP); :class:`pymc_edp.NeighbourOptions` also sets ``groups``,
+        ``replacements`` and ``observed``.
     smoothing : float, optional
-        Additive smoothing of bin probabilities in units of draws (Charest & Han's
-        ``alpha``). Default None: weighted estimates are not smoothed (it would cap every
-        log ratio near ``log(S / (B alpha))``); count estimates
-        (``RefitOptions(estimator="raw")``) take ``alpha = 0.01``. An estimate smoothing
-        lowers is flagged as a lower bound.
+        Additive smoothing of bin probabilities in draws (Charest & Han's ``alpha``).
+        Default: none for weighted estimates (it would cap every log ratio near
+        ``log(S / (B alpha))``), 0.01 for counts (``RefitOptions(estimator="raw")``).
     refit : RefitOptions or dict, optional
-        How neighbours are refitted and how ``method="auto"`` verifies its headline
-        (:class:`pymc_edp.RefitOptions`, :class:`pymc_edp.VerifyOptions`). Verification
-        needs the model (or ``build_model``); ``res.verification`` says whether the headline
-        was confirmed.
+        How neighbours are refitted and ``method="auto"`` verified
+        (:class:`pymc_edp.RefitOptions`); ``res.verification`` says what was confirmed.
     chunks : ChunkOptions or dict, optional
-        How the audit works through large data: memory per chunk, executor, pruning,
-        which weights are kept (:data:`TOP_WEIGHTS` when pruning), where the pointwise
-        log-likelihood comes from, and moment matching (:class:`pymc_edp.ChunkOptions`).
+        How large data is worked through: memory, executor, pruning, kept weights
+        (:data:`TOP_WEIGHTS`), log-likelihood source, moment matching.
     random_seed : int or numpy.random.Generator, optional
-        Seeds the refits: refit ``k`` uses a seed derived from ``(random_seed, k)``, so
-        results do not depend on the order refits run in. None draws fresh entropy; the seed
-        used is ``res.random_seed``.
+        Seeds the refits (refit ``k`` from ``(random_seed, k)``, whatever their order);
+        the seed used is ``res.random_seed``.
     progressbar : bool, default True
 
     Returns
@@ -162,10 +147,7 @@ def audit(
 
 
 def check_options(*, bins, method, neighbour, smoothing, refit, chunks) -> dict:
-    """The model-free settings of :func:`audit`, checked: fields of ``Settings``.
-
-    What :func:`pymc_edp.tune_prior` checks before it samples anything.
-    """
+    """The model-free settings of :func:`audit`, checked: fields of ``Settings``."""
     opts = RefitOptions.coerce(refit)
     check_choice(method, "method", METHODS)
     neighbour = NeighbourOptions.coerce(neighbour)
