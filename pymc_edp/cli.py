@@ -1,9 +1,6 @@
-"""The ``pymc-edp`` command line.
+"""The ``pymc-edp`` command line: ``pymc-edp demo`` audits a survival model of real patients.
 
-``pymc-edp demo`` fits a censored Weibull survival regression to the Stanford heart-transplant
-data shipped with the package (69 patients), audits how much the posterior moves when any one
-patient is removed, prints the audit table and the most exposed patients, and writes the
-result (netCDF) and a plot of per-patient epsilon (PNG, when matplotlib is installed).
+The demo's help (``_DEMO_DESCRIPTION``) says what it fits, prints and writes.
 """
 
 from __future__ import annotations
@@ -32,11 +29,10 @@ Audit a real, sensitive posterior end to end.
 
 Fits a censored Weibull survival regression (log scale linear in standardised age) to the
 Stanford heart-transplant data shipped with pymc_edp (69 patients, Miller 1976; see
-pymc_edp/datasets/heart_transplant.md), then asks: if one patient's record were removed, how
-far would the posterior of each parameter move? The answer is the B-EDP epsilon of the
-posterior (Abowd, Schneider & Vilhuber 2013; Charest & Han 2017), estimated by Pareto-smoothed
-importance reweighting of the posterior draws, with exact refits where the weights are
-unreliable and of the 5 most exposed patients, to confirm the result (--method auto).
+pymc_edp/datasets/heart_transplant.md), then asks how far the posterior of each parameter
+would move if one patient's record were removed: its B-EDP epsilon (Abowd, Schneider &
+Vilhuber 2013; Charest & Han 2017), by importance reweighting, with refits where the weights
+are unreliable and of the 5 most exposed patients (--method auto).
 
 Prints the audit table (epsilon per parameter, Pareto k-hat diagnostics), the most exposed
 patients (id, epsilon, k-hat, age, survival, censoring), and writes to --output (default:
@@ -119,14 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_DEMO_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_sampling_options(demo.add_argument_group("sampling"))
-    _add_audit_options(demo.add_argument_group("audit"))
-    _add_output_options(demo.add_argument_group("output"))
-    demo.set_defaults(handler=_run_demo)
-    return parser
-
-
-def _add_sampling_options(group) -> None:
+    group = demo.add_argument_group("sampling")
     group.add_argument(
         "--draws",
         type=_positive_int,
@@ -160,9 +149,7 @@ def _add_sampling_options(group) -> None:
         default="auto",
         help="NUTS implementation; 'auto' uses nutpie when installed (default: %(default)s)",
     )
-
-
-def _add_audit_options(group) -> None:
+    group = demo.add_argument_group("audit")
     group.add_argument(
         "--bins",
         type=_bins,
@@ -189,9 +176,7 @@ def _add_audit_options(group) -> None:
             "refits the 5 with the largest epsilon by default)"
         ),
     )
-
-
-def _add_output_options(group) -> None:
+    group = demo.add_argument_group("output")
     group.add_argument(
         "--top",
         type=_nonnegative_int,
@@ -213,10 +198,8 @@ def _add_output_options(group) -> None:
     group.add_argument(
         "--no-progress", action="store_true", help="hide the sampling and audit progress bars"
     )
-
-
-def _nutpie_available() -> bool:
-    return importlib.util.find_spec("nutpie") is not None
+    demo.set_defaults(handler=_run_demo)
+    return parser
 
 
 def _matplotlib_available() -> bool:
@@ -235,13 +218,13 @@ def fit_demo_model(
 ):
     """Build and sample the demo model; ``(model, idata, sampler used)``.
 
-    ``df`` defaults to the shipped data (:func:`pymc_edp.datasets.load_heart_transplant`),
-    ``tune`` to ``draws``; ``sampler="auto"`` uses nutpie when it is installed. ``idata`` has
-    a ``log_likelihood["survival"]`` with one value per patient and draw.
+    ``df`` defaults to :func:`pymc_edp.datasets.load_heart_transplant`, ``tune`` to
+    ``draws``; ``sampler="auto"`` uses nutpie when installed. ``idata`` has a
+    ``log_likelihood["survival"]`` per patient.
 
     Examples
     --------
-    Fitting samples with NUTS, so that call is not run here; arguments are checked first:
+    Arguments are checked before sampling (which is not run here):
 
     >>> from pymc_edp.cli import fit_demo_model
     >>> fit_demo_model(sampler="stan")
@@ -258,9 +241,10 @@ def fit_demo_model(
 
     if df is None:
         df = load_heart_transplant()
+    has_nutpie = importlib.util.find_spec("nutpie") is not None
     if sampler == "auto":
-        sampler = "nutpie" if _nutpie_available() else "pymc"
-    if sampler == "nutpie" and not _nutpie_available():
+        sampler = "nutpie" if has_nutpie else "pymc"
+    if sampler == "nutpie" and not has_nutpie:
         raise ImportError('sampler="nutpie" needs nutpie: pip install "pymc-edp[refit]"')
     if sampler not in ("nutpie", "pymc"):
         raise ValueError(f"sampler must be 'auto', 'nutpie' or 'pymc', not {sampler!r}")
@@ -288,10 +272,8 @@ def fit_demo_model(
 
 
 def _posterior_line(idata, names: Sequence[str]) -> str:
-    parts = []
-    for name in names:
-        da = idata.posterior[name]
-        parts.append(f"{name} {float(da.mean()):.3f} (sd {float(da.std()):.3f})")
+    post = idata.posterior
+    parts = [f"{n} {float(post[n].mean()):.3f} (sd {float(post[n].std()):.3f})" for n in names]
     return "Posterior mean (sd): " + ", ".join(parts)
 
 
@@ -311,8 +293,7 @@ def _exposed_table(res, df: pd.DataFrame, k: int) -> pd.DataFrame:
         }
     )
     if "method" in res.pointwise:
-        method = res.pointwise["method"].sel(neighbour=ids).values.astype(str)
-        table["method"] = method
+        table["method"] = res.pointwise["method"].sel(neighbour=ids).values.astype(str)
     return table
 
 
@@ -476,13 +457,11 @@ def _write_demo(args: argparse.Namespace, res, say) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pymc-edp`` command line on ``argv`` (default ``sys.argv[1:]``).
-
-    Returns the exit status: 0 on success, 2 for a usage error.
+    """Run the ``pymc-edp`` command line on ``argv`` (default ``sys.argv[1:]``); the exit status.
 
     Examples
     --------
-    Without a command the help goes to standard error and the exit status is 2:
+    Without a command the help goes to standard error (status 2):
 
     >>> from pymc_edp.cli import main
     >>> main([])
@@ -507,17 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def check_demo_args(args: argparse.Namespace) -> str | None:
-    """What is wrong with the demo's options, or None: checked before any sampling.
-
-    Examples
-    --------
-    >>> from pymc_edp.cli import build_parser, check_demo_args
-    >>> print(check_demo_args(build_parser().parse_args(["demo", "--draws", "20"])))
-    --draws 20 x --chains 2 gives 40 posterior draws; B = 20 bins need at least 200 (10 per
-    bin): use --draws 100 or more, or fewer --bins
-    >>> check_demo_args(build_parser().parse_args(["demo"])) is None
-    True
-    """
+    """What is wrong with the demo's options, or None: checked before any sampling."""
     from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 
     total = args.draws * args.chains
