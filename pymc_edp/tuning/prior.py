@@ -170,19 +170,6 @@ def _initial(value) -> float:
     return check_real(value, "initial (the untuned value of the hyperparameter)", positive=True)
 
 
-def _epsilon_mcse(res) -> float:
-    """The audit's own Monte-Carlo standard error of epsilon (one method everywhere)."""
-    return float(diagnostics.epsilon_mcse(res)["epsilon"])
-
-
-def _collect(caught, into: dict, prefix: str = "", *, reraise_others: bool = False) -> None:
-    for w in caught:
-        if issubclass(w.category, EDPWarning):
-            into[f"{prefix}{w.message}"] = None
-        elif reraise_others:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
 def tune_prior(
     model=None,
     *,
@@ -359,7 +346,7 @@ def tune_prior(
         # the confirmation: an independent sample, audited with the method asked for
         idata, mod = sampler(value, confirm_seed)
         res = _confirm(auditor, idata, mod, refit_seed, progressbar, diagnostics_)
-        epsilon, mcse = auditor.epsilon(res), auditor.mcse(res)
+        epsilon, mcse = auditor.estimate(res)
         names = auditor.utility_names(res, idata)
     finally:
         if original is not None:
@@ -419,14 +406,9 @@ class _Audits:
         return run_audit(idata, model, random_seed=seed, progressbar=progressbar, **kw)
 
     @staticmethod
-    def epsilon(res) -> float:
-        """The audit's epsilon."""
-        return float(res.epsilon)
-
-    @staticmethod
-    def mcse(res) -> float:
-        """:func:`_epsilon_mcse`."""
-        return _epsilon_mcse(res)
+    def estimate(res) -> tuple[float, float]:
+        """The audit's epsilon and its own Monte-Carlo error (one method everywhere)."""
+        return float(res.epsilon), float(diagnostics.epsilon_mcse(res)["epsilon"])
 
     def search_note(self, note: str, count: int, n_trials: int, where: str) -> str:
         """A warning of the search's trials, with where it came."""
@@ -439,7 +421,7 @@ class _Audits:
 
     @staticmethod
     def confirmation_notes(res) -> list[str]:
-        """Nothing beyond the audit's own warnings."""
+        """None: the audit warns itself."""
         del res
         return []
 
@@ -455,7 +437,11 @@ def _confirm(auditor, idata, mod, seed: int, progressbar: bool, into: dict):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = auditor.confirm(idata, mod, seed, progressbar)
-    _collect(caught, into, "confirmation: ", reraise_others=True)
+    for w in caught:
+        if issubclass(w.category, EDPWarning):
+            into[f"confirmation: {w.message}"] = None
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     for note in auditor.confirmation_notes(res):
         into[note] = None
     return res
@@ -510,7 +496,7 @@ class _TrialAudits:
         for w in caught:
             if issubclass(w.category, EDPWarning):
                 self.search_notes.setdefault(str(w.message), []).append(value)
-        epsilon, mcse = self.auditor.epsilon(res), self.auditor.mcse(res)
+        epsilon, mcse = self.auditor.estimate(res)
         khat = np.asarray(res.pointwise["pareto_k"].values, dtype=float)
         max_khat = float(np.nanmax(khat)) if np.isfinite(khat).any() else math.nan
         _log.info("tune_prior: value %.6g -> epsilon %.4f +- %.4f", value, epsilon, mcse)

@@ -1,9 +1,4 @@
-"""A release target of :func:`pymc_edp.tune_prior`: ``k`` releases at a target epsilon.
-
-With ``release=`` (and the other keywords of :func:`pymc_edp.audit_release`), the prior is
-tuned so that what is published from the posterior meets the target epsilon at ``delta`` for
-the worst neighbour, instead of the B-EDP epsilon of :func:`pymc_edp.audit`.
-"""
+"""A release target of :func:`pymc_edp.tune_prior`: :func:`pymc_edp.audit_release`'s headline."""
 
 from __future__ import annotations
 
@@ -39,8 +34,8 @@ def release_mcse(res) -> float:
 class ReleaseAuditor:
     """How :func:`pymc_edp.tune_prior` audits for a release target.
 
-    ``kwargs`` are :func:`pymc_edp.audit_release`'s keywords, checked here before any
-    sampling. The interface is that of :class:`pymc_edp.tuning.prior._Audits`.
+    ``kwargs``: :func:`pymc_edp.audit_release`'s, checked before any sampling. The interface
+    is that of :class:`pymc_edp.tuning.prior._Audits`.
     """
 
     def __init__(self, kwargs: dict, model=None):
@@ -79,14 +74,9 @@ class ReleaseAuditor:
         return audit_release(idata, model, random_seed=seed, progressbar=progressbar, **kw)
 
     @staticmethod
-    def epsilon(res) -> float:
-        """The headline: epsilon at the target's delta for ``k`` releases."""
-        return float(res.headline)
-
-    @staticmethod
-    def mcse(res) -> float:
-        """:func:`release_mcse`."""
-        return release_mcse(res)
+    def estimate(res) -> tuple[float, float]:
+        """The headline (epsilon at ``delta`` for ``k`` releases) and its MC error."""
+        return float(res.headline), release_mcse(res)
 
     def search_note(self, note: str, count: int, n_trials: int, where: str) -> str:
         """A warning of the search's trials, with where it came."""

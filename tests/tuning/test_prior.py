@@ -12,7 +12,7 @@ from pymc_edp import EDPWarning, tune_prior
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
 from pymc_edp.model.compat import from_dict, has_group
 from pymc_edp.results.tuning import LEAKAGE_CAVEAT, PriorTuningResult
-from pymc_edp.tuning.prior import _epsilon_mcse
+from pymc_edp.tuning.prior import _Audits
 
 SIGMA = math.sqrt(5.0)  # Charest & Han: y_i ~ N(10, sigma^2 = 5)
 MU0 = 10.0
@@ -167,7 +167,7 @@ def test_epsilon_mcse_from_the_top_weights(y100):
     top = edp.audit(idata, chunks={"store_weights": False}, **kw)
     full = edp.audit(idata, **kw)
     assert top.log_weights.sizes["neighbour"] < full.log_weights.sizes["neighbour"]
-    assert _epsilon_mcse(top) == pytest.approx(_epsilon_mcse(full), rel=1e-12)
+    assert _Audits.estimate(top)[1] == pytest.approx(_Audits.estimate(full)[1], rel=1e-12)
 
 
 @pytest.mark.slow
