@@ -1,10 +1,9 @@
 """Empirical differential privacy (EDP) audits of PyMC posteriors.
 
 ``pymc_edp.audit(idata)`` answers "if one record were removed or changed, how far would this
-posterior move?" as a B-EDP epsilon with its diagnostics; :func:`audit_release` audits what
-is published from it and :func:`tune_prior` tunes a prior to a target. EDP is a sensitivity
-measure of the posterior, not a differential-privacy guarantee (Charest & Han, 2017). The
-layers are described in ``docs/architecture.md``.
+posterior move?" as a B-EDP epsilon; :func:`audit_release` audits what is published and
+:func:`tune_prior` tunes a prior to a target. EDP measures sensitivity; it is not a
+differential-privacy guarantee (Charest & Han, 2017).
 """
 
 from pymc_edp.model.compat import import_arviz

@@ -14,16 +14,12 @@ __all__ = ["ReleaseOptions"]
 class ReleaseOptions:
     """How a release audit estimates its privacy loss distributions.
 
-    Counts are named ``n_<what>`` (how many are drawn), limits ``max_<what>`` and
-    worst-first selections ``top``, as in :class:`pymc_edp.VerifyOptions`.
-
     Parameters
     ----------
     n_outputs : int, default 1000
         Synthetic datasets sampled from each mechanism when they cannot all be listed.
     max_listed : int, default 4096
-        List every possible synthetic dataset (and sum over them exactly) when the records
-        take finitely many values and there are at most this many datasets.
+        Sum exactly over every possible synthetic dataset when there are at most this many.
     support : sequence, optional
         The values one record can take, for listing; default read from the likelihood
         (Bernoulli, Binomial, Categorical).
@@ -31,8 +27,7 @@ class ReleaseOptions:
         Bound on what discretising the losses adds to a composed epsilon (the grid is
         ``accuracy / k``, coarser only when the composed grid would exceed 2**22 points).
     n_bootstrap : int, default 200
-        Bootstrap replicates (over blocks of draws within chains, and over sampled outputs)
-        of the Monte-Carlo interval.
+        Bootstrap replicates (blocks of draws, sampled outputs) of the Monte-Carlo interval.
     prob : float, default 0.9
         Probability of that interval.
     top : int, default 8
@@ -65,5 +60,5 @@ class ReleaseOptions:
 
     @classmethod
     def coerce(cls, value: ReleaseOptions | Mapping | None) -> ReleaseOptions:
-        """``value`` as options: None gives the defaults, a dict its fields."""
+        """``value`` as options (None: the defaults; a dict: the fields)."""
         return as_options(cls, value, "options")
