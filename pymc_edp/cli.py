@@ -31,20 +31,16 @@ Fits a censored Weibull survival regression (log scale linear in standardised ag
 Stanford heart-transplant data shipped with pymc_edp (69 patients, Miller 1976; see
 pymc_edp/datasets/heart_transplant.md), then asks how far the posterior of each parameter
 would move if one patient's record were removed: its B-EDP epsilon (Abowd, Schneider &
-Vilhuber 2013; Charest & Han 2017), by importance reweighting, with refits where the weights
-are unreliable and of the 5 most exposed patients (--method auto).
+Vilhuber 2013; Charest & Han 2017).
 
-Prints the audit table (epsilon per parameter, Pareto k-hat diagnostics), the most exposed
-patients (id, epsilon, k-hat, age, survival, censoring), and writes to --output (default:
-a folder pymc_edp_demo/ in the current directory):
+Prints the audit table and the most exposed patients, and writes to --output:
   heart_transplant_edp.nc       the audit result (pymc_edp.EDPResult.from_netcdf reads it)
   heart_transplant_epsilon.png  per-patient epsilon coloured by k-hat (needs matplotlib)
 """
 
 _DEMO_EPILOG = """\
-Neighbours are formed by removing one patient (unbounded DP). Replacement neighbours are not
-offered here: a survival record is a (time, censoring) pair and the censoring point is part of
-the model, so "replace the survival time" is not a well-defined neighbour for censored rows.
+Neighbours remove one patient (unbounded DP): replacing a censored (time, censoring) record
+is not a well-defined neighbour.
 
 EDP measures the sensitivity of this posterior to one record; it is not a differential-privacy
 guarantee. Epsilon grows with --bins: always report B with it.

@@ -150,24 +150,17 @@ def _sampler(model, hyperparameter, build_model, initial, opts: RefitOptions):
     engine = resolve_engine(opts.engine, model=model)
     if model is not None:
         original = _check_hyperparameter(model, hyperparameter)
-        initial = original if initial is None else _initial(initial)
-        sampler = _Sampler(engine, opts, model=model, name=hyperparameter)
+        initial = original if initial is None else initial
     else:
         if not callable(build_model):
             raise TypeError("build_model must be callable: build_model(value) -> pm.Model")
         if initial is None:
             raise ValueError("build_model= needs initial=, the untuned value of the strength")
-        initial = _initial(initial)
         original = None
-        sampler = _Sampler(engine, opts, build_model=build_model)
-    if not (np.isfinite(initial) and initial > 0):
-        raise ValueError(f"the initial value must be finite and > 0, got {initial!r}")
-    return sampler, float(initial), original
-
-
-def _initial(value) -> float:
-    """The untuned value given as ``initial=``: a finite number > 0."""
-    return check_real(value, "initial (the untuned value of the hyperparameter)", positive=True)
+    what = "initial (the untuned value of the hyperparameter)"
+    initial = check_real(initial, what, positive=True)
+    sampler = _Sampler(engine, opts, model=model, name=hyperparameter, build_model=build_model)
+    return sampler, initial, original
 
 
 def tune_prior(
@@ -197,7 +190,7 @@ def tune_prior(
     random_seed=None,
     progressbar: bool = True,
 ) -> PriorTuningResult:
-    """Find the prior strength whose posterior has a target B-EDP epsilon.
+    """Find the prior strength whose posterior has a target B-EDP epsilon [1]_ [2]_.
 
     The prior strength is one positive scalar: a ``pm.Data`` hyperparameter of ``model``
     (compiled once), or the argument of ``build_model(value) -> pm.Model``. Each trial
@@ -207,8 +200,8 @@ def tune_prior(
     the answer is audited with ``method``, and its utility cost against the untuned prior
     reported.
 
-    With ``release``, the target is the headline of :func:`pymc_edp.audit_release` [4]_ [5]_
-    instead, its Monte-Carlo error the half width of its bootstrap interval over the normal
+    With ``release``, the target is the headline of :func:`pymc_edp.audit_release` instead,
+    its Monte-Carlo error the half width of its bootstrap interval over the normal
     quantile (the trials bootstrap at most 50 replicates), and the utility cost is reported
     for every posterior variable.
 
@@ -216,8 +209,7 @@ def tune_prior(
     ----------
     model : pymc.Model, optional
         Model with a scalar float ``pm.Data`` hyperparameter, restored on return (set it
-        to ``res.value`` with ``pm.set_data`` to keep the tuned prior). Default: the model
-        of the enclosing ``with`` block (not with ``build_model``).
+        to ``res.value`` to keep the tuned prior). Default: the enclosing ``with`` block's.
     hyperparameter : str, optional
         Name of that ``pm.Data`` variable; required with ``model``.
     build_model : callable, optional
@@ -260,8 +252,7 @@ def tune_prior(
     Raises
     ------
     RuntimeError
-        When the target cannot be bracketed (epsilon levels off before reaching it, or the
-        evaluation budget runs out).
+        When the target cannot be bracketed (epsilon levels off, or the budget runs out).
 
     Warns
     -----
@@ -282,11 +273,6 @@ def tune_prior(
        Confidentiality 5(1), 2013.
     .. [3] Brent, R. P. *Algorithms for Minimization without Derivatives*, ch. 4.
        Prentice-Hall, 1973.
-    .. [4] Dimitrakakis, C., Nelson, B., Zhang, Z., Mitrokotsa, A. and Rubinstein, B. I. P.
-       "Differential privacy for Bayesian inference through posterior sampling." JMLR
-       18(11), 2017.
-    .. [5] Koskela, A., Jälkö, J. and Honkela, A. "Computing tight differential privacy
-       guarantees using FFT." AISTATS 2020.
 
     Examples
     --------
