@@ -98,7 +98,7 @@ def main() -> None:
         f"cores={os.cpu_count()} numba threads={numba.get_num_threads()} "
         f"load avg={os.getloadavg()[0]:.2f}"
     )
-    opts = {"outputs": args.outputs, "bootstrap": args.bootstrap}
+    opts = {"n_outputs": args.outputs, "n_bootstrap": args.bootstrap}
 
     def audit(model, idata):
         return edp.audit(idata, model, method="psis", progressbar=False)
@@ -124,7 +124,7 @@ def main() -> None:
         release="synthetic",
         k=args.k,
         delta=args.delta,
-        options={"outputs": 50, "bootstrap": 5},
+        options={"n_outputs": 50, "n_bootstrap": 5},
         random_seed=1,
         progressbar=False,
     )

@@ -1,24 +1,15 @@
 """The front door: :func:`audit` a posterior's empirical differential privacy.
 
-:func:`audit` checks its arguments into one :class:`~pymc_edp.pipeline.settings.Settings`
-(every check runs before any expensive work), then runs the stages of
-:mod:`pymc_edp.pipeline`: read the fit once (:func:`~pymc_edp.pipeline.inputs.read_inputs`),
-reweight every neighbour (:func:`~pymc_edp.pipeline.reweighting.reweight`), moment-match
-those with a bad k-hat (:func:`~pymc_edp.pipeline.matching.match_moments`), refit what is
-left and confirm the headline (:func:`~pymc_edp.pipeline.verification.refit_and_verify`),
-and put the result together (:func:`~pymc_edp.pipeline.assembly.assemble`). Each stage
-returns its estimates and messages. :class:`AuditOptions` holds the audit's keyword
-parameters for whoever runs audits on others' behalf (:func:`pymc_edp.tune_prior`).
+It checks every argument into one :class:`~pymc_edp.pipeline.settings.Settings`, then runs
+the stages of :mod:`pymc_edp.pipeline`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from pymc_edp.base.common import resolve_seed
-from pymc_edp.base.validate import as_options, check_choice, check_int
+from pymc_edp.base.validate import check_choice, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.moment_match import MomentMatchOptions
 from pymc_edp.model.neighbours import NeighbourOptions
@@ -65,31 +56,20 @@ def audit(
 ) -> EDPResult:
     """Audit the empirical differential privacy (B-EDP) of a posterior.
 
-    Every scalar element of the selected posterior variables is cut into ``bins``
-    equal-probability bins of its full-data posterior; for each neighbour dataset ``D'``
-    (a record removed or replaced, or an individual's rows removed) the posterior probability
-    of each bin is re-estimated, and ``epsilon = max |log P(b | D') - log P(b | D)|``.
-    Neighbour posteriors are importance reweightings of the full-data draws (PSIS, with
-    k-hat per neighbour); where k-hat says the weights cannot be trusted the neighbour is
-    moment-matched and, if that is not enough, refitted exactly (``method="auto"``), or
-    every neighbour is refitted (``method="refit"``). With a model, ``method="auto"`` then
-    confirms the headline: it refits the neighbours with the largest estimated epsilons and
-    compares (``RefitOptions(verify=)``), since a good k-hat is evidence, not proof.
-
-    Every estimate carries its Monte-Carlo interval; one at a resolution limit (smoothing,
-    too few draws in its bin, an empty bin) is flagged as a lower bound, with an interval
-    open above (``pointwise["lower_bound"]``, ``pointwise["limit"]``).
+    Every scalar element of the selected variables is cut into ``bins`` equal-probability
+    bins of its posterior; for each neighbour dataset ``D'`` (a record removed or replaced,
+    or an individual's rows removed) ``epsilon = max |log P(b | D') - log P(b | D)|``.
+    Neighbour posteriors reweight the draws (PSIS); where k-hat distrusts the weights the
+    neighbour is moment-matched, then refitted. An estimate at a resolution limit (smoothing,
+    too few draws in its bin) is flagged as a lower bound (``pointwise["lower_bound"]``).
 
     Parameters
     ----------
     idata : xarray.DataTree or arviz.InferenceData
-        What ``pm.sample`` returned (a DataTree on PyMC 6, an InferenceData on PyMC 5), with
-        a ``posterior`` group and a ``log_likelihood`` group (computed from ``model`` when
-        missing; ``pm.compute_log_likelihood(idata)`` adds it).
+        What ``pm.sample`` returned; a missing ``log_likelihood`` group is computed.
     model : pymc.Model, optional
-        Needed for replacement neighbours (``p(y' | theta)``), for refits, and to compute a
-        missing ``log_likelihood`` group. Default: the model of the enclosing ``with`` block,
-        if any (as PyMC's ``model=None``), else none.
+        Needed for replacement neighbours, refits and a missing ``log_likelihood``.
+        Default: the model of the enclosing ``with`` block, if any.
     var_names : str or list of str, optional
         Posterior variables to audit, as in ArviZ (``"~name"`` excludes); default all.
     filter_vars : {None, "like", "regex"}, optional
@@ -97,63 +77,29 @@ def audit(
     bins : int, default 20
         Number of equal-probability bins ``B``. Always report it: epsilon grows with ``B``.
     method : {"auto", "psis", "moment_match", "refit"}, default "auto"
-        ``"psis"`` reweights only. ``"refit"`` refits every neighbour. ``"moment_match"``
-        reweights, then moment-matches (Paananen et al. 2021) the neighbours whose Pareto
-        k-hat exceeds ``min(1 - 1/log10(S), 0.7)``: their draws are moved by affine maps in
-        the unconstrained space, using the model's joint density, until k-hat falls below
-        it. ``"auto"`` does both, then refits the neighbours still above the threshold;
-        without a model (or ``refit=RefitOptions(build_model=...)``) it reweights and warns.
-        ``pointwise["method"]`` says which path each estimate took, ``pointwise["pareto_k"]``
-        is the plain PSIS k-hat and ``pointwise["pareto_k_moment_match"]`` the k-hat after
-        moment matching (NaN where not tried).
+        ``"psis"`` reweights only; ``"moment_match"`` also moment-matches [4]_ the neighbours
+        whose k-hat exceeds ``min(1 - 1/log10(S), 0.7)``; ``"refit"`` refits every
+        neighbour. ``"auto"`` moment-matches, refits those still above the threshold and
+        verifies the headline by refitting the worst neighbours; without a model or builder
+        it reweights and warns. ``pointwise["method"]`` says which path each estimate took.
     neighbour : {"remove", "replace"}, NeighbourOptions or dict, default "remove"
-        What a neighbour dataset is. ``"remove"`` deletes one record (unbounded DP);
-        ``"replace"`` changes one record to each of its replacements and reports the worst
-        case (bounded DP; refits use each neighbour's worst replacement). A
-        :class:`pymc_edp.NeighbourOptions` (or a dict of its fields) also says which
-        records form a neighbour: ``groups`` (leave one individual out: a coordinate name,
-        one label per record, or ``{observed_name: labels}``; all the individual's rows, in
-        every observed variable, are removed or replaced together), ``replacements`` (for
-        ``relation="replace"``: candidate values, :class:`pymc_edp.PerRecord` values, or a
-        dict per observed variable; default for 0/1 data: the flipped value) and
-        ``observed`` (the observed variables whose records define neighbours; default all).
+        One record deleted (unbounded DP) or changed to each of its replacements, worst case
+        reported (bounded DP); :class:`pymc_edp.NeighbourOptions` also sets ``groups``,
+        ``replacements`` and ``observed``.
     smoothing : float, optional
-        Additive smoothing of bin probabilities in units of draws (Charest & Han's
-        ``alpha``). Default None: weighted estimates (reweighting, moment matching, pooled
-        refits) are not smoothed, as a weighted bin always holds draws of positive weight
-        and smoothing would cap every log ratio near ``log(S / (B alpha))``; count
-        estimates (``RefitOptions(estimator="raw")``) take ``alpha = 0.01``. A number
-        smooths every estimate with it; an estimate it lowers is flagged as a lower bound.
+        Additive smoothing of bin probabilities in draws (Charest & Han's ``alpha``).
+        Default: none for weighted estimates (it would cap every log ratio near
+        ``log(S / (B alpha))``), 0.01 for counts (``RefitOptions(estimator="raw")``).
     refit : RefitOptions or dict, optional
-        How neighbours are refitted (draws, engine, executor, checkpoint, max_refits,
-        build_model, estimator, ...), how ``method="auto"`` confirms its headline by refits
-        (``verify``: the ``top`` neighbours with the largest estimates, and any whose bin has
-        too few draws, are refitted and compared, and on disagreement more, worst first,
-        within a budget; ``False`` turns it off; see :class:`pymc_edp.VerifyOptions`), and
-        how neighbours are moment-matched (``moment_match``: a
-        :class:`pymc_edp.MomentMatchOptions`; ``False`` leaves it out of ``method="auto"``):
-        a :class:`pymc_edp.RefitOptions`, or a dict of its fields; default
-        ``RefitOptions()``. Verification needs the model (or ``build_model``); the result
-        says whether its headline was confirmed (``res.verification``) and which neighbours
-        were (``pointwise["verification"]``).
+        How neighbours are refitted and ``method="auto"`` verified
+        (:class:`pymc_edp.RefitOptions`); ``res.verification`` says what was confirmed.
     chunks : ChunkOptions or dict, optional
-        How the audit works through large data: memory budget per chunk of records, the
-        executor chunks run on (e.g. a dask ``Client``), pruning (``prune``: reweight
-        records in decreasing order of the bound on their epsilon and stop when it is below
-        the largest epsilon found, which stays exact; default when records x draws exceeds
-        ``prune_above``), which weights to keep on the result (``store_weights``; default
-        all, unless the audit prunes or reads the log-likelihood chunk by chunk: then those
-        of the :data:`TOP_WEIGHTS` neighbours with the largest epsilons) and where the
-        pointwise log-likelihood comes from (``log_likelihood``: the ``log_likelihood``
-        group, computed from the model chunk by chunk, or ``"auto"``): a
-        :class:`pymc_edp.ChunkOptions`, or a dict of its fields.
+        How large data is worked through: memory, executor, pruning, kept weights
+        (:data:`TOP_WEIGHTS`), log-likelihood source, moment matching.
     random_seed : int or numpy.random.Generator, optional
-        Seeds the refits: refit ``k`` uses a seed derived from ``(random_seed, k)``, so
-        results do not depend on the order refits run in or on resumption. None draws fresh
-        entropy, as ``pm.sample`` does; the seed used is ``res.random_seed``, so any run can
-        be repeated.
+        Seeds the refits (refit ``k`` from ``(random_seed, k)``, whatever their order);
+        the seed used is ``res.random_seed``.
     progressbar : bool, default True
-        Show progress (records reweighted, refits run).
 
     Returns
     -------
@@ -200,83 +146,40 @@ def audit(
     return assemble(inp, settings, verified, messages)
 
 
-@dataclass(frozen=True)
-class AuditOptions:
-    """The keyword parameters of :func:`pymc_edp.audit`, checked, to run audits with later.
-
-    Every field is the :func:`pymc_edp.audit` parameter of the same name, with the same
-    default; ``random_seed`` and ``progressbar`` are left to whoever runs the audit.
-    :func:`pymc_edp.tune_prior` takes one (``audit=``) for every audit it runs.
-
-    Parameters
-    ----------
-    var_names : str or list of str, optional
-    filter_vars : {None, "like", "regex"}, optional
-    bins : int, default 20
-    method : {"auto", "psis", "moment_match", "refit"}, default "auto"
-    neighbour : {"remove", "replace"}, NeighbourOptions or dict, default "remove"
-    smoothing : float, optional
-    refit : RefitOptions or dict, optional
-    chunks : ChunkOptions or dict, optional
-
-    Examples
-    --------
-    >>> opts = edp.AuditOptions(var_names="mu", bins=10, method="psis")
-    >>> sorted(opts.kwargs())[:3]
-    ['bins', 'chunks', 'filter_vars']
-    >>> res = edp.audit(load_eight_schools(), progressbar=False, **opts.kwargs())
-    >>> res.bins
-    10
-    >>> edp.AuditOptions.coerce({"neighbour": "replace"}).neighbour
-    'replace'
-    """
-
-    var_names: str | Sequence[str] | None = None
-    filter_vars: str | None = None
-    bins: int = 20
-    method: str = "auto"
-    neighbour: str | NeighbourOptions | Mapping = "remove"
-    smoothing: float | None = None
-    refit: RefitOptions | Mapping | None = None
-    chunks: ChunkOptions | Mapping | None = None
-
-    def __post_init__(self):
-        check_choice(self.method, "method", METHODS)
-        check_int(self.bins, "bins", 2)
-        Smoothing.of(self.smoothing)
-        NeighbourOptions.coerce(self.neighbour)
-        refit = RefitOptions.coerce(self.refit)
-        _verify_options(refit.verify, self.method)
-        _check_moment_match(ChunkOptions.coerce(self.chunks), self.method)
-
-    @classmethod
-    def coerce(cls, value: AuditOptions | Mapping | None) -> AuditOptions:
-        """``value`` as options: None gives the defaults, a dict its fields."""
-        return as_options(cls, value, "audit")
-
-    def kwargs(self) -> dict:
-        """The fields as keyword arguments of :func:`pymc_edp.audit`."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-
-def check_settings(
-    model, *, bins, method, neighbour, smoothing, refit, chunks, random_seed, progressbar
-) -> Settings:
-    """Every argument of :func:`audit` checked and resolved, before any expensive work."""
+def check_options(*, bins, method, neighbour, smoothing, refit, chunks) -> dict:
+    """The model-free settings of :func:`audit`, checked: fields of ``Settings``."""
     opts = RefitOptions.coerce(refit)
     check_choice(method, "method", METHODS)
     neighbour = NeighbourOptions.coerce(neighbour)
     bins = check_int(bins, "bins", 2)
     smooth = Smoothing.of(smoothing)
     verify, verify_reason = _verify_options(opts.verify, method)
+    chunk_opts = ChunkOptions.coerce(chunks)
+    if chunk_opts.moment_match is False and method == "moment_match":
+        raise ValueError("method='moment_match' with ChunkOptions(moment_match=False): choose one")
+    return dict(
+        bins=bins,
+        method=method,
+        neighbour=neighbour,
+        smoothing=smooth,
+        refit=opts,
+        verify=verify,
+        verify_reason=verify_reason,
+        moment_match=chunk_opts.moment_match_options(),
+        chunks=chunk_opts,
+    )
+
+
+def check_settings(model, *, random_seed, progressbar, **options) -> Settings:
+    """Every argument of :func:`audit` checked (``options``: those of :func:`check_options`)."""
+    checked = check_options(**options)
+    method, opts, chunk_opts = checked["method"], checked["refit"], checked["chunks"]
     check_model(model)
     if method == "refit" and model is None and opts.build_model is None:
         raise ValueError(
             "method='refit' needs the model (model=) or a builder "
             "(refit=RefitOptions(build_model=...)) to refit the neighbour datasets"
         )
-    chunk_opts = ChunkOptions.coerce(chunks)
-    _check_moment_match(chunk_opts, method)
     if method == "moment_match" and model is None:
         raise ValueError(
             "method='moment_match' moves the draws with the model's joint density: pass model="
@@ -287,24 +190,11 @@ def check_settings(
             "with method='refit' or without a factorised pointwise log-likelihood"
         )
     return Settings(
-        bins=bins,
-        method=method,
-        neighbour=neighbour,
-        smoothing=smooth,
-        refit=opts,
-        verify=verify,
-        verify_reason=verify_reason,
-        moment_match=chunk_opts.moment_match_options(),
-        chunks=chunk_opts,
+        **checked,
         seed=resolve_seed(random_seed),
         seed_given=random_seed is not None,
         progressbar=progressbar,
     )
-
-
-def _check_moment_match(opts: ChunkOptions, method: str) -> None:
-    if opts.moment_match is False and method == "moment_match":
-        raise ValueError("method='moment_match' with ChunkOptions(moment_match=False): choose one")
 
 
 def _verify_options(verify, method: str) -> tuple[VerifyOptions | None, str | None]:

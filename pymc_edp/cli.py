@@ -1,9 +1,6 @@
-"""The ``pymc-edp`` command line.
+"""The ``pymc-edp`` command line: ``pymc-edp demo`` audits a survival model of real patients.
 
-``pymc-edp demo`` fits a censored Weibull survival regression to the Stanford heart-transplant
-data shipped with the package (69 patients), audits how much the posterior moves when any one
-patient is removed, prints the audit table and the most exposed patients, and writes the
-result (netCDF) and a plot of per-patient epsilon (PNG, when matplotlib is installed).
+The demo's help (``_DEMO_DESCRIPTION``) says what it fits, prints and writes.
 """
 
 from __future__ import annotations
@@ -32,23 +29,18 @@ Audit a real, sensitive posterior end to end.
 
 Fits a censored Weibull survival regression (log scale linear in standardised age) to the
 Stanford heart-transplant data shipped with pymc_edp (69 patients, Miller 1976; see
-pymc_edp/datasets/heart_transplant.md), then asks: if one patient's record were removed, how
-far would the posterior of each parameter move? The answer is the B-EDP epsilon of the
-posterior (Abowd, Schneider & Vilhuber 2013; Charest & Han 2017), estimated by Pareto-smoothed
-importance reweighting of the posterior draws, with exact refits where the weights are
-unreliable and of the 5 most exposed patients, to confirm the result (--method auto).
+pymc_edp/datasets/heart_transplant.md), then asks how far the posterior of each parameter
+would move if one patient's record were removed: its B-EDP epsilon (Abowd, Schneider &
+Vilhuber 2013; Charest & Han 2017).
 
-Prints the audit table (epsilon per parameter, Pareto k-hat diagnostics), the most exposed
-patients (id, epsilon, k-hat, age, survival, censoring), and writes to --output (default:
-a folder pymc_edp_demo/ in the current directory):
+Prints the audit table and the most exposed patients, and writes to --output:
   heart_transplant_edp.nc       the audit result (pymc_edp.EDPResult.from_netcdf reads it)
   heart_transplant_epsilon.png  per-patient epsilon coloured by k-hat (needs matplotlib)
 """
 
 _DEMO_EPILOG = """\
-Neighbours are formed by removing one patient (unbounded DP). Replacement neighbours are not
-offered here: a survival record is a (time, censoring) pair and the censoring point is part of
-the model, so "replace the survival time" is not a well-defined neighbour for censored rows.
+Neighbours remove one patient (unbounded DP): replacing a censored (time, censoring) record
+is not a well-defined neighbour.
 
 EDP measures the sensitivity of this posterior to one record; it is not a differential-privacy
 guarantee. Epsilon grows with --bins: always report B with it.
@@ -62,64 +54,36 @@ Example:
 DEFAULT_OUTPUT = "pymc_edp_demo"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _bins(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(
-            f"B must be at least 2 (one bin holds all the probability: epsilon would be 0), "
-            f"got {value}"
-        )
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
 #: Largest --seed: the samplers take 32-bit seeds (NumPy's legacy generators refuse more).
 MAX_SEED = 2**32 - 1
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer from 0 to {MAX_SEED}, got {text!r}"
-        ) from None
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(
-            f"a seed must be an integer from 0 to {MAX_SEED} (2**32 - 1), got {value}"
-        )
-    return value
+def _integer(low: int, high: int | None = None, why: str = ""):
+    """An argparse type: an integer in ``[low, high]``, refused with ``why`` when out of it."""
+    expected = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{why or 'expected ' + expected}, got {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _integer(1)
+_nonnegative_int = _integer(0)
+_bins = _integer(
+    2, why="B must be at least 2 (one bin holds all the probability: epsilon would be 0)"
+)
+_seed = _integer(0, MAX_SEED, why=f"a seed must be an integer from 0 to {MAX_SEED} (2**32 - 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser of the ``pymc-edp`` command.
-
-    Returns
-    -------
-    argparse.ArgumentParser
-        Parser with the ``demo`` subcommand.
+    """The argument parser of the ``pymc-edp`` command (its ``demo`` subcommand).
 
     Examples
     --------
@@ -147,15 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_DEMO_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_sampling_options(demo.add_argument_group("sampling"))
-    _add_audit_options(demo.add_argument_group("audit"))
-    _add_output_options(demo.add_argument_group("output"))
-    demo.set_defaults(handler=_run_demo)
-    return parser
-
-
-def _add_sampling_options(group) -> None:
-    """How the demo model is sampled (and refitted)."""
+    group = demo.add_argument_group("sampling")
     group.add_argument(
         "--draws",
         type=_positive_int,
@@ -189,10 +145,7 @@ def _add_sampling_options(group) -> None:
         default="auto",
         help="NUTS implementation; 'auto' uses nutpie when installed (default: %(default)s)",
     )
-
-
-def _add_audit_options(group) -> None:
-    """How the demo's posterior is audited."""
+    group = demo.add_argument_group("audit")
     group.add_argument(
         "--bins",
         type=_bins,
@@ -219,10 +172,7 @@ def _add_audit_options(group) -> None:
             "refits the 5 with the largest epsilon by default)"
         ),
     )
-
-
-def _add_output_options(group) -> None:
-    """What the demo prints and writes."""
+    group = demo.add_argument_group("output")
     group.add_argument(
         "--top",
         type=_nonnegative_int,
@@ -244,10 +194,8 @@ def _add_output_options(group) -> None:
     group.add_argument(
         "--no-progress", action="store_true", help="hide the sampling and audit progress bars"
     )
-
-
-def _nutpie_available() -> bool:
-    return importlib.util.find_spec("nutpie") is not None
+    demo.set_defaults(handler=_run_demo)
+    return parser
 
 
 def _matplotlib_available() -> bool:
@@ -264,45 +212,15 @@ def fit_demo_model(
     sampler: str = "auto",
     progressbar: bool = True,
 ):
-    """Build and sample the demo model, with its pointwise log-likelihood.
+    """Build and sample the demo model; ``(model, idata, sampler used)``.
 
-    Parameters
-    ----------
-    df : pandas.DataFrame, optional
-        Heart-transplant data (layout of :func:`pymc_edp.datasets.load_heart_transplant`);
-        default the shipped data.
-    draws : int, default 1000
-        Posterior draws per chain.
-    tune : int, optional
-        Tuning iterations per chain; default ``draws``.
-    chains : int, default 2
-    random_seed : int, optional
-        Seed of the sampler.
-    sampler : {"auto", "nutpie", "pymc"}, default "auto"
-        ``"auto"`` uses nutpie when it is installed, else PyMC's NUTS.
-    progressbar : bool, default True
-
-    Returns
-    -------
-    model : pymc.Model
-        See :func:`pymc_edp.datasets.heart_transplant_model`.
-    idata : arviz.InferenceData
-        With ``posterior`` and ``log_likelihood`` groups; ``log_likelihood["survival"]`` has
-        one value per patient and draw.
-    sampler : str
-        The sampler used (``"nutpie"`` or ``"pymc"``).
-
-    Raises
-    ------
-    ImportError
-        If ``sampler="nutpie"`` and nutpie is not installed.
-    RuntimeError
-        If the log-likelihood does not have one value per patient.
+    ``df`` defaults to :func:`pymc_edp.datasets.load_heart_transplant`, ``tune`` to
+    ``draws``; ``sampler="auto"`` uses nutpie when installed. ``idata`` has a
+    ``log_likelihood["survival"]`` per patient.
 
     Examples
     --------
-    Fitting samples with NUTS (a few seconds to minutes), so that call is not run here;
-    arguments are checked before anything is sampled:
+    Arguments are checked before sampling (which is not run here):
 
     >>> from pymc_edp.cli import fit_demo_model
     >>> fit_demo_model(sampler="stan")
@@ -319,9 +237,10 @@ def fit_demo_model(
 
     if df is None:
         df = load_heart_transplant()
+    has_nutpie = importlib.util.find_spec("nutpie") is not None
     if sampler == "auto":
-        sampler = "nutpie" if _nutpie_available() else "pymc"
-    if sampler == "nutpie" and not _nutpie_available():
+        sampler = "nutpie" if has_nutpie else "pymc"
+    if sampler == "nutpie" and not has_nutpie:
         raise ImportError('sampler="nutpie" needs nutpie: pip install "pymc-edp[refit]"')
     if sampler not in ("nutpie", "pymc"):
         raise ValueError(f"sampler must be 'auto', 'nutpie' or 'pymc', not {sampler!r}")
@@ -349,10 +268,8 @@ def fit_demo_model(
 
 
 def _posterior_line(idata, names: Sequence[str]) -> str:
-    parts = []
-    for name in names:
-        da = idata.posterior[name]
-        parts.append(f"{name} {float(da.mean()):.3f} (sd {float(da.std()):.3f})")
+    post = idata.posterior
+    parts = [f"{n} {float(post[n].mean()):.3f} (sd {float(post[n].std()):.3f})" for n in names]
     return "Posterior mean (sd): " + ", ".join(parts)
 
 
@@ -372,8 +289,7 @@ def _exposed_table(res, df: pd.DataFrame, k: int) -> pd.DataFrame:
         }
     )
     if "method" in res.pointwise:
-        method = res.pointwise["method"].sel(neighbour=ids).values.astype(str)
-        table["method"] = method
+        table["method"] = res.pointwise["method"].sel(neighbour=ids).values.astype(str)
     return table
 
 
@@ -419,13 +335,7 @@ def _save_figure(res, path: Path, top: int) -> None:
 
 
 def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
-    """``pymc-edp demo``: fit the survival model, audit it, print and save the result.
-
-    Loads the heart-transplant data, fits (or reads back) the censored Weibull model,
-    audits it with the options of ``args``, prints the table and the most exposed patients
-    to ``out``, and writes the netCDF result and the PNG figure under ``args.output``.
-    Returns the process exit status.
-    """
+    """``pymc-edp demo``: fit, audit, print to ``out`` and save; the exit status."""
     from pymc_edp.datasets import load_heart_transplant
     from pymc_edp.report import headline
 
@@ -466,10 +376,7 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _audit_demo(args: argparse.Namespace, df: pd.DataFrame, say):
-    """Fit the demo model (saying how) and audit it with the options of ``args``.
-
-    Returns the result and the seconds the audit took.
-    """
+    """Fit the demo model (saying how) and audit it; the result and the audit's seconds."""
     import pymc_edp as edp
     from pymc_edp.base.common import EDPWarning
 
@@ -546,22 +453,11 @@ def _write_demo(args: argparse.Namespace, res, say) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pymc-edp`` command line.
-
-    Parameters
-    ----------
-    argv : sequence of str, optional
-        Arguments without the program name; default ``sys.argv[1:]``.
-
-    Returns
-    -------
-    int
-        Exit status: 0 on success, 2 for a usage error.
+    """Run the ``pymc-edp`` command line on ``argv`` (default ``sys.argv[1:]``); the exit status.
 
     Examples
     --------
-    ``pymc-edp demo`` fits and audits a model (slow); without a command the help goes to
-    standard error and the exit status is 2:
+    Without a command the help goes to standard error (status 2):
 
     >>> from pymc_edp.cli import main
     >>> main([])
@@ -586,17 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def check_demo_args(args: argparse.Namespace) -> str | None:
-    """What is wrong with the demo's options, or None: checked before any sampling.
-
-    Examples
-    --------
-    >>> from pymc_edp.cli import build_parser, check_demo_args
-    >>> print(check_demo_args(build_parser().parse_args(["demo", "--draws", "20"])))
-    --draws 20 x --chains 2 gives 40 posterior draws; B = 20 bins need at least 200 (10 per
-    bin): use --draws 100 or more, or fewer --bins
-    >>> check_demo_args(build_parser().parse_args(["demo"])) is None
-    True
-    """
+    """What is wrong with the demo's options, or None: checked before any sampling."""
     from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 
     total = args.draws * args.chains

@@ -1,4 +1,3 @@
-import dataclasses
 import inspect
 import warnings
 
@@ -914,37 +913,43 @@ def test_float32_observed_data_are_the_same_data(rng):
     assert np.isfinite(res.epsilon)
 
 
-# ------------------------------------------------ the signature and AuditOptions (issue 22)
-def test_audit_takes_at_most_twelve_parameters():
-    assert len(inspect.signature(edp.audit).parameters) <= 12
-
-
-def test_audit_options_fields_are_audits_keyword_parameters():
-    """AuditOptions can never drift from audit(): its fields are audit's parameters but
-    idata, model, random_seed and progressbar, in order, with the same defaults."""
+# ------------------------------------- one spelling per setting (issues 22 and 34)
+def test_audit_release_and_tune_prior_spell_audits_settings_as_audit():
+    """tune_prior's audit keywords can never drift from audit(): they are audit's keyword
+    parameters but idata, model, random_seed and progressbar, in order, with the same
+    defaults; audit_release spells the ones it shares the same way."""
     params = inspect.signature(edp.audit).parameters
     skip = {"idata", "model", "random_seed", "progressbar"}
-    fields = dataclasses.fields(edp.AuditOptions)
-    assert [f.name for f in fields] == [p for p in params if p not in skip]
-    assert {f.name: f.default for f in fields} == {
-        name: p.default for name, p in params.items() if name not in skip
+    names = [p for p in params if p not in skip]
+    tuning = inspect.signature(edp.tune_prior).parameters
+    assert [p for p in tuning if p in names] == names
+    assert {name: tuning[name].default for name in names} == {
+        name: params[name].default for name in names
     }
-    assert list(edp.AuditOptions().kwargs()) == [f.name for f in fields]
+    release = inspect.signature(edp.audit_release).parameters
+    shared = [p for p in release if p in params and p not in skip]
+    assert shared == ["var_names", "filter_vars", "bins", "neighbour"]
+    assert {n: release[n].default for n in shared} == {n: params[n].default for n in shared}
 
 
-def test_audit_options_run_the_same_audit(rng):
-    idata = fake_idata(rng, n=6, n_draws=400)
-    opts = edp.AuditOptions(bins=5, method="psis", neighbour={"observed": "y"})
-    a = edp.audit(idata, progressbar=False, **opts.kwargs())
-    b = edp.audit(idata, bins=5, method="psis", progressbar=False)
-    np.testing.assert_array_equal(a.pointwise["epsilon"], b.pointwise["epsilon"])
-    assert edp.AuditOptions.coerce({"bins": 5}) == edp.AuditOptions(bins=5)
-    with pytest.raises(TypeError, match="unknown audit option"):
-        edp.AuditOptions.coerce({"groups": "school"})
+def test_tune_prior_checks_audits_settings_before_sampling(rng, monkeypatch):
+    from pymc_edp.tuning import prior
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("sampled before the audit's settings were checked")
+
+    monkeypatch.setattr(prior._Sampler, "__call__", no_sampling)
+    y = rng.normal(size=6)
+    model = _normal_model(y)
+    with model:
+        pm.Data("s0", 1.0)
+    kw = dict(hyperparameter="s0", target_epsilon=0.3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'groups'"):
+        edp.tune_prior(model, groups="school", **kw)
     with pytest.raises(ValueError, match="method must be one of"):
-        edp.AuditOptions(method="exact")
+        edp.tune_prior(model, method="exact", **kw)
     with pytest.raises(ValueError, match="bins must be"):
-        edp.AuditOptions(bins=1)
+        edp.tune_prior(model, bins=1, **kw)
 
 
 @pytest.mark.parametrize(

@@ -155,7 +155,7 @@ def plot_release(
     Examples
     --------
     >>> res = edp.audit_release(load_eight_schools(), release="draws", k=5, delta=1e-3,
-    ...                         progressbar=False, options={"bootstrap": 20}, random_seed=0)
+    ...                         progressbar=False, options={"n_bootstrap": 20}, random_seed=0)
     >>> ax = edp.plots.release.plot_release(res, neighbours=2)
     >>> [t.get_text() for t in ax.get_legend().get_texts()][1:3]
     ['k = 5 releases, worst neighbour', 'k = 5 releases, 2 worst neighbours (coarse)']

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,9 +60,12 @@ def audit_release(
     release: str = "draws",
     k: int = 1,
     delta: float = 1e-5,
+    var_names: str | Sequence[str] | None = None,
+    filter_vars: str | None = None,
     observed: str | None = None,
-    size: int | None = None,
+    n_synthetic: int | None = None,
     statistic: Callable | None = None,
+    bins: int = 20,
     neighbour: str | NeighbourOptions | Mapping = "remove",
     options: ReleaseOptions | Mapping | None = None,
     random_seed=None,
@@ -79,13 +82,13 @@ def audit_release(
 
     * ``release="draws"``: each release is a posterior draw. ``L(theta)`` is minus the log
       density ratio of the two posteriors, which the raw importance ratios give (bin-free).
-    * ``release="synthetic"``: each release is a synthetic dataset of ``size`` records from
-      the posterior predictive of ``observed``. ``p(y | D)`` is the mean of the model's own
-      observation density over the draws and ``p(y | D')`` the mean weighted by the
-      neighbour's Pareto-smoothed weights. Datasets are listed and summed over exactly
-      when their records take few values (e.g. 2^5 Bernoulli datasets); otherwise they are
-      sampled from both mechanisms. With ``statistic=``, each release is
-      ``statistic(y)``, cut into equal-probability bins.
+    * ``release="synthetic"``: each release is a synthetic dataset of ``n_synthetic``
+      records from the posterior predictive of ``observed``. ``p(y | D)`` is the mean of
+      the model's own observation density over the draws and ``p(y | D')`` the mean
+      weighted by the neighbour's Pareto-smoothed weights. Datasets are listed and summed
+      over exactly when their records take few values (e.g. 2^5 Bernoulli datasets);
+      otherwise they are sampled from both mechanisms. With ``statistic=``, each release
+      is ``statistic(y)``, cut into ``bins`` equal-probability bins.
 
     Every pair is first composed on a coarse grid rounding losses up and down; the pairs
     whose upper bound reaches the largest lower bound are composed on the fine grid, so the
@@ -108,19 +111,28 @@ def audit_release(
         Independent releases: ``k`` posterior draws, or ``m = k`` synthetic copies.
     delta : float, default 1e-5
         The delta of the headline epsilon (``res.epsilon(delta)`` gives any other).
+    var_names, filter_vars
+        As in :func:`pymc_edp.audit`: for ``release="draws"``, the posterior variables
+        published (default all). The loss is that of the whole draw of the free variables,
+        exact when the likelihood depends only on the published ones and an upper bound
+        otherwise (post-processing).
     observed : str, optional
-        The observed variable synthetic data are drawn from (default the only one).
-    size : int, optional
+        The observed variable synthetic data are drawn from (default the only one). Which
+        observed variables' records form neighbours is ``neighbour``'s, as in ``audit``.
+    n_synthetic : int, optional
         Records per synthetic dataset (default the data's ``n``); record ``j`` takes the
         covariates of record ``j mod n``.
     statistic : callable, optional
-        ``statistic(y) -> float`` of a synthetic dataset ``y`` (shape ``(size, ...)``): the
-        statistic is published instead of the dataset.
+        ``statistic(y) -> float`` of a synthetic dataset ``y`` (shape ``(n_synthetic, ...)``):
+        the statistic is published instead of the dataset.
+    bins : int, default 20
+        Equal-probability bins of a published statistic, cut from its full-data
+        distribution (as :func:`pymc_edp.audit` cuts a parameter's); a statistic with at
+        most ``bins`` distinct values keeps them.
     neighbour : {"remove", "replace"}, NeighbourOptions or dict, default "remove"
         As in :func:`pymc_edp.audit`; each replacement candidate is its own pair.
     options : ReleaseOptions or dict, optional
-        ``var_names`` of a draws release, sampled ``outputs``, listing limit, statistic
-        ``bins``, grid ``accuracy``, ``bootstrap`` replicates, ``prob`` and ``top``.
+        How the losses are estimated (:class:`pymc_edp.ReleaseOptions`).
     random_seed : int or numpy.random.Generator, optional
         Seeds the sampled outputs and the bootstrap; the seed used is ``res.random_seed``.
     progressbar : bool, default True
@@ -146,7 +158,7 @@ def audit_release(
     Examples
     --------
     >>> res = edp.audit_release(idata, release="draws", k=5, delta=1e-3, progressbar=False,
-    ...                         options={"bootstrap": 20}, random_seed=0)
+    ...                         options={"n_bootstrap": 20}, random_seed=0)
     >>> res.epsilon() == res.headline
     True
     >>> res.delta(res.headline) <= 1e-3 + 1e-9
@@ -154,10 +166,10 @@ def audit_release(
     """
     model = resolve_model(model)
     opts = ReleaseOptions.coerce(options)
-    spec = _check(release, k, delta, observed, size, statistic, model)
+    spec = _check(release, k, delta, observed, n_synthetic, statistic, model, var_names)
     settings = check_settings(
         model,
-        bins=opts.bins,
+        bins=bins,
         method="psis",
         neighbour=neighbour,
         smoothing=None,
@@ -168,30 +180,29 @@ def audit_release(
     )
     check_container(idata)
     idata = load_in_memory(idata)
-    names = opts.var_names if spec.release == "draws" else None
-    inp = read_inputs(idata, model, settings, var_names=names)
+    inp = read_inputs(idata, model, settings, var_names=var_names, filter_vars=filter_vars)
     if not inp.factorised:
         raise ValueError(
             "audit_release needs a factorised pointwise log-likelihood (one term per record): "
             "the neighbours' weights come from it"
         )
-    kind = _kind(spec, inp, opts, settings.seed)
+    kind = _kind(spec, inp, opts, bins, settings.seed)
     screen = _screen(kind, inp, spec, settings.progressbar)
     refined = _refine(kind, inp, spec, opts, screen, settings.seed)
     interval = _bootstrap(kind, inp, spec, opts, refined, settings.seed)
     comparison = _compare(kind, inp, spec, opts, refined, settings.seed)
     details = release_notes.details(kind, inp, spec, opts, refined)
-    notes = release_notes.collect(inp, spec, opts, screen, refined, details)
+    notes = release_notes.collect(inp, spec, opts, screen, refined, details, var_names)
     for note in notes:
         warnings.warn(note, EDPWarning, stacklevel=2)
     parts = (screen, refined, interval, comparison)
     return _assemble(inp, spec, opts, parts, notes, details, settings)
 
 
-def check_release(release, k, delta, observed=None, size=None, statistic=None) -> _Spec:
+def check_release(release, k, delta, observed=None, n_synthetic=None, statistic=None) -> _Spec:
     """:func:`audit_release`'s description of the release, checked (no model needed).
 
-    Also what :class:`pymc_edp.ReleaseTarget` checks before any sampling.
+    Also what :func:`pymc_edp.tune_prior` checks of a release target before any sampling.
     """
     check_choice(release, "release", ("draws", "synthetic"))
     k = check_int(k, "k", 1)
@@ -199,30 +210,38 @@ def check_release(release, k, delta, observed=None, size=None, statistic=None) -
     if release == "draws":
         given = [
             n
-            for n, v in (("observed", observed), ("size", size), ("statistic", statistic))
+            for n, v in (
+                ("observed", observed),
+                ("n_synthetic", n_synthetic),
+                ("statistic", statistic),
+            )
             if v is not None
         ]
         if given:
             raise ValueError(
                 f"{', '.join(given)} describe synthetic data: pass release='synthetic' (a "
-                "draws release publishes posterior draws; choose them with "
-                "options={'var_names': ...})"
+                "draws release publishes posterior draws; choose them with var_names=)"
             )
         return _Spec("draws", k, delta, None, None, None)
     if observed is not None and not isinstance(observed, str):
         raise TypeError(f"observed must be a variable name, got {observed!r}")
-    size = check_int(size, "size", 1, allow_none=True)
+    size = check_int(n_synthetic, "n_synthetic", 1, allow_none=True)
     if statistic is not None and not callable(statistic):
         raise TypeError(f"statistic must be a function of a synthetic dataset, got {statistic!r}")
     kind = "statistic" if statistic is not None else "synthetic"
     return _Spec(kind, k, delta, observed, size, statistic)
 
 
-def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
+def _check(release, k, delta, observed, n_synthetic, statistic, model, var_names) -> _Spec:
     """Every argument checked before any expensive work."""
-    spec = check_release(release, k, delta, observed, size, statistic)
+    spec = check_release(release, k, delta, observed, n_synthetic, statistic)
     if spec.release == "draws":
         return spec
+    if var_names is not None:
+        raise ValueError(
+            "var_names chooses the posterior variables of release='draws'; a synthetic "
+            "release publishes data drawn from the whole posterior"
+        )
     if model is None:
         raise ValueError(
             "release='synthetic' draws datasets from the model's posterior predictive and "
@@ -238,18 +257,18 @@ def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
     return dataclasses.replace(spec, observed=name)
 
 
-def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, seed: int):
+def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, bins: int, seed: int):
     """The release's estimator (for synthetic data: outputs drawn or listed, densities)."""
     if spec.release == "draws":
         return DrawsRelease()
     data = _synthetic_data(spec, inp)
     if spec.release == "statistic":
-        return StatisticRelease(data, spec.statistic, opts.bins, seed)
+        return StatisticRelease(data, spec.statistic, bins, seed)
     support = opts.support
     support = (
         discrete_support(inp.model, spec.observed) if support is None else np.asarray(support)
     )
-    return DatasetRelease(data, support, opts.outputs, opts.enumerate, seed)
+    return DatasetRelease(data, support, opts.n_outputs, opts.max_listed, seed)
 
 
 def _synthetic_data(spec: _Spec, inp: Inputs) -> SyntheticData:
@@ -400,7 +419,7 @@ def _pair_epsilon(loss, prob, spec: _Spec, h: float) -> float:
 def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
     """Percentile interval of the worst epsilon over blocks of draws (and outputs)."""
     head = float(refined.upper.max())
-    if opts.bootstrap == 0:
+    if opts.n_bootstrap == 0:
         return (np.nan, np.nan)
     top = np.argsort(-refined.upper)[:BOOTSTRAP_PAIRS]
     grids = [acc.grid_interval(refined.loss[p], refined.prob[p], spec.k, points=512) for p in top]
@@ -412,8 +431,8 @@ def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, 
     n_chains = inp.n_chains
     n_draws = inp.n_samples // n_chains
     block = int(min(max(1, np.ceil(2 / max(min(inp.reff, 1.0), 1e-3))), max(1, n_draws // 4)))
-    reps = np.empty(opts.bootstrap)
-    for b in range(opts.bootstrap):
+    reps = np.empty(opts.n_bootstrap)
+    for b in range(opts.n_bootstrap):
         counts = block_counts(n_chains, n_draws, block, rng)
         vals = []
         for p, h in zip(top, grids, strict=True):
@@ -444,7 +463,7 @@ def _compare(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, se
             if opts.support is None
             else (np.asarray(opts.support))
         )
-        ds = DatasetRelease(data, support, opts.outputs, opts.enumerate, seed)
+        ds = DatasetRelease(data, support, opts.n_outputs, opts.max_listed, seed)
         levels["synthetic"] = _level(ds, refined, spec, opts, seed)
     order = [lv for lv in ("draws", "synthetic", "statistic") if lv in levels]
     eps = np.stack([levels[lv][0] for lv in order])

@@ -62,7 +62,7 @@ def details(kind, inp, spec, opts, refined) -> dict:
         "discretisation": float(refined.upper[best] - refined.lower[best]),
         "contributing": float(refined.contributing[best]),
         "accuracy": float(opts.accuracy),
-        "bootstrap": int(opts.bootstrap),
+        "bootstrap": int(opts.n_bootstrap),
         "verification": UNVERIFIED,
     }
     if kind.name != "draws":
@@ -85,7 +85,7 @@ def _mixture_ess(kind) -> float:
     return float(np.median(1.0 / (w**2).sum(axis=1)))
 
 
-def collect(inp, spec, opts, screen, refined, details: dict) -> list[str]:
+def collect(inp, spec, opts, screen, refined, details: dict, var_names=None) -> list[str]:
     """The notes of a release audit (each also a warning); ``details`` from :func:`details`."""
     notes = []
     best = int(np.argmax(refined.upper))
@@ -113,7 +113,7 @@ def collect(inp, spec, opts, screen, refined, details: dict) -> list[str]:
             f"reach {float(np.max(screen.upper)):.4g}. Raise top= for the exact worst."
         )
     parents = likelihood_parents(inp.model) if spec.release == "draws" else None
-    if parents is not None and opts.var_names is not None:
+    if parents is not None and var_names is not None:
         published = set(inp.names)
         missing = sorted(parents - published)
         if missing:

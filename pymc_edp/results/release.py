@@ -74,7 +74,7 @@ class ReleaseResult:
     Examples
     --------
     >>> res = edp.audit_release(load_eight_schools(), k=2, delta=0.3, progressbar=False,
-    ...                         options={"bootstrap": 10}, random_seed=0)
+    ...                         options={"n_bootstrap": 10}, random_seed=0)
     >>> res.epsilon() == res.headline and res.epsilon(0.3, k=1) < res.headline
     True
     """

@@ -1,14 +1,7 @@
 """Tune the strength of a prior so that the posterior meets a target B-EDP epsilon.
 
 :func:`pymc_edp.tune_prior` (:mod:`~pymc_edp.tuning.prior`) searches a scalar hyperparameter with a
-root finder for noisy functions (:mod:`~pymc_edp.tuning.search`) and returns a
-:class:`pymc_edp.PriorTuningResult` (:mod:`~pymc_edp.results.tuning`).
-
-References
-----------
-.. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
-   Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (sec. 2: prior tuning and
-   its leakage; eq. 2: B-EDP).
+root finder for noisy functions (:mod:`~pymc_edp.tuning.search`).
 """
 
 from pymc_edp.tuning import prior, search  # noqa: F401  (the modules, for the docs)

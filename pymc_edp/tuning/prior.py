@@ -1,28 +1,12 @@
 """Tune the strength of a prior so that the posterior meets a target B-EDP epsilon.
 
-A stronger prior (a smaller prior scale, a larger concentration) makes the posterior less
-sensitive to any one record, so its empirical differential privacy (EDP) epsilon falls.
-:func:`tune_prior` searches a scalar hyperparameter for the value whose posterior has a target
-epsilon: fast importance-reweighted audits inside the search, then a confirmation audit with
-the method the user chose, and the utility the stronger prior costs.
-
-Choosing a prior after looking at the data leaks information about the data that no audit of
-the resulting posterior accounts for (Charest & Han 2017, sec. 2), and EDP is a sensitivity
-measure of one posterior on one data set, not a differential-privacy guarantee.
-
-References
-----------
-.. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
-   Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (sec. 2: prior tuning and
-   its leakage; eq. 2: B-EDP).
-.. [2] Abowd, J. M., Schneider, M. J. and Vilhuber, L. "Differential privacy applications to
-   Bayesian and linear mixed model estimation." Journal of Privacy and Confidentiality 5(1),
-   2013.
+A stronger prior makes the posterior less sensitive to any one record. :func:`tune_prior`
+searches a scalar hyperparameter with reweighted audits, then confirms the answer.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
 import logging
 import math
 import warnings
@@ -32,28 +16,21 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp import diagnostics
-from pymc_edp.auditing import AuditOptions
 from pymc_edp.auditing import audit as run_audit
+from pymc_edp.auditing import check_options
 from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
 from pymc_edp.base.validate import check_real
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
+from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.pymc import resolve_model
+from pymc_edp.model.reweight import ChunkOptions
 from pymc_edp.refit.engines import make_engine, resolve_engine
 from pymc_edp.refit.options import RefitOptions
+from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.results.tuning import LEAKAGE_CAVEAT, TRIAL_DIM, PriorTuningResult
-from pymc_edp.tuning.release import ReleaseAuditor, ReleaseTarget
-from pymc_edp.tuning.search import (
-    Search,
-    SearchOptions,
-    Trial,
-    answer,
-    find_bracket,
-    monotone,
-    root,
-    trend,
-    uncontrolled,
-)
+from pymc_edp.tuning.release import ReleaseAuditor
+from pymc_edp.tuning.search import Search, SearchOptions, Trial, monotone, run, trend
 
 __all__ = ["tune_prior"]
 
@@ -61,10 +38,10 @@ _log = logging.getLogger("pymc_edp")
 
 
 class _Sampler:
-    """Samples the model at one strength value with a refit engine (compiled once).
+    """Samples the model at one strength value with a refit engine.
 
-    With a model, the engine compiles it once and each trial only swaps the ``pm.Data``
-    hyperparameter; with a builder, each trial builds (and compiles) a new model.
+    A model compiles once and each trial swaps its ``pm.Data`` hyperparameter; a builder
+    builds (and compiles) a new model per trial.
     """
 
     def __init__(self, engine, opts: RefitOptions, *, model=None, name=None, build_model=None):
@@ -145,16 +122,20 @@ def _check_hyperparameter(model, name: str) -> float:
     return float(value.reshape(()))
 
 
-def _audit_options(audit: AuditOptions | Mapping | None, opts: RefitOptions):
-    """The search's and the confirmation's audit options, checked before any sampling."""
-    aopts = AuditOptions.coerce(audit)
-    if aopts.refit is not None:
-        raise TypeError(
-            "pass the refit options to tune_prior as refit=RefitOptions(...), not in "
-            "audit=AuditOptions(refit=...): they also set how every posterior is sampled"
-        )
-    # the search reweights only; the confirmation audits with the method asked for
-    return dataclasses.replace(aopts, method="psis"), dataclasses.replace(aopts, refit=opts)
+#: The keywords of :func:`tune_prior` that select variables rather than set the audit.
+_SELECTION = ("var_names", "filter_vars")
+
+
+def _refuse_unused(given: dict, whose: str) -> None:
+    """Raise if a keyword in ``given``, which would be ignored, is not at its default."""
+    params = inspect.signature(tune_prior).parameters
+    unused = [
+        name
+        for name, value in given.items()
+        if not (value is params[name].default or value == params[name].default)
+    ]
+    if unused:
+        raise ValueError(f"{', '.join(unused)}: {whose} settings, not used here")
 
 
 def _sampler(model, hyperparameter, build_model, initial, opts: RefitOptions):
@@ -169,66 +150,17 @@ def _sampler(model, hyperparameter, build_model, initial, opts: RefitOptions):
     engine = resolve_engine(opts.engine, model=model)
     if model is not None:
         original = _check_hyperparameter(model, hyperparameter)
-        initial = original if initial is None else _initial(initial)
-        sampler = _Sampler(engine, opts, model=model, name=hyperparameter)
+        initial = original if initial is None else initial
     else:
         if not callable(build_model):
             raise TypeError("build_model must be callable: build_model(value) -> pm.Model")
         if initial is None:
             raise ValueError("build_model= needs initial=, the untuned value of the strength")
-        initial = _initial(initial)
         original = None
-        sampler = _Sampler(engine, opts, build_model=build_model)
-    if not (np.isfinite(initial) and initial > 0):
-        raise ValueError(f"the initial value must be finite and > 0, got {initial!r}")
-    return sampler, float(initial), original
-
-
-def _initial(value) -> float:
-    """The untuned value given as ``initial=``: a finite number > 0."""
-    return check_real(value, "initial (the untuned value of the hyperparameter)", positive=True)
-
-
-def _run_search(search: Search, x0: float, bracket, sopts: SearchOptions, sign: int):
-    """Bracket the target and find the root; the answer's log value and its trial."""
-    if bracket is not None:
-        lo, hi = bracket
-        t0 = search(x0, "initial")
-        ta, tb = search(math.log(lo), "bracket"), search(math.log(hi), "bracket")
-        target = search.target
-        if search.met(t0) and lo <= math.exp(x0) <= hi:
-            found = t0
-        elif (ta.epsilon - target) * (tb.epsilon - target) > 0:
-            raise RuntimeError(
-                f"bracket {bracket} does not straddle the target {target:.4g}: "
-                f"epsilon is {ta.epsilon:.4g} at {lo:.4g} and {tb.epsilon:.4g} at {hi:.4g}"
-                + uncontrolled(search.trials, target)
-            )
-        else:
-            found = search.bracket()
-    else:
-        found = find_bracket(search, x0, sign, sopts.step, sopts.max_evaluations)
-    if isinstance(found, Trial):
-        search.stopped = "tolerance"
-    else:
-        root(search, *found, xtol=sopts.xtol, max_evaluations=sopts.max_evaluations)
-    x_best, t_best = answer(search)
-    if t_best is None:
-        t_best = search(x_best, "final")
-    return x_best, t_best
-
-
-def _epsilon_mcse(res) -> float:
-    """The audit's own Monte-Carlo standard error of epsilon (one method everywhere)."""
-    return float(diagnostics.epsilon_mcse(res)["epsilon"])
-
-
-def _collect(caught, into: dict, prefix: str = "", *, reraise_others: bool = False) -> None:
-    for w in caught:
-        if issubclass(w.category, EDPWarning):
-            into[f"{prefix}{w.message}"] = None
-        elif reraise_others:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    what = "initial (the untuned value of the hyperparameter)"
+    initial = check_real(initial, what, positive=True)
+    sampler = _Sampler(engine, opts, model=model, name=hyperparameter, build_model=build_model)
+    return sampler, initial, original
 
 
 def tune_prior(
@@ -239,122 +171,97 @@ def tune_prior(
     target_epsilon: float,
     initial: float | None = None,
     bracket: tuple[float, float] | None = None,
-    audit: AuditOptions | Mapping | None = None,
+    var_names: str | Sequence[str] | None = None,
+    filter_vars: str | None = None,
+    bins: int = 20,
+    method: str = "auto",
+    neighbour: str | NeighbourOptions | Mapping = "remove",
+    smoothing: float | None = None,
     refit: RefitOptions | Mapping | None = None,
+    chunks: ChunkOptions | Mapping | None = None,
+    release: str | None = None,
+    k: int = 1,
+    delta: float = 1e-5,
+    observed: str | None = None,
+    n_synthetic: int | None = None,
+    statistic: Callable | None = None,
+    options: ReleaseOptions | Mapping | None = None,
     search: SearchOptions | Mapping | None = None,
-    release: ReleaseTarget | Mapping | None = None,
     random_seed=None,
     progressbar: bool = True,
 ) -> PriorTuningResult:
-    """Find the prior strength whose posterior has a target B-EDP epsilon.
+    """Find the prior strength whose posterior has a target B-EDP epsilon [1]_ [2]_.
 
     The prior strength is one positive scalar: a ``pm.Data`` hyperparameter of ``model``
-    (a prior scale, a concentration), so the model compiles once and only that value
-    changes between trials, or the argument of ``build_model(value) -> pm.Model``.
-
-    The search (:mod:`pymc_edp.tuning.search`) works on the log of the value. Each trial
-    samples the posterior with the same seed (common random numbers, so that the estimated
-    relation is smooth) and audits it by importance reweighting (``method="psis"``, fast).
-    Starting from ``initial``, the value is multiplied or divided by ``step`` until epsilon
-    crosses the target; Brent's method on ``log epsilon - log target`` then narrows the bracket
-    until an evaluation is within ``rtol`` of the target, or the epsilons at the two ends of
-    the bracket are within twice their Monte-Carlo error of each other (the noise cannot
-    resolve a narrower bracket). Unless an evaluation met ``rtol`` with a Monte-Carlo error
-    below ``rtol``, the answer is the root of a weighted line of log epsilon on log value
-    through the trials within a factor 2 of the target, which averages their noise. The
-    evaluated points are checked for monotonicity. At the answer a fresh sample (another seed)
-    is audited with ``method`` (refitting neighbours with a bad k-hat under ``"auto"``), and
-    its epsilon, Monte-Carlo standard error and the utility cost against the untuned prior are
+    (compiled once), or the argument of ``build_model(value) -> pm.Model``. Each trial
+    samples with the same seed and audits by reweighting (``method="psis"``); the search
+    brackets the target in log value and narrows it with Brent's method [3]_ until a trial
+    is within ``rtol`` of the target or the noise hides a narrower bracket. A fresh sample at
+    the answer is audited with ``method``, and its utility cost against the untuned prior
     reported.
 
-    With a release target (``release=``), the target is instead the privacy of what is
-    published from the posterior, e.g. "``m = 5`` synthetic copies at epsilon <= 1 with
-    delta = 1e-6 for every record": every trial and the confirmation run
-    :func:`pymc_edp.audit_release` with the target's arguments, and ``target_epsilon`` is the
-    target of its headline, the epsilon at the target's ``delta`` of ``k`` composed releases
-    for the worst neighbour [4]_ [5]_. The Monte-Carlo error of a release audit is the half
-    width of its bootstrap interval over the normal quantile of its probability; the trials
-    bootstrap at most 50 replicates, the confirmation as many as the target's ``options``
-    ask. ``audit``'s ``bins``, ``method`` and ``var_names`` are then not used, and the utility
-    cost is reported for every posterior variable.
+    With ``release``, the target is the headline of :func:`pymc_edp.audit_release` instead,
+    its Monte-Carlo error the half width of its bootstrap interval over the normal
+    quantile (the trials bootstrap at most 50 replicates), and the utility cost is reported
+    for every posterior variable.
 
     Parameters
     ----------
     model : pymc.Model, optional
-        Model with a scalar float ``pm.Data`` hyperparameter. Its value is restored on
-        return (set it to ``res.value`` with ``pm.set_data`` to keep the tuned prior).
-        Default: the model of the enclosing ``with`` block, if any (not with
-        ``build_model``, which builds its own models).
+        Model with a scalar float ``pm.Data`` hyperparameter, restored on return (set it
+        to ``res.value`` to keep the tuned prior). Default: the enclosing ``with`` block's.
     hyperparameter : str, optional
         Name of that ``pm.Data`` variable; required with ``model``.
-    target_epsilon : float
-        Target B-EDP epsilon (> 0); with ``release``, the target of the release's epsilon
-        at its ``delta``.
-    bracket : (float, float), optional
-        ``(low, high)`` values known to straddle the target; default: found by stepping
-        from ``initial``.
     build_model : callable, optional
         ``build_model(value) -> pm.Model`` in place of ``model`` and ``hyperparameter``;
         each trial builds and compiles a new model (slower).
+    target_epsilon : float
+        Target epsilon (> 0): B-EDP, or with ``release`` the release's at ``delta``.
     initial : float, optional
-        The untuned value: the start of the search and the reference of the utility cost.
-        Default: the hyperparameter's current value; required with ``build_model``.
-    audit : AuditOptions or dict, optional
-        The parameters of every audit (the search's and the confirmation's), as in
-        :func:`pymc_edp.audit`: ``bins`` (default 20), ``var_names`` (also the variables
-        whose utility cost is reported), ``filter_vars``, ``neighbour``, ``smoothing``,
-        ``chunks``, and ``method`` (default ``"auto"``) for the confirmation audit at the
-        answer (the search always reweights). A :class:`pymc_edp.AuditOptions`, or a dict of
-        its fields; its ``refit`` is ``refit=`` here.
+        The untuned value: start of the search and reference of the utility cost.
+        Default: the hyperparameter's value; required with ``build_model``.
+    bracket : (float, float), optional
+        ``(low, high)`` values known to straddle the target; default: found by stepping.
+    var_names, filter_vars, bins, neighbour
+        As in :func:`pymc_edp.audit` (and :func:`pymc_edp.audit_release`, with
+        ``release``), for every audit; ``var_names`` are also the variables whose utility
+        cost is reported.
+    method, smoothing, chunks
+        As in :func:`pymc_edp.audit`; ``method`` is the confirmation's (the search always
+        reweights). Not with ``release``.
     refit : RefitOptions or dict, optional
-        ``draws``, ``tune``, ``chains`` and ``engine`` of every posterior sampled (each trial
-        and the confirmation), and how the confirmation refits and verifies neighbours
-        (``executor``, ``checkpoint``, ``max_refits``, ``verify``, ``retry``, ...), as in
-        :func:`pymc_edp.audit` (moment matching is set by ``audit``'s ``chunks``).
+        ``draws``, ``tune``, ``chains`` and ``engine`` of every posterior sampled, and how
+        the confirmation refits and verifies, as in :func:`pymc_edp.audit`.
+    release, k, delta, observed, n_synthetic, statistic, options
+        A release target, as in :func:`pymc_edp.audit_release`. Default ``release=None``:
+        the B-EDP epsilon of :func:`pymc_edp.audit` is tuned.
     search : SearchOptions or dict, optional
-        ``direction``, ``rtol``, ``xtol``, ``step`` and ``max_evaluations`` of the search.
-    release : ReleaseTarget or dict, optional
-        What is published and at which delta (:class:`pymc_edp.ReleaseTarget`: ``release``
-        ``"draws"`` or ``"synthetic"``, ``k``, ``delta``, ``observed``, ``size``,
-        ``statistic``, ``neighbour``, ``options``), checked before any sampling. Default:
-        no release target, the B-EDP epsilon of :func:`pymc_edp.audit` is tuned.
+        How the hyperparameter is searched.
     random_seed : int or numpy.random.Generator, optional
         Seeds the search (one seed for every trial), the confirmation sample and its
-        refits. None draws fresh entropy; the seed used is in ``res.random_seed``.
+        refits; the seed used is ``res.random_seed``.
     progressbar : bool, default True
         Progress of the confirmation refits.
 
     Returns
     -------
     PriorTuningResult
-        ``.value``, ``.epsilon``, ``.mcse``, ``.idata``, ``.utility``, ``.trials``,
-        ``.audit`` and ``.warnings``. With ``release``, ``.audit`` is the confirmation's
-        :class:`pymc_edp.ReleaseResult`, ``.epsilon`` its headline and ``.method`` says
-        what was audited.
+        With ``release``, ``.audit`` is the confirmation's :class:`pymc_edp.ReleaseResult`
+        and ``.epsilon`` its headline.
 
     Raises
     ------
     RuntimeError
-        When the target cannot be bracketed (epsilon levels off before reaching it, or the
-        evaluation budget runs out).
+        When the target cannot be bracketed (epsilon levels off, or the budget runs out).
 
     Warns
     -----
     EDPWarning
-        Always, with :data:`LEAKAGE_CAVEAT`: the tuned prior depends on the data, so it
-        leaks information the audit does not count, and EDP is not DP. Also when epsilon is
-        not monotone over the evaluated values, when reweighting was unreliable during the
-        search, or when the confirmed epsilon misses the target by more than ``rtol`` plus
-        three times the combined Monte-Carlo error of the confirmation and the search, and
-        (with ``release``) when the confirmed release epsilon is a lower bound.
-
-    Notes
-    -----
-    The leakage is not a technicality. Charest & Han (sec. 2) point out that a prior
-    tuned until the posterior looks private is chosen with the data, and the choice of
-    the hyperparameter is then a release of its own. A tuned value is best treated as a
-    design choice to be fixed on other data (a previous wave, a public sample) or paid for
-    from a privacy budget.
+        Always, with :data:`LEAKAGE_CAVEAT` (a prior tuned on the data is a release of its
+        own [1]_). Also when epsilon is not monotone over the trials, reweighting was
+        unreliable during the search, the confirmed epsilon misses the target by more than
+        ``rtol`` plus three Monte-Carlo errors, or a confirmed release epsilon is a lower
+        bound.
 
     References
     ----------
@@ -366,50 +273,54 @@ def tune_prior(
        Confidentiality 5(1), 2013.
     .. [3] Brent, R. P. *Algorithms for Minimization without Derivatives*, ch. 4.
        Prentice-Hall, 1973.
-    .. [4] Dimitrakakis, C., Nelson, B., Zhang, Z., Mitrokotsa, A. and Rubinstein, B. I. P.
-       "Differential privacy for Bayesian inference through posterior sampling." JMLR
-       18(11), 2017.
-    .. [5] Koskela, A., Jälkö, J. and Honkela, A. "Computing tight differential privacy
-       guarantees using FFT." AISTATS 2020.
 
     Examples
     --------
-    >>> import numpy as np, pymc as pm
     >>> y = np.random.default_rng(0).normal(10, 5**0.5, 100)
     >>> with pm.Model() as model:
     ...     sigma0 = pm.Data("sigma0", 3**0.5)
     ...     mu = pm.Normal("mu", 10, sigma0)
     ...     _ = pm.Normal("y", mu, 5**0.5, observed=y)
     >>> res = edp.tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3,
-    ...                      audit=edp.AuditOptions(method="psis"),
-    ...                      random_seed=1)  # doctest: +SKIP
+    ...                      method="psis", random_seed=1)  # doctest: +SKIP
     >>> res.value, res.epsilon, res.mcse  # doctest: +SKIP
 
     Five posterior draws at epsilon 2 with delta 1e-3:
 
     >>> res = edp.tune_prior(model, hyperparameter="sigma0", target_epsilon=2.0,
-    ...                      release=edp.ReleaseTarget(release="draws", k=5, delta=1e-3),
-    ...                      random_seed=1)  # doctest: +SKIP
+    ...                      release="draws", k=5, delta=1e-3, random_seed=1)  # doctest: +SKIP
     >>> res.epsilon, res.audit.interval  # doctest: +SKIP
     """
     model = resolve_model(model) if build_model is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
     opts = RefitOptions.coerce(refit)
-    search_opts, confirm_opts = _audit_options(audit, opts)
+    shared = dict(var_names=var_names, filter_vars=filter_vars, bins=bins, neighbour=neighbour)
+    own = dict(method=method, smoothing=smoothing, chunks=chunks)
+    target = dict(
+        release=release,
+        k=k,
+        delta=delta,
+        observed=observed,
+        n_synthetic=n_synthetic,
+        statistic=statistic,
+        options=options,
+    )
+    if release is None:
+        _refuse_unused(target, "a release target's (release=)")
+        auditor = _Audits({**shared, **own}, opts)
+    else:
+        _refuse_unused(own, "audit()'s, not audit_release()'s")
+        auditor = ReleaseAuditor({**shared, **target}, model)
     sopts = SearchOptions.coerce(search)
-    target = ReleaseTarget.coerce(release)
-    if target is not None:
-        target.check_model(model)
     bracket = _bracket(bracket)
     sampler, initial, original = _sampler(model, hyperparameter, build_model, initial, opts)
     seed = resolve_seed(random_seed)
     search_seed, confirm_seed, refit_seed = _split_seed(seed)
     sign = {"auto": 0, "increasing": 1, "decreasing": -1}[sopts.direction]
-    auditor = _Audits(search_opts, confirm_opts) if target is None else ReleaseAuditor(target)
     trial_audits = _TrialAudits(sampler, search_seed, auditor)
     searcher = Search(trial_audits, target_epsilon, sopts.rtol)
     try:
-        x_best, t_best = _run_search(searcher, math.log(initial), bracket, sopts, sign)
+        x_best, t_best = run(searcher, math.log(initial), bracket, sopts, sign)
         value = math.exp(x_best)
         t_init = searcher.trials[0]
         diagnostics_ = trial_audits.notes(len(searcher.trials))
@@ -421,7 +332,7 @@ def tune_prior(
         # the confirmation: an independent sample, audited with the method asked for
         idata, mod = sampler(value, confirm_seed)
         res = _confirm(auditor, idata, mod, refit_seed, progressbar, diagnostics_)
-        epsilon, mcse = auditor.epsilon(res), auditor.mcse(res)
+        epsilon, mcse = auditor.estimate(res)
         names = auditor.utility_names(res, idata)
     finally:
         if original is not None:
@@ -457,49 +368,46 @@ def tune_prior(
 
 
 class _Audits:
-    """How :func:`tune_prior` audits for a B-EDP target.
+    """How :func:`tune_prior` audits for a B-EDP target: reweighting, then ``method``.
 
-    Reweighting in the search, then the method asked for. Release targets have
-    :class:`pymc_edp.tuning.release.ReleaseAuditor`, with the same interface.
+    ``kwargs``: :func:`pymc_edp.audit`'s but ``refit``, checked before any sampling.
     """
 
     label = None  # the confirmation audit's own ``res.method``
 
-    def __init__(self, search_opts: AuditOptions, confirm_opts: AuditOptions):
-        self.search_opts, self.confirm_opts = search_opts, confirm_opts
-        self.bins = int(confirm_opts.bins)
+    def __init__(self, kwargs: dict, refit: RefitOptions):
+        self.search_kwargs = {**kwargs, "method": "psis", "refit": None}
+        self.confirm_kwargs = {**kwargs, "refit": refit}
+        checked = {k: v for k, v in self.confirm_kwargs.items() if k not in _SELECTION}
+        self.bins = check_options(**checked)["bins"]
 
     def trial(self, idata, model, seed: int):
         """A search trial's audit (reweighting only; the seed is the sample's)."""
         del seed
-        return run_audit(idata, model, progressbar=False, **self.search_opts.kwargs())
+        return run_audit(idata, model, progressbar=False, **self.search_kwargs)
 
     def confirm(self, idata, model, seed: int, progressbar: bool):
         """The confirmation audit with the method asked for."""
-        kwargs = self.confirm_opts.kwargs()
-        return run_audit(idata, model, random_seed=seed, progressbar=progressbar, **kwargs)
+        kw = self.confirm_kwargs
+        return run_audit(idata, model, random_seed=seed, progressbar=progressbar, **kw)
 
     @staticmethod
-    def epsilon(res) -> float:
-        """The audit's epsilon."""
-        return float(res.epsilon)
-
-    @staticmethod
-    def mcse(res) -> float:
-        """:func:`_epsilon_mcse`."""
-        return _epsilon_mcse(res)
+    def estimate(res) -> tuple[float, float]:
+        """The audit's epsilon and its own Monte-Carlo error (one method everywhere)."""
+        return float(res.epsilon), float(diagnostics.epsilon_mcse(res)["epsilon"])
 
     def search_note(self, note: str, count: int, n_trials: int, where: str) -> str:
         """A warning of the search's trials, with where it came."""
         return (
             f"during the search (reweighting only) at {count} of "
             f"{n_trials} trial values ({where}): {note} The search's epsilons "
-            f"there may be off; the confirmation audit uses method={self.confirm_opts.method!r}."
+            f"there may be off; the confirmation audit uses "
+            f"method={self.confirm_kwargs['method']!r}."
         )
 
     @staticmethod
     def confirmation_notes(res) -> list[str]:
-        """Nothing beyond the audit's own warnings."""
+        """None: the audit warns itself."""
         del res
         return []
 
@@ -515,17 +423,18 @@ def _confirm(auditor, idata, mod, seed: int, progressbar: bool, into: dict):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = auditor.confirm(idata, mod, seed, progressbar)
-    _collect(caught, into, "confirmation: ", reraise_others=True)
+    for w in caught:
+        if issubclass(w.category, EDPWarning):
+            into[f"confirmation: {w.message}"] = None
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     for note in auditor.confirmation_notes(res):
         into[note] = None
     return res
 
 
 def _check_miss(epsilon, mcse, t_best: Trial, target: float, rtol: float, into: dict) -> None:
-    """Say so when the confirmed epsilon misses the target.
-
-    A 3-sigma check: the confirmation and the search's estimate are independent.
-    """
+    """Note a confirmed epsilon 3 sigma off the target (the search's trial is independent)."""
     if abs(epsilon - target) > rtol * target + 3 * math.hypot(mcse, t_best.mcse):
         into[
             f"the confirmed epsilon {epsilon:.4g} +- {mcse:.2g} misses the target "
@@ -573,7 +482,7 @@ class _TrialAudits:
         for w in caught:
             if issubclass(w.category, EDPWarning):
                 self.search_notes.setdefault(str(w.message), []).append(value)
-        epsilon, mcse = self.auditor.epsilon(res), self.auditor.mcse(res)
+        epsilon, mcse = self.auditor.estimate(res)
         khat = np.asarray(res.pointwise["pareto_k"].values, dtype=float)
         max_khat = float(np.nanmax(khat)) if np.isfinite(khat).any() else math.nan
         _log.info("tune_prior: value %.6g -> epsilon %.4f +- %.4f", value, epsilon, mcse)

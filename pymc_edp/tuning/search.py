@@ -1,10 +1,8 @@
 """A root finder for a noisy monotone function: where epsilon meets its target.
 
-Each evaluation returns an estimate with its Monte-Carlo standard error; the search works on
-``log epsilon - log target`` against ``log value``: it brackets the target by geometric
-steps, runs Brent's method until an evaluation meets the tolerance or the bracket's ends can
-no longer be told apart from noise, and answers with a weighted line through the trials near
-the target rather than the last, noisiest one.
+It works on ``log epsilon - log target`` against ``log value``: brackets the target by
+geometric steps, runs Brent's method until an evaluation meets the tolerance or the noise
+hides the bracket's ends, and answers with a weighted line through the trials near the target.
 """
 
 from __future__ import annotations
@@ -18,19 +16,7 @@ import numpy as np
 
 from pymc_edp.base.validate import as_options, check_choice, check_int, check_real
 
-__all__ = [
-    "DIRECTIONS",
-    "NOT_A_STRENGTH",
-    "Search",
-    "SearchOptions",
-    "Trial",
-    "answer",
-    "find_bracket",
-    "monotone",
-    "root",
-    "trend",
-    "uncontrolled",
-]
+__all__ = ["SearchOptions"]
 
 DIRECTIONS = ("auto", "increasing", "decreasing")
 
@@ -42,9 +28,8 @@ class SearchOptions:
     Parameters
     ----------
     direction : {"auto", "increasing", "decreasing"}, default "auto"
-        How epsilon moves with the hyperparameter: ``"increasing"`` for a scale (a wider
-        prior lets the data move the posterior more), ``"decreasing"`` for a concentration or
-        precision; ``"auto"`` finds out from the first evaluations.
+        How epsilon moves with the hyperparameter: ``"increasing"`` for a scale,
+        ``"decreasing"`` for a concentration or precision; ``"auto"`` finds out.
     rtol : float, default 0.01
         Stop when an evaluation is within ``rtol * target`` (and its Monte-Carlo error too).
     xtol : float, default 1e-3
@@ -76,7 +61,7 @@ class SearchOptions:
 
     @classmethod
     def coerce(cls, value: SearchOptions | Mapping | None) -> SearchOptions:
-        """``value`` as options: None gives the defaults, a dict its fields."""
+        """``value`` as options (None: the defaults; a dict: the fields)."""
         return as_options(cls, value, "search")
 
 
@@ -93,7 +78,7 @@ class Trial:
 
 
 class _Stop(Exception):
-    """Raised inside the root finder when the search has converged."""
+    """The search has converged (raised inside the root finder)."""
 
 
 class Search:
@@ -107,7 +92,7 @@ class Search:
         self.stopped = ""
 
     def __call__(self, x: float, stage: str) -> Trial:
-        """Evaluate at ``x`` (once: a repeated ``x`` returns the stored trial)."""
+        """The trial at ``x``, evaluated once."""
         for t in self.trials:
             if t.x == x:
                 return t
@@ -124,7 +109,7 @@ class Search:
         return abs(t.epsilon - self.target) <= self.rtol * self.target
 
     def bracket(self) -> tuple[Trial, Trial] | None:
-        """The narrowest pair of adjacent evaluated points whose epsilons straddle the target."""
+        """The narrowest adjacent pair of trials whose epsilons straddle the target."""
         pts = sorted(self.trials, key=lambda t: t.x)
         best = None
         for a, b in itertools.pairwise(pts):
@@ -211,7 +196,7 @@ def find_bracket(
 
 
 #: Advice when the tuned hyperparameter does not set how private the posterior is.
-NOT_A_STRENGTH = (
+_NOT_A_STRENGTH = (
     ": this hyperparameter does not control how far one record moves the posterior (a "
     "prior mean or location shifts the posterior without making it less sensitive), so a "
     "wider bracket or more evaluations cannot help. Tune a scale or strength instead: a "
@@ -221,23 +206,11 @@ NOT_A_STRENGTH = (
 
 
 def uncontrolled(trials: list[Trial], target: float) -> str:
-    """:data:`NOT_A_STRENGTH` with the evidence, or "" when epsilon follows the value.
+    """:data:`_NOT_A_STRENGTH` with the evidence, or "" when epsilon follows the value.
 
-    Epsilon does not follow the hyperparameter when, over at least three values spanning
-    a factor 10 or more, it is flat (its extremes within twice their Monte-Carlo error, or,
-    over a factor 1000 or more, moved by less than a tenth of its distance to the target)
-    or not monotone either way.
-
-    Examples
-    --------
-    >>> import math
-    >>> from pymc_edp.tuning.search import Trial, uncontrolled
-    >>> flat = [Trial(math.log(v), 0.5, 0.01, 0.0, "bracket") for v in (0.1, 1.0, 10.0)]
-    >>> uncontrolled(flat, 0.3).startswith(", flat at about 0.5")
-    True
-    >>> rising = [Trial(math.log(v), 0.1 * v, 0.001, 0.0, "bracket") for v in (1, 2, 4)]
-    >>> uncontrolled(rising, 3.0)
-    ''
+    It does not when, over three or more values spanning a factor 10 or more, epsilon is flat
+    (extremes within twice their MC error or, over a factor 1000, moved by less than a tenth
+    of its distance to the target) or not monotone either way.
     """
     if len(trials) < 3:
         return ""
@@ -251,9 +224,9 @@ def uncontrolled(trials: list[Trial], target: float) -> str:
     wide = max(xs) - min(xs) >= math.log(1000.0)
     if spread <= 2 * math.hypot(lo.mcse, hi.mcse) or (wide and spread < 0.1 * nearest):
         mid = 0.5 * (lo.epsilon + hi.epsilon)
-        return f", flat at about {mid:.4g} (+- {max(spread / 2, lo.mcse):.2g})" + NOT_A_STRENGTH
+        return f", flat at about {mid:.4g} (+- {max(spread / 2, lo.mcse):.2g})" + _NOT_A_STRENGTH
     if not monotone(trials, 1)[0] and not monotone(trials, -1)[0]:
-        return ", and not monotone in it" + NOT_A_STRENGTH
+        return ", and not monotone in it" + _NOT_A_STRENGTH
     return ""
 
 
@@ -289,13 +262,12 @@ def root(search: Search, a: Trial, b: Trial, xtol: float, max_evaluations: int):
 
 
 def answer(search: Search) -> tuple[float, Trial | None]:
-    """The answer: an evaluation within tolerance, else a fit through the nearby trials.
+    """``(log value, its trial or None)``: a trial within tolerance, else a fitted value.
 
-    An evaluation counts as meeting the target only if it is within ``rtol`` and its
-    Monte-Carlo error is too. Otherwise ``log epsilon`` is regressed on ``log value`` (weights
-    ``(epsilon / mcse)^2``) over the trials within a factor 2 of the target, which averages
-    the noise of the trials instead of trusting the last one, and the line is solved for the
-    target; the log-linear interpolation across the final bracket is the fallback.
+    A trial meets the target if it and its MC error are within ``rtol``. Otherwise a weighted
+    (``(epsilon / mcse)^2``) line of ``log epsilon`` on ``log value`` through the trials
+    within a factor 2 of the target is solved for it, averaging their noise; the fallback is
+    the log-linear interpolation across the final bracket.
     """
     met = [t for t in search.trials if search.met(t) and t.mcse <= search.rtol * search.target]
     if met:
@@ -320,6 +292,35 @@ def answer(search: Search) -> tuple[float, Trial | None]:
             if min(a.x, b.x) <= x_fit <= max(a.x, b.x):
                 x = float(x_fit)
     return x, None
+
+
+def run(search: Search, x0: float, bracket, sopts: SearchOptions, sign: int):
+    """Bracket the target and find the root; the answer's log value and its trial."""
+    if bracket is not None:
+        lo, hi = bracket
+        t0 = search(x0, "initial")
+        ta, tb = search(math.log(lo), "bracket"), search(math.log(hi), "bracket")
+        target = search.target
+        if search.met(t0) and lo <= math.exp(x0) <= hi:
+            found = t0
+        elif (ta.epsilon - target) * (tb.epsilon - target) > 0:
+            raise RuntimeError(
+                f"bracket {bracket} does not straddle the target {target:.4g}: "
+                f"epsilon is {ta.epsilon:.4g} at {lo:.4g} and {tb.epsilon:.4g} at {hi:.4g}"
+                + uncontrolled(search.trials, target)
+            )
+        else:
+            found = search.bracket()
+    else:
+        found = find_bracket(search, x0, sign, sopts.step, sopts.max_evaluations)
+    if isinstance(found, Trial):
+        search.stopped = "tolerance"
+    else:
+        root(search, *found, xtol=sopts.xtol, max_evaluations=sopts.max_evaluations)
+    x_best, t_best = answer(search)
+    if t_best is None:
+        t_best = search(x_best, "final")
+    return x_best, t_best
 
 
 def monotone(trials: list[Trial], sign: int) -> tuple[bool, str]:

@@ -90,7 +90,7 @@ def test_refit_options_checked_against_the_method_before_any_work(rng):
     with pytest.raises(ValueError, match=r"moment_match=False\): choose one"):
         edp.audit(idata, method="moment_match", chunks={"moment_match": False})
     with pytest.raises(ValueError, match="confirms method='auto'"):
-        edp.AuditOptions(method="refit", refit={"verify": {"top": 1}})
+        edp.audit(idata, method="refit", refit={"verify": {"top": 1}})
 
 
 def test_chunk_options_hold_the_scale_options():

@@ -108,7 +108,7 @@ def test_normal_mean_draws_compose_as_the_gaussian_mechanism(k):
         k=k,
         delta=1e-5,
         neighbour={"relation": "replace", "replacements": [3.0]},
-        options={"bootstrap": 20},
+        options={"n_bootstrap": 20},
         progressbar=False,
         random_seed=1,
     )
@@ -127,7 +127,7 @@ def test_too_small_a_delta_for_the_draws_is_a_lower_bound():
             k=1,
             delta=1e-6,
             neighbour={"relation": "replace", "replacements": [3.0]},
-            options={"bootstrap": 10},
+            options={"n_bootstrap": 10},
             progressbar=False,
             random_seed=1,
         )
@@ -169,7 +169,7 @@ def test_a_synthetic_release_is_no_less_private_than_the_draws(build, neighbour)
         k=3,
         delta=1e-3,
         neighbour=neighbour,
-        options={"outputs": 300, "bootstrap": 50},
+        options={"n_outputs": 300, "n_bootstrap": 50},
         progressbar=False,
         random_seed=2,
     )
@@ -180,7 +180,7 @@ def test_a_synthetic_release_is_no_less_private_than_the_draws(build, neighbour)
         k=3,
         delta=1e-3,
         neighbour=neighbour,
-        options={"bootstrap": 50},
+        options={"n_bootstrap": 50},
         progressbar=False,
         random_seed=2,
     )
@@ -203,7 +203,7 @@ def test_a_statistic_is_no_less_private_than_its_dataset(tmp_path):
         k=2,
         delta=1e-3,
         neighbour="replace",
-        options={"bootstrap": 20},
+        options={"n_bootstrap": 20},
         progressbar=False,
         random_seed=0,
     )
@@ -236,7 +236,7 @@ def test_epsilon_and_delta_are_floats_for_the_worst_neighbour():
         k=5,
         delta=1e-3,
         progressbar=False,
-        options={"bootstrap": 20},
+        options={"n_bootstrap": 20},
         random_seed=0,
     )
     assert isinstance(res.epsilon(1e-4), float) and isinstance(res.delta(1.0), float)
@@ -264,7 +264,7 @@ def test_bad_arguments_are_refused_before_any_work():
     with pytest.raises(ValueError, match="delta must be in"):
         edp.audit_release(idata, model, delta=1.0)
     with pytest.raises(ValueError, match="release='synthetic'"):
-        edp.audit_release(idata, model, size=10)
+        edp.audit_release(idata, model, n_synthetic=10)
     with pytest.raises(ValueError, match="pass model="):
         edp.audit_release(idata, None, release="synthetic")
     with pytest.raises(ValueError, match="not an observed variable"):
@@ -306,7 +306,7 @@ def exact_bernoulli():
 
 def _quick(fit, **kwargs):
     model, idata = fit
-    kw = dict(neighbour="replace", progressbar=False, random_seed=0, options={"bootstrap": 10})
+    kw = dict(neighbour="replace", progressbar=False, random_seed=0, options={"n_bootstrap": 10})
     return edp.audit_release(idata, model, **(kw | kwargs))
 
 

@@ -16,7 +16,7 @@ from pymc_edp.report.release import POST_PROCESSING, release_facts, release_text
 def res():
     return edp.audit_release(
         load_eight_schools(), release="draws", k=5, delta=1e-3, progressbar=False,
-        options={"bootstrap": 20}, random_seed=0,
+        options={"n_bootstrap": 20}, random_seed=0,
     )  # fmt: skip
 
 

@@ -18,7 +18,7 @@ def res():
         k=3,
         delta=1e-3,
         progressbar=False,
-        options={"bootstrap": 10},
+        options={"n_bootstrap": 10},
         random_seed=0,
     )
 

@@ -12,7 +12,7 @@ from pymc_edp import EDPWarning, tune_prior
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
 from pymc_edp.model.compat import from_dict, has_group
 from pymc_edp.results.tuning import LEAKAGE_CAVEAT, PriorTuningResult
-from pymc_edp.tuning.prior import _epsilon_mcse
+from pymc_edp.tuning.prior import _Audits
 
 SIGMA = math.sqrt(5.0)  # Charest & Han: y_i ~ N(10, sigma^2 = 5)
 MU0 = 10.0
@@ -58,16 +58,21 @@ def test_argument_validation(y100):
         with pytest.raises(error, match=r"initial \(the untuned value"):
             tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, initial=bad)
     with pytest.raises(ValueError, match="method"):
-        tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, audit=dict(method="exact"))
+        tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, method="exact")
     with pytest.raises(ValueError, match="initial"):
         tune_prior(build_model=lambda v: model, target_epsilon=0.3)
     kw = dict(hyperparameter="sigma0", target_epsilon=0.3)
-    with pytest.raises(TypeError, match=r"as refit=RefitOptions"):
-        tune_prior(model, audit=edp.AuditOptions(refit={"draws": 100}), **kw)
-    with pytest.raises(TypeError, match="unknown audit option"):
-        tune_prior(model, audit={"groups": "school"}, **kw)
+    # issue 34: audit's keywords are tune_prior's own (refit= once), not an AuditOptions
+    with pytest.raises(TypeError, match="unexpected keyword argument 'audit'"):
+        tune_prior(model, audit={"refit": {"draws": 100}}, **kw)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'groups'"):
+        tune_prior(model, groups="school", **kw)
     with pytest.raises(ValueError, match="confirms method='auto'"):
-        tune_prior(model, audit={"method": "psis"}, refit={"verify": True}, **kw)
+        tune_prior(model, method="psis", refit={"verify": True}, **kw)
+    with pytest.raises(ValueError, match=r"k, delta: a release target's"):
+        tune_prior(model, k=5, delta=1e-3, **kw)
+    with pytest.raises(ValueError, match=r"method: audit\(\)'s, not audit_release\(\)'s"):
+        tune_prior(model, release="draws", method="refit", **kw)
     with pytest.raises(TypeError, match="unexpected keyword argument 'audit_kwargs'"):
         tune_prior(model, audit_kwargs={"bins": 10}, **kw)
     with pm.Model() as int_model:
@@ -107,8 +112,8 @@ def test_mcse_matches_replicate_spread(y100):
 
 
 def test_every_audit_option_reaches_the_audits(y100, monkeypatch):
-    """All of AuditOptions reaches the search's audits (with method="psis" and no refit
-    options): nothing is copied by hand, so chunks, smoothing and neighbour= get there too."""
+    """Every audit keyword of tune_prior reaches the search's audits (with method="psis" and
+    no refit options): chunks, smoothing and neighbour= get there too."""
     from pymc_edp.tuning import prior
 
     class Enough(Exception):
@@ -127,7 +132,7 @@ def test_every_audit_option_reaches_the_audits(y100, monkeypatch):
 
     monkeypatch.setattr(prior._Sampler, "__call__", lambda self, value, seed: (idata, model))
     monkeypatch.setattr(prior, "run_audit", fake_audit)
-    opts = edp.AuditOptions(
+    opts = dict(
         bins=10,
         var_names="mu",
         neighbour={"observed": "y"},
@@ -140,8 +145,8 @@ def test_every_audit_option_reaches_the_audits(y100, monkeypatch):
             hyperparameter="sigma0",
             target_epsilon=0.3,
             bracket=(0.5, 2.0),
-            audit=opts,
             refit={"draws": 100, "tune": 100, "chains": 1},
+            **opts,
         )
     assert len(calls) == 3
     for call in calls:
@@ -162,7 +167,7 @@ def test_epsilon_mcse_from_the_top_weights(y100):
     top = edp.audit(idata, chunks={"store_weights": False}, **kw)
     full = edp.audit(idata, **kw)
     assert top.log_weights.sizes["neighbour"] < full.log_weights.sizes["neighbour"]
-    assert _epsilon_mcse(top) == pytest.approx(_epsilon_mcse(full), rel=1e-12)
+    assert _Audits.estimate(top)[1] == pytest.approx(_Audits.estimate(full)[1], rel=1e-12)
 
 
 @pytest.mark.slow
@@ -178,7 +183,7 @@ def test_tune_prior_normal_normal_meets_target_exactly(y100):
                 target_epsilon=target,
                 random_seed=7,
                 progressbar=False,
-                audit=edp.AuditOptions(bins=20),
+                bins=20,
                 refit=edp.RefitOptions(draws=2500, tune=500),
             )
         assert isinstance(res, PriorTuningResult)
@@ -222,7 +227,7 @@ def test_tune_prior_concentration_direction_detected(y100):
             progressbar=False,
             refit=edp.RefitOptions(draws=1500, tune=500),
             search=edp.SearchOptions(rtol=0.02),
-            audit=edp.AuditOptions(method="psis"),
+            method="psis",
         )
     assert res.direction == "decreasing"
     exact = normal_normal_edp(y100, SIGMA, MU0, 1.0 / math.sqrt(res.value), 20)
@@ -242,7 +247,7 @@ def test_tune_prior_builder_form_with_bracket(y100):
             progressbar=False,
             refit=edp.RefitOptions(draws=1500, tune=500),
             search=edp.SearchOptions(rtol=0.02),
-            audit=edp.AuditOptions(method="psis"),
+            method="psis",
         )
     assert res.hyperparameter is None
     assert 0.08 <= res.value <= 0.2
@@ -264,7 +269,8 @@ def test_confirmation_refits_and_its_mcse(rng):
             bracket=(0.1, 1.0),
             random_seed=2,
             progressbar=False,
-            audit=edp.AuditOptions(bins=10, method="refit"),
+            bins=10,
+            method="refit",
             refit=edp.RefitOptions(draws=1000, tune=500),
             search=edp.SearchOptions(rtol=0.03),
         )

@@ -1,4 +1,4 @@
-"""Tests of :func:`pymc_edp.tune_prior` with a release target (:class:`pymc_edp.ReleaseTarget`)."""
+"""Tests of :func:`pymc_edp.tune_prior` with a release target (``release=``)."""
 
 import math
 
@@ -6,9 +6,10 @@ import pymc as pm
 import pytest
 
 import pymc_edp as edp
-from pymc_edp import EDPWarning, ReleaseResult, ReleaseTarget, tune_prior
+from pymc_edp import EDPWarning, ReleaseResult, tune_prior
 from pymc_edp.results.tuning import LEAKAGE_CAVEAT
 from pymc_edp.tuning import prior as prior_module
+from pymc_edp.tuning.release import ReleaseAuditor
 
 SIGMA = math.sqrt(5.0)
 SIGMA0 = math.sqrt(3.0)
@@ -36,50 +37,63 @@ def test_release_target_checked_before_sampling(y50, monkeypatch):
     monkeypatch.setattr(prior_module._Sampler, "__call__", no_sampling)
     kw = dict(hyperparameter="sigma0", target_epsilon=1.0, progressbar=False)
     with pytest.raises(ValueError, match=r"release must be one of \('draws', 'synthetic'\)"):
-        tune_prior(model, release={"release": "nonsense"}, **kw)
+        tune_prior(model, release="nonsense", **kw)
     with pytest.raises(ValueError, match="k must be an integer >= 1, got 0"):
-        tune_prior(model, release=ReleaseTarget(release="draws", k=0), **kw)
+        tune_prior(model, release="draws", k=0, **kw)
     with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
-        tune_prior(model, release={"delta": 1.0}, **kw)
+        tune_prior(model, release="synthetic", delta=1.0, **kw)
     with pytest.raises(ValueError, match="describe synthetic data"):
-        tune_prior(model, release={"release": "draws", "size": 5}, **kw)
+        tune_prior(model, release="draws", n_synthetic=5, **kw)
     with pytest.raises(TypeError, match="statistic must be a function"):
-        tune_prior(model, release={"statistic": 3.0}, **kw)
-    with pytest.raises(TypeError, match="unknown release option"):
-        tune_prior(model, release={"copies": 5}, **kw)
+        tune_prior(model, release="synthetic", statistic=3.0, **kw)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'copies'"):
+        tune_prior(model, release="synthetic", copies=5, **kw)
     with pytest.raises(ValueError, match="not an observed variable"):
-        tune_prior(model, release={"observed": "nope"}, **kw)
+        tune_prior(model, release="synthetic", observed="nope", **kw)
     with pytest.raises(ValueError, match="bootstrap"):
-        tune_prior(model, release={"options": {"bootstrap": -1}}, **kw)
-    with pytest.raises(TypeError, match="release"):
+        tune_prior(model, release="synthetic", options={"n_bootstrap": -1}, **kw)
+    with pytest.raises(ValueError, match="release"):
         tune_prior(model, release=5, **kw)
 
 
 def test_release_target_kwargs_are_audit_release_arguments():
-    target = ReleaseTarget.coerce({"release": "draws", "k": 5, "delta": 1e-3})
-    assert ReleaseTarget.coerce(target) is target
-    assert ReleaseTarget.coerce(None) is None
-    kwargs = target.kwargs()
+    """tune_prior's release keywords are audit_release's, with the same defaults."""
+    import inspect
+
+    import pymc_edp as edp
+
+    params = inspect.signature(tune_prior).parameters
+    target = {
+        name: p.default
+        for name, p in inspect.signature(edp.audit_release).parameters.items()
+        if name not in ("idata", "model", "random_seed", "progressbar")
+    }
+    assert {name: params[name].default for name in target if name != "release"} == {
+        name: default for name, default in target.items() if name != "release"
+    }
+    target.update(release="draws", k=5, delta=1e-3)
+    kwargs = ReleaseAuditor(target).kwargs
     assert kwargs["k"] == 5 and kwargs["delta"] == 1e-3 and kwargs["release"] == "draws"
-    assert target.trial_kwargs()["options"].bootstrap == 50
-    assert ReleaseTarget(options={"bootstrap": 20}).trial_kwargs()["options"].bootstrap == 20
+    assert ReleaseAuditor(target).trial_kwargs()["options"].n_bootstrap == 50
+    small = {**target, "options": {"n_bootstrap": 20}}
+    assert ReleaseAuditor(small).trial_kwargs()["options"].n_bootstrap == 20
 
 
 def test_tune_prior_to_a_draws_release_target(y50, tmp_path):
     """k = 5 posterior draws at epsilon <= 1.5, delta = 1e-3, neighbour "remove"."""
     model = _normal_model(y50)
-    target = edp.ReleaseTarget(release="draws", k=5, delta=1e-3, options={"bootstrap": 100})
+    target = dict(release="draws", k=5, delta=1e-3, options={"n_bootstrap": 100})
     rtol = 0.05
     with pytest.warns(EDPWarning) as record:
         res = tune_prior(
             model,
             hyperparameter="sigma0",
             target_epsilon=1.5,
-            release=target,
             random_seed=11,
             progressbar=False,
             refit=edp.RefitOptions(draws=1000, tune=500, chains=2),
             search=edp.SearchOptions(rtol=rtol),
+            **target,
         )
     assert any(LEAKAGE_CAVEAT == str(w.message) for w in record)
     assert res.warnings[0] == LEAKAGE_CAVEAT
@@ -126,7 +140,9 @@ def test_tune_prior_to_a_synthetic_release_target(rng):
             model,
             hyperparameter="a",
             target_epsilon=1.0,
-            release={"release": "synthetic", "k": 3, "delta": 1e-3},
+            release="synthetic",
+            k=3,
+            delta=1e-3,
             random_seed=5,
             progressbar=False,
             refit=edp.RefitOptions(draws=1000, tune=500, chains=2),
