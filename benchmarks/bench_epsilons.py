@@ -75,27 +75,32 @@ def numbers(run):
         out["pointwise"] = hashlib.sha256(eps.tobytes()).hexdigest()[:16]
     return out
 
-case, name = {case!r}, {name!r}
-if case == "headline":
+name, todo = {name!r}, {todo!r}
+out = {{}}
+if "headline" in todo:
     from bench_audit_vs_loo import make_idata
-    out = numbers(lambda: edp.audit(make_idata(), method="psis", bins=20, progressbar=False))
+    run = lambda: edp.audit(make_idata(), method="psis", bins=20, progressbar=False)
+    out["headline"] = numbers(run)
 else:
     import zoo
     model, idata = zoo.ALL[name]()
     kw = dict(random_seed=1, progressbar=False)
-    out = numbers(lambda: edp.audit(idata, model, method="psis", **kw))
-    if case == "auto":
-        out = numbers(lambda: edp.audit(idata, model, **kw))
-    elif case == "release":
-        out = numbers(lambda: edp.audit_release(idata, model, release="draws", **kw))
+    if "psis" in todo:
+        out["psis"] = numbers(lambda: edp.audit(idata, model, method="psis", **kw))
+    if "auto" in todo:
+        out["auto"] = numbers(lambda: edp.audit(idata, model, **kw))
+    if "release" in todo:
+        run = lambda: edp.audit_release(idata, model, release="draws", **kw)
+        out["release"] = numbers(run)
 print(json.dumps(out))
 """
 
 
-def run(tree: Path, case: str, name: str) -> dict:
-    """The numbers of one case with the package in ``tree``, in a fresh interpreter."""
+def run(tree: Path, name: str, todo: list[str]) -> dict:
+    """``{case: numbers}`` of one model's cases with the package in ``tree``, in a fresh
+    interpreter (one fit for all of them)."""
     code = CHILD.format(
-        bench=str(HERE), tests=str(REPO / "tests"), tree=str(tree), case=case, name=name
+        bench=str(HERE), tests=str(REPO / "tests"), tree=str(tree), name=name, todo=todo
     )
     env = {**os.environ, "PYTHONPATH": str(tree)}
     res = subprocess.run(
@@ -107,19 +112,17 @@ def run(tree: Path, case: str, name: str) -> dict:
         cwd=tempfile.gettempdir(),  # not the repository: only PYTHONPATH names a package
     )
     if res.returncode:
-        return {"crash": res.stderr.strip().splitlines()[-1][:120]}
+        crash = {"crash": res.stderr.strip().splitlines()[-1][:120]}
+        return dict.fromkeys(todo, crash)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def cases(models: list[str]) -> list[tuple[str, str]]:
-    """``(case, model)`` pairs: the headline, then each model's PSIS / auto / release audits."""
-    out = [("headline", "")]
+def cases(models: list[str]) -> dict[str, list[str]]:
+    """``{model: its cases}``: the headline, then each model's PSIS / auto / release audits."""
+    out = {"": ["headline"]}
     for name in models:
-        out.append(("psis", name))
-        if name in AUTO:
-            out.append(("auto", name))
-        if name in RELEASE:
-            out.append(("release", name))
+        out[name] = ["psis", *(["auto"] if name in AUTO else [])]
+        out[name] += ["release"] if name in RELEASE else []
     return out
 
 
@@ -130,26 +133,34 @@ def main() -> int:
     parser.add_argument(
         "--cache", default=None, help="JSON file keeping the base revision's numbers"
     )
+    parser.add_argument(
+        "--base-only", action="store_true", help="only compute (and cache) the base's numbers"
+    )
     args = parser.parse_args()
     models = args.models.split(",") if args.models else list(MODELS)
     cache = Path(args.cache) if args.cache else None
     kept = json.loads(cache.read_text()) if cache and cache.is_file() else {}
     kept = kept.get(args.base, {})
-    differ = 0
+    differ = total = 0
     with tempfile.TemporaryDirectory() as tmp:
         base = export(args.base, Path(tmp))
-        for case, name in cases(models):
-            key = f"{case} {name}"
-            if key not in kept:
-                kept[key] = run(base, case, name)
+        for name, todo in cases(models).items():
+            missing = [case for case in todo if f"{case} {name}" not in kept]
+            if missing:
+                for case, numbers in run(base, name, missing).items():
+                    kept[f"{case} {name}"] = numbers
                 if cache:
                     cache.write_text(json.dumps({args.base: kept}, indent=1))
-            before, after = kept[key], run(REPO, case, name)
-            same = before == after
-            differ += not same
-            verdict = "same" if same else f"DIFFERS: {before} -> {after}"
-            print(f"{case:9s} {name:28s} {after.get('epsilon', after)}  {verdict}", flush=True)
-    print(f"{differ} of {len(cases(models))} cases differ from {args.base}")
+            if args.base_only:
+                continue
+            after = run(REPO, name, todo)
+            for case in todo:
+                before, now = kept[f"{case} {name}"], after[case]
+                total += 1
+                differ += before != now
+                verdict = "same" if before == now else f"DIFFERS: {before} -> {now}"
+                print(f"{case:9s} {name:28s} {now.get('epsilon', now)}  {verdict}", flush=True)
+    print(f"{differ} of {total} cases differ from {args.base}")
     return 1 if differ else 0
 
 
