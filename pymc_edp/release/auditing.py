@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,27 +14,19 @@ from pymc_edp.auditing import check_settings
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
 from pymc_edp.base.parallel import progress_bar
-from pymc_edp.base.validate import check_choice, check_delta, check_int
+from pymc_edp.base.validate import check_delta, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.pymc import observed_values, resolve_model
 from pymc_edp.pipeline.inputs import Inputs, read_inputs
 from pymc_edp.release import notes as release_notes
-from pymc_edp.release.kinds import (
-    DatasetRelease,
-    DrawsRelease,
-    Pair,
-    StatisticRelease,
-    block_counts,
-)
+from pymc_edp.release.kinds import Pair, ReleaseKind, block_counts, release_kind
 from pymc_edp.release.options import ReleaseOptions
-from pymc_edp.release.synthetic import SyntheticData, discrete_support, observed_name
+from pymc_edp.release.synthetic import observed_name
 from pymc_edp.results.release import ReleaseResult
 
 __all__ = ["audit_release", "check_release"]
-
-_log = logging.getLogger("pymc_edp")
 
 #: Grid points over one release's loss range on the fine grid (at most ``accuracy / k``).
 FINE_POINTS = 4096
@@ -45,7 +36,7 @@ BOOTSTRAP_PAIRS = 3
 
 @dataclass(frozen=True)
 class _Spec:
-    release: str
+    release: type[ReleaseKind]
     k: int
     delta: float
     observed: str | None
@@ -168,20 +159,20 @@ def audit_release(
     )
     check_container(idata)
     idata = load_in_memory(idata)
-    names = opts.var_names if spec.release == "draws" else None
+    names = None if spec.release.synthetic else opts.var_names
     inp = read_inputs(idata, model, settings, var_names=names)
     if not inp.factorised:
         raise ValueError(
             "audit_release needs a factorised pointwise log-likelihood (one term per record): "
             "the neighbours' weights come from it"
         )
-    kind = _kind(spec, inp, opts, settings.seed)
+    kind = spec.release.build(inp, spec, opts, settings.seed)
     screen = _screen(kind, inp, spec, settings.progressbar)
     refined = _refine(kind, inp, spec, opts, screen, settings.seed)
     interval = _bootstrap(kind, inp, spec, opts, refined, settings.seed)
-    comparison = _compare(kind, inp, spec, opts, refined, settings.seed)
+    comparison = _compare(inp, spec, opts, refined, settings.seed)
     details = release_notes.details(kind, inp, spec, opts, refined)
-    notes = release_notes.collect(inp, spec, opts, screen, refined, details)
+    notes = release_notes.collect(kind, inp, spec, opts, screen, refined, details)
     for note in notes:
         warnings.warn(note, EDPWarning, stacklevel=2)
     parts = (screen, refined, interval, comparison)
@@ -193,10 +184,10 @@ def check_release(release, k, delta, observed=None, size=None, statistic=None) -
 
     Also what :class:`pymc_edp.ReleaseTarget` checks before any sampling.
     """
-    check_choice(release, "release", ("draws", "synthetic"))
+    kind = release_kind(release, statistic)
     k = check_int(k, "k", 1)
     delta = check_delta(delta)
-    if release == "draws":
+    if not kind.synthetic:
         given = [
             n
             for n, v in (("observed", observed), ("size", size), ("statistic", statistic))
@@ -208,20 +199,19 @@ def check_release(release, k, delta, observed=None, size=None, statistic=None) -
                 "draws release publishes posterior draws; choose them with "
                 "options={'var_names': ...})"
             )
-        return _Spec("draws", k, delta, None, None, None)
+        return _Spec(kind, k, delta, None, None, None)
     if observed is not None and not isinstance(observed, str):
         raise TypeError(f"observed must be a variable name, got {observed!r}")
     size = check_int(size, "size", 1, allow_none=True)
     if statistic is not None and not callable(statistic):
         raise TypeError(f"statistic must be a function of a synthetic dataset, got {statistic!r}")
-    kind = "statistic" if statistic is not None else "synthetic"
     return _Spec(kind, k, delta, observed, size, statistic)
 
 
 def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
     """Every argument checked before any expensive work."""
     spec = check_release(release, k, delta, observed, size, statistic)
-    if spec.release == "draws":
+    if not spec.release.synthetic:
         return spec
     if model is None:
         raise ValueError(
@@ -236,24 +226,6 @@ def _check(release, k, delta, observed, size, statistic, model) -> _Spec:
             "another variable with observed="
         )
     return dataclasses.replace(spec, observed=name)
-
-
-def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, seed: int):
-    """The release's estimator (for synthetic data: outputs drawn or listed, densities)."""
-    if spec.release == "draws":
-        return DrawsRelease()
-    data = _synthetic_data(spec, inp)
-    if spec.release == "statistic":
-        return StatisticRelease(data, spec.statistic, opts.bins, seed)
-    support = opts.support
-    support = (
-        discrete_support(inp.model, spec.observed) if support is None else np.asarray(support)
-    )
-    return DatasetRelease(data, support, opts.outputs, opts.enumerate, seed)
-
-
-def _synthetic_data(spec: _Spec, inp: Inputs) -> SyntheticData:
-    return SyntheticData(inp.model, spec.observed, inp.posterior, spec.size)
 
 
 @dataclass
@@ -341,34 +313,42 @@ def _refine(kind, inp, spec: _Spec, opts: ReleaseOptions, screen: _Screen, seed:
     cand = np.argwhere(ok)
     order = np.argsort(-screen.upper[ok], kind="stable")
     chosen = cand[order[: opts.top]]
-    rows = []
-    for p, (i, c) in enumerate(chosen):
+    pairs = []
+    for i, c in chosen:
         lr = _pair_ratios(inp, i, i + 1, c)
         w, _ = _weights(lr, inp.reff)
-        pair = Pair(lr[0], w[0])
-        atoms = kind.refined(pair, seed + 7919 * (p + 1))
-        rows.append((pair, *_fine(atoms.loss[0], atoms.prob[0], spec, opts, kind.listed)))
-    a_len = max(r[5].shape[-1] for r in rows)
-    loss = np.stack([_pad(r[5], a_len, 0.0) for r in rows])
-    prob = np.stack([_pad(r[6], a_len, 0.0) for r in rows])
+        pairs.append(Pair(lr[0], w[0]))
+    upper, lower, contributing, interval, loss, prob, curvek = zip(
+        *_fine_pairs(kind, pairs, spec, opts, seed), strict=True
+    )
+    atoms = max(a.shape[-1] for a in loss)
     return _Refined(
         neighbour=chosen[:, 0],
         candidate=chosen[:, 1],
-        upper=np.array([r[1] for r in rows]),
-        lower=np.array([r[2] for r in rows]),
-        contributing=np.array([r[3] for r in rows]),
-        interval=np.array([r[4] for r in rows]),
-        curvek=np.stack([r[7] for r in rows]),
-        loss=loss,
-        prob=prob,
-        pairs=[r[0] for r in rows],
+        upper=np.array(upper),
+        lower=np.array(lower),
+        contributing=np.array(contributing),
+        interval=np.array(interval),
+        curvek=np.stack(curvek),
+        loss=np.stack([_pad(a, atoms) for a in loss]),
+        prob=np.stack([_pad(a, atoms) for a in prob]),
+        pairs=pairs,
         capped=int(ok.sum() - len(chosen)),
     )
 
 
-def _pad(a: np.ndarray, length: int, value: float) -> np.ndarray:
-    width = [(0, 0)] * (a.ndim - 1) + [(0, length - a.shape[-1])]
-    return np.pad(a, width, constant_values=value)
+def _pad(a: np.ndarray, length: int) -> np.ndarray:
+    """``a`` with zeros appended on its last axis up to ``length``."""
+    return np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, length - a.shape[-1])])
+
+
+def _fine_pairs(kind, pairs: list[Pair], spec: _Spec, opts: ReleaseOptions, seed: int):
+    """:func:`_fine` of each pair as ``kind`` releases it (pair ``p`` seeded apart)."""
+    out = []
+    for p, pair in enumerate(pairs):
+        atoms = kind.refined(pair, seed + 7919 * (p + 1))
+        out.append(_fine(atoms.loss[0], atoms.prob[0], spec, opts, kind.listed))
+    return out
 
 
 def _fine(loss, prob, spec: _Spec, opts: ReleaseOptions, listed: bool):
@@ -427,30 +407,25 @@ def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, 
     return (max(0.0, head + float(q[0])), head + float(q[1]))
 
 
-def _compare(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
-    """Post-processing: the same pairs audited as posterior draws (and as the dataset).
+def _compare(inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
+    """Post-processing: the refined pairs audited as each kind the release post-processes.
 
     Each level's epsilon per pair, and whether it is a lower bound (it rests on fewer than
     10 effective draws or outputs, as the headline's flag).
     """
-    levels = {spec.release: (refined.upper, refined.contributing)}
-    if spec.release in ("synthetic", "statistic"):
-        draws = DrawsRelease()
-        levels["draws"] = _level(draws, refined, spec, opts, seed)
-    if spec.release == "statistic":
-        data = _synthetic_data(spec, inp)
-        support = (
-            discrete_support(inp.model, spec.observed)
-            if opts.support is None
-            else (np.asarray(opts.support))
-        )
-        ds = DatasetRelease(data, support, opts.outputs, opts.enumerate, seed)
-        levels["synthetic"] = _level(ds, refined, spec, opts, seed)
-    order = [lv for lv in ("draws", "synthetic", "statistic") if lv in levels]
-    eps = np.stack([levels[lv][0] for lv in order])
-    bound = np.stack([acc.resolution_limited(np.asarray(levels[lv][1])) for lv in order])
+    levels = [*spec.release.earlier, spec.release]
+    eps, n_eff = [], []
+    for earlier in spec.release.earlier:
+        kind = earlier.build(inp, spec, opts, seed)
+        fine = _fine_pairs(kind, refined.pairs, spec, opts, seed)
+        eps.append([f[0] for f in fine])
+        n_eff.append([f[2] for f in fine])
+    eps = np.array([*eps, refined.upper])
+    bound = np.array(
+        [acc.resolution_limited(np.asarray(n)) for n in (*n_eff, refined.contributing)]
+    )
     worst = np.argmax(eps, axis=1)
-    rows = np.arange(len(order))
+    rows = np.arange(len(levels))
     return xr.Dataset(
         {
             "epsilon": (("level", "pair"), eps),
@@ -458,19 +433,12 @@ def _compare(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, se
             "lower_bound": (("level", "pair"), bound),
             "worst_lower_bound": ("level", bound[rows, worst]),
         },
-        coords={"level": np.array(order, dtype=str), "pair": np.arange(eps.shape[1])},
+        coords={
+            "level": np.array([lv.name for lv in levels], dtype=str),
+            "publishes": ("level", np.array([lv.publishes for lv in levels], dtype=str)),
+            "pair": np.arange(eps.shape[1]),
+        },
     )
-
-
-def _level(kind, refined: _Refined, spec: _Spec, opts: ReleaseOptions, seed: int):
-    """Epsilon of each refined pair as released by ``kind``, and its effective draws."""
-    eps, n_eff = [], []
-    for p, pair in enumerate(refined.pairs):
-        at = kind.refined(pair, seed + 7919 * (p + 1))
-        fine = _fine(at.loss[0], at.prob[0], spec, opts, kind.listed)
-        eps.append(fine[0])
-        n_eff.append(fine[2])
-    return np.array(eps), np.array(n_eff)
 
 
 def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult:
@@ -523,7 +491,8 @@ def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult
     )
     lower_bound = bool(acc.resolution_limited(refined.contributing[best]))
     return ReleaseResult(
-        release=spec.release,
+        release=spec.release.name,
+        publishes=spec.release.publishes,
         k=spec.k,
         target_delta=spec.delta,
         headline=head,

@@ -11,16 +11,12 @@ import xarray as xr
 from pymc_edp.base.accounting import compose_pair, epsilon_curve, grid_interval
 from pymc_edp.base.pld import exact_delta
 from pymc_edp.base.validate import check_delta, check_int, check_real
-from pymc_edp.results._views import ViewNotRegisteredError, call
+from pymc_edp.plots.release import plot_release, release_html
+from pymc_edp.report.release import release_text
+from pymc_edp.results.edp import EDPResult
 
-__all__ = ["RELEASES", "ReleaseResult"]
+__all__ = ["ReleaseResult"]
 
-#: What a release publishes (``ReleaseResult.release``).
-RELEASES = {
-    "draws": "posterior draws",
-    "synthetic": "synthetic datasets",
-    "statistic": "a statistic of synthetic datasets",
-}
 _PARTS = ("pointwise", "curves", "refined", "comparison")
 
 
@@ -30,21 +26,19 @@ class ReleaseResult:
 
     Attributes
     ----------
-    release : {"draws", "synthetic", "statistic"}
-        What each release publishes.
+    release : str
+        The release kind's name (``"draws"``, ``"synthetic"``, ``"statistic"``, ...).
     k : int
-        Independent releases composed (``k`` draws, or ``m = k`` synthetic copies).
+        Independent releases composed.
     target_delta : float
-        The delta of the headline.
     headline : float
         ``epsilon(target_delta)`` of ``k`` releases for the worst neighbour pair.
     interval : (float, float)
-        Its Monte-Carlo interval (bootstrap over blocks of draws and over outputs).
+        Its Monte-Carlo interval (bootstrap over blocks of draws and over outputs), of
+        probability ``prob``.
     prob : float
-        Probability of ``interval``.
     lower_bound : bool
-        The headline rests on fewer than 10 effective draws (or outputs): the draws cannot
-        resolve a delta this small, so it is a lower bound.
+        The headline rests on fewer than 10 effective draws or outputs: a lower bound.
     worst_neighbour : str
         Label of the neighbour that sets the headline.
     neighbour : str
@@ -54,27 +48,26 @@ class ReleaseResult:
         ``target_delta``; fine-grid where ``refined``, else the coarse upper bound),
         ``epsilon_1`` (one release), ``pareto_k``, ``refined``, ``candidate``.
     curves : xarray.Dataset
-        ``epsilon_1`` and ``epsilon_k`` per neighbour over a grid of ``delta``: each
-        neighbour's privacy profile for one and for ``k`` releases.
+        ``epsilon_1`` and ``epsilon_k`` per neighbour over a grid of ``delta``.
     refined : xarray.Dataset
         The pairs composed on the fine grid (dim ``pair``): their epsilons (upper and lower
-        discretisation bounds), effective draws, and their loss atoms (``loss``, ``prob``
-        over ``ordering`` and ``atom``), from which :meth:`epsilon` and :meth:`delta`
-        compose at any other value.
+        discretisation bounds), effective draws and loss atoms (``loss``, ``prob`` over
+        ``ordering`` and ``atom``), from which :meth:`epsilon` and :meth:`delta` compose.
     comparison : xarray.Dataset
-        Post-processing: ``epsilon`` of ``k`` releases at ``target_delta`` of each level
-        (``"draws"``, ``"synthetic"``, ``"statistic"``) over the refined pairs; a later
-        level can be no less private than an earlier one.
+        Post-processing: ``epsilon`` of ``k`` releases at ``target_delta`` over the refined
+        pairs, per ``level`` (the kinds the release post-processes, then its own; coordinate
+        ``publishes``); a later level can be no less private than an earlier one.
     notes : tuple of str
         What the estimate cannot vouch for (resolution, k-hat, bias, bounds).
     details : dict
-        Settings and Monte-Carlo facts: outputs, listed, size, observed, statistic, bins,
-        accuracy, bootstrap, ``log_mean_bias``, ``discretisation``.
+        Settings and Monte-Carlo facts (``log_mean_bias``, ``discretisation``, ...).
     random_seed : int
+    publishes : str
+        What one release publishes, in words.
 
     Examples
     --------
-    >>> res = edp.audit_release(load_eight_schools(), k=2, delta=0.3, progressbar=False,
+    >>> res = edp.audit_release(idata, k=2, delta=0.3, progressbar=False,
     ...                         options={"bootstrap": 10}, random_seed=0)
     >>> res.epsilon() == res.headline and res.epsilon(0.3, k=1) < res.headline
     True
@@ -96,6 +89,7 @@ class ReleaseResult:
     notes: tuple[str, ...] = ()
     details: dict = field(default_factory=dict)
     random_seed: int | None = None
+    publishes: str = ""
 
     def _composed(self, k: int):
         cache = self.__dict__.setdefault("_cache", {})
@@ -173,20 +167,23 @@ class ReleaseResult:
         return int(self.pointwise.sizes["neighbour"])
 
     def __repr__(self) -> str:
-        try:
-            return call("release_text", self)
-        except ViewNotRegisteredError:
-            return (
-                f"ReleaseResult({self.release}, k={self.k}: epsilon {self.headline:.4g} at "
-                f"delta {self.target_delta:g})"
-            )
+        return release_text(self)
 
     def _repr_html_(self) -> str:
-        return call("release_html", self)
+        return release_html(self)
 
     def plot(self, **kwargs):
-        """delta(epsilon) of one and of ``k`` releases, beside the parameters' profile."""
-        return call("plot_release", self, **kwargs)
+        """delta(epsilon) of one and of ``k`` releases, beside the parameters' profile.
+
+        :func:`pymc_edp.plots.release.plot_release`; ``parameters`` must be an EDPResult.
+        """
+        parameters = kwargs.get("parameters")
+        if parameters is not None and not isinstance(parameters, EDPResult):
+            raise TypeError(
+                "parameters= takes the EDPResult of edp.audit(idata) on the posterior the "
+                f"release was audited from, got {type(parameters).__name__} {parameters!r:.60}"
+            )
+        return plot_release(self, **kwargs)
 
     def to_dataset(self) -> xr.Dataset:
         """Everything as one dataset (parts prefixed, scalars in attributes)."""
@@ -198,6 +195,7 @@ class ReleaseResult:
         out = xr.Dataset(data)
         scalars = {
             "release": self.release,
+            "publishes": self.publishes,
             "k": self.k,
             "target_delta": self.target_delta,
             "headline": self.headline,
@@ -225,6 +223,7 @@ class ReleaseResult:
             parts[part] = sub.drop_vars([c for c in sub.coords if set(sub[c].dims) - used])
         return cls(
             release=s["release"],
+            publishes=s.get("publishes", ""),
             k=int(s["k"]),
             target_delta=float(s["target_delta"]),
             headline=float(s["headline"]),
