@@ -31,20 +31,9 @@ def _profile(epsilon: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.nda
     return epsilon[keep], delta[keep]
 
 
-def _worst_k_curve(res: Any) -> np.ndarray:
-    """epsilon(delta) of ``k`` releases for the worst neighbour: fine grid when refined."""
-    ref = res.refined
-    if "neighbour_label" in ref and "epsilon_k" in ref:
-        hits = np.flatnonzero(ref["neighbour_label"].values.astype(str) == res.worst_neighbour)
-        if hits.size:
-            return np.asarray(ref["epsilon_k"].values[hits[0]], dtype=float)
-    return _curve_of(res.curves["epsilon_k"], res.worst_neighbour)
-
-
-def _curve_of(da, label) -> np.ndarray:
-    """The row of neighbour ``label`` (compared as text: labels read back as strings)."""
-    hits = np.flatnonzero(da["neighbour"].values.astype(str) == str(label))
-    return np.asarray(da.values[hits[0]], dtype=float)
+def _row(values: np.ndarray, labels: np.ndarray, label: str) -> np.ndarray:
+    """The first row of neighbour ``label`` (compared as text: labels read back as strings)."""
+    return np.asarray(values[np.flatnonzero(labels.astype(str) == str(label))[0]], dtype=float)
 
 
 def _draw_marker(ax: Axes, res: Any, facts: Any, right: float) -> None:
@@ -143,8 +132,10 @@ def plot_release(
     curves = res.curves
     grid = np.asarray(curves["delta"].values, dtype=float)
     worst = res.worst_neighbour
-    e1, d1 = _profile(_curve_of(curves["epsilon_1"], worst), grid)
-    ek, dk = _profile(_worst_k_curve(res), np.asarray(res.refined["delta"].values, float))
+    ref = res.refined  # the worst neighbour's pair is on the fine grid
+    e1, d1 = _profile(_row(curves["epsilon_1"].values, curves["neighbour"].values, worst), grid)
+    ek = _row(ref["epsilon_k"].values, ref["neighbour_label"].values, worst)
+    ek, dk = _profile(ek, np.asarray(ref["delta"].values, float))
     ax.plot(e1, d1, color=color(0), lw=1.6, ls="--", label=f"1 release, worst neighbour ({worst})")
     ax.plot(ek, dk, color=color(0), lw=1.8, label=f"k = {res.k} releases, worst neighbour")
     order = np.argsort(-np.nan_to_num(res.pointwise["epsilon"].values, nan=-np.inf))
@@ -156,16 +147,14 @@ def plot_release(
             e, d, color=_LIGHT, lw=0.9, alpha=0.8, zorder=1,
             label=light if j == 0 else None,
         )  # fmt: skip
-    shown = [e1, ek]
+    right = max([float(np.max(e)) for e in (e1, ek) if e.size] + [float(res.headline)])
     if parameters is not None:
         check_same_fit(res, parameters)
-        top = max([float(np.max(e)) for e in shown if e.size] + [float(res.headline)])
-        epsilons = np.linspace(0.0, 1.05 * top, 200)
+        epsilons = np.linspace(0.0, 1.05 * right, 200)
         prof = parameters.delta_profile(epsilons)
         e, d = _profile(epsilons, np.asarray(prof["delta"].values, dtype=float))
         ax.plot(e, d, color=color(2), lw=1.6, ls="-.", label="parameters: bin-free δ(ε)")
-        shown.append(e)
-    right = max([float(np.max(e)) for e in shown if e.size] + [float(res.headline)])
+        right = max(right, float(np.max(e))) if e.size else right
     _draw_marker(ax, res, facts, right)
     ax.set_yscale("log")
     set_labels(ax, "ε", "δ", f"Privacy of {facts.published} ({facts.setting.split(',')[0]})")
@@ -210,12 +199,11 @@ def release_html(res: Any, *, style: bool = True) -> str:
         items.insert(3, ("lower bound", _e(facts.bound)))
     body = _kv(items)
     if facts.comparison:
-        rows = [(level, what, eps) for level, what, eps in facts.comparison]
-        table = _table(("level", "publishes", "ε"), rows)
+        table = _table(("level", "publishes", "ε"), facts.comparison)
         body += _section(
             "Post-processing",
             table + f'<div class="pedp-caption">{_e(facts.post_processing)}</div>',
-            count=len(rows),
+            count=len(facts.comparison),
         )
     if "epsilon_1" in res.curves and "epsilon_k" in res.curves:
         svg = _svg(lambda ax: plot_release(res, ax=ax), (5.6, 3.4))

@@ -61,30 +61,21 @@ def audit_release(
 ) -> ReleaseResult:
     """Audit what is published: ``k`` posterior draws or synthetic datasets, as (epsilon, delta).
 
-    For each neighbour dataset ``D'`` (as in :func:`pymc_edp.audit`: a record removed or
-    replaced, or an individual's rows), the privacy loss of one release ``o`` is
-    ``L(o) = log p(o | D) - log p(o | D')``, in both orderings; its distribution (the PLD)
-    gives ``delta(eps) = E[(1 - e^(eps - L))_+]``. ``k`` independent releases compose each
-    neighbour's PLD ``k`` times (FFT on a grid, losses rounded up); the headline is the
-    worst neighbour's composed epsilon at ``delta``.
+    For each neighbour dataset ``D'`` (as in :func:`pymc_edp.audit`), the privacy loss of one
+    release ``o`` is ``L(o) = log p(o | D) - log p(o | D')``, in both orderings; its
+    distribution (the PLD) gives ``delta(eps) = E[(1 - e^(eps - L))_+]``. ``k`` releases
+    compose each neighbour's PLD ``k`` times (FFT, losses rounded up); the headline is the
+    worst neighbour's composed epsilon at ``delta``. A draw's loss comes from the raw
+    importance ratios (bin-free); a synthetic dataset's densities are mixtures of the model's
+    observation density over the draws, weighted for ``D'``, its outputs listed when few
+    (e.g. 2^5 Bernoulli datasets), else sampled from both mechanisms; a ``statistic(y)`` is
+    cut into equal-probability bins.
 
-    * ``release="draws"``: each release is a posterior draw. ``L(theta)`` is minus the log
-      density ratio of the two posteriors, which the raw importance ratios give (bin-free).
-    * ``release="synthetic"``: each release is a synthetic dataset of ``size`` records from
-      the posterior predictive of ``observed``. ``p(y | D)`` is the mean of the model's own
-      observation density over the draws and ``p(y | D')`` the mean weighted by the
-      neighbour's Pareto-smoothed weights. Datasets are listed and summed over exactly
-      when their records take few values (e.g. 2^5 Bernoulli datasets); otherwise they are
-      sampled from both mechanisms. With ``statistic=``, each release is
-      ``statistic(y)``, cut into equal-probability bins.
-
-    Every pair is first composed on a coarse grid rounding losses up and down; the pairs
-    whose upper bound reaches the largest lower bound are composed on the fine grid, so the
-    worst pair is found exactly. The interval is a bootstrap over blocks of draws within
-    chains (and over sampled outputs); an estimate resting on fewer than 10 effective draws
-    or outputs is flagged a lower bound. A synthetic release is also audited as posterior
-    draws (and a statistic as the dataset) on the same pairs: post-processing can only
-    lower epsilon, so the levels are reported side by side (``res.comparison``).
+    Pairs are screened on a coarse grid and those that can be the worst are composed on a
+    fine one, so the worst pair is found exactly. The interval is a bootstrap over blocks of
+    draws (and over sampled outputs); an estimate resting on fewer than 10 effective draws
+    or outputs is flagged a lower bound. The kinds a release post-processes are audited on
+    the same pairs (``res.comparison``). The details: docs/release.md.
 
     Parameters
     ----------
@@ -94,7 +85,8 @@ def audit_release(
     model : pymc.Model, optional
         Needed for synthetic releases (their density and sampling) and for replacement
         neighbours. Default: the model of the enclosing ``with`` block, if any.
-    release : {"draws", "synthetic"}, default "draws"
+    release : {"draws", "synthetic"} or ReleaseKind subclass, default "draws"
+        What one release publishes (:mod:`pymc_edp.release.kinds`).
     k : int, default 1
         Independent releases: ``k`` posterior draws, or ``m = k`` synthetic copies.
     delta : float, default 1e-5

@@ -95,13 +95,9 @@ class ReleaseFacts:
 
 
 def _format(value: Any) -> str:
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value))
-    if isinstance(value, int | np.integer):
-        return str(int(value))
     if isinstance(value, float | np.floating):
         return f"{float(value):.4g}"
-    return str(value)
+    return str(value.item() if isinstance(value, np.generic) else value)
 
 
 def _comparison(res: Any) -> tuple[tuple[str, str, str], ...]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import xarray as xr
@@ -193,21 +193,7 @@ class ReleaseResult:
             for name, da in ds.data_vars.items():
                 data[f"{part}__{name}"] = da
         out = xr.Dataset(data)
-        scalars = {
-            "release": self.release,
-            "publishes": self.publishes,
-            "k": self.k,
-            "target_delta": self.target_delta,
-            "headline": self.headline,
-            "interval": list(self.interval),
-            "prob": self.prob,
-            "lower_bound": bool(self.lower_bound),
-            "worst_neighbour": self.worst_neighbour,
-            "neighbour": self.neighbour,
-            "notes": list(self.notes),
-            "details": self.details,
-            "random_seed": self.random_seed,
-        }
+        scalars = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _PARTS}
         out.attrs["pymc_edp_release"] = json.dumps(scalars, default=_jsonable)
         return out
 
@@ -221,22 +207,8 @@ class ReleaseResult:
             sub = ds[names].rename({v: v.split("__", 1)[1] for v in names})
             used = {d for v in sub.data_vars.values() for d in v.dims}
             parts[part] = sub.drop_vars([c for c in sub.coords if set(sub[c].dims) - used])
-        return cls(
-            release=s["release"],
-            publishes=s.get("publishes", ""),
-            k=int(s["k"]),
-            target_delta=float(s["target_delta"]),
-            headline=float(s["headline"]),
-            interval=tuple(float(v) for v in s["interval"]),
-            prob=float(s["prob"]),
-            lower_bound=bool(s["lower_bound"]),
-            worst_neighbour=s["worst_neighbour"],
-            neighbour=s["neighbour"],
-            notes=tuple(s["notes"]),
-            details=s["details"],
-            random_seed=s["random_seed"],
-            **parts,
-        )
+        s["interval"], s["notes"] = tuple(s["interval"]), tuple(s["notes"])
+        return cls(**s, **parts)
 
     def to_netcdf(self, path, **kwargs) -> None:
         """Write :meth:`to_dataset` to a netCDF file (:meth:`from_netcdf` reads it back)."""

@@ -32,6 +32,7 @@ def _legend(ax):
 
 def test_the_methods_call_the_views(res):
     assert repr(res) == edp.report.release.release_text(res)
+
     def no_svg(page):  # a figure's SVG has random ids
         return re.sub(r"<svg.*?</svg>", "", page, flags=re.S)
 
