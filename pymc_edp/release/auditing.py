@@ -21,7 +21,7 @@ from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.pymc import observed_values, resolve_model
 from pymc_edp.pipeline.inputs import Inputs, read_inputs
 from pymc_edp.release import notes as release_notes
-from pymc_edp.release.kinds import Pair, ReleaseKind, block_counts, release_kind
+from pymc_edp.release.kinds import Pair, ReleaseKind, release_kind
 from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.release.synthetic import observed_name
 from pymc_edp.results.release import ReleaseResult
@@ -367,6 +367,17 @@ def _pair_epsilon(loss, prob, spec: _Spec, h: float) -> float:
     if spec.k == 1:
         return float(acc.epsilon_curve(loss, prob, np.array([spec.delta]))[0])
     return float(acc.compose_pair(loss, prob, spec.k, h, lower=False).epsilon(spec.delta))
+
+
+def block_counts(n_chains: int, n_draws: int, block: int, rng) -> np.ndarray:
+    """Multiplicities of the draws in one circular block bootstrap within each chain."""
+    n_blocks = -(-n_draws // block)
+    counts = np.zeros(n_chains * n_draws)
+    for c in range(n_chains):
+        starts = rng.integers(0, n_draws, n_blocks)
+        idx = ((starts[:, None] + np.arange(block)) % n_draws).ravel()[:n_draws]
+        np.add.at(counts, c * n_draws + idx, 1.0)
+    return counts
 
 
 def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):

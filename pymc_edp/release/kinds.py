@@ -34,7 +34,6 @@ __all__ = [
     "Pair",
     "ReleaseKind",
     "StatisticRelease",
-    "block_counts",
     "likelihood_parents",
     "release_kind",
 ]
@@ -46,17 +45,6 @@ class Pair:
 
     log_ratio: np.ndarray
     weights: np.ndarray
-
-
-def block_counts(n_chains: int, n_draws: int, block: int, rng) -> np.ndarray:
-    """Multiplicities of the draws in one circular block bootstrap within each chain."""
-    n_blocks = -(-n_draws // block)
-    counts = np.zeros(n_chains * n_draws)
-    for c in range(n_chains):
-        starts = rng.integers(0, n_draws, n_blocks)
-        idx = ((starts[:, None] + np.arange(block)) % n_draws).ravel()[:n_draws]
-        np.add.at(counts, c * n_draws + idx, 1.0)
-    return counts
 
 
 class ReleaseKind:

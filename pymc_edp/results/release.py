@@ -115,17 +115,14 @@ class ReleaseResult:
     def epsilon(self, delta: float | None = None, *, k: int | None = None) -> float:
         """Epsilon of ``k`` releases (default the audit's) at ``delta`` for the worst pair.
 
-        The worst over the refined pairs, composed afresh; ``delta=None`` gives
-        :attr:`headline`. Pessimistic: losses are rounded up to the grid (a grid as fine as
-        the audit's per release, coarser only where ``k`` releases would need more points
-        than the audit composes: the bound then loosens, it is never lowered).
+        The worst refined pair, composed afresh with losses rounded up (on the audit's grid,
+        coarser only where ``k`` releases need more points: the bound loosens, never drops).
 
         Parameters
         ----------
         delta : float in [0, 1), optional
-            Default :attr:`target_delta`.
+            Default :attr:`target_delta` (``None`` and the audit's ``k`` give :attr:`headline`).
         k : int >= 1, optional
-            Releases composed; default :attr:`k`.
         """
         k = self._releases(k)
         if delta is None and k == self.k:
@@ -148,7 +145,6 @@ class ReleaseResult:
             ``inf`` gives the probability of an infinite loss (an output one dataset can
             give and its neighbour cannot).
         k : int >= 1, optional
-            Releases composed; default :attr:`k`.
         """
         k = self._releases(k)
         e = check_real(epsilon, "epsilon", minimum=0, allow_inf=True)

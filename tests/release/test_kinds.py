@@ -6,6 +6,7 @@ import pytest
 import pymc_edp as edp
 from pymc_edp.datasets import load_eight_schools
 from pymc_edp.release.atoms import binned_atoms
+from pymc_edp.release.auditing import block_counts
 from pymc_edp.release.kinds import (
     DatasetRelease,
     DrawsRelease,
@@ -13,7 +14,6 @@ from pymc_edp.release.kinds import (
     ReleaseKind,
     StatisticRelease,
     _cut,
-    block_counts,
     release_kind,
 )
 
