@@ -1,11 +1,4 @@
-"""The views of a release audit: its (epsilon, delta) figure and its HTML view.
-
-:func:`plot_release` (``res.plot()``) draws delta against epsilon for the worst neighbour,
-for one release and for ``k``, with the headline and its Monte-Carlo interval, and, given the
-parameter-level audit, its bin-free profile beside them. :func:`release_html`
-(``res._repr_html_()``) shows the facts of :func:`pymc_edp.report.release.release_facts`,
-the same as the printout.
-"""
+"""The views of a release audit: its (epsilon, delta) figure and its HTML view."""
 
 from __future__ import annotations
 
@@ -38,20 +31,9 @@ def _profile(epsilon: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.nda
     return epsilon[keep], delta[keep]
 
 
-def _worst_k_curve(res: Any) -> np.ndarray:
-    """epsilon(delta) of ``k`` releases for the worst neighbour: fine grid when refined."""
-    ref = res.refined
-    if "neighbour_label" in ref and "epsilon_k" in ref:
-        hits = np.flatnonzero(ref["neighbour_label"].values.astype(str) == res.worst_neighbour)
-        if hits.size:
-            return np.asarray(ref["epsilon_k"].values[hits[0]], dtype=float)
-    return _curve_of(res.curves["epsilon_k"], res.worst_neighbour)
-
-
-def _curve_of(da, label) -> np.ndarray:
-    """The row of neighbour ``label`` (compared as text: labels read back as strings)."""
-    hits = np.flatnonzero(da["neighbour"].values.astype(str) == str(label))
-    return np.asarray(da.values[hits[0]], dtype=float)
+def _row(values: np.ndarray, labels: np.ndarray, label: str) -> np.ndarray:
+    """The first row of neighbour ``label`` (compared as text: labels read back as strings)."""
+    return np.asarray(values[np.flatnonzero(labels.astype(str) == str(label))[0]], dtype=float)
 
 
 def _draw_marker(ax: Axes, res: Any, facts: Any, right: float) -> None:
@@ -75,25 +57,11 @@ def _draw_marker(ax: Axes, res: Any, facts: Any, right: float) -> None:
 
 
 def check_same_fit(res: Any, parameters: Any) -> None:
-    """Refuse a parameter audit of another fit than the release's (``parameters=``).
+    """Refuse (ValueError, naming what differs) a parameter audit of another fit.
 
-    Compared: the neighbours (their number and labels), the posterior draws and chains,
-    and the neighbour relation, as far as both results hold them.
-
-    Raises
-    ------
-    TypeError
-        ``parameters`` is not an :class:`pymc_edp.EDPResult`.
-    ValueError
-        It describes another fit: what differs is named.
+    Compared, as far as both results hold them: the neighbours (number and labels), the
+    posterior draws and chains, and the neighbour relation.
     """
-    from pymc_edp.results.edp import EDPResult
-
-    if not isinstance(parameters, EDPResult):
-        raise TypeError(
-            "parameters= takes the EDPResult of edp.audit(idata) on the posterior the release "
-            f"was audited from, got {type(parameters).__name__} {parameters!r:.60}"
-        )
     differs = []
     mine = [str(v) for v in res.pointwise["neighbour"].values]
     theirs = [str(v) for v in parameters.pointwise["neighbour"].values]
@@ -128,24 +96,21 @@ def plot_release(
 ) -> Axes:
     """Delta against epsilon of one and of ``k`` releases (``res.plot()``).
 
-    The worst neighbour's privacy profile for one release (``res.curves["epsilon_1"]``) and
-    for ``k`` (the fine-grid ``res.refined["epsilon_k"]`` of its pair), the coarse
-    ``k``-release curves of the ``neighbours`` worst neighbours in light lines, and the
-    headline at the target delta with its Monte-Carlo interval as a horizontal bar (an open
-    marker when it is a lower bound). Given the parameter-level audit, its bin-free profile
-    ``delta(epsilon)`` (:meth:`pymc_edp.EDPResult.delta_profile`) is drawn beside them.
-    Points with delta = 0 or an infinite epsilon are left out (log delta axis).
+    The worst neighbour's privacy profile for one release and for ``k`` (its fine-grid
+    pair), the coarse ``k``-release curves of the ``neighbours`` worst neighbours in light
+    lines, and the headline with its Monte-Carlo interval as a horizontal bar (an open
+    marker when it is a lower bound). Points with delta = 0 or an infinite epsilon are left
+    out (log delta axis).
 
     Parameters
     ----------
     res : ReleaseResult
-        A result of :func:`pymc_edp.audit_release`.
     ax : matplotlib.axes.Axes, optional
     neighbours : int, default 5
         Neighbours (largest epsilon first) whose coarse ``k``-release curves are drawn.
     parameters : EDPResult, optional
-        The parameter-level audit of the same posterior (:func:`pymc_edp.audit`), with the
-        same neighbours and draws (checked: another fit's audit is refused).
+        The :func:`pymc_edp.audit` of the same posterior and neighbours (checked): its
+        bin-free profile (:meth:`pymc_edp.EDPResult.delta_profile`) is drawn beside them.
     figsize : tuple of float, optional
 
     Returns
@@ -154,8 +119,8 @@ def plot_release(
 
     Examples
     --------
-    >>> res = edp.audit_release(load_eight_schools(), release="draws", k=5, delta=1e-3,
-    ...                         progressbar=False, options={"n_bootstrap": 20}, random_seed=0)
+    >>> res = edp.audit_release(idata, k=5, delta=1e-3, progressbar=False,
+    ...                         options={"n_bootstrap": 20}, random_seed=0)
     >>> ax = edp.plots.release.plot_release(res, neighbours=2)
     >>> [t.get_text() for t in ax.get_legend().get_texts()][1:3]
     ['k = 5 releases, worst neighbour', 'k = 5 releases, 2 worst neighbours (coarse)']
@@ -167,8 +132,10 @@ def plot_release(
     curves = res.curves
     grid = np.asarray(curves["delta"].values, dtype=float)
     worst = res.worst_neighbour
-    e1, d1 = _profile(_curve_of(curves["epsilon_1"], worst), grid)
-    ek, dk = _profile(_worst_k_curve(res), np.asarray(res.refined["delta"].values, float))
+    ref = res.refined  # the worst neighbour's pair is on the fine grid
+    e1, d1 = _profile(_row(curves["epsilon_1"].values, curves["neighbour"].values, worst), grid)
+    ek = _row(ref["epsilon_k"].values, ref["neighbour_label"].values, worst)
+    ek, dk = _profile(ek, np.asarray(ref["delta"].values, float))
     ax.plot(e1, d1, color=color(0), lw=1.6, ls="--", label=f"1 release, worst neighbour ({worst})")
     ax.plot(ek, dk, color=color(0), lw=1.8, label=f"k = {res.k} releases, worst neighbour")
     order = np.argsort(-np.nan_to_num(res.pointwise["epsilon"].values, nan=-np.inf))
@@ -180,16 +147,14 @@ def plot_release(
             e, d, color=_LIGHT, lw=0.9, alpha=0.8, zorder=1,
             label=light if j == 0 else None,
         )  # fmt: skip
-    shown = [e1, ek]
+    right = max([float(np.max(e)) for e in (e1, ek) if e.size] + [float(res.headline)])
     if parameters is not None:
         check_same_fit(res, parameters)
-        top = max([float(np.max(e)) for e in shown if e.size] + [float(res.headline)])
-        epsilons = np.linspace(0.0, 1.05 * top, 200)
+        epsilons = np.linspace(0.0, 1.05 * right, 200)
         prof = parameters.delta_profile(epsilons)
         e, d = _profile(epsilons, np.asarray(prof["delta"].values, dtype=float))
         ax.plot(e, d, color=color(2), lw=1.6, ls="-.", label="parameters: bin-free δ(ε)")
-        shown.append(e)
-    right = max([float(np.max(e)) for e in shown if e.size] + [float(res.headline)])
+        right = max(right, float(np.max(e))) if e.size else right
     _draw_marker(ax, res, facts, right)
     ax.set_yscale("log")
     set_labels(ax, "ε", "δ", f"Privacy of {facts.published} ({facts.setting.split(',')[0]})")
@@ -198,32 +163,27 @@ def plot_release(
 
 
 def release_html(res: Any, *, style: bool = True) -> str:
-    """The HTML view of a release audit (``ReleaseResult._repr_html_``).
+    """The HTML view of a release audit (``res._repr_html_()``), without script.
 
-    The facts of the printout (:func:`pymc_edp.report.release.release_facts`): what is
-    published, ``k`` and the neighbour relation, the headline with its Monte-Carlo interval
-    ("a lower bound" when it is one), the worst neighbour, then collapsible sections: the
-    post-processing comparison, the figure of :func:`plot_release`, the details and the
-    notes.
+    The facts of the printout (:func:`pymc_edp.report.release.release_facts`), then
+    collapsible sections: the post-processing comparison, the figure of
+    :func:`plot_release`, the details and the notes.
 
     Parameters
     ----------
     res : ReleaseResult
-        A result of :func:`pymc_edp.audit_release`.
     style : bool, default True
         Include the ``<style>`` element (False when nested in another view).
 
     Returns
     -------
     str
-        Self-contained HTML (no script, no external resource).
 
     Examples
     --------
-    >>> from pymc_edp import ReleaseResult
     >>> from pymc_edp.plots.release import release_html
-    >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, True, "St. Paul's",
-    ...                     "remove", xr.Dataset(), xr.Dataset(), xr.Dataset(), xr.Dataset())
+    >>> res = edp.ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, True, "St. Paul's",
+    ...                         "remove", *[xr.Dataset()] * 4)
     >>> page = release_html(res)
     >>> "6.650" in page and "a lower bound" in page and "<script" not in page
     True
@@ -239,12 +199,11 @@ def release_html(res: Any, *, style: bool = True) -> str:
         items.insert(3, ("lower bound", _e(facts.bound)))
     body = _kv(items)
     if facts.comparison:
-        rows = [(level, what, eps) for level, what, eps in facts.comparison]
-        table = _table(("level", "publishes", "ε"), rows)
+        table = _table(("level", "publishes", "ε"), facts.comparison)
         body += _section(
             "Post-processing",
             table + f'<div class="pedp-caption">{_e(facts.post_processing)}</div>',
-            count=len(rows),
+            count=len(facts.comparison),
         )
     if "epsilon_1" in res.curves and "epsilon_k" in res.curves:
         svg = _svg(lambda ax: plot_release(res, ax=ax), (5.6, 3.4))

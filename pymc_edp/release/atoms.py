@@ -1,21 +1,10 @@
-"""Privacy-loss atoms of one release, per pair of neighbouring datasets: NumPy only.
+"""Privacy-loss atoms of one release per pair of neighbouring datasets: NumPy only.
 
-A release mechanism ``M`` publishes an output ``o`` drawn from ``p_M(o | D)``. For a pair
-``(D, D')`` the privacy loss is ``L(o) = log p_M(o | D) - log p_M(o | D')`` with ``o ~ M(D)``;
-its distribution (the PLD) is what composes. Every function here returns the PLD of both
-orderings, ``(D, D')`` and ``(D', D)``, as atoms (losses and their probabilities) on the
-last axis, estimated from the full-data posterior draws and each neighbour's weights:
-
-* :func:`draws_atoms`: one posterior draw. ``L(theta) = -log r(theta)`` with ``r`` the
-  neighbour's normalised density ratio, which the raw importance ratios give up to their
-  mean (bin-free).
-* :func:`mixture_atoms`: a synthetic dataset ``y`` from the posterior predictive, known by
-  ``log p(y_t | theta_s)`` at outputs ``t`` and draws ``s``; ``p(y | D)`` is the mean over
-  the draws and ``p(y | D')`` the weighted mean.
-* :func:`binned_atoms`: a published statistic cut into bins (as B-EDP cuts parameters).
-
-``counts`` (multiplicities of the draws, and of the outputs) give a bootstrap replicate
-without copying any array.
+For a pair ``(D, D')`` the loss of an output ``o`` is ``log p(o | D) - log p(o | D')``
+with ``o ~ M(D)``; its distribution (the PLD) is what composes. Every function gives the
+atoms (losses and their probabilities, last axis) of both orderings, ``(D, D')`` and
+``(D', D)``, from the full-data draws and each neighbour's weights. ``counts``
+(multiplicities of the draws, or of the outputs) give a bootstrap replicate.
 
 References
 ----------
@@ -40,33 +29,20 @@ __all__ = [
     "draws_atoms",
     "enumerated_atoms",
     "log_mean_bias",
-    "mixture_atoms",
     "sampled_output_atoms",
 ]
 
 
 @dataclass(frozen=True)
 class LossAtoms:
-    """The PLD of both orderings of ``m`` neighbour pairs, as atoms.
+    """The PLD of both orderings of ``m`` pairs: ``loss`` and ``prob``, shape (m, 2, A).
 
-    Attributes
-    ----------
-    loss : ndarray, shape (m, 2, A)
-        Loss of each atom; ordering 0 is ``(D, D')`` (outputs from the full data), 1 is
-        ``(D', D)``. ``+inf`` where the second distribution gives the output no mass.
-    prob : ndarray, shape (m, 2, A)
-        Probability of each atom; each ordering's row sums to one.
+    Ordering 0 is ``(D, D')``, 1 is ``(D', D)``; each ordering's ``prob`` sums to one, and a
+    loss is ``+inf`` where the second distribution gives the output no mass.
     """
 
     loss: np.ndarray
     prob: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.loss.shape[0])
-
-    def take(self, index) -> LossAtoms:
-        """The pairs ``index``."""
-        return LossAtoms(self.loss[index], self.prob[index])
 
 
 def _normalise(p: np.ndarray) -> np.ndarray:
@@ -76,31 +52,19 @@ def _normalise(p: np.ndarray) -> np.ndarray:
 
 
 def draws_atoms(log_ratio: np.ndarray, counts: np.ndarray | None = None) -> LossAtoms:
-    """The PLD of publishing one posterior draw, from raw log density ratios.
+    """The PLD of publishing one posterior draw, from raw log ratios ``(m, S)``.
 
-    Parameters
-    ----------
-    log_ratio : ndarray, shape (m, S)
-        ``log p(theta_s | D') - log p(theta_s | D)`` up to a constant per row (the raw,
-        unsmoothed importance log ratios at the full-data draws).
-    counts : ndarray, shape (S,), optional
-        Multiplicity of each draw (a bootstrap replicate); default one each.
-
-    Returns
-    -------
-    LossAtoms
-        ``A = S`` atoms: ordering 0 puts ``-log r_s`` on draw ``s`` with probability
-        ``c_s / sum(c)``; ordering 1 puts ``log r_s`` with probability ``c_s r_s / sum(c r)``,
-        where ``r`` is the ratio normalised to mean one.
+    ``log_ratio`` is ``log p(theta_s | D') - log p(theta_s | D)`` up to a constant per row
+    (the unsmoothed importance log ratios). Ordering 0 puts ``-log r_s`` on draw ``s`` with
+    probability ``c_s / sum(c)``, ordering 1 ``log r_s`` with ``c_s r_s / sum(c r)``, where
+    ``r`` is the ratio normalised to mean one and ``c`` the ``counts`` (default ones).
 
     Examples
     --------
     >>> from pymc_edp.release.atoms import draws_atoms
     >>> at = draws_atoms(np.log([[1.0, 3.0]]))
-    >>> at.loss.round(3).tolist()
-    [[[0.693, -0.405], [-0.693, 0.405]]]
-    >>> at.prob.round(3).tolist()
-    [[[0.5, 0.5], [0.25, 0.75]]]
+    >>> at.loss.round(3).tolist(), at.prob.round(3).tolist()
+    ([[[0.693, -0.405], [-0.693, 0.405]]], [[[0.5, 0.5], [0.25, 0.75]]])
     """
     lr = np.asarray(log_ratio, dtype=float)
     c = np.ones(lr.shape[-1]) if counts is None else np.asarray(counts, dtype=float)
@@ -113,50 +77,12 @@ def draws_atoms(log_ratio: np.ndarray, counts: np.ndarray | None = None) -> Loss
     return LossAtoms(np.stack([-lw, lw], axis=1), np.stack([p0, p1], axis=1))
 
 
-def mixture_atoms(
-    log_dens: np.ndarray,
-    weights: np.ndarray,
-    *,
-    source: np.ndarray | None = None,
-    counts: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``log p(y_t | D)`` and ``log p(y_t | D')`` of outputs as (weighted) mixtures over draws.
-
-    Parameters
-    ----------
-    log_dens : ndarray, shape (T, S)
-        ``log p(y_t | theta_s)`` of each output at each full-data draw.
-    weights : ndarray, shape (m, S)
-        Each neighbour's normalised importance weights (summing to one).
-    source : ndarray of int, shape (T,), optional
-        The draw each output was generated from: left out of that output's mixtures
-        (leave-one-out), so that the densities are not estimated with the draw that made
-        the output.
-    counts : ndarray, shape (S,), optional
-        Multiplicity of each draw (a bootstrap replicate).
-
-    Returns
-    -------
-    log_full : ndarray, shape (T,)
-    log_neighbour : ndarray, shape (m, T)
-
-    Examples
-    --------
-    >>> from pymc_edp.release.atoms import mixture_atoms
-    >>> ld = np.log([[0.2, 0.6], [0.8, 0.4]])
-    >>> full, nb = mixture_atoms(ld, np.array([[0.25, 0.75]]))
-    >>> np.exp(full).round(3).tolist(), np.exp(nb).round(3).tolist()
-    ([0.4, 0.6], [[0.5, 0.5]])
-    """
-    return Mixture(log_dens, source)(weights, counts)
-
-
 class Mixture:
-    """Outputs' densities at every draw, scaled once, to be averaged with any weights.
+    """Outputs' densities ``log p(y_t | theta_s)`` (T, S), to be averaged with any weights.
 
-    ``log_dens`` (T, S) becomes ``exp(log_dens - max over draws)`` once (with each output's
-    generating draw left out when ``source`` is given), so that every neighbour, bootstrap
-    replicate and chunk only pays for the weighted sums. See :func:`mixture_atoms`.
+    Scaled once, so that every neighbour, bootstrap replicate and chunk only pays for the
+    weighted sums. ``source`` (T,) is the draw each output was generated from: it is left
+    out of that output's mixtures, which would otherwise overstate ``p(y | D)``.
     """
 
     def __init__(self, log_dens: np.ndarray, source: np.ndarray | None = None):
@@ -188,11 +114,11 @@ class Mixture:
 def sampled_output_atoms(
     log_full: np.ndarray, log_nb: np.ndarray, output_counts: np.ndarray | None = None
 ) -> LossAtoms:
-    """Atoms of outputs sampled from the full-data mechanism, both orderings.
+    """Atoms of outputs sampled from the full-data mechanism.
 
     Ordering 0 puts ``L_t = log p(y_t | D) - log p(y_t | D')`` on each output with its
-    (bootstrap) multiplicity; ordering 1 reuses the same outputs by importance sampling,
-    ``-L_t`` with probability proportional to ``e^(-L_t)``.
+    multiplicity; ordering 1 reweights the same outputs: ``-L_t`` with probability
+    proportional to ``e^(-L_t)``.
     """
     loss = log_full[None, :] - log_nb
     u = np.ones(loss.shape[1]) if output_counts is None else np.asarray(output_counts, float)
@@ -205,9 +131,9 @@ def sampled_output_atoms(
 
 
 def enumerated_atoms(log_full: np.ndarray, log_nb: np.ndarray) -> LossAtoms:
-    """Atoms of every output of a finite release, each with its probability under D and D'.
+    """Atoms of all outputs of a finite release, from their log probabilities.
 
-    ``log_full`` (O,) and ``log_nb`` (m, O) are the log probabilities of all ``O`` outputs.
+    ``log_full`` (O,) under ``D``, ``log_nb`` (m, O) under each neighbour.
     """
     loss = log_full[None, :] - log_nb
     p0 = _normalise(np.broadcast_to(np.exp(log_full), loss.shape))
@@ -218,23 +144,10 @@ def enumerated_atoms(log_full: np.ndarray, log_nb: np.ndarray) -> LossAtoms:
 def binned_atoms(
     bin_of: np.ndarray, n_bins: int, weights: np.ndarray, counts: np.ndarray | None = None
 ) -> LossAtoms:
-    """The PLD of publishing which bin a statistic of the release falls in.
+    """The PLD of publishing which of ``n_bins`` bins a statistic of the release falls in.
 
-    Parameters
-    ----------
-    bin_of : ndarray of int, shape (S,)
-        Bin of the statistic of the output generated at each full-data draw.
-    n_bins : int
-    weights : ndarray, shape (m, S)
-        Each neighbour's normalised importance weights.
-    counts : ndarray, shape (S,), optional
-
-    Examples
-    --------
-    >>> from pymc_edp.release.atoms import binned_atoms
-    >>> at = binned_atoms(np.array([0, 0, 1, 1]), 2, np.array([[0.1, 0.1, 0.4, 0.4]]))
-    >>> at.loss[0, 0].round(3).tolist()
-    [0.916, -0.47]
+    ``bin_of`` (S,) is the bin of the output generated at each full-data draw; ``weights``
+    (m, S) are the neighbours' normalised importance weights.
     """
     c = np.ones(bin_of.size) if counts is None else np.asarray(counts, dtype=float)
     w = np.asarray(weights, dtype=float) * c
@@ -249,12 +162,10 @@ def binned_atoms(
 
 
 def log_mean_bias(terms: np.ndarray, weights: np.ndarray | None = None, reff: float = 1.0):
-    """First-order bias of the log of a Monte-Carlo mean, ``-Var / (2 S_eff mean^2)``.
+    """First-order bias of the log of a Monte-Carlo mean of ``terms`` (..., S), reported.
 
-    ``terms`` (..., S) are the averaged quantities (ratios, or densities at each draw),
-    ``weights`` their normalised weights (default equal); ``reff`` the relative MCMC
-    efficiency. The log of an average underestimates the log of its expectation by this
-    much to first order (the delta method); it is reported, not subtracted.
+    ``-Var / (2 S_eff mean^2)`` (the delta method), with ``weights`` normalised (default
+    equal) and ``S_eff`` from them and the relative MCMC efficiency ``reff``.
     """
     t = np.asarray(terms, dtype=float)
     w = np.full(t.shape[-1], 1.0 / t.shape[-1]) if weights is None else np.asarray(weights)

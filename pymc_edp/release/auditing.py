@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,27 +14,19 @@ from pymc_edp.auditing import check_settings
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
 from pymc_edp.base.parallel import progress_bar
-from pymc_edp.base.validate import check_choice, check_delta, check_int
+from pymc_edp.base.validate import check_delta, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.pymc import observed_values, resolve_model
 from pymc_edp.pipeline.inputs import Inputs, read_inputs
 from pymc_edp.release import notes as release_notes
-from pymc_edp.release.kinds import (
-    DatasetRelease,
-    DrawsRelease,
-    Pair,
-    StatisticRelease,
-    block_counts,
-)
+from pymc_edp.release.kinds import Pair, ReleaseKind, release_kind
 from pymc_edp.release.options import ReleaseOptions
-from pymc_edp.release.synthetic import SyntheticData, discrete_support, observed_name
+from pymc_edp.release.synthetic import observed_name
 from pymc_edp.results.release import ReleaseResult
 
 __all__ = ["audit_release", "check_release"]
-
-_log = logging.getLogger("pymc_edp")
 
 #: Grid points over one release's loss range on the fine grid (at most ``accuracy / k``).
 FINE_POINTS = 4096
@@ -45,12 +36,14 @@ BOOTSTRAP_PAIRS = 3
 
 @dataclass(frozen=True)
 class _Spec:
-    release: str
+    release: type[ReleaseKind]
     k: int
     delta: float
     observed: str | None
     size: int | None
     statistic: Callable | None
+    bins: int = 20
+    var_names: str | Sequence[str] | None = None
 
 
 def audit_release(
@@ -73,30 +66,21 @@ def audit_release(
 ) -> ReleaseResult:
     """Audit what is published: ``k`` posterior draws or synthetic datasets, as (epsilon, delta).
 
-    For each neighbour dataset ``D'`` (as in :func:`pymc_edp.audit`: a record removed or
-    replaced, or an individual's rows), the privacy loss of one release ``o`` is
-    ``L(o) = log p(o | D) - log p(o | D')``, in both orderings; its distribution (the PLD)
-    gives ``delta(eps) = E[(1 - e^(eps - L))_+]``. ``k`` independent releases compose each
-    neighbour's PLD ``k`` times (FFT on a grid, losses rounded up); the headline is the
-    worst neighbour's composed epsilon at ``delta``.
+    For each neighbour dataset ``D'`` (as in :func:`pymc_edp.audit`), the privacy loss of one
+    release ``o`` is ``L(o) = log p(o | D) - log p(o | D')``, in both orderings; its
+    distribution (the PLD) gives ``delta(eps) = E[(1 - e^(eps - L))_+]``. ``k`` releases
+    compose each neighbour's PLD ``k`` times (FFT, losses rounded up); the headline is the
+    worst neighbour's composed epsilon at ``delta``. A draw's loss comes from the raw
+    importance ratios (bin-free); a synthetic dataset's densities are mixtures of the model's
+    observation density over the draws, weighted for ``D'``, its outputs listed when few
+    (e.g. 2^5 Bernoulli datasets), else sampled from both mechanisms; a ``statistic(y)`` is
+    cut into equal-probability bins.
 
-    * ``release="draws"``: each release is a posterior draw. ``L(theta)`` is minus the log
-      density ratio of the two posteriors, which the raw importance ratios give (bin-free).
-    * ``release="synthetic"``: each release is a synthetic dataset of ``n_synthetic``
-      records from the posterior predictive of ``observed``. ``p(y | D)`` is the mean of
-      the model's own observation density over the draws and ``p(y | D')`` the mean
-      weighted by the neighbour's Pareto-smoothed weights. Datasets are listed and summed
-      over exactly when their records take few values (e.g. 2^5 Bernoulli datasets);
-      otherwise they are sampled from both mechanisms. With ``statistic=``, each release
-      is ``statistic(y)``, cut into ``bins`` equal-probability bins.
-
-    Every pair is first composed on a coarse grid rounding losses up and down; the pairs
-    whose upper bound reaches the largest lower bound are composed on the fine grid, so the
-    worst pair is found exactly. The interval is a bootstrap over blocks of draws within
-    chains (and over sampled outputs); an estimate resting on fewer than 10 effective draws
-    or outputs is flagged a lower bound. A synthetic release is also audited as posterior
-    draws (and a statistic as the dataset) on the same pairs: post-processing can only
-    lower epsilon, so the levels are reported side by side (``res.comparison``).
+    Pairs are screened on a coarse grid and those that can be the worst are composed on a
+    fine one, so the worst pair is found exactly. The interval is a bootstrap over blocks of
+    draws (and over sampled outputs); an estimate resting on fewer than 10 effective draws
+    or outputs is flagged a lower bound. The kinds a release post-processes are audited on
+    the same pairs (``res.comparison``). The details: docs/release.md.
 
     Parameters
     ----------
@@ -106,7 +90,8 @@ def audit_release(
     model : pymc.Model, optional
         Needed for synthetic releases (their density and sampling) and for replacement
         neighbours. Default: the model of the enclosing ``with`` block, if any.
-    release : {"draws", "synthetic"}, default "draws"
+    release : {"draws", "synthetic"} or ReleaseKind subclass, default "draws"
+        What one release publishes (:mod:`pymc_edp.release.kinds`).
     k : int, default 1
         Independent releases: ``k`` posterior draws, or ``m = k`` synthetic copies.
     delta : float, default 1e-5
@@ -167,6 +152,7 @@ def audit_release(
     model = resolve_model(model)
     opts = ReleaseOptions.coerce(options)
     spec = _check(release, k, delta, observed, n_synthetic, statistic, model, var_names)
+    spec = dataclasses.replace(spec, bins=bins, var_names=var_names)
     settings = check_settings(
         model,
         bins=bins,
@@ -186,13 +172,13 @@ def audit_release(
             "audit_release needs a factorised pointwise log-likelihood (one term per record): "
             "the neighbours' weights come from it"
         )
-    kind = _kind(spec, inp, opts, bins, settings.seed)
+    kind = spec.release.build(inp, spec, opts, settings.seed)
     screen = _screen(kind, inp, spec, settings.progressbar)
     refined = _refine(kind, inp, spec, opts, screen, settings.seed)
     interval = _bootstrap(kind, inp, spec, opts, refined, settings.seed)
-    comparison = _compare(kind, inp, spec, opts, refined, settings.seed)
+    comparison = _compare(inp, spec, opts, refined, settings.seed)
     details = release_notes.details(kind, inp, spec, opts, refined)
-    notes = release_notes.collect(inp, spec, opts, screen, refined, details, var_names)
+    notes = release_notes.collect(kind, inp, spec, opts, screen, refined, details)
     for note in notes:
         warnings.warn(note, EDPWarning, stacklevel=2)
     parts = (screen, refined, interval, comparison)
@@ -204,10 +190,10 @@ def check_release(release, k, delta, observed=None, n_synthetic=None, statistic=
 
     Also what :func:`pymc_edp.tune_prior` checks of a release target before any sampling.
     """
-    check_choice(release, "release", ("draws", "synthetic"))
+    kind = release_kind(release, statistic)
     k = check_int(k, "k", 1)
     delta = check_delta(delta)
-    if release == "draws":
+    if not kind.synthetic:
         given = [
             n
             for n, v in (
@@ -222,20 +208,19 @@ def check_release(release, k, delta, observed=None, n_synthetic=None, statistic=
                 f"{', '.join(given)} describe synthetic data: pass release='synthetic' (a "
                 "draws release publishes posterior draws; choose them with var_names=)"
             )
-        return _Spec("draws", k, delta, None, None, None)
+        return _Spec(kind, k, delta, None, None, None)
     if observed is not None and not isinstance(observed, str):
         raise TypeError(f"observed must be a variable name, got {observed!r}")
     size = check_int(n_synthetic, "n_synthetic", 1, allow_none=True)
     if statistic is not None and not callable(statistic):
         raise TypeError(f"statistic must be a function of a synthetic dataset, got {statistic!r}")
-    kind = "statistic" if statistic is not None else "synthetic"
     return _Spec(kind, k, delta, observed, size, statistic)
 
 
 def _check(release, k, delta, observed, n_synthetic, statistic, model, var_names) -> _Spec:
     """Every argument checked before any expensive work."""
     spec = check_release(release, k, delta, observed, n_synthetic, statistic)
-    if spec.release == "draws":
+    if not spec.release.synthetic:
         return spec
     if var_names is not None:
         raise ValueError(
@@ -255,24 +240,6 @@ def _check(release, k, delta, observed, n_synthetic, statistic, model, var_names
             "another variable with observed="
         )
     return dataclasses.replace(spec, observed=name)
-
-
-def _kind(spec: _Spec, inp: Inputs, opts: ReleaseOptions, bins: int, seed: int):
-    """The release's estimator (for synthetic data: outputs drawn or listed, densities)."""
-    if spec.release == "draws":
-        return DrawsRelease()
-    data = _synthetic_data(spec, inp)
-    if spec.release == "statistic":
-        return StatisticRelease(data, spec.statistic, bins, seed)
-    support = opts.support
-    support = (
-        discrete_support(inp.model, spec.observed) if support is None else np.asarray(support)
-    )
-    return DatasetRelease(data, support, opts.n_outputs, opts.max_listed, seed)
-
-
-def _synthetic_data(spec: _Spec, inp: Inputs) -> SyntheticData:
-    return SyntheticData(inp.model, spec.observed, inp.posterior, spec.size)
 
 
 @dataclass
@@ -360,34 +327,42 @@ def _refine(kind, inp, spec: _Spec, opts: ReleaseOptions, screen: _Screen, seed:
     cand = np.argwhere(ok)
     order = np.argsort(-screen.upper[ok], kind="stable")
     chosen = cand[order[: opts.top]]
-    rows = []
-    for p, (i, c) in enumerate(chosen):
+    pairs = []
+    for i, c in chosen:
         lr = _pair_ratios(inp, i, i + 1, c)
         w, _ = _weights(lr, inp.reff)
-        pair = Pair(lr[0], w[0])
-        atoms = kind.refined(pair, seed + 7919 * (p + 1))
-        rows.append((pair, *_fine(atoms.loss[0], atoms.prob[0], spec, opts, kind.listed)))
-    a_len = max(r[5].shape[-1] for r in rows)
-    loss = np.stack([_pad(r[5], a_len, 0.0) for r in rows])
-    prob = np.stack([_pad(r[6], a_len, 0.0) for r in rows])
+        pairs.append(Pair(lr[0], w[0]))
+    upper, lower, contributing, interval, loss, prob, curvek = zip(
+        *_fine_pairs(kind, pairs, spec, opts, seed), strict=True
+    )
+    atoms = max(a.shape[-1] for a in loss)
     return _Refined(
         neighbour=chosen[:, 0],
         candidate=chosen[:, 1],
-        upper=np.array([r[1] for r in rows]),
-        lower=np.array([r[2] for r in rows]),
-        contributing=np.array([r[3] for r in rows]),
-        interval=np.array([r[4] for r in rows]),
-        curvek=np.stack([r[7] for r in rows]),
-        loss=loss,
-        prob=prob,
-        pairs=[r[0] for r in rows],
+        upper=np.array(upper),
+        lower=np.array(lower),
+        contributing=np.array(contributing),
+        interval=np.array(interval),
+        curvek=np.stack(curvek),
+        loss=np.stack([_pad(a, atoms) for a in loss]),
+        prob=np.stack([_pad(a, atoms) for a in prob]),
+        pairs=pairs,
         capped=int(ok.sum() - len(chosen)),
     )
 
 
-def _pad(a: np.ndarray, length: int, value: float) -> np.ndarray:
-    width = [(0, 0)] * (a.ndim - 1) + [(0, length - a.shape[-1])]
-    return np.pad(a, width, constant_values=value)
+def _pad(a: np.ndarray, length: int) -> np.ndarray:
+    """``a`` with zeros appended on its last axis up to ``length``."""
+    return np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, length - a.shape[-1])])
+
+
+def _fine_pairs(kind, pairs: list[Pair], spec: _Spec, opts: ReleaseOptions, seed: int):
+    """:func:`_fine` of each pair as ``kind`` releases it (pair ``p`` seeded apart)."""
+    out = []
+    for p, pair in enumerate(pairs):
+        atoms = kind.refined(pair, seed + 7919 * (p + 1))
+        out.append(_fine(atoms.loss[0], atoms.prob[0], spec, opts, kind.listed))
+    return out
 
 
 def _fine(loss, prob, spec: _Spec, opts: ReleaseOptions, listed: bool):
@@ -414,6 +389,17 @@ def _pair_epsilon(loss, prob, spec: _Spec, h: float) -> float:
     if spec.k == 1:
         return float(acc.epsilon_curve(loss, prob, np.array([spec.delta]))[0])
     return float(acc.compose_pair(loss, prob, spec.k, h, lower=False).epsilon(spec.delta))
+
+
+def block_counts(n_chains: int, n_draws: int, block: int, rng) -> np.ndarray:
+    """Multiplicities of the draws in one circular block bootstrap within each chain."""
+    n_blocks = -(-n_draws // block)
+    counts = np.zeros(n_chains * n_draws)
+    for c in range(n_chains):
+        starts = rng.integers(0, n_draws, n_blocks)
+        idx = ((starts[:, None] + np.arange(block)) % n_draws).ravel()[:n_draws]
+        np.add.at(counts, c * n_draws + idx, 1.0)
+    return counts
 
 
 def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
@@ -446,30 +432,25 @@ def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, 
     return (max(0.0, head + float(q[0])), head + float(q[1]))
 
 
-def _compare(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
-    """Post-processing: the same pairs audited as posterior draws (and as the dataset).
+def _compare(inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
+    """Post-processing: the refined pairs audited as each kind the release post-processes.
 
     Each level's epsilon per pair, and whether it is a lower bound (it rests on fewer than
     10 effective draws or outputs, as the headline's flag).
     """
-    levels = {spec.release: (refined.upper, refined.contributing)}
-    if spec.release in ("synthetic", "statistic"):
-        draws = DrawsRelease()
-        levels["draws"] = _level(draws, refined, spec, opts, seed)
-    if spec.release == "statistic":
-        data = _synthetic_data(spec, inp)
-        support = (
-            discrete_support(inp.model, spec.observed)
-            if opts.support is None
-            else (np.asarray(opts.support))
-        )
-        ds = DatasetRelease(data, support, opts.n_outputs, opts.max_listed, seed)
-        levels["synthetic"] = _level(ds, refined, spec, opts, seed)
-    order = [lv for lv in ("draws", "synthetic", "statistic") if lv in levels]
-    eps = np.stack([levels[lv][0] for lv in order])
-    bound = np.stack([acc.resolution_limited(np.asarray(levels[lv][1])) for lv in order])
+    levels = [*spec.release.earlier, spec.release]
+    eps, n_eff = [], []
+    for earlier in spec.release.earlier:
+        kind = earlier.build(inp, spec, opts, seed)
+        fine = _fine_pairs(kind, refined.pairs, spec, opts, seed)
+        eps.append([f[0] for f in fine])
+        n_eff.append([f[2] for f in fine])
+    eps = np.array([*eps, refined.upper])
+    bound = np.array(
+        [acc.resolution_limited(np.asarray(n)) for n in (*n_eff, refined.contributing)]
+    )
     worst = np.argmax(eps, axis=1)
-    rows = np.arange(len(order))
+    rows = np.arange(len(levels))
     return xr.Dataset(
         {
             "epsilon": (("level", "pair"), eps),
@@ -477,19 +458,12 @@ def _compare(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, se
             "lower_bound": (("level", "pair"), bound),
             "worst_lower_bound": ("level", bound[rows, worst]),
         },
-        coords={"level": np.array(order, dtype=str), "pair": np.arange(eps.shape[1])},
+        coords={
+            "level": np.array([lv.name for lv in levels], dtype=str),
+            "publishes": ("level", np.array([lv.publishes for lv in levels], dtype=str)),
+            "pair": np.arange(eps.shape[1]),
+        },
     )
-
-
-def _level(kind, refined: _Refined, spec: _Spec, opts: ReleaseOptions, seed: int):
-    """Epsilon of each refined pair as released by ``kind``, and its effective draws."""
-    eps, n_eff = [], []
-    for p, pair in enumerate(refined.pairs):
-        at = kind.refined(pair, seed + 7919 * (p + 1))
-        fine = _fine(at.loss[0], at.prob[0], spec, opts, kind.listed)
-        eps.append(fine[0])
-        n_eff.append(fine[2])
-    return np.array(eps), np.array(n_eff)
 
 
 def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult:
@@ -542,7 +516,8 @@ def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult
     )
     lower_bound = bool(acc.resolution_limited(refined.contributing[best]))
     return ReleaseResult(
-        release=spec.release,
+        release=spec.release.name,
+        publishes=spec.release.publishes,
         k=spec.k,
         target_delta=spec.delta,
         headline=head,

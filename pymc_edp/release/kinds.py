@@ -1,90 +1,178 @@
-"""The three things a release can publish, each turning neighbour weights into loss atoms.
+"""Release kinds: what a release publishes, and how its privacy loss atoms are built.
 
-* :class:`DrawsRelease`: posterior draws (bin-free, from the raw log ratios);
-* :class:`DatasetRelease`: synthetic datasets, listed when finite and few, else sampled
-  from both mechanisms;
-* :class:`StatisticRelease`: a statistic of a synthetic dataset, binned.
-
-Each gives the atoms of every pair in a chunk (``atoms``), the atoms of a pair the audit
-looks at closely (``refined``; a sampled release then draws outputs from the neighbour's own
-mechanism too) and the atoms of a bootstrap replicate of such a pair (``replicate``).
+A kind is a subclass of :class:`ReleaseKind`, and everything about it is in its class: its
+name and words (stored on the result, which the views read), the kinds it post-processes,
+its estimator (:meth:`~ReleaseKind.build`), its atoms, bias, details and notes.
+:func:`pymc_edp.audit_release` takes a kind class or a name in :data:`KINDS`; adding a kind
+touches this module only (docs/release.md, "Adding a release kind").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
+from pymc_edp.base.validate import check_choice
 from pymc_edp.release.atoms import (
     LossAtoms,
     Mixture,
     binned_atoms,
     draws_atoms,
     enumerated_atoms,
+    log_mean_bias,
     sampled_output_atoms,
 )
-from pymc_edp.release.synthetic import SyntheticData
+from pymc_edp.release.synthetic import SyntheticData, discrete_support
 
-__all__ = ["DatasetRelease", "DrawsRelease", "Pair", "StatisticRelease", "block_counts"]
+__all__ = [
+    "KINDS",
+    "DatasetRelease",
+    "DrawsRelease",
+    "Pair",
+    "ReleaseKind",
+    "StatisticRelease",
+    "likelihood_parents",
+    "release_kind",
+]
 
 
+@dataclass(frozen=True, eq=False)
 class Pair:
     """One pair of neighbouring datasets: its raw log ratios and normalised weights."""
 
-    def __init__(self, log_ratio: np.ndarray, weights: np.ndarray):
-        self.log_ratio, self.weights = log_ratio, weights
+    log_ratio: np.ndarray
+    weights: np.ndarray
 
 
-def block_counts(n_chains: int, n_draws: int, block: int, rng) -> np.ndarray:
-    """Multiplicities of the draws in one circular block bootstrap within each chain."""
-    n_blocks = -(-n_draws // block)
-    counts = np.zeros(n_chains * n_draws)
-    for c in range(n_chains):
-        starts = rng.integers(0, n_draws, n_blocks)
-        idx = ((starts[:, None] + np.arange(block)) % n_draws).ravel()[:n_draws]
-        np.add.at(counts, c * n_draws + idx, 1.0)
-    return counts
+class ReleaseKind:
+    """What a release publishes, and the privacy loss atoms of its neighbour pairs.
 
+    A subclass sets the class attributes and :meth:`atoms`; the other methods have defaults.
+    :meth:`build` makes the estimator of one audit, an instance of the kind.
 
-class DrawsRelease:
-    """One posterior draw of the free variables per release."""
+    Attributes
+    ----------
+    name : str
+        Stored as ``ReleaseResult.release``.
+    publishes : str
+        What one release publishes, in words (``ReleaseResult.publishes``).
+    earlier : tuple of ReleaseKind subclasses
+        The kinds this one post-processes (a dataset is drawn from a posterior draw): each
+        is audited on the same pairs, in ``res.comparison``.
+    synthetic : bool
+        It draws synthetic data: it needs the model and an observed variable.
+    listed : bool
+        Its atoms are every output, exactly: no resolution limit.
+    """
 
-    name = "draws"
-    listed = False
+    name: ClassVar[str]
+    publishes: ClassVar[str]
+    earlier: ClassVar[tuple[type[ReleaseKind], ...]] = ()
+    synthetic: ClassVar[bool] = False
+    listed: bool = False
 
-    def atoms(self, log_ratio: np.ndarray, weights: np.ndarray) -> LossAtoms:
-        """Atoms of every pair of a chunk, from raw log ratios ``(m, S)`` and weights."""
-        del weights
-        return draws_atoms(log_ratio)
+    @classmethod
+    def build(cls, inp, spec, opts, seed: int) -> ReleaseKind:
+        """The estimator of one audit, from its inputs, checked arguments and options."""
+        return cls()
+
+    def atoms(self, log_ratio: np.ndarray, weights: np.ndarray, counts=None) -> LossAtoms:
+        """Atoms of ``m`` pairs from their raw log ratios and normalised weights ``(m, S)``.
+
+        ``counts`` are the draws' multiplicities in a bootstrap replicate.
+        """
+        raise NotImplementedError
 
     def refined(self, pair: Pair, seed: int) -> LossAtoms:
-        """Atoms of one pair the audit looks at closely."""
-        del seed
-        return draws_atoms(pair.log_ratio[None])
+        """Atoms of one pair the audit composes on the fine grid."""
+        return self.atoms(pair.log_ratio[None], pair.weights[None])
 
     def replicate(self, pair: Pair, counts: np.ndarray, rng) -> LossAtoms:
         """Atoms of one pair in a bootstrap replicate (draw multiplicities ``counts``)."""
-        del rng
-        return draws_atoms(pair.log_ratio[None], counts)
+        return self.atoms(pair.log_ratio[None], pair.weights[None], counts)
+
+    def bias(self, pair: Pair, reff: float) -> float:
+        """First-order bias of the pair's loss from logs of Monte-Carlo means (none here)."""
+        return 0.0
+
+    def details(self, spec) -> dict:
+        """The kind's entries of ``res.details``."""
+        return {}
+
+    def notes(self, inp, spec, opts) -> list[str]:
+        """The kind's notes (each also a warning)."""
+        return []
 
 
-class DatasetRelease:
-    """A synthetic dataset per release, from the posterior predictive.
+class DrawsRelease(ReleaseKind):
+    """One posterior draw per release: atoms from the raw log ratios, bin-free."""
 
-    Parameters
-    ----------
-    data : SyntheticData
-    support : ndarray or None
-        Values of one record, to list every dataset; None samples them.
-    outputs : int
-        Datasets sampled per mechanism when not listed.
-    limit : int
-        List at most this many datasets.
-    seed : int
+    name = "draws"
+    publishes = "posterior draws"
+
+    def atoms(self, log_ratio, weights, counts=None) -> LossAtoms:
+        """:func:`~pymc_edp.release.atoms.draws_atoms`: the weights are not needed."""
+        return draws_atoms(log_ratio, counts)
+
+    def bias(self, pair: Pair, reff: float) -> float:
+        """The bias of the log of the mean ratio, the loss's normaliser."""
+        r = np.exp(pair.log_ratio - pair.log_ratio.max())
+        return float(abs(log_mean_bias(r, reff=reff)))
+
+    def notes(self, inp, spec, opts) -> list[str]:
+        """Whether the loss is an upper bound: the likelihood needs unpublished variables."""
+        parents = likelihood_parents(inp.model)
+        if parents is None or spec.var_names is None or not parents - set(inp.names):
+            return []
+        return [
+            f"the likelihood depends on {sorted(parents - set(inp.names))}, which are not "
+            "published: the loss of the whole draw is used, an upper bound for the published "
+            "variables (post-processing)"
+        ]
+
+
+def likelihood_parents(model) -> set[str] | None:
+    """Free variables the observed variables' distributions depend on (None without a model)."""
+    if model is None:
+        return None
+    free = set(model.free_RVs)
+    out, seen = set(), set()
+    stack = [i for rv in model.observed_RVs if rv.owner for i in rv.owner.inputs]
+    while stack:  # up the graph, stopping at free variables
+        var = stack.pop()
+        if id(var) in seen:
+            continue
+        seen.add(id(var))
+        if var in free:
+            out.add(var.name)
+        elif var.owner is not None:
+            stack.extend(var.owner.inputs)
+    return out
+
+
+class _SyntheticRelease(ReleaseKind):
+    """A release drawn from the posterior predictive of ``spec.observed``."""
+
+    synthetic = True
+    data: SyntheticData
+
+    def details(self, spec) -> dict:
+        return {"observed": spec.observed, "size": int(self.data.size)}
+
+
+class DatasetRelease(_SyntheticRelease):
+    """A synthetic dataset per release.
+
+    Datasets are listed when ``support`` (the values of one record) is given and there are
+    at most ``limit`` of them; otherwise ``outputs`` are sampled per mechanism.
     """
 
     name = "synthetic"
+    publishes = "synthetic datasets"
+    earlier = (DrawsRelease,)
 
     def __init__(self, data: SyntheticData, support, outputs: int, limit: int, seed: int):
         self.data, self.n_outputs, self.seed = data, int(outputs), int(seed)
@@ -93,26 +181,33 @@ class DatasetRelease:
         self.listed = listed is not None
         if self.listed:
             self.log_dens = data.enumerated_log_density(np.asarray(support), listed)
-            self.source = None
             self.mixture = Mixture(self.log_dens)
         else:
             rng = np.random.default_rng(seed)
-            self.source = rng.integers(0, n_samples, self.n_outputs)
-            self.log_dens = self._densities(self.source, seed)
-            self.mixture = Mixture(self.log_dens, self.source)
+            source = rng.integers(0, n_samples, self.n_outputs)
+            self.log_dens = self._densities(source, seed)
+            self.mixture = Mixture(self.log_dens, source)
         self._own: dict[int, Mixture] = {}
+
+    @classmethod
+    def build(cls, inp, spec, opts, seed: int) -> DatasetRelease:
+        """Listed when the model's records take few values (or ``opts.support`` is given)."""
+        data = SyntheticData(inp.model, spec.observed, inp.posterior, spec.size)
+        support = opts.support
+        if support is None:
+            support = discrete_support(inp.model, spec.observed)
+        return cls(data, support, opts.n_outputs, opts.max_listed, seed)
 
     def _densities(self, source: np.ndarray, seed: int) -> np.ndarray:
         blocks = self.data.sample(source, seed)
         return np.stack([self.data.log_density(b) for b in blocks])
 
-    def atoms(self, log_ratio: np.ndarray, weights: np.ndarray) -> LossAtoms:
-        """Atoms of every pair of a chunk, from raw log ratios ``(m, S)`` and weights."""
-        del log_ratio
-        full, nb = self.mixture(weights)
+    def atoms(self, log_ratio, weights, counts=None) -> LossAtoms:
+        """Atoms of the listed outputs, or of those sampled from the full-data mechanism."""
+        full, nb = self.mixture(weights, counts)
         return enumerated_atoms(full, nb) if self.listed else sampled_output_atoms(full, nb)
 
-    def _neighbour_outputs(self, pair: Pair, seed: int):
+    def _neighbour_outputs(self, pair: Pair, seed: int) -> Mixture:
         """Outputs drawn from the neighbour's own mechanism (draws chosen by its weights)."""
         key = id(pair)
         if key not in self._own:
@@ -123,15 +218,16 @@ class DatasetRelease:
         return self._own[key]
 
     def refined(self, pair: Pair, seed: int, counts=None, output_counts=None) -> LossAtoms:
-        """Atoms of one pair, ordering 1 from outputs of the neighbour's own mechanism."""
-        w = pair.weights[None]
-        full, nb = self.mixture(w, counts)
+        """Atoms of one pair; ordering 1 samples outputs from the neighbour's own mechanism.
+
+        ``output_counts`` resample the outputs of each mechanism (a bootstrap replicate).
+        """
         if self.listed:
-            return enumerated_atoms(full, nb)
-        full1, nb1 = self._neighbour_outputs(pair, seed)(w, counts)
+            return self.atoms(None, pair.weights[None], counts)
+        w = pair.weights[None]
         u0, u1 = (None, None) if output_counts is None else output_counts
-        a0 = sampled_output_atoms(full, nb, u0)
-        a1 = sampled_output_atoms(full1, nb1, u1)
+        a0 = sampled_output_atoms(*self.mixture(w, counts), u0)
+        a1 = sampled_output_atoms(*self._neighbour_outputs(pair, seed)(w, counts), u1)
         # ordering 1 from the neighbour's own outputs: loss log p(y | D') - log p(y | D)
         return LossAtoms(
             np.stack([a0.loss[:, 0], a1.loss[:, 1]], axis=1),
@@ -139,15 +235,36 @@ class DatasetRelease:
         )
 
     def replicate(self, pair: Pair, counts: np.ndarray, rng) -> LossAtoms:
-        """Atoms of one pair in a bootstrap replicate (draw multiplicities ``counts``)."""
+        """A bootstrap replicate over blocks of draws and, when sampled, over outputs."""
         if self.listed:
             return self.refined(pair, self.seed, counts)
         t = self.n_outputs
         u = tuple(np.bincount(rng.integers(0, t, t), minlength=t).astype(float) for _ in "01")
         return self.refined(pair, self.seed, counts, u)
 
+    def _scaled_densities(self) -> np.ndarray:
+        return np.exp(self.log_dens - self.log_dens.max(axis=1, keepdims=True))
 
-class StatisticRelease:
+    def bias(self, pair: Pair, reff: float) -> float:
+        """Median over outputs of the bias of the log mixture densities' difference."""
+        dens = self._scaled_densities()
+        full = log_mean_bias(dens, reff=reff)
+        nb = log_mean_bias(dens, np.broadcast_to(pair.weights, dens.shape), reff=reff)
+        return float(np.nanmedian(np.abs(full - nb)))
+
+    def details(self, spec) -> dict:
+        """Also ``mixture_draws``: the median effective draws an output's density rests on."""
+        w = self._scaled_densities()
+        w /= w.sum(axis=1, keepdims=True)
+        return {
+            **super().details(spec),
+            "listed": bool(self.listed),
+            "outputs": int(self.log_dens.shape[0]),
+            "mixture_draws": float(np.median(1.0 / (w**2).sum(axis=1))),
+        }
+
+
+class StatisticRelease(_SyntheticRelease):
     """A statistic of one synthetic dataset per release, cut into bins.
 
     One dataset is drawn at every full-data draw; the statistic's bin probabilities under
@@ -155,30 +272,43 @@ class StatisticRelease:
     """
 
     name = "statistic"
-    listed = False
+    publishes = "a statistic of synthetic datasets"
+    earlier = (DrawsRelease, DatasetRelease)
 
     def __init__(self, data: SyntheticData, statistic: Callable, bins: int, seed: int):
-        self.data = data
+        self.data, self.statistic = data, statistic
         n_samples = data.posterior.sizes["chain"] * data.posterior.sizes["draw"]
         blocks = data.sample(np.arange(n_samples), seed)
-        values = np.array([_statistic(statistic, b, data) for b in blocks])
-        self.values = values
-        self.bin_of, self.n_bins = _cut(values, bins)
+        self.values = np.array([_statistic(statistic, b, data) for b in blocks])
+        self.bin_of, self.n_bins = _cut(self.values, bins)
 
-    def atoms(self, log_ratio: np.ndarray, weights: np.ndarray) -> LossAtoms:
-        """Atoms of every pair of a chunk, from raw log ratios ``(m, S)`` and weights."""
-        del log_ratio
-        return binned_atoms(self.bin_of, self.n_bins, weights)
+    @classmethod
+    def build(cls, inp, spec, opts, seed: int) -> StatisticRelease:
+        """The statistic of one dataset per draw, cut into ``spec.bins`` bins."""
+        data = SyntheticData(inp.model, spec.observed, inp.posterior, spec.size)
+        return cls(data, spec.statistic, spec.bins, seed)
 
-    def refined(self, pair: Pair, seed: int) -> LossAtoms:
-        """Atoms of one pair the audit looks at closely."""
-        del seed
-        return binned_atoms(self.bin_of, self.n_bins, pair.weights[None])
+    def atoms(self, log_ratio, weights, counts=None) -> LossAtoms:
+        """The bins' masses under the full data and under each neighbour's weights."""
+        return binned_atoms(self.bin_of, self.n_bins, weights, counts)
 
-    def replicate(self, pair: Pair, counts: np.ndarray, rng) -> LossAtoms:
-        """Atoms of one pair in a bootstrap replicate (draw multiplicities ``counts``)."""
-        del rng
-        return binned_atoms(self.bin_of, self.n_bins, pair.weights[None], counts)
+    def details(self, spec) -> dict:
+        """Also the bins and the statistic's name."""
+        name = getattr(self.statistic, "__name__", "statistic")
+        return {**super().details(spec), "bins": int(self.n_bins), "statistic": name}
+
+
+#: The kinds :func:`pymc_edp.audit_release` accepts by name.
+KINDS: dict[str, type[ReleaseKind]] = {"draws": DrawsRelease, "synthetic": DatasetRelease}
+
+
+def release_kind(release, statistic: Callable | None = None) -> type[ReleaseKind]:
+    """The kind ``release`` names (or is); a ``statistic`` of a synthetic dataset is its own."""
+    if isinstance(release, type) and issubclass(release, ReleaseKind):
+        kind = release
+    else:
+        kind = KINDS[check_choice(release, "release", tuple(KINDS))]
+    return StatisticRelease if kind is DatasetRelease and statistic is not None else kind
 
 
 def _statistic(statistic: Callable, blocks: np.ndarray, data: SyntheticData) -> float:

@@ -1,10 +1,8 @@
 """The model's side of a synthetic release: its outputs, their density, and their sampling.
 
 A synthetic dataset of ``size`` records is drawn from the posterior predictive of one
-observed variable: draw ``theta`` from the posterior, then ``y_j ~ p(y | theta)`` for each
-synthetic record ``j``, which takes the per-record inputs (covariates, group labels) of
-record ``j mod n``. ``log p(y | theta_s)`` comes from the model's own observation density,
-compiled once and vectorised over the draws (:func:`pymc_edp.model.pymc.elementwise_loglik`).
+observed variable; record ``j`` takes the per-record inputs (covariates, group labels) of
+record ``j mod n``. Its density is the model's own observation density at every draw.
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from pymc_edp.model.compat import graph_ancestors
 from pymc_edp.model.pymc import elementwise_loglik, observed_values
 
 __all__ = [
@@ -41,10 +40,9 @@ def observed_name(model, observed: str | None) -> str:
 
 
 def discrete_support(model, name: str) -> np.ndarray | None:
-    """The values one record of ``name`` can take, when they are few and known; else None.
+    """The values one record of ``name`` can take, when few and known; else None.
 
-    Bernoulli records take 0 and 1, Binomial ones 0..n (n constant), Categorical ones
-    0..K-1. Other likelihoods return None (their outputs are sampled, not listed).
+    Bernoulli, Binomial (constant n) and Categorical records: their outputs can be listed.
     """
     rv = model[name]
     op = getattr(rv.owner, "op", None)
@@ -65,8 +63,6 @@ def discrete_support(model, name: str) -> np.ndarray | None:
 
 def _constant(var) -> np.ndarray | None:
     """The value of a graph that depends on no variable, else None."""
-    from pymc_edp.model.compat import graph_ancestors
-
     if any(v.owner is None and not hasattr(v, "data") for v in graph_ancestors([var])):
         return None
     try:
@@ -90,17 +86,9 @@ def posterior_subset(posterior: xr.Dataset, index: np.ndarray) -> xr.Dataset:
 
 
 class SyntheticData:
-    """Synthetic datasets of ``size`` records of observed variable ``name``, and their density.
+    """Synthetic datasets of observed variable ``name`` drawn from ``posterior``, and density.
 
-    Parameters
-    ----------
-    model : pymc.Model
-    name : str
-        The observed variable.
-    posterior : xarray.Dataset
-        Full-data posterior draws of every free variable.
-    size : int, optional
-        Records per synthetic dataset; default the data's ``n``.
+    ``size`` is the records per dataset (default the data's ``n``).
     """
 
     def __init__(self, model, name: str, posterior: xr.Dataset, size: int | None = None):
@@ -129,10 +117,7 @@ class SyntheticData:
         return out.reshape(out.shape[0], self.n, -1).sum(axis=2)
 
     def log_density(self, blocks: np.ndarray) -> np.ndarray:
-        """``log p(y | theta_s)`` of one synthetic dataset given as its blocks, shape (S,).
-
-        ``blocks`` has shape ``(self.blocks, n, ...)``: the first ``size`` records count.
-        """
+        """``log p(y | theta_s)`` (S,) of the first ``size`` records of ``blocks``."""
         total = 0.0
         left = self.size
         for b in range(self.blocks):
@@ -168,10 +153,9 @@ class SyntheticData:
         return np.stack([g.ravel() for g in grids], axis=1)  # (O, size) indices into support
 
     def enumerated_log_density(self, support: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """``log p(o | theta_s)``, shape (O, S), of every listed output ``o``.
+        """``log p(o | theta_s)`` (O, S) of every listed output.
 
-        One evaluation of the observation density per support value gives every record's
-        term; each output sums its records' terms.
+        One evaluation of the density per support value gives every record's term.
         """
         dtype = self.observed.dtype
         table = np.stack(

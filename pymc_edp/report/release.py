@@ -1,10 +1,8 @@
-"""The report of a release audit: what ``k`` published draws or datasets give away, in words.
+"""The report of a release audit: what ``k`` published releases give away, in words.
 
-:func:`release_facts` reads a :class:`~pymc_edp.ReleaseResult` once into
-:class:`ReleaseFacts` (every number already formatted, every sentence written); the printout
-:func:`release_text` (``repr(res)``) and the HTML view
-(:func:`pymc_edp.plots.release.release_html`, ``res._repr_html_()``) both show those facts,
-so they cannot disagree.
+:func:`release_facts` reads a :class:`~pymc_edp.ReleaseResult` once into formatted
+:class:`ReleaseFacts`, which the printout (:func:`release_text`) and the HTML view
+(:func:`pymc_edp.plots.release.release_html`) both show, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from pymc_edp.report.headline import format_interval
-from pymc_edp.results.release import RELEASES
 
 __all__ = ["POST_PROCESSING", "ReleaseFacts", "release_facts", "release_text"]
 
@@ -54,28 +51,22 @@ class ReleaseFacts:
 
     Attributes
     ----------
-    title : str
-        The first line: the kind of audit and what is published.
-    published : str
-        What each release publishes (``RELEASES[res.release]``).
-    setting : str
-        ``k`` and the neighbour relation.
+    title, published, setting : str
+        The first line; what each release publishes; ``k`` and the neighbour relation.
     epsilon, interval, delta : str
-        The headline epsilon, its Monte-Carlo interval (``[lo, hi]`` or ``[lo, inf)``) and
-        the target delta, formatted.
+        The headline epsilon, its Monte-Carlo interval and the target delta.
     lower_bound : bool
-        The headline is a lower bound (``res.lower_bound``, or the interval is open above).
+        The headline is a lower bound (flagged, or its interval is open above).
     headline : str
         The headline sentence.
     bound : str
         Why the headline is a lower bound ("" when it is not).
     worst_neighbour : str
     comparison : tuple of (str, str, str)
-        ``(level, what it publishes, epsilon)`` per post-processing level; a level that is
-        a lower bound has ``"≥ "`` before its epsilon and says so after what it publishes.
+        ``(level, what it publishes, epsilon)`` per post-processing level; ``"≥ "`` before
+        the epsilon of a level that is a lower bound.
     post_processing : str
-        :data:`POST_PROCESSING` ("" without a comparison), and why a level is a lower bound
-        when one is.
+        :data:`POST_PROCESSING`, and why a level is a lower bound ("" without a comparison).
     details : tuple of (str, str)
         ``(label, value)`` of the key Monte-Carlo facts.
     notes : tuple of str
@@ -104,29 +95,23 @@ class ReleaseFacts:
 
 
 def _format(value: Any) -> str:
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value))
-    if isinstance(value, int | np.integer):
-        return str(int(value))
     if isinstance(value, float | np.floating):
         return f"{float(value):.4g}"
-    return str(value)
+    return str(value.item() if isinstance(value, np.generic) else value)
 
 
 def _comparison(res: Any) -> tuple[tuple[str, str, str], ...]:
     comp = res.comparison
     if "level" not in comp.dims or "worst" not in comp:
         return ()
-    bounds = (
-        comp["worst_lower_bound"].values
-        if "worst_lower_bound" in comp
-        else np.zeros(comp.sizes["level"], dtype=bool)
-    )
+    levels = comp["level"].values.astype(str)
+    publishes = comp["publishes"].values if "publishes" in comp.coords else levels
+    bounds = comp.get("worst_lower_bound", np.zeros(levels.size, dtype=bool))
     rows = []
-    for level, eps, bound in zip(comp["level"].values, comp["worst"].values, bounds, strict=True):
-        level = str(level)
-        what = RELEASES.get(level, level)
-        value = f"{float(eps):.3f}"
+    for level, what, eps, bound in zip(
+        levels, publishes, comp["worst"].values, np.asarray(bounds), strict=True
+    ):
+        what, value = str(what), f"{float(eps):.3f}"
         if bound:
             value, what = f"≥ {value}", f"{what}; a lower bound"
         rows.append((level, what, value))
@@ -151,24 +136,13 @@ def _comparison_bound(res: Any, comparison) -> str:
 
 
 def release_facts(res: Any) -> ReleaseFacts:
-    """Read a release audit into the facts every view of it shows.
-
-    Parameters
-    ----------
-    res : ReleaseResult
-        A result of :func:`pymc_edp.audit_release`.
-
-    Returns
-    -------
-    ReleaseFacts
+    """The facts every view of a release audit (a :class:`~pymc_edp.ReleaseResult`) shows.
 
     Examples
     --------
-    >>> from pymc_edp import ReleaseResult
     >>> from pymc_edp.report.release import release_facts
-    >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, float("inf")), 0.9, False,
-    ...                     "St. Paul's", "remove", xr.Dataset(), xr.Dataset(),
-    ...                     xr.Dataset(), xr.Dataset())
+    >>> res = edp.ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, float("inf")), 0.9, False,
+    ...                         "St. Paul's", "remove", *[xr.Dataset()] * 4)
     >>> facts = release_facts(res)
     >>> facts.lower_bound, facts.interval
     (True, '[5.670, inf)')
@@ -192,7 +166,7 @@ def release_facts(res: Any) -> ReleaseFacts:
         else ""
     )
     comparison = _comparison(res)
-    published = RELEASES.get(res.release, str(res.release))
+    published = res.publishes or str(res.release)
     details = tuple(
         (label, _format(res.details[key])) for key, label in _DETAILS if key in res.details
     )
@@ -222,29 +196,14 @@ def release_facts(res: Any) -> ReleaseFacts:
 
 
 def release_text(res: Any) -> str:
-    """The printout of a release audit (``repr(res)``, ``print(res)``).
-
-    What is published, ``k`` and the neighbour relation, the headline with its Monte-Carlo
-    interval (and "a lower bound" when it is one), the worst neighbour, the epsilon of each
-    post-processing level, the key Monte-Carlo details and the notes
-    (:func:`release_facts`, as the HTML view).
-
-    Parameters
-    ----------
-    res : ReleaseResult
-        A result of :func:`pymc_edp.audit_release`.
-
-    Returns
-    -------
-    str
+    """The printout of a release audit (``repr(res)``): the facts of :func:`release_facts`.
 
     Examples
     --------
-    >>> from pymc_edp import ReleaseResult
     >>> from pymc_edp.report.release import release_text
-    >>> res = ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, False, "St. Paul's",
-    ...                     "remove", xr.Dataset(), xr.Dataset(), xr.Dataset(), xr.Dataset(),
-    ...                     notes=("a note",))
+    >>> res = edp.ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, False, "St. Paul's",
+    ...                         "remove", *[xr.Dataset()] * 4, notes=("a note",),
+    ...                         publishes="posterior draws")
     >>> print(release_text(res))  # doctest: +NORMALIZE_WHITESPACE
     Empirical DP of a release (draws: posterior draws)
     k = 5 independent releases, neighbour: one record removed

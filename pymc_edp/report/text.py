@@ -15,7 +15,6 @@ from pymc_edp.diagnostics._common import refitted
 from pymc_edp.report._common import AuditSummary, TuningSummary
 from pymc_edp.report.headline import format_interval, headline
 from pymc_edp.report.khat import khat_counts
-from pymc_edp.results.release import RELEASES
 
 __all__ = ["diagnose", "edp_result_text", "tuning_heading", "tuning_result_text"]
 
@@ -114,13 +113,14 @@ def tuning_heading(result: TuningSummary) -> str:
     >>> from types import SimpleNamespace
     >>> tuning_heading(SimpleNamespace(bins=20, neighbour="remove", audit=None))
     'Prior tuned to a target B-EDP (B = 20, neighbour = remove)'
-    >>> rel = SimpleNamespace(release="synthetic", k=5, target_delta=1e-6)
+    >>> rel = SimpleNamespace(release="synthetic", publishes="synthetic datasets", k=5,
+    ...                       target_delta=1e-6)
     >>> print(tuning_heading(SimpleNamespace(bins=20, neighbour="remove", audit=rel)))
     Prior tuned to a target release epsilon (synthetic datasets, k = 5 at delta = 1e-06, ...)
     """
     audit = getattr(result, "audit", None)
     if audit is not None and hasattr(audit, "release"):
-        what = RELEASES.get(str(audit.release), str(audit.release))
+        what = audit.publishes or str(audit.release)
         return (
             f"Prior tuned to a target release epsilon ({what}, k = {int(audit.k)} at delta = "
             f"{float(audit.target_delta):g}, neighbour = {result.neighbour})"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import xarray as xr
@@ -11,15 +11,12 @@ import xarray as xr
 from pymc_edp.base.accounting import compose_pair, epsilon_curve, grid_interval
 from pymc_edp.base.pld import exact_delta
 from pymc_edp.base.validate import check_delta, check_int, check_real
+from pymc_edp.plots.release import plot_release, release_html
+from pymc_edp.report.release import release_text
+from pymc_edp.results.edp import EDPResult
 
-__all__ = ["RELEASES", "ReleaseResult"]
+__all__ = ["ReleaseResult"]
 
-#: What a release publishes (``ReleaseResult.release``).
-RELEASES = {
-    "draws": "posterior draws",
-    "synthetic": "synthetic datasets",
-    "statistic": "a statistic of synthetic datasets",
-}
 _PARTS = ("pointwise", "curves", "refined", "comparison")
 
 
@@ -29,21 +26,19 @@ class ReleaseResult:
 
     Attributes
     ----------
-    release : {"draws", "synthetic", "statistic"}
-        What each release publishes.
+    release : str
+        The release kind's name (``"draws"``, ``"synthetic"``, ``"statistic"``, ...).
     k : int
-        Independent releases composed (``k`` draws, or ``m = k`` synthetic copies).
+        Independent releases composed.
     target_delta : float
-        The delta of the headline.
     headline : float
         ``epsilon(target_delta)`` of ``k`` releases for the worst neighbour pair.
     interval : (float, float)
-        Its Monte-Carlo interval (bootstrap over blocks of draws and over outputs).
+        Its Monte-Carlo interval (bootstrap over blocks of draws and over outputs), of
+        probability ``prob``.
     prob : float
-        Probability of ``interval``.
     lower_bound : bool
-        The headline rests on fewer than 10 effective draws (or outputs): the draws cannot
-        resolve a delta this small, so it is a lower bound.
+        The headline rests on fewer than 10 effective draws or outputs: a lower bound.
     worst_neighbour : str
         Label of the neighbour that sets the headline.
     neighbour : str
@@ -53,27 +48,26 @@ class ReleaseResult:
         ``target_delta``; fine-grid where ``refined``, else the coarse upper bound),
         ``epsilon_1`` (one release), ``pareto_k``, ``refined``, ``candidate``.
     curves : xarray.Dataset
-        ``epsilon_1`` and ``epsilon_k`` per neighbour over a grid of ``delta``: each
-        neighbour's privacy profile for one and for ``k`` releases.
+        ``epsilon_1`` and ``epsilon_k`` per neighbour over a grid of ``delta``.
     refined : xarray.Dataset
         The pairs composed on the fine grid (dim ``pair``): their epsilons (upper and lower
-        discretisation bounds), effective draws, and their loss atoms (``loss``, ``prob``
-        over ``ordering`` and ``atom``), from which :meth:`epsilon` and :meth:`delta`
-        compose at any other value.
+        discretisation bounds), effective draws and loss atoms (``loss``, ``prob`` over
+        ``ordering`` and ``atom``), from which :meth:`epsilon` and :meth:`delta` compose.
     comparison : xarray.Dataset
-        Post-processing: ``epsilon`` of ``k`` releases at ``target_delta`` of each level
-        (``"draws"``, ``"synthetic"``, ``"statistic"``) over the refined pairs; a later
-        level can be no less private than an earlier one.
+        Post-processing: ``epsilon`` of ``k`` releases at ``target_delta`` over the refined
+        pairs, per ``level`` (the kinds the release post-processes, then its own; coordinate
+        ``publishes``); a later level can be no less private than an earlier one.
     notes : tuple of str
         What the estimate cannot vouch for (resolution, k-hat, bias, bounds).
     details : dict
-        Settings and Monte-Carlo facts: outputs, listed, size, observed, statistic, bins,
-        accuracy, bootstrap, ``log_mean_bias``, ``discretisation``.
+        Settings and Monte-Carlo facts (``log_mean_bias``, ``discretisation``, ...).
     random_seed : int
+    publishes : str
+        What one release publishes, in words.
 
     Examples
     --------
-    >>> res = edp.audit_release(load_eight_schools(), k=2, delta=0.3, progressbar=False,
+    >>> res = edp.audit_release(idata, k=2, delta=0.3, progressbar=False,
     ...                         options={"n_bootstrap": 10}, random_seed=0)
     >>> res.epsilon() == res.headline and res.epsilon(0.3, k=1) < res.headline
     True
@@ -95,6 +89,7 @@ class ReleaseResult:
     notes: tuple[str, ...] = ()
     details: dict = field(default_factory=dict)
     random_seed: int | None = None
+    publishes: str = ""
 
     def _composed(self, k: int):
         cache = self.__dict__.setdefault("_cache", {})
@@ -120,17 +115,14 @@ class ReleaseResult:
     def epsilon(self, delta: float | None = None, *, k: int | None = None) -> float:
         """Epsilon of ``k`` releases (default the audit's) at ``delta`` for the worst pair.
 
-        The worst over the refined pairs, composed afresh; ``delta=None`` gives
-        :attr:`headline`. Pessimistic: losses are rounded up to the grid (a grid as fine as
-        the audit's per release, coarser only where ``k`` releases would need more points
-        than the audit composes: the bound then loosens, it is never lowered).
+        The worst refined pair, composed afresh with losses rounded up (on the audit's grid,
+        coarser only where ``k`` releases need more points: the bound loosens, never drops).
 
         Parameters
         ----------
         delta : float in [0, 1), optional
-            Default :attr:`target_delta`.
+            Default :attr:`target_delta` (``None`` and the audit's ``k`` give :attr:`headline`).
         k : int >= 1, optional
-            Releases composed; default :attr:`k`.
         """
         k = self._releases(k)
         if delta is None and k == self.k:
@@ -153,7 +145,6 @@ class ReleaseResult:
             ``inf`` gives the probability of an infinite loss (an output one dataset can
             give and its neighbour cannot).
         k : int >= 1, optional
-            Releases composed; default :attr:`k`.
         """
         k = self._releases(k)
         e = check_real(epsilon, "epsilon", minimum=0, allow_inf=True)
@@ -171,21 +162,23 @@ class ReleaseResult:
         """Neighbours audited."""
         return int(self.pointwise.sizes["neighbour"])
 
-    # The views import RELEASES from here: imported when called, until RELEASES moves.
     def __repr__(self) -> str:
-        from pymc_edp.report.release import release_text
-
         return release_text(self)
 
     def _repr_html_(self) -> str:
-        from pymc_edp.plots.release import release_html
-
         return release_html(self)
 
     def plot(self, **kwargs):
-        """delta(epsilon) of one and of ``k`` releases, beside the parameters' profile."""
-        from pymc_edp.plots.release import plot_release
+        """delta(epsilon) of one and of ``k`` releases, beside the parameters' profile.
 
+        :func:`pymc_edp.plots.release.plot_release`; ``parameters`` must be an EDPResult.
+        """
+        parameters = kwargs.get("parameters")
+        if parameters is not None and not isinstance(parameters, EDPResult):
+            raise TypeError(
+                "parameters= takes the EDPResult of edp.audit(idata) on the posterior the "
+                f"release was audited from, got {type(parameters).__name__} {parameters!r:.60}"
+            )
         return plot_release(self, **kwargs)
 
     def to_dataset(self) -> xr.Dataset:
@@ -196,20 +189,7 @@ class ReleaseResult:
             for name, da in ds.data_vars.items():
                 data[f"{part}__{name}"] = da
         out = xr.Dataset(data)
-        scalars = {
-            "release": self.release,
-            "k": self.k,
-            "target_delta": self.target_delta,
-            "headline": self.headline,
-            "interval": list(self.interval),
-            "prob": self.prob,
-            "lower_bound": bool(self.lower_bound),
-            "worst_neighbour": self.worst_neighbour,
-            "neighbour": self.neighbour,
-            "notes": list(self.notes),
-            "details": self.details,
-            "random_seed": self.random_seed,
-        }
+        scalars = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _PARTS}
         out.attrs["pymc_edp_release"] = json.dumps(scalars, default=_jsonable)
         return out
 
@@ -223,21 +203,8 @@ class ReleaseResult:
             sub = ds[names].rename({v: v.split("__", 1)[1] for v in names})
             used = {d for v in sub.data_vars.values() for d in v.dims}
             parts[part] = sub.drop_vars([c for c in sub.coords if set(sub[c].dims) - used])
-        return cls(
-            release=s["release"],
-            k=int(s["k"]),
-            target_delta=float(s["target_delta"]),
-            headline=float(s["headline"]),
-            interval=tuple(float(v) for v in s["interval"]),
-            prob=float(s["prob"]),
-            lower_bound=bool(s["lower_bound"]),
-            worst_neighbour=s["worst_neighbour"],
-            neighbour=s["neighbour"],
-            notes=tuple(s["notes"]),
-            details=s["details"],
-            random_seed=s["random_seed"],
-            **parts,
-        )
+        s["interval"], s["notes"] = tuple(s["interval"]), tuple(s["notes"])
+        return cls(**s, **parts)
 
     def to_netcdf(self, path, **kwargs) -> None:
         """Write :meth:`to_dataset` to a netCDF file (:meth:`from_netcdf` reads it back)."""

@@ -6,11 +6,11 @@ from scipy import special
 
 from pymc_edp.base import pld
 from pymc_edp.release.atoms import (
+    Mixture,
     binned_atoms,
     draws_atoms,
     enumerated_atoms,
     log_mean_bias,
-    mixture_atoms,
     sampled_output_atoms,
 )
 
@@ -40,7 +40,7 @@ def test_enumerated_atoms_reproduce_randomised_response():
 def test_mixtures_leave_the_generating_draw_out():
     ld = np.log(np.array([[0.5, 0.1, 0.3]]))
     w = np.array([[0.2, 0.3, 0.5]])
-    full, nb = mixture_atoms(ld, w, source=np.array([0]))
+    full, nb = Mixture(ld, source=np.array([0]))(w)
     assert np.exp(full[0]) == pytest.approx((0.1 + 0.3) / 2)
     assert np.exp(nb[0, 0]) == pytest.approx((0.3 * 0.1 + 0.5 * 0.3) / 0.8)
 

@@ -1,8 +1,21 @@
-"""Release kinds: bootstrap counts and binning of statistics."""
+"""Release kinds: their names, a new kind, bootstrap counts and binning of statistics."""
 
 import numpy as np
+import pytest
 
-from pymc_edp.release.kinds import DrawsRelease, Pair, _cut, block_counts
+import pymc_edp as edp
+from pymc_edp.datasets import load_eight_schools
+from pymc_edp.release.atoms import binned_atoms
+from pymc_edp.release.auditing import block_counts
+from pymc_edp.release.kinds import (
+    DatasetRelease,
+    DrawsRelease,
+    Pair,
+    ReleaseKind,
+    StatisticRelease,
+    _cut,
+    release_kind,
+)
 
 
 def test_block_counts_resample_within_chains():
@@ -28,3 +41,50 @@ def test_a_draws_replicate_with_unit_counts_is_the_estimate():
     b = kind.replicate(pair, np.ones(40), None)
     np.testing.assert_allclose(a.loss, b.loss)
     np.testing.assert_allclose(a.prob, b.prob)
+
+
+def test_a_string_names_a_kind_and_a_statistic_makes_it_its_own():
+    assert release_kind("draws") is DrawsRelease
+    assert release_kind("synthetic") is DatasetRelease
+    assert release_kind("synthetic", statistic=np.mean) is StatisticRelease
+    assert release_kind(DrawsRelease) is DrawsRelease
+    with pytest.raises(ValueError, match="release must be one of"):
+        release_kind("posterior")
+
+
+class RoundedDraw(ReleaseKind):
+    """One posterior draw of the first parameter, rounded to an integer (docs/release.md)."""
+
+    name = "rounded"
+    publishes = "a posterior draw rounded to an integer"
+    earlier = (DrawsRelease,)  # it post-processes a draw: res.comparison audits both
+
+    def __init__(self, bin_of):
+        self.bin_of = bin_of
+
+    @classmethod
+    def build(cls, inp, spec, opts, seed):
+        # inp.draws: the audited parameters' draws, shape (n_parameters, n_draws)
+        _, bin_of = np.unique(np.round(inp.draws[0]), return_inverse=True)
+        return cls(bin_of)
+
+    def atoms(self, log_ratio, weights, counts=None):
+        # each value's mass under the full data and under each neighbour's weights
+        return binned_atoms(self.bin_of, int(self.bin_of.max()) + 1, weights, counts)
+
+
+@pytest.mark.filterwarnings("ignore::pymc_edp.EDPWarning")
+def test_a_new_kind_is_one_class_the_audit_and_its_views_take(tmp_path):
+    res = edp.audit_release(
+        load_eight_schools(), release=RoundedDraw, k=5, delta=1e-3, progressbar=False,
+        options={"n_bootstrap": 10}, random_seed=0,
+    )  # fmt: skip
+    assert res.release == "rounded" and res.publishes == RoundedDraw.publishes
+    assert list(res.comparison["level"].values) == ["draws", "rounded"]
+    worst = res.comparison["worst"]
+    assert worst.sel(level="rounded") <= worst.sel(level="draws") + 1e-6
+    assert "(rounded: a posterior draw rounded to an integer)" in repr(res)
+    assert "rounded to an integer" in res._repr_html_()
+    res.to_netcdf(tmp_path / "r.nc")
+    back = edp.ReleaseResult.from_netcdf(tmp_path / "r.nc")
+    assert repr(back) == repr(res)

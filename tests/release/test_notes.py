@@ -2,7 +2,7 @@
 
 import pymc as pm
 
-from pymc_edp.release.notes import likelihood_parents
+from pymc_edp.release.kinds import likelihood_parents
 
 
 def test_the_likelihood_parents_stop_at_free_variables():
