@@ -162,17 +162,14 @@ class FastLogLik:
 
 
 # -------------------------------------------------------------------------- recognition
-def _families() -> dict:
+def _family(op) -> glm.Family | None:
+    """The :data:`~pymc_edp.base.glm.FAMILIES` entry whose random variable op is ``op``."""
     from pytensor.tensor.random import basic as rb
 
-    return {
-        rb.NormalRV: "normal",
-        rb.StudentTRV: "student_t",
-        rb.BernoulliRV: "bernoulli",
-        rb.BinomialRV: "binomial",
-        rb.PoissonRV: "poisson",
-        rb.NegBinomialRV: "negative_binomial",
-    }
+    for family in glm.FAMILIES.values():
+        if type(op) is getattr(rb, family.rv_op, None):
+            return family
+    return None
 
 
 def _pymc_style() -> int:
@@ -204,33 +201,66 @@ def _constant(var) -> float | None:
         return None
 
 
-def _peel(family: str, q, style: int):
-    """``(link, q')``: the link peeled off the family's last parameter ``q``."""
+def _sigmoid(q):
+    from pytensor.scalar import math as sm
+
+    return q.owner.inputs[0] if isinstance(_scalar_op(q), sm.Sigmoid) else None
+
+
+def _half_erfc(q):
+    """``z`` of PyMC's ``invprobit``, ``0.5 * erfc(z)``."""
     from pytensor.scalar import basic as sb
     from pytensor.scalar import math as sm
 
-    op = _scalar_op(q)
-    if family in ("bernoulli", "binomial") or (family == "negative_binomial" and style >= 6):
-        if isinstance(op, sm.Sigmoid):
-            return "logit", q.owner.inputs[0]
-    if family in ("bernoulli", "binomial") and isinstance(op, sb.Mul):
-        ins = q.owner.inputs
-        if len(ins) == 2:
-            for half, other in ((ins[0], ins[1]), (ins[1], ins[0])):
-                if _constant(half) == 0.5 and isinstance(_scalar_op(other), sm.Erfc):
-                    return "erfc", other.owner.inputs[0]
-    if family == "poisson" and isinstance(op, sb.Exp):
-        return "log", q.owner.inputs[0]
-    if family == "negative_binomial" and style < 6 and isinstance(op, sb.TrueDiv):
-        # PyMC 5 stores mu= as p = alpha / (exp(eta) + alpha) = sigmoid(log(alpha) - eta)
-        num, den = q.owner.inputs
-        if isinstance(_scalar_op(den), sb.Add) and len(den.owner.inputs) == 2:
-            first, second = den.owner.inputs
-            for mu, alpha in ((first, second), (second, first)):
-                if _base(alpha) is _base(num) and isinstance(_scalar_op(mu), sb.Exp):
-                    import pytensor.tensor as pt
+    if not isinstance(_scalar_op(q), sb.Mul) or len(q.owner.inputs) != 2:
+        return None
+    ins = q.owner.inputs
+    for half, other in ((ins[0], ins[1]), (ins[1], ins[0])):
+        if _constant(half) == 0.5 and isinstance(_scalar_op(other), sm.Erfc):
+            return other.owner.inputs[0]
+    return None
 
-                    return "logit", pt.log(num) - mu.owner.inputs[0]
+
+def _exp(q):
+    from pytensor.scalar import basic as sb
+
+    return q.owner.inputs[0] if isinstance(_scalar_op(q), sb.Exp) else None
+
+
+def _pymc5_negbin_mu(q):
+    """The logit ``log(alpha) - eta`` of PyMC 5's ``mu=``: ``p = alpha / (exp(eta) + alpha)``."""
+    import pytensor.tensor as pt
+    from pytensor.scalar import basic as sb
+
+    if not isinstance(_scalar_op(q), sb.TrueDiv):
+        return None
+    num, den = q.owner.inputs
+    if isinstance(_scalar_op(den), sb.Add) and len(den.owner.inputs) == 2:
+        first, second = den.owner.inputs
+        for mu, alpha in ((first, second), (second, first)):
+            if _base(alpha) is _base(num) and isinstance(_scalar_op(mu), sb.Exp):
+                return pt.log(num) - mu.owner.inputs[0]
+    return None
+
+
+#: The graph patterns a family's ``peel`` names: ``(link, function of q)``, the function
+#: giving the link's argument, or None where ``q`` is not of that form.
+PATTERNS = {
+    "sigmoid": ("logit", _sigmoid),
+    "half_erfc": ("erfc", _half_erfc),
+    "exp": ("log", _exp),
+    "pymc5_negbin_mu": ("logit", _pymc5_negbin_mu),
+}
+
+
+def _peel(family: glm.Family, q, style: int):
+    """``(link, q')``: the link peeled off the family's last parameter ``q``."""
+    patterns = family.peel if style >= 6 or family.peel_pymc5 is None else family.peel_pymc5
+    for name in patterns:
+        link, match = PATTERNS[name]
+        inner = match(q)
+        if inner is not None:
+            return link, inner
     return "identity", q
 
 
@@ -263,11 +293,11 @@ def _recognise(graph) -> FastLogLik | None:
     if not getattr(graph, "vectorised", False) or not graph.values:
         return None
     node = graph.rv_new.owner
-    family = _families().get(type(node.op))
+    family = _family(node.op)
     if family is None or graph.rv_new.ndim != 1:
         return None
     params = list(node.inputs[2:])  # [rng, size, *dist_params]
-    if len(params) != len(glm.FAMILIES[family]):
+    if len(params) != len(family.params):
         return None
     style = _pymc_style()
     params = graph.umodel.replace_rvs_by_values(params)
@@ -285,7 +315,7 @@ def _recognise(graph) -> FastLogLik | None:
     batched = [_in_order(b) for b in batched]
     inputs = [*graph.draw_inputs, *graph.data_inputs]
     return FastLogLik(
-        family, link, style, inputs, list(batched), graph.check_bounds, len(graph.draw_inputs)
+        family.name, link, style, inputs, list(batched), graph.check_bounds, len(graph.draw_inputs)
     )
 
 
