@@ -1,22 +1,17 @@
 """Log-densities of the common GLM likelihoods on ``(S, k)`` blocks, and their ranges.
 
-The kernels behind the fast path of :class:`~pymc_edp.model.stream.ModelColumns`: given
-the observed values of ``k`` records and the likelihood's parameters at ``S`` draws (each
-broadcastable to ``(S, k)``), they compute the log-densities PyTensor's compiled ``logp``
-would, with its formulas after its stabilising rewrites, in NumPy and numba, and the range
-over draws of each record's log-density (or of a replacement's log ratio).
+The kernels behind the fast path of :class:`~pymc_edp.model.stream.ModelColumns`: from
+``k`` records' observed values and the likelihood's parameters at ``S`` draws (each
+broadcastable to ``(S, k)``) they compute what PyTensor's compiled ``logp`` would (its
+formulas after its stabilising rewrites), and the range over draws of each record's
+log-density or replacement log ratio. Each family is one :class:`Family` entry of
+:data:`FAMILIES`. Every function returns None for a block it does not handle (values
+outside the support, invalid parameters, a non-finite result): PyTensor computes it.
 
-Each family is one :class:`Family` entry of :data:`FAMILIES`, the only place a family is
-defined (:mod:`pymc_edp.model.families` reads it). Every function returns None when the
-block is outside what the kernels handle (observed values outside the support, invalid
-parameters, a non-finite log-density): the caller then evaluates that block with PyTensor,
-which gives PyMC's own ``-inf`` or parameter error.
-
-A family whose draws enter only through its last parameter ``q`` (Bernoulli, Binomial with
-``n`` fixed, Poisson) has a log-density concave in ``q`` for every link here, so its range
-over draws takes one pass of four reductions per record: the maximum is at the draw nearest
-the mode from below or above, the minimum at the smallest or largest ``q`` (a replacement's
-log ratio is monotone in ``q``). Other families compute the block and reduce it.
+A family whose draws enter only through a last parameter ``q`` in which it is concave
+(Bernoulli, Binomial with ``n`` fixed, Poisson) takes the range in one pass of four
+reductions: the maximum is at the draw nearest the mode from either side, the minimum at
+the extreme ``q`` (a log ratio is monotone in ``q``). Other families reduce the block.
 """
 
 from __future__ import annotations
@@ -88,8 +83,6 @@ class Family:
 
 
 _INF = np.inf
-
-
 # ------------------------------------------------------------------------ numba kernels
 # Parameters are 2-d arrays broadcastable to the block's (S, k): a[s if rows else 0, j * cols]
 # with ``rows = a.shape[0] > 1`` and ``cols = a.shape[1] > 1``. Kernels that finish a block
@@ -143,11 +136,9 @@ def _bracket(a, mode, mn, mx, lo, hi):  # pragma: no cover - compiled
 
 
 def extreme_rows(a) -> tuple[int, ...]:
-    """The rows (draws) of the smallest and largest finite values of a 2-d block.
+    """The rows (draws) of the smallest and largest values of a 2-d block.
 
-    Where a GLM's log-density is most sensitive to how it is computed (a link written by
-    hand loses precision as ``|eta|`` grows): the draws the fast path's columns are checked
-    at, besides a few fixed ones.
+    Where a hand-written link loses most precision: the draws fast columns are checked at.
     """
     a = np.asarray(a)
     if a.ndim != 2 or a.shape[0] <= 1 or a.size == 0:
@@ -339,11 +330,7 @@ def _negbin_logit_at(binomln, y, n, x, t):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _r_negbin_logit(y, y2, n, table, index, index2, q, t, mn, mx):  # pragma: no cover
-    """Column min / max of the negative binomial logit log-density, folded in.
-
-    Or of its log ratio at ``y2`` to ``y`` (``y2`` not empty): the same values as the
-    columns' (``_k_negbin_logit``).
-    """
+    """Column min / max of the negative binomial logit log-density (or log ratio at ``y2``)."""
     n_s, k = q.shape
     nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
     tr = table.shape[0] > 1
@@ -421,11 +408,7 @@ def half_erfc(z) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ helpers
 def _softplus_t(q, cache=None) -> np.ndarray:
-    """``log1p(exp(-|q|))`` (softplus(+-q) = max(+-q, 0) + this), NumPy's SIMD exp/log1p.
-
-    Kept in ``cache`` for the next call on the same ``q`` object (a replacement evaluates
-    the same block at two observed values).
-    """
+    """``log1p(exp(-|q|))``, NumPy's SIMD exp/log1p; kept in ``cache`` for the same ``q``."""
     if cache is not None and cache.get("softplus_q") is q:
         return cache["softplus_t"]
     t = _negabs(q, np.empty_like(q))
@@ -464,9 +447,8 @@ def _integral(y) -> bool:
 def _in(x, single: bool):
     """``x`` rounded to float32 when the parameter it is computed from is float32.
 
-    PyTensor computes a function of float32 parameters alone (a constant such as
-    ``sigma=1.5`` is float32 when exactly representable) in float32; the result is the
-    float64 value rounded to float32.
+    PyTensor computes a function of float32 parameters alone (``sigma=1.5`` is a float32
+    constant) in float32.
     """
     return x.astype(np.float32).astype(np.float64) if single else x
 
@@ -593,8 +575,8 @@ def _negative_binomial(y, out, params, *, link, style, cache, **_):
 def _negbin_binomln(y, n, cache):
     """``binomln(y + n - 1, y)`` as ``(table, index)``: ``table[s, index[j]]``.
 
-    When ``n`` is the same for every record, a table of the distinct observed values at each
-    ``n`` (kept in ``cache`` for the next block while ``n`` is unchanged); else per record.
+    With one ``n`` for all records, a table of the distinct observed values (kept in
+    ``cache`` while ``n`` is unchanged); else per record.
     """
     if n.shape[1] != 1:
         yy = y[None, :]
@@ -703,13 +685,12 @@ def logp(
     family : str
         A key of :data:`FAMILIES`.
     link : str
-        How the last parameter gives the distribution's (one of the family's ``links``).
+        One of the family's ``links``.
     y : array_like, shape (k,)
-        Observed values.
     params : sequence of array_like
         The family's parameters, each broadcastable to ``(S, k)``.
     style : int
-        The PyMC major version whose negative binomial formula to follow (5 or 6).
+        The PyMC major version whose formulas to follow (5 or 6).
     cache : dict, optional
         Reused between calls on blocks of one chunk.
     out : ndarray, optional
@@ -717,7 +698,7 @@ def logp(
 
     Returns
     -------
-    ndarray, shape (S, k), float64, or None
+    ndarray, shape (S, k), or None
         None when the kernels do not handle the block.
     """
     fam = FAMILIES[family]
@@ -816,20 +797,11 @@ class RangeState:
 def logp_range(
     family: str, link: str, y, params, alt_y=None, *, style: int = 6, cache: dict | None = None
 ) -> np.ndarray | None:
-    """``max_s - min_s`` over draws of each record's log-density (or of a log ratio).
+    """``(k,)`` ``max_s - min_s`` of each record's log-density, or None as :func:`logp`.
 
-    Parameters
-    ----------
-    family, link, y, params, style, cache
-        As :func:`logp`.
-    alt_y : array_like, shape (k,), optional
-        Replacement observed values: the range is that of ``f_alt_y - f_y``.
-
-    Returns
-    -------
-    ndarray, shape (k,), float64, or None
-        At least the range of :func:`logp`'s columns (the values at the draws that attain
-        it, up to the rounding of evaluating them again); None as :func:`logp`.
+    With ``alt_y`` (replacement values), of ``f_alt_y - f_y``. At least the range of
+    :func:`logp`'s columns, up to the rounding of evaluating them again. Other arguments as
+    :func:`logp`.
     """
     state = RangeState(family, link, y, alt_y, style=style, cache=cache)
     state.update(params)
