@@ -233,7 +233,7 @@ class Checkpoint:
         return out
 
     def _fits(self, f: Path, saved_print, out: RefitOutcome, fingerprint: dict) -> bool:
-        """Whether ``out`` (``saved_print`` from file ``f``) is ``fingerprint``'s; else set aside."""
+        """Whether ``out`` (``saved_print`` from ``f``) is ``fingerprint``'s; else set aside."""
         try:
             saved = json.loads(saved_print) if saved_print is not None else None
         except (TypeError, ValueError):
