@@ -1,44 +1,24 @@
 """Log-densities of the common GLM likelihoods on ``(S, k)`` blocks, and their ranges.
 
-The kernels behind the fast path of :class:`~pymc_edp.model.stream.ModelColumns`: given
-the observed values of ``k`` records and the likelihood's parameters at ``S`` draws (each an
-array broadcastable to ``(S, k)``: ``(S, k)``, ``(S, 1)``, ``(1, k)`` or ``(1, 1)``), they
-compute the ``(S, k)`` log-densities PyTensor's compiled ``logp`` would, with the same
-formulas (PyMC's, after PyTensor's stabilising rewrites), in vectorised NumPy and numba,
-and the range over draws of each record's log-density (or of a replacement's log ratio).
+The kernels behind the fast path of :class:`~pymc_edp.model.stream.ModelColumns`: from
+``k`` records' observed values and the likelihood's parameters at ``S`` draws (each
+broadcastable to ``(S, k)``) they compute what PyTensor's compiled ``logp`` would (its
+formulas after its stabilising rewrites), and the range over draws of each record's
+log-density or replacement log ratio. Each family is one :class:`Family` entry of
+:data:`FAMILIES`. Every function returns None for a block it does not handle (values
+outside the support, invalid parameters, a non-finite result): PyTensor computes it.
 
-Families and their parameters (the last one, ``q``, is given through a link):
-
-============================  ======================  =========================================
-family                        parameters              links of ``q``
-============================  ======================  =========================================
-``"normal"``                  ``mu, sigma``           --
-``"student_t"``               ``nu, mu, sigma``       --
-``"bernoulli"``               ``q``                   ``logit`` (p = sigmoid(q)), ``erfc``
-                                                      (p = 0.5 erfc(q), PyMC's ``invprobit``),
-                                                      ``identity`` (p = q)
-``"binomial"``                ``n, q``                as Bernoulli
-``"poisson"``                 ``q``                   ``log`` (mu = exp(q)), ``identity``
-``"negative_binomial"``       ``n, q``                ``logit`` (p = sigmoid(q)), ``identity``
-                                                      (``style`` 5: PyMC 5's formula from p)
-============================  ======================  =========================================
-
-Every function returns None when the block is outside what the kernels handle (observed
-values outside the support, invalid or non-finite parameters, a non-finite log-density):
-the caller then evaluates that block with PyTensor, which gives PyMC's own ``-inf`` or
-parameter error.
-
-The range of the log-density of a record over draws, for a family whose draws enter only
-through the scalar ``q`` (Bernoulli, Binomial with ``n`` fixed, Poisson), takes one pass of
-four reductions per record: ``f(q)`` is concave in ``q`` (for every link here), so its
-maximum over the draws is at the draw nearest its mode from below or above and its minimum at
-the smallest or largest ``q``. The log ratio of a replacement is monotone in ``q``. Other
-families compute the block and reduce it.
+A family whose draws enter only through a last parameter ``q`` in which it is concave
+(Bernoulli, Binomial with ``n`` fixed, Poisson) takes the range in one pass of four
+reductions: the maximum is at the draw nearest the mode from either side, the minimum at
+the extreme ``q`` (a log ratio is monotone in ``q``). Other families reduce the block.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -46,38 +26,63 @@ from scipy import special
 
 __all__ = [
     "FAMILIES",
-    "LINKS",
+    "Family",
     "RangeState",
     "extreme_rows",
     "half_erfc",
     "lgamma",
     "logp",
     "logp_range",
-    "scalar_family",
 ]
 
-#: Parameters of each family, in order (the last is ``q`` for the linked families).
-FAMILIES = {
-    "normal": ("mu", "sigma"),
-    "student_t": ("nu", "mu", "sigma"),
-    "bernoulli": ("q",),
-    "binomial": ("n", "q"),
-    "poisson": ("q",),
-    "negative_binomial": ("n", "q"),
-}
-#: Links of ``q`` each family accepts.
-LINKS = {
-    "normal": ("identity",),
-    "student_t": ("identity",),
-    "bernoulli": ("logit", "erfc", "identity"),
-    "binomial": ("logit", "erfc", "identity"),
-    "poisson": ("log", "identity"),
-    "negative_binomial": ("logit", "identity"),
-}
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+@dataclass(frozen=True)
+class Family:
+    """One likelihood of the fast path: an entry of :data:`FAMILIES`.
+
+    Attributes
+    ----------
+    name : str
+        Its key in :data:`FAMILIES`.
+    rv_op : str
+        Class name of its random variable op in ``pytensor.tensor.random.basic``
+        (``"NormalRV"``), how :mod:`pymc_edp.model.families` recognises it.
+    params : tuple of str
+        The op's distribution parameters in order; the last one, ``q``, may come through a
+        link.
+    logp : callable
+        ``logp(y, out, params, *, link, style, cache, single)``: writes the ``(S, k)``
+        log-densities into ``out`` and returns it, or returns None (block unhandled).
+        ``y`` is ``(k,)``, ``params`` are 2-d float64 arrays broadcastable to ``out``,
+        ``style`` the PyMC major version, ``cache`` a dict kept between the blocks of one
+        chunk (or None), ``single[i]`` whether parameter ``i`` was float32. Runs under
+        ``np.errstate(all="ignore")``.
+    links : tuple of str
+        The links of ``q`` that ``logp`` accepts.
+    peel : tuple of str
+        Graph patterns peeled off ``q``, tried in order (see
+        :data:`pymc_edp.model.families.PATTERNS`); ``peel_pymc5`` replaces them under
+        PyMC 5 when given.
+    mode : callable, optional
+        ``mode(link, y, params) -> (k,)``: where the log-density peaks in ``q``, for a
+        family whose draws enter only through a concave ``q`` (the four-reduction range).
+    range : callable, optional
+        ``range(state, params, out) -> bool or None``: a fused :meth:`RangeState.update`
+        (None: not for this link, use the generic one).
+    """
+
+    name: str
+    rv_op: str
+    params: tuple[str, ...]
+    logp: Callable
+    links: tuple[str, ...] = ("identity",)
+    peel: tuple[str, ...] = ()
+    peel_pymc5: tuple[str, ...] | None = None
+    mode: Callable | None = None
+    range: Callable | None = None
+
+
 _INF = np.inf
-
-
 # ------------------------------------------------------------------------ numba kernels
 # Parameters are 2-d arrays broadcastable to the block's (S, k): a[s if rows else 0, j * cols]
 # with ``rows = a.shape[0] > 1`` and ``cols = a.shape[1] > 1``. Kernels that finish a block
@@ -131,11 +136,9 @@ def _bracket(a, mode, mn, mx, lo, hi):  # pragma: no cover - compiled
 
 
 def extreme_rows(a) -> tuple[int, ...]:
-    """The rows (draws) of the smallest and largest finite values of a 2-d block.
+    """The rows (draws) of the smallest and largest values of a 2-d block.
 
-    Where a GLM's log-density is most sensitive to how it is computed (a link written by
-    hand loses precision as ``|eta|`` grows): the draws the fast path's columns are checked
-    at, besides a few fixed ones.
+    Where a hand-written link loses most precision: the draws fast columns are checked at.
     """
     a = np.asarray(a)
     if a.ndim != 2 or a.shape[0] <= 1 or a.size == 0:
@@ -327,11 +330,7 @@ def _negbin_logit_at(binomln, y, n, x, t):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _r_negbin_logit(y, y2, n, table, index, index2, q, t, mn, mx):  # pragma: no cover
-    """Column min / max of the negative binomial logit log-density, folded in.
-
-    Or of its log ratio at ``y2`` to ``y`` (``y2`` not empty): the same values as the
-    columns' (``_k_negbin_logit``).
-    """
+    """Column min / max of the negative binomial logit log-density (or log ratio at ``y2``)."""
     n_s, k = q.shape
     nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
     tr = table.shape[0] > 1
@@ -409,11 +408,7 @@ def half_erfc(z) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ helpers
 def _softplus_t(q, cache=None) -> np.ndarray:
-    """``log1p(exp(-|q|))`` (softplus(+-q) = max(+-q, 0) + this), NumPy's SIMD exp/log1p.
-
-    Kept in ``cache`` for the next call on the same ``q`` object (a replacement evaluates
-    the same block at two observed values).
-    """
+    """``log1p(exp(-|q|))``, NumPy's SIMD exp/log1p; kept in ``cache`` for the same ``q``."""
     if cache is not None and cache.get("softplus_q") is q:
         return cache["softplus_t"]
     t = _negabs(q, np.empty_like(q))
@@ -449,25 +444,30 @@ def _integral(y) -> bool:
     return bool(np.all(y == np.floor(y)))
 
 
-# ----------------------------------------------------------------------------- families
 def _in(x, single: bool):
     """``x`` rounded to float32 when the parameter it is computed from is float32.
 
-    PyTensor computes a function of float32 parameters alone (a constant such as
-    ``sigma=1.5`` is float32 when exactly representable) in float32; the result is the
-    float64 value rounded to float32.
+    PyTensor computes a function of float32 parameters alone (``sigma=1.5`` is a float32
+    constant) in float32.
     """
     return x.astype(np.float32).astype(np.float64) if single else x
 
 
-def _normal(y, out, mu, sigma, single):
+def _probability_ok(q, link: str) -> bool:
+    return link != "identity" or bool(np.all((q >= 0) & (q <= 1)))
+
+
+# ----------------------------------------------------------------------------- families
+def _normal(y, out, params, *, single, **_):
+    mu, sigma = params
     if not (_finite(sigma) and np.all(sigma > 0)):
         return None
     bad = _k_normal(y, mu, sigma, _in(np.log(sigma), single[1]), out)
     return None if bad else out
 
 
-def _student_t(y, out, nu, mu, sigma, single):
+def _student_t(y, out, params, *, single, **_):
+    nu, mu, sigma = params
     if not (_finite(nu, sigma) and np.all(sigma > 0) and np.all(nu > 0)):
         return None
     lam = _in(sigma**-2.0, single[2])
@@ -483,42 +483,50 @@ def _student_t(y, out, nu, mu, sigma, single):
     return None if bad else out
 
 
-def _bernoulli(y, out, q, link):
+def _bernoulli(y, out, params, *, link, **_):
     if not np.all((y == 0) | (y == 1)):
         return None
-    q = _full(q, out.shape)
+    q = _full(params[0], out.shape)
     if link == "logit":
         bad = _k_bernoulli_logit(y, q, _softplus_t(q), out)
     else:
-        if link == "identity" and not np.all((q >= 0) & (q <= 1)):
+        if not _probability_ok(q, link):
             return None
         bad = _k_bernoulli_logs(y, *_log_p(q, link), out)
     return None if bad else out
 
 
-def _binomln(n, y):
-    """PyMC's ``binomln(n, y) = factln(n) - factln(y) - factln(n - y)``, 2-d."""
-    return _c2((lgamma(n + 1.0) - lgamma(y + 1.0)) - lgamma(n - y + 1.0))
-
-
-def _binomial(y, out, n, q, link):
+def _binomial(y, out, params, *, link, **_):
+    n, q = params
     if not (_finite(n) and np.all(n >= 0) and np.all((y >= 0) & (y <= n)) and _integral(y)):
         return None
     q = _full(q, out.shape)
-    bl = _binomln(n, y[None, :])
+    yy = y[None, :]  # PyMC's binomln(n, y) = factln(n) - factln(y) - factln(n - y)
+    bl = _c2((lgamma(n + 1.0) - lgamma(yy + 1.0)) - lgamma(n - yy + 1.0))
     if link == "logit":
         bad = _k_binomial_logit(y, n, bl, q, _softplus_t(q), out)
     else:
-        if link == "identity" and not np.all((q >= 0) & (q <= 1)):
+        if not _probability_ok(q, link):
             return None
         bad = _k_binomial_logs(y, n, bl, *_log_p(q, link), out)
     return None if bad else out
 
 
-def _poisson(y, out, q, link):
+def _binary_mode(link, y, params):
+    """Where a Bernoulli's or Binomial's log-density peaks in ``q``."""
+    n = 1.0 if len(params) == 1 else np.broadcast_to(params[0], (1, y.size))[0]
+    r = y / n
+    if link == "logit":
+        return np.log(y) - np.log(n - y)
+    if link == "erfc":  # p = erfc(z) / 2 decreasing in z
+        return special.erfcinv(2.0 * r)
+    return r
+
+
+def _poisson(y, out, params, *, link, **_):
     if not (np.all(y >= 0) and _integral(y)):
         return None
-    q = _full(q, out.shape)
+    q = _full(params[0], out.shape)
     lg = lgamma(y + 1.0)
     if link == "log":  # y log(exp(q)) - factln(y) - exp(q)
         bad = _k_poisson(y, lg, q, np.exp(q), out)
@@ -527,6 +535,10 @@ def _poisson(y, out, q, link):
             return None
         bad = _k_poisson(y, lg, np.log(q), q, out)
     return None if bad else out
+
+
+def _poisson_mode(link, y, params):
+    return np.log(y) if link == "log" else y.copy()
 
 
 def _negbin_ok(y, n, q, link, style) -> bool:
@@ -540,7 +552,8 @@ def _negbin_ok(y, n, q, link, style) -> bool:
     return not (style == 5 and link == "logit" and np.max(q) >= 700.0)
 
 
-def _negative_binomial(y, out, n, q, link, style, cache):
+def _negative_binomial(y, out, params, *, link, style, cache, **_):
+    n, q = params
     if not _negbin_ok(y, n, q, link, style):
         return None
     q = _full(q, out.shape)
@@ -562,8 +575,8 @@ def _negative_binomial(y, out, n, q, link, style, cache):
 def _negbin_binomln(y, n, cache):
     """``binomln(y + n - 1, y)`` as ``(table, index)``: ``table[s, index[j]]``.
 
-    When ``n`` is the same for every record, a table of the distinct observed values at each
-    ``n`` (kept in ``cache`` for the next block while ``n`` is unchanged); else per record.
+    With one ``n`` for all records, a table of the distinct observed values (kept in
+    ``cache`` while ``n`` is unchanged); else per record.
     """
     if n.shape[1] != 1:
         yy = y[None, :]
@@ -583,6 +596,78 @@ def _negbin_binomln(y, n, cache):
     return table, np.searchsorted(y_u, y).astype(np.int64)
 
 
+def _negbin_range(state, params, out=None) -> bool | None:
+    """:meth:`RangeState.update` of the negative binomial (logit), one fused pass."""
+    if state.link != "logit":
+        return None
+    y, y2 = state.y, state.alt_y
+    k = y.size
+    n, q = (_c2(p) for p in params)
+    shape = np.broadcast_shapes((1, k), n.shape, q.shape)
+    ys = y if y2 is None else np.concatenate([y, y2])
+    with np.errstate(all="ignore"):
+        if not _negbin_ok(ys, n, q, "logit", state.style):
+            return False
+        q = _full(q, shape)
+        table, index = _negbin_binomln(ys, n, state.cache)
+        t = _softplus_t(q)
+    if y2 is None:  # the columns, then their min / max (vectorises better than fused)
+        if out is None or out.shape != shape or not out.flags.c_contiguous:
+            out = np.empty(shape)
+        if _k_negbin_logit(y, n, table, index, q, t, out):
+            return False
+        return _minmax(out, state.mn, state.mx)
+    return _r_negbin_logit(y, y2, n, table, index[:k], index[k:], q, t, state.mn, state.mx)
+
+
+_BINARY_LINKS = ("logit", "erfc", "identity")
+#: The families of the fast path by name (adding one touches only this module).
+FAMILIES: dict[str, Family] = {
+    family.name: family
+    for family in (
+        Family("normal", "NormalRV", ("mu", "sigma"), _normal),
+        Family("student_t", "StudentTRV", ("nu", "mu", "sigma"), _student_t),
+        Family(
+            "bernoulli",
+            "BernoulliRV",
+            ("q",),
+            _bernoulli,
+            links=_BINARY_LINKS,
+            peel=("sigmoid", "half_erfc"),
+            mode=_binary_mode,
+        ),
+        Family(
+            "binomial",
+            "BinomialRV",
+            ("n", "q"),
+            _binomial,
+            links=_BINARY_LINKS,
+            peel=("sigmoid", "half_erfc"),
+            mode=_binary_mode,
+        ),
+        Family(
+            "poisson",
+            "PoissonRV",
+            ("q",),
+            _poisson,
+            links=("log", "identity"),
+            peel=("exp",),
+            mode=_poisson_mode,
+        ),
+        Family(
+            "negative_binomial",
+            "NegBinomialRV",
+            ("n", "q"),
+            _negative_binomial,
+            links=("logit", "identity"),
+            peel=("sigmoid",),
+            peel_pymc5=("pymc5_negbin_mu",),
+            range=_negbin_range,
+        ),
+    )
+}
+
+
 def logp(
     family: str,
     link: str,
@@ -600,85 +685,46 @@ def logp(
     family : str
         A key of :data:`FAMILIES`.
     link : str
-        How the last parameter gives the distribution's (one of ``LINKS[family]``).
+        One of the family's ``links``.
     y : array_like, shape (k,)
-        Observed values.
     params : sequence of array_like
         The family's parameters, each broadcastable to ``(S, k)``.
     style : int
-        The PyMC major version whose negative binomial formula to follow (5 or 6).
+        The PyMC major version whose formulas to follow (5 or 6).
     cache : dict, optional
-        Reused between calls on blocks of one chunk (the negative binomial's table of
-        ``lgamma`` values per draw).
+        Reused between calls on blocks of one chunk.
     out : ndarray, optional
         C-contiguous ``(S, k)`` float64 array to write into.
 
     Returns
     -------
-    ndarray, shape (S, k), float64, or None
-        None when the kernels do not handle the block (see the module's notes).
+    ndarray, shape (S, k), or None
+        None when the kernels do not handle the block.
     """
+    fam = FAMILIES[family]
     y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
     single = [np.asarray(p).dtype == np.float32 for p in params]
     params = [_c2(p) for p in params]
     shape = np.broadcast_shapes((1, y.size), *(p.shape for p in params))
-    if not _finite(y) or len(shape) != 2 or len(params) != len(FAMILIES[family]):
+    if not _finite(y) or len(shape) != 2 or len(params) != len(fam.params):
         return None
     if out is None or out.shape != shape or not out.flags.c_contiguous:
         out = np.empty(shape)
     with np.errstate(all="ignore"):
-        if family == "normal":
-            return _normal(y, out, *params, single)
-        if family == "student_t":
-            return _student_t(y, out, *params, single)
-        if family == "bernoulli":
-            return _bernoulli(y, out, params[0], link)
-        if family == "binomial":
-            return _binomial(y, out, params[0], params[1], link)
-        if family == "poisson":
-            return _poisson(y, out, params[0], link)
-        if family == "negative_binomial":
-            return _negative_binomial(y, out, params[0], params[1], link, style, cache)
-    raise ValueError(f"unknown family {family!r}")
+        return fam.logp(y, out, params, link=link, style=style, cache=cache, single=single)
 
 
 # ------------------------------------------------------------------------------- ranges
-def scalar_family(family: str, params) -> bool:
-    """Whether the draws enter only through ``q`` (the bracket reduction applies)."""
-    if family not in ("bernoulli", "binomial", "poisson"):
-        return False
-    return all(np.ndim(p) < 2 or np.shape(p)[0] == 1 for p in params[:-1])
-
-
-def _mode(family: str, link: str, y, params):
-    """Where ``f_y(q)`` peaks, in the coordinate ``q`` (+-inf at the support's edges)."""
-    with np.errstate(all="ignore"):
-        if family == "poisson":
-            return np.log(y) if link == "log" else y.copy()
-        n = 1.0 if family == "bernoulli" else np.broadcast_to(params[0], (1, y.size))[0]
-        r = y / n
-        if link == "logit":
-            return np.log(y) - np.log(n - y)
-        if link == "erfc":  # p = erfc(z) / 2 decreasing in z
-            return special.erfcinv(2.0 * r)
-        return r
-
-
 class RangeState:
     """The range over draws of each record's log-density, one block of draws at a time.
 
-    Fold blocks in with :meth:`update`, then read :meth:`result`.
-
-    Parameters
-    ----------
-    family, link, y, style, cache
-        As :func:`logp`.
-    alt_y : array_like, shape (k,), optional
-        Replacement observed values: the range is that of ``f_alt_y - f_y``.
+    Fold blocks in with :meth:`update`, then read :meth:`result`. Arguments as
+    :func:`logp_range`.
     """
 
     def __init__(self, family, link, y, alt_y=None, *, style: int = 6, cache=None):
         self.family, self.link, self.style, self.cache = family, link, style, cache
+        self.fam = FAMILIES[family]
         self.y = np.ascontiguousarray(y, dtype=np.float64).reshape(-1)
         self.alt_y = (
             None if alt_y is None else np.ascontiguousarray(alt_y, dtype=np.float64).reshape(-1)
@@ -686,7 +732,7 @@ class RangeState:
         k = self.y.size
         self.mn, self.mx = np.full(k, np.inf), np.full(k, -np.inf)
         self.lo, self.hi = np.full(k, -np.inf), np.full(k, np.inf)
-        self.scalar = None  # decided by the first block
+        self.scalar = None  # whether the draws enter only through q: decided by the first block
         self.fixed = None
         self.ok = True
 
@@ -697,19 +743,21 @@ class RangeState:
         raw, params = params, [_c2(p) for p in params]
         k = self.y.size
         if self.scalar is None:
-            self.scalar = scalar_family(self.family, params)
+            self.scalar = self.fam.mode is not None and all(p.shape[0] == 1 for p in params[:-1])
             if self.scalar:
                 with np.errstate(all="ignore"):
-                    mode = _mode(self.family, self.link, self.y, params)
+                    mode = self.fam.mode(self.link, self.y, params)
                 self.mode = np.ascontiguousarray(mode, dtype=np.float64)
                 self.fixed = [np.broadcast_to(p, (1, k)) for p in params[:-1]]
         if self.scalar:
             q = params[-1]
             self.ok = _bracket(_full(q, (q.shape[0], k)), self.mode, *self._acc())
             return self.ok
-        if self.family == "negative_binomial" and self.link == "logit":
-            self.ok = _negbin_range(self, raw, out)
-            return self.ok
+        if self.fam.range is not None:
+            ok = self.fam.range(self, raw, out)
+            if ok is not None:
+                self.ok = ok
+                return ok
         kw = {"style": self.style, "cache": self.cache}
         cols = logp(self.family, self.link, self.y, raw, out=out, **kw)
         if cols is None:
@@ -746,45 +794,14 @@ class RangeState:
         return f.max(axis=0) - f.min(axis=0)
 
 
-def _negbin_range(state, params, out=None) -> bool:
-    """:meth:`RangeState.update` of the negative binomial (logit), one fused pass."""
-    y, y2 = state.y, state.alt_y
-    k = y.size
-    n, q = (_c2(p) for p in params)
-    shape = np.broadcast_shapes((1, k), n.shape, q.shape)
-    ys = y if y2 is None else np.concatenate([y, y2])
-    with np.errstate(all="ignore"):
-        if not _negbin_ok(ys, n, q, "logit", state.style):
-            return False
-        q = _full(q, shape)
-        table, index = _negbin_binomln(ys, n, state.cache)
-        t = _softplus_t(q)
-    if y2 is None:  # the columns, then their min / max (vectorises better than fused)
-        if out is None or out.shape != shape or not out.flags.c_contiguous:
-            out = np.empty(shape)
-        if _k_negbin_logit(y, n, table, index, q, t, out):
-            return False
-        return _minmax(out, state.mn, state.mx)
-    return _r_negbin_logit(y, y2, n, table, index[:k], index[k:], q, t, state.mn, state.mx)
-
-
 def logp_range(
     family: str, link: str, y, params, alt_y=None, *, style: int = 6, cache: dict | None = None
 ) -> np.ndarray | None:
-    """``max_s - min_s`` over draws of each record's log-density (or of a log ratio).
+    """``(k,)`` ``max_s - min_s`` of each record's log-density, or None as :func:`logp`.
 
-    Parameters
-    ----------
-    family, link, y, params, style, cache
-        As :func:`logp`.
-    alt_y : array_like, shape (k,), optional
-        Replacement observed values: the range is that of ``f_alt_y - f_y``.
-
-    Returns
-    -------
-    ndarray, shape (k,), float64, or None
-        At least the range of :func:`logp`'s columns (the values at the draws that attain
-        it, up to the rounding of evaluating them again); None as :func:`logp`.
+    With ``alt_y`` (replacement values), of ``f_alt_y - f_y``. At least the range of
+    :func:`logp`'s columns, up to the rounding of evaluating them again. Other arguments as
+    :func:`logp`.
     """
     state = RangeState(family, link, y, alt_y, style=style, cache=cache)
     state.update(params)

@@ -1,13 +1,9 @@
 """Every difference between the two supported PyMC stacks, in one place.
 
-``pymc_edp`` runs on PyMC 5 / PyTensor 2 / ArviZ 0.23 (``InferenceData``) and on PyMC 6 /
-PyTensor 3 / ArviZ 1.x (``xarray.DataTree``, statistics in ``arviz_stats``). Nothing outside
-this module branches on a version: it asks this module for groups, containers, effective
-sample sizes, the log-likelihood and the PSIS tail rule.
-
-Posterior containers are accepted in three forms, on either stack: an ArviZ 0.23
-``InferenceData``, an ``xarray.DataTree`` (what PyMC 6 returns; also valid with ArviZ 0.23),
-or any object with the same group interface.
+PyMC 5 / PyTensor 2 / ArviZ 0.23 (``InferenceData``) and PyMC 6 / PyTensor 3 / ArviZ 1.x
+(``xarray.DataTree``, ``arviz_stats``): nothing outside this module branches on a version.
+Containers may be ``InferenceData``, ``xarray.DataTree`` or anything with their group
+interface, on either stack.
 """
 
 from __future__ import annotations
@@ -67,13 +63,7 @@ PSIS_TAIL_RULE = "arviz_stats" if ARVIZ_1 else "arviz"
 
 
 def import_arviz():
-    """Import ArviZ, turning the arviz-plots/matplotlib clash into an actionable error.
-
-    Returns
-    -------
-    module
-        The ``arviz`` module.
-    """
+    """The ``arviz`` module; the arviz-plots/matplotlib clash as an actionable error."""
     try:
         import arviz
     except AttributeError as err:  # pragma: no cover - depends on the installed stack
@@ -89,23 +79,13 @@ def _is_datatree(data) -> bool:
 
 
 def group_names(data) -> list[str]:
-    """Names of the groups of an ``InferenceData`` or ``DataTree`` (``"posterior"``, ...).
-
-    Parameters
-    ----------
-    data : xarray.DataTree or arviz.InferenceData
-
-    Returns
-    -------
-    list of str
+    """Names of the groups of an ``InferenceData`` or ``DataTree``.
 
     Examples
     --------
     >>> from pymc_edp.model.compat import group_names
-    >>> dt = xr.DataTree.from_dict(
-    ...     {"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 3)))})})
-    >>> group_names(dt)
-    ['posterior']
+    >>> "posterior" in group_names(idata)
+    True
     """
     if _is_datatree(data):
         return list(data.children)
@@ -146,22 +126,7 @@ def has_group(data, name: str) -> bool:
 
 
 def get_group(data, name: str) -> xr.Dataset:
-    """Group ``name`` of ``data`` as an :class:`xarray.Dataset`, on either stack.
-
-    Parameters
-    ----------
-    data : xarray.DataTree or arviz.InferenceData
-    name : str
-
-    Returns
-    -------
-    xarray.Dataset
-
-    Raises
-    ------
-    KeyError
-        If the group is missing; the message lists the groups there are.
-    """
+    """Group ``name`` of ``data`` as a Dataset; a ``KeyError`` lists the groups there are."""
     if not has_group(data, name):
         raise KeyError(f"no {name!r} group; the groups are {group_names(data)}")
     group = data[name]
@@ -175,23 +140,11 @@ def _is_chunked(dataset: xr.Dataset) -> bool:
 
 
 def load_in_memory(data, *, keep_lazy: tuple[str, ...] = ("log_likelihood",)):
-    """``data`` with every chunked (dask) group loaded, except those in ``keep_lazy``.
+    """``data`` with every dask-backed group loaded, except those in ``keep_lazy``.
 
-    A fit opened lazily as a whole (``xr.open_datatree(path, chunks={})``) has dask-backed
-    posterior, sample_stats and data groups, which the diagnostics (ArviZ's ESS, the
-    draws matrix) need in memory; they are small. The log-likelihood group, the large one,
-    stays lazy and is streamed chunk by chunk. ``data`` itself is not changed: a shallow
-    copy is returned when anything is loaded, ``data`` when nothing is chunked.
-
-    Parameters
-    ----------
-    data : xarray.DataTree or arviz.InferenceData
-    keep_lazy : tuple of str
-        Groups left as they are.
-
-    Returns
-    -------
-    xarray.DataTree or arviz.InferenceData
+    A fit opened lazily as a whole has small posterior and data groups the diagnostics need
+    in memory, and a large log-likelihood group streamed chunk by chunk. Returns a shallow
+    copy when anything is loaded; ``data`` is not changed.
     """
     names = group_names(data)
     lazy = [g for g in names if g not in keep_lazy and _is_chunked(get_group(data, g))]
@@ -209,19 +162,7 @@ def load_in_memory(data, *, keep_lazy: tuple[str, ...] = ("log_likelihood",)):
 
 
 def make_container(groups: Mapping[str, xr.Dataset]):
-    """The stack's own container holding ``groups``.
-
-    An ``xarray.DataTree`` on ArviZ 1.x, an ``arviz.InferenceData`` on ArviZ 0.23, so that
-    results (e.g. ``res.refits``) come back in the type the user's stack works with.
-
-    Parameters
-    ----------
-    groups : mapping of str to xarray.Dataset
-
-    Returns
-    -------
-    xarray.DataTree or arviz.InferenceData
-    """
+    """The stack's container (``DataTree`` or ``InferenceData``) holding ``groups``."""
     if ARVIZ_1:
         return xr.DataTree.from_dict(dict(groups))
     az = import_arviz()
@@ -229,22 +170,7 @@ def make_container(groups: Mapping[str, xr.Dataset]):
 
 
 def from_dict(groups: Mapping[str, Mapping], *, coords=None, dims=None):
-    """The stack's container from ``{group: {variable: array}}``, ArviZ's conventions.
-
-    ``arviz.from_dict`` takes the groups as keyword arguments on ArviZ 0.23 and as one
-    mapping on ArviZ 1.x; this takes the mapping on both.
-
-    Parameters
-    ----------
-    groups : mapping of str to mapping of str to array_like
-        Arrays with leading ``(chain, draw)`` dimensions, except in ``observed_data`` and
-        ``constant_data``.
-    coords, dims : dict, optional
-        As in ArviZ.
-
-    Returns
-    -------
-    xarray.DataTree or arviz.InferenceData
+    """The stack's container from ``{group: {variable: array}}``, by ArviZ's conventions.
 
     Examples
     --------
@@ -263,10 +189,7 @@ def from_dict(groups: Mapping[str, Mapping], *, coords=None, dims=None):
 
 # ----------------------------------------------------------------------- statistics
 def ess(dataset: xr.Dataset, method: str = "mean") -> xr.Dataset:
-    """The stack's effective sample size of every variable of a ``(chain, draw)`` Dataset.
-
-    ``arviz_stats.ess`` on ArviZ 1.x, ``arviz.ess`` on 0.23 (the same estimators).
-    """
+    """The stack's effective sample size of every variable of a ``(chain, draw)`` Dataset."""
     if ARVIZ_1:
         from arviz_stats import ess as _ess
 
@@ -276,11 +199,7 @@ def ess(dataset: xr.Dataset, method: str = "mean") -> xr.Dataset:
 
 
 def rhat(dataset: xr.Dataset, method: str = "rank") -> xr.Dataset:
-    """The stack's R-hat of every variable of a ``(chain, draw)`` Dataset.
-
-    ``arviz_stats.rhat`` on ArviZ 1.x, ``arviz.rhat`` on 0.23 (the same estimators; the
-    default is the rank-normalised split R-hat of Vehtari et al. 2021).
-    """
+    """The stack's R-hat (rank-normalised split by default) of a ``(chain, draw)`` Dataset."""
     if ARVIZ_1:
         from arviz_stats import rhat as _rhat
 
@@ -305,9 +224,8 @@ def compute_log_likelihood(
 ) -> xr.Dataset:
     """Pointwise log-likelihood of ``model`` at the draws of ``data``, as a Dataset.
 
-    PyMC 5 takes an ``InferenceData`` and PyMC 6 a ``DataTree``; either is converted to the
-    type the installed PyMC expects, and ``data`` itself is never modified. A model with
-    ``initval=`` is read through :func:`without_initial_values` (PyMC refuses it).
+    ``data`` is converted to the container the installed PyMC expects, never modified; a
+    model with ``initval=`` is read through :func:`without_initial_values`.
     """
     import pymc as pm
 
@@ -325,10 +243,7 @@ def compute_log_likelihood(
 
 
 def graph_ancestors(outputs):
-    """The variables a PyTensor graph depends on (``ancestors``), on either PyTensor.
-
-    ``pytensor.graph.traversal`` on PyTensor 3 (and late 2.x), ``pytensor.graph.basic``
-    before.
+    """The variables a PyTensor graph depends on, on either PyTensor.
 
     Examples
     --------
@@ -346,21 +261,18 @@ def graph_ancestors(outputs):
 
 
 def observed_data(model, name: str):
-    """The numeric values model ``model`` holds for observed variable ``name``, or None.
+    """The numeric values ``model`` holds for observed variable ``name``, or None.
 
-    A literal array is a constant, ``observed=pm.Data(...)`` a shared variable; PyMC (5 and 6)
-    casts the latter to the likelihood's dtype (an int32 ``pm.Data`` under a ``Bernoulli`` is
-    ``Cast{int64}(y_obs)``), so the value is in general a graph over constants and shared
-    variables. It is evaluated here at the data's current values. None when the value
-    depends on anything else (no numeric data to read).
+    ``observed=pm.Data(...)`` is cast to the likelihood's dtype (``Cast{int64}(y_obs)``), so
+    the value is evaluated as a graph over constants and shared variables; None when it
+    depends on anything else.
 
     Examples
     --------
     >>> from pymc_edp.model.compat import observed_data
     >>> with pm.Model() as model:
     ...     y_obs = pm.Data("y_obs", np.array([0, 1, 1]))
-    ...     p = pm.Beta("p", 1.0, 1.0)
-    ...     y = pm.Bernoulli("y", p, observed=y_obs)
+    ...     y = pm.Bernoulli("y", pm.Beta("p", 1.0, 1.0), observed=y_obs)
     >>> observed_data(model, "y")
     array([0, 1, 1])
     """
@@ -384,11 +296,7 @@ def observed_data(model, name: str):
 
 
 def initial_values(model) -> dict:
-    """The initial values given to the model's free variables (``initval=``), by name.
-
-    Numbers, arrays and strategies (``"support_point"``, ``"prior"``); an initial value that
-    is itself a graph of other variables is left out (it cannot be carried to a clone).
-    """
+    """The ``initval=`` of the model's free variables by name, but graphs of other variables."""
     from pytensor.graph.basic import Variable
 
     return {
@@ -399,13 +307,10 @@ def initial_values(model) -> dict:
 
 
 def without_initial_values(model):
-    """``model`` as seen without its ``initval=`` values, for PyMC's model rewrites.
+    """A shallow view of ``model`` without its ``initval=`` values, for PyMC's model rewrites.
 
-    ``clone_model`` and ``remove_value_transforms`` (PyMC 5 and 6) refuse a model with
-    initial values (``NotImplementedError ... initial_values``), which only matter to where a
-    sampler starts, not to a log density. This returns a shallow view sharing every
-    variable of ``model``, whose initial values are all the defaults; ``model`` itself is
-    not changed. Put them back on a clone with :func:`initial_values` and ``set_initval``.
+    ``clone_model`` and ``remove_value_transforms`` refuse initial values, which matter only
+    to where a sampler starts. Put them back on a clone with :func:`initial_values`.
 
     Examples
     --------
@@ -413,7 +318,6 @@ def without_initial_values(model):
     >>> from pymc_edp.model.compat import without_initial_values
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0.0, 1.0, initval=0.5)
-    ...     y = pm.Normal("y", mu, 1.0, observed=[0.1, 0.2])
     >>> clone = clone_model(without_initial_values(model))
     >>> float(model.rvs_to_initial_values[model["mu"]]), clone.rvs_to_initial_values[clone["mu"]]
     (0.5, None)

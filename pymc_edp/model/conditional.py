@@ -1,27 +1,18 @@
 """Leave-one-out conditionals of a likelihood that couples all records.
 
-An observed variable whose log-likelihood is one term over all its records (``pm.AR``,
-``pm.GaussianRandomWalk``, ``pm.gp.Marginal``, ``pm.MvNormal`` over records, ``pm.CAR``) has
-no pointwise log-likelihood, but its neighbour posteriors are still reweightings of the
-full-data draws through the leave-one-out *conditional*:
+An observed variable whose log-likelihood is one term over its records (``pm.AR``,
+``pm.GaussianRandomWalk``, ``pm.gp.Marginal``, ``pm.MvNormal`` over records, ``pm.CAR``)
+has no pointwise log-likelihood, but its neighbour posteriors still reweight the full-data
+draws by the leave-one-out conditional ``p(y_i | y_-i, theta)`` [1]_.
 
-- remove record ``i``: ``p(theta | D^-i) ∝ p(theta | D) / p(y_i | y_-i, theta)``;
-- replace ``y_i`` by ``y'``: multiply by ``p(y' | y_-i, theta) / p(y_i | y_-i, theta)``.
-
-When the log-likelihood ``L`` is quadratic in the observed values ``y`` (any Gaussian), its
-gradient ``g`` and Hessian ``H = -Q`` in ``y`` give every conditional exactly:
-``y_i | y_-i ~ N(y_i + g_i / Q_ii, 1 / Q_ii)`` (Bürkner, Gabry & Vehtari 2021, eq. 6-8, with
-``g = -Q (y - mu)``). :func:`conditional_logp` builds that graph from PyMC's own log-density,
-so no covariance or precision matrix has to be recognised in the model; :func:`check_gaussian`
-proves (or, where the graph does not show it, tests) that ``H`` does not depend on ``y``.
-``pm.MvStudentT`` over records has a closed-form Student-t conditional
-(:func:`student_t_conditional`, the paper's eq. 10-12). Other coupled likelihoods are refused
-here with :class:`~pymc_edp.model.loglik.NonFactorisedError`: their neighbours are refitted.
-
-Cost: one gradient and one Hessian of ``L`` in ``y`` per posterior draw (for a
-parameter-dependent covariance, a Cholesky factorisation and ``n`` triangular solves: order
-``n^3`` per draw), and once for all draws where ``H`` depends on no parameter (PyTensor folds
-it into a constant when compiling).
+For a log-likelihood quadratic in ``y`` (any Gaussian), its gradient ``g`` and Hessian
+``H = -Q`` in ``y`` give ``y_i | y_-i ~ N(y_i + g_i / Q_ii, 1 / Q_ii)`` (eq. 6-8):
+:func:`conditional_logp` builds that graph from PyMC's own log-density, and
+:func:`check_gaussian` proves (or tests) that ``H`` does not depend on ``y``.
+``pm.MvStudentT`` has a closed form (:func:`student_t_conditional`, eq. 10-12). Other
+coupled likelihoods raise :class:`~pymc_edp.model.loglik.NonFactorisedError` (refits).
+Cost: one gradient and Hessian per draw (order ``n^3`` for a parameter-dependent
+covariance), once for all draws where ``H`` depends on no parameter.
 
 References
 ----------
@@ -49,15 +40,7 @@ __all__ = [
 
 
 def is_coupled(logp, value) -> bool:
-    """True when ``logp`` is one term for all the records of ``value`` (it does not factorise).
-
-    Parameters
-    ----------
-    logp : TensorVariable
-        The elementwise log-density PyMC gives for the observed variable.
-    value : TensorVariable
-        Its observed value.
-    """
+    """Whether PyMC's elementwise ``logp`` is one term for all the records of ``value``."""
     single = all(d == 1 for d in logp.type.shape)  # a scalar, or shape (1,) as pm.CAR gives
     return single and value.type.ndim >= 1 and any(d != 1 for d in value.type.shape)
 
@@ -74,27 +57,16 @@ def _derivatives(logp, data):
 
 
 def conditional_logp(logp, value, at):
-    """Graph of ``log p(at_i | value_-i)`` for every record ``i``, for a Gaussian ``logp``.
+    """``(n_records,)`` graph of ``log p(at_i | value_-i)`` for a Gaussian scalar ``logp``.
 
-    Parameters
-    ----------
-    logp : TensorVariable
-        Scalar log-density of the observed variable, a graph of ``value``.
-    value : TensorVariable
-        The observed values conditioned on (any shape; records are its elements, in C order).
-    at : TensorVariable
-        Values (the shape of ``value``) at which each record's conditional density is
-        evaluated: ``value`` itself for leave-one-out, replacement values for replacement.
-
-    Returns
-    -------
-    TensorVariable, shape (n_records,)
+    Records are ``value``'s elements in C order; ``at`` is ``value`` itself (leave-one-out) or
+    replacement values.
 
     Examples
     --------
     For independent records the conditional is each record's own density:
 
-    >>> import numpy as np, pytensor, pytensor.tensor as pt
+    >>> import pytensor, pytensor.tensor as pt
     >>> from pymc_edp.model.conditional import conditional_logp
     >>> y, at = pt.vector("y"), pt.vector("at")
     >>> logp = -0.5 * pt.sum((y - 1.0) ** 2 / 4.0) - y.shape[0] * pt.log(2 * np.sqrt(2 * np.pi))
@@ -126,30 +98,15 @@ def gaussian_derivatives(model, rv):
 
 
 def block_log_conditionals(g: np.ndarray, h: np.ndarray, blocks) -> np.ndarray:
-    """``log p(y_b | y_-b)`` of each block ``b`` of records of a Gaussian likelihood.
+    """``(len(blocks),)`` ``log p(y_b | y_-b)`` of blocks of records of a Gaussian likelihood.
 
-    With ``Q = -h`` the precision and ``g = -Q (y - mu)`` the gradient at the data,
-    ``y_b | y_-b ~ N(y_b + Q_bb^-1 g_b, Q_bb^-1)``, so the density at ``y_b`` is
-    ``-k/2 log(2 pi) + 1/2 log det Q_bb - 1/2 g_b' Q_bb^-1 g_b`` (Bürkner, Gabry & Vehtari
-    2021; one record gives :func:`conditional_logp`).
-
-    Parameters
-    ----------
-    g : ndarray, shape (n,)
-    h : ndarray, shape (n, n)
-    blocks : sequence of int arrays
-        The records of each block.
-
-    Returns
-    -------
-    ndarray, shape (len(blocks),)
+    With ``Q = -h`` and ``g = -Q (y - mu)``, ``y_b | y_-b ~ N(y_b + Q_bb^-1 g_b, Q_bb^-1)``:
+    ``-k/2 log(2 pi) + 1/2 log det Q_bb - 1/2 g_b' Q_bb^-1 g_b``.
 
     Examples
     --------
-    Independent records: a block's conditional is the sum of its records' densities.
-
     >>> from pymc_edp.model.conditional import block_log_conditionals
-    >>> y = np.array([0.5, -1.0, 2.0])  # N(0, 1) records
+    >>> y = np.array([0.5, -1.0, 2.0])  # independent N(0, 1) records
     >>> out = block_log_conditionals(-y, -np.eye(3), [np.array([0, 2])])
     >>> bool(np.isclose(out[0], -np.log(2 * np.pi) - 0.5 * (0.25 + 4.0)))
     True
@@ -165,23 +122,10 @@ def block_log_conditionals(g: np.ndarray, h: np.ndarray, blocks) -> np.ndarray:
 
 
 def record_logp(model, rv, at=None):
-    """Each record's log-likelihood term, or its leave-one-out conditional where coupled.
+    """Each record's log-likelihood term at ``at`` (default the data), or its conditional.
 
-    Parameters
-    ----------
-    model : pymc.Model
-    rv : TensorVariable
-        An observed variable of ``model``.
-    at : TensorVariable, optional
-        Values to evaluate at instead of the observed ones. For a coupled likelihood the
-        other records are still the observed ones: the result is ``log p(at_i | y_-i)``.
-
-    Returns
-    -------
-    TensorVariable
-        PyMC's elementwise log-density (at ``at``) when it factorises; for a coupled one the
-        ``(n_records,)`` conditionals: :func:`student_t_conditional` for ``pm.MvStudentT``,
-        :func:`conditional_logp` otherwise (Gaussian, see :func:`check_gaussian`).
+    For a coupled likelihood, ``(n_records,)`` ``log p(at_i | y_-i)``:
+    :func:`student_t_conditional` for ``pm.MvStudentT``, else :func:`conditional_logp`.
     """
     import pytensor.tensor as pt
     from pytensor.graph.replace import clone_replace
@@ -208,19 +152,15 @@ def is_student_t(rv) -> bool:
 
 
 def student_t_conditional(nu, mu, scale, value, at):
-    """Graph of ``log p(at_i | value_-i)`` for every record of ``MvStudentT(nu, mu, scale)``.
+    """``log p(at_i | value_-i)`` of every record of ``MvStudentT(nu, mu, scale)`` (eq. 10-12).
 
-    ``y_i | y_-i`` is Student-t with ``nu + n - 1`` degrees of freedom, location
-    ``y_i - g_i / Q_ii`` and squared scale ``(nu + b_-i) / (nu + n - 1) / Q_ii``, where
-    ``Q = scale^-1``, ``g = Q (y - mu)`` and ``b_-i = (y - mu)' Q (y - mu) - g_i^2 / Q_ii``
-    (Bürkner, Gabry & Vehtari 2021, eq. 10-12).
+    A Student-t with ``nu + n - 1`` degrees of freedom, location ``y_i - g_i / Q_ii`` and
+    squared scale ``(nu + b_-i) / (nu + n - 1) / Q_ii``, with ``Q = scale^-1``,
+    ``g = Q (y - mu)``, ``b_-i = (y - mu)' Q (y - mu) - g_i^2 / Q_ii``.
 
     Examples
     --------
-    With a diagonal scale the records are still dependent (through the shared scale mixing),
-    and the conditional is a t with more degrees of freedom:
-
-    >>> import numpy as np, pytensor, pytensor.tensor as pt
+    >>> import pytensor, pytensor.tensor as pt
     >>> from pymc_edp.model.conditional import student_t_conditional
     >>> y = pt.vector("y")
     >>> out = student_t_conditional(3.0, pt.zeros(3), pt.eye(3), y, y)
@@ -249,17 +189,10 @@ def student_t_conditional(nu, mu, scale, value, at):
 
 
 def check_gaussian(model, rv, name: str) -> None:
-    """Refuse an observed variable whose log-likelihood is not quadratic in its values.
+    """Raise :class:`NonFactorisedError` unless the log-likelihood is quadratic in its values.
 
-    The Hessian of the log-likelihood in the observed values must not depend on them. That
-    is read from the compiled graph when PyTensor's rewrites remove the values from it;
-    otherwise it is tested at the model's initial point, at the data and at two shifted data
-    sets (relative difference at most 1e-9), which a Student-t or a discrete likelihood fails.
-
-    Raises
-    ------
-    NonFactorisedError
-        With the reason, and what the audit can do instead (refit every record).
+    Read from the compiled Hessian when PyTensor's rewrites remove the values from it, else
+    tested at the initial point, the data and two shifted data sets (to 1e-9).
     """
     import pytensor.tensor as pt
     from pymc.pytensorf import compile as pm_compile

@@ -1,16 +1,9 @@
 """Whether the audited fit itself has converged: R-hat, bulk and tail ESS, divergences.
 
-Every epsilon of an audit is computed from the posterior draws it is given. When those draws
-have not converged (chains that disagree, too few effective draws, divergent transitions),
-every epsilon inherits their Monte-Carlo error and bias, however precise the audit's own
-estimator. :func:`fit_convergence` reads the standard diagnostics once, on the audited
-variables only (never the log-likelihood group), with the stack's own estimators
-(:func:`pymc_edp.model.compat.rhat` and :func:`~pymc_edp.model.compat.ess`), and
-:class:`FitConvergence` says in one sentence what is wrong and what to do.
-
-The rules are ArviZ's and Stan's: rank-normalised split R-hat above :data:`RHAT_THRESHOLD`,
-bulk or tail ESS below :data:`ESS_PER_CHAIN` per chain, any divergent transition. With one
-chain R-hat is not defined and only the ESS and divergences are checked.
+Every epsilon inherits the Monte-Carlo error and bias of unconverged draws.
+:func:`fit_convergence` reads the diagnostics of the audited variables with the stack's
+estimators, by ArviZ's and Stan's rules: R-hat above :data:`RHAT_THRESHOLD`, bulk or tail
+ESS below :data:`ESS_PER_CHAIN` per chain, any divergence (one chain: no R-hat).
 """
 
 from __future__ import annotations
@@ -40,17 +33,15 @@ class FitConvergence:
     ----------
     n_chains : int
     max_rhat : float or None
-        Largest R-hat over the audited variables and their elements; None with one chain
-        (not defined) or when no element has one.
+        Largest R-hat over the audited elements; None with one chain or none defined.
     rhat_var : str or None
-        The variable it belongs to.
+        Its variable.
     min_ess_bulk, min_ess_tail : float or None
-        Smallest bulk and tail effective sample size (None when none is defined).
+        Smallest bulk and tail ESS.
     ess_bulk_var, ess_tail_var : str or None
-        The variables they belong to.
+        Their variables.
     n_divergent : int or None
-        Divergent transitions (``sample_stats.diverging``); None when the fit does not
-        record them.
+        Divergent transitions; None when the fit does not record them.
 
     Examples
     --------
@@ -110,12 +101,7 @@ class FitConvergence:
         return not self.problems
 
     def message(self) -> str:
-        """The sentence every view shows for a fit that has not converged ("" otherwise).
-
-        Returns
-        -------
-        str
-        """
+        """The sentence every view shows for a fit that has not converged ("" otherwise)."""
         problems = self.problems
         if not problems:
             return ""
@@ -154,28 +140,16 @@ def _extreme(stats: xr.Dataset, largest: bool) -> tuple[float | None, str | None
 def fit_convergence(
     posterior: xr.Dataset, names: Sequence[str], sample_stats: xr.Dataset | None = None
 ) -> FitConvergence:
-    """R-hat, bulk and tail ESS of the variables ``names``, and the divergences of the fit.
+    """R-hat, bulk and tail ESS of the variables ``names``, and the fit's divergences.
 
-    Parameters
-    ----------
-    posterior : xarray.Dataset
-        The posterior group, ``(chain, draw, ...)``.
-    names : sequence of str
-        The audited variables (only these are diagnosed).
-    sample_stats : xarray.Dataset, optional
-        The ``sample_stats`` group; its ``diverging`` variable, when there is one, is counted.
-
-    Returns
-    -------
-    FitConvergence
+    ``sample_stats``' ``diverging`` is counted when there is one.
 
     Examples
     --------
     >>> from pymc_edp.model.convergence import fit_convergence
     >>> draws = np.random.default_rng(0).normal(size=(2, 500))
     >>> draws[1] += 3.0  # the second chain elsewhere
-    >>> posterior = xr.Dataset({"h": (("chain", "draw"), draws)})
-    >>> fit = fit_convergence(posterior, ["h"])
+    >>> fit = fit_convergence(xr.Dataset({"h": (("chain", "draw"), draws)}), ["h"])
     >>> fit.converged, fit.rhat_var, fit.max_rhat > 1.5
     (False, 'h', True)
     """

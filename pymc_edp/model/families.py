@@ -1,20 +1,12 @@
-"""Fast streamed log-likelihoods of the common GLM families (PyTensor as the fallback).
+"""Fast streamed log-likelihoods of the GLM families of :data:`pymc_edp.base.glm.FAMILIES`.
 
-:func:`recognise` looks at the observed random variable of a streaming graph
-(:class:`~pymc_edp.model.stream._Graph`). For a Normal, Student-t, Bernoulli, Binomial,
-Poisson or negative binomial likelihood it builds the graph of the likelihood's
-*parameters* per (draw, record) -- e.g. ``eta = X @ beta``, one BLAS product -- peeling a
-recognised link off the last one (``sigmoid(eta)``, PyMC's ``invprobit`` =
-``0.5 * erfc(z)``, ``exp(eta)``), and compiles that one PyTensor function. The log-densities
-and their ranges over draws are then computed by the kernels of :mod:`pymc_edp.base.glm`
-(the formulas PyTensor's compiled ``logp`` evaluates, after its stabilising rewrites),
-instead of PyTensor's elementwise graph with its bounds switches.
-
-:class:`FastLogLik` returns None (for the caller to compute the chunk with PyTensor) on
-anything the kernels do not handle: observed values outside the support, invalid
-parameters, a non-finite log-density. :class:`~pymc_edp.model.stream.ModelColumns` checks
-once, at a few draws over every record, that its columns equal PyTensor's to
-``rtol = atol = 1e-12`` and drops the fast path otherwise.
+:func:`recognise` finds the family of a streaming graph's observed variable by its random
+variable op, builds the graph of its parameters per (draw, record) (``eta = X @ beta``,
+one product), peels a link off the last one (:data:`PATTERNS`) and compiles that; the
+kernels of :mod:`pymc_edp.base.glm` then compute the log-densities and ranges instead of
+PyTensor's elementwise graph. :class:`FastLogLik` returns None for what the kernels do not
+handle, and :class:`~pymc_edp.model.stream.ModelColumns` checks its columns against
+PyTensor's (``rtol = atol = 1e-12``), falling back where they differ.
 """
 
 from __future__ import annotations
@@ -36,20 +28,10 @@ _MIN_DRAWS = 8
 class FastLogLik:
     """The log-likelihood of one GLM family from its compiled parameter graph.
 
-    Parameters
-    ----------
-    family, link : str
-        As :func:`pymc_edp.base.glm.logp`.
-    style : int
-        PyMC major version whose negative binomial formula PyTensor evaluates.
-    inputs : list of TensorVariable
-        The batched draw inputs, then the per-record inputs (observed values first).
-    outputs : list of TensorVariable
-        The family's parameters, each ``(S, k)``, ``(S, 1)``, ``(k,)`` or ``(1,)``.
-    check_bounds : bool
-        Compiled as the model's ``check_bounds``.
-    n_draw_inputs : int
-        How many of ``inputs`` are draws.
+    ``inputs`` are the batched draw inputs (``n_draw_inputs`` of them), then the per-record
+    inputs, observed values first; ``outputs`` the family's parameters, each ``(S, k)``,
+    ``(S, 1)``, ``(k,)`` or ``(1,)``; ``family``, ``link`` and ``style`` as
+    :func:`pymc_edp.base.glm.logp`.
     """
 
     def __init__(self, family, link, style, inputs, outputs, check_bounds, n_draw_inputs):
@@ -87,12 +69,10 @@ class FastLogLik:
         return params
 
     def compute(self, theta, chunk, extremes: set | None = None) -> np.ndarray | None:
-        """``(S, k)`` float64 log-likelihood, or None (compute the chunk with PyTensor).
+        """``(S, k)`` float64 log-likelihood of per-record ``chunk`` at draws ``theta``, or None.
 
-        ``theta``: the draws of the free variables (``(S, ...)`` each); ``chunk``: the
-        per-record inputs of ``k`` records, the observed values first. ``extremes``, a set,
-        receives the draws of the chunk's smallest and largest log-density and last
-        parameter (``q``: ``eta`` through its link, ``sigma``).
+        ``extremes`` receives the draws of the chunk's smallest and largest log-density and
+        last parameter.
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -116,14 +96,11 @@ class FastLogLik:
         return out
 
     def range(self, theta, chunk, alt_y=None, extremes: set | None = None) -> np.ndarray | None:
-        """``(k,)`` range over draws of each record's log-likelihood, or None.
+        """``(k,)`` range over draws of each record's log-likelihood (or log ratio at ``alt_y``).
 
-        With ``alt_y`` (replacement observed values of the same records), the range of
-        ``log p(alt_y | theta) - log p(y | theta)``. At least the range of the columns
-        :meth:`compute` returns, up to the rounding of evaluating them again. ``extremes``,
-        a set, receives the draws where the chunk's most extreme values are: of ``q`` for
-        Bernoulli, Binomial and Poisson (whose log-density is a function of it), else of the
-        log-density (or log ratio); found by computing again the one record that has them.
+        At least the range of :meth:`compute`'s columns, up to rounding; None if unhandled.
+        ``extremes`` receives the draws of the most extreme values (of ``q`` where the range
+        reduces it, else of the log-density).
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -162,17 +139,14 @@ class FastLogLik:
 
 
 # -------------------------------------------------------------------------- recognition
-def _families() -> dict:
+def _family(op) -> glm.Family | None:
+    """The :data:`~pymc_edp.base.glm.FAMILIES` entry whose random variable op is ``op``."""
     from pytensor.tensor.random import basic as rb
 
-    return {
-        rb.NormalRV: "normal",
-        rb.StudentTRV: "student_t",
-        rb.BernoulliRV: "bernoulli",
-        rb.BinomialRV: "binomial",
-        rb.PoissonRV: "poisson",
-        rb.NegBinomialRV: "negative_binomial",
-    }
+    for family in glm.FAMILIES.values():
+        if type(op) is getattr(rb, family.rv_op, None):
+            return family
+    return None
 
 
 def _pymc_style() -> int:
@@ -204,33 +178,66 @@ def _constant(var) -> float | None:
         return None
 
 
-def _peel(family: str, q, style: int):
-    """``(link, q')``: the link peeled off the family's last parameter ``q``."""
+def _sigmoid(q):
+    from pytensor.scalar import math as sm
+
+    return q.owner.inputs[0] if isinstance(_scalar_op(q), sm.Sigmoid) else None
+
+
+def _half_erfc(q):
+    """``z`` of PyMC's ``invprobit``, ``0.5 * erfc(z)``."""
     from pytensor.scalar import basic as sb
     from pytensor.scalar import math as sm
 
-    op = _scalar_op(q)
-    if family in ("bernoulli", "binomial") or (family == "negative_binomial" and style >= 6):
-        if isinstance(op, sm.Sigmoid):
-            return "logit", q.owner.inputs[0]
-    if family in ("bernoulli", "binomial") and isinstance(op, sb.Mul):
-        ins = q.owner.inputs
-        if len(ins) == 2:
-            for half, other in ((ins[0], ins[1]), (ins[1], ins[0])):
-                if _constant(half) == 0.5 and isinstance(_scalar_op(other), sm.Erfc):
-                    return "erfc", other.owner.inputs[0]
-    if family == "poisson" and isinstance(op, sb.Exp):
-        return "log", q.owner.inputs[0]
-    if family == "negative_binomial" and style < 6 and isinstance(op, sb.TrueDiv):
-        # PyMC 5 stores mu= as p = alpha / (exp(eta) + alpha) = sigmoid(log(alpha) - eta)
-        num, den = q.owner.inputs
-        if isinstance(_scalar_op(den), sb.Add) and len(den.owner.inputs) == 2:
-            first, second = den.owner.inputs
-            for mu, alpha in ((first, second), (second, first)):
-                if _base(alpha) is _base(num) and isinstance(_scalar_op(mu), sb.Exp):
-                    import pytensor.tensor as pt
+    if not isinstance(_scalar_op(q), sb.Mul) or len(q.owner.inputs) != 2:
+        return None
+    ins = q.owner.inputs
+    for half, other in ((ins[0], ins[1]), (ins[1], ins[0])):
+        if _constant(half) == 0.5 and isinstance(_scalar_op(other), sm.Erfc):
+            return other.owner.inputs[0]
+    return None
 
-                    return "logit", pt.log(num) - mu.owner.inputs[0]
+
+def _exp(q):
+    from pytensor.scalar import basic as sb
+
+    return q.owner.inputs[0] if isinstance(_scalar_op(q), sb.Exp) else None
+
+
+def _pymc5_negbin_mu(q):
+    """The logit ``log(alpha) - eta`` of PyMC 5's ``mu=``: ``p = alpha / (exp(eta) + alpha)``."""
+    import pytensor.tensor as pt
+    from pytensor.scalar import basic as sb
+
+    if not isinstance(_scalar_op(q), sb.TrueDiv):
+        return None
+    num, den = q.owner.inputs
+    if isinstance(_scalar_op(den), sb.Add) and len(den.owner.inputs) == 2:
+        first, second = den.owner.inputs
+        for mu, alpha in ((first, second), (second, first)):
+            if _base(alpha) is _base(num) and isinstance(_scalar_op(mu), sb.Exp):
+                return pt.log(num) - mu.owner.inputs[0]
+    return None
+
+
+#: The graph patterns a family's ``peel`` names: ``(link, function of q)``, the function
+#: giving the link's argument, or None where ``q`` is not of that form.
+PATTERNS = {
+    "sigmoid": ("logit", _sigmoid),
+    "half_erfc": ("erfc", _half_erfc),
+    "exp": ("log", _exp),
+    "pymc5_negbin_mu": ("logit", _pymc5_negbin_mu),
+}
+
+
+def _peel(family: glm.Family, q, style: int):
+    """``(link, q')``: the link peeled off the family's last parameter ``q``."""
+    patterns = family.peel if style >= 6 or family.peel_pymc5 is None else family.peel_pymc5
+    for name in patterns:
+        link, match = PATTERNS[name]
+        inner = match(q)
+        if inner is not None:
+            return link, inner
     return "identity", q
 
 
@@ -244,12 +251,7 @@ def _base(var):
 
 
 def recognise(graph) -> FastLogLik | None:
-    """The fast log-likelihood of a streaming graph's observed variable, or None.
-
-    ``graph`` is a :class:`~pymc_edp.model.stream._Graph`. None for a likelihood that is
-    not one of the recognised families or whose parameter graph cannot be built (never an
-    error: the caller keeps PyTensor's log-likelihood).
-    """
+    """The :class:`FastLogLik` of a streaming graph's observed variable, or None (never raises)."""
     try:
         return _recognise(graph)
     except Exception:
@@ -263,11 +265,11 @@ def _recognise(graph) -> FastLogLik | None:
     if not getattr(graph, "vectorised", False) or not graph.values:
         return None
     node = graph.rv_new.owner
-    family = _families().get(type(node.op))
+    family = _family(node.op)
     if family is None or graph.rv_new.ndim != 1:
         return None
     params = list(node.inputs[2:])  # [rng, size, *dist_params]
-    if len(params) != len(glm.FAMILIES[family]):
+    if len(params) != len(family.params):
         return None
     style = _pymc_style()
     params = graph.umodel.replace_rvs_by_values(params)
@@ -285,16 +287,12 @@ def _recognise(graph) -> FastLogLik | None:
     batched = [_in_order(b) for b in batched]
     inputs = [*graph.draw_inputs, *graph.data_inputs]
     return FastLogLik(
-        family, link, style, inputs, list(batched), graph.check_bounds, len(graph.draw_inputs)
+        family.name, link, style, inputs, list(batched), graph.check_bounds, len(graph.draw_inputs)
     )
 
 
 def _in_order(var):
-    """``var`` with its matrix products summed in order (:mod:`pymc_edp.model.products`).
-
-    As the streamed PyTensor graph has them: a record's parameters are the same bits in any
-    chunk, and the same as PyTensor's.
-    """
+    """``var`` with its products summed in order, as the streamed graph has them (same bits)."""
     try:
         from pymc_edp.model.products import exact_products
     except ImportError:  # pragma: no cover - BLAS products
@@ -305,11 +303,9 @@ def _in_order(var):
 class Compiled:
     """Holder of a compiled function, shared by the copies of one column object.
 
-    Pickles empty and keeps its identity within one pickle, so the copies a worker receives
-    (:class:`~pymc_edp.model.stream.ModelColumns` ``with_observed``, ``take``) compile once
-    between them. A PyTensor function keeps its intermediates in its own storage, so two
-    threads must not call one function at once (thread pools, dask workers in one process):
-    each thread gets its own copy (``Function.copy``: new storage, the same compiled code).
+    Pickles empty, keeping its identity within one pickle, so a worker's copies compile once.
+    A PyTensor function keeps intermediates in its storage, so each thread gets its own
+    ``Function.copy`` (the same compiled code).
     """
 
     __slots__ = ("_local", "_lock", "fn", "told")
@@ -341,11 +337,8 @@ class Compiled:
 def _compile(inputs, outputs, check_bounds: bool):
     """``pm.compile`` as a model with ``check_bounds`` would.
 
-    Under PyTensor 3, whose default backend is numba, the parameter graph (a few products
-    and links) is compiled with PyTensor's C virtual machine when a C compiler is
-    configured: there a call of the in-order product costs about a third of what it costs
-    inside a numba-compiled graph (1.1 against 3.4 ns per record-draw here). Without a
-    compiler, or if that compilation fails, the default backend is used.
+    Under PyTensor 3 with a C compiler the parameter graph is compiled with the C VM, where
+    the in-order product costs a third of its numba cost; else the default backend.
     """
     import pymc as pm
     from pymc.pytensorf import compile as pm_compile

@@ -1,15 +1,11 @@
 """From a ``log_likelihood`` group to Pareto-smoothed log-weights of each neighbour posterior.
 
-For conditionally independent records the neighbour posterior is a reweighting of the
-full-data one (the PSIS-LOO identity):
-
-- remove record ``i``:  ``p(theta | D^-i) ∝ p(theta | D) / p(y_i | theta)``;
-- replace ``y_i`` by ``y'``: ``p(theta | D') ∝ p(theta | D) p(y' | theta) / p(y_i | theta)``;
-- remove individual ``g`` (``groups=``): divide by the product over all of ``g``'s rows.
-
-The records of every observed variable are laid end to end ("rows"); a neighbour is a set of
-rows (one row, or all rows of an individual). Log-weights are produced in chunks of
-neighbours so that no second ``n x S`` array is needed beyond the stored result.
+For conditionally independent records a neighbour posterior reweights the full-data one
+(the PSIS-LOO identity): removing record ``i`` divides by ``p(y_i | theta)``, replacing it
+by ``y'`` multiplies by ``p(y' | theta) / p(y_i | theta)``, removing an individual
+divides by the product over its rows. Every observed variable's records are laid end to
+end as rows; a neighbour is a set of rows. Log-weights are made a chunk of neighbours at a
+time, never as a second ``n x S`` array.
 
 References
 ----------
@@ -57,10 +53,7 @@ def _element_labels(da: xr.DataArray, dims: Sequence[str]) -> list[str]:
 
 
 class NonFactorisedError(ValueError):
-    """The likelihood does not have one term per record, so records cannot be reweighted.
-
-    ``name`` is the observed variable concerned, when known.
-    """
+    """The likelihood has not one term per record (of observed variable ``name``)."""
 
     def __init__(self, message: str, name: str | None = None):
         super().__init__(message)
@@ -68,16 +61,7 @@ class NonFactorisedError(ValueError):
 
 
 def posterior_matrix(posterior: xr.Dataset, names: Sequence[str]):
-    """Stack posterior variables into a ``(n_parameters, S)`` matrix, chain-major samples.
-
-    Returns
-    -------
-    draws : ndarray, shape (n_parameters, n_samples)
-    labels : list of str
-        ArviZ-style label of every scalar element.
-    var_of : list of str
-        The variable each row belongs to.
-    """
+    """``(draws, labels, var_of)``: posterior variables as ``(n_parameters, S)``, chain-major."""
     rows, labels, var_of = [], [], []
     for name in names:
         da = posterior[name]
@@ -95,16 +79,9 @@ def posterior_matrix(posterior: xr.Dataset, names: Sequence[str]):
 class LogLikelihood:
     """The pointwise log-likelihood of every observed variable, laid end to end as rows.
 
-    Attributes
-    ----------
-    names : tuple of str
-        Observed variables, in order.
-    arrays : tuple of ndarray
-        For each variable, an ``(n_samples, n_rows_v)`` view of its values.
-    offsets : ndarray
-        Global index of each variable's first row (length ``len(names) + 1``).
-    datasets : xarray.Dataset
-        The source group (kept for coordinates).
+    ``arrays`` holds an ``(n_samples, n_rows_v)`` view per variable in ``names``,
+    ``offsets`` each variable's first global row (``len(names) + 1`` long), ``datasets`` the
+    source group (for coordinates).
     """
 
     names: tuple[str, ...]
@@ -114,15 +91,7 @@ class LogLikelihood:
 
     @classmethod
     def from_dataset(cls, ds: xr.Dataset, names: Sequence[str] | None = None) -> LogLikelihood:
-        """Build from an InferenceData ``log_likelihood`` group.
-
-        Parameters
-        ----------
-        ds : xarray.Dataset
-            Variables with dims ``("chain", "draw", *record_dims)``.
-        names : sequence of str, optional
-            Observed variables to use; default all.
-        """
+        """Build from a ``log_likelihood`` group, of variables ``names`` (default all)."""
         if names is None:
             names = list(ds.data_vars)
         else:
@@ -165,11 +134,7 @@ class LogLikelihood:
     def from_observed(
         cls, observed: xr.Dataset, names: Sequence[str] | None, n_chains: int, n_draws: int
     ) -> LogLikelihood:
-        """Record layout from ``observed_data`` when no pointwise log-likelihood exists.
-
-        Records are the entries along each variable's first dimension. The log-likelihood
-        values are zero placeholders (never materialised): only refits can be used.
-        """
+        """Record layout from ``observed_data``, with zero placeholders (refits only)."""
         names = list(observed.data_vars) if names is None else list(names)
         unknown = [n for n in names if n not in observed.data_vars]
         if unknown:
@@ -256,12 +221,10 @@ class LogLikelihood:
 
 
 def _columns(da: xr.DataArray):
-    """``(chain * draw, n_rows)`` view of one log-likelihood variable, read lazily if it is lazy.
+    """``(chain * draw, n_rows)`` view of one log-likelihood variable.
 
-    In-memory values are reshaped without a copy and keep their dtype (float32 is not
-    upcast whole: :meth:`LogLikelihood.gather` converts one chunk at a time). A dask-backed
-    variable (a group opened from zarr or netCDF with ``chunks=``) stays a dask array whose
-    columns are computed when a chunk of records is gathered.
+    In its dtype (:meth:`LogLikelihood.gather` converts a chunk at a time); a dask-backed
+    variable stays lazy.
     """
     if is_lazy(da.data):
         data = da.data
@@ -278,17 +241,7 @@ def is_lazy(array) -> bool:
 
 
 def relative_efficiency(posterior: xr.Dataset) -> float:
-    """Relative MCMC efficiency ``r_eff = mean ESS / S``, as the stack's PSIS-LOO computes it.
-
-    Parameters
-    ----------
-    posterior : xarray.Dataset
-        The posterior group.
-
-    Returns
-    -------
-    float
-    """
+    """Relative MCMC efficiency ``r_eff = mean ESS / S``, as the stack's PSIS-LOO computes it."""
     n_chains = posterior.sizes.get("chain", 1)
     if n_chains == 1:
         return 1.0
@@ -328,11 +281,7 @@ def _check_finite(ll_rows: np.ndarray, rows: np.ndarray, labels: list[str] | Non
 
 
 def _check_replacement_support(alt: np.ndarray, rows: np.ndarray, labels: list[str]) -> None:
-    """Refuse a replacement value where the likelihood is zero (or undefined) at every draw.
-
-    What :func:`pymc_edp.model.replace.check_support` says of replacement log-likelihoods
-    held in memory, for those computed a chunk of records at a time.
-    """
+    """Refuse a replacement value where the likelihood is zero (or undefined) at every draw."""
     never = ~np.isfinite(alt).any(axis=1)
     if never.any():
         r = int(np.flatnonzero(never)[0])
@@ -355,9 +304,8 @@ def smoothed_log_weights(
     reff : float
         Relative MCMC efficiency for the PSIS tail length.
     spread : ndarray, shape (k,), optional
-        ``max - min`` of each row (computed when not given): rows where it is zero are
-        identical posteriors (e.g. a record replaced by its own value), whose weights are
-        exactly uniform; their k-hat is ``-inf`` where PSIS would report ``inf``.
+        ``max - min`` of each row: rows where it is zero (a record replaced by its own value)
+        get uniform weights and k-hat ``-inf``.
 
     Returns
     -------
@@ -378,16 +326,10 @@ def log_ratio_range(
     stop: int,
     replacement: Sequence[np.ndarray] | None = None,
 ) -> np.ndarray:
-    """``max_s - min_s`` of :func:`log_ratios` for neighbours ``start:stop``, cheaply.
+    """``(stop - start,)`` ``max_s - min_s`` of :func:`log_ratios`, cheaply.
 
-    Single-row neighbours in one variable (records) are read in the stored ``(S, k)``
-    layout, without the transposed copy :func:`log_ratios` makes, and give the same bits:
-    negating does not change a range, and the maximum and minimum are exact in any dtype.
-    Other neighbours go through :func:`log_ratios`.
-
-    Returns
-    -------
-    ndarray, shape (stop - start,)
+    Records are read in the stored ``(S, k)`` layout, without :func:`log_ratios`' transposed
+    copy, with the same bits (a range is exact); other neighbours go through it.
     """
     lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
     rows = neighbours.rows[lo:hi]
@@ -436,22 +378,13 @@ def log_ratios(
     replacement: Sequence[np.ndarray] | None = None,
     base: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``log p(theta | D') - log p(theta | D)`` (up to a constant) of neighbours ``start:stop``.
+    """``(stop - start, S)`` log density ratios ``log p(theta | D') - log p(theta | D)``.
 
-    At the draws ``ll`` was computed at: minus the summed log-likelihood of each neighbour's
-    rows (removal), or the log-likelihood at the replacement values minus that at the data
-    (``replacement``: per observed variable, the ``(S, n_rows_v)`` log-likelihood at the
-    replacement values). The one place the audit, the refits and the diagnostics get the
-    log density ratio of a neighbour from.
-
-    ``base``, for replacement, is the neighbours' rows at the data as an earlier call's
-    :func:`neighbour_rows` read them: several candidates then read (or compute) them once.
-    It is not modified.
-
-    Returns
-    -------
-    ndarray, shape (stop - start, S)
-        C-contiguous and owned by the caller (safe to overwrite).
+    Up to a constant, at ``ll``'s draws: minus the neighbour's rows summed (removal), or the
+    log-likelihood at the ``replacement`` values (per variable, ``(S, n_rows_v)``) minus that
+    at the data. The one place a neighbour's log ratio is formed. ``base``, for replacement,
+    is :func:`neighbour_rows` read once for several candidates (not modified). The result is
+    C-contiguous and the caller's.
     """
     lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
     rows = neighbours.rows[lo:hi]

@@ -1,21 +1,16 @@
-"""Moment matching of neighbour posteriors for any PyMC model, with nothing hand-written.
+"""Moment matching of neighbour posteriors for any PyMC model.
 
-From the user's ``pm.Model`` this compiles once, vectorised over draws, the functions moment
-matching needs (:class:`ModelDensity`): the joint log density in the unconstrained space
-(Jacobians included), the elementwise log-likelihood of every observed variable with the
-observed values as an input (so removals, replacements and groups are all log ratios of it),
-both at once at the model's own data (one pass over the likelihood terms per iteration), and
-the map from unconstrained draws back to the audited parameters the bins are cut on.
-:func:`moment_match_neighbours` then repairs the neighbours whose plain PSIS k-hat is bad
-(:func:`pymc_edp.base.affine.moment_match`) and turns each into a per-parameter epsilon
-with the same binning kernels as reweighting and refits.
+:class:`ModelDensity` compiles from the user's ``pm.Model``, vectorised over draws, the
+joint log density in the unconstrained space, every observed variable's elementwise
+log-likelihood with the observed values as an input (removals, replacements and groups are
+log ratios of it) and the map back to the audited parameters. :func:`moment_match_neighbours`
+repairs the neighbours whose PSIS k-hat is bad (:func:`pymc_edp.base.affine.moment_match`)
+and bins each as reweighting and refits do.
 
 References
 ----------
 .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. "Implicitly adaptive
    importance sampling." Statistics and Computing 31(2), 2021.
-.. [2] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
-   Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (eq. 2).
 """
 
 from __future__ import annotations
@@ -48,20 +43,19 @@ __all__ = [
 
 @dataclass(frozen=True)
 class MomentMatchOptions:
-    """How neighbours with a bad Pareto k-hat are moment-matched.
+    """How neighbours with a bad Pareto k-hat are moment-matched [1]_.
 
     Parameters
     ----------
     max_iters : int, default 30
-        Maximum number of accepted affine transformations per neighbour.
+        Most accepted affine transformations per neighbour.
     split : bool, default True
         Transform half of the draws and combine both halves by multiple importance sampling
-        (recommended; loo's default).
+        (loo's default).
     cov : bool, default True
         Also match the covariance, not only the mean and marginal variances.
     khat_threshold : float, optional
-        Stop once k-hat is at or below it; default ``min(1 - 1 / log10(S), 0.7)``
-        (:func:`pymc_edp.base.psis.khat_threshold`).
+        Stop at or below it; default :func:`pymc_edp.base.psis.khat_threshold`.
 
     References
     ----------
@@ -106,26 +100,20 @@ class MomentMatchOutcome:
 
     Attributes
     ----------
-    eps : ndarray, shape (n_parameters,)
-        Per-parameter B-EDP epsilon (smoothed as the audit's weighted estimates).
-    argbin : ndarray of int, shape (n_parameters,)
-        Bin attaining it.
-    eps_unsmoothed, bin_draws : ndarray, shape (n_parameters,)
-        The same without smoothing, and the effective number of moved draws in the bin.
-    limit : ndarray of int8, shape (n_parameters,)
-        :mod:`pymc_edp.base.limits` code: where the estimate is a lower bound.
+    eps, argbin, eps_unsmoothed, bin_draws, limit : ndarray, shape (n_parameters,)
+        As :class:`pymc_edp.base.binning.EpsilonEstimate` (``bin_draws``: effective moved
+        draws in the bin).
     khat_before, khat_after : float
         Pareto k-hat of plain PSIS and after moment matching.
     mcse : float
-        Monte-Carlo standard error of this neighbour's epsilon, at its worst parameter and
-        bin (:func:`pymc_edp.base.affine.moved_log_ratio_se`: the delta method on the
-        final split-MIS weights, with the effective sample size of the influence series).
+        Monte-Carlo standard error of the epsilon at its worst parameter and bin
+        (:func:`pymc_edp.base.affine.moved_log_ratio_se`).
     iterations : int
         Accepted transformations.
     converged : bool
         ``khat_after <= threshold``.
     ess : float
-        Effective sample size of the final weights (loo's ``n_eff``).
+        Effective sample size of the final weights.
     transforms : tuple of str
         The accepted transformations, in order.
     """
@@ -151,20 +139,8 @@ def _sizes(shape) -> int:
 class ModelDensity:
     """A PyMC model's densities at batches of unconstrained draws, compiled once.
 
-    Draws in the unconstrained space are ``(n_dims, S)`` matrices: the model's value
-    variables (``model.value_vars``) in order, each flattened in C order.
-
-    Parameters
-    ----------
-    model : pymc.Model
-    names : sequence of str
-        Audited posterior variables (free variables or Deterministics) for
-        :meth:`constrained`.
-
-    Notes
-    -----
-    Every function is built with :func:`pytensor.graph.replace.vectorize_graph` so one call
-    evaluates all draws; nothing is written by the user.
+    Unconstrained draws are ``(n_dims, S)`` matrices: ``model.value_vars`` in order, each
+    flattened in C order. ``names`` are the audited variables of :meth:`constrained`.
     """
 
     def __init__(self, model, names: Sequence[str]):
@@ -249,11 +225,7 @@ class ModelDensity:
         return np.asarray(self._logp(self._flat(u)), dtype=float).reshape(-1)
 
     def log_density_and_likelihood(self, u: np.ndarray) -> tuple[np.ndarray, dict]:
-        """:meth:`log_density` and every log-likelihood at the model's own data, in one call.
-
-        The likelihood terms are computed once, summed into the joint density and returned
-        as ``{name: (S, n_records)}``.
-        """
+        """:meth:`log_density` and ``{name: (S, n_records)}`` log-likelihoods, in one call."""
         flat = self._flat(u)
         lp, *lls = self._joint(flat)
         n = flat.shape[0]
@@ -286,10 +258,8 @@ class ModelDensity:
     ) -> np.ndarray:
         """The posterior draws in the unconstrained space, ``(n_dims, S)`` chain-major.
 
-        Taken from ``unconstrained`` (the ``unconstrained_posterior`` group, or None) where it
-        holds a value variable (or from the posterior, where PyMC 5's
-        ``include_transformed`` puts it); otherwise the constrained draws are mapped by each
-        value variable's transform.
+        From ``unconstrained`` (or the posterior, where PyMC 5's ``include_transformed`` puts
+        them) where it holds a value variable, else mapped by the value variable's transform.
         """
         unc = xr.Dataset() if unconstrained is None else unconstrained
         model = self.model
@@ -404,21 +374,11 @@ class _Prepared:
 
 @dataclass(frozen=True)
 class MatchInputs:
-    """What moment matching reads from a fit, read once (the audit's inputs hold them).
+    """What moment matching reads from a fit, read once.
 
-    Attributes
-    ----------
-    posterior : xarray.Dataset
-        The ``posterior`` group.
-    draws : ndarray, shape (n_parameters, S)
-        ``posterior_matrix(posterior, names)`` of the audited variables.
-    observed : dict of str to ndarray
-        The observed values of (at least) every observed variable of the model.
-    unconstrained : xarray.Dataset, optional
-        The ``unconstrained_posterior`` group, when there is one.
-    rows : ndarray of int, optional
-        The rows of ``draws`` that the bins were cut from (the audit leaves constant
-        elements out); None for all of them.
+    ``draws`` is ``posterior_matrix(posterior, names)``; ``observed`` holds every observed
+    variable's values; ``unconstrained`` the ``unconstrained_posterior`` group, if any;
+    ``rows`` the rows of ``draws`` the bins were cut from (None: all).
     """
 
     posterior: xr.Dataset
@@ -502,11 +462,7 @@ def _check_finite(values: np.ndarray, what: str) -> None:
 
 
 def _log_ratio_fn(prep: _Prepared, changes: Mapping) -> tuple[Callable, Callable, np.ndarray]:
-    """The neighbour's ``log p(.|D') - log p(.|D)`` as a function of draws.
-
-    Returns it, the joint density and it from one evaluation (where the posterior's data are
-    the model's own), and its value at ``u``.
-    """
+    """``(f, f_and_density, f(u))``: the neighbour's ``log p(.|D') - log p(.|D)`` in draws."""
     density = prep.density
     parts = []
     for name, (local, values) in changes.items():
@@ -570,40 +526,33 @@ def moment_match_neighbours(
 ) -> dict[int, MomentMatchOutcome]:
     """Moment-match neighbours and compute their per-parameter B-EDP epsilon.
 
-    For each neighbour the full-data draws are moved in the unconstrained space
-    (:func:`pymc_edp.base.affine.moment_match`), mapped back to the audited parameters
-    and binned in the full-data bins; the neighbour's bin probabilities are the final
-    weights' masses (summed in log space), the full-data ones the bins' counts, and the
-    epsilon comes from :func:`pymc_edp.base.binning.epsilon_from_log_masses`, the formula
-    reweighting and refits use (smoothing and resolution limits included).
+    The full-data draws are moved in the unconstrained space
+    (:func:`pymc_edp.base.affine.moment_match`), mapped to the audited parameters and binned
+    in the full-data bins; the epsilon comes from
+    :func:`pymc_edp.base.binning.epsilon_from_log_masses`, as reweighting's and refits'.
 
     Parameters
     ----------
     model : pymc.Model
-        The model the posterior was sampled from.
     idata : xarray.DataTree, arviz.InferenceData or MatchInputs
-        With the posterior of every free variable (and ``observed_data`` or the model's own
-        data); an ``unconstrained_posterior`` group is used when present. A
-        :class:`MatchInputs` holds them already read (the audit passes its own).
+        With the posterior of every free variable (an ``unconstrained_posterior`` group is
+        used when present).
     indices : sequence of int
         The neighbours to repair.
     changes_of : callable
-        ``changes_of(k) -> {observed_name: (local_record_indices, replacement_values or
-        None)}``, as :func:`pymc_edp.model.transform.neighbour_changes` returns: records
-        removed (values None) or replaced, one or several (groups) at once.
+        ``changes_of(k)``, as :func:`pymc_edp.model.transform.neighbour_changes` returns.
     names : sequence of str
         Audited posterior variables, in the order of ``bins``' parameters.
     bins : Bins
-        Cut from ``posterior_matrix(posterior, names)``.
     smoothing : float
         Additive smoothing in units of draws.
     reff : float
         Relative MCMC efficiency for PSIS.
     options : MomentMatchOptions or dict, optional
     progressbar : bool, default False
-        Accepted for symmetry with the other engines; nothing is displayed.
+        Accepted for symmetry; nothing is displayed.
     density : ModelDensity, optional
-        A compiled :class:`ModelDensity` of ``model`` and ``names`` to reuse.
+        A compiled :class:`ModelDensity` to reuse.
 
     Returns
     -------

@@ -1,9 +1,4 @@
-"""Neighbour datasets: which log-likelihood rows each record or individual changes.
-
-A neighbour is read off the record layout of a log-likelihood (:class:`RecordLayout`, which
-:class:`~pymc_edp.model.loglik.LogLikelihood` satisfies); this module does not import
-:mod:`~pymc_edp.model.loglik`, which builds on it.
-"""
+"""Neighbour datasets: which log-likelihood rows each record or individual changes."""
 
 from __future__ import annotations
 
@@ -21,16 +16,9 @@ __all__ = ["Neighbours", "RecordLayout"]
 class RecordLayout(Protocol):
     """The records of every observed variable, laid end to end as rows.
 
-    Attributes
-    ----------
-    names : tuple of str
-        Observed variables, in order.
-    offsets : ndarray
-        Global index of each variable's first row (length ``len(names) + 1``).
-    datasets : xarray.Dataset
-        Variables with dims ``("chain", "draw", *record_dims)`` (for coordinates).
-    n_rows : int
-        Total number of records.
+    What :class:`~pymc_edp.model.loglik.LogLikelihood` satisfies: ``names`` in order,
+    ``offsets`` of each variable's first row (``len(names) + 1`` long), ``datasets`` with dims
+    ``("chain", "draw", *record_dims)``.
     """
 
     names: tuple[str, ...]
@@ -52,14 +40,8 @@ class RecordLayout(Protocol):
 class Neighbours:
     """Which rows each neighbour dataset changes (compressed sparse rows).
 
-    Attributes
-    ----------
-    labels : ndarray
-        Coordinate value of each neighbour (record label or individual).
-    indptr, rows : ndarray
-        Neighbour ``k`` changes rows ``rows[indptr[k]:indptr[k + 1]]``.
-    observed : ndarray of str
-        Observed variable of each neighbour's first row (``"*"`` when a group spans several).
+    Neighbour ``k`` (coordinate ``labels[k]``) changes rows ``rows[indptr[k]:indptr[k + 1]]``;
+    ``observed[k]`` is the observed variable of its first row (``"*"`` if it spans several).
     """
 
     labels: np.ndarray
@@ -95,10 +77,7 @@ class Neighbours:
         return np.diff(self.indptr)
 
     def largest_block(self, offsets: np.ndarray, v: int) -> int:
-        """The most rows of observed variable ``v`` that one neighbour changes.
-
-        Variable ``v`` has the global rows ``offsets[v]:offsets[v + 1]``.
-        """
+        """The most rows of observed variable ``v`` that one neighbour changes."""
         if not self.rows.size:
             return 0
         inside = (self.rows >= offsets[v]) & (self.rows < offsets[v + 1])
@@ -120,15 +99,8 @@ class Neighbours:
     def from_groups(cls, ll: RecordLayout, groups) -> Neighbours:
         """One neighbour per individual: all its rows in all observed variables.
 
-        Parameters
-        ----------
-        ll : RecordLayout
-            The records, e.g. a :class:`~pymc_edp.model.loglik.LogLikelihood`.
-        groups : str, array_like or mapping
-            The name of a coordinate (or dimension) present on every observed variable's
-            record dimensions; or an array with one label per row (all observed variables
-            laid end to end); or a mapping ``{observed_name: labels}`` shaped like each
-            variable's records.
+        ``groups`` is a coordinate on every variable's records, one label per row (all variables
+        end to end), or ``{observed_name: labels}`` shaped like each variable's records.
         """
         per_row = []
         for name in ll.names:
@@ -197,20 +169,15 @@ class NeighbourOptions:
     Parameters
     ----------
     relation : {"remove", "replace"}, default "remove"
-        ``"remove"`` deletes one record (unbounded DP); ``"replace"`` changes one record to
-        each of ``replacements`` and reports the worst case (bounded DP). Refits use each
-        neighbour's worst replacement.
+        ``"remove"`` deletes one record (unbounded DP); ``"replace"`` changes it to each of
+        ``replacements`` and reports the worst (bounded DP; refits use the worst).
     groups : str, array_like or dict, optional
         Leave-one-group-out: a coordinate name, one label per record, or
-        ``{observed_name: labels}``. Neighbours are then the individuals, and all their rows
-        (in every observed variable) are removed or replaced together.
+        ``{observed_name: labels}``; all of an individual's rows change together.
     replacements : array_like, PerRecord or dict, optional
-        For ``relation="replace"``: a list (or 1-d array) of candidate values, each tried
-        for every record, whatever its length; :class:`pymc_edp.PerRecord` for values given
-        record by record (shaped like the observed data, or
-        ``(n_candidates, *observed_shape)``); a dict per observed variable. Values must lie
-        in the likelihood's support (integers for integer data). Default for 0/1 data: the
-        flipped value.
+        For ``"replace"``: candidate values each tried for every record;
+        :class:`pymc_edp.PerRecord` for values given record by record; or a dict per
+        observed variable. In the likelihood's support; default for 0/1 data: the flip.
     observed : str or list of str, optional
         Observed variables whose records define neighbours; default all.
 

@@ -1,12 +1,8 @@
 """Matrix products of a log-likelihood graph computed in order, so chunks never change bits.
 
-The streamed log-likelihood (:mod:`pymc_edp.model.stream`) computes a chunk of records at a
-time; a linear predictor ``X @ beta`` compiled to BLAS ``gemm`` gives an element whose last
-bits depend on the chunk it is computed in, and a pruned audit, which reweights its records
-in chunks of its own, would then differ from the full one in the last bits of epsilon.
-:func:`exact_products` replaces every float64 matrix product of a graph by
-:class:`InOrderMatmul`, whose elements are summed in order
-(:func:`pymc_edp.base.products.matmul_in_order`) and so are the same bits in any chunk.
+A BLAS ``X @ beta`` gives elements whose last bits depend on the chunk, so a pruned
+audit would differ from the full one. :func:`exact_products` replaces every float64
+product by :class:`InOrderMatmul` (:func:`pymc_edp.base.products.matmul_in_order`).
 """
 
 from __future__ import annotations
@@ -45,10 +41,7 @@ class InOrderMatmul(_op_class()):
 
 
 def _register_numba() -> None:
-    """Compile :class:`InOrderMatmul` natively under PyTensor's numba backend.
-
-    That backend is PyTensor 3's default; unregistered, the op would run in object mode.
-    """
+    """Compile :class:`InOrderMatmul` natively under PyTensor's numba backend."""
     try:
         from pytensor.link.numba.dispatch import basic
     except ImportError:  # pragma: no cover - no numba backend
@@ -90,11 +83,7 @@ def _toposort(outputs):
 
 
 def exact_products(output):
-    """``output`` with every float64 ``dot`` / ``matmul`` computed by :class:`InOrderMatmul`.
-
-    Other products (integer, float32) are left to PyTensor. Returns a new graph; the
-    inputs are those of ``output``.
-    """
+    """``output`` with every float64 ``dot`` / ``matmul`` an :class:`InOrderMatmul` (new graph)."""
     from pytensor.graph.replace import clone_replace
 
     for _ in range(1000):  # one product replaced per pass, upstream first

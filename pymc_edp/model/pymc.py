@@ -56,18 +56,7 @@ _NO_LOGLIK = (
 
 
 def ensure_log_likelihood(idata, model=None, *, progressbar: bool = False) -> xr.Dataset:
-    """Return the ``log_likelihood`` group, computing it from ``model`` when missing.
-
-    Parameters
-    ----------
-    idata : xarray.DataTree or arviz.InferenceData
-    model : pymc.Model, optional
-    progressbar : bool, default False
-
-    Returns
-    -------
-    xarray.Dataset
-    """
+    """The ``log_likelihood`` group of ``idata``, computed from ``model`` when missing."""
     if has_group(idata, "log_likelihood"):
         return get_group(idata, "log_likelihood")
     if model is None:
@@ -108,31 +97,13 @@ _OBSERVED_PART, _UNOBSERVED_PART = "_observed", "_unobserved"
 
 
 def imputed_positions(model, posterior, observed, name: str):
-    """Where the records of an imputed variable's observed part sit in its data.
+    """``(joined, positions)`` of the observed part ``name`` of an imputed variable, or None.
 
-    PyMC splits an observed variable ``y`` with missing values (NaN or a masked array) into
-    ``y_observed`` (the observed entries, laid end to end), ``y_unobserved`` (a free
-    variable) and the deterministic ``y`` that joins them. A record of ``y_observed`` is a
-    row of the data ``y`` at another position; this says which.
-
-    Parameters
-    ----------
-    model : pymc.Model or None
-        Read first: the mask in the graph of the joined ``y``.
-    posterior : xarray.Dataset or None
-        Without a model: the columns of the joined ``y`` that equal the observed values at
-        every draw (the imputed ones vary), when they are exactly the observed values.
-    observed : ndarray or None
-        The observed values of ``name`` (for the posterior's check).
-    name : str
-        An observed variable.
-
-    Returns
-    -------
-    tuple or None
-        ``(joined, positions)``: the name of the joined variable and, for each record of
-        ``name``, its flat (C-order) position in ``joined``'s data; None when ``name`` is
-        not the observed part of an imputed variable (or the positions cannot be found).
+    PyMC splits ``y`` with missing values into ``y_observed`` (the observed entries, end to
+    end), ``y_unobserved`` and the deterministic ``y`` joining them; ``positions`` are the
+    flat (C-order) positions of ``name``'s records in ``joined``'s data. Read from the
+    model's mask, else (no model) from the posterior's columns of ``joined`` that are constant
+    and equal to ``observed``.
     """
     if not name.endswith(_OBSERVED_PART):
         return None
@@ -191,21 +162,9 @@ def _constant_positions(posterior, joined: str, observed: np.ndarray):
 
 
 def resolve_model(model=None):
-    """Return ``model``, or else the model of the enclosing ``with`` block, or else None.
+    """``model``, else the model of the enclosing ``with`` block, else None.
 
-    As PyMC's own functions do with ``model=None`` (:func:`pymc.modelcontext`), but without
-    an error outside a model context: there the caller's behaviour without a model applies.
-
-    Parameters
-    ----------
-    model : pymc.Model, optional
-        The model passed explicitly; returned unchanged when given.
-
-    Returns
-    -------
-    pymc.Model or None
-        ``model``; when it is None, the innermost model of the enclosing ``with`` block
-        (logged at DEBUG level), or None outside any model context.
+    As :func:`pymc.modelcontext`, without an error outside a model context.
 
     Examples
     --------
@@ -214,10 +173,6 @@ def resolve_model(model=None):
     True
     >>> with pm.Model() as model:
     ...     resolve_model() is model
-    True
-    >>> other = pm.Model()
-    >>> with model:
-    ...     resolve_model(other) is other  # an explicit model wins
     True
     """
     if model is not None:
@@ -264,9 +219,8 @@ def observed_arrays(idata, model) -> dict[str, np.ndarray]:
 def integer_data(model, name: str, observed) -> bool:
     """Whether observed variable ``name`` can only take integer values.
 
-    True for integer-dtype data and for a likelihood with integer support (a discrete
-    distribution: its variable has an integer dtype in PyMC), whatever the data's dtype.
-    Whole-number floats under a continuous likelihood are not integer data.
+    Integer-dtype data, or a discrete likelihood whatever the data's dtype (whole-number
+    floats under a continuous likelihood are not).
     """
     if np.asarray(observed).dtype.kind in "biu":
         return True
@@ -284,11 +238,9 @@ def model_data(model) -> dict[str, np.ndarray]:
 
 
 def same_values(a, b) -> tuple[bool, str]:
-    """Whether two arrays hold the same data, at the precision of the coarser dtype.
+    """``(same, detail)``: whether two arrays hold the same data, at the coarser dtype's precision.
 
-    Numbers are compared as floats: exactly when both are float64 or integer, and to a few
-    units in the last place of float32 (or float16) when either was stored so (a
-    ``float32`` observed_data is the same data rounded). Returns the verdict and a detail.
+    Exactly for float64 and integers, to a few units in the last place of float32 or float16.
 
     Examples
     --------
@@ -298,8 +250,6 @@ def same_values(a, b) -> tuple[bool, str]:
     (True, '')
     >>> same_values(x, x + 1e-3)
     (False, '30 differing value(s), up to 0.001')
-    >>> same_values(np.array(2.0), np.array([2.0]))  # a scalar stored as shape (1,)
-    (True, '')
     """
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
@@ -328,10 +278,9 @@ def check_model_matches_data(
 ) -> None:
     """Refuse a model whose data are not those the draws were sampled with.
 
-    The model's observed values against ``observed_data``, and its ``pm.Data`` containers
-    (covariates, group indices) against ``constant_data``: after ``pm.set_data`` changes a
-    covariate, a refit or a log-likelihood computed from the model would use other data than
-    the posterior's, and give a wrong epsilon without a word.
+    Its observed values against ``observed_data``, its ``pm.Data`` against
+    ``constant_data``: after ``pm.set_data``, refits and log-likelihoods would silently use
+    other data than the posterior's.
     """
     checks = []
     if observed_data is not None:
@@ -358,22 +307,12 @@ def check_model_matches_data(
 
 
 class ElementwiseLogLik:
-    """Compiled elementwise log-likelihood of one observed variable at any data and draws.
+    """Compiled elementwise log-likelihood of observed variable ``name`` at any data and draws.
 
-    The logp graph of ``name`` (untransformed parameters) is compiled once with the observed
-    value as an input, vectorised over a leading draw axis (``vectorize_graph``) so one call
-    evaluates every draw; models whose graph cannot be vectorised fall back to a loop.
-
-    A likelihood that couples all records (one term over them, e.g. ``pm.AR``, ``pm.gp.Marginal``)
-    gives instead, for each record, its leave-one-out conditional density given the model's
-    observed values of the other records, evaluated at the values passed
+    Compiled once with the observed value as an input, vectorised over draws (or looped). A
+    likelihood coupling all records (``pm.AR``, ``pm.gp.Marginal``) gives each record's
+    leave-one-out conditional density instead
     (:func:`pymc_edp.model.conditional.conditional_logp`; Gaussian likelihoods only).
-
-    Parameters
-    ----------
-    model : pymc.Model
-    name : str
-        Observed variable.
     """
 
     def __init__(self, model, name: str):
@@ -416,19 +355,9 @@ class ElementwiseLogLik:
             self._vec = None
 
     def blocks(self, posterior: xr.Dataset, blocks) -> np.ndarray:
-        """``log p(y_b | y_-b, theta)`` of each block of records, at every draw.
+        """``(n_samples, len(blocks))`` ``log p(y_b | y_-b, theta)``, coupled Gaussian likelihood.
 
-        For a coupled Gaussian likelihood
-        (:func:`pymc_edp.model.conditional.block_log_conditionals`).
-
-        Returns
-        -------
-        ndarray, shape (n_samples, len(blocks))
-
-        Raises
-        ------
-        NonFactorisedError
-            For a likelihood that factorises (sum its records instead) or is a Student-t.
+        Raises :class:`NonFactorisedError` for a factorised or Student-t likelihood.
         """
         from pymc.pytensorf import compile as pm_compile
 
@@ -464,19 +393,7 @@ class ElementwiseLogLik:
         return draws
 
     def __call__(self, posterior: xr.Dataset, y: np.ndarray) -> np.ndarray:
-        """Log-likelihood terms at data ``y`` for every draw of ``posterior``.
-
-        Parameters
-        ----------
-        posterior : xarray.Dataset
-            With dims ``(chain, draw, ...)`` holding every free variable.
-        y : ndarray
-            Observed values (the variable's shape).
-
-        Returns
-        -------
-        ndarray, shape (n_samples, n_terms)
-        """
+        """``(n_samples, n_terms)`` log-likelihood terms at data ``y``, each posterior draw."""
         draws = self._draws(posterior)
         y = np.asarray(y, dtype=self.value_dtype)
         n_samples = draws[0].shape[0] if draws else 1
@@ -498,14 +415,12 @@ class ElementwiseLogLik:
 def potentials_with_data(model) -> list[str]:
     """Names of the model's ``pm.Potential`` terms that depend on data arrays.
 
-    A Potential has no pointwise log-likelihood, so records that enter the posterior only
-    through one are no neighbour of an audit. A Potential built from a data array (a
-    constant with more than one element, or a ``pm.Data`` container) is taken to hold such
-    records; one on the parameters alone (a constraint, a penalty) is not.
+    Records entering the posterior only through a Potential are no neighbour of an audit. A
+    Potential on a data array (a constant of more than one element, or ``pm.Data``) is taken
+    to hold such records; one on the parameters alone is not.
 
     Examples
     --------
-    >>> import numpy as np, pymc as pm
     >>> from pymc_edp.model.pymc import potentials_with_data
     >>> with pm.Model() as m:
     ...     mu = pm.Normal("mu")
@@ -532,38 +447,21 @@ POTENTIAL_DRAWS = 3
 
 
 def potential_records(model, posterior=None) -> dict[str, dict[str, np.ndarray | None]]:
-    """Which records of which observed variables each ``pm.Potential`` holds terms of.
+    """``{potential: {observed variable: records}}`` for Potentials that read observed data.
 
-    A Potential that reads an observed variable's data (its observed values, or a constant
-    equal to them, as ``pm.logp(y, y_data)`` has) holds part of those records' likelihood,
-    e.g. regression weights written as ``pm.Potential((w - 1) * pm.logp(y, y_data))``. A
-    record is in it when the Potential changes with its value: its gradient with respect
-    to the record is not zero at some of the posterior draws (``POTENTIAL_DRAWS``).
-
-    Parameters
-    ----------
-    model : pymc.Model
-    posterior : xarray.Dataset, optional
-        Draws of the model's free variables. Without them (or when the Potential cannot be
-        differentiated in the data, e.g. integer data) every record of the variable counts.
-
-    Returns
-    -------
-    dict
-        ``{potential: {observed variable: records}}`` for the Potentials that read an
-        observed variable's data; ``records`` is a boolean mask over the variable's data
-        (C order), or None when every record is taken to be in it.
+    A Potential reading an observed variable's values (``pm.Potential((w - 1) * pm.logp(y,
+    y_data))``) holds part of a record's likelihood when its gradient in that record is not
+    zero at some posterior draws (:data:`POTENTIAL_DRAWS`). ``records`` is a boolean mask
+    over the data (C order), or None for every record (no ``posterior``, or no gradient).
 
     Examples
     --------
-    >>> import numpy as np, pymc as pm
     >>> from pymc_edp.model.pymc import potential_records
     >>> y, w = np.array([0.3, 1.2, -0.5]), np.array([1.0, 3.0, 1.0])
     >>> with pm.Model() as m:
     ...     mu = pm.Normal("mu")
     ...     obs = pm.Normal("y", mu, observed=y)
     ...     _ = pm.Potential("weights", ((w - 1) * pm.logp(obs, y)).sum())
-    ...     _ = pm.Potential("penalty", -(mu**2))
     >>> potential_records(m)
     {'weights': {'y': None}}
     """
@@ -595,12 +493,7 @@ def _data_read(model, graph) -> dict[str, list]:
 
 
 def _records_in(model, potential: str, name: str, posterior) -> np.ndarray | None:
-    """Mask of the entries of ``name``'s data on which Potential ``potential`` depends.
-
-    Where its gradient with respect to them is not zero at some posterior draws, computed
-    on the model without value transforms (whose free values are the posterior's); None
-    when that cannot be computed (every entry then counts).
-    """
+    """Mask of ``name``'s entries where ``potential``'s gradient is ever not 0, or None."""
     if posterior is None:
         return None
     try:
@@ -639,18 +532,15 @@ def _records_in(model, potential: str, name: str, posterior) -> np.ndarray | Non
 
 
 def reads_data(model, names) -> dict[str, bool]:
-    """Per model variable in ``names``, whether the model computes it from data.
+    """Per model variable in ``names`` (not observed), whether the model computes it from data.
 
-    A variable's graph (its random variables replaced by their values) reads data when it
-    reaches an observed variable's values, a ``pm.Data`` container, or a constant array
-    that is one of them (the same shape and values) or a float array of observed values.
-    The index arrays and scalars inside a distribution (an LKJ correlation's unit
-    diagonal, a cutpoint fixed at 0) are not data. Names that are not model variables, and
-    observed variables, are left out of the answer.
+    Data: an observed variable's values, a ``pm.Data``, or a constant array equal to one of
+    them or a float array of observed values; not the index arrays and scalars inside a
+    distribution (an LKJ unit diagonal, a cutpoint fixed at 0).
 
     Examples
     --------
-    >>> import numpy as np, pymc as pm, pytensor.tensor as pt
+    >>> import pytensor.tensor as pt
     >>> from pymc_edp.model.pymc import reads_data
     >>> y = np.array([0.0, 1.5, 2.0])
     >>> with pm.Model() as m:
@@ -714,12 +604,9 @@ def check_log_likelihood_matches_model(
 ) -> None:
     """Refuse a stored log-likelihood that is not the model's at these posterior draws.
 
-    A ``log_likelihood`` group whose draws were shuffled, or whose chains were swapped,
-    against the posterior gives a wrong epsilon without any other sign (its weights are then
-    attached to other draws). With the model at hand, :data:`CHECKED_DRAWS` draws (the
-    first, the middle and the last) of every observed variable are recomputed and compared;
-    float32 storage is allowed for. Variables the model cannot evaluate here (a posterior
-    without all its free variables) are not checked.
+    Shuffled draws or swapped chains silently give a wrong epsilon: :data:`CHECKED_DRAWS`
+    draws of every observed variable are recomputed and compared (float32 storage allowed
+    for); variables the model cannot evaluate here are not checked.
     """
     n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
     picks = sorted({(0, 0), (n_chain // 2, n_draw // 2), (n_chain - 1, n_draw - 1)})
@@ -760,24 +647,10 @@ def check_log_likelihood_matches_model(
 
 
 def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> np.ndarray:
-    """Elementwise log-likelihood of observed variable ``name`` at alternative data values.
+    """``(n_candidates, n_samples, n_records)`` log-likelihood of ``name`` at other data values.
 
-    For a factorised likelihood the term of record ``i`` depends only on its own value, so
-    one evaluation gives ``p(y'_i | theta)`` for every record at once.
-
-    Parameters
-    ----------
-    idata : xarray.DataTree or arviz.InferenceData
-        Must hold the posterior of every free variable of ``model``.
-    model : pymc.Model
-    name : str
-        Observed variable.
-    values : ndarray, shape (n_candidates, *observed_shape)
-        Replacement data sets; candidate ``c`` replaces every record by ``values[c]``.
-
-    Returns
-    -------
-    ndarray, shape (n_candidates, n_samples, n_records)
+    Candidate ``c`` replaces every record by ``values[c]``; one evaluation per candidate, as
+    record ``i``'s term depends on its own value only.
     """
     if model is None:
         raise ValueError(

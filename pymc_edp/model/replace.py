@@ -14,15 +14,9 @@ __all__ = ["PerRecord", "candidates", "check_support"]
 class PerRecord:
     """Replacement values given record by record, for ``neighbour="replace"``.
 
-    A plain list or 1-d array passed as ``replacements=`` always means candidate values,
-    each tried for every record; per-record values must be wrapped in ``PerRecord`` so that
-    the length of a list never decides what it means.
-
-    Parameters
-    ----------
-    values : array_like
-        Shaped like the observed data (one replacement per record), or
-        ``(n_candidates, *observed_shape)`` (several per record; the worst is reported).
+    A plain list passed as ``replacements=`` always means candidates for every record, so
+    its length never decides its meaning. ``values`` is shaped like the observed data, or
+    ``(n_candidates, *observed_shape)`` (the worst is reported).
 
     Examples
     --------
@@ -46,12 +40,10 @@ def _is_integer_valued(values: np.ndarray) -> bool:
 def candidates(
     replacements, name: str, observed: np.ndarray, *, integer: bool | None = None
 ) -> np.ndarray:
-    """Replacement data sets for observed variable ``name``, shape (C, *observed.shape).
+    """Replacement data sets for observed variable ``name``, shape ``(C, *observed.shape)``.
 
-    ``integer`` says whether the data can only be integers (integer dtype, or a likelihood
-    with integer support such as Poisson or Binomial); non-integer replacements are then
-    refused, as they would be truncated. By default it is read from ``observed``'s dtype:
-    whole-number floats under a continuous likelihood accept any real replacement.
+    With ``integer`` (default: ``observed``'s dtype) non-integer replacements are refused,
+    as they would be truncated.
     """
     if integer is None:
         integer = np.asarray(observed).dtype.kind in "biu"

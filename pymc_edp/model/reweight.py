@@ -1,38 +1,29 @@
 """Reweighting neighbours chunk by chunk, and pruning those that cannot set epsilon.
 
-A chunk of neighbours is the unit of work: read (or compute) its rows of the
-log-likelihood, form the log ratios (:func:`pymc_edp.model.loglik.log_ratios`), smooth
-them and reduce them to per-parameter epsilons, then drop them. No ``n x S`` array is
-needed, so a chunk can run on any worker that can read its rows.
+A chunk of neighbours is the unit of work: read (or compute) its log-likelihood rows, form
+the log ratios (:func:`pymc_edp.model.loglik.log_ratios`), smooth and bin them, drop them.
 
-Pruning. For a neighbour with log ratios ``log r_s``, every reweighted bin ratio
-``P'(b) / P(b)`` is the mean of the weights in ``b`` over their overall mean, and
-Pareto-smoothed weights stay inside ``[min_s r_s, max_s r_s]`` (the smoothed tail starts
-at the cutoff and is truncated at the largest raw weight); additive smoothing moves both
-probabilities towards the same constant, which only shrinks the ratio. Hence::
+Pruning. Every reweighted bin ratio ``P'(b) / P(b)`` is a mean of weights over their
+overall mean, and Pareto-smoothed weights stay inside ``[min_s r_s, max_s r_s]``;
+additive smoothing only shrinks the ratio. Hence::
 
     eps_i <= bound_i = max_s log r_s - min_s log r_s
 
 (the maximum over candidates for replacements). One cheap pass computes every bound;
-neighbours are then reweighted in full in decreasing order of their bound, until the next
-bound is below the largest epsilon already found, which the remaining neighbours therefore
-cannot reach.
+neighbours are reweighted in decreasing order of it until the next bound is below the
+largest epsilon found.
 
-A tighter bound screens each wave before it is reweighted. A bin ratio is a bin's mean
-weight over the overall mean ``wbar``, so ``eps_i <= max(log max_s w_s - log wbar,
-log wbar - log min_s w_s)``. Pareto smoothing changes at most the ``M`` draws of the tail
-(:func:`pymc_edp.base.psis.psis_tail_length`), each to a value between the cutoff and the
-largest raw weight, so the smoothed sum is within ``M (max_s r_s - min_s r_s)`` of the raw
-sum ``sum_s r_s``. With ``A = sum_s r_s / max_s r_s`` and ``D = M (1 - min_s r_s / max_s
-r_s)``::
+A tighter bound screens each wave: ``eps_i <= max(log max_s w_s - log wbar, log wbar -
+log min_s w_s)``, and smoothing changes at most the ``M`` tail draws
+(:func:`pymc_edp.base.psis.psis_tail_length`), so the smoothed sum is within ``M (max_s r_s
+- min_s r_s)`` of ``sum_s r_s``. With ``A = sum_s r_s / max_s r_s`` and ``D = M (1 - min_s
+r_s / max_s r_s)``::
 
     eps_i <= mean_bound_i = max(log S - log(A - D), log(A + D) - log S + range_i)
 
-(the range bound where ``A <= D``). For a posterior that moves little, ``log r`` is close
-to Gaussian with standard deviation ``sigma``: the range is about ``7 sigma`` at 4,000
-draws and this bound about ``3.6 sigma``, while epsilon is about ``2 sigma``, so far fewer
-neighbours need the full reweighting (Pareto smoothing, binning). It costs one ``exp`` per
-draw, where the full reweighting costs a selection, a fit and the bins.
+(the range where ``A <= D``). For Gaussian ``log r`` with sd ``sigma`` at 4,000 draws the
+range is about ``7 sigma``, this bound ``3.6 sigma`` and epsilon ``2 sigma``, for one
+``exp`` per draw.
 
 References
 ----------
@@ -98,46 +89,29 @@ class ChunkOptions:
     Parameters
     ----------
     memory : int or str, default "512MiB"
-        Working-memory budget of one chunk of records (bytes, or a string such as
-        ``"2GiB"``): a chunk holds about ``memory / (8 * 8 * S)`` records. Peak memory is about
-        this per worker, plus the posterior draws and the per-record results.
+        Working memory of one chunk of records (bytes, or ``"2GiB"``): about
+        ``memory / (8 * 8 * S)`` records, per worker.
     executor : concurrent.futures.Executor or dask.distributed.Client, optional
-        Where chunks run; default here (the kernels are already multi-threaded). With a
-        dask ``Client`` each worker reads or computes its own chunks' log-likelihood (from
-        the model or its slice of a zarr store) and returns a few numbers per record. A
-        ``ProcessPoolExecutor`` must start its workers with ``forkserver`` or ``spawn``
-        where numba's threads are GNU OpenMP (Linux): ``fork``, which they do not survive,
-        is refused (:func:`pymc_edp.base.parallel.fork_unsafe`).
+        Where chunks run; default here. Dask workers read or compute their own chunks'
+        log-likelihood. A ``ProcessPoolExecutor`` must not ``fork`` where numba's threads
+        are GNU OpenMP (:func:`pymc_edp.base.parallel.fork_unsafe`).
     prune_above : float, default 1e8
-        ``prune=None`` prunes when records x draws exceeds this (1e8 is 25,000 records of
-        4,000 draws, where the full audit takes about 5 s here).
+        ``prune=None`` prunes above this many records x draws.
     prune : bool, optional
-        ``True`` reweights records in decreasing order of the bound
-        ``max log r - min log r`` on their epsilon and stops when the next bound is below
-        the largest epsilon found: the epsilon is exactly that of the full audit, and
-        pruned records keep their bound (``pointwise["epsilon_bound"]``, method
-        ``"pruned"``). ``False`` computes every record. ``None`` prunes when records x draws
-        exceeds ``prune_above``.
+        ``True`` reweights records in decreasing order of the bound ``max log r - min log r``
+        and stops below the largest epsilon found (the same epsilon; pruned records keep
+        their bound, method ``"pruned"``). ``False`` computes every record.
     store_weights : bool, optional
-        Keep every neighbour's smoothed log-weights on the result (``n_neighbours x S``
-        floats) for later diagnostics (``res.curve()``, most plots). Default: yes, unless the
-        audit prunes or reads the log-likelihood chunk by chunk (a large audit, where they
-        would not fit in memory); it then keeps those of the ``TOP_WEIGHTS`` (32) neighbours
-        with the largest epsilons, which is what ``res.interval()``, ``res.mcse()`` and the
-        printed interval need. ``True`` needs ``prune=False`` when the audit would prune.
+        Keep every neighbour's smoothed log-weights (``n_neighbours x S``) for diagnostics.
+        Default: yes unless the audit prunes or streams; then those of the ``TOP_WEIGHTS``
+        largest epsilons (what intervals and MCSE need). ``True`` needs ``prune=False``.
     log_likelihood : {"auto", "group", "model"}, default "auto"
-        Where the pointwise log-likelihood comes from. ``"group"``: the ``log_likelihood``
-        group (read chunk by chunk when it is lazy, e.g. opened from zarr with dask
-        chunks). ``"model"``: computed from the model for each chunk of records over all
-        draws and dropped, so the ``n x S`` array is never held. ``"auto"``: the group when
-        there is one, else the model (streamed when its likelihood allows, else computed
-        whole as ``pm.compute_log_likelihood`` does).
+        ``"group"``: the ``log_likelihood`` group (lazily when it is). ``"model"``: computed
+        from the model a chunk of records at a time, never held whole. ``"auto"``: the group
+        if any, else the model.
     moment_match : MomentMatchOptions, dict or False, optional
-        How the reweighting stage improves the weights of the neighbours whose Pareto k-hat
-        is too large before any refit: ``max_iters``, ``split``, ``cov`` and the k-hat
-        threshold of moment matching (:class:`pymc_edp.MomentMatchOptions`, or a dict of its
-        fields); default ``MomentMatchOptions()``. ``False`` leaves it out of
-        ``method="auto"`` (reweight, then refit, as before version 0.3).
+        Moment matching of bad k-hat neighbours before any refit
+        (:class:`pymc_edp.MomentMatchOptions`); ``False`` leaves it out of ``method="auto"``.
 
     Examples
     --------
@@ -233,15 +207,10 @@ class ChunkOutcome:
 
 @dataclass(frozen=True)
 class Reweighter:
-    """Everything a worker needs to reweight any chunk of neighbours.
+    """Everything a worker needs to reweight any chunk of neighbours (picklable).
 
-    Picklable when the log-likelihood is (in-memory arrays, dask arrays, or columns
-    computed from the model), so a dask ``Client`` can scatter it once.
-
-    ``keep_weights`` returns every neighbour's smoothed log-weights; otherwise those of the
-    ``keep_top`` neighbours of each chunk with the largest epsilon (and of any at a
-    resolution limit, up to as many again), which are the ones that can set the audit's
-    epsilon and its interval.
+    Returns every neighbour's smoothed log-weights with ``keep_weights``, else those of the
+    ``keep_top`` largest epsilons of each chunk (and as many at a resolution limit).
     """
 
     ll: LogLikelihood
@@ -361,22 +330,9 @@ class Reweighter:
 def mean_bound(
     log_ratio: np.ndarray, n_tail: int, axis: int = -1, *, overwrite: bool = False
 ) -> np.ndarray:
-    """The bound of each neighbour's epsilon from the mean of its weights (module docstring).
+    """``min(range, mean_bound)`` of each neighbour's epsilon (module docstring), or ``inf``.
 
-    Parameters
-    ----------
-    log_ratio : ndarray
-        Log ratios ``log r``, draws along ``axis``.
-    n_tail : int
-        Draws Pareto smoothing may change (the tail length ``M``).
-    axis : int, default -1
-    overwrite : bool, default False
-        Use ``log_ratio`` (float64) as the work array, saving two arrays of its size.
-
-    Returns
-    -------
-    ndarray
-        ``min(range, mean_bound)`` for each neighbour; NaN or infinite ratios give ``inf``.
+    ``n_tail`` is the tail length ``M``; ``overwrite`` uses ``log_ratio`` (float64) as work.
 
     Examples
     --------
@@ -433,10 +389,7 @@ def tight_bound_chunk(reweighter: Reweighter, index) -> np.ndarray:
 
 
 def _single_rows(ll: LogLikelihood, nb: Neighbours, start: int, stop: int):
-    """``(variable, columns)`` when neighbours ``start:stop`` are single records of one variable.
-
-    ``columns`` is a slice (contiguous records) or an index array; else None.
-    """
+    """``(variable, columns)`` if neighbours ``start:stop`` are single records of one variable."""
     lo, hi = nb.indptr[start], nb.indptr[stop]
     if hi - lo != stop - start or hi == lo:
         return None

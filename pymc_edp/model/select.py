@@ -35,10 +35,7 @@ _VALUE_VAR = re.compile(r"^(?P<base>.+)_(?P<transform>[A-Za-z0-9]+)__$")
 
 
 def unconstrained_copies(names) -> list[str]:
-    """Names that are a transformed variable's unconstrained value beside the variable.
-
-    nutpie on PyMC 5 stores them in the posterior (``lam_log__`` next to ``lam``): the same
-    draws, transformed, not a parameter of the model.
+    """Names that are a transformed variable's unconstrained copy beside it (nutpie on PyMC 5).
 
     Examples
     --------
@@ -58,10 +55,8 @@ def unconstrained_copies(names) -> list[str]:
 def select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str]:
     """Posterior variables named by ``var_names``, with ArviZ's conventions.
 
-    ``None`` selects every variable but the unconstrained copies of transformed ones
-    (:func:`unconstrained_copies`); names starting with ``~`` are excluded (when every name
-    is negated, all others are kept); ``filter_vars="like"`` matches substrings and
-    ``"regex"`` regular expressions.
+    None: all but :func:`unconstrained_copies`; ``~name`` excludes; ``filter_vars`` is
+    ``"like"`` (substrings) or ``"regex"``.
     """
     available = list(posterior.data_vars)
     if var_names is None:
@@ -110,16 +105,13 @@ class LeftOut:
     Attributes
     ----------
     variable : str
-        The posterior variable.
     reason : str
-        :data:`CONSTANT` (the same in every draw: no information about any record, epsilon
-        exactly 0, nothing to bin) or :data:`DATA_COPY` (it holds observed data: publishing
-        it can disclose records exactly).
+        :data:`CONSTANT` (the same in every draw: epsilon exactly 0) or :data:`DATA_COPY`
+        (it holds observed data: publishing it can disclose records).
     elements : tuple of str
-        The labels of the constant elements left out when the variable's other elements are
-        audited; empty when the whole variable is left out.
+        The constant elements left out while the others are audited; empty: all of it.
     detail : str
-        What was seen (``"1 in every draw"``, ``"it is an observed variable ..."``).
+        What was seen (``"1 in every draw"``).
 
     Examples
     --------
@@ -158,9 +150,7 @@ elements of 'cutpoints' are audited
 
 
 def left_out_message(left_out) -> str:
-    """The one sentence naming what an audit left out and why ("" when nothing).
-
-    The warning, the printout's headline and the HTML view all show this text.
+    """The one sentence (warning, printout, HTML) naming what an audit left out ("" if nothing).
 
     Examples
     --------
@@ -199,11 +189,7 @@ def left_out_from_json(text: str) -> tuple[LeftOut, ...]:
 
 
 def _constant_rows(draws: np.ndarray) -> np.ndarray:
-    """Rows whose draws are all the same (to rounding, relative to their own size).
-
-    The tolerance is relative only: a parameter that lives on a tiny scale (a Binomial
-    probability of 1e-17 varying by 3%) is not constant.
-    """
+    """Rows whose draws are all the same relative to their own size (tiny scales vary)."""
     if draws.shape[1] < 2:
         return np.zeros(draws.shape[0], bool)
     spread = np.ptp(draws, axis=1)
@@ -227,45 +213,15 @@ def drop_data_copies(
     labels: list[str] | None = None,
     reads_data: dict[str, bool] | None = None,
 ) -> tuple[np.ndarray, list[str], list[LeftOut]]:
-    """Rows of the ``(parameter, sample)`` matrix to bin: no data copy, no constant element.
+    """``(keep, messages, left_out)``: rows of the ``(parameter, sample)`` matrix to bin.
 
-    A posterior variable named like an observed variable (PyMC adds one when the data have
-    missing values: it holds the observed records verbatim), or with an element that is the
-    same in every draw and comes from the data, is a *data copy*: its epsilon would read ~0
-    although publishing it can disclose records exactly. It is left out whole with a
-    warning, and refused when asked for by name.
-
-    An element that is the same in every draw and does not come from the data (the unit
-    diagonal of an LKJ correlation matrix, a cutpoint fixed at 0) is *constant*: it carries
-    no information about any record, its epsilon is exactly 0, and it cannot be binned. It
-    is left out and the variable's other elements are audited (asked for by name or not);
-    a variable with no other element is left out whole.
-
-    Whether a constant element comes from the data is decided by ``reads_data`` (from the
-    model's graph, :func:`pymc_edp.model.pymc.reads_data`) where it names the variable;
-    otherwise by its values: a constant element equal to an observed data value is taken
-    for a copy.
-
-    Parameters
-    ----------
-    draws : ndarray, shape (n_parameters, n_samples)
-    var_of : list of str
-        The variable of each row.
-    explicit : bool
-        The variables were asked for by name (``var_names``).
-    observed : dict of {str: array}
-        The observed data by variable name.
-    labels : list of str, optional
-        The label of each row (the variable's name with the element's index).
-    reads_data : dict of {str: bool}, optional
-        Per variable, whether the model computes it from data.
-
-    Returns
-    -------
-    keep : ndarray of bool, shape (n_parameters,)
-    messages : list of str
-        The warning (:func:`left_out_message`), if anything is left out.
-    left_out : list of LeftOut
+    A *data copy* (a variable named like an observed one, or with an element constant over
+    draws that comes from the data) would read epsilon ~0 while disclosing records: left out
+    whole with a warning, refused when named. A *constant* element not from the data (an LKJ
+    unit diagonal) has epsilon exactly 0 and cannot be binned: left out, the variable's other
+    elements audited. Whether it comes from the data: ``reads_data``
+    (:func:`pymc_edp.model.pymc.reads_data`) where it names the variable, else whether it
+    equals an observed value. ``explicit``: the variables were asked for by name.
 
     Examples
     --------

@@ -1,35 +1,17 @@
 """The pointwise log-likelihood computed from the model, a chunk of records at a time.
 
-:func:`pymc.compute_log_likelihood` evaluates every record at every draw and keeps the
-``n x S`` result: 32 GB at a million records and 4,000 draws. :class:`ModelColumns` holds
-instead what that array is computed from — the model's elementwise log-likelihood graph of
-one observed variable, compiled once, vectorised over a leading draw axis, the posterior
-draws as arrays, and the per-record data — and computes any set of columns (records) on
-demand::
-
-    columns[:, lo:hi]     # (S, hi - lo), one call of the compiled function
-    columns[:, idx]       # (S, len(idx)) for an integer index array
-
-The graph is PyMC's own (``model.logp(sum=False)`` on the untransformed model, the graph
-:func:`pymc.compute_log_likelihood` evaluates) with every per-record input replaced by a
-symbolic input that is fed the chunk's slice: the observed values, and every
-``pm.Data`` / constant in the graph whose leading dimension is the number of records
-(covariate matrices, group indices, exposures). Only one record's term may depend on one
-record's data, so the streaming path is limited to observed variables whose elementwise
-log-likelihood is a vector (one term per record); and because "leading length n" is a guess
-about what is per-record, the chunked computation is checked once against the full one
-(``check=True``).
-
-:func:`model_log_likelihood` wraps the columns of several observed variables in a
-:class:`~pymc_edp.model.loglik.LogLikelihood`; :func:`stream_supported` says, without
-compiling, which observed variables can be streamed.
+:class:`ModelColumns` holds what :func:`pymc.compute_log_likelihood`'s ``n x S`` array is
+computed from (PyMC's elementwise log-likelihood graph of one observed variable, compiled
+once and vectorised over draws, the draws, the per-record data) and computes any columns on
+demand (``columns[:, lo:hi]``, ``columns[:, idx]``). Every input whose leading length is
+the number of records is taken as per-record and fed the chunk's slice; as that is a guess,
+the chunked computation is checked once against the full one (``check=True``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -69,10 +51,7 @@ _ADVICE = (
 
 
 class StreamingUnavailableError(ValueError):
-    """The log-likelihood of an observed variable cannot be computed a chunk at a time.
-
-    ``name`` is the observed variable; ``reason`` says why, in a few words.
-    """
+    """The log-likelihood of observed variable ``name`` cannot be streamed, for ``reason``."""
 
     def __init__(self, name: str, reason: str):
         super().__init__(
@@ -107,24 +86,9 @@ def _root_value(var) -> np.ndarray | None:
 class _Graph:
     """The streaming graph of one observed variable (symbolic; nothing compiled).
 
-    Attributes
-    ----------
-    free : list of str
-        Free variables the log-likelihood depends on, in input order.
-    free_dtypes : list of str
-    draw_inputs : list of TensorVariable
-        One per free variable, with a leading draw axis (unbatched when ``vectorised`` is
-        False).
-    data_inputs : list of TensorVariable
-        Per-record inputs, the observed values first.
-    data : list of ndarray
-        Their full values (leading length ``n``).
-    labels : list of str
-        A name for each per-record input, for messages.
-    output : TensorVariable
-        ``(S, k)`` log-likelihood terms (``(k,)`` per draw when not vectorised).
-    n : int
-        Number of records.
+    ``draw_inputs`` have a leading draw axis (unbatched when not ``vectorised``);
+    ``data_inputs`` are the per-record inputs, the observed values first, ``data`` their full
+    values and ``labels`` their names for messages; ``output`` is the ``(S, k)`` log-likelihood.
     """
 
     def __init__(self, model, name: str):
@@ -165,10 +129,7 @@ class _Graph:
 
 
 def _elementwise_logp(umodel, rv, value, name: str):
-    """The elementwise log-likelihood of ``rv`` and its observed values, ``(logp, y)``.
-
-    Raises :class:`StreamingUnavailableError` unless there is one term per record.
-    """
+    """``(logp, y)``: the elementwise log-likelihood and observed values; one term per record."""
     (logp,) = umodel.logp(vars=[rv], sum=False)
     if logp.ndim != 1 or value.ndim < 1:
         raise StreamingUnavailableError(
@@ -185,11 +146,7 @@ def _elementwise_logp(umodel, rv, value, name: str):
 
 
 def _resized_logp(umodel, rv, value, name: str):
-    """The log-likelihood of ``rv`` resized to a chunk of records, ``(y_new, logp_new)``.
-
-    ``y_new`` is the observed values as a symbolic input of any length; the size of
-    ``logp_new`` follows it. Also returns the resized random variable, ``rv_new``.
-    """
+    """``(y_new, logp_new, rv_new)``: the log-likelihood resized to chunks ``y_new``."""
     import pymc as pm
     import pytensor.tensor as pt
     from pymc.distributions.shape_utils import change_dist_size
@@ -211,12 +168,10 @@ def _resized_logp(umodel, rv, value, name: str):
 
 
 def _constants_folded(rv):
-    """``rv`` with its parameters that are constant expressions given as constants.
+    """``rv`` with its constant-expression parameters given as constants.
 
-    Resizing wraps a constant parameter in ops (``ExpandDims(inf)``) that PyMC's graph of
-    the model has folded; some ``logp`` read their parameters' values (``pm.Truncated``
-    takes an infinite constant bound for no bound), and would otherwise evaluate another
-    formula than PyMC's.
+    Resizing wraps a constant in ops (``ExpandDims(inf)``) that PyMC's graph has folded, and
+    some ``logp`` read their parameters' values (``pm.Truncated``'s infinite bound).
     """
     import pytensor.tensor as pt
     from pytensor.graph.basic import Constant
@@ -248,11 +203,10 @@ def _chunk_input(var, name: str):
 
 
 def _per_record_inputs(logp_new, y_new, n: int):
-    """The inputs of ``logp_new`` taken to be per-record, besides the observed ``y_new``.
+    """``(replace, inputs, data, labels)`` of the per-record inputs besides ``y_new``.
 
-    Every constant / ``pm.Data`` of leading length ``n`` is one. Returns ``(replace, inputs,
-    data, labels)``: a new symbolic input of any length for each (``replace`` maps the old
-    variable to it), its full values and a name for it.
+    Each constant or ``pm.Data`` of leading length ``n`` becomes a new input of any length
+    (``replace`` maps the old one to it).
     """
     replace, inputs, data, labels = {}, [], [], []
     for var in _ancestors([logp_new]):
@@ -275,18 +229,12 @@ def _low_precision(var) -> bool:
 
 
 def _folded(logp_new, inputs, data, n: int):
-    """The parts of ``logp_new`` computed from per-record data alone, computed once.
+    """``(logp_new, new_inputs, new_data)``: parts computed from float32 data alone, computed once.
 
-    PyMC's graph holds the data as constants, and PyTensor folds what is computed from
-    constants alone with NumPy before compiling (``log(sigma)`` of a float32 ``sigma``,
-    rounded to float32 by NumPy's ``log``). A streamed chunk feeds the data as inputs, so
-    the same part would be computed by the compiled backend, whose float32 ``log`` rounds
-    differently (by up to 6e-8 here). Such parts that involve a float32 (or float16) value
-    are therefore computed here, once for all records, as PyTensor's folding computes
-    them, and fed to the chunks as per-record inputs of their own. Float64 parts are left
-    in the graph (the two agree there to rounding, 1e-16).
-
-    Returns ``(logp_new, new_inputs, new_data)``.
+    PyTensor folds constant expressions with NumPy before compiling; fed as inputs, the same
+    float32 part would be computed by the backend, whose ``log`` rounds differently (up to
+    6e-8). Such parts are computed here as the folding would and fed as per-record inputs;
+    float64 parts agree to rounding and stay in the graph.
     """
     import pytensor
     from pytensor.compile.mode import Mode
@@ -351,11 +299,7 @@ def _folded(logp_new, inputs, data, n: int):
 
 
 def _free_rvs(umodel, rv, logp, logp_new, inputs, name: str) -> list:
-    """The free variables the resized ``logp_new`` depends on.
-
-    Checked to be those of the original ``logp`` and, with the per-record ``inputs``, all
-    that ``logp_new`` depends on; otherwise :class:`StreamingUnavailableError`.
-    """
+    """The free variables ``logp_new`` depends on: those of ``logp``, and nothing unknown."""
     needed = set(_ancestors([logp_new]))
     free_rvs = [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in needed]
     original = set(_ancestors([logp]))
@@ -378,11 +322,7 @@ def _free_rvs(umodel, rv, logp, logp_new, inputs, name: str) -> list:
 
 
 def _vectorised(values, logp_new):
-    """``logp_new`` over a leading draw axis: ``(draw_inputs, output, vectorised)``.
-
-    When the graph cannot be vectorised, the unbatched ``values`` and ``logp_new`` are
-    returned with ``vectorised=False`` (evaluated draw by draw).
-    """
+    """``(draw_inputs, output, vectorised)``: ``logp_new`` over a leading draw axis if possible."""
     import pytensor.tensor as pt
     from pytensor.graph.replace import vectorize_graph
 
@@ -404,14 +344,11 @@ def _vectorised(values, logp_new):
 class ModelColumns:
     """``(S, n)`` elementwise log-likelihood of one observed variable, computed on demand.
 
-    Behaves, for reading columns, like the ``(n_samples, n_records)`` array
-    ``LogLikelihood.arrays`` holds: ``columns[:, lo:hi]``, ``columns[:, index_array]`` and
-    ``columns[:, i]`` return ndarrays; ``np.asarray(columns)`` computes everything (avoid it
-    for large data). Samples are flattened chain-major, as everywhere in ``pymc_edp``.
-
-    Build it with :func:`model_log_likelihood` (one per observed variable). It pickles
-    (``pickle`` and ``cloudpickle``) without its compiled function, which is compiled again
-    on first use, so a worker process can compute its own chunks.
+    Read like an ``(n_samples, n_records)`` array: ``columns[:, lo:hi]``, ``columns[:, idx]``
+    and ``columns[:, i]`` return ndarrays (samples chain-major); ``np.asarray(columns)``
+    computes everything. Built by :func:`model_log_likelihood`. Pickles without its compiled
+    function (compiled again on first use), so a worker can compute its own chunks; the
+    compiled function is per thread.
 
     Attributes
     ----------
@@ -420,27 +357,19 @@ class ModelColumns:
     shape : tuple of int
         ``(n_samples, n_records)``.
     dtype : numpy.dtype
-        Of the returned columns (computed in float64 and cast per chunk).
-    ndim : int
-        Always 2.
+        Of the returned columns (computed in float64).
     inputs : tuple of str
-        The per-record inputs fed a chunk's slice, the observed values first.
+        The per-record inputs, the observed values first.
     free : list of str
         The free variables whose draws the columns are computed from.
     check_bounds : bool
-        The model's ``check_bounds``: parameter checks are compiled in as PyMC does.
+        The model's ``check_bounds``.
 
     Notes
     -----
-    Each call computes ``(S, k)`` float64 values with a handful of ``(S, k)`` intermediates
-    (e.g. ``X @ beta`` as one ``(S, p) x (p, k)`` product) and slices ``k`` rows of each
-    per-record input. The compiled function is not thread-safe: give each thread or process
-    its own copy (``pickle`` round trip, or :meth:`take`).
-
-    A recognised GLM likelihood (Normal, Student-t, Bernoulli, Binomial, Poisson, negative
-    binomial; :mod:`pymc_edp.model.families`) is computed by fused kernels from its
-    parameters, and :meth:`range_of` without storing the columns; ``fast=False`` keeps
-    PyTensor's graph only.
+    A recognised GLM likelihood (:mod:`pymc_edp.model.families`) is computed by fused kernels
+    from its parameters, each chunk checked against PyTensor at a few draws; ``fast=False``
+    keeps PyTensor's graph only.
     """
 
     ndim = 2
@@ -489,20 +418,7 @@ class ModelColumns:
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def __getitem__(self, key) -> np.ndarray:
-        """Columns ``key[1]`` at draws ``key[0]``; as NumPy indexing of an ``(S, n)`` array.
-
-        Parameters
-        ----------
-        key : tuple
-            ``(draws, columns)``: ``draws`` a slice, integer or integer array;
-            ``columns`` a slice, integer, integer array or boolean mask. A bare key selects
-            draws, as in NumPy.
-
-        Returns
-        -------
-        ndarray
-            ``(len(draws), len(columns))``, with the integer axes dropped.
-        """
+        """Columns ``key[1]`` at draws ``key[0]``, as NumPy indexing of an ``(S, n)`` array."""
         if not isinstance(key, tuple):
             key = (key,)
         if len(key) == 1:
@@ -520,27 +436,17 @@ class ModelColumns:
         return out
 
     def take(self, columns) -> ModelColumns:
-        """The same log-likelihood restricted to ``columns`` (a slice or index array).
-
-        Keeps only those records' data (and shares the compiled function), so pickling it
-        sends a worker just one chunk of the data.
-        """
+        """The same log-likelihood restricted to ``columns``, keeping only their data."""
         cols, drop = _normalise(columns, self.shape[1], "record")
         if drop:
             cols = np.atleast_1d(cols)
-        out = object.__new__(type(self))
-        out.__dict__.update(self.__dict__)
-        out._data = [np.ascontiguousarray(a[cols]) for a in self._data]
-        out.shape = (self.shape[0], int(out._data[0].shape[0]))
-        return out
+        data = [np.ascontiguousarray(a[cols]) for a in self._data]
+        return self._copy(_data=data, shape=(self.shape[0], int(data[0].shape[0])))
 
     def with_observed(self, values) -> ModelColumns:
-        """The same log-likelihood at other observed values (``log p(y' | theta)``).
+        """The same log-likelihood at other observed values, ``log p(y' | theta)``.
 
-        ``values`` is shaped like the observed data (one value per record, or a scalar
-        given to every record). The compiled function and the other per-record inputs are
-        shared, so the replacement log-likelihood of a neighbour is computed chunk by chunk
-        like the removal one, never held as ``n x S``.
+        ``values`` is shaped like the observed data, or a scalar for every record.
         """
         y = self._data[0]
         new = np.asarray(values, dtype=y.dtype)
@@ -551,40 +457,30 @@ class ModelColumns:
                 f"replacement values for {self.name!r} have shape {new.shape}, expected the "
                 f"observed data's {y.shape}"
             )
-        out = object.__new__(type(self))
-        out.__dict__.update(self.__dict__)
-        out._data = [new, *self._data[1:]]
-        return out
+        return self._copy(_data=[new, *self._data[1:]])
 
     def at_draws(self, draws: Sequence[np.ndarray]) -> ModelColumns:
-        """The same log-likelihood at other draws of :attr:`free` (``(S', ...)`` arrays each).
-
-        Shares the compiled function: what a refit needs to evaluate only its neighbour's
-        records at its own draws.
-        """
+        """The same log-likelihood at other draws of :attr:`free`, ``(S', ...)`` each."""
         draws = [np.asarray(d) for d in draws]
         if len(draws) != len(self._draws):
             raise ValueError(f"expected draws of {self.free}, got {len(draws)} array(s)")
         n_samples = draws[0].shape[0] if draws else self.shape[0]
         if any(d.shape[0] != n_samples for d in draws):
             raise ValueError(f"the draws of {self.free} are not all {n_samples} samples long")
+        return self._copy(_draws=draws, shape=(int(n_samples), self.shape[1]))
+
+    def _copy(self, **changes) -> ModelColumns:
+        """A copy sharing the compiled function, with ``changes`` to its attributes."""
         out = object.__new__(type(self))
-        out.__dict__.update(self.__dict__)
-        out._draws = draws
-        out.shape = (int(n_samples), self.shape[1])
+        out.__dict__.update(self.__dict__, **changes)
         return out
 
     def range_of(self, columns, other: ModelColumns | None = None) -> np.ndarray:
-        """``max_s - min_s`` over draws of each column, or of ``other - self`` (replacement).
+        """``(n_columns,)`` ``max_s - min_s`` of each column, or of ``other - self`` (replacement).
 
-        The pruning bound of each record, for removal (``other=None``) or for replacement by
-        ``other``'s observed values (:meth:`with_observed`); the same bits as reducing the
-        computed columns, or, by a recognised family's kernels (float64 columns), the range
-        of the values they compute at the draws attaining it (equal up to rounding).
-
-        Returns
-        -------
-        ndarray, shape (n_columns,), float64
+        The pruning bound of each record: the same bits as reducing the computed columns, or by a
+        recognised family's kernels the range of their values (equal up to rounding). Not finite
+        where a column is not.
         """
         cols, drop = _normalise(columns, self.shape[1], "record")
         if drop:
@@ -606,13 +502,10 @@ class ModelColumns:
         return out
 
     def _fast_range(self, cols, other: ModelColumns | None) -> tuple[np.ndarray | None, bool]:
-        """:meth:`range_of` by the family's kernels, and whether they disagreed with PyTensor.
+        """``(range, disagreed)``: :meth:`range_of` by the kernels.
 
-        ``(None, False)``: compute the columns (float32 ones are rounded more coarsely than
-        the pruning margin; a replacement other than by :meth:`with_observed` of these
-        columns; records the kernels do not handle). ``(None, True)``: the kernels' values
-        at the checked draws (:meth:`_fast_agrees`) differ from PyTensor's: compute these
-        records with PyTensor.
+        ``(None, False)`` where they do not apply, ``(None, True)`` where they disagree with
+        PyTensor at the checked draws.
         """
         fast = self.__dict__.get("_fast")
         if fast is None or self.dtype != np.float64 or not self._draws or not self.shape[0]:
@@ -649,14 +542,6 @@ class ModelColumns:
                 return None, True
         return out, False
 
-    # -- pickling ------------------------------------------------------------------------
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
     # -- computation ---------------------------------------------------------------------
     def _function(self):
         return self._fn.get(
@@ -666,11 +551,10 @@ class ModelColumns:
         )
 
     def _compute(self, draws, cols, dtype=None, fast: bool = True) -> np.ndarray:
-        """``(len(draws), len(cols))``: draws and cols are slices (step 1) or int arrays.
+        """``(len(draws), len(cols))`` in ``dtype``.
 
-        In ``dtype`` (default :attr:`dtype`); computed in the graph's own (float64) dtype.
-        By a recognised family's kernels when ``fast`` and their values at the checked draws
-        equal PyTensor's (:meth:`_fast_agrees`), else by PyTensor.
+        By the kernels when ``fast`` and they agree with PyTensor at the checked draws, else by
+        PyTensor.
         """
         dtype = self.dtype if dtype is None else np.dtype(dtype)
         n_draws = _length(draws, self.shape[0])
@@ -712,23 +596,14 @@ class ModelColumns:
 
     @staticmethod
     def _verify_picks(extremes: set, n_draws: int) -> np.ndarray:
-        """Draws a chunk's fast columns are checked at: its extremes and a few fixed ones.
-
-        The fixed draws depend on the number of draws only, and the extremes on the chunk's
-        own values, so no chunk's check depends on what else is computed.
-        """
+        """The checked draws of a chunk: its extremes and fixed draws seeded by ``n_draws``."""
         fixed = np.random.default_rng(n_draws).choice(
             n_draws, size=min(_VERIFY_DRAWS, n_draws), replace=False
         )
         return np.union1d(fixed, np.fromiter(extremes, dtype=np.int64, count=len(extremes)))
 
     def _fast_agrees(self, theta, chunk, got: np.ndarray) -> bool:
-        """Whether the kernels' columns ``got`` at the draws ``theta`` equal PyTensor's.
-
-        To ``rtol = atol = 1e-12`` (as at :meth:`_check`). On the first disagreement one
-        ``INFO`` line on the ``pymc_edp`` logger says so (the columns are then PyTensor's,
-        so the result is exact: nothing for the user to act on, only slower).
-        """
+        """Whether the kernels' ``got`` equal PyTensor's to 1e-12; logs the first disagreement."""
         n_draws, n_cols = got.shape
         want = self._pytensor(theta, chunk, n_draws, n_cols)
         ok = np.isclose(got, want, rtol=_FAST_RTOL, atol=_FAST_ATOL)
@@ -780,7 +655,7 @@ class ModelColumns:
         perm = np.random.default_rng(0).permutation(n)
         chunks = [slice(0, min(size, max(1, n // 3)))]
         chunks += [perm[i : i + size] for i in range(0, n, size)]
-        others = [label for label in self.inputs[1:]]
+        others = list(self.inputs[1:])
         detail = (
             f"the inputs taken as per-record because their leading length is the number of "
             f"records n = {n} are {others}; one of them is not one value per record (e.g. a "
@@ -806,13 +681,11 @@ class ModelColumns:
             self._check_fast(picks, ref, chunks)
 
     def _check_graph(self, picks, got, ref, close, detail: str) -> None:
-        """Tell a layout error from rounding where the chunked ``got`` differ from ``ref``.
+        """Tell a layout error from rounding where the chunked ``got`` differ from PyMC's ``ref``.
 
-        All records in one call, in order, are exactly the data PyMC's graph was given. If
-        the chunks differ from that, a per-record input is wrong (an error naming them); if
-        not, the streamed graph is another formula of the same log-density (PyMC's logp of
-        the likelihood resized to a chunk, e.g. ``pm.Truncated`` with one bound): rounding
-        up to :data:`_GRAPH_RTOL` is accepted with one ``INFO`` line, more is an error.
+        If the chunks differ from one call on all records, a per-record input is wrong (an error);
+        else the resized graph is another formula of the same log-density, accepted up to
+        :data:`_GRAPH_RTOL` with one ``INFO`` line.
         """
         n = self.shape[1]
         whole = self._compute(picks, slice(0, n), np.float64, fast=False)
@@ -870,7 +743,7 @@ class ModelColumns:
 
 
 def _compile(inputs, output, check_bounds: bool):
-    """``pm.compile`` as a model with ``check_bounds`` would (parameter checks or not)."""
+    """``pm.compile`` as a model with ``check_bounds`` would."""
     import pymc as pm
     from pymc.pytensorf import compile as pm_compile
 
@@ -886,7 +759,7 @@ def _length(index, size: int) -> int:
 
 
 def _normalise(key, size: int, what: str):
-    """A slice with step 1 or an int64 array, and whether the axis is dropped (int key)."""
+    """``(index, dropped)``: a step-1 slice or an int64 array, and whether the axis drops."""
     if isinstance(key, slice):
         start, stop, step = key.indices(size)
         if step == 1:
@@ -941,10 +814,10 @@ def _posterior_draws(
 
 # -------------------------------------------------------------------------- public API
 def stream_supported(model, names: Sequence[str] | None = None) -> dict[str, str | None]:
-    """Which observed variables' log-likelihood can be computed a chunk of records at a time.
+    """Which observed variables' log-likelihood can be streamed, without compiling.
 
-    A structural check, without compiling: it cannot see an input of leading length n that
-    is not per-record, which :func:`model_log_likelihood` (``check=True``) catches.
+    Cannot see an input of leading length n that is not per-record, which
+    :func:`model_log_likelihood` (``check=True``) catches.
 
     Parameters
     ----------
@@ -955,12 +828,7 @@ def stream_supported(model, names: Sequence[str] | None = None) -> dict[str, str
     Returns
     -------
     dict
-        For each name, None when streaming is available, else the reason it is not.
-
-    Raises
-    ------
-    KeyError
-        If a name is not an observed variable of ``model``.
+        Per name, None when streaming is available, else the reason.
     """
     names = [rv.name for rv in model.observed_RVs] if names is None else list(names)
     out: dict[str, str | None] = {}
@@ -975,7 +843,7 @@ def stream_supported(model, names: Sequence[str] | None = None) -> dict[str, str
 
 
 def _layout(umodel, name: str, n: int) -> tuple[str, np.ndarray]:
-    """The record dimension and its coordinate, as :func:`pymc.compute_log_likelihood` names."""
+    """The record dimension and coordinate, as :func:`pymc.compute_log_likelihood` names them."""
     from pymc.backends.arviz import coords_and_dims_for_inferencedata
 
     coords, dims = coords_and_dims_for_inferencedata(umodel)
@@ -1002,29 +870,26 @@ def model_log_likelihood(
     ----------
     model : pymc.Model
     idata : xarray.DataTree, arviz.InferenceData or xarray.Dataset
-        With a ``posterior`` group holding the model's free variables (or that group).
+        Holding the model's free variables in ``posterior`` (or that group).
     names : sequence of str, optional
-        Observed variables; default all, in the model's order.
+        Observed variables; default all.
     dtype : numpy dtype, default float64
-        Of the computed columns (float32 halves their memory; computed in float64).
+        Of the columns (computed in float64).
     check : bool, default True
-        Check once, at a few draws, that the chunked computation equals PyMC's own.
+        Check once, at a few draws, that the chunked computation equals PyMC's.
     fast : bool, default True
-        Compute a recognised GLM likelihood (Normal, Student-t, Bernoulli, Binomial,
-        Poisson, negative binomial) with fused kernels from its parameters, PyTensor's graph
-        for what they do not handle; False: PyTensor's graph only (for comparisons).
+        Use the GLM kernels of :mod:`pymc_edp.model.families`; False: PyTensor only.
 
     Returns
     -------
     LogLikelihood
-        ``arrays`` are :class:`ModelColumns`; ``datasets`` has the variables, dims and
-        coordinates :func:`pymc.compute_log_likelihood` would give, holding zeros that take
-        no memory (``np.broadcast_to``).
+        ``arrays`` are :class:`ModelColumns`; ``datasets`` has the variables and
+        coordinates of :func:`pymc.compute_log_likelihood`, holding broadcast zeros.
 
     Raises
     ------
     StreamingUnavailableError
-        A ``ValueError``, when a variable cannot be streamed (see :func:`stream_supported`).
+        When a variable cannot be streamed (:func:`stream_supported`).
     """
     names = [rv.name for rv in model.observed_RVs] if names is None else list(names)
     if not names:

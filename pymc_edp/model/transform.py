@@ -1,16 +1,13 @@
 """The neighbour-model transform: one compiled model whose data say which neighbour it is.
 
-For a factorised likelihood every neighbour posterior is the same model with a per-record
-weight: :func:`neighbour_model` clones the user's model and adds, for each observed variable,
-``pm.Data`` vectors ``edp_dw_<name>`` (weight change of each record: -1 removes it),
-``edp_alt_<name>`` (replacement values) and ``edp_v_<name>`` (1 where the replacement is
-active), and one ``pm.Potential``::
+:func:`neighbour_model` clones the user's model and adds, per observed variable, ``pm.Data``
+``edp_dw_<name>`` (weight change per record: -1 removes it), ``edp_alt_<name>``
+(replacement values) and ``edp_v_<name>`` (1 where replaced), and one ``pm.Potential``::
 
     sum(dw * logp(y)) + sum(v * logp(y'))
 
-so the n refits differ only by data and compile once (nutpie's ``with_data``, or one PyMC
-step method whose shared data are swapped). Models whose likelihood does not factorise go
-through a user-supplied ``build_model(data) -> pm.Model`` instead.
+so the refits differ only by data and compile once [1]_. Models whose likelihood does not
+factorise go through a user's ``build_model(data) -> pm.Model`` instead.
 
 References
 ----------
@@ -57,20 +54,7 @@ def _observed_rvs(model, names=None):
 
 
 def coupled_blocks(model, ll, neighbours, observed=None) -> dict[str, int]:
-    """Observed variables whose likelihood couples all records, with their block sizes.
-
-    The block size of a variable is the most of its rows one neighbour removes: the records
-    a refit leaves unobserved.
-
-    Parameters
-    ----------
-    model : pymc.Model
-    ll : LogLikelihood
-        The records' layout.
-    neighbours : Neighbours
-    observed : list of str, optional
-        Variables to look at; default those of ``ll``.
-    """
+    """``{name: block size}`` of coupled observed variables (most rows a neighbour removes)."""
     from pymc_edp.model.conditional import is_coupled
 
     names = list(ll.names if observed is None else observed)
@@ -86,12 +70,9 @@ def coupled_blocks(model, ll, neighbours, observed=None) -> dict[str, int]:
 def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None):
     """Clone ``model`` so that one compiled graph represents every neighbour dataset.
 
-    A likelihood that couples all records (one term over them: ``pm.AR``, ``pm.gp.Marginal``,
-    an ``MvNormal`` over records) cannot switch a record off by a weight. Its neighbour is the
-    same model with the record unobserved: a missing value ``edp_missing_<name>`` (flat prior)
-    that the sampler integrates out, so ``p(theta | y_-i)`` is exact for any distribution.
-    ``edp_idx_<name>`` says which records are unobserved and ``edp_on_<name>`` (1 or 0)
-    whether each is; replacement sets the values in ``edp_alt_<name>``.
+    A coupled likelihood (``pm.AR``, ``pm.gp.Marginal``) cannot switch a record off by a
+    weight: its records are unobserved instead, a missing value ``edp_missing_<name>`` (flat
+    prior) the sampler integrates out; ``edp_idx_<name>`` and ``edp_on_<name>`` say which.
 
     Parameters
     ----------
@@ -99,25 +80,20 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
     observed : list of str, optional
         Observed variables whose records can be removed or replaced; default all.
     coupled : dict of str to int, optional
-        The coupled variables and their block sizes (:func:`coupled_blocks`); default one
-        record for each variable found coupled.
+        Coupled variables and block sizes (:func:`coupled_blocks`); default one record each.
 
     Returns
     -------
     pymc.Model
-        With zero-valued ``edp_dw_*``/``edp_v_*`` data it has the full-data posterior.
+        With zero ``edp_dw_*``/``edp_v_*`` it has the full-data posterior.
 
     Raises
     ------
     NonFactorisedError
-        When a coupled variable's values are discrete (they cannot be integrated out by a
-        gradient-based sampler).
+        When a coupled variable's values are discrete.
 
     Examples
     --------
-    Building the clone is fast (no sampling); each observed variable gets three data
-    vectors, all zero-weighted, and one potential carries the reweighting:
-
     >>> from pymc_edp.refit import neighbour_model
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu", 0.0, 1.0)
@@ -212,24 +188,11 @@ def _unobserved_term(name: str, logp, value, data: np.ndarray, block: int):
 class NeighbourData(Mapping):
     """The data of one neighbour, handed to a user's ``build_model``.
 
-    Acts as a mapping from observed variable name to the neighbour's observed values
-    (records removed along the first axis, or replaced).
-
-    Attributes
-    ----------
-    label
-        The neighbour's coordinate value.
-    index : int
-        Its position.
-    observed : dict
-        Observed values of the neighbour dataset.
-    keep : dict
-        Boolean mask over each variable's records (False where removed).
+    A mapping from observed variable to the neighbour's observed values; ``label`` and
+    ``index`` name the neighbour, ``keep`` masks each variable's records (False: removed).
 
     Examples
     --------
-    The data a ``build_model`` receives for the neighbour without record 2 of ``y``:
-
     >>> from pymc_edp.refit import NeighbourData
     >>> data = NeighbourData(label=2, index=2, observed={"y": np.array([0.1, -0.3])},
     ...                      keep={"y": np.array([True, True, False])})
@@ -253,14 +216,9 @@ class NeighbourData(Mapping):
 
 
 def neighbour_changes(ll, nbs, k: int, candidate: dict | None) -> dict:
-    """What neighbour ``k`` changes: per observed variable, its records and new values.
+    """``{name: (local_indices, replacement_values or None)}``: what neighbour ``k`` changes.
 
-    Returns
-    -------
-    dict
-        ``{name: (local_indices, replacement_values or None)}`` — a few numbers per
-        neighbour, expanded to full data only when its refit runs
-        (:class:`NeighbourDataMaker`).
+    A few numbers, expanded to data only when its refit runs (:class:`NeighbourDataMaker`).
     """
     rows = nbs.rows_of(k)
     var = np.searchsorted(ll.offsets, rows, side="right") - 1
@@ -277,11 +235,7 @@ def neighbour_changes(ll, nbs, k: int, candidate: dict | None) -> dict:
 
 @dataclass(frozen=True)
 class NeighbourDataMaker:
-    """Expands a neighbour's changes into the data its refit needs.
-
-    ``pm.Data`` values of :func:`neighbour_model` (the default), or the
-    :class:`NeighbourData` handed to a user's ``build_model``.
-    """
+    """Expands a neighbour's changes into its ``pm.Data`` values or :class:`NeighbourData`."""
 
     observed_y: dict
     record_shapes: dict

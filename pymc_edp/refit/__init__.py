@@ -1,13 +1,9 @@
 """Exact refits of neighbour posteriors: one compiled model, parallel, resumable.
 
-For a factorised likelihood every neighbour posterior is the same model with a per-record
-weight (:func:`~pymc_edp.model.transform.neighbour_model`), so the refits differ only by
-data and compile once. :mod:`~pymc_edp.refit.engines` holds the samplers (an
-:class:`~pymc_edp.refit.engines.Engine` is anything with ``sample(data, seed)``),
-:mod:`~pymc_edp.refit.checkpoint` the folder that saves each refit as it finishes,
-:mod:`~pymc_edp.refit.outcome` what a refit produced, :mod:`~pymc_edp.refit.run` the
-orchestration and the refit estimator, :mod:`~pymc_edp.refit.options` the options the audit
-takes, public as :class:`pymc_edp.RefitOptions` and :class:`pymc_edp.VerifyOptions`.
+The refits of a factorised likelihood differ only by data
+(:func:`~pymc_edp.model.transform.neighbour_model`) and compile once: engines
+(:mod:`~pymc_edp.refit.engines`), checkpoints, outcomes, orchestration (:mod:`~pymc_edp.refit.run`)
+and the audit's options (:class:`pymc_edp.RefitOptions`, :class:`pymc_edp.VerifyOptions`).
 
 References
 ----------

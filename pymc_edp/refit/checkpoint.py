@@ -20,17 +20,13 @@ __all__ = ["Checkpoint", "config_hash", "content_checksum"]
 
 
 def config_hash(config: dict) -> str:
-    """A short hash of an audit's refit configuration, stored in every checkpointed refit.
-
-    The first 16 hex digits of the SHA-256 of the canonical JSON (sorted keys, no spaces).
+    """The first 16 hex digits of the SHA-256 of an audit's refit configuration, as canonical JSON.
 
     Examples
     --------
     >>> from pymc_edp.refit import config_hash
     >>> config_hash({"draws": 1000, "tune": 500}) == config_hash({"tune": 500, "draws": 1000})
     True
-    >>> len(config_hash({"draws": 1000}))
-    16
     """
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -44,8 +40,7 @@ _CHECKED_ATTRS = ("index", "label", "status", "reason", "seed")
 def content_checksum(ds: xr.Dataset, attrs: dict) -> str:
     """SHA-256 of a saved refit: every draw (name, dtype, shape, bytes) and its outcome fields.
 
-    Stored in the file when it is written and checked when it is read, so draws edited or
-    corrupted in a file that still opens are found (and refitted), not used.
+    Checked when the file is read, so edited or corrupted draws are refitted, not used.
 
     Examples
     --------
@@ -74,23 +69,7 @@ _BACKTRACE = ("stack backtrace", "traceback (most recent call last)")
 
 
 def _brief(err: BaseException, limit: int = 200) -> str:
-    r"""``Type: first line of the message``, shortened, on one line.
-
-    xarray's messages run over several lines; nutpie's carry a Rust ``Caused by:`` chain
-    and a raw stack backtrace. The first line is kept with the first cause, never the
-    backtrace.
-
-    Examples
-    --------
-    >>> from pymc_edp.refit.checkpoint import _brief
-    >>> err = RuntimeError(
-    ...     "All initialization points failed\n\nCaused by:\n    Logp function returned"
-    ...     " error: ErrorCode(4)\nStack backtrace:\n   0: <unknown>"
-    ... )
-    >>> print(_brief(err))  # doctest: +NORMALIZE_WHITESPACE
-    RuntimeError: All initialization points failed (caused by: Logp function returned error:
-    ErrorCode(4))
-    """
+    """``Type: first line of the message`` and a Rust ``Caused by:``'s first cause, on one line."""
     lines = []
     for line in str(err).strip().splitlines():
         if line.strip().lower().startswith(_BACKTRACE):
@@ -113,19 +92,12 @@ def _brief(err: BaseException, limit: int = 200) -> str:
 class Checkpoint:
     """A folder where each finished refit is written as it completes (netCDF).
 
-    ``manifest.json`` holds the configuration of the audit that wrote the folder, and each
-    ``refit_<index>.nc`` the short :func:`config_hash` of it, the fingerprint of what that
-    refit was computed from (the model graph, the data, the neighbour's records and its
-    replacement values: :mod:`pymc_edp.refit.fingerprint`) and the :func:`content_checksum`
-    of its draws. A saved refit whose fingerprint is not the one asked for (another model,
-    other data, other groups or replacement values; or no fingerprint, from an older
-    version) is never reused: it is moved aside (``refit_000003.nc.stale``) and that
-    neighbour refitted, and one message names the neighbours and what differed. The folder
-    heals itself: a refit file that cannot be read, or whose draws
-    no longer match their checksum, is moved aside (``refit_000003.nc.damaged``) and that
-    neighbour refitted; a damaged manifest is moved aside (``manifest.json.damaged``) and written
-    afresh, the refit files then being checked by their stored hash. What was repaired is
-    collected in :attr:`messages` (``refit_neighbours`` returns them, ``audit`` warns).
+    ``manifest.json`` holds the configuration of the audit that wrote it; each
+    ``refit_<index>.nc`` its :func:`config_hash`, the fingerprint of what it was computed
+    from (:mod:`pymc_edp.refit.fingerprint`) and the :func:`content_checksum` of its draws. A
+    refit fingerprinted otherwise (or not at all) is moved aside as ``.stale``, one that
+    cannot be read or fails its checksum as ``.damaged``, and that neighbour is refitted; a
+    damaged manifest is written afresh. :attr:`messages` says what was repaired.
 
     Parameters
     ----------
@@ -137,8 +109,7 @@ class Checkpoint:
     Raises
     ------
     ValueError
-        If the folder was written by an audit with a different configuration (its manifest,
-        or with a damaged manifest a refit file's stored hash, differs).
+        If the folder was written by an audit with a different configuration.
 
     Examples
     --------
@@ -224,16 +195,9 @@ class Checkpoint:
         return f"was moved to {aside.name}"
 
     def load(self, index: int, fingerprint: dict | None = None) -> RefitOutcome | None:
-        """The saved outcome of refit ``index``, or None (also when its file was damaged).
+        """The saved outcome of refit ``index``, or None (missing, damaged, not ``fingerprint``'s).
 
-        With a ``fingerprint`` (:meth:`pymc_edp.refit.fingerprint.AuditFingerprint.of`), a
-        saved refit computed from anything else (or saved without one) is moved aside as
-        ``.stale`` and None returned: that neighbour is refitted.
-
-        Raises
-        ------
-        ValueError
-            If the file's stored configuration hash is not this audit's.
+        Raises ``ValueError`` if the file's configuration hash is not this audit's.
         """
         f = self._file(index)
         if not f.exists():
@@ -269,10 +233,7 @@ class Checkpoint:
         return out
 
     def _fits(self, f: Path, saved_print, out: RefitOutcome, fingerprint: dict) -> bool:
-        """Whether the saved refit ``out`` was computed from ``fingerprint``; if not, set aside.
-
-        ``saved_print`` is the fingerprint stored in its file ``f`` (JSON), or None.
-        """
+        """Whether ``out`` (``saved_print`` from ``f``) is ``fingerprint``'s; else set aside."""
         try:
             saved = json.loads(saved_print) if saved_print is not None else None
         except (TypeError, ValueError):
@@ -339,10 +300,7 @@ class Checkpoint:
         return out, None if stored is None else str(stored)
 
     def save(self, out: RefitOutcome, fingerprint: dict | None = None) -> None:
-        """Write one outcome atomically, with this audit's configuration hash.
-
-        ``fingerprint`` says what the refit was computed from (checked by :meth:`load`).
-        """
+        """Write one outcome atomically, with the configuration hash and ``fingerprint``."""
         ds = out.posterior.copy() if out.posterior is not None else xr.Dataset()
         ds.attrs = {
             "index": out.index,

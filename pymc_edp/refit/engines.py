@@ -37,14 +37,10 @@ _COMPILED: dict[str, object] = {}
 class RefitInterrupted(KeyboardInterrupt):
     """The refits were interrupted (Ctrl-C): what finished is saved, nothing cut short is.
 
-    nutpie (and PyMC) answer Ctrl-C by returning the draws made so far; such a trace is
-    never used or saved, and the audit stops at once. Rerun with the same checkpoint to
-    refit only what is missing.
+    A ``KeyboardInterrupt``; rerun with the same checkpoint to refit only what is missing.
 
     Examples
     --------
-    A ``KeyboardInterrupt``, so that code which stops on Ctrl-C stops on it too:
-
     >>> from pymc_edp.refit import RefitInterrupted
     >>> try:
     ...     raise RefitInterrupted("refits interrupted: 12 of 40 saved in ckpt")
@@ -58,15 +54,11 @@ class RefitInterrupted(KeyboardInterrupt):
 class Engine(Protocol):
     """What runs one refit: ``sample(data, seed) -> (posterior, n_divergences)``.
 
-    ``data`` are the neighbour's data (``pm.Data`` values of the neighbour model, or the
-    :class:`~pymc_edp.model.transform.NeighbourData` a builder takes); engines must be
-    picklable so that refits can run in other processes.
+    ``data`` are the neighbour's data (``pm.Data`` values, or a builder's
+    :class:`~pymc_edp.model.transform.NeighbourData`); engines must pickle.
 
     Examples
     --------
-    Any object with that method serves :func:`pymc_edp.refit.run_refits`, e.g. one that
-    draws from a known posterior instead of sampling:
-
     >>> from pymc_edp.refit import Engine
     >>> class Exact:
     ...     def sample(self, data, seed):
@@ -128,8 +120,7 @@ class _EngineBase:
 class NutpieEngine(_EngineBase):
     """nutpie: compile the neighbour model once per process, ``with_data`` per refit.
 
-    nutpie samples without holding the GIL, one thread per chain, so refits can run side by
-    side in threads (:attr:`side_by_side`) once the model is compiled (:meth:`compile`).
+    nutpie holds no GIL, so compiled refits can run side by side in threads.
     """
 
     #: Refits may run side by side in threads of this process.
@@ -154,10 +145,7 @@ class NutpieEngine(_EngineBase):
         self._compiled()
 
     def restarted(self):
-        """A copy compiled to start every chain at the first of :attr:`starts`, or None.
-
-        nutpie takes one initial point per compiled model; None without :attr:`starts`.
-        """
+        """A copy starting every chain at the first of :attr:`starts`, or None."""
         if not self.starts or self.initial_point is not None or self.warm is not None:
             return None  # a warm refit already starts at full-data draws
         # one compiled sampler per process serves every restarted refit from this point
@@ -395,19 +383,14 @@ STRICTER_TARGET_ACCEPT = (0.95, 0.99)
 def stricter(engine, target_accept: float):
     """A copy of ``engine`` that samples with ``target_accept``, or None if it cannot.
 
-    Divergent transitions mean NUTS could not follow the posterior's geometry (a funnel
-    where a group scale is small): its draws are biased, and a smaller step size, a higher
-    ``target_accept``, usually cures it. nutpie takes it per run (the compiled model is
-    kept); PyMC builds its step method with it, so that copy compiles a new one.
+    Divergences mean biased draws; smaller steps usually cure them. nutpie takes it per run;
+    PyMC builds a new step method.
 
     Examples
     --------
     >>> from pymc_edp.refit.engines import NutpieEngine, stricter
-    >>> eng = stricter(NutpieEngine(draws=10), 0.95)
-    >>> eng.sampler_kwargs
+    >>> stricter(NutpieEngine(draws=10), 0.95).sampler_kwargs
     {'target_accept': 0.95}
-    >>> stricter(object(), 0.95) is None
-    True
     """
     if not isinstance(engine, _EngineBase):
         return None
@@ -428,26 +411,20 @@ _START_FAILURES = (
 
 
 def failed_to_start(err: BaseException) -> bool:
-    r"""Whether ``err`` says the sampler could not start.
-
-    The log density (or its gradient) was not finite at every initial point it tried.
+    r"""Whether ``err`` says the sampler could not start (no finite initial point).
 
     Examples
     --------
     >>> from pymc_edp.refit.engines import failed_to_start
     >>> failed_to_start(RuntimeError("All initialization points failed\n\nCaused by: ..."))
     True
-    >>> failed_to_start(ValueError("shape mismatch"))
-    False
     """
     text = str(err).lower()
     return any(s in text for s in _START_FAILURES)
 
 
 def discrete_free_vars(model) -> list[str]:
-    """Names of the free (latent) variables of ``model`` with an integer or boolean dtype.
-
-    NUTS, and so nutpie, cannot sample them; PyMC pairs NUTS with a Metropolis-type step.
+    """Names of the free variables of ``model`` with an integer or boolean dtype (not for NUTS).
 
     Examples
     --------
@@ -455,7 +432,6 @@ def discrete_free_vars(model) -> list[str]:
     >>> with pm.Model() as model:
     ...     k = pm.Poisson("k", 3.0)
     ...     mu = pm.Normal("mu", 0.0, 1.0)
-    ...     y = pm.Normal("y", mu + k, 1.0, observed=[0.5, 4.0])
     >>> discrete_free_vars(model)
     ['k']
     """
@@ -465,11 +441,7 @@ def discrete_free_vars(model) -> list[str]:
 
 
 def _compound_step(model, step_kw: dict):
-    """One step over every free variable: PyMC's own assignment, built once.
-
-    NUTS for the continuous variables and a Metropolis-type step for the discrete ones; the
-    refits only swap shared data.
-    """
+    """PyMC's own step assignment over every free variable, built once (refits swap data)."""
     import pymc as pm
     from pymc.step_methods import CompoundStep
 
@@ -493,11 +465,7 @@ def _compound_step(model, step_kw: dict):
 
 @dataclass(frozen=True)
 class _Starts:
-    """nutpie's initial point function: one of the warm start's draws, chosen by the seed.
-
-    nutpie calls it with a seed per chain; the draw (a row of ``flat``, the sampler's
-    unconstrained space) is used as it is, without jitter.
-    """
+    """nutpie's initial point function: a warm-start draw chosen by the seed, no jitter."""
 
     flat: np.ndarray
 
@@ -509,10 +477,8 @@ class _Starts:
 def _rearm(step) -> None:
     """Make a step method that sampled before tune as a new one would.
 
-    ``pm.sample`` resets each step's tuned values and sets ``tune`` on the step it is given,
-    but a compound step does not pass ``tune`` on: a Metropolis step that finished tuning in
-    an earlier refit would not tune again, and a refit's draws would depend on the refits
-    before it. Each method of a compound step gets ``tune = True`` back, as when built.
+    A compound step does not pass ``tune`` on: a Metropolis step tuned in an earlier refit
+    would not tune again, and a refit would depend on those before it.
     """
     for method in getattr(step, "methods", ()):
         if isinstance(getattr(method, "tune", None), bool | np.bool_):
@@ -520,12 +486,9 @@ def _rearm(step) -> None:
 
 
 def _warm_potentials(step, warm) -> None:
-    """Start the mass-matrix adaptation of ``step``'s NUTS at the full-data draws' variance.
+    """Start ``step``'s NUTS mass-matrix adaptation at the warm start's draws' mean and variance.
 
-    Each NUTS step (alone, or within a compound step) gets a diagonal adaptive potential
-    whose initial mean and variance are those of the warm start's draws of its variables
-    (weight 10, as PyMC's own ``adapt_diag`` initialisation), and an integrator that uses
-    it; a step whose variables the warm start does not cover keeps its potential.
+    Weight 10, as PyMC's ``adapt_diag``; steps whose variables it does not cover keep theirs.
     """
     from pymc.step_methods.hmc.base_hmc import BaseHMC
     from pymc.step_methods.hmc.integration import CpuLeapfrogIntegrator
@@ -554,19 +517,10 @@ def _warm_potentials(step, warm) -> None:
 
 
 def resolve_engine(engine: str | None, model=None) -> str:
-    """``"nutpie"`` or ``"pymc"``; None picks nutpie when it is installed.
+    """``"nutpie"`` or ``"pymc"``; None picks nutpie when installed.
 
-    Parameters
-    ----------
-    engine : {"nutpie", "pymc"} or None
-    model : pymc.Model, optional
-        The model the engine will sample. If it has discrete free variables (which NUTS
-        cannot sample), None picks PyMC (logged at INFO level), and ``"nutpie"`` is refused.
-
-    Raises
-    ------
-    ValueError
-        For an unknown engine, or ``"nutpie"`` with a model that has discrete free variables.
+    A model with discrete free variables makes None pick PyMC (logged) and ``"nutpie"`` a
+    ``ValueError``, as is an unknown engine.
     """
     if engine not in (None, "nutpie", "pymc"):
         raise ValueError(f"engine must be 'nutpie', 'pymc' or None, got {engine!r}")
@@ -609,21 +563,14 @@ def make_engine(
     warm=None,
     base_data: dict | None = None,
 ):
-    """Choose an engine: nutpie when installed, else PyMC; ``build_model`` overrides.
+    """The refit engine: nutpie when installed, else PyMC; ``build_model`` overrides.
 
-    ``starts`` are full-data posterior draws (``{name: value}``, one per chain) where a
-    refit of ``model`` that fails to start starts again (:func:`failed_to_start`); a
-    builder's models may name their variables otherwise, so it takes none, nor ``warm``
-    (a :class:`~pymc_edp.refit.warm.WarmStart`: every refit starts at full-data draws and
-    tunes less). ``token`` names the compiled sampler of ``model`` in the per-process cache
-    (:func:`~pymc_edp.refit.warm.cached_neighbour_model` gives one per neighbour model, so
-    that engines built on it share one compilation); default a new one. ``base_data`` are
-    ``pm.Data`` values every refit sets first (a cached neighbour model's current data).
-
-    With ``build_model`` the sampler is PyMC's unless ``engine="nutpie"`` (each neighbour
-    model compiles anew, which PyMC's compile cache makes cheaper). A model with discrete
-    free variables is refitted by PyMC (NUTS plus a Metropolis-type step) when ``engine`` is
-    None; ``engine="nutpie"`` is refused for it (:func:`resolve_engine`).
+    ``starts`` are full-data draws (one per chain) where a refit that fails to start starts
+    again, and ``warm`` a :class:`~pymc_edp.refit.warm.WarmStart` (neither with a builder,
+    whose models may name variables otherwise). ``token`` names ``model``'s compiled sampler
+    in the per-process cache (engines on one neighbour model share it); ``base_data`` are
+    ``pm.Data`` values every refit sets first. A builder's models are sampled by PyMC unless
+    ``engine="nutpie"``; a model with discrete free variables as :func:`resolve_engine`.
     """
     common = dict(
         draws=draws,

@@ -54,52 +54,35 @@ class RefitOptions:
     draws, tune, chains : int, default 1000, 1000, 2
         Per refit.
     engine : {"nutpie", "pymc", None}, default None
-        Refit sampler; None picks nutpie when installed (PyMC for models with discrete
-        latent variables). Either compiles the neighbour model once and only swaps its data.
+        Refit sampler; None picks nutpie when installed (PyMC for discrete latent
+        variables). Either compiles the neighbour model once and swaps its data.
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client, optional
-        Where refits run. None: one after another, except that nutpie refits run side by
-        side in threads when the cores hold more than one refit's chains
-        (:func:`pymc_edp.refit.run.refit_pool`; nutpie samples each refit's chains in
-        parallel without the GIL, PyMC's NUTS one chain after another in Python). An int: a
-        local process pool of that many workers (-1: all cores; started with ``forkserver``
-        where ``fork`` is unsafe, see :func:`pymc_edp.base.parallel.map_tasks`). Or any
-        executor or dask client. A ``ProcessPoolExecutor`` that starts its workers with
-        ``fork`` where numba's threads are GNU OpenMP (Linux) is refused, as in
-        :class:`pymc_edp.ChunkOptions` (:func:`pymc_edp.base.parallel.fork_unsafe`).
+        Where refits run. None: one after another, or nutpie refits side by side in threads
+        when the cores hold several refits' chains (:func:`pymc_edp.refit.run.refit_pool`).
+        An int: a local process pool of that many workers (-1: all cores). Process pools
+        that ``fork`` where unsafe are refused, as in :class:`pymc_edp.ChunkOptions`.
     checkpoint : str or path-like, optional
-        Folder where each refit is written as it completes; rerunning the same audit with
-        the same folder refits only what is missing.
+        Folder where each refit is written as it completes; a rerun refits only what is
+        missing.
     max_refits : int, optional
         Refit at most this many neighbours, worst k-hat first; the rest keep their
         reweighted estimates and are named in a warning.
     build_model : callable, optional
-        ``build_model(data) -> pm.Model`` for models whose likelihood does not factorise;
-        ``data`` is a :class:`pymc_edp.refit.NeighbourData` mapping observed names to each
-        neighbour's values.
+        ``build_model(data) -> pm.Model`` for likelihoods that do not factorise; ``data`` is
+        a :class:`pymc_edp.refit.NeighbourData`.
     estimator : {"pooled", "raw"}, default "pooled"
-        How a refit's bin probabilities are estimated: ``"pooled"`` combines the refit draws
-        with the reweighted full-data draws by multiple importance sampling (balance
-        heuristic); ``"raw"`` counts the refit draws alone (Charest & Han's procedure, biased
-        upward at small draw counts).
+        ``"pooled"`` combines the refit draws with the reweighted full-data draws by
+        multiple importance sampling; ``"raw"`` counts refit draws alone (Charest & Han's
+        procedure [1]_, biased upward at small draw counts).
     sampler_kwargs : dict, optional
-        Passed to every refit's sampler (``nutpie.sample`` or ``pm.sample``), e.g.
-        ``{"target_accept": 0.95}``.
+        Passed to every refit's sampler, e.g. ``{"target_accept": 0.95}``.
     retry : bool or collection of {"failed", "divergent"}, default True
-        What is refitted again. ``"failed"``: with ``checkpoint``, the neighbours whose refit
-        failed in an earlier run (a flaky builder, a lost worker). ``"divergent"``: a refit
-        with divergent transitions, sampled again with ``target_accept`` 0.95 and then 0.99
-        (divergences mean biased draws, and a biased refit is what verification would
-        trust; ``res.pointwise["status"]`` says when a rerun was needed). ``True`` is both,
-        ``False`` neither; stored as a sorted tuple.
+        Refitted again: ``"failed"`` refits of an earlier run (with ``checkpoint``);
+        ``"divergent"`` refits, at ``target_accept`` 0.95 then 0.99. ``True``: both.
     verify : VerifyOptions, dict or bool, optional
-        How ``method="auto"`` confirms its headline by refits: the ``top`` neighbours with
-        the largest estimates (and any whose bin has too few draws) are refitted and compared,
-        and on disagreement more are refitted, worst first, within a budget; see
-        :class:`VerifyOptions` (a dict gives its fields). ``False`` turns it off; ``True`` or
-        None (the default) verify with ``VerifyOptions()`` under ``method="auto"``, and only
-        None is allowed with another method. Needs the model (or ``build_model``); the
-        result says whether its headline was confirmed (``res.verification``) and which
-        neighbours were (``pointwise["verification"]``).
+        How ``method="auto"`` confirms its headline by refits (:class:`VerifyOptions`).
+        ``False`` turns it off; ``True`` or None verify under ``method="auto"``, and only
+        None is allowed with another method. Needs the model or ``build_model``.
 
     References
     ----------
@@ -184,45 +167,30 @@ class RefitOptions:
 class VerifyOptions:
     """How ``method="auto"`` confirms its headline epsilon by refitting the worst neighbours.
 
-    A good Pareto k-hat is evidence, not proof: when a neighbour's posterior reaches where
-    the full-data draws barely go (a group left out of a hierarchical model, whose effect
-    reverts to the population), reweighted and moment-matched estimates can be well below
-    the truth with k-hat below 0.7. So the audit refits the ``top`` neighbours with the
-    largest estimated epsilon (and every neighbour whose estimate is at a resolution limit a
-    refit can resolve: too few draws in its bin, or none) and compares each refit with the
-    estimate it checks, using both Monte-Carlo errors: they disagree when
-    ``|refit - estimate| > z sqrt(se_refit^2 + se_estimate^2)``.
-
-    On a disagreement reweighting is unreliable for this model: the refit values are used,
-    and refitting goes on, worst first, for every neighbour whose estimate, scaled up by the
-    largest underestimate seen, could still reach the headline, until none is left or the
-    budget (``max_refits``, ``time_budget``) runs out. Neighbours left over are flagged as
-    lower bounds (limit ``unverified``).
+    A good k-hat is not proof: where a neighbour's posterior goes where the full-data draws
+    barely do (a group left out of a hierarchical model), estimates can be far too low with
+    k-hat below 0.7. The ``top`` neighbours with the largest estimates (and those at a
+    resolution limit a refit can resolve) are refitted; a refit and its estimate disagree
+    when ``|refit - estimate| > z sqrt(se_refit^2 + se_estimate^2)``. On a disagreement the
+    refit values are used and refitting goes on, worst first, for every neighbour that could
+    still reach the headline (scaled by the largest underestimate seen), within the budget;
+    those left over are lower bounds (limit ``unverified``).
 
     Parameters
     ----------
     top : int, default 5
-        Number of worst neighbours refitted to confirm the headline (``K``). The refits
-        share one compiled model, kept for as long as the model lives, so the cost is
-        mostly the first audit's compilation: the demo audit (69 patients, nutpie) takes
-        about 5 s the first time and 0.8 s again, against 0.07 s unverified
-        (``benchmarks/bench_verify.py``, docs/benchmarks.md).
+        Worst neighbours refitted to confirm the headline. They share one compiled model
+        kept while the model lives (docs/benchmarks.md gives costs).
     max_refits : int, default 20
-        At most this many verification refits in all, the first ``top`` included.
+        Most verification refits in all, the first ``top`` included.
     time_budget : float, optional
-        Seconds: no further batch of refits starts once verification has run this long (the
-        first ``top`` refits always run). Default: no limit but ``max_refits``.
+        Seconds after which no further batch starts (the first ``top`` always run).
     z : float, default 3.0
-        Standardised difference above which a refit and an estimate disagree (3: a false
-        alarm about once in 370 comparisons when both errors are right).
+        Standardised difference above which a refit and an estimate disagree.
     early_stop : bool, default True
-        Refit each neighbour short first: a quarter of the draws per chain, after a quarter
-        of the tuning, started at full-data posterior draws
-        (:func:`pymc_edp.refit.warm.warm_start`). A short refit whose comparison is settled
-        (it agrees with the estimate by two of its own standard errors more than ``z``
-        requires) and whose value cannot set epsilon (two standard errors above it stay
-        below the headline) is kept; every other neighbour, the one that sets epsilon
-        among them, is refitted at full length as with ``early_stop=False``. Not with
+        Refit short first (a quarter of the draws and tuning, warm-started,
+        :func:`pymc_edp.refit.warm.warm_start`); keep a short refit that settles its
+        comparison and cannot set epsilon, refit the others at full length. Not with
         ``build_model``.
 
     Examples

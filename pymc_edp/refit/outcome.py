@@ -17,10 +17,7 @@ __all__ = ["RefitOutcome", "RefitTask", "Refits", "refit_seed"]
 
 
 def refit_seed(random_seed: int, index: int) -> int:
-    """Seed of refit ``index``: reproducible whatever the order or resumption of refits.
-
-    ``random_seed`` is the audit's seed as recorded on the result (``res.random_seed``;
-    :func:`pymc_edp.base.common.resolve_seed` turns ``None`` or a Generator into one).
+    """Seed of refit ``index`` from the audit's ``random_seed``, whatever the order of refits.
 
     Examples
     --------
@@ -35,10 +32,8 @@ def refit_seed(random_seed: int, index: int) -> int:
 class RefitTask:
     """One refit to run: neighbour ``index`` (``label``), its data and its seed.
 
-    ``data`` may be a callable returning the data, expanded only when the refit runs.
-    ``fingerprint`` says what the refit is computed from (the model graph, the data, the
-    neighbour's records and replacement values; :mod:`pymc_edp.refit.fingerprint`): a
-    checkpoint reuses a saved refit only if it was computed from the same.
+    ``data`` may be a callable, expanded when the refit runs; a checkpoint reuses a saved
+    refit only if its ``fingerprint`` (:mod:`pymc_edp.refit.fingerprint`) is this one.
 
     Examples
     --------
@@ -84,17 +79,13 @@ def jsonable(x):
 
 
 class Refits(Mapping):
-    """Refitted neighbour posteriors, indexed by neighbour label.
+    """Refitted neighbour posteriors, indexed by neighbour label (``res.refits``).
 
-    ``refits[label]`` is the stack's own container (an :class:`xarray.DataTree` on ArviZ
-    1.x, an :class:`arviz.InferenceData` on ArviZ 0.23) with the refit's posterior;
-    :attr:`status` tabulates every refit's status, reason, seed and time.
+    ``refits[label]`` is the stack's container with the refit's posterior; :attr:`status`
+    tabulates every refit's status, reason, seed and time.
 
     Examples
     --------
-    Usually returned by :func:`pymc_edp.audit` as ``res.refits``; here built from two
-    hand-made outcomes, one of them failed:
-
     >>> from pymc_edp.refit import RefitOutcome, Refits
     >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, 4)))})
     >>> refits = Refits({
@@ -105,8 +96,6 @@ class Refits(Mapping):
     Refits(2 neighbours: {'ok': 1, 'error': 1})
     >>> refits.status["status"].to_dict()
     {'a': 'ok', 'b': 'error'}
-    >>> refits["a"].posterior["mu"].shape
-    (1, 4)
     >>> refits["b"]
     Traceback (most recent call last):
         ...

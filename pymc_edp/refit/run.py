@@ -133,12 +133,10 @@ def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOut
 
 
 def _sample_started(engine, data, seed, label, notes: list[str]):
-    """:func:`_sample_whole`, started again at full-data posterior draws if it cannot start.
+    """``(posterior, divergences, engine)`` of :func:`_sample_whole`, restarted if need be.
 
-    When no chain could start at the model's initial point (a fit that needed
-    ``pm.sample(initvals=)``, say), the engine's :meth:`restarted` copy starts at
-    full-data posterior draws: a neighbour posterior is close to the full-data one.
-    Returns the draws, the divergences and the engine that sampled.
+    When no chain can start at the model's initial point, the engine's ``restarted()`` copy
+    starts at full-data posterior draws, close to a neighbour's posterior.
     """
     try:
         return (*_sample_whole(engine, data, seed, label), engine)
@@ -157,12 +155,10 @@ _INTERRUPTED = threading.Event()
 
 @contextlib.contextmanager
 def _watching_interrupts():
-    """Record Ctrl-C while refits run, then let the previous handler act as it would.
+    """Record Ctrl-C while refits run, then let the previous handler act.
 
-    A sampler may catch the ``KeyboardInterrupt`` itself (nutpie stops and returns the
-    draws made so far, or, near the end, a whole trace); the recorded interrupt still ends
-    the refits after the one running. Only the main thread can set a handler; elsewhere
-    nothing changes.
+    A sampler may catch the ``KeyboardInterrupt`` itself (nutpie returns the draws so far);
+    the recorded interrupt still ends the refits. Only the main thread sets a handler.
     """
     _INTERRUPTED.clear()
     if threading.current_thread() is not threading.main_thread():
@@ -210,9 +206,8 @@ def run_refits(
 ) -> dict[int, RefitOutcome]:
     """Run refit tasks, skipping those already checkpointed.
 
-    Each outcome is saved the moment it completes, so an interrupted run loses at most the
-    refits in flight; rerunning with the same checkpoint refits only what is missing, what
-    failed (unless ``retry_failed=False``) and what the checkpoint found damaged.
+    Each outcome is saved as it completes, so a rerun with the same checkpoint refits only
+    what is missing, what failed (unless ``retry_failed=False``) and what was found damaged.
 
     Parameters
     ----------
@@ -221,22 +216,18 @@ def run_refits(
     tasks : list of RefitTask
         ``data`` may be a callable returning the data.
     executor : optional
-        Where refits run (see :func:`pymc_edp.base.parallel.map_tasks`). By default one after
-        another, or side by side in threads where the engine and the cores allow
-        (:func:`refit_pool`).
+        Where refits run (:func:`pymc_edp.base.parallel.map_tasks`); by default serially, or
+        in threads where the engine allows (:func:`refit_pool`).
     checkpoint : Checkpoint, optional
-        Restores saved outcomes and saves new ones as they complete, each with its task's
-        ``fingerprint``. Damaged files it finds, and saved refits computed from another
-        fingerprint than their task's, are refitted and described in ``checkpoint.messages``.
+        Restores saved outcomes and saves new ones with their task's ``fingerprint``; damaged
+        or differently fingerprinted ones are refitted and described in its ``messages``.
     progressbar : bool, default True
     retry_failed : bool, default True
-        Refit again the neighbours whose saved outcome is a failure (status ``"error"``),
-        so that a passing failure (a crashed worker, memory) does not stay in the
-        checkpoint; False keeps saved failures as they are.
+        Refit again neighbours whose saved outcome is an ``"error"``.
     retry_divergent : bool, default False
-        Sample a refit with divergent transitions again with ``target_accept`` 0.95, then
-        0.99 (:func:`pymc_edp.refit.engines.stricter`), keeping the first run without
-        divergences (or the last); its ``reason`` says so.
+        Sample a divergent refit again at a higher ``target_accept``
+        (:func:`pymc_edp.refit.engines.stricter`), keeping the first run without divergences
+        (or the last).
 
     Returns
     -------
@@ -245,8 +236,7 @@ def run_refits(
 
     Examples
     --------
-    Any engine with a ``sample(data, seed) -> (posterior, n_divergences)`` method works;
-    this toy one returns a constant posterior instead of sampling:
+    A toy engine returning a constant posterior instead of sampling:
 
     >>> from pymc_edp.refit import RefitTask, run_refits
     >>> class ToyEngine:
@@ -302,14 +292,12 @@ def run_refits(
 
 
 def refit_pool(engine, n_refits: int, cores: int | None = None):
-    """A thread pool that runs refits side by side on all cores, or None (one after another).
+    """A thread pool running refits side by side on all cores, or None (one after another).
 
-    An engine whose sampler holds no GIL (nutpie, :attr:`side_by_side`) uses one core per
-    chain, so ``cores // chains`` refits fit side by side: with 2 chains on 2 cores none
-    does, on 8 cores four do. The model is compiled first, once. An engine that samples in
-    Python (PyMC's NUTS, a ``build_model``) runs one refit after another unless the user
-    gives ``RefitOptions(executor=)``: a process pool would pay its start and a compile per
-    worker, and re-import the user's script (see :func:`pymc_edp.base.parallel.map_tasks`).
+    Only for an engine whose sampler holds no GIL (nutpie, ``side_by_side``): ``cores //
+    chains`` refits at once, the model compiled first. Python samplers run serially unless
+    ``RefitOptions(executor=)`` says otherwise (a process pool pays a start and a compile per
+    worker).
     """
     if not getattr(engine, "side_by_side", False) or n_refits < 2:
         return None
@@ -330,15 +318,14 @@ class RefitProblem:
     model : pymc.Model or None
         The user's model (None with ``build_model``).
     ll : LogLikelihood
-        The full-data pointwise log-likelihood (its record layout, and the values that give
-        each neighbour's log density ratio at the full-data draws).
+        The full-data pointwise log-likelihood.
     neighbours : Neighbours
     names : sequence of str
-        Posterior variables audited (kept from each refit).
+        Posterior variables audited.
     bins : Bins
         Cut from the full-data draws.
-    smoothing : float
-        Additive smoothing of weighted (pooled) estimates.
+    smoothing, count_smoothing : float
+        Additive smoothing of weighted (pooled) and of count (raw) estimates.
     observed_y : dict
         Observed values per observed variable.
     candidates : dict, optional
@@ -346,26 +333,20 @@ class RefitProblem:
     worst_candidate : ndarray, optional
         Each neighbour's worst candidate (its refit uses that one).
     replacement_sets : list, optional
-        Per candidate, the log-likelihood arrays at the replacement values (full draws).
+        Per candidate, the log-likelihood arrays at the replacement values.
     draws : ndarray, optional
-        The full-data draws ``(parameter, sample)`` the bins were cut from (for the
-        Monte-Carlo error of each refit's estimate).
+        The full-data draws ``(parameter, sample)`` (for each refit's Monte-Carlo error).
     n_chains : int
         Chains of the full-data draws.
-    count_smoothing : float
-        Additive smoothing of count (raw) estimates, Charest & Han's ``alpha``.
     density_ratio : bool
-        ``ll`` gives each neighbour's log density ratio (so the refit draws can be pooled
-        with the full-data ones); False for a records' layout only, or for blocks of a
-        coupled likelihood, whose ratio is not the sum of its records' conditionals.
+        Whether ``ll`` gives each neighbour's log density ratio (pooling needs it).
     rows : ndarray of int, optional
-        The rows of ``posterior_matrix(posterior, names)`` that the bins were cut from (the
-        audit leaves constant elements out); None for all of them.
+        The rows of ``posterior_matrix(posterior, names)`` binned; None for all.
     starts : tuple of dict
-        Full-data posterior draws of the model's free variables (``{name: value}``, one per
-        chain), where a refit that cannot start at the model's initial point starts again.
+        Full-data draws of the free variables, one per chain, where a refit that cannot
+        start restarts.
     posterior : xarray.Dataset, optional
-        The full-data posterior, where warm refits start (:meth:`warm_start`).
+        The full-data posterior, where warm refits start.
     """
 
     model: object
@@ -413,11 +394,7 @@ class RefitProblem:
     _warm: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def warm_start(self, nb_model, token: str, tune: int) -> WarmStart | None:
-        """Where refits of ``nb_model`` start: :func:`~pymc_edp.refit.warm.warm_start`.
-
-        None (cold refits) without the full-data posterior; computed once per neighbour
-        model and ``tune``, so every batch of verification refits shares it.
-        """
+        """Where refits of ``nb_model`` start (:func:`~pymc_edp.refit.warm.warm_start`), once."""
         if self.posterior is None:
             return None
         key = (token, int(tune))
@@ -426,12 +403,7 @@ class RefitProblem:
         return self._warm[key]
 
     def fingerprint(self, build_model=None) -> AuditFingerprint:
-        """What this audit's refits are computed from: the model graph and the data.
-
-        Hashed once (:class:`~pymc_edp.refit.fingerprint.AuditFingerprint`); each refit
-        adds its neighbour's records and replacement values
-        (:meth:`~pymc_edp.refit.fingerprint.AuditFingerprint.of`).
-        """
+        """The model and data part of the refits' fingerprints, hashed once per ``build_model``."""
         for builder, prints in self._prints:
             if builder is build_model:
                 return prints
@@ -443,17 +415,15 @@ class RefitProblem:
     def refit_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset) -> np.ndarray:
         """Neighbour ``k``'s log density ratio at the draws of a refit ``posterior``.
 
-        Only neighbour ``k``'s records are evaluated (see :data:`_OWN_RECORDS`); an observed
-        variable whose log-likelihood cannot be computed a chunk of records at a time
-        (:class:`~pymc_edp.model.stream.StreamingUnavailableError`) goes through
-        ``loglik_fns[name](posterior, y)``, which evaluates all its records.
+        Only ``k``'s records are evaluated (:data:`_OWN_RECORDS`); a variable that cannot be
+        streamed goes through ``loglik_fns[name](posterior, y)`` over all its records.
         """
         if _OWN_RECORDS and self.model is not None:
             return self._own_records_log_ratio(loglik_fns, k, posterior)
         return self._all_records_log_ratio(loglik_fns, k, posterior)
 
     def _all_records_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset):
-        """:meth:`refit_log_ratio` from every record's log-likelihood (the reference)."""
+        """:meth:`refit_log_ratio` from every record (the reference)."""
         at = LogLikelihood.at_draws(
             self.ll, [loglik_fns[n](posterior, self.observed_y[n]) for n in self.ll.names]
         )
@@ -464,12 +434,7 @@ class RefitProblem:
         return log_ratios(at, self.neighbours, k, k + 1, repl)[0]
 
     def _own_records_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset):
-        """:meth:`refit_log_ratio` with only neighbour ``k``'s rows computed.
-
-        The refit's log-likelihood is a :class:`LogLikelihood` whose arrays are columns
-        computed on demand, so :func:`log_ratios` (the one place a log ratio is formed)
-        computes the neighbour's rows and no others.
-        """
+        """:meth:`refit_log_ratio` with only ``k``'s rows computed (columns on demand)."""
         rows = np.asarray(self.neighbours.rows_of(k), dtype=np.int64)
         if rows.size == 0:
             return self._all_records_log_ratio(loglik_fns, k, posterior)
@@ -499,11 +464,7 @@ class RefitProblem:
         return log_ratios(at, self.neighbours, k, k + 1, repl)[0]
 
     def _own_columns(self, name: str, posterior: xr.Dataset):
-        """``(ModelColumns, dtypes)`` of observed variable ``name``, or why not (a str).
-
-        Built and checked (chunked against PyMC's own graph) once, at the draws of the first
-        refit ``posterior``; later refits share its compiled function.
-        """
+        """``(ModelColumns, dtypes)`` of ``name``, or why not; built at the first refit."""
         if name not in self._own:
             self._own[name] = _streamed_columns(
                 self.model, name, posterior, self.observed_y[name], self.ll
@@ -538,10 +499,7 @@ def _streamed_columns(model, name: str, posterior: xr.Dataset, y, ll: LogLikelih
 
 
 class _LoglikFunctions(Mapping):
-    """``{name: elementwise_loglik(model, name)}``, each compiled when first needed.
-
-    With :data:`_OWN_RECORDS` only the observed variables that cannot be streamed need one.
-    """
+    """``{name: elementwise_loglik(model, name)}``, each compiled when first needed."""
 
     def __init__(self, model, names):
         self._model, self._names = model, tuple(names)
@@ -561,23 +519,15 @@ class _LoglikFunctions(Mapping):
 
 
 class RefitSetupError(ValueError):
-    """The neighbour model (or its sampler) cannot be set up: no refit can run.
-
-    Raised before any sampling, with what is wrong in its message: for example a likelihood
-    whose records cannot be weighted one by one, or observed values the audit cannot find.
-    """
+    """The neighbour model (or its sampler) cannot be set up: no refit can run."""
 
 
 @dataclass(frozen=True)
 class RefitEstimate:
     """A refitted neighbour's per-parameter epsilon, its limits and the error of its maximum.
 
-    Attributes
-    ----------
-    eps, argbin, eps_unsmoothed, bin_draws, limit : ndarray, shape (n_parameters,)
-        As in :class:`pymc_edp.base.binning.EpsilonEstimate`.
-    se : float
-        Monte-Carlo standard error of the leading (parameter, bin) pair's log ratio.
+    Fields as :class:`pymc_edp.base.binning.EpsilonEstimate`; ``se`` is the Monte-Carlo
+    standard error of the leading (parameter, bin) pair's log ratio.
     """
 
     eps: np.ndarray
@@ -589,11 +539,10 @@ class RefitEstimate:
 
 
 def _estimate(problem: RefitProblem, refit_draws, log_ratios_k, posterior, order):
-    """Epsilon per parameter, its bin and limits, and the Monte-Carlo error of the leading pair.
+    """The :class:`RefitEstimate` of one refit.
 
-    The pooled estimator weighs draws, so its bins are never empty and it takes the audit's
-    smoothing of weighted estimates (none by default); the raw one counts draws, with the
-    count smoothing (Charest & Han's ``alpha``).
+    Pooled (``log_ratios_k`` given): weighted draws, the audit's ``smoothing``; raw: counted
+    draws, ``count_smoothing`` (Charest & Han's ``alpha``).
     """
     bins = problem.bins
     pooled = None
@@ -635,10 +584,7 @@ def _estimate(problem: RefitProblem, refit_draws, log_ratios_k, posterior, order
 
 @dataclass
 class RefitRun:
-    """Outcomes and estimates of the refitted neighbours.
-
-    ``estimates[k]`` is a :class:`RefitEstimate`, or None for a failed refit.
-    """
+    """Outcomes and estimates (:class:`RefitEstimate`, or None when failed) of the refits."""
 
     outcomes: dict
     estimates: dict
@@ -701,12 +647,10 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, wa
 def starting_points(posterior: xr.Dataset, model, n: int = 4) -> tuple[dict, ...]:
     """The last draw of each of the first ``n`` chains, ``{free variable: value}``.
 
-    Where refits start when the model's own initial point fails (see
-    :attr:`RefitProblem.starts`); empty when the posterior lacks a free variable.
+    Empty when the posterior lacks a free variable.
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr, pymc as pm
     >>> from pymc_edp.refit.run import starting_points
     >>> with pm.Model() as model:
     ...     mu = pm.Normal("mu")
@@ -742,29 +686,22 @@ def refit_neighbours(
     to_refit : numpy.ndarray
         Indices of the neighbours to refit.
     problem : RefitProblem
-        What the audit prepared: log-likelihood, neighbours, bins, observed values.
     options : RefitOptions
-        Sampler, engine, executor, checkpoint, estimator.
     random_seed : int
         Refit ``k`` uses :func:`refit_seed` ``(random_seed, k)``.
     config : dict
-        What the refits depend on; checks (and is stored in) the checkpoint.
+        What the refits depend on; checked against (and stored in) the checkpoint.
     progressbar : bool, default True
     warm_start : bool, default False
-        Start every refit at draws of the full-data posterior (a neighbour posterior is
-        close to it) and tune for a quarter of ``options.tune`` steps (at least 100,
-        :func:`pymc_edp.refit.warm.warm_tune`); PyMC's NUTS also starts its mass-matrix
-        adaptation from the full-data draws' variances. Short verification refits
-        (:class:`pymc_edp.VerifyOptions` ``early_stop``) start so; refits whose values
-        are used start cold, as ``pm.sample`` would. Not with ``build_model``.
+        Start every refit at full-data draws and tune for a quarter of ``options.tune``
+        (:func:`pymc_edp.refit.warm.warm_tune`): the short verification refits. Not with
+        ``build_model``.
 
     Returns
     -------
     RefitRun
-        Outcomes, bin-probability estimates and the :class:`Refits` collection.
     list of str
-        Messages for the caller to show as warnings: failed and divergent refits, and the
-        damaged checkpoint files (or manifest) that were set aside and refitted.
+        Warnings: failed and divergent refits, damaged checkpoint files refitted.
     """
     messages: list[str] = []
     ll, nbs = problem.ll, problem.neighbours
@@ -815,10 +752,7 @@ def _refit_tasks(
     builder: bool,
     prints: AuditFingerprint | None = None,
 ) -> list[RefitTask]:
-    """One :class:`RefitTask` per neighbour in ``to_refit``; its data are made lazily.
-
-    With ``prints`` each task carries its fingerprint (checked by the checkpoint).
-    """
+    """One :class:`RefitTask` per neighbour, its data made lazily, with ``prints``' fingerprint."""
     ll, nbs = problem.ll, problem.neighbours
     maker = NeighbourDataMaker(
         observed_y={n: problem.observed_y[n] for n in ll.names},
@@ -844,10 +778,7 @@ def _run_checkpointed(
     progressbar: bool,
     messages: list[str],
 ) -> dict[int, RefitOutcome]:
-    """:func:`run_refits` with the checkpoint of ``options``; its messages go to ``messages``.
-
-    An interruption becomes a :class:`RefitInterrupted` that says how to resume.
-    """
+    """:func:`run_refits` with ``options``' checkpoint; an interruption says how to resume."""
     ckpt = Checkpoint(options.checkpoint, config) if options.checkpoint is not None else None
     try:
         return run_refits(

@@ -1,16 +1,11 @@
 """Refits that start where the fit ended, on a neighbour model compiled once per model.
 
-A neighbour posterior is close to the full-data one for almost every record, so a refit
-need not start as if nothing were known: :func:`warm_start` collects, from the fit, draws of
-the full-data posterior in the sampler's own (unconstrained) space, their mean and variance
-(the mass matrix the fit adapted to). The engines start every chain
-at one of those draws and tune for fewer steps (:attr:`WarmStart.tune`); PyMC's NUTS also
-starts its mass-matrix adaptation from the fit's draws (nutpie takes no mass matrix).
-
-:func:`cached_neighbour_model` keeps the neighbour model of a user's model (and, through
-its token, the compiled sampler) for as long as the model lives, so that the second audit of
-a model in a session (``tune_prior`` runs many, each at another ``pm.Data`` value of the
-prior's strength) does not compile it again.
+A neighbour posterior is close to the full-data one, so :func:`warm_start` collects
+full-data draws in the sampler's unconstrained space and their mean and variance: engines
+start every chain at one of them and tune less; PyMC's NUTS also starts its mass-matrix
+adaptation there. :func:`cached_neighbour_model` keeps a model's neighbour model (and its
+compiled sampler) while the model lives, so a second audit (``tune_prior`` runs many)
+compiles nothing.
 """
 
 from __future__ import annotations
@@ -32,11 +27,7 @@ __all__ = ["WarmStart", "cached_neighbour_model", "current_data", "warm_start", 
 
 
 def current_data(model, nb_model) -> dict:
-    """The ``pm.Data`` values of ``model`` now, by name, for its neighbour model's refits.
-
-    The neighbour model holds the values it was built with; each refit sets these first
-    (and then the neighbour's own ``edp_*`` data), so that it refits the model as it is.
-    """
+    """The ``pm.Data`` values of ``model`` now, by name, that every refit sets first."""
     names = set(nb_model.named_vars)
     return {
         var.name: np.asarray(var.get_value())
@@ -56,16 +47,11 @@ def _forget(prefix: str) -> None:
 def cached_neighbour_model(
     model, observed, coupled: dict[str, int] | None, build: Callable | None = None
 ):
-    """:func:`~pymc_edp.model.transform.neighbour_model` of ``model``, built once per model.
+    """``(neighbour model, token)`` of ``model``, built once per model by ``build``.
 
-    Returns ``(neighbour model, token)``: the token names the compiled samplers of that
-    neighbour model in the engines' per-process cache, so every engine built on it (every
-    batch of verification refits, every audit of the same model) compiles nothing again.
-    Kept by :func:`~pymc_edp.model.cache.per_model`: rebuilt when the model's structure
-    changes (variables, data shapes, constant observed values), and dropped with the model,
-    its compiled samplers too; refits take the model's current ``pm.Data`` values
-    (:func:`current_data`). ``build`` builds it (default
-    :func:`~pymc_edp.model.transform.neighbour_model`).
+    The token names the neighbour model's compiled samplers in the engines' per-process
+    cache. Kept by :func:`~pymc_edp.model.cache.per_model` (rebuilt when the model's
+    structure changes, dropped with it); refits take its current data (:func:`current_data`).
     """
     from pymc_edp.model.transform import neighbour_model
 
@@ -90,17 +76,13 @@ class WarmStart:
     Attributes
     ----------
     points : tuple of dict
-        Full-data posterior draws of the free variables (constrained values by name), spread
-        over the fit's chains; chain ``c`` of a refit starts at one of them.
+        Full-data draws of the free variables (constrained, by name), spread over chains.
     slices : dict of str to slice
-        Where each free variable's value (by its value variable's name) is in a row of
-        :attr:`flat`.
+        Where each value variable is in a row of :attr:`flat`.
     flat : ndarray, shape (n_points, n_dim)
-        The same draws in the sampler's unconstrained space, free variables in the
-        neighbour model's order, each flattened (nutpie's layout).
+        The same draws in the sampler's unconstrained space (nutpie's layout).
     mean, var : ndarray, shape (n_dim,)
-        Mean and variance of the full-data draws in that space: the diagonal mass matrix
-        the fit adapted to.
+        Mean and variance of the full-data draws there: the fit's diagonal mass matrix.
     tune : int
         Tuning steps of a warm refit.
     """
@@ -114,9 +96,7 @@ class WarmStart:
 
 
 def warm_tune(tune: int) -> int:
-    """Tuning steps of a refit started at full-data draws: a quarter, at least 100.
-
-    Never more than ``tune``.
+    """Tuning steps of a warm refit: a quarter of ``tune``, at least 100, at most ``tune``.
 
     Examples
     --------
@@ -135,27 +115,11 @@ def warm_start(
     n_points: int = 20,
     n_moments: int = 200,
 ) -> WarmStart | None:
-    """Full-data draws where refits of ``nb_model`` start, and the fit's adaptation.
+    """The :class:`WarmStart` of refits of ``nb_model``, or None (the refits start cold).
 
-    Parameters
-    ----------
-    nb_model : pymc.Model
-        The neighbour model (:func:`~pymc_edp.model.transform.neighbour_model`); its free
-        variables that the fit did not sample (a coupled likelihood's unobserved records)
-        start at their initial values.
-    posterior : xarray.Dataset
-        The fit's posterior draws.
-    tune : int
-        The refits' tuning steps when cold; a warm refit takes :func:`warm_tune` of them.
-    n_points, n_moments : int
-        Draws kept as starting points, and draws the mass matrix is estimated from.
-
-    Returns
-    -------
-    WarmStart or None
-        None when the posterior lacks a free variable of the user's model, or the draws
-        cannot be mapped to the sampler's space (logged at DEBUG level): the refits then
-        start cold.
+    ``n_points`` draws are kept as starts, ``n_moments`` give the mass matrix; free
+    variables the fit did not sample start at their initial values. None when the posterior
+    lacks a free variable or cannot be mapped (logged at DEBUG level).
     """
     import pytensor
     from pymc.initial_point import make_initial_point_fn

@@ -16,6 +16,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
+from pymc_edp.base import glm
 from pymc_edp.model import families
 from pymc_edp.model.compat import compute_log_likelihood, from_dict
 from pymc_edp.model.stream import ModelColumns, model_log_likelihood
@@ -476,3 +477,36 @@ def test_a_count_replacement_beyond_float64_is_refused_streamed_as_in_memory(pru
     assert "9223372036854775807" in str(held.value)
     with pytest.raises(ValueError, match="outside the support"):
         edp.audit(idata, model, chunks={"log_likelihood": "model", "prune": prune}, **kw)
+
+
+# --------------------------------------------------- a family is one entry (issue 34)
+def _laplace(y, out, params, **_):
+    """PyMC's Laplace log-density, ``-log(2 b) - |y - mu| / b``."""
+    mu, b = params
+    if not np.all(b > 0):
+        return None
+    out[...] = -np.log(2.0 * b) - np.abs(y - mu) / b
+    return out if np.isfinite(out).all() else None
+
+
+LAPLACE = glm.Family("laplace", "LaplaceRV", ("mu", "b"), _laplace)
+
+
+def test_a_family_registered_in_one_entry_is_used_and_exact(monkeypatch):
+    """docs/large_data.md, "Adding a family": the entry above, and nothing else."""
+    monkeypatch.setitem(glm.FAMILIES, LAPLACE.name, LAPLACE)
+    x = _design()
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=3)
+        b = pm.HalfNormal("b", 2)
+        pm.Laplace("y", mu=pm.math.dot(x, beta), b=b, observed=_DATA.laplace(size=N))
+    post = {"beta": _draws(3), "b": _DATA.uniform(0.5, 2, (N_CHAINS, N_DRAWS))}
+    idata = from_dict({"posterior": post})
+    cols = model_log_likelihood(model, idata).arrays[0]
+    assert cols._fast is not None and cols._fast.family == "laplace"
+    want = _want(model, idata)
+    np.testing.assert_allclose(cols[:, :], want, rtol=RTOL, atol=ATOL)
+    alt = np.asarray(cols._data[0]) + 1.0
+    slow = _pytensor_only(cols)
+    diff = slow.with_observed(alt)[:, :] - slow[:, :]
+    _check_range(cols.range_of(slice(None), cols.with_observed(alt)), diff)
