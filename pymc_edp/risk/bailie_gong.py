@@ -254,7 +254,7 @@ def bailie_gong_prior_predictive_bounds(
     >>> from pymc_edp.risk import bailie_gong_prior_predictive_bounds, hamming_distances
     >>> datasets = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
     >>> mech = laplace_mechanism(epsilon=0.5, sensitivity=1.0)
-    >>> dens = mech.density_matrix(datasets.sum(axis=1), [0.0, 1.0, 2.0]).values
+    >>> dens = np.exp(mech.log_density([0.0, 1.0, 2.0], datasets.sum(axis=1)[:, None]))
     >>> bounds = bailie_gong_prior_predictive_bounds(dens, hamming_distances(datasets), 0.5)
     >>> bounds.lower.round(4).tolist(), bounds.upper.round(4).tolist()
     ([0.092, 0.092, 0.092], [0.25, 0.4122, 0.25])
