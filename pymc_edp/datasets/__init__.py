@@ -46,7 +46,6 @@ def dataset_path(filename: str):
 
     Examples
     --------
-    >>> from pymc_edp.datasets import dataset_path
     >>> csv = dataset_path("heart_transplant.csv")
     >>> csv.name, csv.is_file()
     ('heart_transplant.csv', True)
@@ -146,7 +145,6 @@ def load_heart_transplant() -> pd.DataFrame:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_heart_transplant
     >>> df = load_heart_transplant()
     >>> df.shape
     (69, 4)
@@ -172,7 +170,6 @@ def heart_transplant_provenance() -> str:
 
     Examples
     --------
-    >>> from pymc_edp.datasets import heart_transplant_provenance
     >>> heart_transplant_provenance().splitlines()[0]
     '# Stanford heart-transplant survival data (69 patients)'
     """
@@ -213,7 +210,6 @@ def heart_transplant_model(df: pd.DataFrame | None = None) -> pm.Model:
     --------
     Building the model is fast; sampling it is what :func:`pymc_edp.cli.fit_demo_model` does:
 
-    >>> from pymc_edp.datasets import heart_transplant_model, load_heart_transplant
     >>> model = heart_transplant_model()
     >>> [rv.name for rv in model.free_RVs], [rv.name for rv in model.observed_RVs]
     (['intercept', 'beta_age', 'alpha'], ['survival'])

@@ -67,7 +67,6 @@ class DensityModel:
     --------
     A fixed-bandwidth Laplace KDE of a single point, and its netCDF-safe description:
 
-    >>> from pymc_edp.query import DensityModel
     >>> m = DensityModel(method="kde", kernel="laplace", bandwidth=0.5)
     >>> m.pdf([0.0], [-1.0, 0.0, 1.0]).round(4)
     array([0.1353, 1.    , 0.1353])
@@ -309,7 +308,6 @@ def select_density(
 
     Examples
     --------
-    >>> from pymc_edp.query import select_density
     >>> sample = np.random.default_rng(0).normal(size=200)
     >>> model, scores = select_density(sample)
     >>> model.method, model.kernel, model.adaptivity

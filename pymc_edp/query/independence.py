@@ -96,7 +96,6 @@ def independence_check(
     Independent draws pass; a trend fails all three tests (and warns unless ``warn=False``):
 
     >>> import warnings
-    >>> from pymc_edp.query import IndependenceWarning, independence_check
     >>> values = np.random.default_rng(1).normal(size=50)
     >>> independence_check(values)["reject"].tolist()
     [False, False, False]
