@@ -206,10 +206,6 @@ def noise_kernel(
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
     >>> noise = noise_kernel(samples, 1.0)
     >>> noise.kernel, round(noise.scale, 3), noise.worst_individual
     ('gaussian', 4.346, 3)
@@ -298,14 +294,9 @@ def check_noise(
     Noise calibrated for ``eps = 1`` brings the ``eps`` at ``delta = 0.01`` from 3.39 down to
     about the target or below:
 
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import epsilon_at
     >>> noise = noise_kernel(samples, 1.0)
     >>> audit = check_noise(samples, noise, random_seed=0, progressbar=False)
-    >>> audit.attrs["noise_epsilon"], round(epsilon_at(audit, 0.01), 2)
+    >>> audit.attrs["noise_epsilon"], round(edp.query.epsilon_at(audit, 0.01), 2)
     (1.0, 0.52)
     """
     rng = np.random.default_rng(random_seed)

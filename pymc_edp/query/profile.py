@@ -83,12 +83,16 @@ def _flatten(samples: xr.Dataset) -> tuple[NDArray, NDArray, NDArray]:
     return v.reshape(-1), w.reshape(w.shape[0], -1), groups
 
 
-def _smallest_eps(
-    total: Callable[[NDArray], NDArray], target: float, eps: NDArray, values: NDArray
+def _grid_interp_eps(
+    eps: NDArray,
+    values: NDArray,
+    target: float,
+    total: Callable[[NDArray], NDArray] | None = None,
 ) -> float:
-    """Smallest eps with ``total(eps) <= target`` (non-increasing), bisected to 1e-9.
+    """Smallest eps with ``values <= target`` (a non-increasing curve on the grid ``eps``).
 
-    ``values = total(eps)`` on the grid ``eps`` give the bracket.
+    Bisected to 1e-9 with ``total`` (the curve as a function of eps) if given, else
+    interpolated linearly on the grid.
     """
     ok = values <= target
     if ok[0]:
@@ -96,17 +100,8 @@ def _smallest_eps(
     if not ok.any():
         return math.inf
     k = int(np.argmax(ok))
-    return float(smallest_epsilon(total, target, eps[k - 1], eps[k], rtol=1e-9, max_iter=40))
-
-
-def _grid_interp_eps(eps: NDArray, values: NDArray, target: float) -> float:
-    """Smallest eps with ``values <= target``, interpolated linearly on the grid ``eps``."""
-    ok = values <= target
-    if ok[0]:
-        return float(eps[0])
-    if not ok.any():
-        return math.inf
-    k = int(np.argmax(ok))
+    if total is not None:
+        return float(smallest_epsilon(total, target, eps[k - 1], eps[k], rtol=1e-9, max_iter=40))
     v0, v1 = values[k - 1], values[k]
     t = (v0 - target) / (v0 - v1) if v0 > v1 else 1.0
     return float(eps[k - 1] + t * (eps[k] - eps[k - 1]))
@@ -128,28 +123,13 @@ def _eps_at_targets(delta_i, eps, targets, total_for, max_individuals=None):
             # delta: only individuals above the target at the bracket's lower end can
             # matter; delta*: every individual with some risk there.
             rel = np.flatnonzero(delta_i[:, k] > (target if how == "max" else 0.0))
-            if rel.size == 0 or (max_individuals is not None and rel.size > max_individuals):
-                out[how][t] = _grid_interp_eps(eps, values, target)
-            else:
-                out[how][t] = _smallest_eps(total_for(rel, how), target, eps, values)
+            too_many = max_individuals is not None and rel.size > max_individuals
+            total = None if rel.size == 0 or too_many else total_for(rel, how)
+            out[how][t] = _grid_interp_eps(eps, values, target, total)
     return out["max"], out["star"]
 
 
-def _select(q, groups, density, kernels, adaptivity, bandwidth, folds):
-    if isinstance(density, DensityModel):
-        return density, pd.DataFrame([{"method": density.method, "kernel": density.kernel}])
-    return select_density(
-        q,
-        method=density,
-        kernels=kernels,
-        adaptivity=adaptivity,
-        bandwidth=bandwidth,
-        groups=groups,
-        folds=folds,
-    )
-
-
-def _core_1d(q, qw, groups, eps, targets, model, scores, *, n_grid, progressbar) -> _Core:
+def _core_1d(q, qw, eps, targets, model, scores, *, n_grid, progressbar) -> _Core:
     n_ind = qw.shape[0]
     changed = np.any(qw != q[None, :], axis=1)
     if model.method == "ecdf":
@@ -242,7 +222,7 @@ def _whiten(q: NDArray, qw: NDArray) -> tuple[NDArray, NDArray]:
     return tr(q), tr(qw)
 
 
-def _core_mc(q, qw, groups, eps, targets, model, scores, *, draws, rng, progressbar) -> _Core:
+def _core_mc(q, qw, eps, targets, model, scores, *, draws, rng, progressbar) -> _Core:
     n_ind = qw.shape[0]
     changed = np.any(qw != q[None], axis=(1, 2))
     hq = model.point_bandwidths_mv(q)
@@ -296,42 +276,27 @@ def _mc_delta(fwd: NDArray, bwd: NDArray, eps: NDArray) -> NDArray:
     return np.maximum(a, b)
 
 
-def _run_core(
-    q,
-    qw,
-    groups,
-    *,
-    eps,
-    targets,
-    density,
-    kernels,
-    adaptivity,
-    bandwidth,
-    folds,
-    n_grid,
-    mc_draws,
-    rng,
-    progressbar,
-) -> _Core:
+def _run_core(q, qw, groups, *, eps, targets, density, opts, rng, progressbar) -> _Core:
+    """The unconditional profile: a grid for a scalar query, Monte Carlo for a vector one."""
     if q.ndim == 2:
-        zq, zw = _whiten(q, qw)
-        model, scores = _select(zq, groups, density, kernels, adaptivity, bandwidth, folds)
-        return _core_mc(
-            zq,
-            zw,
-            groups,
-            eps,
-            targets,
-            model,
-            scores,
-            draws=mc_draws,
-            rng=rng,
-            progressbar=progressbar,
+        q, qw = _whiten(q, qw)
+    if isinstance(density, DensityModel):
+        model = density
+        scores = pd.DataFrame([{"method": density.method, "kernel": density.kernel}])
+    else:
+        model, scores = select_density(
+            q,
+            method=density,
+            kernels=tuple(opts.kernels),
+            adaptivity=opts.adaptivity,
+            bandwidth=opts.bandwidth,
+            groups=groups,
+            folds=opts.folds,
         )
-    model, scores = _select(q, groups, density, kernels, adaptivity, bandwidth, folds)
-    return _core_1d(
-        q, qw, groups, eps, targets, model, scores, n_grid=n_grid, progressbar=progressbar
-    )
+    args = (q, qw, eps, targets, model, scores)
+    if q.ndim == 2:
+        return _core_mc(*args, draws=opts.mc_draws, rng=rng, progressbar=progressbar)
+    return _core_1d(*args, n_grid=opts.n_grid, progressbar=progressbar)
 
 
 def _buckets(side: NDArray, buckets) -> tuple[NDArray, list[str]]:
@@ -465,10 +430,6 @@ def privacy_profile(
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
     >>> res = privacy_profile(samples, progressbar=False)
     >>> res.attrs["density_method"], res.attrs["density_kernel"]
     ('variable-kde', 'gaussian')
@@ -483,20 +444,14 @@ def privacy_profile(
     targets = [float(t) for t in np.atleast_1d(targets)]
     opts = ProfileOptions.coerce(options)
     top, exposure_tol = opts.top, opts.exposure_tol
-    rng = np.random.default_rng(random_seed)
     q, qw, groups = _flatten(samples)
     individuals = samples["individual"].to_numpy()
     kwargs = dict(
         eps=eps,
         targets=targets,
         density=density,
-        kernels=tuple(opts.kernels),
-        adaptivity=opts.adaptivity,
-        bandwidth=opts.bandwidth,
-        folds=opts.folds,
-        n_grid=opts.n_grid,
-        mc_draws=opts.mc_draws,
-        rng=rng,
+        opts=opts,
+        rng=np.random.default_rng(random_seed),
         progressbar=progressbar,
     )
 
@@ -523,15 +478,7 @@ def privacy_profile(
 
 
 def _bucketed_profile(
-    samples: xr.Dataset,
-    side_info_buckets: int | Sequence[float],
-    q: NDArray,
-    qw: NDArray,
-    groups: NDArray,
-    individuals: NDArray,
-    top: int,
-    exposure_tol: float,
-    kwargs: dict,
+    samples, side_info_buckets, q, qw, groups, individuals, top, exposure_tol, kwargs
 ) -> xr.Dataset:
     """The profile conditioned on the side information's buckets (``kwargs`` of _run_core)."""
     eps, targets = kwargs["eps"], kwargs["targets"]
@@ -585,14 +532,16 @@ def _bucketed_profile(
 
 def _add_set_distances(ds: xr.Dataset, q: NDArray, qw: NDArray) -> None:
     """Add ``hausdorff`` and ``bottleneck`` distances of each ``qw[i]`` to ``q`` to ``ds``."""
-    n_ind = qw.shape[0]
-    moved = [bool(np.any(qw[i] != q)) for i in range(n_ind)]
-    d_h = [hausdorff_distance(q, qw[i]) if moved[i] else 0.0 for i in range(n_ind)]
-    d_b = [bottleneck_distance(q, qw[i]) if moved[i] else 0.0 for i in range(n_ind)]
-    ds["hausdorff"] = ("individual", np.array(d_h))
-    ds["hausdorff"].attrs["description"] = "Hausdorff distance, with/without samples"
-    ds["bottleneck"] = ("individual", np.array(d_b))
-    ds["bottleneck"].attrs["description"] = "bottleneck distance, with/without samples"
+    for label, distance in (
+        ("Hausdorff", hausdorff_distance),
+        ("bottleneck", bottleneck_distance),
+    ):
+        name = label.lower()
+        ds[name] = (
+            "individual",
+            np.array([distance(q, w) if np.any(w != q) else 0.0 for w in qw]),
+        )
+        ds[name].attrs["description"] = f"{label} distance, with/without samples"
 
 
 def _add_independence(ds: xr.Dataset, samples: xr.Dataset) -> xr.Dataset:
@@ -684,10 +633,6 @@ def epsilon_at(result: xr.Dataset, target: float, *, kind: str = "delta") -> flo
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
     >>> res = privacy_profile(samples, progressbar=False)
     >>> round(epsilon_at(res, 0.01), 3)  # a target of the result: bisection-refined
     3.39

@@ -217,11 +217,9 @@ def query_samples(
 
     Examples
     --------
-    Forty databases of the same five individuals; the query is the sum of ``x``:
+    Forty databases ``dbs`` of the same five individuals; the query is the sum of ``x``:
 
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> from pymc_edp.query import sum_query
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
     >>> dict(samples.sizes)
     {'database': 40, 'draw': 1, 'individual': 5}
