@@ -14,21 +14,7 @@ Laplace mechanism                      scale ``b = Delta f / eps``
 =====================================  ===========================================
 
 Neighbouring datasets differ in one record's value (bounded DP); the synthesizers' epsilon
-does not depend on the number of confidential records n.
-
-References
-----------
-.. [1] Abowd, J. M. and Vilhuber, L. (2008). "How protective are synthetic data?" *Privacy
-   in Statistical Databases*, 239-246.
-.. [2] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
-   Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1, Table 1.
-.. [3] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
-   Disclosure Risk Measures: An Investigation with Binary Synthetic Data." *Transactions
-   on Data Privacy* 5, 535-552. Eq. (3), Appendix A.
-.. [4] Machanavajjhala, A., Kifer, D., Abowd, J., Gehrke, J. and Vilhuber, L. (2008).
-   "Privacy: Theory meets practice on the map." *ICDE 2008*, 277-286.
-.. [5] Dwork, C., McSherry, F., Nissim, K. and Smith, A. (2006). "Calibrating noise to
-   sensitivity in private data analysis." *TCC 2006*, 265-284.
+does not depend on the number of confidential records n. Each object cites its paper.
 """
 
 from __future__ import annotations
@@ -454,18 +440,13 @@ class DirichletMultinomialSynthesizer:
         index = {tuple(r): i for i, r in enumerate(rows)}
         pairs = []
         for i, r in enumerate(rows):
-            for j in range(self.n_categories):
-                if r[j] == 0:
-                    continue
-                for k in range(self.n_categories):
-                    if k == j:
-                        continue
+            for j, k in itertools.permutations(range(self.n_categories), 2):
+                if r[j] > 0:
                     other = r.copy()
                     other[j] -= 1
                     other[k] += 1
-                    i2 = index[tuple(other)]
-                    if i < i2:
-                        pairs.append((i, i2))
+                    if i < index[tuple(other)]:
+                        pairs.append((i, index[tuple(other)]))
         return np.array(pairs, dtype=np.intp).reshape(-1, 2)
 
     def transition_matrix(self, n: int, *, log: bool = False) -> xr.DataArray:
@@ -479,17 +460,15 @@ class DirichletMultinomialSynthesizer:
         cols = _compositions(self.n_synthetic, self.n_categories)
         n_s = self.n_synthetic
         log_pmf = dirichlet_multinomial_log_pmf(np.asarray(self.alpha)[None, :] + rows, cols)
-        k = self.n_categories
-        row_idx = pd.MultiIndex.from_arrays(
-            [rows[:, i].astype(int) for i in range(k)], names=[f"x_{i}" for i in range(k)]
-        )
-        col_idx = pd.MultiIndex.from_arrays(
-            [cols[:, i].astype(int) for i in range(k)],
-            names=[f"x_synthetic_{i}" for i in range(k)],
-        )
-        coords = xr.Coordinates.from_pandas_multiindex(row_idx, "x").merge(
-            xr.Coordinates.from_pandas_multiindex(col_idx, "x_synthetic")
-        )
+
+        def index(counts: np.ndarray, dim: str) -> xr.Coordinates:
+            levels = [counts[:, i].astype(int) for i in range(self.n_categories)]
+            names = [f"{dim}_{i}" for i in range(self.n_categories)]
+            return xr.Coordinates.from_pandas_multiindex(
+                pd.MultiIndex.from_arrays(levels, names=names), dim
+            )
+
+        coords = index(rows, "x").merge(index(cols, "x_synthetic"))
         return xr.DataArray(
             log_pmf if log else np.exp(log_pmf),
             dims=("x", "x_synthetic"),

@@ -1,12 +1,10 @@
 """Exact B-EDP-epsilon of conjugate posteriors, and the Beta-Binomial synthesizer.
 
-The oracles the sampling-based audit is tested against. The posterior of the data is cut
-into B bins of equal posterior probability and every neighbour's posterior is integrated
-over them exactly (Charest & Han 2017, eq. 2). Bin probabilities are computed in log space,
-in the lower- or upper-tail form, whichever avoids cancellation, so that tail bins (``1e-8``
-and below, which set epsilon for large B) keep full relative precision; the bins' own
-probabilities come from the same edges, not ``1/B``, so quantile round-off cannot leak into
-epsilon.
+The oracles the sampling-based audit is tested against: every neighbour's posterior is
+integrated exactly over B bins of equal posterior probability (Charest & Han 2017, eq. 2).
+Bin masses are computed in log space, from whichever tail avoids cancellation, so that tail
+bins (which set epsilon for large B) keep full relative precision; the bins' own masses come
+from the same edges, not ``1/B``, so quantile round-off cannot leak into epsilon.
 
 References
 ----------
@@ -55,13 +53,13 @@ def _log1mexp(d: np.ndarray) -> np.ndarray:
     return out
 
 
-def _log_interval_mass(
-    log_cdf_lo: np.ndarray,
-    log_cdf_hi: np.ndarray,
-    log_sf_lo: np.ndarray,
-    log_sf_hi: np.ndarray,
-) -> np.ndarray:
-    """Log mass of ``(lo, hi]``: ``F(hi) - F(lo)`` in the lower tail, else ``S(lo) - S(hi)``."""
+def _log_interval_mass(log_cdf: np.ndarray, log_sf: np.ndarray) -> np.ndarray:
+    """Log masses between consecutive edges (last axis), given ``log F`` and ``log S`` there.
+
+    ``F(hi) - F(lo)`` in the lower tail, else ``S(lo) - S(hi)``.
+    """
+    log_cdf_lo, log_cdf_hi = log_cdf[..., :-1], log_cdf[..., 1:]
+    log_sf_lo, log_sf_hi = log_sf[..., :-1], log_sf[..., 1:]
     with np.errstate(invalid="ignore"):
         via_cdf = log_cdf_hi + _log1mexp(log_cdf_lo - log_cdf_hi)
         via_sf = log_sf_lo + _log1mexp(log_sf_hi - log_sf_lo)
@@ -134,9 +132,7 @@ def _beta_log_bin_probs(edges: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.n
     with np.errstate(divide="ignore"):
         log_cdf = np.log(special.betainc(a, b, edges))
         log_sf = np.log(special.betaincc(a, b, edges))
-    return _log_interval_mass(
-        log_cdf[..., :-1], log_cdf[..., 1:], log_sf[..., :-1], log_sf[..., 1:]
-    )
+    return _log_interval_mass(log_cdf, log_sf)
 
 
 def beta_binomial_edp(
@@ -354,9 +350,7 @@ def _gamma_log_bin_probs(edges: np.ndarray, shape: np.ndarray, rate: float) -> n
     x = edges * rate
     log_cdf = stats.gamma.logcdf(x, a)
     log_sf = stats.gamma.logsf(x, a)
-    return _log_interval_mass(
-        log_cdf[..., :-1], log_cdf[..., 1:], log_sf[..., :-1], log_sf[..., 1:]
-    )
+    return _log_interval_mass(log_cdf, log_sf)
 
 
 def poisson_gamma_edp(
@@ -499,10 +493,7 @@ def normal_normal_posterior(
 
 def _normal_log_bin_probs(z_edges: np.ndarray) -> np.ndarray:
     """Log standard-normal mass between consecutive standardised edges (last axis)."""
-    lo, hi = z_edges[..., :-1], z_edges[..., 1:]
-    return _log_interval_mass(
-        special.log_ndtr(lo), special.log_ndtr(hi), special.log_ndtr(-lo), special.log_ndtr(-hi)
-    )
+    return _log_interval_mass(special.log_ndtr(z_edges), special.log_ndtr(-z_edges))
 
 
 def normal_normal_edp(
