@@ -35,6 +35,20 @@ __all__ = [
 ]
 
 
+def _universe(universe) -> np.ndarray:
+    u = np.asarray(universe)
+    if u.ndim == 0 or u.shape[0] < 3:
+        raise ValueError("The universe needs at least 3 records.")
+    return u
+
+
+def _epsilons(epsilon) -> np.ndarray:
+    eps = np.asarray(epsilon, dtype=float)
+    if eps.ndim > 1 or np.any(~(eps >= 0)) or not np.all(np.isfinite(eps)):
+        raise ValueError("`epsilon` must be a finite non-negative scalar or 1-D array.")
+    return eps
+
+
 def _query_value(query: Callable, world: np.ndarray) -> np.ndarray:
     v = np.atleast_1d(np.asarray(query(world), dtype=float))
     if v.ndim != 1 or not np.all(np.isfinite(v)):
@@ -50,7 +64,7 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
     Parameters
     ----------
     universe : array_like
-        The n records (first axis) the adversary knows.
+        The n >= 3 records (first axis) the adversary knows.
     query : callable
         ``query(records) -> float or 1-D array``.
 
@@ -70,9 +84,7 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
     >>> lee_clifton_sensitivity([1, 2, 3, 10], np.median)
     4.0
     """
-    u = np.asarray(universe)
-    if u.shape[0] < 3:
-        raise ValueError("The universe needs at least 3 records.")
+    u = _universe(universe)
     best = 0.0
     for i in range(u.shape[0]):
         world = np.delete(u, i, axis=0)
@@ -157,9 +169,7 @@ def possible_worlds(
     >>> round(worlds.sensitivity, 4), worlds.delta_v
     (2.8333, 3.0)
     """
-    u = np.asarray(universe)
-    if u.ndim == 0 or u.shape[0] < 3:
-        raise ValueError("The universe needs at least 3 records.")
+    u = _universe(universe)
     values = np.stack([_query_value(query, np.delete(u, i, axis=0)) for i in range(u.shape[0])])
     if sensitivity is None:
         sensitivity = lee_clifton_sensitivity(u, query)
@@ -212,11 +222,6 @@ def possible_world_beliefs(
         coordinates ``missing`` (the record, 1-D universe) and ``query_value`` (``f(w_i)``,
         scalar query).
 
-    Notes
-    -----
-    With the absence-days universe {1, 2, 3, 10}, the mean, response 2.2013 and eps = 2,
-    the belief in {1, 2, 3} is 0.6180 (0.3390 for school years {1, 2, 3, 4}).
-
     References
     ----------
     .. [1] Lee, J. and Clifton, C. (2011). "How Much Is Enough? Choosing epsilon for
@@ -231,9 +236,7 @@ def possible_world_beliefs(
     [0.0988, 0.125, 0.1582, 0.618]
     """
     worlds = possible_worlds(universe, query, sensitivity=sensitivity)
-    eps = np.asarray(epsilon, dtype=float)
-    if eps.ndim > 1 or np.any(~(eps >= 0)) or not np.all(np.isfinite(eps)):
-        raise ValueError("`epsilon` must be a finite non-negative scalar or 1-D array.")
+    eps = _epsilons(epsilon)
     gamma = np.atleast_1d(np.asarray(response, dtype=float))
     if gamma.shape != (worlds.values.shape[1],):
         raise ValueError("`response` must have the shape of the query's value.")
@@ -329,9 +332,7 @@ def lee_clifton_worst_case_belief(
     0.3292
     """
     worlds = possible_worlds(universe, query, sensitivity=sensitivity)
-    eps = np.asarray(epsilon, dtype=float)
-    if eps.ndim > 1 or np.any(~(eps >= 0)):
-        raise ValueError("`epsilon` must be a non-negative scalar or 1-D array.")
+    eps = _epsilons(epsilon)
     out = _worst_case_from_worlds(worlds, np.atleast_1d(eps), prior)
     return float(out[0]) if eps.ndim == 0 else out
 
@@ -357,7 +358,6 @@ def lee_clifton_epsilon_bound(delta_f: float, delta_v: float, n: int, rho: float
     Returns
     -------
     float
-        E.g. ``5/6 ln(3/2) = 0.3379`` for the school-year mean.
 
     References
     ----------
