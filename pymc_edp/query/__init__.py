@@ -94,11 +94,7 @@ def query_edp(
 
     Examples
     --------
-    >>> import pymc_edp.query as edpq
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(20), "x": rng.gamma(2.0, size=20)})
-    ...        for _ in range(200)]
-    >>> res = edpq.query_edp(dbs, edpq.sum_query("x"), id_col="id", progressbar=False)
+    >>> res = query_edp(dbs, sum_query("x"), id_col="id", progressbar=False)
     >>> d = res["delta"].sel(epsilon=[0.0, 1.0], method="nearest").to_numpy()
     >>> bool(d[0] > d[1])
     True

@@ -1,14 +1,11 @@
 """Noise calibration for queries whose inherent privacy falls short (section 6).
 
-The paper sets the Laplace scale to ``lambda = max_i d_H(P^, P^_i) / eps`` (Hausdorff
-distance between the samples with and without each individual), so that their Laplace KDEs
-differ by at most ``eps`` in log density (Proposition 1). That fails for clusters of
-different sizes: for ``A`` eight points in [0, 0.07] and one at 2, and ``B`` seven of those
-points and two at 3 and 3.01, ``d_H = 1.01``, yet at ``eps = 5`` the KDEs of scale
-``d_H / eps`` differ by 5.67 in log density at ``x = 3``. It holds with the bottleneck
-distance ``W_inf`` (:func:`~pymc_edp.query.bottleneck_distance`), the default here. The
-curator's KDE ``p^ = k * P^`` becomes the Laplace KDE by adding noise ``h`` with
-``k * h = l_lambda``, found by FFT deconvolution (eq. 2); this achieves ``eps`` (Theorem 2).
+The Laplace KDE of scale ``lambda = max_i distance(P^, P^_i) / eps`` changes by at most
+``eps`` in log density when an individual is removed (Proposition 1) if the distance is the
+bottleneck distance ``W_inf`` (the default); with the paper's Hausdorff distance it can fail
+(a counterexample is in ``docs/query.md``). The curator's KDE ``p^ = k * P^`` becomes that
+Laplace KDE by adding noise ``h`` with ``k * h = l_lambda``, found by FFT deconvolution
+(eq. 2); this achieves ``eps`` (Theorem 2).
 
 References
 ----------

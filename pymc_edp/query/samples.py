@@ -17,6 +17,7 @@ import inspect
 import math
 import numbers
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -80,20 +81,18 @@ def _to_vector(value: Any) -> np.ndarray:
     return arr
 
 
+@dataclass
 class _Evaluator:
     """Picklable task runner (one database, one draw, a chunk of individuals)."""
 
-    def __init__(
-        self, query, id_col, entropy, crn, takes_rng, loo_takes_rng, vectorised, labels=None
-    ):
-        self.query = query
-        self.id_col = id_col
-        self.entropy = entropy
-        self.crn = crn
-        self.takes_rng = takes_rng
-        self.loo_takes_rng = loo_takes_rng
-        self.vectorised = vectorised
-        self.labels = labels
+    query: Callable[..., Any]
+    id_col: str
+    entropy: Any
+    crn: bool
+    takes_rng: bool
+    loo_takes_rng: bool
+    vectorised: bool
+    labels: list[Hashable] | None = None
 
     def _rng(self, j: int, k: int, i: int) -> np.random.Generator:
         key = (j, k) if self.crn else (j, k, i)
@@ -103,9 +102,6 @@ class _Evaluator:
         if self.takes_rng:
             return self.query(df, rng=self._rng(j, k, i))
         return self.query(df)
-
-    def _call(self, df, j, k, i):
-        return _to_vector(self._raw(df, j, k, i))
 
     def _full(self, df, j, k):
         raw = self._raw(df, j, k, 0)
@@ -145,7 +141,7 @@ class _Evaluator:
         for pos, i in zip(positions, ids, strict=True):
             keep = ids_col != i
             # Stream key 0 is the full database; individual number ``pos`` gets ``pos + 1``.
-            out.append(self._call(df.loc[keep], j, k, int(pos) + 1))
+            out.append(_to_vector(self._raw(df.loc[keep], j, k, int(pos) + 1)))
         values = np.vstack(out) if out else np.empty((0, 0))
         return j, k, full, ids, values
 
@@ -633,9 +629,7 @@ def _check_requested(
 
 def _coord(values: list) -> np.ndarray:
     arr = np.asarray(values)
-    if arr.dtype.kind in "iufb":
-        return arr
-    if arr.dtype.kind == "M":
+    if arr.dtype.kind in "iufbM":
         return arr
     return np.asarray([str(v) for v in values], dtype=object)
 
