@@ -206,37 +206,19 @@ def _fold_ids(n: int, groups: NDArray | None, folds: int) -> NDArray:
     return codes % folds
 
 
-def _heldout_loglik_1d(
-    x: NDArray,
-    fold: NDArray,
-    folds: int,
-    kernel: str,
-    log_h: float,
-    alpha: float,
-    log_pilots: list[NDArray | None],
-) -> float:
-    h = math.exp(log_h)
-    total = 0.0
-    for f in range(folds):
-        test = fold == f
-        train = ~test
-        if alpha == 0:
-            hj = h
-        else:
-            hj = _abramson(log_pilots[f], h, alpha)
-        dens = kde_pdf(x[train], x[test], hj, kernel)
-        total += float(np.sum(np.log(np.maximum(dens, 1e-300))))
-    return total / x.size
-
-
-def _heldout_loglik_mv(x, fold, folds, kernel, log_h, alpha, log_pilots) -> float:
+def _heldout_loglik(x, fold, folds, kernel, log_h, alpha, log_pilots) -> float:
+    """Mean held-out log-likelihood of the KDE of global bandwidth ``e^log_h`` (1-D or not)."""
     h = math.exp(log_h)
     total = 0.0
     for f in range(folds):
         test = fold == f
         train = ~test
         hj = h if alpha == 0 else _abramson(log_pilots[f], h, alpha)
-        total += float(np.sum(kde_logpdf(x[train], x[test], hj, kernel)))
+        if x.ndim == 1:
+            dens = kde_pdf(x[train], x[test], hj, kernel)
+            total += float(np.sum(np.log(np.maximum(dens, 1e-300))))
+        else:
+            total += float(np.sum(kde_logpdf(x[train], x[test], hj, kernel)))
     return total / x.shape[0]
 
 
@@ -311,7 +293,6 @@ def select_density(
     if k_folds < 2:
         raise ValueError("held-out selection needs at least two databases")
     fold = _fold_ids(n, g, k_folds)
-    loglik = _heldout_loglik_mv if mv else _heldout_loglik_1d
     rows = []
     for kernel in kernels:
         if kernel not in KERNELS:
@@ -321,7 +302,7 @@ def select_density(
 
         def search(alpha, pilots, kernel=kernel, bracket=bracket):
             def objective(t):
-                return -loglik(x, fold, k_folds, kernel, t, alpha, pilots)
+                return -_heldout_loglik(x, fold, k_folds, kernel, t, alpha, pilots)
 
             if bandwidth is not None:
                 return math.log(bandwidth), -objective(math.log(bandwidth))

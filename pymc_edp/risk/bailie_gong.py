@@ -69,6 +69,12 @@ def _eps_times_d(eps: np.ndarray, d: np.ndarray) -> np.ndarray:
         return np.where((d == 0) | (eps == 0), 0.0, eps * d)
 
 
+def _times_exp(p: np.ndarray, log_factor: np.ndarray) -> np.ndarray:
+    """``p exp(log_factor)``: ``inf`` where the exponential overflows, 0 wherever ``p`` is."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(p > 0, p * np.exp(log_factor), 0.0)
+
+
 def _check_density(values, name: str, what: str) -> np.ndarray:
     """``values`` as floats; negative, NaN and infinite entries refused, with their position."""
     try:
@@ -132,11 +138,9 @@ def bailie_gong_posterior_bounds(
     eps, d = _check_eps_d(epsilon, d_star_star)
     log_factor = _eps_times_d(eps, d)
     lower = p * np.exp(-log_factor)
-    with np.errstate(over="ignore", invalid="ignore"):
-        # exp overflows to inf for eps d** > ~709: the (trivial) upper bound is then inf,
-        # except where the prior is 0 (a posterior is 0 wherever the prior is).
-        upper = np.where(p > 0, p * np.exp(log_factor), 0.0)[()]
-    return DensityBounds(lower=lower, upper=upper)
+    # exp overflows to inf for eps d** > ~709: the (trivial) upper bound is then inf,
+    # except where the prior is 0 (a posterior is 0 wherever the prior is).
+    return DensityBounds(lower=lower, upper=_times_exp(p, log_factor)[()])
 
 
 def hamming_distances(datasets: Sequence | np.ndarray) -> np.ndarray:
@@ -247,11 +251,9 @@ def bailie_gong_prior_predictive_bounds(
     d = _check_density(d, "distances", "distances")
     eps, _ = _check_eps_d(epsilon, 0.0)
     log_factor = _eps_times_d(eps, d.max(axis=1)[:, None])
-    with np.errstate(over="ignore", invalid="ignore"):
-        upper = np.where(p > 0, p * np.exp(log_factor), 0.0)
     return DensityBounds(
         lower=np.max(np.exp(-log_factor) * p, axis=0),
-        upper=np.min(upper, axis=0),
+        upper=np.min(_times_exp(p, log_factor), axis=0),
     )
 
 
@@ -296,6 +298,4 @@ def bailie_gong_power_bound(
     if np.any(~((a >= 0) & (a <= 1))):
         raise ValueError("`alpha` must lie in [0, 1].")
     eps, d = _check_eps_d(epsilon, d_star_star)
-    with np.errstate(over="ignore", invalid="ignore"):
-        power = np.where(a > 0, a * np.exp(_eps_times_d(eps, d)), 0.0)
-    return as_float_or_array(np.minimum(1.0, power))
+    return as_float_or_array(np.minimum(1.0, _times_exp(a, _eps_times_d(eps, d))))
