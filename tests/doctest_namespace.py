@@ -13,6 +13,9 @@ name                        value
 ``load_eight_schools``      :func:`pymc_edp.datasets.load_eight_schools`
 ``idata``                   ``load_eight_schools()`` (a fresh copy for each example)
 ``res``                     ``edp.audit(idata, var_names="mu", bins=10, method="psis")``
+``dbs``                     40 databases of 5 people, columns ``id`` and ``x`` (gamma
+                            draws of a seeded generator; a fresh list for each example)
+``samples``                 ``edp.query.query_samples(dbs, sum_query("x"), id_col="id")``
 ==========================  =====================================================
 
 A module's own names come first: an example sees its module's globals, then these.
@@ -48,6 +51,19 @@ def eight_schools_audit() -> edp.EDPResult:
         )
 
 
+def small_databases() -> list[pd.DataFrame]:
+    """The 40 small databases the examples call ``dbs``."""
+    rng = np.random.default_rng(0)
+    return [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+
+
+@functools.cache
+def _small_query_samples() -> xr.Dataset:
+    from pymc_edp.query import query_samples, sum_query
+
+    return query_samples(small_databases(), sum_query("x"), id_col="id", progressbar=False)
+
+
 def namespace() -> dict:
     """A fresh dictionary of the names above."""
     return {
@@ -61,4 +77,6 @@ def namespace() -> dict:
         "load_eight_schools": load_eight_schools,
         "idata": load_eight_schools(),
         "res": eight_schools_audit(),
+        "dbs": small_databases(),
+        "samples": _small_query_samples().copy(deep=True),
     }

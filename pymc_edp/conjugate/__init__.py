@@ -6,11 +6,6 @@
 * :mod:`pymc_edp.conjugate.calibration` -- DP-calibrated priors of the Bernoulli,
   Beta-Binomial and Dirichlet-Multinomial synthesizers, and the Laplace mechanism they are
   compared with.
-
-References
-----------
-.. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
-   Privacy." Journal of Privacy and Confidentiality 7(3), 2017.
 """
 
 from pymc_edp.conjugate import calibration, posteriors

@@ -1,8 +1,8 @@
 """Priors and noise scales calibrated to an exact differential-privacy epsilon.
 
-Each constructor returns a frozen description of the mechanism that knows its exact DP
-epsilon (``.epsilon``), can tabulate its transition matrix or density (for numerical
-checks with :func:`pymc_edp.risk.dp_epsilon`) and can build the PyMC model that runs it.
+Each mechanism knows its exact DP epsilon (``.epsilon``), tabulates its transition matrix
+(checked numerically with :func:`pymc_edp.risk.dp_epsilon`) and builds the PyMC model that
+runs it.
 
 =====================================  ===========================================
 Mechanism                              Prior / scale for a target epsilon
@@ -14,21 +14,7 @@ Laplace mechanism                      scale ``b = Delta f / eps``
 =====================================  ===========================================
 
 Neighbouring datasets differ in one record's value (bounded DP); the synthesizers' epsilon
-does not depend on the number of confidential records n.
-
-References
-----------
-.. [1] Abowd, J. M. and Vilhuber, L. (2008). "How protective are synthetic data?" *Privacy
-   in Statistical Databases*, 239-246.
-.. [2] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
-   Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1, Table 1.
-.. [3] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
-   Disclosure Risk Measures: An Investigation with Binary Synthetic Data." *Transactions
-   on Data Privacy* 5, 535-552. Eq. (3), Appendix A.
-.. [4] Machanavajjhala, A., Kifer, D., Abowd, J., Gehrke, J. and Vilhuber, L. (2008).
-   "Privacy: Theory meets practice on the map." *ICDE 2008*, 277-286.
-.. [5] Dwork, C., McSherry, F., Nissim, K. and Smith, A. (2006). "Calibrating noise to
-   sensitivity in private data analysis." *TCC 2006*, 265-284.
+does not depend on the number of confidential records n. Each object cites its paper.
 """
 
 from __future__ import annotations
@@ -65,13 +51,6 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------------------
-# Validation helpers
-# --------------------------------------------------------------------------------------
-def _check_epsilon(epsilon: float) -> float:
-    return check_real(epsilon, "epsilon", positive=True)
-
-
 def _split_by_mean(a_min: float, prior_mean: float) -> tuple[float, float]:
     """``(alpha, beta)`` with ``min(alpha, beta) = a_min`` and ``alpha/(alpha+beta) = m``."""
     m = float(prior_mean)
@@ -92,9 +71,8 @@ def _calibrated_parameter(
 ) -> float:
     """``numerator / (e^exponent - 1)``, also where ``e^exponent`` overflows.
 
-    Raises a :class:`ValueError` when the result underflows double precision (``epsilon`` so
-    large that the prior parameter is no longer representable), instead of returning 0 or a
-    denormal number that the mechanism cannot use.
+    A :class:`ValueError` when the result underflows double precision (an epsilon too large
+    to calibrate), rather than 0 or a denormal number the mechanism cannot use.
     """
     if exponent < 700.0:
         a = numerator / math.expm1(exponent)
@@ -128,11 +106,22 @@ def _check_counts(x, n) -> tuple[int, int]:
     return x, n
 
 
-# --------------------------------------------------------------------------------------
-# Beta-Binomial synthesizer
-# --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class BetaBinomialSynthesizer:
+class _BetaPriorSynthesizer:
+    """Prior ``Beta(alpha, beta)`` and ``n_synthetic`` records, checked."""
+
+    alpha: float
+    beta: float
+    n_synthetic: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", positive=True))
+        object.__setattr__(self, "beta", check_real(self.beta, "beta", positive=True))
+        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic", 1))
+
+
+@dataclass(frozen=True)
+class BetaBinomialSynthesizer(_BetaPriorSynthesizer):
     """The Beta-Binomial synthesizer of Abowd & Vilhuber (2008).
 
     Given ``x`` successes among ``n`` confidential binary records it draws
@@ -148,16 +137,13 @@ class BetaBinomialSynthesizer:
 
     Notes
     -----
-    Its DP epsilon (neighbours: one record changed) is exactly
-
-        eps = log(1 + n_s / min(alpha, beta)),
-
-    attained at ``x_synthetic = n_s`` between ``x = 0`` and ``x = 1`` (or at
-    ``x_synthetic = 0`` between ``x = n - 1`` and ``x = n``), because
-    ``P(k | x + 1) / P(k | x) = (alpha + x + k)(beta + n - x - 1)
-    / ((alpha + x)(beta + n - x - 1 + n_s - k))``. Charest & Han (2017, Sec. 3.1) print the
-    calibration as ``alpha = (e^eps - 1) / n``, the reciprocal of the correct value; their
-    Table 1 (``n_s = 5``, ``alpha = beta = 0.5``, eps = log 11) follows the formula here.
+    Its DP epsilon is exactly ``log(1 + n_s / min(alpha, beta))``, attained at
+    ``x_synthetic = n_s`` between ``x = 0`` and ``x = 1`` (or at ``x_synthetic = 0`` between
+    ``x = n - 1`` and ``x = n``), because ``P(k | x + 1) / P(k | x) = (alpha + x + k)(beta +
+    n - x - 1) / ((alpha + x)(beta + n - x - 1 + n_s - k))``. Charest & Han (2017, Sec. 3.1)
+    print the calibration as ``alpha = (e^eps - 1) / n``, the reciprocal of the correct
+    value; their Table 1 (``n_s = 5``, ``alpha = beta = 0.5``, eps = log 11) follows the
+    formula here.
 
     References
     ----------
@@ -168,7 +154,6 @@ class BetaBinomialSynthesizer:
 
     Examples
     --------
-    >>> from pymc_edp.conjugate.calibration import BetaBinomialSynthesizer
     >>> syn = BetaBinomialSynthesizer(alpha=0.5, beta=0.5, n_synthetic=5)
     >>> round(syn.epsilon, 4)  # log 11, Charest & Han's Table 1
     2.3979
@@ -176,28 +161,13 @@ class BetaBinomialSynthesizer:
     (6, 6)
     """
 
-    alpha: float
-    beta: float
-    n_synthetic: int
-
-    def __post_init__(self):
-        object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", positive=True))
-        object.__setattr__(self, "beta", check_real(self.beta, "beta", positive=True))
-        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic", 1))
-
     @property
     def epsilon(self) -> float:
         """Exact DP epsilon, ``log(1 + n_s / min(alpha, beta))``."""
         return _log1p_ratio(self.n_synthetic, min(self.alpha, self.beta))
 
     def transition_matrix(self, n: int, *, log: bool = False) -> xr.DataArray:
-        """``P(x_synthetic | x)`` for ``x = 0..n`` (Beta-Binomial rows).
-
-        See :func:`pymc_edp.conjugate.beta_binomial_synthesizer_matrix`: finite, with rows
-        summing to 1, for tiny prior parameters (large epsilon), and precise for huge ones
-        (tiny epsilon), so that :func:`pymc_edp.risk.dp_epsilon` of it recovers
-        :attr:`epsilon`.
-        """
+        """``P(x_synthetic | x)``, ``x = 0..n``: :func:`.beta_binomial_synthesizer_matrix`."""
         return beta_binomial_synthesizer_matrix(
             n, self.alpha, self.beta, n_synthetic=self.n_synthetic, log=log
         )
@@ -205,9 +175,8 @@ class BetaBinomialSynthesizer:
     def build_model(self, x: int, n: int) -> pm.Model:
         """PyMC model of the synthesizer run on ``x`` successes out of ``n`` records.
 
-        The model holds ``p ~ Beta(alpha + x, beta + n - x)`` (the posterior, written
-        directly by conjugacy) and ``x_synthetic ~ Binomial(n_synthetic, p)``; forward
-        sampling it (``pm.sample_prior_predictive`` or ``pm.draw``) runs the mechanism.
+        It holds ``p ~ Beta(alpha + x, beta + n - x)`` (the posterior, by conjugacy) and
+        ``x_synthetic ~ Binomial(n_synthetic, p)``; forward sampling runs the mechanism.
         """
         import pymc as pm
 
@@ -233,14 +202,12 @@ def beta_binomial_synthesizer_prior(
     n_synthetic : int
         Number of synthetic records ``n_s``.
     prior_mean : float, default 0.5
-        Mean of the Beta prior. 0.5 gives the symmetric prior ``Beta(a, a)`` with
-        ``a = n_s / (e^eps - 1)``. Other values give an asymmetric prior whose smaller
-        parameter is that ``a`` (the epsilon depends on ``min(alpha, beta)`` only).
+        Mean of the Beta prior: 0.5 gives ``Beta(a, a)`` with ``a = n_s / (e^eps - 1)``;
+        otherwise the smaller parameter is ``a`` (epsilon depends on it only).
 
     Returns
     -------
     BetaBinomialSynthesizer
-        With ``.epsilon == epsilon`` (up to round-off).
 
     References
     ----------
@@ -249,7 +216,6 @@ def beta_binomial_synthesizer_prior(
 
     Examples
     --------
-    >>> from pymc_edp.conjugate.calibration import beta_binomial_synthesizer_prior
     >>> syn = beta_binomial_synthesizer_prior(np.log(11), n_synthetic=5)
     >>> round(syn.alpha, 4), round(syn.beta, 4), round(syn.epsilon, 4)
     (0.5, 0.5, 2.3979)
@@ -257,24 +223,20 @@ def beta_binomial_synthesizer_prior(
     >>> round(syn.alpha, 4), round(syn.beta, 4), round(syn.epsilon, 4)
     (2.9099, 8.7297, 1.0)
     """
-    eps = _check_epsilon(epsilon)
+    eps = check_real(epsilon, "epsilon", positive=True)
     n_s = check_int(n_synthetic, "n_synthetic", 1)
     a_min = _calibrated_parameter(n_s, eps, eps, n_s, "n_s / (e^eps - 1)")
     alpha, beta = _split_by_mean(a_min, prior_mean)
     return BetaBinomialSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
 
 
-# --------------------------------------------------------------------------------------
-# McClure & Reiter Beta-Bernoulli synthesizer
-# --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class BernoulliSynthesizer:
+class BernoulliSynthesizer(_BetaPriorSynthesizer):
     """McClure & Reiter's Beta-Bernoulli (posterior-predictive) synthesizer.
 
     With ``x`` ones among ``n`` confidential records it releases ``n_synthetic`` records
-    ``y*_i ~ Bernoulli((x + alpha) / (n + alpha + beta))`` independently (their eq. 3):
-    the posterior predictive with the posterior *mean* plugged in, so
-    ``x_synthetic ~ Binomial(n_s, (x + alpha) / (n + alpha + beta))``.
+    ``y*_i ~ Bernoulli((x + alpha) / (n + alpha + beta))`` (their eq. 3: the posterior mean
+    plugged in), so ``x_synthetic ~ Binomial(n_s, (x + alpha) / (n + alpha + beta))``.
 
     Parameters
     ----------
@@ -296,22 +258,12 @@ class BernoulliSynthesizer:
 
     Examples
     --------
-    >>> from pymc_edp.conjugate.calibration import BernoulliSynthesizer
     >>> syn = BernoulliSynthesizer(alpha=1.0, beta=1.0, n_synthetic=10)
     >>> round(syn.epsilon, 4)  # 10 log 2
     6.9315
     >>> syn.success_probability([0, 5, 10], n=10).round(4).tolist()
     [0.0833, 0.5, 0.9167]
     """
-
-    alpha: float
-    beta: float
-    n_synthetic: int
-
-    def __post_init__(self):
-        object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", positive=True))
-        object.__setattr__(self, "beta", check_real(self.beta, "beta", positive=True))
-        object.__setattr__(self, "n_synthetic", check_int(self.n_synthetic, "n_synthetic", 1))
 
     @property
     def epsilon(self) -> float:
@@ -351,9 +303,8 @@ class BernoulliSynthesizer:
     def build_model(self, x: int, n: int) -> pm.Model:
         """PyMC model of the synthesizer run on ``x`` ones out of ``n`` records.
 
-        Holds the deterministic synthesis probability ``p``, the synthetic records
-        ``y_synthetic ~ Bernoulli(p)`` (length ``n_synthetic``) and their sum
-        ``x_synthetic``; forward sampling runs the mechanism.
+        It holds the synthesis probability ``p``, the records ``y_synthetic ~ Bernoulli(p)``
+        and their sum ``x_synthetic``; forward sampling runs the mechanism.
         """
         import pymc as pm
 
@@ -395,21 +346,17 @@ def bernoulli_synthesizer_prior(
 
     Examples
     --------
-    >>> from pymc_edp.conjugate.calibration import bernoulli_synthesizer_prior
     >>> syn = bernoulli_synthesizer_prior(1.0, n_synthetic=1000)  # McClure & Reiter's n_s
     >>> round(syn.alpha, 2), round(syn.beta, 2), round(syn.epsilon, 4)
     (999.5, 999.5, 1.0)
     """
-    eps = _check_epsilon(epsilon)
+    eps = check_real(epsilon, "epsilon", positive=True)
     n_s = check_int(n_synthetic, "n_synthetic", 1)
     a_min = _calibrated_parameter(1.0, eps / n_s, eps, n_s, "1 / (e^(eps / n_s) - 1)")
     alpha, beta = _split_by_mean(a_min, prior_mean)
     return BernoulliSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
 
 
-# --------------------------------------------------------------------------------------
-# Dirichlet-Multinomial synthesizer
-# --------------------------------------------------------------------------------------
 def _compositions(total: int, parts: int) -> np.ndarray:
     """All vectors of ``parts`` non-negative integers summing to ``total`` (lexicographic)."""
     rows = []
@@ -439,7 +386,7 @@ class DirichletMultinomialSynthesizer:
     Changing one record from category j to k multiplies ``P(x_synthetic | x)`` by
     ``(alpha_k + x_k + s_k) / (alpha_k + x_k) * (alpha_j + x_j - 1) / (alpha_j + x_j - 1 +
     s_j)``, maximal at ``s_k = n_s``, ``x_k = 0``; hence the exact DP epsilon
-    ``log(1 + n_s / min_k alpha_k)``, the same bound as for two categories.
+    ``log(1 + n_s / min_k alpha_k)``, as for two categories.
 
     References
     ----------
@@ -450,7 +397,6 @@ class DirichletMultinomialSynthesizer:
 
     Examples
     --------
-    >>> from pymc_edp.conjugate.calibration import DirichletMultinomialSynthesizer
     >>> from pymc_edp.risk import dp_epsilon
     >>> syn = DirichletMultinomialSynthesizer(alpha=(0.5, 1.0, 2.0), n_synthetic=5)
     >>> syn.n_categories, round(syn.epsilon, 4)
@@ -494,42 +440,35 @@ class DirichletMultinomialSynthesizer:
         index = {tuple(r): i for i, r in enumerate(rows)}
         pairs = []
         for i, r in enumerate(rows):
-            for j in range(self.n_categories):
-                if r[j] == 0:
-                    continue
-                for k in range(self.n_categories):
-                    if k == j:
-                        continue
+            for j, k in itertools.permutations(range(self.n_categories), 2):
+                if r[j] > 0:
                     other = r.copy()
                     other[j] -= 1
                     other[k] += 1
-                    i2 = index[tuple(other)]
-                    if i < i2:
-                        pairs.append((i, i2))
+                    if i < index[tuple(other)]:
+                        pairs.append((i, index[tuple(other)]))
         return np.array(pairs, dtype=np.intp).reshape(-1, 2)
 
     def transition_matrix(self, n: int, *, log: bool = False) -> xr.DataArray:
         """``P(x_synthetic | x)`` over all count vectors (Dirichlet-Multinomial pmf).
 
-        Rows and columns are indexed by pandas MultiIndexes with levels ``x_0..x_{K-1}``
-        and ``x_synthetic_0..``; use :meth:`neighbour_pairs` with
+        Rows and columns carry MultiIndexes with levels ``x_0..x_{K-1}`` and
+        ``x_synthetic_0..``; pass :meth:`neighbour_pairs` to
         :func:`pymc_edp.risk.dp_epsilon` (``pairs=``).
         """
         rows = self.datasets(n)
         cols = _compositions(self.n_synthetic, self.n_categories)
         n_s = self.n_synthetic
         log_pmf = dirichlet_multinomial_log_pmf(np.asarray(self.alpha)[None, :] + rows, cols)
-        k = self.n_categories
-        row_idx = pd.MultiIndex.from_arrays(
-            [rows[:, i].astype(int) for i in range(k)], names=[f"x_{i}" for i in range(k)]
-        )
-        col_idx = pd.MultiIndex.from_arrays(
-            [cols[:, i].astype(int) for i in range(k)],
-            names=[f"x_synthetic_{i}" for i in range(k)],
-        )
-        coords = xr.Coordinates.from_pandas_multiindex(row_idx, "x").merge(
-            xr.Coordinates.from_pandas_multiindex(col_idx, "x_synthetic")
-        )
+
+        def index(counts: np.ndarray, dim: str) -> xr.Coordinates:
+            levels = [counts[:, i].astype(int) for i in range(self.n_categories)]
+            names = [f"{dim}_{i}" for i in range(self.n_categories)]
+            return xr.Coordinates.from_pandas_multiindex(
+                pd.MultiIndex.from_arrays(levels, names=names), dim
+            )
+
+        coords = index(rows, "x").merge(index(cols, "x_synthetic"))
         return xr.DataArray(
             log_pmf if log else np.exp(log_pmf),
             dims=("x", "x_synthetic"),
@@ -541,7 +480,7 @@ class DirichletMultinomialSynthesizer:
     def build_model(self, counts: Sequence[int] | np.ndarray) -> pm.Model:
         """PyMC model of the synthesizer run on the category ``counts``.
 
-        Holds ``p ~ Dirichlet(alpha + counts)`` and
+        It holds ``p ~ Dirichlet(alpha + counts)`` and
         ``x_synthetic ~ Multinomial(n_synthetic, p)``; forward sampling runs the mechanism.
         """
         import pymc as pm
@@ -589,7 +528,6 @@ def dirichlet_multinomial_synthesizer_prior(
 
     Examples
     --------
-    >>> from pymc_edp.conjugate.calibration import dirichlet_multinomial_synthesizer_prior
     >>> syn = dirichlet_multinomial_synthesizer_prior(np.log(11), n_synthetic=5, n_categories=3)
     >>> [round(a, 4) for a in syn.alpha]
     [0.5, 0.5, 0.5]
@@ -597,7 +535,7 @@ def dirichlet_multinomial_synthesizer_prior(
     >>> [round(a, 4) for a in syn.alpha], round(syn.epsilon, 4)
     ([2.9099, 4.3648, 7.2747], 1.0)
     """
-    eps = _check_epsilon(epsilon)
+    eps = check_real(epsilon, "epsilon", positive=True)
     n_s = check_int(n_synthetic, "n_synthetic", 1)
     if (n_categories is None) == (prior_mean is None):
         raise ValueError("Give exactly one of `n_categories` and `prior_mean`.")
@@ -613,9 +551,6 @@ def dirichlet_multinomial_synthesizer_prior(
     return DirichletMultinomialSynthesizer(alpha=alpha, n_synthetic=n_s)
 
 
-# --------------------------------------------------------------------------------------
-# Laplace mechanism
-# --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LaplaceMechanism:
     """Laplace mechanism: release ``f(D) + Laplace(0, b)`` with ``b = sensitivity / eps``.
@@ -636,13 +571,12 @@ class LaplaceMechanism:
 
     Examples
     --------
-    >>> from pymc_edp.conjugate.calibration import LaplaceMechanism
-    >>> from pymc_edp.risk import dp_epsilon
     >>> mech = LaplaceMechanism(sensitivity=1.0, epsilon=0.5)
     >>> mech.scale
     2.0
-    >>> dens = mech.density_matrix([0.0, 1.0], np.linspace(-10, 11, 211))
-    >>> round(dp_epsilon(dens), 4)
+    >>> outputs = np.linspace(-10, 11, 211)  # neighbouring query values 0 and 1
+    >>> loss = mech.log_density(outputs, 0.0) - mech.log_density(outputs, 1.0)
+    >>> round(float(np.abs(loss).max()), 4)
     0.5
     """
 
@@ -653,7 +587,7 @@ class LaplaceMechanism:
         object.__setattr__(
             self, "sensitivity", check_real(self.sensitivity, "sensitivity", positive=True)
         )
-        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
+        object.__setattr__(self, "epsilon", check_real(self.epsilon, "epsilon", positive=True))
 
     @property
     def scale(self) -> float:
@@ -665,23 +599,6 @@ class LaplaceMechanism:
         b = self.scale
         return -np.abs(np.asarray(output, dtype=float) - np.asarray(value, dtype=float)) / b - (
             np.log(2.0 * b)
-        )
-
-    def density_matrix(self, values, outputs, *, log: bool = False) -> xr.DataArray:
-        """Densities of ``outputs`` (columns) for each true query value (rows).
-
-        With rows one sensitivity apart (neighbouring datasets),
-        :func:`pymc_edp.risk.dp_epsilon` of this matrix recovers ``epsilon``.
-        """
-        v = np.asarray(values, dtype=float)
-        t = np.asarray(outputs, dtype=float)
-        ld = self.log_density(t[None, :], v[:, None])
-        return xr.DataArray(
-            ld if log else np.exp(ld),
-            dims=("value", "output"),
-            coords={"value": v, "output": t},
-            name="log_density" if log else "density",
-            attrs={"scale": self.scale, "epsilon": self.epsilon},
         )
 
     def build_model(self, value: float | np.ndarray) -> pm.Model:
@@ -717,7 +634,6 @@ def laplace_mechanism(epsilon: float, sensitivity: float) -> LaplaceMechanism:
     --------
     Lee & Clifton's mean of absence days ``{1, 2, 3, 10}`` (sensitivity 17/6) at eps = 2:
 
-    >>> from pymc_edp.conjugate.calibration import laplace_mechanism
     >>> mech = laplace_mechanism(epsilon=2.0, sensitivity=17 / 6)
     >>> round(mech.scale, 4)  # Laplace(17/12)
     1.4167

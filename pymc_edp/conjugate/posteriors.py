@@ -1,9 +1,10 @@
 """Exact B-EDP-epsilon of conjugate posteriors, and the Beta-Binomial synthesizer.
 
-These closed forms are the oracles against which the sampling-based audit is tested. Every
-bin probability is computed in log space from the regularised incomplete beta function or
-the log normal CDF, choosing the lower- or upper-tail form so that probabilities far in the
-tails (``1e-8`` and below, which set epsilon for large B) keep full relative precision.
+The oracles the sampling-based audit is tested against: every neighbour's posterior is
+integrated exactly over B bins of equal posterior probability (Charest & Han 2017, eq. 2).
+Bin masses are computed in log space, from whichever tail avoids cancellation, so that tail
+bins (which set epsilon for large B) keep full relative precision; the bins' own masses come
+from the same edges, not ``1/B``, so quantile round-off cannot leak into epsilon.
 
 References
 ----------
@@ -41,9 +42,6 @@ Neighbour = Literal["remove", "replace"]
 _CHUNK_ELEMENTS = 1 << 21
 
 
-# --------------------------------------------------------------------------------------
-# Log-space helpers
-# --------------------------------------------------------------------------------------
 def _log1mexp(d: np.ndarray) -> np.ndarray:
     """``log(1 - exp(d))`` for ``d <= 0``, accurate on the whole range (Mächler 2012)."""
     d = np.asarray(d, dtype=float)
@@ -55,18 +53,13 @@ def _log1mexp(d: np.ndarray) -> np.ndarray:
     return out
 
 
-def _log_interval_mass(
-    log_cdf_lo: np.ndarray,
-    log_cdf_hi: np.ndarray,
-    log_sf_lo: np.ndarray,
-    log_sf_hi: np.ndarray,
-) -> np.ndarray:
-    """Log probability of ``(lo, hi]`` from log CDF and log survival values at both ends.
+def _log_interval_mass(log_cdf: np.ndarray, log_sf: np.ndarray) -> np.ndarray:
+    """Log masses between consecutive edges (last axis), given ``log F`` and ``log S`` there.
 
-    The mass is ``F(hi) - F(lo) = S(lo) - S(hi)``. The CDF form is used for intervals in the
-    lower tail (``F(hi) < S(lo)``) and the survival form otherwise, so neither subtraction
-    cancels catastrophically.
+    ``F(hi) - F(lo)`` in the lower tail, else ``S(lo) - S(hi)``.
     """
+    log_cdf_lo, log_cdf_hi = log_cdf[..., :-1], log_cdf[..., 1:]
+    log_sf_lo, log_sf_hi = log_sf[..., :-1], log_sf[..., 1:]
     with np.errstate(invalid="ignore"):
         via_cdf = log_cdf_hi + _log1mexp(log_cdf_lo - log_cdf_hi)
         via_sf = log_sf_lo + _log1mexp(log_sf_hi - log_sf_lo)
@@ -85,7 +78,7 @@ def _max_abs_log_ratio(log_p: np.ndarray, log_q: np.ndarray, axis=-1) -> np.ndar
 
 
 def _as_bins(bins: int | Sequence[int]) -> tuple[np.ndarray, bool]:
-    """Validate ``bins``; return the bin counts as an int array and whether it was scalar."""
+    """The bin counts as an int array, and whether ``bins`` was a scalar."""
     arr = np.asarray(bins)
     scalar = arr.ndim == 0
     arr = np.atleast_1d(arr)
@@ -100,13 +93,28 @@ def _as_bins(bins: int | Sequence[int]) -> tuple[np.ndarray, bool]:
     return arr.astype(np.int64), scalar
 
 
-def _check_neighbour(neighbour: str) -> None:
+def _check_replacements(neighbour: str, replacements) -> None:
+    """Refuse ``replacements`` with ``"remove"``, and their absence with ``"replace"``."""
     check_choice(neighbour, "neighbour", ("remove", "replace"))
+    if neighbour == "remove" and replacements is not None:
+        raise ValueError("`replacements` is only used with neighbour='replace'.")
+    if neighbour == "replace" and replacements is None:
+        raise ValueError("neighbour='replace' needs `replacements`.")
 
 
-# --------------------------------------------------------------------------------------
-# Beta-Binomial
-# --------------------------------------------------------------------------------------
+def _check_beta_prior(alpha, beta) -> None:
+    if not (alpha > 0 and beta > 0 and np.isfinite(alpha) and np.isfinite(beta)):
+        raise ValueError(f"`alpha` and `beta` must be finite and > 0, got {alpha}, {beta}.")
+
+
+def _epsilon(out: np.ndarray, scalar: bool, pointwise: bool) -> float | np.ndarray:
+    """From per-record epsilons ``(n, len(bins))``: them, or their maximum, per ``bins``."""
+    if pointwise:
+        return out[:, 0] if scalar else out
+    eps = out.max(axis=0)
+    return float(eps[0]) if scalar else eps
+
+
 def _beta_quantiles(a: float, b: float, q: np.ndarray) -> np.ndarray:
     """Quantiles of Beta(a, b), the upper half computed by symmetry for accuracy."""
     q = np.asarray(q, dtype=float)
@@ -124,9 +132,7 @@ def _beta_log_bin_probs(edges: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.n
     with np.errstate(divide="ignore"):
         log_cdf = np.log(special.betainc(a, b, edges))
         log_sf = np.log(special.betaincc(a, b, edges))
-    return _log_interval_mass(
-        log_cdf[..., :-1], log_cdf[..., 1:], log_sf[..., :-1], log_sf[..., 1:]
-    )
+    return _log_interval_mass(log_cdf, log_sf)
 
 
 def beta_binomial_edp(
@@ -140,12 +146,11 @@ def beta_binomial_edp(
     """Exact B-EDP-epsilon of the Beta-Binomial posterior of p.
 
     With ``x`` successes in ``n`` Bernoulli records and prior ``Beta(alpha, beta)``, the
-    posterior is ``Beta(alpha + x, beta + n - x)``. It is cut into B bins of equal
-    posterior probability, and::
+    posterior is ``Beta(alpha + x, beta + n - x)``, and::
 
-        eps = max over D', j of |log P(p in b_j | D') - log P(p in b_j | D)|,
+        eps = max over D', j of |log P(p in b_j | D') - log P(p in b_j | D)|
 
-    over the neighbours D' of the observed data (Charest & Han 2017, eq. 2).
+    over its B equal-probability bins ``b_j`` and the neighbours D' of the data.
 
     Parameters
     ----------
@@ -158,11 +163,10 @@ def beta_binomial_edp(
     bins : int or sequence of int
         Number(s) of equal-probability bins B.
     neighbour : {"replace", "remove"}
-        ``"replace"`` (bounded DP): one record is changed, 0 -> 1 (``x + 1``) or 1 -> 0
-        (``x - 1``), whichever of the two is possible for this ``x``; the worst case is
-        taken. This relation reproduces Charest & Han's Table 2. ``"remove"`` (unbounded
-        DP): one record is deleted, a 1 (``x - 1`` out of ``n - 1``) or a 0 (``x`` out of
-        ``n - 1``), where possible.
+        ``"replace"`` (bounded DP, Charest & Han's Table 2): one record changes, 0 -> 1
+        (``x + 1``) or 1 -> 0 (``x - 1``), where possible; the worst case is taken.
+        ``"remove"`` (unbounded DP): one record is deleted, a 1 (``x - 1`` out of
+        ``n - 1``) or a 0 (``x`` out of ``n - 1``), where possible.
 
     Returns
     -------
@@ -171,12 +175,6 @@ def beta_binomial_edp(
 
     Notes
     -----
-    Bin probabilities are evaluated in log space (the lower- or upper-tail form of the
-    regularised incomplete beta function, whichever avoids cancellation), so the tail bins
-    that set epsilon for large B are exact to near machine precision in relative terms.
-    The bin probabilities under D are computed from the same edges rather than set to
-    ``1/B``, so quantile round-off cannot leak into epsilon.
-
     For ``n = 5``, ``alpha = beta = 0.5``, ``x = 0`` and ``B = 5`` this gives 4.007 with
     ``"replace"`` (Table 2 of [1]_ prints 4.01) and 0.218 with ``"remove"``.
 
@@ -188,7 +186,6 @@ def beta_binomial_edp(
 
     Examples
     --------
-    >>> from pymc_edp.conjugate import beta_binomial_edp
     >>> round(beta_binomial_edp(5, 0, 0.5, 0.5, bins=5), 4)  # Charest & Han, Table 2: 4.01
     4.0066
     >>> round(beta_binomial_edp(5, 0, 0.5, 0.5, bins=5, neighbour="remove"), 4)
@@ -196,12 +193,11 @@ def beta_binomial_edp(
     >>> beta_binomial_edp(5, 0, 0.5, 0.5, bins=[2, 5, 10]).round(4).tolist()
     [2.09, 4.0066, 5.4039]
     """
-    _check_neighbour(neighbour)
+    check_choice(neighbour, "neighbour", ("remove", "replace"))
     n_int, x_int = int(n), int(x)
     if n_int != n or x_int != x or n_int < 1 or not 0 <= x_int <= n_int:
         raise ValueError(f"Need integers n >= 1 and 0 <= x <= n, got n={n!r}, x={x!r}.")
-    if not (alpha > 0 and beta > 0 and np.isfinite(alpha) and np.isfinite(beta)):
-        raise ValueError(f"`alpha` and `beta` must be finite and > 0, got {alpha}, {beta}.")
+    _check_beta_prior(alpha, beta)
     b_arr, scalar = _as_bins(bins)
 
     # Posterior parameters (a', b') of every neighbour D'.
@@ -244,17 +240,14 @@ def dirichlet_multinomial_log_pmf(a: np.ndarray, counts: np.ndarray) -> np.ndarr
     Notes
     -----
     ``gammaln(a + c) - gammaln(a)`` cancels catastrophically when ``a`` is huge (tiny
-    epsilon: ``a ~ n_s / eps``), and neighbouring rows then differ by less than the
-    round-off. Instead the pmf is written as a product of ratios in (0, 1],
+    epsilon: ``a ~ n_s / eps``). Instead the pmf is a product of ratios in (0, 1],
     ``prod_k prod_{i < c_k} (a_k + i) / (A + i)``, times
-    ``prod_k prod_{i < c_k} (1 + i / A) / prod_{l < n_s} (1 + l / A)`` (the powers of
-    ``A = sum_k a_k`` cancel because the counts sum to ``n_s``), each factor evaluated
-    to full relative precision.
+    ``prod_k prod_{i < c_k} (1 + i / A) / prod_{l < n_s} (1 + l / A)`` (``A = sum_k a_k``),
+    each factor to full relative precision.
 
     Examples
     --------
     >>> from scipy import stats
-    >>> from pymc_edp.conjugate import dirichlet_multinomial_log_pmf
     >>> counts = np.array([[0, 3], [1, 2], [2, 1], [3, 0]])
     >>> p = np.exp(dirichlet_multinomial_log_pmf(np.array([[0.5, 1.5]]), counts))[0]
     >>> bool(np.allclose(p, stats.betabinom.pmf([0, 1, 2, 3], 3, 0.5, 1.5)))
@@ -302,16 +295,13 @@ def beta_binomial_synthesizer_matrix(
     n_synthetic : int, optional
         Number of synthetic records ``n_s`` (columns ``0..n_s``); defaults to ``n``.
     log : bool, default False
-        Return log-probabilities (no underflow for large ``n_s``; pass ``log=True`` on to
-        :func:`pymc_edp.risk.dp_epsilon`).
+        Return log-probabilities (no underflow for large ``n_s``).
 
     Returns
     -------
     xarray.DataArray
-        Shape ``(n + 1, n_s + 1)`` with dims ``("x", "x_synthetic")``; each row sums to 1
-        (on the probability scale).
-        Use :func:`pymc_edp.risk.dp_epsilon` for its DP epsilon, which is
-        ``log(1 + n_s / min(alpha, beta))``.
+        Dims ``("x", "x_synthetic")``, rows summing to 1; its DP epsilon
+        (:func:`pymc_edp.risk.dp_epsilon`) is ``log(1 + n_s / min(alpha, beta))``.
 
     References
     ----------
@@ -323,7 +313,6 @@ def beta_binomial_synthesizer_matrix(
 
     Examples
     --------
-    >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
     >>> from pymc_edp.risk import dp_epsilon
     >>> t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5)  # Charest & Han, Table 1
     >>> t.dims, t.shape
@@ -336,8 +325,7 @@ def beta_binomial_synthesizer_matrix(
     n_s = n if n_synthetic is None else n_synthetic
     if int(n) != n or n < 0 or int(n_s) != n_s or n_s < 0:
         raise ValueError(f"`n` and `n_synthetic` must be integers >= 0, got {n!r}, {n_s!r}.")
-    if not (alpha > 0 and beta > 0 and np.isfinite(alpha) and np.isfinite(beta)):
-        raise ValueError(f"`alpha` and `beta` must be finite and > 0, got {alpha}, {beta}.")
+    _check_beta_prior(alpha, beta)
     n, n_s = int(n), int(n_s)
     x = np.arange(n + 1, dtype=float)
     k = np.arange(n_s + 1)
@@ -354,12 +342,6 @@ def beta_binomial_synthesizer_matrix(
     )
 
 
-# --------------------------------------------------------------------------------------
-# Normal-Normal
-# --------------------------------------------------------------------------------------
-# --------------------------------------------------------------------------------------
-# Poisson-Gamma
-# --------------------------------------------------------------------------------------
 def _gamma_log_bin_probs(edges: np.ndarray, shape: np.ndarray, rate: float) -> np.ndarray:
     """Log P(edges[j] < lam <= edges[j+1]) under Gamma(shape, rate); ``shape`` on axis 0."""
     from scipy import stats
@@ -368,9 +350,7 @@ def _gamma_log_bin_probs(edges: np.ndarray, shape: np.ndarray, rate: float) -> n
     x = edges * rate
     log_cdf = stats.gamma.logcdf(x, a)
     log_sf = stats.gamma.logsf(x, a)
-    return _log_interval_mass(
-        log_cdf[..., :-1], log_cdf[..., 1:], log_sf[..., :-1], log_sf[..., 1:]
-    )
+    return _log_interval_mass(log_cdf, log_sf)
 
 
 def poisson_gamma_edp(
@@ -385,10 +365,9 @@ def poisson_gamma_edp(
     """Exact B-EDP-epsilon of the Poisson-Gamma posterior of the rate.
 
     Model: ``y_i ~ Poisson(lam)``, prior ``lam ~ Gamma(alpha, beta)`` (shape, rate). The
-    posterior ``Gamma(alpha + sum y, beta + n)`` is cut into B equal-probability bins and
-    every neighbour posterior, ``Gamma(alpha + sum y - y_i + y', beta + n)`` when ``y_i`` is
-    replaced by ``y'`` and ``Gamma(alpha + sum y - y_i, beta + n - 1)`` when it is removed,
-    is integrated over them exactly, in log space.
+    posterior is ``Gamma(alpha + sum y, beta + n)``; a neighbour's is
+    ``Gamma(alpha + sum y - y_i + y', beta + n)`` when ``y_i`` is replaced by ``y'`` and
+    ``Gamma(alpha + sum y - y_i, beta + n - 1)`` when it is removed.
 
     Parameters
     ----------
@@ -420,14 +399,13 @@ def poisson_gamma_edp(
     Ten counts near 3; replacing a record by 0 or by 30 (bounded DP) moves the posterior
     of the rate far out of its own bulk:
 
-    >>> from pymc_edp.conjugate import poisson_gamma_edp
     >>> y = np.array([2, 3, 4, 3, 1, 5, 3, 2, 4, 3])
     >>> round(poisson_gamma_edp(y, 2.0, 1.0, bins=20, replacements=[0, 30]), 3)
     20.526
     >>> poisson_gamma_edp(y, 2.0, 1.0, bins=20, replacements=[0, 30], pointwise=True).shape
     (10,)
     """
-    _check_neighbour(neighbour)
+    _check_replacements(neighbour, replacements)
     y = np.asarray(y, dtype=float).ravel()
     if y.size == 0 or np.any(y < 0) or np.any(y != np.round(y)):
         raise ValueError("`y` must hold at least one non-negative integer count.")
@@ -437,13 +415,9 @@ def poisson_gamma_edp(
     b_arr, scalar = _as_bins(bins)
     shape, rate = alpha + y.sum(), beta + n
     if neighbour == "remove":
-        if replacements is not None:
-            raise ValueError("`replacements` is only used with neighbour='replace'.")
         shape_nb = (shape - y)[:, None]
         rate_nb = rate - 1.0
     else:
-        if replacements is None:
-            raise ValueError("neighbour='replace' needs `replacements`.")
         rep = np.asarray(replacements, dtype=float)
         rep = np.broadcast_to(rep if rep.ndim == 2 else rep.reshape(1, -1), (n, rep.shape[-1]))
         if np.any(rep < 0) or np.any(rep != np.round(rep)):
@@ -459,13 +433,11 @@ def poisson_gamma_edp(
         base = _gamma_log_bin_probs(edges, np.array(shape), rate)
         other = _gamma_log_bin_probs(edges[None, :], shape_nb, rate_nb)
         out[:, m] = np.max(_max_abs_log_ratio(other, base[None, None, :]), axis=1)
-    if pointwise:
-        return out[:, 0] if scalar else out
-    eps = out.max(axis=0)
-    return float(eps[0]) if scalar else eps
+    return _epsilon(out, scalar, pointwise)
 
 
 def _normal_inputs(y, sigma, mu0, sigma0) -> tuple[np.ndarray, np.ndarray]:
+    """``y`` and ``sigma`` broadcast to it, as floats, checked."""
     y = np.asarray(y, dtype=float)
     if y.ndim != 1:
         raise ValueError(f"`y` must be 1-D, got shape {y.shape}.")
@@ -510,7 +482,6 @@ def normal_normal_posterior(
 
     Examples
     --------
-    >>> from pymc_edp.conjugate import normal_normal_posterior
     >>> normal_normal_posterior([1.0, 2.0, 3.0], sigma=1.0, mu0=0.0, sigma0=1.0)
     (1.5, 0.5)
     """
@@ -522,10 +493,7 @@ def normal_normal_posterior(
 
 def _normal_log_bin_probs(z_edges: np.ndarray) -> np.ndarray:
     """Log standard-normal mass between consecutive standardised edges (last axis)."""
-    lo, hi = z_edges[..., :-1], z_edges[..., 1:]
-    return _log_interval_mass(
-        special.log_ndtr(lo), special.log_ndtr(hi), special.log_ndtr(-lo), special.log_ndtr(-hi)
-    )
+    return _log_interval_mass(special.log_ndtr(z_edges), special.log_ndtr(-z_edges))
 
 
 def normal_normal_edp(
@@ -540,9 +508,8 @@ def normal_normal_edp(
 ) -> float | np.ndarray:
     """Exact B-EDP-epsilon of the Normal-Normal posterior of mu.
 
-    Model: ``y_i ~ N(mu, sigma^2)`` with sigma known and prior ``mu ~ N(mu0, sigma0^2)``.
-    The full-data posterior ``N(mu_1, sigma_1^2)`` is cut into B equal-probability bins
-    and every neighbour posterior (also normal) is integrated over them exactly.
+    Model: ``y_i ~ N(mu, sigma^2)`` with sigma known and prior ``mu ~ N(mu0, sigma0^2)``;
+    the posterior and every neighbour's are normal.
 
     Parameters
     ----------
@@ -588,7 +555,6 @@ def normal_normal_edp(
     --------
     Charest & Han's setting: ``sigma^2 = 5``, prior ``N(10, 3)``, n = 100 records.
 
-    >>> from pymc_edp.conjugate import normal_normal_edp
     >>> y = np.random.default_rng(0).normal(10, 5**0.5, 100)
     >>> round(normal_normal_edp(y, 5**0.5, 10, 3**0.5, bins=10), 4)
     0.4324
@@ -598,7 +564,7 @@ def normal_normal_edp(
     >>> per_record.shape, round(float(per_record.max()), 4)
     ((100,), 0.4324)
     """
-    _check_neighbour(neighbour)
+    _check_replacements(neighbour, replacements)
     y, sig = _normal_inputs(y, sigma, mu0, sigma0)
     n = y.size
     if n == 0:
@@ -611,14 +577,10 @@ def normal_normal_edp(
     sd = 1.0 / np.sqrt(prec)
 
     if neighbour == "remove":
-        if replacements is not None:
-            raise ValueError("`replacements` is only used with neighbour='replace'.")
         prec_nb = prec - 1.0 / var_i  # (n,)
         shift = ((y - mean) / (var_i * prec_nb))[:, None]  # mean_1 - mean_{-i}, (n, 1)
         sd_nb = (1.0 / np.sqrt(prec_nb))[:, None]
     else:
-        if replacements is None:
-            raise ValueError("neighbour='replace' needs `replacements`.")
         rep = np.asarray(replacements, dtype=float)
         if rep.ndim == 0:
             rep = np.full((n, 1), float(rep))
@@ -649,8 +611,4 @@ def normal_normal_edp(
             )
             other = _normal_log_bin_probs(z_nb)
             out[sl, m] = np.max(_max_abs_log_ratio(other, base[None, None, :]), axis=1)
-
-    if pointwise:
-        return out[:, 0] if scalar else out
-    eps = out.max(axis=0)
-    return float(eps[0]) if scalar else eps
+    return _epsilon(out, scalar, pointwise)

@@ -1,8 +1,7 @@
 """Small real data sets shipped with pymc_edp, and the models the demo fits to them.
 
-Every data set comes with a provenance note (``<name>.md`` beside the CSV) that states its
-source, licence, variables and why it is sensitive. The files are read with
-:mod:`importlib.resources`, so they load from an installed wheel as well as from a source tree.
+Each has a provenance note (``<name>.md``: source, licence, variables, why it is sensitive).
+Files are read with :mod:`importlib.resources`, so they load from an installed wheel too.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ _HEART_COLUMNS = ("patient", "survival", "censored", "age")
 
 
 def dataset_path(filename: str):
-    """Return a traversable handle to a file shipped in :mod:`pymc_edp.datasets`.
+    """A traversable handle to a file shipped in :mod:`pymc_edp.datasets`.
 
     Parameters
     ----------
@@ -41,12 +40,10 @@ def dataset_path(filename: str):
     Returns
     -------
     importlib.resources.abc.Traversable
-        Handle with ``open()``/``read_text()``; use :func:`importlib.resources.as_file` if a
-        real file-system path is needed.
+        Use :func:`importlib.resources.as_file` for a real file-system path.
 
     Examples
     --------
-    >>> from pymc_edp.datasets import dataset_path
     >>> csv = dataset_path("heart_transplant.csv")
     >>> csv.name, csv.is_file()
     ('heart_transplant.csv', True)
@@ -59,12 +56,9 @@ def dataset_path(filename: str):
 def load_eight_schools():
     """Posterior draws of the centered eight-schools model, as the stack's own container.
 
-    Rubin's (1981) eight schools: a hierarchical Normal model of the effects of coaching
-    programmes in eight schools, ``obs_j ~ N(theta_j, sigma_j)``, ``theta_j ~ N(mu, tau)``.
-    The draws (4 chains x 500) are those of ArviZ 0.23's ``centered_eight`` example, shipped
-    here (``eight_schools.npz``, written from them by a script of the source repository) because
-    arviz_base ships different draws of the same data: the examples and docs then give the
-    same numbers with PyMC 5 / ArviZ 0.23 and PyMC 6 / ArviZ 1.x.
+    Rubin's (1981) eight schools: ``obs_j ~ N(theta_j, sigma_j)``, ``theta_j ~ N(mu, tau)``.
+    The draws (4 chains x 500) are ArviZ 0.23's ``centered_eight``, shipped here because
+    arviz_base has different draws: examples give the same numbers on both stacks.
 
     Returns
     -------
@@ -122,11 +116,10 @@ def load_eight_schools():
 
 
 def load_heart_transplant() -> pd.DataFrame:
-    """Load the Stanford heart-transplant survival data (69 patients).
+    """The Stanford heart-transplant survival data (Miller 1976; 69 patients).
 
-    Survival after heart transplantation from Miller (1976), copied from statsmodels'
-    ``statsmodels.datasets.heart``; see ``heart_transplant.md`` (or
-    :func:`heart_transplant_provenance`) for source, licence and the changes made.
+    Copied from ``statsmodels.datasets.heart``; :func:`heart_transplant_provenance` gives
+    source, licence and changes.
 
     Returns
     -------
@@ -134,19 +127,17 @@ def load_heart_transplant() -> pd.DataFrame:
         69 rows, one per patient, with columns
 
         ``patient`` : int
-            Patient index 1..69 (the statsmodels row order); the label to use as the
-            model coordinate.
+            Patient index 1..69 (the statsmodels row order), the model coordinate.
         ``survival`` : int
             Days from surgery to death, or to the end of follow-up when ``censored == 1``.
         ``censored`` : int
-            1 if the patient was alive at last follow-up (right-censored), 0 if the death
-            was observed. Note: statsmodels' ``censors`` column is the opposite indicator.
+            1 if alive at last follow-up (right-censored); statsmodels' ``censors`` is the
+            opposite indicator.
         ``age`` : float
-            Age in years at the time of surgery.
+            Age in years at surgery.
 
     Examples
     --------
-    >>> from pymc_edp.datasets import load_heart_transplant
     >>> df = load_heart_transplant()
     >>> df.shape
     (69, 4)
@@ -163,16 +154,14 @@ def load_heart_transplant() -> pd.DataFrame:
 
 
 def heart_transplant_provenance() -> str:
-    """Return the provenance note of the heart-transplant data (Markdown text).
+    """The provenance note of the heart-transplant data, ``heart_transplant.md`` (Markdown).
 
     Returns
     -------
     str
-        Contents of ``heart_transplant.md``.
 
     Examples
     --------
-    >>> from pymc_edp.datasets import heart_transplant_provenance
     >>> heart_transplant_provenance().splitlines()[0]
     '# Stanford heart-transplant survival data (69 patients)'
     """
@@ -180,10 +169,9 @@ def heart_transplant_provenance() -> str:
 
 
 def heart_transplant_model(df: pd.DataFrame | None = None) -> pm.Model:
-    """Build the demo's censored Weibull survival regression for the heart-transplant data.
+    """The demo's censored Weibull survival regression of the heart-transplant data.
 
-    Survival time ``t_i`` in years follows a Weibull distribution with shape ``alpha`` and a
-    log-linear scale in standardised age::
+    Survival time ``t_i`` in years, scale log-linear in standardised age::
 
         z_i          = (age_i - mean(age)) / sd(age)
         log lambda_i = intercept + beta_age * z_i
@@ -193,16 +181,13 @@ def heart_transplant_model(df: pd.DataFrame | None = None) -> pm.Model:
         beta_age  ~ Normal(0, 1)       # a 1-sd change in age multiplies the scale by e^{+-1}
         alpha     ~ LogNormal(0, 0.75) # shape: covers decreasing and increasing hazards
 
-    Right-censoring uses :class:`pymc.Censored` with ``upper = t_i`` for censored patients and
-    ``upper = inf`` otherwise. The observed variable ``survival`` has dimension ``patient``
-    whose coordinate values are the patient ids, so per-record log-likelihoods and audit results
-    carry patient ids.
+    Censoring uses :class:`pymc.Censored`. The observed ``survival`` has dimension
+    ``patient`` (the patient ids), so per-record log-likelihoods and audits carry the ids.
 
     Parameters
     ----------
     df : pandas.DataFrame, optional
-        Data in the layout of :func:`load_heart_transplant` (columns ``patient``, ``survival``,
-        ``censored``, ``age``). Defaults to the shipped data.
+        Data in the layout of :func:`load_heart_transplant` (default: the shipped data).
 
     Returns
     -------
@@ -211,9 +196,6 @@ def heart_transplant_model(df: pd.DataFrame | None = None) -> pm.Model:
 
     Examples
     --------
-    Building the model is fast; sampling it is what :func:`pymc_edp.cli.fit_demo_model` does:
-
-    >>> from pymc_edp.datasets import heart_transplant_model, load_heart_transplant
     >>> model = heart_transplant_model()
     >>> [rv.name for rv in model.free_RVs], [rv.name for rv in model.observed_RVs]
     (['intercept', 'beta_age', 'alpha'], ['survival'])

@@ -5,12 +5,8 @@ repeatedly over databases that share individual identities (yearly usage totals,
 transaction sums, a model trained on random splits). The privacy is estimated from the
 randomness across databases; when it falls short, a minimal noise kernel is computed.
 
-Front door: :func:`query_edp` (Algorithms 1 and 2 in one call) and :func:`noise_kernel`
-(section 6). The steps are public too: :func:`query_samples` (the expensive query
-evaluations), :func:`privacy_profile` (densities and ``delta``), :func:`select_density`,
-:func:`independence_check`, :func:`check_noise`, and the NumPy kernel
-:func:`hockey_stick_delta_grid` (the hockey-stick divergence between two densities on a grid;
-from weighted draws it is :func:`pymc_edp.base.hockey.hockey_stick_delta`).
+Front door: :func:`query_edp` (Algorithms 1 and 2) and :func:`noise_kernel` (section 6);
+the steps are public too.
 
 References
 ----------
@@ -23,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -79,58 +74,27 @@ def query_edp(
 ) -> xr.Dataset:
     """Empirical ``(eps, delta)``-DP of a query released over many databases.
 
-    Runs the query on every database with and without every individual (Algorithm 1 of
-    [1]), estimates the two densities of the results by a variable-bandwidth KDE chosen by
-    held-out log-likelihood (sec. 5), and integrates ``delta_i(eps)`` (Algorithm 2), giving
-    ``delta(eps) = max_i delta_i`` (Theorem 1) and the total risk ``delta*(eps) = 1 -
-    prod_i (1 - delta_i)`` (Definition 3).
+    :func:`query_samples` (Algorithm 1 of [1]) then :func:`privacy_profile` (Algorithm 2).
 
     Parameters
     ----------
-    databases : mapping of DataFrames, sequence of DataFrames, or DataFrame
-        The databases (with ``database_col`` for a single DataFrame).
-    query : callable
-        ``query(df)`` -> number or vector; randomised if it accepts ``rng=``; vectorised if it
-        has ``leave_one_out(df, id_col)`` (e.g. :func:`sum_query`, :func:`mean_query`).
-    id_col : str
-        Individual identifier column.
-    database_col : str, optional
-        Database column of a single DataFrame.
-    individuals : sequence, optional
-        Individuals to audit (default: all). Each must occur in some database, with the
-        ids' type (``[3, 7]``, not ``["3", "7"]``, for integer ids).
-    n_draws : int, default 1
-        Evaluations per database of a randomised query (an integer >= 1).
-    side_info : callable, optional
-        Adversary knowledge ``g(df)`` (sec. 4); with ``profile={"side_info_buckets": ...}``
-        the profile is conditioned on its buckets.
+    databases, query, id_col, database_col, individuals, n_draws, side_info, executor
+        As in :func:`query_samples`.
     profile : dict, optional
-        Keyword arguments of :func:`privacy_profile`: ``epsilons`` (default
-        :data:`DEFAULT_EPSILONS`), ``density`` (default ``"variable-kde"``), ``targets``
-        (``delta`` levels whose ``eps`` is reported, default (0.01, 0.001)),
-        ``side_info_buckets``, ``options`` (a :class:`ProfileOptions`: kernels, folds,
-        ``top``, ``n_grid``, ...), ``check_independence``, ``keep_samples``.
+        Keyword arguments of :func:`privacy_profile` (``epsilons``, ``density``,
+        ``targets``, ``side_info_buckets``, ``options``, ...).
     random_seed : int, optional
         Seeds randomised queries and Monte Carlo integration.
-    executor : None, int, concurrent.futures.Executor or dask.distributed.Client
-        Where the query evaluations run (see :func:`pymc_edp.base.parallel.map_tasks`).
     progressbar : bool, default True
 
     Returns
     -------
     xarray.Dataset
-        ``delta`` and ``delta_star`` over ``epsilon``, pointwise ``delta_i`` over
-        (``individual``, ``epsilon``), the most exposed individuals, the eps at the target
-        deltas, densities for plotting, the query samples and the diagnostics; see
-        :func:`privacy_profile`. Round-trips through ``to_netcdf``/``open_dataset``.
+        As :func:`privacy_profile`; round-trips through ``to_netcdf``/``open_dataset``.
 
     Examples
     --------
-    >>> import pymc_edp.query as edpq
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(20), "x": rng.gamma(2.0, size=20)})
-    ...        for _ in range(200)]
-    >>> res = edpq.query_edp(dbs, edpq.sum_query("x"), id_col="id", progressbar=False)
+    >>> res = query_edp(dbs, sum_query("x"), id_col="id", progressbar=False)
     >>> d = res["delta"].sel(epsilon=[0.0, 1.0], method="nearest").to_numpy()
     >>> bool(d[0] > d[1])
     True
@@ -152,7 +116,3 @@ def query_edp(
         progressbar=progressbar,
     )
     return privacy_profile(samples, random_seed=random_seed, progressbar=progressbar, **profile)
-
-
-# Keep numpy imported for doctest namespaces.
-_ = np

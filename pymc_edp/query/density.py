@@ -1,10 +1,8 @@
 """Density estimators for query results, chosen by held-out log-likelihood.
 
-Burchard, Daoud & Dotterrer (2020, sec. 5) estimate the densities of the query results with
-and without an individual by kernel density estimation with *variable* bandwidth (Breiman,
-Meisel & Purcell 1977), kernel and bandwidth chosen to maximise the out-of-sample
-log-likelihood; the empirical-CDF differencing estimator is the simple alternative. This module
-holds the model (:class:`DensityModel`) and its selection (:func:`select_density`).
+Burchard, Daoud & Dotterrer (2020, sec. 5) use a *variable*-bandwidth KDE (Breiman, Meisel &
+Purcell 1977), kernel and bandwidth maximising the out-of-sample log-likelihood; empirical-CDF
+differencing is the simple alternative.
 
 References
 ----------
@@ -41,10 +39,7 @@ _PILOT_GRID = 1024
 
 @dataclass(frozen=True)
 class DensityModel:
-    """A density estimator for query results: method, kernel and bandwidths.
-
-    The same model is applied to the sample with everybody and to every leave-one-out
-    sample; only the data (and so the pilot and local bandwidths) change.
+    """A density estimator for query results, applied alike with and without each individual.
 
     Parameters
     ----------
@@ -65,9 +60,6 @@ class DensityModel:
 
     Examples
     --------
-    A fixed-bandwidth Laplace KDE of a single point, and its netCDF-safe description:
-
-    >>> from pymc_edp.query import DensityModel
     >>> m = DensityModel(method="kde", kernel="laplace", bandwidth=0.5)
     >>> m.pdf([0.0], [-1.0, 0.0, 1.0]).round(4)
     array([0.1353, 1.    , 0.1353])
@@ -113,14 +105,9 @@ class DensityModel:
 
     # -- evaluation -------------------------------------------------------------------
     def pdf(self, points: ArrayLike, x: ArrayLike, bandwidths: ArrayLike | None = None):
-        """Density fitted to 1-D ``points`` (``(..., n)``) evaluated at ``x`` (``(m,)``).
+        """Density fitted to 1-D ``points`` ``(..., n)`` at ``x`` ``(m,)``: shape ``(..., m)``.
 
-        For ``ecdf`` the estimate is renormalised on ``x``, which must then be a fine grid
-        covering the data.
-
-        Returns
-        -------
-        ndarray, shape (..., m)
+        For ``ecdf``, ``x`` must be a fine grid covering the data (it is renormalised on it).
         """
         if self.method == "ecdf":
             return ecdf_density(points, x, window=self.window)
@@ -176,19 +163,15 @@ class DensityModel:
 
 
 def _abramson(log_pilot: NDArray, h: float, alpha: float) -> NDArray:
+    """Abramson's local bandwidths ``h (f~ / g)^-alpha``, ``g`` the pilot's geometric mean."""
     log_g = log_pilot.mean(axis=-1, keepdims=True)
     return h * np.exp(-alpha * (log_pilot - log_g))
 
 
 def pilot_logpdf(points: ArrayLike, bandwidth: float, kernel: str) -> NDArray:
-    """Log of a fixed-bandwidth KDE at its own sample points, batch axes first.
+    """Log of a fixed-bandwidth KDE at its own sample points ``(..., n)``.
 
-    Large samples are evaluated on a grid of ``_PILOT_GRID`` points and interpolated (the
-    pilot only sets relative bandwidths).
-
-    Returns
-    -------
-    ndarray, shape (..., n)
+    Large samples are evaluated on a grid of ``_PILOT_GRID`` points and interpolated.
     """
     pts = np.asarray(points, dtype=float)
     n = pts.shape[-1]
@@ -206,11 +189,7 @@ def pilot_logpdf(points: ArrayLike, bandwidth: float, kernel: str) -> NDArray:
 
 
 def rule_of_thumb(points: ArrayLike, kernel: str = "gaussian") -> float:
-    """Silverman's rule-of-thumb bandwidth, converted to the kernel's scale parameter.
-
-    ``0.9 min(sd, IQR / 1.349) n^(-1/5)`` for a kernel of unit variance; divided by the kernel
-    s.d. (``sqrt(2)`` for the Laplace) so that both kernels smooth equally.
-    """
+    """Silverman's ``0.9 min(sd, IQR / 1.349) n^(-1/5)``, divided by the kernel's s.d."""
     x = np.asarray(points, dtype=float).ravel()
     sd = x.std(ddof=1) if x.size > 1 else 0.0
     q75, q25 = np.percentile(x, [75, 25])
@@ -227,37 +206,19 @@ def _fold_ids(n: int, groups: NDArray | None, folds: int) -> NDArray:
     return codes % folds
 
 
-def _heldout_loglik_1d(
-    x: NDArray,
-    fold: NDArray,
-    folds: int,
-    kernel: str,
-    log_h: float,
-    alpha: float,
-    log_pilots: list[NDArray | None],
-) -> float:
-    h = math.exp(log_h)
-    total = 0.0
-    for f in range(folds):
-        test = fold == f
-        train = ~test
-        if alpha == 0:
-            hj = h
-        else:
-            hj = _abramson(log_pilots[f], h, alpha)
-        dens = kde_pdf(x[train], x[test], hj, kernel)
-        total += float(np.sum(np.log(np.maximum(dens, 1e-300))))
-    return total / x.size
-
-
-def _heldout_loglik_mv(x, fold, folds, kernel, log_h, alpha, log_pilots) -> float:
+def _heldout_loglik(x, fold, folds, kernel, log_h, alpha, log_pilots) -> float:
+    """Mean held-out log-likelihood of the KDE of global bandwidth ``e^log_h`` (1-D or not)."""
     h = math.exp(log_h)
     total = 0.0
     for f in range(folds):
         test = fold == f
         train = ~test
         hj = h if alpha == 0 else _abramson(log_pilots[f], h, alpha)
-        total += float(np.sum(kde_logpdf(x[train], x[test], hj, kernel)))
+        if x.ndim == 1:
+            dens = kde_pdf(x[train], x[test], hj, kernel)
+            total += float(np.sum(np.log(np.maximum(dens, 1e-300))))
+        else:
+            total += float(np.sum(kde_logpdf(x[train], x[test], hj, kernel)))
     return total / x.shape[0]
 
 
@@ -274,10 +235,9 @@ def select_density(
 ) -> tuple[DensityModel, pd.DataFrame]:
     """Choose kernel and bandwidth by held-out (K-fold) log-likelihood ([1], sec. 5, 7).
 
-    For each kernel (and adaptivity) the global bandwidth is optimised on a log scale
-    (bounded Brent search within a factor 30 of Silverman's rule either way) for the mean
-    log-likelihood of held-out points; the best model wins. The pilot of the variable KDE is
-    the held-out-optimal fixed-bandwidth KDE of the same kernel.
+    For each kernel and adaptivity the global bandwidth maximises the mean held-out
+    log-likelihood (bounded Brent search on a log scale, within a factor 30 of Silverman's
+    rule); the pilot of the variable KDE is the best fixed-bandwidth KDE of its kernel.
 
     Parameters
     ----------
@@ -287,16 +247,14 @@ def select_density(
     kernels : sequence of str
         Candidate kernels.
     adaptivity : float or sequence of float, default (0, 0.5)
-        Candidate ``alpha`` values of the variable KDE (0.5: Abramson's square-root law;
-        0: fixed bandwidth, so the fixed KDE competes too). Ignored for ``kde``.
+        Candidate ``alpha`` of the variable KDE (0.5: Abramson's square-root law; 0: fixed
+        bandwidth). Ignored for ``kde``.
     bandwidth : float, optional
-        Fix the global bandwidth instead of selecting it (then only kernels and
-        adaptivities are compared, at that bandwidth).
+        Fix the global bandwidth (only kernels and adaptivities are compared).
     groups : array_like, shape (n,), optional
-        Group labels (the database of each result): folds never split a group, so that
-        repeated draws of a randomised query on one database are held out together.
+        The database of each result: folds never split one.
     folds : int, default 5
-        Number of folds (assigned by cycling through the groups in order, deterministic).
+        Number of folds (cycling through the groups in order).
     window : int, optional
         ``ecdf`` only: number of order statistics to difference over.
 
@@ -309,7 +267,6 @@ def select_density(
 
     Examples
     --------
-    >>> from pymc_edp.query import select_density
     >>> sample = np.random.default_rng(0).normal(size=200)
     >>> model, scores = select_density(sample)
     >>> model.method, model.kernel, model.adaptivity
@@ -336,7 +293,6 @@ def select_density(
     if k_folds < 2:
         raise ValueError("held-out selection needs at least two databases")
     fold = _fold_ids(n, g, k_folds)
-    loglik = _heldout_loglik_mv if mv else _heldout_loglik_1d
     rows = []
     for kernel in kernels:
         if kernel not in KERNELS:
@@ -346,7 +302,7 @@ def select_density(
 
         def search(alpha, pilots, kernel=kernel, bracket=bracket):
             def objective(t):
-                return -loglik(x, fold, k_folds, kernel, t, alpha, pilots)
+                return -_heldout_loglik(x, fold, k_folds, kernel, t, alpha, pilots)
 
             if bandwidth is not None:
                 return math.log(bandwidth), -objective(math.log(bandwidth))

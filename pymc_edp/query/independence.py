@@ -1,9 +1,8 @@
 """The independence pre-check across databases (Burchard, Daoud & Dotterrer, sec. 5).
 
-Empirical DP is estimated from the spread of the query across databases, which is only valid
-if the databases are independent draws from one distribution. The paper asks that this be
-"verified beforehand through the acceptance of an appropriate null hypothesis". Three
-nonparametric tests on the per-database query values, in database order, serve here:
+Empirical DP is estimated from the spread of the query across databases: valid only if they
+are independent draws from one distribution. Three nonparametric tests of the per-database
+query values, in database order, check it:
 
 * Ljung-Box on the ranks (serial correlation up to ``lags``);
 * Wald-Wolfowitz runs above/below the median (any serial dependence, trends);
@@ -96,7 +95,6 @@ def independence_check(
     Independent draws pass; a trend fails all three tests (and warns unless ``warn=False``):
 
     >>> import warnings
-    >>> from pymc_edp.query import IndependenceWarning, independence_check
     >>> values = np.random.default_rng(1).normal(size=50)
     >>> independence_check(values)["reject"].tolist()
     [False, False, False]

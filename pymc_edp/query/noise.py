@@ -1,18 +1,11 @@
 """Noise calibration for queries whose inherent privacy falls short (section 6).
 
-Given the query samples with and without each individual, the paper sets the Laplace scale
-to ``lambda = max_i d_H(P^, P^_i) / eps`` (Hausdorff distance) so that the Laplace KDEs of the
-two samples differ by at most ``eps`` in log density everywhere (Proposition 1). That
-proposition is false as stated when the samples have clusters of different sizes: for ``A``
-eight points in [0, 0.07] and one at 2, and ``B`` seven of those points and two at 3 and
-3.01, ``d_H = 1.01``, yet at ``eps = 5`` the Laplace KDEs of scale ``d_H / eps`` differ by
-5.67 in log density at ``x = 3``. It holds with the bottleneck (infinity-Wasserstein)
-distance ``W_inf``, which in one dimension is the largest gap between matched order
-statistics and is never smaller than ``d_H``. :func:`noise_kernel` uses ``W_inf`` by default
-and the paper's ``d_H`` on request. The curator estimates the query's
-distribution with a KDE ``p^ = k * P^``; the noise ``h`` that turns it into the Laplace KDE
-solves ``k * h = l_lambda`` and is found by FFT deconvolution (eq. 2). Adding a draw of ``h``
-to every released value then achieves ``eps`` (Theorem 2).
+The Laplace KDE of scale ``lambda = max_i distance(P^, P^_i) / eps`` changes by at most
+``eps`` in log density when an individual is removed (Proposition 1) if the distance is the
+bottleneck distance ``W_inf`` (the default); with the paper's Hausdorff distance it can fail
+(a counterexample is in ``docs/query.md``). The curator's KDE ``p^ = k * P^`` becomes that
+Laplace KDE by adding noise ``h`` with ``k * h = l_lambda``, found by FFT deconvolution
+(eq. 2); this achieves ``eps`` (Theorem 2).
 
 References
 ----------
@@ -36,6 +29,7 @@ from pymc_edp.base.query_kernels import (
     laplace_deconvolution,
 )
 from pymc_edp.query.density import DensityModel, select_density
+from pymc_edp.query.profile import _flatten, privacy_profile
 
 __all__ = ["NoiseKernel", "check_noise", "noise_kernel"]
 
@@ -68,7 +62,6 @@ class NoiseKernel:
     Usually built by :func:`noise_kernel`; here by hand, a unit Laplace density on a grid:
 
     >>> from scipy import stats
-    >>> from pymc_edp.query import NoiseKernel
     >>> x = np.linspace(-15, 15, 3001)
     >>> noise = NoiseKernel(epsilon=1.0, scale=1.0, kernel="gaussian", bandwidth=0.1, x=x,
     ...                     density=stats.laplace.pdf(x), negative_mass=0.0)
@@ -120,19 +113,10 @@ class NoiseKernel:
     def sample(
         self, size: int | tuple[int, ...], rng: np.random.Generator | int | None = None
     ) -> NDArray:
-        """Draw noise from the piecewise-linear interpolant of ``h`` (exactly :meth:`pdf`).
+        """Draws from the piecewise-linear interpolant of ``h`` (exactly :meth:`pdf`).
 
-        A grid node is drawn with probability ``h_k dx`` and a triangular offset on
-        ``(-dx, dx)`` is added; the mixture of these triangles is the linear interpolant.
-
-        Parameters
-        ----------
-        size : int or tuple of int
-        rng : Generator or seed, optional
-
-        Returns
-        -------
-        ndarray
+        A grid node is drawn with probability ``h_k dx`` plus a triangular offset on
+        ``(-dx, dx)``: the mixture of these triangles is the linear interpolant.
         """
         rng = np.random.default_rng(rng)
         cdf = np.cumsum(self.cell_mass)
@@ -176,16 +160,6 @@ class NoiseKernel:
         )
 
 
-def _pooled(samples: xr.Dataset) -> tuple[NDArray, NDArray, NDArray]:
-    value = samples["value"]
-    if "component" in value.dims:
-        raise NotImplementedError("noise calibration is implemented for scalar queries")
-    q = value.transpose("database", "draw").to_numpy().reshape(-1)
-    qw = samples["value_without"].transpose("individual", "database", "draw").to_numpy()
-    groups = np.repeat(np.arange(samples.sizes["database"]), samples.sizes["draw"])
-    return q, qw.reshape(qw.shape[0], -1), groups
-
-
 def noise_kernel(
     samples: xr.Dataset,
     epsilon: float,
@@ -201,23 +175,22 @@ def noise_kernel(
     Parameters
     ----------
     samples : xarray.Dataset
-        Output of :func:`~pymc_edp.query.query_samples` or :func:`~pymc_edp.query.
-        query_edp` (needs ``value`` and ``value_without``).
+        Output of :func:`~pymc_edp.query.query_samples` or :func:`~pymc_edp.query.query_edp`
+        of a scalar query.
     epsilon : float
         Target privacy level.
     kernel : {"gaussian", "laplace"}, optional
         The curator's kernel ``k``. By default kernel and bandwidth are chosen by held-out
-        log-likelihood among fixed-bandwidth KDEs (Theorem 2 needs ``p^ = k * P^`` with one
-        kernel), as the paper suggests, so that ``k`` is "fair" and not chosen to blur.
+        log-likelihood among fixed-bandwidth KDEs (Theorem 2 needs one kernel), so that ``k``
+        is "fair" and not chosen to blur.
     bandwidth : float, optional
         Scale of ``k`` (selected when omitted).
     kernels : tuple of str
         Candidates for the selection.
     folds : int, default 5
     distance : {"bottleneck", "hausdorff"}, default "bottleneck"
-        Set distance behind ``lambda = max_i distance(P^, P^_i) / eps``. The paper's
-        Hausdorff distance ([1], Proposition 1) does not guarantee ``eps`` in general; the
-        bottleneck distance does (and is at least as large).
+        Set distance behind ``lambda = max_i distance(P^, P^_i) / eps``; the paper's
+        Hausdorff distance does not guarantee ``eps`` in general (see the module docstring).
 
     Returns
     -------
@@ -230,11 +203,6 @@ def noise_kernel(
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import noise_kernel
     >>> noise = noise_kernel(samples, 1.0)
     >>> noise.kernel, round(noise.scale, 3), noise.worst_individual
     ('gaussian', 4.346, 3)
@@ -243,7 +211,9 @@ def noise_kernel(
     """
     if not epsilon > 0:
         raise ValueError("epsilon must be positive")
-    q, qw, groups = _pooled(samples)
+    if "component" in samples["value"].dims:
+        raise NotImplementedError("noise calibration is implemented for scalar queries")
+    q, qw, groups = _flatten(samples)
     if distance not in {"bottleneck", "hausdorff"}:
         raise ValueError("distance must be 'bottleneck' or 'hausdorff'")
     dist = bottleneck_distance if distance == "bottleneck" else hausdorff_distance
@@ -290,11 +260,10 @@ def check_noise(
     density: str | DensityModel | None = None,
     **profile_kwargs,
 ) -> xr.Dataset:
-    """Audit the noised query ``f(X) + y``, ``y ~ h``, with the usual estimator.
+    """Audit the noised query ``f(X) + y``, ``y ~ h``, with :func:`privacy_profile`.
 
-    Every stored query result gets ``n_noise`` independent noise draws (the same draws with
-    and without each individual -- common random numbers, which leave both distributions
-    unchanged), and :func:`~pymc_edp.query.privacy_profile` is run on the result.
+    Every stored query result gets ``n_noise`` noise draws, the same with and without each
+    individual (common random numbers, which leave both distributions unchanged).
 
     Parameters
     ----------
@@ -306,11 +275,11 @@ def check_noise(
         Noise draws per stored query result.
     random_seed : int, optional
     density : str or DensityModel, optional
-        Density estimator for the audit; by default the curator's own fixed-bandwidth KDE
-        (kernel ``k``), under which Theorem 2 holds, so the audit measures the deconvolution
-        and sampling error. Pass ``"variable-kde"`` for an independent audit.
+        Density estimator; by default the curator's own KDE (kernel ``k``), under which
+        Theorem 2 holds, so the audit measures the deconvolution and sampling error.
+        ``"variable-kde"`` gives an independent audit.
     **profile_kwargs
-        Passed to :func:`~pymc_edp.query.privacy_profile` (``epsilons``, ``targets``...).
+        Passed to :func:`privacy_profile` (``epsilons``, ``targets``...).
 
     Returns
     -------
@@ -322,18 +291,11 @@ def check_noise(
     Noise calibrated for ``eps = 1`` brings the ``eps`` at ``delta = 0.01`` from 3.39 down to
     about the target or below:
 
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import check_noise, epsilon_at, noise_kernel
     >>> noise = noise_kernel(samples, 1.0)
     >>> audit = check_noise(samples, noise, random_seed=0, progressbar=False)
-    >>> audit.attrs["noise_epsilon"], round(epsilon_at(audit, 0.01), 2)
+    >>> audit.attrs["noise_epsilon"], round(edp.query.epsilon_at(audit, 0.01), 2)
     (1.0, 0.52)
     """
-    from pymc_edp.query.profile import privacy_profile
-
     rng = np.random.default_rng(random_seed)
     value = samples["value"].transpose("database", "draw")
     without = samples["value_without"].transpose("individual", "database", "draw")

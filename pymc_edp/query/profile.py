@@ -1,10 +1,9 @@
 """Algorithm 2 of Burchard, Daoud & Dotterrer: ``delta_i(eps)``, ``delta(eps)``, ``delta*(eps)``.
 
-From the query results with and without each individual (:func:`~pymc_edp.query.
-query_samples`), estimate the two densities, integrate the hockey-stick divergence between
-them, and collect the per-individual failure probabilities ``delta_i``, their maximum
-``delta`` (Theorem 1) and the total risk ``delta* = 1 - prod_i (1 - delta_i)``
-(Definition 3), optionally conditional on bucketed adversary knowledge (section 4).
+The densities of the query with and without each individual, the hockey-stick divergence
+between them (``delta_i``), its maximum ``delta`` (Theorem 1) and the total risk
+``delta* = 1 - prod_i (1 - delta_i)`` (Definition 3), optionally conditional on bucketed
+adversary knowledge (section 4).
 
 References
 ----------
@@ -69,7 +68,7 @@ class _Core:
 
 
 def _flatten(samples: xr.Dataset) -> tuple[NDArray, NDArray, NDArray]:
-    """Pool databases and draws: q (n_s[, d]), q_without (N, n_s[, d]), groups (n_s,)."""
+    """Pool databases and draws: q (n_s[, d]), q_without (N, n_s[, d]), database (n_s,)."""
     value = samples["value"]
     without = samples["value_without"]
     vector = "component" in value.dims
@@ -84,13 +83,16 @@ def _flatten(samples: xr.Dataset) -> tuple[NDArray, NDArray, NDArray]:
     return v.reshape(-1), w.reshape(w.shape[0], -1), groups
 
 
-def _smallest_eps(
-    total: Callable[[NDArray], NDArray], target: float, eps: NDArray, values: NDArray
+def _grid_interp_eps(
+    eps: NDArray,
+    values: NDArray,
+    target: float,
+    total: Callable[[NDArray], NDArray] | None = None,
 ) -> float:
-    """Smallest eps with ``total(eps) <= target`` for a non-increasing ``total``.
+    """Smallest eps with ``values <= target`` (a non-increasing curve on the grid ``eps``).
 
-    Bracketed on the grid ``eps`` (where ``values = total(eps)``), then bisected to ``1e-9``
-    relative precision by :func:`~pymc_edp.base.hockey.smallest_epsilon`.
+    Bisected to 1e-9 with ``total`` (the curve as a function of eps) if given, else
+    interpolated linearly on the grid.
     """
     ok = values <= target
     if ok[0]:
@@ -98,36 +100,36 @@ def _smallest_eps(
     if not ok.any():
         return math.inf
     k = int(np.argmax(ok))
-    return float(smallest_epsilon(total, target, eps[k - 1], eps[k], rtol=1e-9, max_iter=40))
-
-
-def _grid_interp_eps(eps: NDArray, values: NDArray, target: float) -> float:
-    ok = values <= target
-    if ok[0]:
-        return float(eps[0])
-    if not ok.any():
-        return math.inf
-    k = int(np.argmax(ok))
+    if total is not None:
+        return float(smallest_epsilon(total, target, eps[k - 1], eps[k], rtol=1e-9, max_iter=40))
     v0, v1 = values[k - 1], values[k]
     t = (v0 - target) / (v0 - v1) if v0 > v1 else 1.0
     return float(eps[k - 1] + t * (eps[k] - eps[k - 1]))
 
 
-def _select(q, groups, density, kernels, adaptivity, bandwidth, folds):
-    if isinstance(density, DensityModel):
-        return density, pd.DataFrame([{"method": density.method, "kernel": density.kernel}])
-    return select_density(
-        q,
-        method=density,
-        kernels=kernels,
-        adaptivity=adaptivity,
-        bandwidth=bandwidth,
-        groups=groups,
-        folds=folds,
-    )
+def _eps_at_targets(delta_i, eps, targets, total_for, max_individuals=None):
+    """The smallest eps with ``delta <= target`` and with ``delta* <= target``, per target.
+
+    Bracketed on the grid, then bisected with ``total_for(rel, how)``: ``eps -> delta``
+    (``how="max"``) or ``delta*`` (``"star"``) of the individuals ``rel`` that can matter.
+    Read off the grid when none can, or more than ``max_individuals``.
+    """
+    curves = {"max": delta_i.max(axis=0), "star": total_risk(delta_i)}
+    out = {how: np.empty(len(targets)) for how in curves}
+    for t, target in enumerate(targets):
+        for how, values in curves.items():
+            below = values <= target
+            k = max(int(np.argmax(below)) - 1, 0) if below.any() else 0
+            # delta: only individuals above the target at the bracket's lower end can
+            # matter; delta*: every individual with some risk there.
+            rel = np.flatnonzero(delta_i[:, k] > (target if how == "max" else 0.0))
+            too_many = max_individuals is not None and rel.size > max_individuals
+            total = None if rel.size == 0 or too_many else total_for(rel, how)
+            out[how][t] = _grid_interp_eps(eps, values, target, total)
+    return out["max"], out["star"]
 
 
-def _core_1d(q, qw, groups, eps, targets, model, scores, *, n_grid, progressbar) -> _Core:
+def _core_1d(q, qw, eps, targets, model, scores, *, n_grid, progressbar) -> _Core:
     n_ind = qw.shape[0]
     changed = np.any(qw != q[None, :], axis=1)
     if model.method == "ecdf":
@@ -172,7 +174,18 @@ def _core_1d(q, qw, groups, eps, targets, model, scores, *, n_grid, progressbar)
             return cache[np.searchsorted(todo, idx)]
         return dens(idx)
 
-    eps_delta, eps_star = _targets(delta_i, eps, targets, p, grid, subset_densities)
+    def total_for(rel: NDArray, how: str) -> Callable[[NDArray], NDArray]:
+        rel_dens = subset_densities(rel)
+
+        def total(e: NDArray) -> NDArray:
+            d = hockey_stick_delta_grid(p, rel_dens, grid, e)
+            return d.max(axis=0) if how == "max" else total_risk(d)
+
+        return total
+
+    eps_delta, eps_star = _eps_at_targets(
+        delta_i, eps, targets, total_for, _CACHE_ELEMENTS // grid.size
+    )
 
     def density_fn(idx: NDArray) -> NDArray:
         out = np.empty((idx.size, grid.size))
@@ -194,35 +207,6 @@ def _core_1d(q, qw, groups, eps, targets, model, scores, *, n_grid, progressbar)
     return core
 
 
-def _targets(delta_i, eps, targets, p, grid, subset_densities):
-    delta = delta_i.max(axis=0)
-    star = total_risk(delta_i)
-    eps_delta = np.empty(len(targets))
-    eps_star = np.empty(len(targets))
-    for t, target in enumerate(targets):
-        # delta: only individuals above the target at the bracket's lower end can matter.
-        k = int(np.argmax(delta <= target)) if (delta <= target).any() else 0
-        lo_col = max(k - 1, 0)
-        rel = np.flatnonzero(delta_i[:, lo_col] > target)
-        eps_delta[t] = _refine(rel, delta_i, eps, delta, target, p, grid, subset_densities, "max")
-        k = int(np.argmax(star <= target)) if (star <= target).any() else 0
-        rel = np.flatnonzero(delta_i[:, max(k - 1, 0)] > 0)
-        eps_star[t] = _refine(rel, delta_i, eps, star, target, p, grid, subset_densities, "star")
-    return eps_delta, eps_star
-
-
-def _refine(rel, delta_i, eps, values, target, p, grid, subset_densities, how) -> float:
-    if rel.size == 0 or rel.size * (grid.size if grid is not None else 1) > _CACHE_ELEMENTS:
-        return _grid_interp_eps(eps, values, target)
-    dens = subset_densities(rel)
-
-    def total(e: NDArray) -> NDArray:
-        d = hockey_stick_delta_grid(p, dens, grid, e)
-        return d.max(axis=0) if how == "max" else total_risk(d)
-
-    return _smallest_eps(total, target, eps, values)
-
-
 def _whiten(q: NDArray, qw: NDArray) -> tuple[NDArray, NDArray]:
     mu = q.mean(axis=0)
     cov = np.atleast_2d(np.cov(q, rowvar=False))
@@ -238,7 +222,7 @@ def _whiten(q: NDArray, qw: NDArray) -> tuple[NDArray, NDArray]:
     return tr(q), tr(qw)
 
 
-def _core_mc(q, qw, groups, eps, targets, model, scores, *, draws, rng, progressbar) -> _Core:
+def _core_mc(q, qw, eps, targets, model, scores, *, draws, rng, progressbar) -> _Core:
     n_ind = qw.shape[0]
     changed = np.any(qw != q[None], axis=(1, 2))
     hq = model.point_bandwidths_mv(q)
@@ -257,7 +241,7 @@ def _core_mc(q, qw, groups, eps, targets, model, scores, *, draws, rng, progress
             delta_i[i] = _mc_delta(fwd, bwd, eps)
             bar.advance()
 
-    def total_factory(rel, how):
+    def total_for(rel, how):
         # Sort the draws of the relevant individuals once; each bisection step then costs two
         # binary searches per individual and direction.
         fwd, bwd = (
@@ -274,25 +258,7 @@ def _core_mc(q, qw, groups, eps, targets, model, scores, *, draws, rng, progress
 
         return total
 
-    delta = delta_i.max(axis=0)
-    star = total_risk(delta_i)
-    eps_delta = np.empty(len(targets))
-    eps_star = np.empty(len(targets))
-    for t, target in enumerate(targets):
-        k = max(int(np.argmax(delta <= target)) - 1, 0) if (delta <= target).any() else 0
-        rel = np.flatnonzero(delta_i[:, k] > target)
-        eps_delta[t] = (
-            _smallest_eps(total_factory(rel, "max"), target, eps, delta)
-            if rel.size
-            else _grid_interp_eps(eps, delta, target)
-        )
-        k = max(int(np.argmax(star <= target)) - 1, 0) if (star <= target).any() else 0
-        rel = np.flatnonzero(delta_i[:, k] > 0)
-        eps_star[t] = (
-            _smallest_eps(total_factory(rel, "star"), target, eps, star)
-            if rel.size
-            else _grid_interp_eps(eps, star, target)
-        )
+    eps_delta, eps_star = _eps_at_targets(delta_i, eps, targets, total_for)
     core = _Core(delta_i, model, scores, eps_delta, eps_star)
     core.attrs = {"integration": "monte-carlo", "mc_draws": int(draws)}
     return core
@@ -310,42 +276,27 @@ def _mc_delta(fwd: NDArray, bwd: NDArray, eps: NDArray) -> NDArray:
     return np.maximum(a, b)
 
 
-def _run_core(
-    q,
-    qw,
-    groups,
-    *,
-    eps,
-    targets,
-    density,
-    kernels,
-    adaptivity,
-    bandwidth,
-    folds,
-    n_grid,
-    mc_draws,
-    rng,
-    progressbar,
-) -> _Core:
+def _run_core(q, qw, groups, *, eps, targets, density, opts, rng, progressbar) -> _Core:
+    """The unconditional profile: a grid for a scalar query, Monte Carlo for a vector one."""
     if q.ndim == 2:
-        zq, zw = _whiten(q, qw)
-        model, scores = _select(zq, groups, density, kernels, adaptivity, bandwidth, folds)
-        return _core_mc(
-            zq,
-            zw,
-            groups,
-            eps,
-            targets,
-            model,
-            scores,
-            draws=mc_draws,
-            rng=rng,
-            progressbar=progressbar,
+        q, qw = _whiten(q, qw)
+    if isinstance(density, DensityModel):
+        model = density
+        scores = pd.DataFrame([{"method": density.method, "kernel": density.kernel}])
+    else:
+        model, scores = select_density(
+            q,
+            method=density,
+            kernels=tuple(opts.kernels),
+            adaptivity=opts.adaptivity,
+            bandwidth=opts.bandwidth,
+            groups=groups,
+            folds=opts.folds,
         )
-    model, scores = _select(q, groups, density, kernels, adaptivity, bandwidth, folds)
-    return _core_1d(
-        q, qw, groups, eps, targets, model, scores, n_grid=n_grid, progressbar=progressbar
-    )
+    args = (q, qw, eps, targets, model, scores)
+    if q.ndim == 2:
+        return _core_mc(*args, draws=opts.mc_draws, rng=rng, progressbar=progressbar)
+    return _core_1d(*args, n_grid=opts.n_grid, progressbar=progressbar)
 
 
 def _buckets(side: NDArray, buckets) -> tuple[NDArray, list[str]]:
@@ -388,16 +339,13 @@ class ProfileOptions:
     exposure_tol : float, default 1e-6
         ``n_exposed`` counts individuals with ``delta_i > exposure_tol``.
     n_grid : int, optional
-        Integration grid size (1-D). By default the spacing is a quarter of the smallest
-        kernel bandwidth and the grid extends until each kernel has < 1e-10 mass outside,
-        within [1024, 16384] points.
+        Integration grid size (1-D). By default a quarter of the smallest bandwidth apart,
+        wide enough that each kernel has < 1e-10 mass outside, 1024 to 16384 points.
     mc_draws : int, default 4096
-        Vector queries: Monte Carlo draws per density for the hockey-stick integrals
-        (:func:`pymc_edp.base.hockey.hockey_stick_delta` of the log density ratios).
+        Vector queries: Monte Carlo draws per density for the hockey-stick integrals.
 
     Examples
     --------
-    >>> from pymc_edp.query import ProfileOptions
     >>> ProfileOptions(kernels=("gaussian",), top=3).folds
     5
     >>> ProfileOptions.coerce({"n_grid": 2048}).n_grid
@@ -434,45 +382,39 @@ def privacy_profile(
 ) -> xr.Dataset:
     """Empirical ``(eps, delta)`` profile of a query from its with/without samples.
 
-    For every individual ``i`` the densities ``p^`` (query with everybody) and ``p^_i``
-    (without ``i``) are estimated with one density model, selected by held-out
-    log-likelihood on the sample with everybody ([1], sec. 5), and
-    ``delta_i(eps) = max(int (p^ - e^eps p^_i)_+, int (p^_i - e^eps p^)_+)`` is integrated
-    numerically (Algorithm 2). Then ``delta = max_i delta_i`` (Theorem 1) and the total
-    risk ``delta* = 1 - prod_i (1 - delta_i)`` (Definition 3).
+    The densities ``p^`` (query with everybody) and ``p^_i`` (without ``i``) share one
+    density model, selected by held-out log-likelihood on the sample with everybody ([1],
+    sec. 5), and ``delta_i(eps) = max(int (p^ - e^eps p^_i)_+, int (p^_i - e^eps p^)_+)``
+    is integrated numerically (Algorithm 2): on a grid for a scalar query, by Monte Carlo
+    for a vector one.
 
     Parameters
     ----------
     samples : xarray.Dataset
         Output of :func:`~pymc_edp.query.query_samples` (``value``, ``value_without``).
     epsilons : array_like, optional
-        Privacy levels; :data:`DEFAULT_EPSILONS` (0 and 0.001..10, log-spaced) by default.
+        Increasing privacy levels; :data:`DEFAULT_EPSILONS` by default.
     density : {"variable-kde", "kde", "ecdf"} or DensityModel
         Density estimator (a :class:`DensityModel` is used as given, without selection).
     targets : sequence of float, default (0.01, 0.001)
-        ``delta`` levels at which the smallest ``eps`` with ``delta(eps) <= target`` (and the
-        same for ``delta*``) is found by bisection to ``1e-9`` relative precision.
+        ``delta`` levels whose smallest ``eps`` with ``delta(eps) <= target`` (and with
+        ``delta*(eps) <= target``) is bisected to ``1e-9`` relative precision.
     side_info_buckets : int or sequence of float, optional
-        Condition on the adversary knowledge stored as ``side_info`` in ``samples``
-        ([1], Definition 4): an int gives that many quantile buckets, a sequence gives
-        bucket edges; non-numeric side information is bucketed by value. Each bucket gets its
-        own density selection. ``delta_i`` is then the maximum over buckets (the definition
-        asks for every ``Z``), ``delta_star`` the worst bucket's total risk, and per-bucket
-        curves are returned too (the eps at the targets are then read off the eps grid).
-        Requires ``side_info`` in ``samples``.
+        Condition on ``samples["side_info"]`` ([1], Definition 4): an int gives that many
+        quantile buckets, a sequence bucket edges; non-numeric values are bucketed by value.
+        Each bucket has its own density selection; ``delta_i`` is the maximum over buckets,
+        ``delta_star`` the worst bucket's total risk, per-bucket curves are added, and the
+        eps at the targets are read off the grid.
     options : ProfileOptions or dict, optional
-        Density selection (``kernels``, ``adaptivity``, ``bandwidth``, ``folds``), the
-        numerics (``n_grid``, ``mc_draws``), ``top`` and ``exposure_tol``; see
-        :class:`ProfileOptions`.
+        Density selection and numerics; see :class:`ProfileOptions`.
     random_seed : int, optional
         Seeds the Monte Carlo draws (vector queries only).
     check_independence : bool, default True
-        Run :func:`~pymc_edp.query.independence_check` on the per-database query values
-        (averaged over draws; first component of a vector query) and store the result (it
-        warns when independence is rejected).
+        Store :func:`~pymc_edp.query.independence_check` of the per-database values (mean
+        over draws; first component of a vector query), which warns when it rejects.
     keep_samples : bool, default True
-        Copy ``value``, ``value_without`` and ``present`` into the result (needed later by
-        :func:`~pymc_edp.query.noise_kernel` and for re-analysis).
+        Copy ``value``, ``value_without`` and ``present`` into the result (for
+        :func:`~pymc_edp.query.noise_kernel` and re-analysis).
     progressbar : bool, default True
 
     Returns
@@ -488,11 +430,6 @@ def privacy_profile(
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import privacy_profile
     >>> res = privacy_profile(samples, progressbar=False)
     >>> res.attrs["density_method"], res.attrs["density_kernel"]
     ('variable-kde', 'gaussian')
@@ -507,20 +444,14 @@ def privacy_profile(
     targets = [float(t) for t in np.atleast_1d(targets)]
     opts = ProfileOptions.coerce(options)
     top, exposure_tol = opts.top, opts.exposure_tol
-    rng = np.random.default_rng(random_seed)
     q, qw, groups = _flatten(samples)
     individuals = samples["individual"].to_numpy()
     kwargs = dict(
         eps=eps,
         targets=targets,
         density=density,
-        kernels=tuple(opts.kernels),
-        adaptivity=opts.adaptivity,
-        bandwidth=opts.bandwidth,
-        folds=opts.folds,
-        n_grid=opts.n_grid,
-        mc_draws=opts.mc_draws,
-        rng=rng,
+        opts=opts,
+        rng=np.random.default_rng(random_seed),
         progressbar=progressbar,
     )
 
@@ -547,22 +478,9 @@ def privacy_profile(
 
 
 def _bucketed_profile(
-    samples: xr.Dataset,
-    side_info_buckets: int | Sequence[float],
-    q: NDArray,
-    qw: NDArray,
-    groups: NDArray,
-    individuals: NDArray,
-    top: int,
-    exposure_tol: float,
-    kwargs: dict,
+    samples, side_info_buckets, q, qw, groups, individuals, top, exposure_tol, kwargs
 ) -> xr.Dataset:
-    """The profile conditioned on the buckets of the side information ([1], Definition 4).
-
-    ``delta_i`` is the maximum over buckets, ``delta_star`` the worst bucket's total risk;
-    the per-bucket curves are added (``*_by_bucket``, over ``bucket``). ``kwargs`` are those
-    of :func:`_run_core`.
-    """
+    """The profile conditioned on the side information's buckets (``kwargs`` of _run_core)."""
     eps, targets = kwargs["eps"], kwargs["targets"]
     if "side_info" not in samples:
         raise ValueError("side_info_buckets needs samples computed with side_info=")
@@ -613,25 +531,21 @@ def _bucketed_profile(
 
 
 def _add_set_distances(ds: xr.Dataset, q: NDArray, qw: NDArray) -> None:
-    """Set distances of each individual's sample to the full one (noise calibration, sec. 6).
-
-    Adds ``hausdorff`` and ``bottleneck`` over ``individual`` to ``ds``, in place.
-    """
-    n_ind = qw.shape[0]
-    moved = [bool(np.any(qw[i] != q)) for i in range(n_ind)]
-    d_h = [hausdorff_distance(q, qw[i]) if moved[i] else 0.0 for i in range(n_ind)]
-    d_b = [bottleneck_distance(q, qw[i]) if moved[i] else 0.0 for i in range(n_ind)]
-    ds["hausdorff"] = ("individual", np.array(d_h))
-    ds["hausdorff"].attrs["description"] = "Hausdorff distance, with/without samples"
-    ds["bottleneck"] = ("individual", np.array(d_b))
-    ds["bottleneck"].attrs["description"] = "bottleneck distance, with/without samples"
+    """Add ``hausdorff`` and ``bottleneck`` distances of each ``qw[i]`` to ``q`` to ``ds``."""
+    for label, distance in (
+        ("Hausdorff", hausdorff_distance),
+        ("bottleneck", bottleneck_distance),
+    ):
+        name = label.lower()
+        ds[name] = (
+            "individual",
+            np.array([distance(q, w) if np.any(w != q) else 0.0 for w in qw]),
+        )
+        ds[name].attrs["description"] = f"{label} distance, with/without samples"
 
 
 def _add_independence(ds: xr.Dataset, samples: xr.Dataset) -> xr.Dataset:
-    """``ds`` with the independence tests of the per-database query values, over ``test``.
-
-    The values are averaged over draws; a vector query is tested on its first component.
-    """
+    """``ds`` with the independence tests of the per-database query values, over ``test``."""
     values = samples["value"].mean("draw")
     if "component" in values.dims:
         values = values.isel(component=0)
@@ -642,11 +556,7 @@ def _add_independence(ds: xr.Dataset, samples: xr.Dataset) -> xr.Dataset:
 
 
 def _rank(delta_i: NDArray, eps: NDArray, targets: Sequence[float]) -> NDArray:
-    """Individuals ordered from most to least exposed.
-
-    By the grid-interpolated eps at which ``delta_i`` falls below the first target, ties
-    broken by the area under ``delta_i(eps)``.
-    """
+    """Individuals from most to least exposed: by eps at the first target, then area."""
     t = targets[0] if targets else 0.0
     eps_i = np.array([_grid_interp_eps(eps, d, t) for d in delta_i])
     area = np.trapezoid(delta_i, eps, axis=1) if eps.size > 1 else delta_i[:, 0]
@@ -705,10 +615,9 @@ def _assemble(core, eps, targets, individuals, keep, exposure_tol, delta_star=No
 
 
 def epsilon_at(result: xr.Dataset, target: float, *, kind: str = "delta") -> float:
-    """Smallest ``eps`` with ``delta(eps) <= target`` (or ``delta*``), from a result's curve.
+    """Smallest ``eps`` with ``delta(eps) <= target`` (or ``delta*``) in a result.
 
-    Uses the bisection-refined value when ``target`` is one of the result's targets and
-    linear interpolation on the ``epsilon`` grid otherwise.
+    Bisection-refined for one of the result's targets, else interpolated on its grid.
 
     Parameters
     ----------
@@ -724,11 +633,6 @@ def epsilon_at(result: xr.Dataset, target: float, *, kind: str = "delta") -> flo
 
     Examples
     --------
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> from pymc_edp.query import epsilon_at, privacy_profile
     >>> res = privacy_profile(samples, progressbar=False)
     >>> round(epsilon_at(res, 0.01), 3)  # a target of the result: bisection-refined
     3.39

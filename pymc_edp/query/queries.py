@@ -1,37 +1,21 @@
 """Ready-made vectorised queries (sums and means of a column).
 
-Any callable ``query(df)`` works with :func:`pymc_edp.query.query_edp`; it is then evaluated
-once per database and individual (Algorithm 1 of Burchard, Daoud & Dotterrer 2020). A query
-that also has a method ``leave_one_out(df, id_col)`` -- returning the query on ``df`` without
-each individual's rows, as a :class:`pandas.Series` (scalar queries) or
-:class:`pandas.DataFrame` (vector queries, one row per individual) indexed by individual --
-is evaluated in one pass per database instead. The classes here implement that protocol for
-sums and means; write your own in the same way.
-
-Randomised queries take a keyword argument ``rng`` (a :class:`numpy.random.Generator`), in
-``__call__`` and, if present, in ``leave_one_out``.
+Any callable ``query(df)`` works with :func:`pymc_edp.query.query_edp`, evaluated once per
+database and individual. A query with a method ``leave_one_out(df, id_col)`` -- the query
+on ``df`` without each individual's rows, a :class:`pandas.Series` (scalar query) or
+:class:`pandas.DataFrame` (vector query) indexed by individual -- is evaluated in one pass
+per database instead; the classes here are examples of that protocol. Randomised queries
+take a keyword argument ``rng`` in ``__call__`` and in ``leave_one_out``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["LeaveOneOutQuery", "MeanQuery", "SumQuery", "mean_query", "sum_query"]
-
-
-@runtime_checkable
-class LeaveOneOutQuery(Protocol):
-    """A query that can evaluate itself without each individual in one pass."""
-
-    def __call__(self, df: pd.DataFrame):  # noqa: D102
-        ...
-
-    def leave_one_out(self, df: pd.DataFrame, id_col: str) -> pd.Series | pd.DataFrame:  # noqa: D102
-        ...
+__all__ = ["MeanQuery", "SumQuery", "mean_query", "sum_query"]
 
 
 class SumQuery:

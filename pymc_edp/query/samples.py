@@ -1,11 +1,8 @@
 """Algorithm 1 of Burchard, Daoud & Dotterrer: the query with and without every individual.
 
-:func:`query_samples` evaluates a query on every database ``X^j`` and on every ``X^j_i``
-(database ``j`` with individual ``i``'s rows removed), serially, on a process pool or on dask
-(:func:`pymc_edp.base.parallel.map_tasks`), or in one pass per database for queries with a
-``leave_one_out`` method (:mod:`pymc_edp.query.queries`). The result is an
-:class:`xarray.Dataset` that the density and privacy steps consume and that round-trips to
-netCDF, so the expensive part never has to be run twice.
+:func:`query_samples` evaluates a query on every database ``X^j`` and every ``X^j_i``
+(without individual ``i``'s rows). The result round-trips to netCDF, so that the expensive
+part runs once.
 
 References
 ----------
@@ -20,6 +17,7 @@ import inspect
 import math
 import numbers
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,22 +35,7 @@ Databases = Mapping[Hashable, pd.DataFrame] | Sequence[pd.DataFrame] | pd.DataFr
 def as_databases(
     databases: Databases, *, database_col: str | None = None
 ) -> tuple[list[Hashable], list[pd.DataFrame]]:
-    """Normalise the accepted inputs to ``(labels, frames)``.
-
-    Parameters
-    ----------
-    databases : mapping, sequence of DataFrames, or DataFrame
-        A mapping ``label -> DataFrame`` (labels kept, in mapping order), a sequence of
-        DataFrames (labelled ``0..n-1``), or one DataFrame split by ``database_col`` (labels
-        sorted).
-    database_col : str, optional
-        Column naming the database of each row (required for a single DataFrame).
-
-    Returns
-    -------
-    labels : list
-    frames : list of pandas.DataFrame
-    """
+    """``(labels, frames)``: a mapping's keys, ``0..n-1``, or ``database_col``'s sorted values."""
     if isinstance(databases, pd.DataFrame):
         if database_col is None:
             raise ValueError("a single DataFrame needs database_col= to split it into databases")
@@ -84,6 +67,7 @@ def _describe(labels: Sequence[Hashable] | None, j: int) -> str:
 
 
 def _takes_rng(func: Callable) -> bool:
+    """Whether ``func`` takes an ``rng`` argument (a randomised query)."""
     try:
         return "rng" in inspect.signature(func).parameters
     except (TypeError, ValueError):  # builtins, some callables
@@ -97,20 +81,18 @@ def _to_vector(value: Any) -> np.ndarray:
     return arr
 
 
+@dataclass
 class _Evaluator:
     """Picklable task runner (one database, one draw, a chunk of individuals)."""
 
-    def __init__(
-        self, query, id_col, entropy, crn, takes_rng, loo_takes_rng, vectorised, labels=None
-    ):
-        self.query = query
-        self.id_col = id_col
-        self.entropy = entropy
-        self.crn = crn
-        self.takes_rng = takes_rng
-        self.loo_takes_rng = loo_takes_rng
-        self.vectorised = vectorised
-        self.labels = labels
+    query: Callable[..., Any]
+    id_col: str
+    entropy: Any
+    crn: bool
+    takes_rng: bool
+    loo_takes_rng: bool
+    vectorised: bool
+    labels: list[Hashable] | None = None
 
     def _rng(self, j: int, k: int, i: int) -> np.random.Generator:
         key = (j, k) if self.crn else (j, k, i)
@@ -120,9 +102,6 @@ class _Evaluator:
         if self.takes_rng:
             return self.query(df, rng=self._rng(j, k, i))
         return self.query(df)
-
-    def _call(self, df, j, k, i):
-        return _to_vector(self._raw(df, j, k, i))
 
     def _full(self, df, j, k):
         raw = self._raw(df, j, k, 0)
@@ -162,7 +141,7 @@ class _Evaluator:
         for pos, i in zip(positions, ids, strict=True):
             keep = ids_col != i
             # Stream key 0 is the full database; individual number ``pos`` gets ``pos + 1``.
-            out.append(self._call(df.loc[keep], j, k, int(pos) + 1))
+            out.append(_to_vector(self._raw(df.loc[keep], j, k, int(pos) + 1)))
         values = np.vstack(out) if out else np.empty((0, 0))
         return j, k, full, ids, values
 
@@ -187,42 +166,35 @@ def query_samples(
     Parameters
     ----------
     databases : mapping of DataFrames, sequence of DataFrames, or DataFrame
-        The sample databases ``X^1..X^n``, assumed drawn independently from one distribution
-        (see :func:`~pymc_edp.query.independence_check`). With a single DataFrame, give
-        ``database_col``. A database may be empty (no rows): nobody is in it, so its
-        ``value_without`` is its ``value``, the query on an empty frame (e.g. 0 for
-        :func:`~pymc_edp.query.sum_query`), which enters both samples like any other
-        database's; the query must then return a finite value for an empty frame.
+        The databases ``X^1..X^n``, assumed drawn independently from one distribution; a
+        mapping keeps its labels, a sequence is labelled ``0..n-1``, a single DataFrame is
+        split by ``database_col``. An empty database enters both samples with the query's
+        value on an empty frame, which must then be finite.
     query : callable
-        ``query(df)`` returning a number or a vector (array or :class:`pandas.Series`, whose
-        index names the components). A keyword argument ``rng`` makes it a randomised query
-        and receives a :class:`numpy.random.Generator`. A ``leave_one_out(df, id_col)`` method
-        (see :mod:`pymc_edp.query.queries`) switches to one vectorised pass per database.
+        ``query(df)`` returning a number or a vector (array, or :class:`pandas.Series` whose
+        index names the components); randomised if it takes ``rng``, evaluated in one pass
+        per database if it has ``leave_one_out`` (see :mod:`pymc_edp.query.queries`).
     id_col : str
         Column holding the individual identifier, shared across databases.
     database_col : str, optional
         Column naming the database of each row, for a single DataFrame.
     individuals : sequence, optional
-        Individuals to audit (default: every id seen in any database). An individual absent
-        from a database leaves it unchanged; one absent from every database is refused (it
-        is usually an id of the wrong type, e.g. ``"3"`` for ``3``).
+        Individuals to audit (default: every id seen); one in no database is refused.
     n_draws : int, default 1
-        Evaluations per database for randomised queries ([1], Definition 2); at least 1.
+        Evaluations per database of a randomised query ([1], Definition 2).
     side_info : callable, optional
-        Adversary knowledge ``g(df)`` evaluated on each full database ([1], section 4);
-        stored as ``side_info`` for :func:`~pymc_edp.query.privacy_profile` to condition on.
+        Adversary knowledge ``g(df)`` on each full database ([1], section 4), stored as
+        ``side_info`` for :func:`~pymc_edp.query.privacy_profile`.
     random_seed : int or SeedSequence, optional
-        Seed for randomised queries; every evaluation gets its own child stream, so results
-        do not depend on the executor.
+        Every evaluation gets its own child stream: results do not depend on the executor.
     common_random_numbers : bool, default True
-        Give the evaluations with and without ``i`` on the same database and draw the same
-        random stream. This leaves both distributions unchanged but couples the two samples,
-        which makes the estimated difference much less noisy.
+        Evaluate with and without ``i`` on one database and draw with the same random
+        stream: both distributions are unchanged, their difference much less noisy.
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client
-        Where to run the query evaluations; see :func:`pymc_edp.base.parallel.map_tasks`.
+        See :func:`pymc_edp.base.parallel.map_tasks`.
     chunk_size : int, optional
-        Individuals per task (default: all of a database's individuals in one task when
-        serial, about four tasks per worker otherwise).
+        Individuals per task (default: a whole database when serial, else about four tasks
+        per worker).
     progressbar : bool, default True
 
     Returns
@@ -235,22 +207,15 @@ def query_samples(
     Raises
     ------
     ValueError
-        If ``id_col`` has missing values (every row needs an individual id), if the ids
-        mix types (e.g. the integer ``3`` in one database and the string ``"3"`` in
-        another, which would count one person as two), if a requested individual is in no
-        database, if ``n_draws`` is not an integer >= 1, if every database is empty, or if
-        a database is empty and the query fails, or returns a non-finite value, on an empty
-        frame; the messages name the databases and ids.
-    TypeError
-        If ``n_draws`` is not a number or ``individuals`` is a single string.
+        If ids are missing or mix types (``3`` and ``"3"`` would be two people), a requested
+        individual is in no database, every database is empty, or the query fails or is
+        not finite on an empty one; the messages name the databases and ids.
 
     Examples
     --------
-    Forty databases of the same five individuals; the query is the sum of ``x``:
+    Forty databases ``dbs`` of the same five individuals; the query is the sum of ``x``:
 
-    >>> from pymc_edp.query import query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
+    >>> from pymc_edp.query import sum_query
     >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
     >>> dict(samples.sizes)
     {'database': 40, 'draw': 1, 'individual': 5}
@@ -302,11 +267,7 @@ def _individuals(
     id_col: str,
     individuals: Sequence[Hashable] | None,
 ) -> tuple[pd.Index, np.ndarray]:
-    """The individuals audited and where they are: ``(id_index, present)``.
-
-    ``present`` is ``(individual, database)``: whether the individual has rows there. The ids
-    are checked (missing, mixed types, requested but in no database).
-    """
+    """The individuals audited, and ``present`` (individual, database): who has rows where."""
     for j, f in enumerate(frames):
         if id_col not in f.columns:
             raise KeyError(f"id column {id_col!r} missing from database {_describe(labels, j)}")
@@ -352,10 +313,7 @@ def _evaluator(
     labels: list[Hashable],
     n_draws: int,
 ) -> _Evaluator:
-    """The task runner of ``query``.
-
-    The query is randomised if it takes ``rng``, vectorised if it has ``leave_one_out``.
-    """
+    """The task runner of ``query``."""
     takes_rng = _takes_rng(query)
     vectorised = callable(getattr(query, "leave_one_out", None))
     loo_takes_rng = vectorised and _takes_rng(query.leave_one_out)
@@ -384,11 +342,7 @@ def _tasks(
     executor: Any,
     chunk_size: int | None,
 ) -> list[tuple]:
-    """The evaluations to run, as tasks of :class:`_Evaluator`.
-
-    A task is ``(database, draw, frame, individuals, their positions, evaluate the full
-    database?)``: one per database and draw when vectorised, else chunks of individuals.
-    """
+    """Tasks ``(database, draw, frame, individuals, their positions, with full?)``."""
     is_parallel = executor is not None and not (
         isinstance(executor, int) and resolve_n_workers(executor) == 1
     )
@@ -405,9 +359,8 @@ def _tasks(
                 size = chunk_size
             elif is_parallel:
                 # About four tasks per worker overall (a task never spans databases).
-                workers = (
-                    resolve_n_workers(executor) if isinstance(executor, int) else os_workers()
-                )
+                # a user's executor is assumed to have one worker per local core
+                workers = resolve_n_workers(executor if isinstance(executor, int) else -1)
                 size = max(1, math.ceil(len(here) * n_db * n_draws / (4 * workers)))
             else:
                 size = max(len(here), 1)
@@ -420,11 +373,7 @@ def _tasks(
 def _gather(
     results: list[tuple], id_index: pd.Index, present: np.ndarray, n_draws: int
 ) -> tuple[np.ndarray, np.ndarray, list | None]:
-    """The tasks' results as arrays, ``(value, value_without, names)``.
-
-    ``value`` is (database, draw, component), ``value_without`` (individual, database, draw,
-    component) and ``names`` the components' names (or None).
-    """
+    """``value`` (database, draw, component), ``value_without`` (individual, ...), names."""
     n_ind, n_db = present.shape
     n_comp = None
     value = None
@@ -487,10 +436,7 @@ def _samples_dataset(
     labels: list[Hashable],
     id_index: pd.Index,
 ) -> xr.Dataset:
-    """``value``, ``value_without`` and ``present`` as a Dataset.
-
-    A scalar query has no ``component`` dimension.
-    """
+    """``value``, ``value_without`` and ``present`` (no ``component`` for a scalar query)."""
     n_comp = value.shape[-1]
     coords = {
         "database": _coord(labels),
@@ -681,16 +627,9 @@ def _check_requested(
     )
 
 
-def os_workers() -> int:
-    """Number of local cores (workers assumed for a user-supplied executor)."""
-    return resolve_n_workers(-1)
-
-
 def _coord(values: list) -> np.ndarray:
     arr = np.asarray(values)
-    if arr.dtype.kind in "iufb":
-        return arr
-    if arr.dtype.kind == "M":
+    if arr.dtype.kind in "iufbM":
         return arr
     return np.asarray([str(v) for v in values], dtype=object)
 

@@ -1,23 +1,16 @@
 """Differential privacy of finite mechanisms and the disclosure-risk measures built on it.
 
-One module per paper; every public name is re-exported here, so ``pymc_edp.risk.dp_epsilon``
-and ``from pymc_edp.risk import mcclure_reiter_risk`` work as before:
+One module per paper (its docstring gives the full reference); every public name is
+re-exported here:
 
-- :mod:`pymc_edp.risk.charest_han` -- DP and conditional DP (CDP) epsilon of any finite
-  mechanism given as a transition matrix (Charest & Han 2017, Sec. 3.1).
-- :mod:`pymc_edp.risk.mcclure_reiter` -- an intruder's absolute risk R_j (eq. 5), relative
-  risk RR_j (eq. 8) and expected risk increase ER_j (eq. 6) for the Beta-Bernoulli
-  synthesizer, and the joint (RR, R) acceptable-region assessment over intruder priors
-  (McClure & Reiter 2012, Sec. 4).
-- :mod:`pymc_edp.risk.lee_clifton` -- the adversary's posterior beliefs over possible worlds
-  for a Laplace mechanism on any query, the risk of disclosure Gamma, the closed-form upper
-  bound on epsilon (eq. 7) and the search for the largest epsilon with worst-case belief at
-  most rho (Lee & Clifton 2011).
-- :mod:`pymc_edp.risk.bailie_gong` -- epsilon-DP as an interval of measures: posterior bounds
-  ``pi(theta) exp(+-eps d**)``, prior-predictive bounds for a given mechanism and the
-  Neyman-Pearson power bound ``alpha exp(d** eps)`` (Bailie & Gong 2023).
-
-Each module's docstring gives its paper's full reference.
+- :mod:`pymc_edp.risk.charest_han` -- DP and conditional DP epsilon of a finite mechanism
+  given as a transition matrix (Charest & Han 2017).
+- :mod:`pymc_edp.risk.mcclure_reiter` -- an intruder's risk measures for the Beta-Bernoulli
+  synthesizer, and the (RR, R) acceptable-region assessment (McClure & Reiter 2012).
+- :mod:`pymc_edp.risk.lee_clifton` -- the adversary's beliefs over possible worlds after a
+  Laplace release, and the choice of epsilon (Lee & Clifton 2011).
+- :mod:`pymc_edp.risk.bailie_gong` -- epsilon-DP as an interval of measures: posterior,
+  prior-predictive and power bounds (Bailie & Gong 2023).
 """
 
 from pymc_edp.risk.bailie_gong import (

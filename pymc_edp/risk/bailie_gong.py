@@ -1,11 +1,6 @@
 """Bailie & Gong (2023): epsilon-DP as an interval of measures, and its inferential limits.
 
-For any epsilon-DP mechanism, data model and proper prior: the posterior lies within
-``pi(theta) exp(+-eps d**)`` (:func:`~pymc_edp.risk.bailie_gong_posterior_bounds`), the
-prior predictive density of the release within bounds built from the mechanism alone
-(:func:`~pymc_edp.risk.bailie_gong_prior_predictive_bounds`, with
-:func:`~pymc_edp.risk.hamming_distances` for the DP metric), and a level-alpha test has
-power at most ``alpha exp(d** eps)`` (:func:`~pymc_edp.risk.bailie_gong_power_bound`).
+Bounds that hold for any epsilon-DP mechanism, data model and proper prior.
 
 References
 ----------
@@ -43,7 +38,6 @@ class DensityBounds:
 
     Examples
     --------
-    >>> from pymc_edp.risk import DensityBounds
     >>> bounds = DensityBounds(lower=np.array([0.1, 0.2]), upper=np.array([0.3, 0.4]))
     >>> bounds.upper.tolist()
     [0.3, 0.4]
@@ -61,6 +55,7 @@ class DensityBounds:
 
 
 def _check_eps_d(epsilon, d_star_star) -> tuple[np.ndarray, np.ndarray]:
+    """Both as float arrays, refused if negative or NaN."""
     eps = np.asarray(epsilon, dtype=float)
     d = np.asarray(d_star_star, dtype=float)
     if np.any(~(eps >= 0)) or np.any(~(d >= 0)):
@@ -74,8 +69,14 @@ def _eps_times_d(eps: np.ndarray, d: np.ndarray) -> np.ndarray:
         return np.where((d == 0) | (eps == 0), 0.0, eps * d)
 
 
+def _times_exp(p: np.ndarray, log_factor: np.ndarray) -> np.ndarray:
+    """``p exp(log_factor)``: ``inf`` where the exponential overflows, 0 wherever ``p`` is."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(p > 0, p * np.exp(log_factor), 0.0)
+
+
 def _check_density(values, name: str, what: str) -> np.ndarray:
-    """``values`` as floats, refusing negative, NaN and infinite entries with their position."""
+    """``values`` as floats; negative, NaN and infinite entries refused, with their position."""
     try:
         v = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as err:
@@ -117,16 +118,8 @@ def bailie_gong_posterior_bounds(
     Returns
     -------
     DensityBounds
-        ``lower = prior exp(-eps d**)``, ``upper = prior exp(eps d**)``, so
-        ``0 <= lower <= prior <= upper``. (For a probability the upper bound may exceed 1;
-        it is the theorem's bound, not clipped; it is ``inf`` where ``exp(eps d**)``
-        overflows and the prior is positive.)
-
-    Raises
-    ------
-    ValueError
-        If ``prior`` has a negative, NaN or infinite entry, or ``epsilon`` or
-        ``d_star_star`` is negative or NaN.
+        ``prior exp(-eps d**)`` and ``prior exp(eps d**)`` (not clipped at 1; ``inf`` where
+        the exponential overflows and the prior is positive).
 
     References
     ----------
@@ -135,7 +128,6 @@ def bailie_gong_posterior_bounds(
 
     Examples
     --------
-    >>> from pymc_edp.risk import bailie_gong_posterior_bounds
     >>> bounds = bailie_gong_posterior_bounds(0.5, epsilon=0.1, d_star_star=3)
     >>> round(float(bounds.lower), 4), round(float(bounds.upper), 4)
     (0.3704, 0.6749)
@@ -146,11 +138,9 @@ def bailie_gong_posterior_bounds(
     eps, d = _check_eps_d(epsilon, d_star_star)
     log_factor = _eps_times_d(eps, d)
     lower = p * np.exp(-log_factor)
-    with np.errstate(over="ignore", invalid="ignore"):
-        # exp overflows to inf for eps d** > ~709: the (trivial) upper bound is then inf,
-        # except where the prior is 0 (a posterior is 0 wherever the prior is).
-        upper = np.where(p > 0, p * np.exp(log_factor), 0.0)[()]
-    return DensityBounds(lower=lower, upper=upper)
+    # exp overflows to inf for eps d** > ~709: the (trivial) upper bound is then inf,
+    # except where the prior is 0 (a posterior is 0 wherever the prior is).
+    return DensityBounds(lower=lower, upper=_times_exp(p, log_factor)[()])
 
 
 def hamming_distances(datasets: Sequence | np.ndarray) -> np.ndarray:
@@ -166,15 +156,8 @@ def hamming_distances(datasets: Sequence | np.ndarray) -> np.ndarray:
     numpy.ndarray
         ``(m, m)`` integer matrix of the number of records that differ.
 
-    Raises
-    ------
-    ValueError
-        If the datasets do not all have the same number of records (or records of the
-        same shape), or ``datasets`` is not at least 2-D.
-
     Examples
     --------
-    >>> from pymc_edp.risk import hamming_distances
     >>> hamming_distances([[0, 0], [0, 1], [1, 0], [1, 1]]).tolist()
     [[0, 1, 1, 2], [1, 0, 2, 1], [1, 2, 0, 1], [2, 1, 1, 0]]
     """
@@ -251,10 +234,9 @@ def bailie_gong_prior_predictive_bounds(
     t = 0, 1, 2; the uniform prior's predictive density lies within the bounds:
 
     >>> from pymc_edp.conjugate import laplace_mechanism
-    >>> from pymc_edp.risk import bailie_gong_prior_predictive_bounds, hamming_distances
     >>> datasets = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
     >>> mech = laplace_mechanism(epsilon=0.5, sensitivity=1.0)
-    >>> dens = mech.density_matrix(datasets.sum(axis=1), [0.0, 1.0, 2.0]).values
+    >>> dens = np.exp(mech.log_density([0.0, 1.0, 2.0], datasets.sum(axis=1)[:, None]))
     >>> bounds = bailie_gong_prior_predictive_bounds(dens, hamming_distances(datasets), 0.5)
     >>> bounds.lower.round(4).tolist(), bounds.upper.round(4).tolist()
     ([0.092, 0.092, 0.092], [0.25, 0.4122, 0.25])
@@ -269,11 +251,9 @@ def bailie_gong_prior_predictive_bounds(
     d = _check_density(d, "distances", "distances")
     eps, _ = _check_eps_d(epsilon, 0.0)
     log_factor = _eps_times_d(eps, d.max(axis=1)[:, None])
-    with np.errstate(over="ignore", invalid="ignore"):
-        upper = np.where(p > 0, p * np.exp(log_factor), 0.0)
     return DensityBounds(
         lower=np.max(np.exp(-log_factor) * p, axis=0),
-        upper=np.min(upper, axis=0),
+        upper=np.min(_times_exp(p, log_factor), axis=0),
     )
 
 
@@ -284,10 +264,9 @@ def bailie_gong_power_bound(
 ) -> float | np.ndarray:
     """Largest power of a level-alpha test from an epsilon-DP release (Bailie & Gong).
 
-    Testing ``theta_0`` against ``theta_1`` from a release of an epsilon-DP mechanism, any
-    level-alpha test has power at most ``alpha exp(d** eps)`` (capped at 1), where ``d**``
-    is the largest distance between datasets supported under the two hypotheses. It
-    generalises Wasserman & Zhou (2010) beyond i.i.d. records.
+    Testing ``theta_0`` against ``theta_1`` from an epsilon-DP release, any level-alpha test
+    has power at most ``alpha exp(d** eps)`` (generalising Wasserman & Zhou 2010 beyond
+    i.i.d. records).
 
     Parameters
     ----------
@@ -310,7 +289,6 @@ def bailie_gong_power_bound(
 
     Examples
     --------
-    >>> from pymc_edp.risk import bailie_gong_power_bound
     >>> round(bailie_gong_power_bound(0.05, epsilon=0.5, d_star_star=1), 4)
     0.0824
     >>> bailie_gong_power_bound(0.05, [0.5, 1.0, 5.0], 1).round(4).tolist()
@@ -320,6 +298,4 @@ def bailie_gong_power_bound(
     if np.any(~((a >= 0) & (a <= 1))):
         raise ValueError("`alpha` must lie in [0, 1].")
     eps, d = _check_eps_d(epsilon, d_star_star)
-    with np.errstate(over="ignore", invalid="ignore"):
-        power = np.where(a > 0, a * np.exp(_eps_times_d(eps, d)), 0.0)
-    return as_float_or_array(np.minimum(1.0, power))
+    return as_float_or_array(np.minimum(1.0, _times_exp(a, _eps_times_d(eps, d))))

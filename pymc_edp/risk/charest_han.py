@@ -1,12 +1,7 @@
 """DP and conditional DP (CDP) epsilon of a finite mechanism given by its transition matrix.
 
-Rows of the transition matrix are indexed by the confidential statistic (the count x) and
-columns by the released value. :func:`~pymc_edp.risk.dp_epsilon` is the largest log ratio
-between neighbouring rows (eq. 1 of the paper);
-:func:`~pymc_edp.risk.conditional_dp_epsilon` conditions it on the observed dataset,
-comparing only that dataset's neighbours with it (Sec. 3.1, Table 1), and
-:func:`~pymc_edp.risk.conditional_dp_distribution` tabulates the CDP epsilon of every
-possible count (Figure 1).
+Rows of the transition matrix are indexed by the confidential statistic (the count x),
+columns by the released value.
 
 References
 ----------
@@ -21,6 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
+
+from pymc_edp.conjugate.posteriors import _max_abs_log_ratio
+from pymc_edp.risk._common import as_float_or_array
 
 __all__ = [
     "conditional_dp_distribution",
@@ -57,17 +55,11 @@ def _check_pairs(pairs, n_rows: int) -> np.ndarray:
 def _pair_epsilons(log_t: np.ndarray, pairs: np.ndarray | None) -> np.ndarray:
     """``max_c |log T[i, c] - log T[j, c]|`` for each neighbouring pair of rows (i, j).
 
-    A column where both rows are zero carries no information and contributes 0; a column
-    where exactly one is zero makes the pair infinitely distinguishable (``inf``).
+    A column zero in both rows contributes 0; zero in one only gives ``inf``.
     """
     if pairs is None:
-        a, b = log_t[1:], log_t[:-1]
-    else:
-        a, b = log_t[pairs[:, 0]], log_t[pairs[:, 1]]
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(a - b)
-    diff = np.where(np.isneginf(a) & np.isneginf(b), 0.0, diff)
-    return diff.max(axis=1)
+        return _max_abs_log_ratio(log_t[1:], log_t[:-1], axis=1)
+    return _max_abs_log_ratio(log_t[pairs[:, 0]], log_t[pairs[:, 1]], axis=1)
 
 
 def dp_epsilon(
@@ -78,16 +70,13 @@ def dp_epsilon(
 ) -> float:
     """DP epsilon of a finite mechanism given by its transition matrix.
 
-    Rows are indexed by the confidential statistic (the count x) and columns by the
-    released value; row x is ``P(output | x)``. Neighbouring datasets are adjacent rows
-    (``x`` and ``x + 1``: one record changed), so::
+    Row x is ``P(output | x)``; neighbouring datasets are adjacent rows (one record
+    changed), so::
 
-        eps = max over x, c of |log T[x + 1, c] - log T[x, c]|.
+        eps = max over x, c of |log T[x + 1, c] - log T[x, c]|,
 
-    Because the output space is finite, the maximum over single outputs equals the maximum
-    over all events (sets of outputs) in the DP definition. Rows may also be densities of a
-    continuous mechanism on a grid of outputs; the result is then the sup of the log
-    density ratio over that grid.
+    which for a finite output space is also the maximum over events. Rows may also be
+    densities on a grid of outputs (the sup of the log density ratio over that grid).
 
     Parameters
     ----------
@@ -103,8 +92,7 @@ def dp_epsilon(
     Returns
     -------
     float
-        Epsilon. A column that is zero in one row of a neighbouring pair but positive in
-        the other gives ``inf`` (no finite epsilon); a column zero in both is ignored.
+        ``inf`` if a column is zero in one row of a neighbouring pair only.
 
     References
     ----------
@@ -117,7 +105,6 @@ def dp_epsilon(
 
     Examples
     --------
-    >>> from pymc_edp.risk import dp_epsilon
     >>> rr = np.array([[0.75, 0.25], [0.25, 0.75]])  # randomized response
     >>> round(dp_epsilon(rr), 4), round(float(np.log(3)), 4)
     (1.0986, 1.0986)
@@ -143,31 +130,24 @@ def conditional_dp_epsilon(
 ) -> float | np.ndarray:
     """Conditional DP (CDP) epsilon of a finite mechanism for the observed dataset(s) x.
 
-    Charest & Han (2017, Sec. 3.1) condition the DP ratio on the observed data: only the
-    neighbours of the observed dataset are compared with it. With rows indexed by the count
-    x, the neighbours are the rows ``x - 1`` and ``x + 1`` that exist, so::
+    Only the neighbours of the observed dataset are compared with it (Sec. 3.1)::
 
         cdp(x) = max over x' in {x - 1, x + 1}, c of |log T[x', c] - log T[x, c]|.
 
-    (The paper's definition is written with D^{-i}; its worked example, Table 1, compares
-    adjacent rows of equal size, i.e. one record changed, and that is what is computed.)
-    The maximum of ``cdp`` over all x is :func:`dp_epsilon`.
+    (The paper writes the definition with D^{-i}; its Table 1 compares adjacent rows of
+    equal size, one record changed, as here.) Its maximum over x is :func:`dp_epsilon`.
 
     Parameters
     ----------
-    transition : array_like, shape (n_rows, n_outputs)
-        Transition matrix, row x = ``P(output | x)``.
+    transition, pairs, log
+        As in :func:`dp_epsilon`.
     x : int or array_like of int
-        Observed row(s); vectorised.
-    pairs : sequence of (int, int), optional
-        General neighbour graph, as in :func:`dp_epsilon`.
-    log : bool, default False
-        ``transition`` holds log-probabilities.
+        Observed row(s).
 
     Returns
     -------
     float or numpy.ndarray
-        CDP epsilon, a float for scalar ``x``, else an array shaped like ``x``.
+        Shaped like ``x``.
 
     References
     ----------
@@ -178,7 +158,6 @@ def conditional_dp_epsilon(
     Examples
     --------
     >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
-    >>> from pymc_edp.risk import conditional_dp_epsilon
     >>> t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5)  # Charest & Han, Table 1
     >>> round(conditional_dp_epsilon(t, 2), 3)
     1.466
@@ -206,7 +185,7 @@ def conditional_dp_epsilon(
     out = per_row[x_arr]
     if np.any(np.isneginf(out)):
         raise ValueError("Some observed rows have no neighbour in `pairs`.")
-    return float(out) if out.ndim == 0 else out
+    return as_float_or_array(out)
 
 
 def conditional_dp_distribution(
@@ -224,10 +203,8 @@ def conditional_dp_distribution(
     Returns
     -------
     xarray.DataArray
-        ``cdp_epsilon`` over dim ``"x"`` (one value per possible count, each count counted
-        once, as in Charest & Han's dotplots); ``attrs["dp_epsilon"]`` holds the DP epsilon
-        (the maximum). Summaries such as ``.median()`` are then over the ``n + 1`` possible
-        counts, not weighted by how many binary datasets share a count.
+        ``cdp_epsilon`` over ``"x"``, each count once as in Charest & Han's dotplots (not
+        weighted by how many binary datasets share it); ``attrs["dp_epsilon"]`` is the max.
 
     References
     ----------
@@ -238,7 +215,6 @@ def conditional_dp_distribution(
     Examples
     --------
     >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
-    >>> from pymc_edp.risk import conditional_dp_distribution
     >>> cdp = conditional_dp_distribution(beta_binomial_synthesizer_matrix(5, 0.5, 0.5))
     >>> cdp.dims, round(cdp.attrs["dp_epsilon"], 4)
     (('x',), 2.3979)

@@ -1,13 +1,8 @@
 """Lee & Clifton (2011): the adversary's beliefs over possible worlds and the choice of epsilon.
 
 The adversary knows the universe of n records and that the released dataset is the
-universe with one record missing (a *possible world*); the release is a Laplace
-mechanism on any query. :func:`~pymc_edp.risk.possible_world_beliefs` is the adversary's
-posterior over the worlds (Definition 3), :func:`~pymc_edp.risk.lee_clifton_risk` the risk
-of disclosure Gamma (Definition 5), :func:`~pymc_edp.risk.lee_clifton_epsilon_bound` the
-closed-form upper bound on epsilon (eq. 7) and :func:`~pymc_edp.risk.lee_clifton_max_epsilon`
-the largest epsilon whose worst-case belief
-(:func:`~pymc_edp.risk.lee_clifton_worst_case_belief`) is at most rho (Sec. 5.2).
+universe with one record missing (a *possible world*); the release is a Laplace mechanism
+on any query. The running example (absence days {1, 2, 3, 10}) is theirs.
 
 References
 ----------
@@ -40,6 +35,20 @@ __all__ = [
 ]
 
 
+def _universe(universe) -> np.ndarray:
+    u = np.asarray(universe)
+    if u.ndim == 0 or u.shape[0] < 3:
+        raise ValueError("The universe needs at least 3 records.")
+    return u
+
+
+def _epsilons(epsilon) -> np.ndarray:
+    eps = np.asarray(epsilon, dtype=float)
+    if eps.ndim > 1 or np.any(~(eps >= 0)) or not np.all(np.isfinite(eps)):
+        raise ValueError("`epsilon` must be a finite non-negative scalar or 1-D array.")
+    return eps
+
+
 def _query_value(query: Callable, world: np.ndarray) -> np.ndarray:
     v = np.atleast_1d(np.asarray(query(world), dtype=float))
     if v.ndim != 1 or not np.all(np.isfinite(v)):
@@ -50,15 +59,12 @@ def _query_value(query: Callable, world: np.ndarray) -> np.ndarray:
 def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) -> float:
     """Global L1 sensitivity of ``query`` over the possible worlds of ``universe``.
 
-    ``Delta f = max over worlds w and records t in w of ||f(w) - f(w minus t)||_1``: the
-    largest change one record's removal makes to the query, over every dataset of size
-    ``n - 1`` drawn from the universe of ``n`` records (17/6 for the mean and 4 for the
-    median of Lee & Clifton's absence days {1, 2, 3, 10}).
+    ``Delta f = max over worlds w and records t in w of ||f(w) - f(w minus t)||_1``.
 
     Parameters
     ----------
     universe : array_like
-        The n records (first axis) the adversary knows.
+        The n >= 3 records (first axis) the adversary knows.
     query : callable
         ``query(records) -> float or 1-D array``.
 
@@ -73,17 +79,12 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
 
     Examples
     --------
-    Lee & Clifton's absence days:
-
-    >>> from pymc_edp.risk import lee_clifton_sensitivity
     >>> round(lee_clifton_sensitivity([1, 2, 3, 10], np.mean), 4)  # 17/6
     2.8333
     >>> lee_clifton_sensitivity([1, 2, 3, 10], np.median)
     4.0
     """
-    u = np.asarray(universe)
-    if u.shape[0] < 3:
-        raise ValueError("The universe needs at least 3 records.")
+    u = _universe(universe)
     best = 0.0
     for i in range(u.shape[0]):
         world = np.delete(u, i, axis=0)
@@ -97,10 +98,7 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
 
 @dataclass(frozen=True)
 class PossibleWorlds:
-    """The adversary's possible worlds: the universe with one record missing.
-
-    World i is the universe without record i (Lee & Clifton's ``X'``); the adversary knows
-    the universe and the mechanism and tries to learn which record is missing.
+    """The adversary's possible worlds: world i is the universe without record i.
 
     Attributes
     ----------
@@ -113,7 +111,6 @@ class PossibleWorlds:
 
     Examples
     --------
-    >>> from pymc_edp.risk import possible_worlds
     >>> worlds = possible_worlds([1, 2, 3, 10], np.mean)
     >>> worlds.n, worlds.delta_v
     (4, 3.0)
@@ -151,13 +148,10 @@ def possible_worlds(
 
     Parameters
     ----------
-    universe : array_like
-        The n records (first axis).
-    query : callable
-        ``query(records) -> float or 1-D array``; any Python callable (mean, median, ...).
+    universe, query
+        As in :func:`lee_clifton_sensitivity`.
     sensitivity : float, optional
-        ``Delta f``; computed by :func:`lee_clifton_sensitivity` (``O(n^2)`` query calls)
-        when omitted.
+        ``Delta f``; by default :func:`lee_clifton_sensitivity` (``O(n^2)`` query calls).
 
     Returns
     -------
@@ -169,16 +163,13 @@ def possible_worlds(
 
     Examples
     --------
-    >>> from pymc_edp.risk import possible_worlds
     >>> worlds = possible_worlds([1, 2, 3, 10], np.mean)  # Lee & Clifton's absence days
     >>> worlds.values[:, 0].round(4).tolist()  # mean without 1, 2, 3, 10
     [5.0, 4.6667, 4.3333, 2.0]
     >>> round(worlds.sensitivity, 4), worlds.delta_v
     (2.8333, 3.0)
     """
-    u = np.asarray(universe)
-    if u.ndim == 0 or u.shape[0] < 3:
-        raise ValueError("The universe needs at least 3 records.")
+    u = _universe(universe)
     values = np.stack([_query_value(query, np.delete(u, i, axis=0)) for i in range(u.shape[0])])
     if sensitivity is None:
         sensitivity = lee_clifton_sensitivity(u, query)
@@ -208,40 +199,28 @@ def possible_world_beliefs(
 ) -> xr.DataArray:
     """Adversary's posterior belief over possible worlds after a Laplace release.
 
-    The mechanism releases ``response = f(X') + Laplace(Delta f / eps)``; the adversary's
-    posterior on ``X' = w_i`` is (Lee & Clifton, Definition 3)
+    For ``response = f(X') + Laplace(Delta f / eps)`` the adversary's posterior on
+    ``X' = w_i`` is (Definition 3)
 
-        beta(w_i) = pi_i exp(-||response - f(w_i)||_1 eps / Delta f) / sum_k (same),
-
-    with the uniform prior ``pi_i = 1 / n`` of the paper unless ``prior`` is given.
+        beta(w_i) = pi_i exp(-||response - f(w_i)||_1 eps / Delta f) / sum_k (same).
 
     Parameters
     ----------
-    universe : array_like
-        The n records (first axis).
-    query : callable
-        ``query(records) -> float or 1-D array``.
+    universe, query, sensitivity
+        As in :func:`possible_worlds`.
     response : float or 1-D array_like
         The released (noisy) query answer.
     epsilon : float or 1-D array_like
         DP epsilon(s) of the Laplace mechanism.
-    sensitivity : float, optional
-        ``Delta f`` (default: :func:`lee_clifton_sensitivity`).
     prior : array_like, optional
-        Prior weights on the worlds (default uniform).
+        Prior weights ``pi_i`` on the worlds (default uniform, as in the paper).
 
     Returns
     -------
     xarray.DataArray
-        ``belief`` over dim ``"world"`` (and ``"epsilon"`` first when ``epsilon`` is an
-        array). World i is the universe without record i; for a 1-D universe the
-        coordinate ``missing`` holds that record's value, and for a scalar query
-        ``query_value`` holds ``f(w_i)``. The risk of disclosure Gamma is ``.max("world")``.
-
-    Notes
-    -----
-    With the absence-days universe {1, 2, 3, 10}, the mean, response 2.2013 and eps = 2,
-    the belief in {1, 2, 3} is 0.6180 (0.3390 for school years {1, 2, 3, 4}).
+        ``belief`` over ``"world"`` (after ``"epsilon"`` for an array ``epsilon``), with
+        coordinates ``missing`` (the record, 1-D universe) and ``query_value`` (``f(w_i)``,
+        scalar query).
 
     References
     ----------
@@ -250,7 +229,6 @@ def possible_world_beliefs(
 
     Examples
     --------
-    >>> from pymc_edp.risk import possible_world_beliefs
     >>> b = possible_world_beliefs([1, 2, 3, 10], np.mean, response=2.2013, epsilon=2.0)
     >>> b["missing"].values.tolist()
     [1, 2, 3, 10]
@@ -258,9 +236,7 @@ def possible_world_beliefs(
     [0.0988, 0.125, 0.1582, 0.618]
     """
     worlds = possible_worlds(universe, query, sensitivity=sensitivity)
-    eps = np.asarray(epsilon, dtype=float)
-    if eps.ndim > 1 or np.any(~(eps >= 0)) or not np.all(np.isfinite(eps)):
-        raise ValueError("`epsilon` must be a finite non-negative scalar or 1-D array.")
+    eps = _epsilons(epsilon)
     gamma = np.atleast_1d(np.asarray(response, dtype=float))
     if gamma.shape != (worlds.values.shape[1],):
         raise ValueError("`response` must have the shape of the query's value.")
@@ -305,7 +281,6 @@ def lee_clifton_risk(
 
     Examples
     --------
-    >>> from pymc_edp.risk import lee_clifton_risk
     >>> round(lee_clifton_risk([1, 2, 3, 10], np.mean, 2.2013, 2.0), 4)
     0.618
     >>> lee_clifton_risk([1, 2, 3, 10], np.mean, 2.2013, [0.5, 2.0]).round(4).tolist()
@@ -333,22 +308,18 @@ def lee_clifton_worst_case_belief(
 ) -> float | np.ndarray:
     """Largest belief any response can give the adversary in any world (eq. 19).
 
-    ``max_i 1 / (1 + sum_{k != i} exp(-||f(w_i) - f(w_k)||_1 eps / Delta f))``: by the
-    triangle inequality the supremum over responses of ``beta(w_i)`` is attained at
-    ``response = f(w_i)`` (Lee & Clifton eqs. 1-3), so this bound is exact, unlike the
-    ``Delta v`` bound of eq. (5).
+    ``max_i 1 / (1 + sum_{k != i} exp(-||f(w_i) - f(w_k)||_1 eps / Delta f))``: the
+    supremum over responses of ``beta(w_i)`` is at ``response = f(w_i)`` (triangle
+    inequality, eqs. 1-3), so this is exact, unlike the ``Delta v`` bound of eq. (5).
 
     Parameters
     ----------
-    universe, query, sensitivity, prior
+    universe, query, epsilon, sensitivity, prior
         As in :func:`possible_world_beliefs`.
-    epsilon : float or 1-D array_like
-        DP epsilon(s).
 
     Returns
     -------
     float or numpy.ndarray
-        E.g. 0.3292 for the school-year mean at eps = 0.5 (the paper's eq. 12).
 
     References
     ----------
@@ -357,14 +328,11 @@ def lee_clifton_worst_case_belief(
 
     Examples
     --------
-    >>> from pymc_edp.risk import lee_clifton_worst_case_belief
     >>> round(lee_clifton_worst_case_belief([1, 2, 3, 4], np.mean, 0.5), 4)  # eq. (12)
     0.3292
     """
     worlds = possible_worlds(universe, query, sensitivity=sensitivity)
-    eps = np.asarray(epsilon, dtype=float)
-    if eps.ndim > 1 or np.any(~(eps >= 0)):
-        raise ValueError("`epsilon` must be a non-negative scalar or 1-D array.")
+    eps = _epsilons(epsilon)
     out = _worst_case_from_worlds(worlds, np.atleast_1d(eps), prior)
     return float(out[0]) if eps.ndim == 0 else out
 
@@ -373,9 +341,8 @@ def lee_clifton_epsilon_bound(delta_f: float, delta_v: float, n: int, rho: float
     """Largest epsilon guaranteed by Lee & Clifton's bound (eq. 7).
 
     ``eps <= (Delta f / Delta v) ln((n - 1) rho / (1 - rho))`` keeps the adversary's
-    belief in any of the n possible worlds at most ``rho``, whatever the response. The
-    bound replaces every distance between worlds by the largest, ``Delta v``, so it is
-    sufficient, not necessary; :func:`lee_clifton_max_epsilon` finds the exact value.
+    belief in every world at most ``rho``. Sufficient, not necessary (every distance
+    between worlds is taken as ``Delta v``); :func:`lee_clifton_max_epsilon` is exact.
 
     Parameters
     ----------
@@ -391,8 +358,6 @@ def lee_clifton_epsilon_bound(delta_f: float, delta_v: float, n: int, rho: float
     Returns
     -------
     float
-        E.g. ``17/18 ln(3/2) = 0.3829`` (mean of absence days), ``5/6 ln(3/2) = 0.3379``
-        (school year), ``4 ln(3/2) = 1.6219`` (median of absence days).
 
     References
     ----------
@@ -400,7 +365,6 @@ def lee_clifton_epsilon_bound(delta_f: float, delta_v: float, n: int, rho: float
 
     Examples
     --------
-    >>> from pymc_edp.risk import lee_clifton_epsilon_bound
     >>> round(lee_clifton_epsilon_bound(17 / 6, 3.0, n=4, rho=1 / 3), 4)  # mean, absence days
     0.3829
     >>> round(lee_clifton_epsilon_bound(4.0, 1.0, n=4, rho=1 / 3), 4)  # median
@@ -428,10 +392,8 @@ def lee_clifton_max_epsilon(
 ) -> float:
     """Largest epsilon whose worst-case belief is at most ``rho`` (binary search).
 
-    The worst-case belief (:func:`lee_clifton_worst_case_belief`) increases with epsilon,
-    so the largest admissible epsilon is found by bisection (Lee & Clifton Sec. 5.2). The
-    search starts from the closed-form bound (eq. 7), which is always admissible, and
-    doubles an upper end until it is not.
+    The worst-case belief (:func:`lee_clifton_worst_case_belief`) increases with epsilon:
+    bisection (Sec. 5.2) from the always admissible bound of eq. (7).
 
     Parameters
     ----------
@@ -445,9 +407,8 @@ def lee_clifton_max_epsilon(
     Returns
     -------
     float
-        The largest admissible epsilon; ``inf`` if even a noiseless release keeps every
-        belief at most ``rho`` (worlds that share a query value cannot be told apart).
-        E.g. ``4 ln 2 = 2.7726`` for the median of absence days at ``rho = 1/3``.
+        ``inf`` if even a noiseless release keeps every belief at most ``rho`` (worlds
+        that share a query value cannot be told apart).
 
     References
     ----------
@@ -456,7 +417,6 @@ def lee_clifton_max_epsilon(
 
     Examples
     --------
-    >>> from pymc_edp.risk import lee_clifton_max_epsilon
     >>> round(lee_clifton_max_epsilon([1, 2, 3, 10], np.median, 1 / 3), 4)  # 4 ln 2
     2.7726
     >>> round(lee_clifton_max_epsilon([1, 2, 3, 10], np.mean, 1 / 3), 4)  # eq. (7) gives 0.3829

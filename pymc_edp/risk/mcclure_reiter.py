@@ -1,12 +1,8 @@
 """McClure & Reiter (2012): intruder risk for the Beta-Bernoulli synthesizer.
 
-The intruder knows every record but one (record j), the synthesizer and its parameters,
-and sees the synthetic data. :func:`~pymc_edp.risk.mcclure_reiter_risk` is their absolute
-risk R_j (eq. 5), :func:`~pymc_edp.risk.mcclure_reiter_relative_risk` the relative risk
-RR_j (eq. 8) and :func:`~pymc_edp.risk.mcclure_reiter_expected_risk` the expected risk
-increase ER_j (eqs. 6-7, Table 1); :func:`~pymc_edp.risk.mcclure_reiter_assessment` is the
-joint (RR, R) assessment over intruder priors against an
-:class:`~pymc_edp.risk.AcceptableRegion` (Sec. 4).
+The intruder knows every record but one (record j), the synthesizer
+(:class:`~pymc_edp.conjugate.BernoulliSynthesizer`) and its parameters, and sees the
+synthetic data.
 
 References
 ----------
@@ -55,12 +51,7 @@ def _mr_synthesizer(
 
 
 def _mr_log_likelihood_ratio(x_minus_j, x_synthetic, n, alpha, beta, n_s) -> np.ndarray:
-    """``log Bin(X*; n_s, p1) - log Bin(X*; n_s, p0)`` of McClure & Reiter's eq. (5).
-
-    ``p1 = (X_{-j} + 1 + alpha) / (n + alpha + beta)``, ``p0 = (X_{-j} + alpha) / (...)``;
-    the binomial coefficients cancel and the two log-ratios are written with ``log1p`` so
-    that they stay exact when alpha is huge (small epsilon).
-    """
+    """``log Bin(X*; n_s, p1) - log Bin(X*; n_s, p0)`` of eq. (5), exact for huge alpha."""
     xm = np.asarray(x_minus_j, dtype=float)
     xs = np.asarray(x_synthetic, dtype=float)
     return xs * np.log1p(1.0 / (xm + alpha)) + (n_s - xs) * np.log1p(-1.0 / (n - xm + beta))
@@ -90,15 +81,12 @@ def mcclure_reiter_risk(
 ) -> float | np.ndarray:
     """Intruder's posterior probability of the true value of record j, R_j (eq. 5).
 
-    The intruder knows every record but j (``D_{-j}``), the synthesizer and its parameters
-    (McClure & Reiter's S), and sees ``x_synthetic`` ones among the ``n_synthetic``
-    released records. With prior ``w = P(Y_j = 1)``,
+    With prior ``w = P(Y_j = 1)`` and ``x_synthetic`` ones among the released records,
 
         R_j = Bin(X*; n_s, p1) w / (Bin(X*; n_s, p1) w + Bin(X*; n_s, p0) (1 - w)),
 
-    ``p1 = (X_{-j} + 1 + a) / (n + a + b)``, ``p0 = (X_{-j} + a) / (n + a + b)``, for a
-    record with ``Y_j = 1``; for ``y=0`` the posterior probability of ``Y_j = 0`` is
-    returned instead (the paper's choice when D holds no ones).
+    ``p1 = (X_{-j} + 1 + a) / (n + a + b)``, ``p0 = (X_{-j} + a) / (n + a + b)``, for
+    ``Y_j = 1``; for ``y=0``, the posterior probability of ``Y_j = 0``.
 
     Parameters
     ----------
@@ -109,20 +97,19 @@ def mcclure_reiter_risk(
     n : int
         Number of confidential records.
     epsilon : float or BernoulliSynthesizer
-        DP epsilon of the synthesizer, which then uses ``alpha = beta = 1 / (e^(eps/n_s) -
-        1)`` (:func:`pymc_edp.conjugate.bernoulli_synthesizer_prior`); or the synthesizer
-        itself, for other priors.
+        DP epsilon of the synthesizer
+        (:func:`~pymc_edp.conjugate.bernoulli_synthesizer_prior`), or the synthesizer.
     n_synthetic : int, optional
         Number of synthetic records ``n_s`` (default ``n``).
     prior : float or array_like, default 0.5
         Intruder's prior ``w = P(Y_j = 1 | D_{-j}, S)`` in (0, 1).
     y : {1, 0}
-        True value of the attacked record j.
+        True value of the attacked record j (0: the paper's choice when D holds no ones).
 
     Returns
     -------
     float or numpy.ndarray
-        ``R_j``, broadcast over ``x``, ``x_synthetic`` and ``prior``.
+        Broadcast over ``x``, ``x_synthetic`` and ``prior``.
 
     References
     ----------
@@ -135,7 +122,6 @@ def mcclure_reiter_risk(
     McClure & Reiter's setting, n = n_s = 1000 records, a record whose value is the only one
     in the data (x = 1), intruder prior 0.5:
 
-    >>> from pymc_edp.risk import mcclure_reiter_risk
     >>> round(mcclure_reiter_risk(1, 1, 1000, epsilon=0.01), 4)
     0.4975
     >>> mcclure_reiter_risk(1, [0, 1, 2, 5], 1000, epsilon=1000).round(4).tolist()
@@ -174,8 +160,6 @@ def mcclure_reiter_relative_risk(
     Returns
     -------
     float or numpy.ndarray
-        ``R_j`` divided by the prior probability of the true value (bounded by its
-        reciprocal since Y_j is discrete).
 
     References
     ----------
@@ -183,7 +167,6 @@ def mcclure_reiter_relative_risk(
 
     Examples
     --------
-    >>> from pymc_edp.risk import mcclure_reiter_relative_risk
     >>> rr = mcclure_reiter_relative_risk(1, [0, 1, 5, 10], 10, epsilon=1.0, prior=0.1)
     >>> rr.round(4).tolist()
     [0.616, 0.7104, 1.2343, 2.3197]
@@ -202,34 +185,22 @@ def mcclure_reiter_expected_risk(
 ) -> float | xr.DataArray:
     """Expected increase in intruder risk, ER_j (McClure & Reiter eq. 6).
 
-    Averages ``max(R_j, pi) - pi`` (``pi`` the prior probability of the true value) over
-    the confidential count ``X ~ Binomial(n, p0)`` and the synthetic count
-    ``X* | X ~ Binomial(n_s, (X + a) / (n + a + b))`` (eq. 7), attacking a record with
-    ``Y_j = 1`` -- or, when ``X = 0``, a record with ``Y_j = 0``, as in the paper.
+    The mean of ``max(R_j, pi) - pi`` (``pi`` the prior probability of the true value)
+    over ``X ~ Binomial(n, p0)`` and ``X* | X ~ Binomial(n_s, (X + a) / (n + a + b))``
+    (eq. 7), attacking a record with ``Y_j = 1`` (``Y_j = 0`` when ``X = 0``).
 
     Parameters
     ----------
     p0 : float or 1-D array_like
         Population proportion(s) of ones.
-    epsilon : float or 1-D array_like
-        DP epsilon(s) of the synthesizer (``alpha = beta = 1 / (e^(eps/n_s) - 1)``).
-    n : int
-        Number of confidential records.
-    n_synthetic : int, optional
-        Number of synthetic records (default ``n``).
-    prior : float, default 0.5
-        Intruder's prior ``P(Y_j = 1)``.
+    epsilon, n, n_synthetic, prior
+        As in :func:`mcclure_reiter_risk` (``epsilon`` scalar or 1-D, ``prior`` scalar).
 
     Returns
     -------
     float or xarray.DataArray
         A float for scalar inputs; otherwise ``expected_risk`` with dims ``("p0",
         "epsilon")`` for those arguments that are arrays.
-
-    Notes
-    -----
-    Reproduces McClure & Reiter's Table 1 (n = n_s = 1000, prior 0.5), e.g. 0.125 for
-    ``p0 = 0.001``, ``eps = 1000`` and 3.14e-5 (printed 3.13e-05) for ``eps = 0.01``.
 
     References
     ----------
@@ -239,9 +210,9 @@ def mcclure_reiter_expected_risk(
 
     Examples
     --------
-    Two entries of McClure & Reiter's Table 1 (n = n_s = 1000, ``p0 = 0.001``):
+    Two entries of McClure & Reiter's Table 1 (n = n_s = 1000, ``p0 = 0.001``; the paper
+    prints 3.13e-05 for the second):
 
-    >>> from pymc_edp.risk import mcclure_reiter_expected_risk
     >>> round(mcclure_reiter_expected_risk(0.001, 1000, 1000), 4)
     0.1252
     >>> f"{mcclure_reiter_expected_risk(0.001, 0.01, 1000):.3g}"
@@ -302,12 +273,10 @@ def mcclure_reiter_expected_risk(
 
 @dataclass(frozen=True)
 class AcceptableRegion:
-    """Acceptable part of the (RR, R) plane as a step function of the absolute risk.
+    """Acceptable part of the (RR, R) plane: ``RR <= rr_max[k]`` for the first ``R <= r_upper[k]``.
 
-    A point is acceptable when ``RR <= rr_max[k]`` for the first ``k`` with
-    ``R <= r_upper[k]``. McClure & Reiter's examples -- ``RR <= 10`` as long as
-    ``R <= 0.10``, and ``RR <= 1.05`` for high ``R`` -- read
-    ``AcceptableRegion(r_upper=(0.1, 1.0), rr_max=(10.0, 1.05))``.
+    McClure & Reiter's example (``RR <= 10`` while ``R <= 0.10``, ``RR <= 1.05`` above) is
+    the one below.
 
     Parameters
     ----------
@@ -322,7 +291,6 @@ class AcceptableRegion:
 
     Examples
     --------
-    >>> from pymc_edp.risk import AcceptableRegion
     >>> region = AcceptableRegion(r_upper=(0.1, 1.0), rr_max=(10.0, 1.05))
     >>> region.rr_max
     (10.0, 1.05)
@@ -357,12 +325,10 @@ class DisclosureAssessment:
     Attributes
     ----------
     risks : xarray.Dataset
-        Over dim ``"prior"`` (the intruder's ``P(Y_j = 1)``): ``risk`` (R_j),
-        ``relative_risk`` (RR_j) and ``acceptable`` (bool).
+        ``risk``, ``relative_risk`` and ``acceptable`` over the intruder's ``prior``.
 
     Examples
     --------
-    >>> from pymc_edp.risk import AcceptableRegion, mcclure_reiter_assessment
     >>> region = AcceptableRegion(r_upper=(0.1, 1.0), rr_max=(10.0, 1.05))
     >>> a = mcclure_reiter_assessment(
     ...     1, 1, 10, 5.0, acceptable=region, priors=[0.01, 0.05, 0.5, 0.9]
@@ -413,8 +379,6 @@ def mcclure_reiter_assessment(
     Returns
     -------
     DisclosureAssessment
-        ``.risks`` holds R, RR and the verdict per prior; ``.acceptable`` is True when the
-        release is safe for every prior considered.
 
     References
     ----------
@@ -424,7 +388,6 @@ def mcclure_reiter_assessment(
 
     Examples
     --------
-    >>> from pymc_edp.risk import AcceptableRegion, mcclure_reiter_assessment
     >>> region = AcceptableRegion(r_upper=(0.1, 1.0), rr_max=(10.0, 1.05))
     >>> mcclure_reiter_assessment(1, 1, 10, 1.0, acceptable=region).acceptable
     True

@@ -216,7 +216,7 @@ def test_laplace_density_matrix_epsilon(epsilon, sensitivity):
     mech = laplace_mechanism(epsilon, sensitivity)
     values = sensitivity * np.arange(4)  # neighbouring datasets: one sensitivity apart
     outputs = np.linspace(-10 * mech.scale, values[-1] + 10 * mech.scale, 2001)
-    dens = mech.density_matrix(values, outputs, log=True)
+    dens = mech.log_density(outputs[None, :], values[:, None])  # rows: query values
     # The density ratio saturates at e^eps outside [f(x), f(x')]; the grid reaches there.
     assert dp_epsilon(dens, log=True) == pytest.approx(epsilon, rel=EPS_RTOL)
 

@@ -1,12 +1,22 @@
 """Tests of pymc_edp.query.queries: the vectorised sum and mean queries."""
 
+from typing import Protocol, runtime_checkable
+
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
 
 import pymc_edp.query as edpq
-from pymc_edp.query.queries import LeaveOneOutQuery
+
+
+@runtime_checkable
+class LeaveOneOutQuery(Protocol):
+    """The protocol query_samples vectorises: a query with a leave_one_out method."""
+
+    def __call__(self, df: pd.DataFrame): ...
+
+    def leave_one_out(self, df: pd.DataFrame, id_col: str): ...
 
 
 def test_leave_one_out_by_hand():
