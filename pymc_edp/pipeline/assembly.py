@@ -40,11 +40,11 @@ def assemble(
     """
     est = verified.estimates.copy()
     if not inp.factorised:  # no weights: a neighbour without a successful refit has nothing
-        unevaluated = est.method != "refit"
-        est.method[unevaluated] = "not evaluated"
-        est.limit[unevaluated] = limits.NOT_EVALUATED
+        unevaluated = est["method"] != "refit"
+        est["method"][unevaluated] = "not evaluated"
+        est["limit"][unevaluated] = limits.NOT_EVALUATED
     # neighbours with neither weights nor a successful refit have no estimate
-    est.eps[np.isneginf(est.eps)] = np.nan
+    est["eps"][np.isneginf(est["eps"])] = np.nan
     smoothing = settings.smoothing.weighted
     messages = [*messages, *_limit_messages(est, inp.neighbours.labels, inp.par_labels, smoothing)]
     lower, upper, se = intervals(est, verified.errors)
@@ -64,7 +64,7 @@ def assemble(
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=3)
         _log.info(msg)
-    filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
+    filled = np.where(np.isnan(est["eps"]), -np.inf, est["eps"])
     interval = None
     if (~np.isnan(upper)).any() and np.isfinite(filled).any():
         interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)
@@ -76,7 +76,7 @@ def assemble(
         bins=settings.bins,
         neighbour=settings.neighbour_label,
         # what happened, not what was asked: every neighbour refitted, none, or some
-        method=method_used(est.method),
+        method=method_used(est["method"]),
         smoothing=float(smoothing),
         n_samples=inp.n_samples,
         reff=float(inp.reff),
@@ -124,9 +124,9 @@ def _log_weights(est: Estimates, labels: np.ndarray) -> xr.DataArray | None:
 def _limit_messages(est: Estimates, labels, par_labels, smoothing: float) -> list[str]:
     """One warning per kind of resolution limit met: which neighbours, why, and the remedy."""
     out = []
-    eps = np.nan_to_num(est.eps, nan=-np.inf)
+    eps = np.nan_to_num(est["eps"], nan=-np.inf)
     for code in (limits.EMPTY_BIN, limits.SMOOTHING, limits.FEW_DRAWS):
-        hit = est.limit == code
+        hit = est["limit"] == code
         if not hit.any():
             continue
         rows = np.flatnonzero(hit.any(axis=1))
@@ -135,7 +135,7 @@ def _limit_messages(est: Estimates, labels, par_labels, smoothing: float) -> lis
         p = int(np.argmax(np.where(hit[worst], eps[worst], -np.inf)))
         example = f"{labels[worst]}: {eps[worst, p]:.3f} for {par_labels[p]}"
         if code == limits.SMOOTHING:
-            example += f", {est.eps_unsmoothed[worst, p]:.3f} without smoothing={smoothing:g}"
+            example += f", {est['eps_unsmoothed'][worst, p]:.3f} without smoothing={smoothing:g}"
         out.append(
             f"epsilon is a lower bound: {rows.size} neighbour(s) are at a resolution limit, "
             f"{limits.REASONS[code]} (worst: {example}); their intervals are open above. "
@@ -165,62 +165,62 @@ def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
 def _pointwise(est: Estimates, inp: Inputs, par_labels, labels, replace: bool) -> xr.Dataset:
     """The per-neighbour table ``res.pointwise``."""
     nbs = inp.neighbours
-    eps = est.eps
+    eps = est["eps"]
     filled = np.where(np.isnan(eps), -np.inf, eps)  # NaN: a neighbour with no estimate
     worst_par = np.argmax(filled, axis=1)
     rows = np.arange(eps.shape[0])
-    limit = limits.worst_code(est.limit, eps)
+    limit = limits.worst_code(est["limit"], eps)
     pointwise = xr.Dataset(
         {
             "epsilon": (NEIGHBOUR_DIM, eps[rows, worst_par]),
             "epsilon_parameter": ((NEIGHBOUR_DIM, PARAMETER_DIM), eps),
-            "lower_bound": (NEIGHBOUR_DIM, est.limit.any(axis=1)),
+            "lower_bound": (NEIGHBOUR_DIM, est["limit"].any(axis=1)),
             "limit": (NEIGHBOUR_DIM, limit, limits.flag_attrs(LIMIT_DOC)),
             "limit_parameter": (
                 (NEIGHBOUR_DIM, PARAMETER_DIM),
-                est.limit,
+                est["limit"],
                 limits.flag_attrs(LIMIT_DOC),
             ),
-            "bin_draws": (NEIGHBOUR_DIM, est.bin_draws[rows, worst_par]),
-            "pareto_k": (NEIGHBOUR_DIM, est.khat),
-            "pareto_k_moment_match": (NEIGHBOUR_DIM, est.khat_mm),
+            "bin_draws": (NEIGHBOUR_DIM, est["bin_draws"][rows, worst_par]),
+            "pareto_k": (NEIGHBOUR_DIM, est["khat"]),
+            "pareto_k_moment_match": (NEIGHBOUR_DIM, est["khat_mm"]),
             "worst_parameter": (NEIGHBOUR_DIM, par_labels[worst_par]),
-            "worst_bin": (NEIGHBOUR_DIM, est.argbin[rows, worst_par]),
+            "worst_bin": (NEIGHBOUR_DIM, est["argbin"][rows, worst_par]),
             "n_rows": (NEIGHBOUR_DIM, nbs.n_rows),
             "observed": (NEIGHBOUR_DIM, np.asarray(nbs.observed, dtype=str)),
-            "method": (NEIGHBOUR_DIM, np.asarray(est.method, dtype=str)),
-            "status": (NEIGHBOUR_DIM, np.asarray(est.status, dtype=str)),
-            "refit_mcse": (NEIGHBOUR_DIM, est.refit_mcse),
-            "epsilon_bound": (NEIGHBOUR_DIM, est.bound),
+            "method": (NEIGHBOUR_DIM, np.asarray(est["method"], dtype=str)),
+            "status": (NEIGHBOUR_DIM, np.asarray(est["status"], dtype=str)),
+            "refit_mcse": (NEIGHBOUR_DIM, est["refit_mcse"]),
+            "epsilon_bound": (NEIGHBOUR_DIM, est["bound"]),
         },
         coords={NEIGHBOUR_DIM: labels, PARAMETER_DIM: par_labels},
     )
     if replace:
-        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est.worst_cand)
+        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est["worst_cand"])
     return pointwise
 
 
 def _parameters(est: Estimates, par_labels, labels, inp: Inputs) -> xr.Dataset:
     """The per-parameter table ``res.parameters``."""
-    filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
+    filled = np.where(np.isnan(est["eps"]), -np.inf, est["eps"])
     worst_nb = np.argmax(filled, axis=0)
-    cols = np.arange(est.eps.shape[1])
-    eps = est.eps[worst_nb, cols]
+    cols = np.arange(est["eps"].shape[1])
+    eps = est["eps"][worst_nb, cols]
     # pruning keeps the overall maximum exact; a parameter's own maximum is exact only where
     # it is at least every pruned neighbour's bound
-    pruned_bound = float(np.max(est.bound[est.pruned], initial=-np.inf))
+    pruned_bound = float(np.max(est["bound"][est.pruned], initial=-np.inf))
     return xr.Dataset(
         {
             "epsilon": (PARAMETER_DIM, eps),
             "exact": (PARAMETER_DIM, ~(prune_margin(np.full_like(eps, pruned_bound)) > eps)),
-            "lower_bound": (PARAMETER_DIM, est.limit.any(axis=0)),
+            "lower_bound": (PARAMETER_DIM, est["limit"].any(axis=0)),
             "limit": (
                 PARAMETER_DIM,
-                limits.worst_code(est.limit.T, est.eps.T),
+                limits.worst_code(est["limit"].T, est["eps"].T),
                 limits.flag_attrs(LIMIT_DOC),
             ),
             "worst_neighbour": (PARAMETER_DIM, labels[worst_nb]),
-            "worst_bin": (PARAMETER_DIM, est.argbin[worst_nb, cols]),
+            "worst_bin": (PARAMETER_DIM, est["argbin"][worst_nb, cols]),
             "n_bins": (PARAMETER_DIM, inp.bins.n_bins),
             "var_name": (PARAMETER_DIM, np.asarray(inp.var_of, dtype=str)),
         },
@@ -251,7 +251,7 @@ def _reliability_messages(est: Estimates, inp: Inputs, settings: Settings, label
     first, last = [], []
     # the k-hat of the weights each estimate rests on: after moment matching where tried
     khat = est.khat_now()
-    bad = (khat > threshold) & np.isin(est.method, ["psis", "moment_match"])
+    bad = (khat > threshold) & np.isin(est["method"], ["psis", "moment_match"])
     if bad.any():
         order = np.flatnonzero(bad)[np.argsort(-khat[bad])][:5]
         worst = ", ".join(f"{labels[i]} ({khat[i]:.2f})" for i in order)

@@ -42,7 +42,7 @@ def match_moments(
     asked = settings.method in ("auto", "moment_match") and opts is not None
     if not (asked and inp.model is not None and inp.factorised):
         return Matched(est)
-    bad = np.flatnonzero(est.khat > opts.threshold(inp.n_samples))
+    bad = np.flatnonzero(est["khat"] > opts.threshold(inp.n_samples))
     if not bad.size:
         return Matched(est)
     if inp.blocks:  # the model gives per-record conditionals, not those of blocks
@@ -77,7 +77,7 @@ def match_moments(
         )
     out = est.copy()
     for k, res in outcomes.items():
-        out.khat_mm[k] = res.khat_after
+        out["khat_mm"][k] = res.khat_after
         if res.khat_after < res.khat_before:
             out.set_row(k, res, res.mcse, "moment_match")
     return Matched(out)

@@ -22,9 +22,15 @@ from pymc_edp.pipeline.estimates import TOP_WEIGHTS, Estimates
 from pymc_edp.pipeline.inputs import Inputs
 from pymc_edp.pipeline.settings import Settings
 
-__all__ = ["Reweighted", "reweight", "unprune"]
+__all__ = ["PRUNE_NEEDS_REWEIGHTING", "Reweighted", "reweight", "unprune"]
 
 _log = logging.getLogger("pymc_edp")
+
+#: Why ``ChunkOptions(prune=True)`` is refused without reweighting.
+PRUNE_NEEDS_REWEIGHTING = (
+    "ChunkOptions(prune=True) needs every neighbour reweighted first: it cannot be used "
+    "with method='refit' or without a factorised pointwise log-likelihood"
+)
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ def reweight(inp: Inputs, settings: Settings) -> Reweighted:
             _log.info(_pruning_message(est, len(inp.neighbours)))
         else:
             _full_pass(rw, est, settings)
-        est.method[est.pruned] = "pruned"
+        est["method"][est.pruned] = "pruned"
     return Reweighted(est, pruning, rw)
 
 
@@ -116,11 +122,11 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
     with progress_bar(n_nb, description="EDP: bounding records", enabled=enabled) as bar:
 
         def got_bound(i, b):
-            est.bound[slices[i]] = b
+            est["bound"][slices[i]] = b
             bar.advance(b.size)
 
         map_tasks(bound_chunk, slices, on_result=got_bound, **run)
-    order = np.argsort(-est.bound, kind="stable")
+    order = np.argsort(-est["bound"], kind="stable")
     threshold = khat_threshold(rw.bins.n_samples)
     lower, done = -np.inf, 0
     size = _aligned(chunks.rows(rw.bins.n_samples), rw.ll)
@@ -130,7 +136,7 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
     step = size if stored else min(size, max(16, size // 64))
     screened = []  # skipped by the tighter bound (module docstring of model.reweight)
     with progress_bar(n_nb, description="EDP: reweighting records", enabled=enabled) as bar:
-        while done < n_nb and prune_margin(est.bound[order[done]]) >= lower:
+        while done < n_nb and prune_margin(est["bound"][order[done]]) >= lower:
             todo = order[done : done + step * chunks.n_workers()]
             tasks = [np.sort(todo[a : a + step]) for a in range(0, todo.size, step)]
             step = min(2 * step, size)
@@ -171,13 +177,13 @@ def _aligned(size: int, ll: LogLikelihood) -> int:
 def _fill(est: Estimates, res, bar) -> None:
     """Copy one chunk's results into the per-neighbour arrays (and keep the weights that count)."""
     i = res.index
-    est.eps[i], est.argbin[i], est.khat[i] = res.eps, res.argbin, res.khat
-    est.eps_unsmoothed[i], est.bin_draws[i], est.limit[i] = (
+    est["eps"][i], est["argbin"][i], est["khat"][i] = res.eps, res.argbin, res.khat
+    est["eps_unsmoothed"][i], est["bin_draws"][i], est["limit"][i] = (
         res.eps_unsmoothed,
         res.bin_draws,
         res.limit,
     )
-    est.worst_cand[i], est.bound[i] = res.worst_cand, res.bound
+    est["worst_cand"][i], est["bound"][i] = res.worst_cand, res.bound
     if res.log_weights is not None:
         if est.log_weights is not None:
             est.log_weights[res.weights_index] = res.log_weights
@@ -194,10 +200,7 @@ def _pruning(settings: Settings, inp: Inputs, record_draws: int) -> bool:
     prune = settings.chunks.prune
     possible = inp.factorised and settings.method != "refit"
     if prune and not possible:
-        raise ValueError(
-            "ChunkOptions(prune=True) needs every neighbour reweighted first: it cannot be used "
-            "with method='refit' or without a factorised pointwise log-likelihood"
-        )
+        raise ValueError(PRUNE_NEEDS_REWEIGHTING)
     if prune is None:
         return possible and record_draws > settings.chunks.prune_above
     return prune
@@ -205,7 +208,7 @@ def _pruning(settings: Settings, inp: Inputs, record_draws: int) -> bool:
 
 def _pruning_message(est: Estimates, n_neighbours: int) -> str:
     n_pruned = est.pruned.size
-    top = float(np.max(est.bound[est.pruned])) if n_pruned else float("nan")
+    top = float(np.max(est["bound"][est.pruned])) if n_pruned else float("nan")
     return (
         (
             f"pruned {n_pruned} of {n_neighbours} neighbours whose bound max(log r) - "
@@ -228,8 +231,8 @@ def unprune(rw: Reweighter, est: Estimates, settings: Settings) -> Estimates | N
     """
     if not est.pruned.size:
         return None
-    top = float(np.nanmax(np.nan_to_num(est.eps, nan=-np.inf)))
-    again = est.pruned[prune_margin(est.bound[est.pruned]) >= top]
+    top = float(np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf)))
+    again = est.pruned[prune_margin(est["bound"][est.pruned]) >= top]
     if not again.size:
         return None
     out = est.copy(pruned=np.setdiff1d(est.pruned, again))
@@ -240,7 +243,7 @@ def unprune(rw: Reweighter, est: Estimates, settings: Settings) -> Estimates | N
     with progress_bar(again.size, description="EDP: reweighting records", enabled=False) as bar:
         for res in map_tasks(estimate_chunk, tasks, **run):
             _fill(out, res, bar)
-    out.method[again] = "psis"
+    out["method"][again] = "psis"
     if out.kept:
         out.trim_kept()
     return out

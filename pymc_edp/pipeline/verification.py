@@ -60,7 +60,7 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         smoothing=settings.smoothing.weighted,
         observed_y=inp.observed_y,
         candidates=inp.candidates or None,
-        worst_candidate=est.worst_cand,
+        worst_candidate=est["worst_cand"],
         replacement_sets=inp.replacement_sets if inp.factorised else None,
         draws=inp.draws,
         n_chains=inp.n_chains,
@@ -141,7 +141,7 @@ class Refitter:
         est = self.estimates
         for k, estimate in run.estimates.items():
             out = run.outcomes[k]
-            est.status[k] = out.status if not out.reason else f"{out.status}: {out.reason}"
+            est["status"][k] = out.status if not out.reason else f"{out.status}: {out.reason}"
             if estimate is not None:
                 est.set_row(k, estimate, estimate.se, "refit")
 
@@ -187,7 +187,7 @@ def refit_and_verify(
     refitter = Refitter(problem, settings, _checkpoint_config(inp, settings), est)
     if to_refit.size:
         refitter.run(to_refit)
-        if not (refitter.estimates.method == "refit").any():
+        if not (refitter.estimates["method"] == "refit").any():
             messages.append(
                 f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
                 "every epsilon here is a reweighting estimate, and the method is reported as "
@@ -238,9 +238,9 @@ def _checkpoint_config(inp: Inputs, settings: Settings) -> dict:
 
 def _all_refitted(est: Estimates) -> Verification:
     """Without a factorised likelihood every neighbour is refitted: nothing to confirm."""
-    n = est.method.size
+    n = est["method"].size
     check = Verification.off(n, "every neighbour refitted (method='auto')")
-    done = int((est.method == "refit").sum())
+    done = int((est["method"] == "refit").sum())
     if done < n:
         check = check.but(
             "incomplete",
@@ -264,17 +264,17 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     """
     start = time.perf_counter()
     est = refitter.estimates
-    n = est.eps.shape[0]
+    n = est["eps"].shape[0]
     check = Verification.off(n, None)
     eps = est.epsilon()
-    eligible = np.isin(est.method, ["psis", "moment_match"]) & np.isfinite(eps)
+    eligible = np.isin(est["method"], ["psis", "moment_match"]) & np.isfinite(eps)
     if not eligible.any():
         return check.but(
             "confirmed", "confirmed: every neighbour that can set epsilon was refitted"
         )
     # a refit resolves a bin with too few (or no) draws, not a smoothing constant
-    resolvable = np.isin(est.limit, [limits.FEW_DRAWS, limits.EMPTY_BIN]).any(axis=1)
-    se_before = np.where(np.isin(est.method, ["moment_match"]), est.refit_mcse, errors.se)
+    resolvable = np.isin(est["limit"], [limits.FEW_DRAWS, limits.EMPTY_BIN]).any(axis=1)
+    se_before = np.where(np.isin(est["method"], ["moment_match"]), est["refit_mcse"], errors.se)
     upper = np.where(np.isnan(errors.upper), eps, errors.upper)
     cand = np.flatnonzero(eligible)
     cand = cand[np.argsort(-eps[cand], kind="stable")]
@@ -307,7 +307,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
         if not (check.code == VERIFY_DISAGREE).any():
             break
         est = refitter.estimates
-        headline = float(np.nanmax(np.nan_to_num(est.eps, nan=-np.inf)))
+        headline = float(np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf)))
         todo = eligible & (check.code == 0) & (upper * factor >= headline)
         left = np.flatnonzero(todo)
         left = left[np.argsort(-eps[left], kind="stable")]
@@ -362,9 +362,9 @@ def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, f
     headline = float(np.max(est.epsilon()))
     full = []
     for k, e0, s0 in zip(batch, before, se_before, strict=True):
-        refitted = est.method[k] == "refit"
-        e1 = float(np.nanmax(est.eps[k])) if refitted else np.nan
-        s1 = float(est.refit_mcse[k]) if refitted else np.nan
+        refitted = est["method"][k] == "refit"
+        e1 = float(np.nanmax(est["eps"][k])) if refitted else np.nan
+        s1 = float(est["refit_mcse"][k]) if refitted else np.nan
         band = vopts.z * np.hypot(np.nan_to_num(s0), s1 * np.sqrt(frac))
         agrees = abs(e1 - e0) + _SHORT_MARGIN * s1 <= band
         below = e1 + _SHORT_MARGIN * s1 < headline
@@ -381,11 +381,11 @@ def _compare(check: Verification, est: Estimates, batch, before, se_before, vopt
     factor = 1.0
     for k, e0 in zip(batch, before, strict=True):
         check.checked[k] = e0
-        if est.method[k] != "refit":
+        if est["method"][k] != "refit":
             check.code[k] = VERIFY_FAILED
             continue
-        e1 = float(np.nanmax(est.eps[k]))
-        s = np.hypot(np.nan_to_num(se_before[k]), np.nan_to_num(est.refit_mcse[k]))
+        e1 = float(np.nanmax(est["eps"][k]))
+        s = np.hypot(np.nan_to_num(se_before[k]), np.nan_to_num(est["refit_mcse"][k]))
         z = (e1 - e0) / s if s > 0 else (0.0 if e1 == e0 else np.sign(e1 - e0) * np.inf)
         check.refit[k], check.z[k] = e1, z
         # even above an estimate flagged as a lower bound: a refit far from the estimate
@@ -441,7 +441,7 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
             "the headline could not be confirmed: every verification refit failed (see "
             "res.pointwise['status']); epsilon rests on reweighting alone",
         )
-    eps_k = np.nanmax(np.nan_to_num(est.eps, nan=-np.inf), axis=1)
+    eps_k = np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf), axis=1)
     top = int(np.argmax(eps_k))
     if not bad.any() and failed[top]:  # the refits that ran agree, but not the headline's
         return check.but(
@@ -463,9 +463,9 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
     )
     if run.left.size:
         for k in run.left:  # could still set epsilon: their estimates are lower bounds
-            p = int(np.nanargmax(np.nan_to_num(est.eps[k], nan=-np.inf)))
-            if est.limit[k, p] == limits.NONE:
-                est.limit[k, p] = limits.UNVERIFIED
+            p = int(np.nanargmax(np.nan_to_num(est["eps"][k], nan=-np.inf)))
+            if est["limit"][k, p] == limits.NONE:
+                est["limit"][k, p] = limits.UNVERIFIED
         return check.but(
             "incomplete",
             f"reweighting is unreliable for this model: {detail}; verification refitted "

@@ -34,7 +34,10 @@ def test_stages_put_together_are_the_audit(normal):
     np.testing.assert_array_equal(res.parameters["epsilon"], ref.parameters["epsilon"])
     assert res.random_seed == 1 and res.noise_floor == ref.noise_floor
     # the verified estimates are left as they were
-    assert np.isfinite(verified.estimates.eps).all() or np.isneginf(verified.estimates.eps).any()
+    assert (
+        np.isfinite(verified.estimates["eps"]).all()
+        or np.isneginf(verified.estimates["eps"]).any()
+    )
 
 
 def _shifted_chains(rng, divergent=0):
