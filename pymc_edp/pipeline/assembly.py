@@ -70,7 +70,7 @@ def assemble(
         interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)
     result = EDPResult(
         epsilon=float(filled.max()) if np.isfinite(filled).any() else float("nan"),
-        epsilon_by_var=_by_var(parameters, inp.var_of),
+        epsilon_by_var=_by_var(parameters, inp),
         pointwise=pointwise,
         parameters=parameters,
         bins=settings.bins,
@@ -102,12 +102,20 @@ def assemble(
     return _with_noise_floor(result)
 
 
-def _by_var(parameters: xr.Dataset, var_of) -> dict[str, float]:
-    by_var = {}
-    for name in dict.fromkeys(var_of):
-        sel = np.asarray(var_of) == name
-        by_var[name] = float(np.nanmax(parameters["epsilon"].values[sel], initial=-np.inf))
-    return by_var
+def _by_var(parameters: xr.Dataset, inp: Inputs) -> xr.Dataset:
+    """Each audited variable's elements' epsilons over its own dims (NaN: left out)."""
+    eps = parameters["epsilon"].values
+    rows = np.arange(eps.size) if inp.match_rows is None else inp.match_rows
+    by_var, start = {}, 0  # rows index the audited variables' elements laid end to end
+    for name in inp.names:
+        element = inp.posterior[name].isel(chain=0, draw=0, drop=True)
+        flat = np.full(element.size, np.nan)
+        mine = (rows >= start) & (rows < start + element.size)
+        flat[rows[mine] - start] = eps[mine]
+        by_var[name] = (element.dims, flat.reshape(element.shape))
+        start += element.size
+    coords = {d: inp.posterior[d] for v in by_var.values() for d in v[0] if d in inp.posterior}
+    return xr.Dataset(by_var, coords=coords)
 
 
 def _log_weights(est: Estimates, labels: np.ndarray) -> xr.DataArray | None:
