@@ -34,15 +34,15 @@ def assemble(
 ) -> EDPResult:
     """The :class:`EDPResult`, its warnings issued (for the caller of ``audit``) and kept.
 
-    ``messages`` are those of the earlier stages, in order; the warning that the fit itself
-    has not converged (:class:`pymc_edp.model.convergence.FitConvergence`) comes first, then
-    those about unreliable weights, and those about merged bins last.
+    The fit's convergence warning comes first, then those about unreliable weights, the
+    earlier stages' ``messages``, and those about merged bins last.
     """
     est = verified.estimates.copy()
     if not inp.factorised:  # no weights: a neighbour without a successful refit has nothing
         unevaluated = est["method"] != "refit"
         est["method"][unevaluated] = "not evaluated"
         est["limit"][unevaluated] = limits.NOT_EVALUATED
+    filled = np.where(np.isnan(est["eps"]), -np.inf, est["eps"])  # -inf: no estimate
     # neighbours with neither weights nor a successful refit have no estimate
     est["eps"][np.isneginf(est["eps"])] = np.nan
     smoothing = settings.smoothing.weighted
@@ -50,12 +50,12 @@ def assemble(
     lower, upper, se = intervals(est, verified.errors)
     labels = _netcdf_safe(inp.neighbours.labels)
     par_labels = np.asarray(inp.par_labels, dtype=str)
-    pointwise = _pointwise(est, inp, par_labels, labels, settings.replace)
+    pointwise = _pointwise(est, filled, inp, par_labels, labels, settings.replace)
     pointwise["epsilon_mcse"] = (NEIGHBOUR_DIM, se)
     pointwise["epsilon_lower"] = (NEIGHBOUR_DIM, lower)
     pointwise["epsilon_upper"] = (NEIGHBOUR_DIM, upper)
     pointwise = pointwise.assign(_verification_vars(verified.verification))
-    parameters = _parameters(est, par_labels, labels, inp)
+    parameters = _parameters(est, filled, par_labels, labels, inp)
     threshold = khat_threshold(inp.n_samples)
     first, last = _reliability_messages(est, inp, settings, labels, threshold)
     # the fit's own convergence first: every other number inherits it
@@ -64,7 +64,6 @@ def assemble(
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=3)
         _log.info(msg)
-    filled = np.where(np.isnan(est["eps"]), -np.inf, est["eps"])
     interval = None
     if (~np.isnan(upper)).any() and np.isfinite(filled).any():
         interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)
@@ -170,11 +169,9 @@ def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
     return labels.astype(str)
 
 
-def _pointwise(est: Estimates, inp: Inputs, par_labels, labels, replace: bool) -> xr.Dataset:
+def _pointwise(est: Estimates, filled, inp: Inputs, par_labels, labels, replace: bool):
     """The per-neighbour table ``res.pointwise``."""
-    nbs = inp.neighbours
-    eps = est["eps"]
-    filled = np.where(np.isnan(eps), -np.inf, eps)  # NaN: a neighbour with no estimate
+    nbs, eps = inp.neighbours, est["eps"]
     worst_par = np.argmax(filled, axis=1)
     rows = np.arange(eps.shape[0])
     limit = limits.worst_code(est["limit"], eps)
@@ -208,9 +205,8 @@ def _pointwise(est: Estimates, inp: Inputs, par_labels, labels, replace: bool) -
     return pointwise
 
 
-def _parameters(est: Estimates, par_labels, labels, inp: Inputs) -> xr.Dataset:
+def _parameters(est: Estimates, filled, par_labels, labels, inp: Inputs) -> xr.Dataset:
     """The per-parameter table ``res.parameters``."""
-    filled = np.where(np.isnan(est["eps"]), -np.inf, est["eps"])
     worst_nb = np.argmax(filled, axis=0)
     cols = np.arange(est["eps"].shape[1])
     eps = est["eps"][worst_nb, cols]

@@ -27,16 +27,9 @@ TOP_WEIGHTS = 32
 class Estimates:
     """Per-neighbour results: reweighting's, then moment matching's and refits' rows.
 
-    ``table`` holds them over ``neighbour`` (and ``parameter``); ``est[name]`` is a
-    variable's array, written in place by the stage that owns the estimates. A stage never
-    changes the estimates it is given: it works on a :meth:`copy` and returns the new ones.
-
-    The variables: ``eps``, ``argbin``, ``eps_unsmoothed`` (to say when smoothing binds),
-    ``bin_draws`` (effective draws in the decisive bin) and ``limit``
-    (:mod:`pymc_edp.base.limits` codes) per parameter; ``khat``, ``khat_mm`` (after moment
-    matching; NaN: not attempted), ``worst_cand``, ``refit_mcse`` (the error of a refit's
-    or moment match's estimate), ``bound`` (``eps <= bound``; NaN: not computed),
-    ``method`` (the path each estimate took) and ``status`` (of each refit).
+    ``table`` holds them over ``neighbour`` (and ``parameter``, see :meth:`empty`);
+    ``est[name]`` is a variable's array, written in place only by the stage that made the
+    estimates (by :meth:`copy`).
     """
 
     table: xr.Dataset
@@ -46,7 +39,13 @@ class Estimates:
 
     @classmethod
     def empty(cls, n_neighbours: int, n_parameters: int, n_samples: int, keep_weights: bool):
-        """Nothing estimated yet (epsilon -inf, k-hat NaN), every method ``"psis"``."""
+        """Nothing estimated yet (epsilon -inf, k-hat NaN), every method ``"psis"``.
+
+        ``eps_unsmoothed`` says when smoothing binds, ``bin_draws`` are the effective draws
+        in the decisive bin, ``limit`` :mod:`pymc_edp.base.limits` codes; ``khat_mm`` is
+        after moment matching, ``refit_mcse`` the error of a refit's or moment match's own
+        estimate, ``bound`` bounds ``eps`` (NaN: not attempted / computed).
+        """
         both, nb = (NEIGHBOUR_DIM, PARAMETER_DIM), NEIGHBOUR_DIM
         shape, nan = (n_neighbours, n_parameters), np.full(n_neighbours, np.nan)
         table = xr.Dataset(
@@ -132,11 +131,10 @@ class Errors:
 
 
 def pair_errors(est: Estimates, bins, order, smoothing: float, n_chains: int) -> Errors:
-    """Errors of the reweighted neighbours whose weights are kept and that can set epsilon.
+    """Errors of the :data:`TOP_WEIGHTS` largest reweighting estimates (and those at a limit).
 
-    The :data:`TOP_WEIGHTS` largest reweighting estimates (and those at a limit): the
-    delta-method error of each one's leading (parameter, bin) pairs, and the 90% interval of
-    their maximum (:func:`pymc_edp.base.mcse.max_interval`).
+    The delta-method error of each one's leading (parameter, bin) pairs, and the 90%
+    interval of their maximum (:func:`pymc_edp.base.mcse.max_interval`).
     """
     n = est["eps"].shape[0]
     out = Errors(np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))

@@ -1,8 +1,6 @@
-"""Moment-match the neighbours whose importance weights cannot be trusted.
+"""Moment-match the neighbours whose weights cannot be trusted (Paananen et al. 2021).
 
-Paananen et al. (2021): the full-data draws are moved by affine maps in the unconstrained
-space, using the model's joint density, until the neighbour's Pareto k-hat falls below the
-threshold (:func:`pymc_edp.model.moment_match.moment_match_neighbours`).
+See :func:`pymc_edp.model.moment_match.moment_match_neighbours`.
 """
 
 from __future__ import annotations
@@ -34,9 +32,7 @@ def match_moments(
 ) -> Matched:
     """Moment-match the neighbours above the k-hat threshold, when the audit asks for it.
 
-    A neighbour takes the moment-matched estimate when its k-hat fell (its final k-hat in
-    ``khat_mm``); the rest keep their reweighting estimate, and ``method="auto"`` refits
-    those still above the threshold. ``est`` is left unchanged.
+    A neighbour takes the moment-matched estimate when its k-hat (``khat_mm``) fell.
     """
     opts = settings.moment_match
     asked = settings.method in ("auto", "moment_match") and opts is not None

@@ -45,10 +45,7 @@ class Reweighted:
 def reweight(inp: Inputs, settings: Settings) -> Reweighted:
     """Epsilon, k-hat, bound and weights of every neighbour (or, pruning, of those that matter).
 
-    Chunks of neighbours run on ``settings.chunks.executor`` (here by default). Pruning first
-    bounds every neighbour's epsilon (one cheap pass), then reweights in decreasing order
-    of the bound, a wave of chunks at a time, until the next bound is below the largest
-    epsilon that refits cannot replace (see :mod:`pymc_edp.model.reweight`).
+    Chunks run on ``settings.chunks.executor``; pruning is :func:`_pruned_pass`.
     """
     chunks = settings.chunks
     n_nb = len(inp.neighbours)
@@ -110,11 +107,12 @@ def _slices(rw: Reweighter, settings: Settings) -> list[slice]:
 
 
 def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Settings):
-    """Bound every neighbour, then reweight in decreasing order of the bound until done.
+    """The neighbours pruned (sorted): reweighting stops when the next bound is below epsilon.
 
-    Each wave of neighbours is first screened by the tighter mean bound
-    (:func:`pymc_edp.model.reweight.mean_bound`) against the largest epsilon found so far;
-    only those it cannot rule out are reweighted. Returns the neighbours pruned (sorted).
+    Every neighbour is bounded (one cheap pass), then reweighted in decreasing order of the
+    bound, a wave of chunks at a time, each screened first by the tighter mean bound
+    (:func:`pymc_edp.model.reweight.mean_bound`). The epsilon it stops at is the largest
+    that refits cannot replace.
     """
     chunks, enabled, n_nb = settings.chunks, settings.progressbar, len(rw.neighbours)
     run = dict(executor=chunks.executor, progressbar=False, shared=rw)
@@ -160,11 +158,7 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
 
 
 def _aligned(size: int, ll: LogLikelihood) -> int:
-    """Chunk rows as a multiple of a lazy (dask) group's stored chunks, so none is read twice.
-
-    A stored chunk up to four times the budget's chunk is taken whole rather than read
-    several times over.
-    """
+    """Chunk rows as a multiple of a lazy group's stored chunks (one up to 4x taken whole)."""
     stored = [a.chunks[1][0] for a in ll.arrays if getattr(a, "chunks", None)]
     if not stored:
         return size
@@ -174,16 +168,15 @@ def _aligned(size: int, ll: LogLikelihood) -> int:
     return c if c <= 4 * size else size
 
 
+#: What a chunk of :func:`pymc_edp.model.reweight.estimate_chunk` gives, as in :class:`Estimates`.
+_CHUNK_RESULTS = "eps argbin khat eps_unsmoothed bin_draws limit worst_cand bound".split()
+
+
 def _fill(est: Estimates, res, bar) -> None:
-    """Copy one chunk's results into the per-neighbour arrays (and keep the weights that count)."""
+    """Copy one chunk's results into the estimates (and keep the weights that count)."""
     i = res.index
-    est["eps"][i], est["argbin"][i], est["khat"][i] = res.eps, res.argbin, res.khat
-    est["eps_unsmoothed"][i], est["bin_draws"][i], est["limit"][i] = (
-        res.eps_unsmoothed,
-        res.bin_draws,
-        res.limit,
-    )
-    est["worst_cand"][i], est["bound"][i] = res.worst_cand, res.bound
+    for name in _CHUNK_RESULTS:
+        est[name][i] = getattr(res, name)
     if res.log_weights is not None:
         if est.log_weights is not None:
             est.log_weights[res.weights_index] = res.log_weights
@@ -209,25 +202,20 @@ def _pruning(settings: Settings, inp: Inputs, record_draws: int) -> bool:
 def _pruning_message(est: Estimates, n_neighbours: int) -> str:
     n_pruned = est.pruned.size
     top = float(np.max(est["bound"][est.pruned])) if n_pruned else float("nan")
+    if not n_pruned:
+        return "pruning found no neighbour to skip: every neighbour was reweighted"
     return (
-        (
-            f"pruned {n_pruned} of {n_neighbours} neighbours whose bound max(log r) - "
-            f"min(log r) (at most {top:.3g}) is below the epsilon found: epsilon is exact, "
-            "their rows hold the bound in pointwise['epsilon_bound'] and method 'pruned'; "
-            "per-parameter epsilons below that bound are lower bounds (parameters['exact'])"
-        )
-        if n_pruned
-        else "pruning found no neighbour to skip: every neighbour was reweighted"
+        f"pruned {n_pruned} of {n_neighbours} neighbours whose bound max(log r) - "
+        f"min(log r) (at most {top:.3g}) is below the epsilon found: epsilon is exact, "
+        "their rows hold the bound in pointwise['epsilon_bound'] and method 'pruned'; "
+        "per-parameter epsilons below that bound are lower bounds (parameters['exact'])"
     )
 
 
 def unprune(rw: Reweighter, est: Estimates, settings: Settings) -> Estimates | None:
-    """Reweight pruned neighbours whose bound reaches an epsilon that refits lowered.
+    """Reweight the pruned neighbours whose bound reaches the epsilon that refits lowered.
 
-    Pruning stopped at the largest reweighted epsilon; when verification replaced it by a
-    smaller refitted value, pruned neighbours with a bound above the new maximum could set
-    it, so they are reweighted now and pruning stays exact. Returns the new estimates, or
-    None when none was.
+    So pruning stays exact. The new estimates, or None when none was.
     """
     if not est.pruned.size:
         return None
