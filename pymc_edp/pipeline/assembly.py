@@ -104,7 +104,7 @@ def assemble(
 def _by_var(parameters: xr.Dataset, inp: Inputs) -> xr.Dataset:
     """Each audited variable's elements' epsilons over its own dims (NaN: left out)."""
     eps = parameters["epsilon"].values
-    rows = np.arange(eps.size) if inp.match_rows is None else inp.match_rows
+    rows = np.arange(eps.size) if inp.match.rows is None else inp.match.rows
     by_var, start = {}, 0  # rows index the audited variables' elements laid end to end
     for name in inp.names:
         element = inp.posterior[name].isel(chain=0, draw=0, drop=True)
@@ -153,20 +153,16 @@ def _limit_messages(est: Estimates, labels, par_labels, smoothing: float) -> lis
 
 def _with_noise_floor(result: EDPResult) -> EDPResult:
     """Attach Abowd's EMI, the noise floor of refit-and-count (for reference, not a verdict)."""
-    floor = None
-    if result.draws is not None:
-        try:
-            floor = float(diagnostics.emi(result)["emi"])
-        except ValueError:  # too few draws per chain for two halves
-            floor = None
+    try:  # the result always has its draws
+        floor = float(diagnostics.emi(result)["emi"])
+    except ValueError:  # too few draws per chain for two halves
+        floor = None
     return dataclasses.replace(result, noise_floor=floor)
 
 
 def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
     labels = np.asarray(labels)
-    if labels.dtype.kind in "biufUM":
-        return labels
-    return labels.astype(str)
+    return labels if labels.dtype.kind in "biufUM" else labels.astype(str)
 
 
 def _pointwise(est: Estimates, filled, inp: Inputs, par_labels, labels, replace: bool):

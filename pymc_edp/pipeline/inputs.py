@@ -78,12 +78,10 @@ class Inputs:
     candidates: dict  # replacement: candidate values per observed variable (else empty)
     replacement_sets: list  # per candidate, the log-likelihood arrays at the replacements
     bins: binning.Bins  # cut from draws
-    # posterior_matrix(posterior, names) (data copies included): what moment matching maps
-    # its moved draws back to; match_rows are the rows draws holds (None: all)
-    match_draws: np.ndarray
-    unconstrained: xr.Dataset | None = None
+    # what moment matching reads; its draws are posterior_matrix(posterior, names) (data
+    # copies included) and its rows those that draws holds (None: all)
+    match: MatchInputs
     left_out: tuple[LeftOut, ...] = ()  # variables and constant elements not binned, and why
-    match_rows: np.ndarray | None = None
     convergence: FitConvergence | None = None  # of the fit, on the audited variables
     # coupled variables whose neighbours remove blocks of records: their log-likelihood holds
     # each block's joint conditional on its first record (0 on the others), which the
@@ -99,12 +97,6 @@ class Inputs:
     def n_chains(self) -> int:
         """Posterior chains."""
         return int(self.posterior.sizes.get("chain", 1))
-
-    def match_inputs(self) -> MatchInputs:
-        """What moment matching reads, as read here."""
-        return MatchInputs(
-            self.posterior, self.match_draws, self.observed_y, self.unconstrained, self.match_rows
-        )
 
 
 def read_inputs(
@@ -182,10 +174,14 @@ def read_inputs(
         candidates=cands,
         replacement_sets=replacement_sets,
         bins=binning.quantile_bins(draws, settings.bins),
-        match_draws=read.match_draws,
-        unconstrained=_group(idata, "unconstrained_posterior"),
+        match=MatchInputs(
+            posterior,
+            read.match_draws,
+            observed_y,
+            _group(idata, "unconstrained_posterior"),
+            read.match_rows,
+        ),
         left_out=read.left_out,
-        match_rows=read.match_rows,
         blocks=blocks,
         convergence=fit_convergence(posterior, read.names, _group(idata, "sample_stats")),
     )

@@ -54,7 +54,7 @@ def match_moments(
     try:
         outcomes = moment_match_neighbours(
             problem.model,
-            inp.match_inputs(),
+            inp.match,
             bad,
             lambda k: neighbour_changes(ll, nbs, k, problem.candidate(k)),
             names=inp.names,

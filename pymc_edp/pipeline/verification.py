@@ -61,7 +61,7 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         n_chains=inp.n_chains,
         count_smoothing=settings.smoothing.count,
         density_ratio=inp.factorised and not inp.blocks,
-        rows=inp.match_rows,
+        rows=inp.match.rows,
         starts=starting_points(inp.posterior, inp.model) if inp.model is not None else (),
         posterior=inp.posterior,
     )
