@@ -20,7 +20,7 @@ from pymc_edp.pipeline.assembly import assemble
 from pymc_edp.pipeline.estimates import TOP_WEIGHTS
 from pymc_edp.pipeline.inputs import read_inputs
 from pymc_edp.pipeline.matching import match_moments
-from pymc_edp.pipeline.reweighting import reweight
+from pymc_edp.pipeline.reweighting import PRUNE_NEEDS_REWEIGHTING, reweight
 from pymc_edp.pipeline.settings import Settings, Smoothing
 from pymc_edp.pipeline.verification import refit_and_verify, refit_problem
 from pymc_edp.refit.options import RefitOptions, VerifyOptions
@@ -185,10 +185,7 @@ def check_settings(model, *, random_seed, progressbar, **options) -> Settings:
             "method='moment_match' moves the draws with the model's joint density: pass model="
         )
     if chunk_opts.prune and method == "refit":
-        raise ValueError(
-            "ChunkOptions(prune=True) needs every neighbour reweighted first: it cannot be used "
-            "with method='refit' or without a factorised pointwise log-likelihood"
-        )
+        raise ValueError(PRUNE_NEEDS_REWEIGHTING)
     return Settings(
         **checked,
         seed=resolve_seed(random_seed),

@@ -41,7 +41,7 @@ def _regression(rng, n=3000, s=1000, p=3):
 
 def _same(pruned, full):
     assert pruned.epsilon == full.epsilon
-    assert pruned.epsilon_by_var == full.epsilon_by_var
+    assert pruned.epsilon_by_var.equals(full.epsilon_by_var)
     kept = pruned.pointwise["method"].values != "pruned"
     np.testing.assert_array_equal(
         pruned.pointwise["epsilon"].values[kept], full.pointwise["epsilon"].values[kept]

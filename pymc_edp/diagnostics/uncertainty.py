@@ -73,13 +73,24 @@ def lower_bound_rows(result: AuditData) -> np.ndarray:
     return np.zeros(pw.sizes[NEIGHBOUR_DIM], dtype=bool)
 
 
+def own_intervals(estimate, se, lower, upper, own, limited, z: float) -> None:
+    """The interval rule of estimates with their own error, in place on ``lower``, ``upper``.
+
+    Rows ``own`` (refitted or moment-matched) take ``estimate +- z se``, clipped at 0 below
+    (NaN without an error); rows ``limited`` (lower bounds) are open above.
+    """
+    with np.errstate(invalid="ignore"):
+        lower[own] = np.maximum(estimate[own] - z * se[own], 0.0)
+        upper[own] = estimate[own] + z * se[own]
+    upper[limited] = np.inf
+
+
 def summarise_errors(result: AuditData, unc: dict, prob: float | None):
     """Per-neighbour estimate, error, ESS and (with ``prob``) interval from the leading pairs.
 
     Neighbours whose weights were not kept get NaN. At the audit's own number of bins,
-    refitted neighbours take their refit estimate and its error (:func:`refit_errors`) in
-    place of the reweighting ones, and a neighbour whose estimate is a lower bound (a
-    resolution limit, ``pointwise["lower_bound"]``) has an interval open above.
+    refitted neighbours take their refit estimate and its error (:func:`refit_errors`) and
+    the intervals follow :func:`own_intervals`.
     """
     n = result.pointwise.sizes[NEIGHBOUR_DIM]
     rows = unc["rows"]
@@ -88,20 +99,18 @@ def summarise_errors(result: AuditData, unc: dict, prob: float | None):
     est[rows], se_i[rows], ess_i[rows] = np.abs(lr[:, 0]), se[:, 0], unc["ess"][:, 0]
     lower = upper = None
     if prob is not None:
-        z = z_value(prob)
         lower, upper = np.full(n, np.nan), np.full(n, np.nan)
         lower[rows], upper[rows] = max_interval(lr, se, prob, signed=True)
     if unc["n_bins"] == result.bins:
+        own = np.zeros(n, dtype=bool)
         for i, (e, s) in refit_errors(result).items():
-            est[i], se_i[i], ess_i[i] = e, s, np.nan
-            if prob is not None:
-                lower[i], upper[i] = max(e - z * s, 0.0), e + z * s
+            est[i], se_i[i], ess_i[i], own[i] = e, s, np.nan, True
         if prob is not None:
             limited = lower_bound_rows(result)
+            own_intervals(est, se_i, lower, upper, own, limited, z_value(prob))
             eps = np.asarray(result.pointwise["epsilon"].values, dtype=float)
             fill = limited & np.isnan(est)
             est[fill] = eps[fill]
-            upper[limited] = np.inf
     return est, se_i, ess_i, lower, upper
 
 

@@ -34,28 +34,28 @@ def assemble(
 ) -> EDPResult:
     """The :class:`EDPResult`, its warnings issued (for the caller of ``audit``) and kept.
 
-    ``messages`` are those of the earlier stages, in order; the warning that the fit itself
-    has not converged (:class:`pymc_edp.model.convergence.FitConvergence`) comes first, then
-    those about unreliable weights, and those about merged bins last.
+    The fit's convergence warning comes first, then those about unreliable weights, the
+    earlier stages' ``messages``, and those about merged bins last.
     """
     est = verified.estimates.copy()
     if not inp.factorised:  # no weights: a neighbour without a successful refit has nothing
-        unevaluated = est.method != "refit"
-        est.method[unevaluated] = "not evaluated"
-        est.limit[unevaluated] = limits.NOT_EVALUATED
+        unevaluated = est["method"] != "refit"
+        est["method"][unevaluated] = "not evaluated"
+        est["limit"][unevaluated] = limits.NOT_EVALUATED
+    filled = np.where(np.isnan(est["eps"]), -np.inf, est["eps"])  # -inf: no estimate
     # neighbours with neither weights nor a successful refit have no estimate
-    est.eps[np.isneginf(est.eps)] = np.nan
+    est["eps"][np.isneginf(est["eps"])] = np.nan
     smoothing = settings.smoothing.weighted
     messages = [*messages, *_limit_messages(est, inp.neighbours.labels, inp.par_labels, smoothing)]
     lower, upper, se = intervals(est, verified.errors)
     labels = _netcdf_safe(inp.neighbours.labels)
     par_labels = np.asarray(inp.par_labels, dtype=str)
-    pointwise = _pointwise(est, inp, par_labels, labels, settings.replace)
+    pointwise = _pointwise(est, filled, inp, par_labels, labels, settings.replace)
     pointwise["epsilon_mcse"] = (NEIGHBOUR_DIM, se)
     pointwise["epsilon_lower"] = (NEIGHBOUR_DIM, lower)
     pointwise["epsilon_upper"] = (NEIGHBOUR_DIM, upper)
     pointwise = pointwise.assign(_verification_vars(verified.verification))
-    parameters = _parameters(est, par_labels, labels, inp)
+    parameters = _parameters(est, filled, par_labels, labels, inp)
     threshold = khat_threshold(inp.n_samples)
     first, last = _reliability_messages(est, inp, settings, labels, threshold)
     # the fit's own convergence first: every other number inherits it
@@ -64,19 +64,18 @@ def assemble(
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=3)
         _log.info(msg)
-    filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
     interval = None
     if (~np.isnan(upper)).any() and np.isfinite(filled).any():
         interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)
     result = EDPResult(
         epsilon=float(filled.max()) if np.isfinite(filled).any() else float("nan"),
-        epsilon_by_var=_by_var(parameters, inp.var_of),
+        epsilon_by_var=_by_var(parameters, inp),
         pointwise=pointwise,
         parameters=parameters,
         bins=settings.bins,
         neighbour=settings.neighbour_label,
         # what happened, not what was asked: every neighbour refitted, none, or some
-        method=method_used(est.method),
+        method=method_used(est["method"]),
         smoothing=float(smoothing),
         n_samples=inp.n_samples,
         reff=float(inp.reff),
@@ -102,12 +101,20 @@ def assemble(
     return _with_noise_floor(result)
 
 
-def _by_var(parameters: xr.Dataset, var_of) -> dict[str, float]:
-    by_var = {}
-    for name in dict.fromkeys(var_of):
-        sel = np.asarray(var_of) == name
-        by_var[name] = float(np.nanmax(parameters["epsilon"].values[sel], initial=-np.inf))
-    return by_var
+def _by_var(parameters: xr.Dataset, inp: Inputs) -> xr.Dataset:
+    """Each audited variable's elements' epsilons over its own dims (NaN: left out)."""
+    eps = parameters["epsilon"].values
+    rows = np.arange(eps.size) if inp.match.rows is None else inp.match.rows
+    by_var, start = {}, 0  # rows index the audited variables' elements laid end to end
+    for name in inp.names:
+        element = inp.posterior[name].isel(chain=0, draw=0, drop=True)
+        flat = np.full(element.size, np.nan)
+        mine = (rows >= start) & (rows < start + element.size)
+        flat[rows[mine] - start] = eps[mine]
+        by_var[name] = (element.dims, flat.reshape(element.shape))
+        start += element.size
+    coords = {d: inp.posterior[d] for v in by_var.values() for d in v[0] if d in inp.posterior}
+    return xr.Dataset(by_var, coords=coords)
 
 
 def _log_weights(est: Estimates, labels: np.ndarray) -> xr.DataArray | None:
@@ -124,9 +131,9 @@ def _log_weights(est: Estimates, labels: np.ndarray) -> xr.DataArray | None:
 def _limit_messages(est: Estimates, labels, par_labels, smoothing: float) -> list[str]:
     """One warning per kind of resolution limit met: which neighbours, why, and the remedy."""
     out = []
-    eps = np.nan_to_num(est.eps, nan=-np.inf)
+    eps = np.nan_to_num(est["eps"], nan=-np.inf)
     for code in (limits.EMPTY_BIN, limits.SMOOTHING, limits.FEW_DRAWS):
-        hit = est.limit == code
+        hit = est["limit"] == code
         if not hit.any():
             continue
         rows = np.flatnonzero(hit.any(axis=1))
@@ -135,7 +142,7 @@ def _limit_messages(est: Estimates, labels, par_labels, smoothing: float) -> lis
         p = int(np.argmax(np.where(hit[worst], eps[worst], -np.inf)))
         example = f"{labels[worst]}: {eps[worst, p]:.3f} for {par_labels[p]}"
         if code == limits.SMOOTHING:
-            example += f", {est.eps_unsmoothed[worst, p]:.3f} without smoothing={smoothing:g}"
+            example += f", {est['eps_unsmoothed'][worst, p]:.3f} without smoothing={smoothing:g}"
         out.append(
             f"epsilon is a lower bound: {rows.size} neighbour(s) are at a resolution limit, "
             f"{limits.REASONS[code]} (worst: {example}); their intervals are open above. "
@@ -146,81 +153,74 @@ def _limit_messages(est: Estimates, labels, par_labels, smoothing: float) -> lis
 
 def _with_noise_floor(result: EDPResult) -> EDPResult:
     """Attach Abowd's EMI, the noise floor of refit-and-count (for reference, not a verdict)."""
-    floor = None
-    if result.draws is not None:
-        try:
-            floor = float(diagnostics.emi(result)["emi"])
-        except ValueError:  # too few draws per chain for two halves
-            floor = None
+    try:  # the result always has its draws
+        floor = float(diagnostics.emi(result)["emi"])
+    except ValueError:  # too few draws per chain for two halves
+        floor = None
     return dataclasses.replace(result, noise_floor=floor)
 
 
 def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
     labels = np.asarray(labels)
-    if labels.dtype.kind in "biufUM":
-        return labels
-    return labels.astype(str)
+    return labels if labels.dtype.kind in "biufUM" else labels.astype(str)
 
 
-def _pointwise(est: Estimates, inp: Inputs, par_labels, labels, replace: bool) -> xr.Dataset:
+def _pointwise(est: Estimates, filled, inp: Inputs, par_labels, labels, replace: bool):
     """The per-neighbour table ``res.pointwise``."""
-    nbs = inp.neighbours
-    eps = est.eps
-    filled = np.where(np.isnan(eps), -np.inf, eps)  # NaN: a neighbour with no estimate
+    nbs, eps = inp.neighbours, est["eps"]
     worst_par = np.argmax(filled, axis=1)
     rows = np.arange(eps.shape[0])
-    limit = limits.worst_code(est.limit, eps)
+    limit = limits.worst_code(est["limit"], eps)
     pointwise = xr.Dataset(
         {
             "epsilon": (NEIGHBOUR_DIM, eps[rows, worst_par]),
             "epsilon_parameter": ((NEIGHBOUR_DIM, PARAMETER_DIM), eps),
-            "lower_bound": (NEIGHBOUR_DIM, est.limit.any(axis=1)),
+            "lower_bound": (NEIGHBOUR_DIM, est["limit"].any(axis=1)),
             "limit": (NEIGHBOUR_DIM, limit, limits.flag_attrs(LIMIT_DOC)),
             "limit_parameter": (
                 (NEIGHBOUR_DIM, PARAMETER_DIM),
-                est.limit,
+                est["limit"],
                 limits.flag_attrs(LIMIT_DOC),
             ),
-            "bin_draws": (NEIGHBOUR_DIM, est.bin_draws[rows, worst_par]),
-            "pareto_k": (NEIGHBOUR_DIM, est.khat),
-            "pareto_k_moment_match": (NEIGHBOUR_DIM, est.khat_mm),
+            "bin_draws": (NEIGHBOUR_DIM, est["bin_draws"][rows, worst_par]),
+            "pareto_k": (NEIGHBOUR_DIM, est["khat"]),
+            "pareto_k_moment_match": (NEIGHBOUR_DIM, est["khat_mm"]),
             "worst_parameter": (NEIGHBOUR_DIM, par_labels[worst_par]),
-            "worst_bin": (NEIGHBOUR_DIM, est.argbin[rows, worst_par]),
+            "worst_bin": (NEIGHBOUR_DIM, est["argbin"][rows, worst_par]),
             "n_rows": (NEIGHBOUR_DIM, nbs.n_rows),
             "observed": (NEIGHBOUR_DIM, np.asarray(nbs.observed, dtype=str)),
-            "method": (NEIGHBOUR_DIM, np.asarray(est.method, dtype=str)),
-            "status": (NEIGHBOUR_DIM, np.asarray(est.status, dtype=str)),
-            "refit_mcse": (NEIGHBOUR_DIM, est.refit_mcse),
-            "epsilon_bound": (NEIGHBOUR_DIM, est.bound),
+            "method": (NEIGHBOUR_DIM, np.asarray(est["method"], dtype=str)),
+            "status": (NEIGHBOUR_DIM, np.asarray(est["status"], dtype=str)),
+            "refit_mcse": (NEIGHBOUR_DIM, est["refit_mcse"]),
+            "epsilon_bound": (NEIGHBOUR_DIM, est["bound"]),
         },
         coords={NEIGHBOUR_DIM: labels, PARAMETER_DIM: par_labels},
     )
     if replace:
-        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est.worst_cand)
+        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est["worst_cand"])
     return pointwise
 
 
-def _parameters(est: Estimates, par_labels, labels, inp: Inputs) -> xr.Dataset:
+def _parameters(est: Estimates, filled, par_labels, labels, inp: Inputs) -> xr.Dataset:
     """The per-parameter table ``res.parameters``."""
-    filled = np.where(np.isnan(est.eps), -np.inf, est.eps)
     worst_nb = np.argmax(filled, axis=0)
-    cols = np.arange(est.eps.shape[1])
-    eps = est.eps[worst_nb, cols]
+    cols = np.arange(est["eps"].shape[1])
+    eps = est["eps"][worst_nb, cols]
     # pruning keeps the overall maximum exact; a parameter's own maximum is exact only where
     # it is at least every pruned neighbour's bound
-    pruned_bound = float(np.max(est.bound[est.pruned], initial=-np.inf))
+    pruned_bound = float(np.max(est["bound"][est.pruned], initial=-np.inf))
     return xr.Dataset(
         {
             "epsilon": (PARAMETER_DIM, eps),
             "exact": (PARAMETER_DIM, ~(prune_margin(np.full_like(eps, pruned_bound)) > eps)),
-            "lower_bound": (PARAMETER_DIM, est.limit.any(axis=0)),
+            "lower_bound": (PARAMETER_DIM, est["limit"].any(axis=0)),
             "limit": (
                 PARAMETER_DIM,
-                limits.worst_code(est.limit.T, est.eps.T),
+                limits.worst_code(est["limit"].T, est["eps"].T),
                 limits.flag_attrs(LIMIT_DOC),
             ),
             "worst_neighbour": (PARAMETER_DIM, labels[worst_nb]),
-            "worst_bin": (PARAMETER_DIM, est.argbin[worst_nb, cols]),
+            "worst_bin": (PARAMETER_DIM, est["argbin"][worst_nb, cols]),
             "n_bins": (PARAMETER_DIM, inp.bins.n_bins),
             "var_name": (PARAMETER_DIM, np.asarray(inp.var_of, dtype=str)),
         },
@@ -251,7 +251,7 @@ def _reliability_messages(est: Estimates, inp: Inputs, settings: Settings, label
     first, last = [], []
     # the k-hat of the weights each estimate rests on: after moment matching where tried
     khat = est.khat_now()
-    bad = (khat > threshold) & np.isin(est.method, ["psis", "moment_match"])
+    bad = (khat > threshold) & np.isin(est["method"], ["psis", "moment_match"])
     if bad.any():
         order = np.flatnonzero(bad)[np.argsort(-khat[bad])][:5]
         worst = ", ".join(f"{labels[i]} ({khat[i]:.2f})" for i in order)

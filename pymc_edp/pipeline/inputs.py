@@ -1,8 +1,4 @@
-"""Read the fit once: posterior draws, observed values, log-likelihood, neighbours.
-
-:func:`read_inputs` is the only stage that sees the raw container (a DataTree or an
-InferenceData); everything later reads the frozen :class:`Inputs` it returns.
-"""
+"""Read the fit once (the only stage that sees the DataTree or InferenceData): :class:`Inputs`."""
 
 from __future__ import annotations
 
@@ -55,9 +51,7 @@ __all__ = ["Inputs", "read_inputs"]
 
 _log = logging.getLogger("pymc_edp")
 
-#: Largest replacement log-likelihood (bytes, all candidates) computed whole and held in
-#: memory; above it, and whenever the log-likelihood is itself lazy, it is computed from the
-#: model a chunk of records at a time.
+#: Largest replacement log-likelihood (bytes, all candidates) held in memory.
 REPLACEMENTS_IN_MEMORY = 2**30
 
 #: attribute of a log-likelihood variable holding leave-one-out conditionals of a coupled one
@@ -66,75 +60,32 @@ COUPLED = "edp_coupled"
 
 @dataclass(frozen=True)
 class Inputs:
-    """The fit as the audit reads it, once.
-
-    Attributes
-    ----------
-    model : pymc.Model or None
-    posterior : xarray.Dataset
-    names : list of str
-        Audited posterior variables.
-    draws : ndarray, shape (n_parameters, S)
-        Their draws (data copies and constant elements left out), the matrix the bins are cut from.
-    par_labels, var_of : list of str
-        Label and variable of each row of ``draws``.
-    ll : LogLikelihood
-        Pointwise log-likelihood (or, without a factorised one, the records' layout).
-    factorised : bool
-    can_refit : bool
-        A model or a builder is there to refit neighbours with.
-    reff : float
-        Relative MCMC efficiency.
-    messages : tuple of str
-        Warnings about what was read.
-    neighbours : Neighbours
-    observed_y : dict of str to ndarray
-        Observed values of every observed variable found (the audited ones, and with a
-        model all of its own).
-    candidates : dict of str to ndarray
-        For replacement: candidate values per observed variable (else empty).
-    replacement_sets : list
-        Per candidate, the log-likelihood arrays at the replacement values.
-    bins : Bins
-        Cut from ``draws``.
-    match_draws : ndarray
-        ``posterior_matrix(posterior, names)`` (data copies included), what moment
-        matching maps its moved draws back to.
-    unconstrained : xarray.Dataset or None
-        The ``unconstrained_posterior`` group, when there is one.
-    left_out : tuple of LeftOut
-        The variables and constant elements not binned, and why.
-    match_rows : ndarray of int or None
-        The rows of ``match_draws`` that ``draws`` holds (None: all of them).
-    blocks : tuple of str
-        Coupled variables whose neighbours remove blocks of records: their log-likelihood
-        holds each block's joint conditional on the block's first record (0 on the others),
-        which the model's per-record conditionals (moment matching, refits) do not give.
-    convergence : FitConvergence or None
-        R-hat, ESS and divergences of the fit, on the audited variables ``names``.
-    """
+    """The fit as the audit reads it, once."""
 
     model: object
     posterior: xr.Dataset
-    names: list[str]
-    draws: np.ndarray
-    par_labels: list[str]
-    var_of: list[str]
-    ll: LogLikelihood
+    names: list[str]  # audited posterior variables
+    draws: np.ndarray  # (n_parameters, S): their elements, data copies and constants left out
+    par_labels: list[str]  # label of each row of draws
+    var_of: list[str]  # variable of each row of draws
+    ll: LogLikelihood  # without a factorised likelihood, only the records' layout
     factorised: bool
-    can_refit: bool
-    reff: float
+    can_refit: bool  # a model or a builder is there to refit neighbours with
+    reff: float  # relative MCMC efficiency
     messages: tuple[str, ...]
     neighbours: Neighbours
-    observed_y: dict
-    candidates: dict
-    replacement_sets: list
-    bins: binning.Bins
-    match_draws: np.ndarray
-    unconstrained: xr.Dataset | None = None
-    left_out: tuple[LeftOut, ...] = ()
-    match_rows: np.ndarray | None = None
-    convergence: FitConvergence | None = None
+    observed_y: dict  # observed values of the audited (with a model: every) observed variable
+    candidates: dict  # replacement: candidate values per observed variable (else empty)
+    replacement_sets: list  # per candidate, the log-likelihood arrays at the replacements
+    bins: binning.Bins  # cut from draws
+    # what moment matching reads; its draws are posterior_matrix(posterior, names) (data
+    # copies included) and its rows those that draws holds (None: all)
+    match: MatchInputs
+    left_out: tuple[LeftOut, ...] = ()  # variables and constant elements not binned, and why
+    convergence: FitConvergence | None = None  # of the fit, on the audited variables
+    # coupled variables whose neighbours remove blocks of records: their log-likelihood holds
+    # each block's joint conditional on its first record (0 on the others), which the
+    # model's per-record conditionals (moment matching, refits) do not give
     blocks: tuple[str, ...] = ()
 
     @property
@@ -147,12 +98,6 @@ class Inputs:
         """Posterior chains."""
         return int(self.posterior.sizes.get("chain", 1))
 
-    def match_inputs(self) -> MatchInputs:
-        """What moment matching reads, as read here."""
-        return MatchInputs(
-            self.posterior, self.match_draws, self.observed_y, self.unconstrained, self.match_rows
-        )
-
 
 def read_inputs(
     idata,
@@ -162,10 +107,7 @@ def read_inputs(
     var_names: str | Sequence[str] | None = None,
     filter_vars: str | None = None,
 ) -> Inputs:
-    """Posterior draws to bin, the pointwise log-likelihood and the neighbours, all checked.
-
-    ``idata`` is read here and nowhere else.
-    """
+    """Posterior draws to bin, the pointwise log-likelihood and the neighbours, all checked."""
     posterior = get_group(idata, "posterior")
     observed_data = _group(idata, "observed_data")
     if model is not None:
@@ -232,10 +174,14 @@ def read_inputs(
         candidates=cands,
         replacement_sets=replacement_sets,
         bins=binning.quantile_bins(draws, settings.bins),
-        match_draws=read.match_draws,
-        unconstrained=_group(idata, "unconstrained_posterior"),
+        match=MatchInputs(
+            posterior,
+            read.match_draws,
+            observed_y,
+            _group(idata, "unconstrained_posterior"),
+            read.match_rows,
+        ),
         left_out=read.left_out,
-        match_rows=read.match_rows,
         blocks=blocks,
         convergence=fit_convergence(posterior, read.names, _group(idata, "sample_stats")),
     )
@@ -257,9 +203,8 @@ class _Draws(NamedTuple):
 
 
 def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=()) -> _Draws:
-    """The audited draws, without data copies and constant elements, and what was left out.
+    """The audited draws without data copies and constant elements, and what was left out.
 
-    Also their labels, what was said about them and the draws moment matching reads.
     ``weighted``: the Potentials that hold terms of observed records (said elsewhere).
     """
     names = select_var_names(posterior, var_names, filter_vars)
@@ -301,11 +246,7 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=(
 
 
 def _check_records(ll: LogLikelihood) -> None:
-    """The audited observed variables have records: a neighbour removes or replaces one.
-
-    A variable without records alongside others that have some is no neighbour of its own
-    and is left alone.
-    """
+    """The audited observed variables have records (one without, beside others, is left alone)."""
     if ll.n_rows == 0:
         raise ValueError(
             f"the observed variable(s) {list(ll.names)} have zero records, so no neighbour "
@@ -316,12 +257,7 @@ def _check_records(ll: LogLikelihood) -> None:
 
 
 def _potential_messages(weighted: dict, ll: LogLikelihood) -> list[str]:
-    """What the audit says of Potentials that hold part of observed records' likelihood.
-
-    ``weighted`` is :func:`~pymc_edp.model.pymc.potential_records`: per Potential, the
-    records of each observed variable it depends on. Their neighbours' weights remove (or
-    replace) only the records' terms in the observed variable, so their epsilons are wrong.
-    """
+    """Warnings about Potentials holding part of records' likelihood (``potential_records``)."""
     messages = []
     labels = Neighbours.records(ll).labels
     for potential, per_var in weighted.items():
@@ -414,12 +350,8 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
 def _imputed_row_labels(ll: LogLikelihood, model, posterior, observed_data) -> LogLikelihood:
     """``ll`` with the records of an imputed variable labelled by their rows in its data.
 
-    PyMC lays the observed entries of a variable with missing values end to end
-    (``y_observed``, :func:`~pymc_edp.model.pymc.imputed_positions`), so its
-    log-likelihood's records are numbered by position among the observed values: record
-    24 may be row 27 of ``y``. Their coordinate becomes the row of ``y`` (its coordinate
-    when ``y`` has dims; ``"i, j"`` for a several-dimensional ``y``), which the
-    neighbours, the printout, the HTML view and netCDF files then show.
+    PyMC numbers them by position among the observed values
+    (:func:`~pymc_edp.model.pymc.imputed_positions`): record 24 may be row 27 of ``y``.
     """
     datasets = ll.datasets
     for name in ll.names:
@@ -441,7 +373,7 @@ def _imputed_row_labels(ll: LogLikelihood, model, posterior, observed_data) -> L
 
 
 def _data_rows(joined: str, positions: np.ndarray, model, posterior) -> np.ndarray | None:
-    """Labels of the flat ``positions`` of the data of ``joined``: its coordinates or indices."""
+    """Labels of the flat ``positions`` of ``joined``: coordinates, indices or ``"i, j"``."""
     if joined in posterior:
         da = posterior[joined]
         dims = [d for d in da.dims if d not in ("chain", "draw")]
@@ -482,10 +414,8 @@ def _coupled_blocks(ll: LogLikelihood, neighbours: Neighbours) -> list[str]:
 
 
 def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) -> LogLikelihood:
-    """``ll`` with each block of a coupled variable holding its joint conditional.
+    """``ll`` with each block's ``log p(y_b | y_-b, theta)`` on its first row, 0 on the others.
 
-    The block's ``log p(y_b | y_-b, theta)`` stands on its first row and 0 on its other rows,
-    so that summing a neighbour's rows (:func:`pymc_edp.model.loglik.log_ratios`) gives it.
     Needs removal, and neighbours whose blocks do not overlap.
     """
     if settings.replace:
@@ -511,12 +441,10 @@ def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) 
 
 
 def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Dataset:
-    """``ll_ds`` with each coupled variable's single term replaced by its records' conditionals.
+    """``ll_ds`` with one-term likelihoods by their records' leave-one-out conditionals.
 
-    A likelihood that is one term over all records (``pm.AR``, ``pm.gp.Marginal``, an
-    ``MvNormal`` over records) gets, per draw and record, the leave-one-out conditional
-    ``log p(y_i | y_-i, theta)`` (:mod:`pymc_edp.model.conditional`), with the records laid
-    out as in ``observed_data``. Raises :class:`NonFactorisedError` where it is not Gaussian.
+    E.g. ``pm.AR`` or an ``MvNormal`` over records (:mod:`pymc_edp.model.conditional`);
+    raises :class:`NonFactorisedError` where it is not Gaussian.
     """
     names = list(ll_ds.data_vars) if observed is None else [n for n in observed if n in ll_ds]
     coupled = {}
@@ -637,14 +565,11 @@ def _replacements(idata, model, ll: LogLikelihood, factorised, settings: Setting
 
 
 def _streamed_replacements(idata, model, ll: LogLikelihood, v: int, values):
-    """Per candidate, the replacement log-likelihood as columns computed from the model.
+    """Per candidate, the replacement log-likelihood computed from the model chunk by chunk.
 
-    Used when the log-likelihood itself is computed or read chunk by chunk, or when the
-    candidates' ``C x S x n`` values exceed :data:`REPLACEMENTS_IN_MEMORY`; None (held in
-    memory) otherwise, or when the variable cannot be streamed. Support is then checked as
-    each chunk is computed (:func:`pymc_edp.model.loglik.log_ratios`). The choice depends on
-    the data only, never on the chunk options, so a pruned and a full audit compute the
-    same numbers.
+    When the log-likelihood is lazy or the values exceed :data:`REPLACEMENTS_IN_MEMORY`,
+    else (or when it cannot be streamed) None. The choice depends on the data only, never on
+    the chunk options, so a pruned and a full audit compute the same numbers.
     """
     name = ll.names[v]
     array = ll.arrays[v]

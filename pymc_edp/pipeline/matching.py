@@ -1,8 +1,6 @@
-"""Moment-match the neighbours whose importance weights cannot be trusted.
+"""Moment-match the neighbours whose weights cannot be trusted (Paananen et al. 2021).
 
-Paananen et al. (2021): the full-data draws are moved by affine maps in the unconstrained
-space, using the model's joint density, until the neighbour's Pareto k-hat falls below the
-threshold (:func:`pymc_edp.model.moment_match.moment_match_neighbours`).
+See :func:`pymc_edp.model.moment_match.moment_match_neighbours`.
 """
 
 from __future__ import annotations
@@ -34,15 +32,13 @@ def match_moments(
 ) -> Matched:
     """Moment-match the neighbours above the k-hat threshold, when the audit asks for it.
 
-    A neighbour takes the moment-matched estimate when its k-hat fell (its final k-hat in
-    ``khat_mm``); the rest keep their reweighting estimate, and ``method="auto"`` refits
-    those still above the threshold. ``est`` is left unchanged.
+    A neighbour takes the moment-matched estimate when its k-hat (``khat_mm``) fell.
     """
     opts = settings.moment_match
     asked = settings.method in ("auto", "moment_match") and opts is not None
     if not (asked and inp.model is not None and inp.factorised):
         return Matched(est)
-    bad = np.flatnonzero(est.khat > opts.threshold(inp.n_samples))
+    bad = np.flatnonzero(est["khat"] > opts.threshold(inp.n_samples))
     if not bad.size:
         return Matched(est)
     if inp.blocks:  # the model gives per-record conditionals, not those of blocks
@@ -58,7 +54,7 @@ def match_moments(
     try:
         outcomes = moment_match_neighbours(
             problem.model,
-            inp.match_inputs(),
+            inp.match,
             bad,
             lambda k: neighbour_changes(ll, nbs, k, problem.candidate(k)),
             names=inp.names,
@@ -77,7 +73,7 @@ def match_moments(
         )
     out = est.copy()
     for k, res in outcomes.items():
-        out.khat_mm[k] = res.khat_after
+        out["khat_mm"][k] = res.khat_after
         if res.khat_after < res.khat_before:
             out.set_row(k, res, res.mcse, "moment_match")
     return Matched(out)

@@ -22,9 +22,15 @@ from pymc_edp.pipeline.estimates import TOP_WEIGHTS, Estimates
 from pymc_edp.pipeline.inputs import Inputs
 from pymc_edp.pipeline.settings import Settings
 
-__all__ = ["Reweighted", "reweight", "unprune"]
+__all__ = ["PRUNE_NEEDS_REWEIGHTING", "Reweighted", "reweight", "unprune"]
 
 _log = logging.getLogger("pymc_edp")
+
+#: Why ``ChunkOptions(prune=True)`` is refused without reweighting.
+PRUNE_NEEDS_REWEIGHTING = (
+    "ChunkOptions(prune=True) needs every neighbour reweighted first: it cannot be used "
+    "with method='refit' or without a factorised pointwise log-likelihood"
+)
 
 
 @dataclass(frozen=True)
@@ -39,10 +45,7 @@ class Reweighted:
 def reweight(inp: Inputs, settings: Settings) -> Reweighted:
     """Epsilon, k-hat, bound and weights of every neighbour (or, pruning, of those that matter).
 
-    Chunks of neighbours run on ``settings.chunks.executor`` (here by default). Pruning first
-    bounds every neighbour's epsilon (one cheap pass), then reweights in decreasing order
-    of the bound, a wave of chunks at a time, until the next bound is below the largest
-    epsilon that refits cannot replace (see :mod:`pymc_edp.model.reweight`).
+    Chunks run on ``settings.chunks.executor``; pruning is :func:`_pruned_pass`.
     """
     chunks = settings.chunks
     n_nb = len(inp.neighbours)
@@ -78,7 +81,7 @@ def reweight(inp: Inputs, settings: Settings) -> Reweighted:
             _log.info(_pruning_message(est, len(inp.neighbours)))
         else:
             _full_pass(rw, est, settings)
-        est.method[est.pruned] = "pruned"
+        est["method"][est.pruned] = "pruned"
     return Reweighted(est, pruning, rw)
 
 
@@ -104,11 +107,12 @@ def _slices(rw: Reweighter, settings: Settings) -> list[slice]:
 
 
 def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Settings):
-    """Bound every neighbour, then reweight in decreasing order of the bound until done.
+    """The neighbours pruned (sorted): reweighting stops when the next bound is below epsilon.
 
-    Each wave of neighbours is first screened by the tighter mean bound
-    (:func:`pymc_edp.model.reweight.mean_bound`) against the largest epsilon found so far;
-    only those it cannot rule out are reweighted. Returns the neighbours pruned (sorted).
+    Every neighbour is bounded (one cheap pass), then reweighted in decreasing order of the
+    bound, a wave of chunks at a time, each screened first by the tighter mean bound
+    (:func:`pymc_edp.model.reweight.mean_bound`). The epsilon it stops at is the largest
+    that refits cannot replace.
     """
     chunks, enabled, n_nb = settings.chunks, settings.progressbar, len(rw.neighbours)
     run = dict(executor=chunks.executor, progressbar=False, shared=rw)
@@ -116,11 +120,11 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
     with progress_bar(n_nb, description="EDP: bounding records", enabled=enabled) as bar:
 
         def got_bound(i, b):
-            est.bound[slices[i]] = b
+            est["bound"][slices[i]] = b
             bar.advance(b.size)
 
         map_tasks(bound_chunk, slices, on_result=got_bound, **run)
-    order = np.argsort(-est.bound, kind="stable")
+    order = np.argsort(-est["bound"], kind="stable")
     threshold = khat_threshold(rw.bins.n_samples)
     lower, done = -np.inf, 0
     size = _aligned(chunks.rows(rw.bins.n_samples), rw.ll)
@@ -130,7 +134,7 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
     step = size if stored else min(size, max(16, size // 64))
     screened = []  # skipped by the tighter bound (module docstring of model.reweight)
     with progress_bar(n_nb, description="EDP: reweighting records", enabled=enabled) as bar:
-        while done < n_nb and prune_margin(est.bound[order[done]]) >= lower:
+        while done < n_nb and prune_margin(est["bound"][order[done]]) >= lower:
             todo = order[done : done + step * chunks.n_workers()]
             tasks = [np.sort(todo[a : a + step]) for a in range(0, todo.size, step)]
             step = min(2 * step, size)
@@ -154,11 +158,7 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
 
 
 def _aligned(size: int, ll: LogLikelihood) -> int:
-    """Chunk rows as a multiple of a lazy (dask) group's stored chunks, so none is read twice.
-
-    A stored chunk up to four times the budget's chunk is taken whole rather than read
-    several times over.
-    """
+    """Chunk rows as a multiple of a lazy group's stored chunks (one up to 4x taken whole)."""
     stored = [a.chunks[1][0] for a in ll.arrays if getattr(a, "chunks", None)]
     if not stored:
         return size
@@ -168,16 +168,15 @@ def _aligned(size: int, ll: LogLikelihood) -> int:
     return c if c <= 4 * size else size
 
 
+#: What a chunk of :func:`pymc_edp.model.reweight.estimate_chunk` gives, as in :class:`Estimates`.
+_CHUNK_RESULTS = "eps argbin khat eps_unsmoothed bin_draws limit worst_cand bound".split()
+
+
 def _fill(est: Estimates, res, bar) -> None:
-    """Copy one chunk's results into the per-neighbour arrays (and keep the weights that count)."""
+    """Copy one chunk's results into the estimates (and keep the weights that count)."""
     i = res.index
-    est.eps[i], est.argbin[i], est.khat[i] = res.eps, res.argbin, res.khat
-    est.eps_unsmoothed[i], est.bin_draws[i], est.limit[i] = (
-        res.eps_unsmoothed,
-        res.bin_draws,
-        res.limit,
-    )
-    est.worst_cand[i], est.bound[i] = res.worst_cand, res.bound
+    for name in _CHUNK_RESULTS:
+        est[name][i] = getattr(res, name)
     if res.log_weights is not None:
         if est.log_weights is not None:
             est.log_weights[res.weights_index] = res.log_weights
@@ -194,10 +193,7 @@ def _pruning(settings: Settings, inp: Inputs, record_draws: int) -> bool:
     prune = settings.chunks.prune
     possible = inp.factorised and settings.method != "refit"
     if prune and not possible:
-        raise ValueError(
-            "ChunkOptions(prune=True) needs every neighbour reweighted first: it cannot be used "
-            "with method='refit' or without a factorised pointwise log-likelihood"
-        )
+        raise ValueError(PRUNE_NEEDS_REWEIGHTING)
     if prune is None:
         return possible and record_draws > settings.chunks.prune_above
     return prune
@@ -205,31 +201,26 @@ def _pruning(settings: Settings, inp: Inputs, record_draws: int) -> bool:
 
 def _pruning_message(est: Estimates, n_neighbours: int) -> str:
     n_pruned = est.pruned.size
-    top = float(np.max(est.bound[est.pruned])) if n_pruned else float("nan")
+    top = float(np.max(est["bound"][est.pruned])) if n_pruned else float("nan")
+    if not n_pruned:
+        return "pruning found no neighbour to skip: every neighbour was reweighted"
     return (
-        (
-            f"pruned {n_pruned} of {n_neighbours} neighbours whose bound max(log r) - "
-            f"min(log r) (at most {top:.3g}) is below the epsilon found: epsilon is exact, "
-            "their rows hold the bound in pointwise['epsilon_bound'] and method 'pruned'; "
-            "per-parameter epsilons below that bound are lower bounds (parameters['exact'])"
-        )
-        if n_pruned
-        else "pruning found no neighbour to skip: every neighbour was reweighted"
+        f"pruned {n_pruned} of {n_neighbours} neighbours whose bound max(log r) - "
+        f"min(log r) (at most {top:.3g}) is below the epsilon found: epsilon is exact, "
+        "their rows hold the bound in pointwise['epsilon_bound'] and method 'pruned'; "
+        "per-parameter epsilons below that bound are lower bounds (parameters['exact'])"
     )
 
 
 def unprune(rw: Reweighter, est: Estimates, settings: Settings) -> Estimates | None:
-    """Reweight pruned neighbours whose bound reaches an epsilon that refits lowered.
+    """Reweight the pruned neighbours whose bound reaches the epsilon that refits lowered.
 
-    Pruning stopped at the largest reweighted epsilon; when verification replaced it by a
-    smaller refitted value, pruned neighbours with a bound above the new maximum could set
-    it, so they are reweighted now and pruning stays exact. Returns the new estimates, or
-    None when none was.
+    So pruning stays exact. The new estimates, or None when none was.
     """
     if not est.pruned.size:
         return None
-    top = float(np.nanmax(np.nan_to_num(est.eps, nan=-np.inf)))
-    again = est.pruned[prune_margin(est.bound[est.pruned]) >= top]
+    top = float(np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf)))
+    again = est.pruned[prune_margin(est["bound"][est.pruned]) >= top]
     if not again.size:
         return None
     out = est.copy(pruned=np.setdiff1d(est.pruned, again))
@@ -240,7 +231,7 @@ def unprune(rw: Reweighter, est: Estimates, settings: Settings) -> Estimates | N
     with progress_bar(again.size, description="EDP: reweighting records", enabled=False) as bar:
         for res in map_tasks(estimate_chunk, tasks, **run):
             _fill(out, res, bar)
-    out.method[again] = "psis"
+    out["method"][again] = "psis"
     if out.kept:
         out.trim_kept()
     return out

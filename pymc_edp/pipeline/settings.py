@@ -16,16 +16,7 @@ __all__ = ["Settings", "Smoothing"]
 
 @dataclass(frozen=True)
 class Smoothing:
-    """Additive smoothing of weighted and of count estimates (see ``audit(smoothing=)``).
-
-    Examples
-    --------
-    >>> from pymc_edp.pipeline.settings import Smoothing
-    >>> Smoothing.of(None)
-    Smoothing(weighted=0.0, count=0.01)
-    >>> Smoothing.of(0.5)
-    Smoothing(weighted=0.5, count=0.5)
-    """
+    """Additive smoothing of weighted and of count estimates (see ``audit(smoothing=)``)."""
 
     weighted: float
     count: float
@@ -41,40 +32,19 @@ class Smoothing:
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything the stages need to know of the audit's parameters, checked.
-
-    Attributes
-    ----------
-    bins : int
-    method : str
-        As asked (``"auto"``, ``"psis"``, ``"moment_match"``, ``"refit"``).
-    neighbour : NeighbourOptions
-    smoothing : Smoothing
-    refit : RefitOptions
-    verify : VerifyOptions or None
-        None: no verification, for the reason ``verify_reason``.
-    verify_reason : str or None
-    moment_match : MomentMatchOptions or None
-        None: no moment matching.
-    chunks : ChunkOptions
-    seed : int
-        The seed used (drawn afresh when none was given).
-    seed_given : bool
-        Whether ``random_seed`` was given (a fresh seed does not stop a rerun resuming).
-    progressbar : bool
-    """
+    """Everything the stages need to know of the audit's parameters, checked."""
 
     bins: int
-    method: str
+    method: str  # as asked: "auto", "psis", "moment_match" or "refit"
     neighbour: NeighbourOptions
     smoothing: Smoothing
     refit: RefitOptions
-    verify: VerifyOptions | None
+    verify: VerifyOptions | None  # None: no verification, for the reason verify_reason
     verify_reason: str | None
-    moment_match: MomentMatchOptions | None
+    moment_match: MomentMatchOptions | None  # None: no moment matching
     chunks: ChunkOptions
-    seed: int
-    seed_given: bool = True
+    seed: int  # the seed used (drawn afresh when none was given)
+    seed_given: bool = True  # a fresh seed does not stop a rerun resuming
     progressbar: bool = True
 
     @property

@@ -1,9 +1,7 @@
-"""Refit the neighbours reweighting cannot estimate, and confirm the headline by refits.
+"""Refit the neighbours reweighting cannot estimate, then confirm the headline by refits.
 
-:func:`refit_and_verify` refits the neighbours still above the k-hat threshold (all of them
-with ``method="refit"``), then, under ``method="auto"``, refits those with the largest
-estimates and compares (:class:`pymc_edp.VerifyOptions`): a good k-hat is evidence, not
-proof.
+A good k-hat is evidence, not proof: ``method="auto"`` refits the largest estimates and
+compares (:class:`pymc_edp.VerifyOptions`).
 """
 
 from __future__ import annotations
@@ -47,10 +45,7 @@ __all__ = [
 
 
 def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProblem:
-    """What refits (and moment matching) need of the audit.
-
-    Each neighbour's worst replacement is taken from the reweighted estimates ``est``.
-    """
+    """What refits (and moment matching) need; worst replacements from the reweighted ``est``."""
     return RefitProblem(
         model=inp.model,
         ll=inp.ll,
@@ -60,13 +55,13 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         smoothing=settings.smoothing.weighted,
         observed_y=inp.observed_y,
         candidates=inp.candidates or None,
-        worst_candidate=est.worst_cand,
+        worst_candidate=est["worst_cand"],
         replacement_sets=inp.replacement_sets if inp.factorised else None,
         draws=inp.draws,
         n_chains=inp.n_chains,
         count_smoothing=settings.smoothing.count,
         density_ratio=inp.factorised and not inp.blocks,
-        rows=inp.match_rows,
+        rows=inp.match.rows,
         starts=starting_points(inp.posterior, inp.model) if inp.model is not None else (),
         posterior=inp.posterior,
     )
@@ -110,7 +105,7 @@ class Verified:
 
 
 class Refitter:
-    """Runs refits; its own copy of the estimates takes their values (``.estimates``)."""
+    """Runs refits; its own copy of the estimates (``.estimates``) takes their values."""
 
     def __init__(self, problem: RefitProblem, settings: Settings, config: dict, est: Estimates):
         self.problem, self.settings, self.config = problem, settings, config
@@ -119,11 +114,7 @@ class Refitter:
         self.messages: list[str] = []
 
     def run(self, indices: np.ndarray, short: RefitOptions | None = None) -> None:
-        """Refit ``indices``; successful refits replace their neighbours' estimates.
-
-        With the audit's refit options, or as short, warm-started verification refits with
-        ``short`` (:func:`short_options`).
-        """
+        """Refit ``indices`` (short, warm-started: with ``short``); successes replace estimates."""
         options, config = self.settings.refit, self.config
         if short is not None:
             options, config = short, {**config, **short.config(), "warm_start": True}
@@ -141,7 +132,7 @@ class Refitter:
         est = self.estimates
         for k, estimate in run.estimates.items():
             out = run.outcomes[k]
-            est.status[k] = out.status if not out.reason else f"{out.status}: {out.reason}"
+            est["status"][k] = out.status if not out.reason else f"{out.status}: {out.reason}"
             if estimate is not None:
                 est.set_row(k, estimate, estimate.se, "refit")
 
@@ -187,7 +178,7 @@ def refit_and_verify(
     refitter = Refitter(problem, settings, _checkpoint_config(inp, settings), est)
     if to_refit.size:
         refitter.run(to_refit)
-        if not (refitter.estimates.method == "refit").any():
+        if not (refitter.estimates["method"] == "refit").any():
             messages.append(
                 f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
                 "every epsilon here is a reweighting estimate, and the method is reported as "
@@ -221,11 +212,7 @@ def refit_and_verify(
 
 
 def _checkpoint_config(inp: Inputs, settings: Settings) -> dict:
-    """What the refits depend on, for the checkpoint.
-
-    Not bins or estimator: one set of refits serves every B and both estimators; a seed
-    drawn afresh does not stop a rerun from resuming.
-    """
+    """What the refits depend on, for the checkpoint (not bins or estimator: they serve all)."""
     return dict(
         settings.refit.config(),
         neighbour=settings.neighbour.relation,
@@ -238,9 +225,9 @@ def _checkpoint_config(inp: Inputs, settings: Settings) -> dict:
 
 def _all_refitted(est: Estimates) -> Verification:
     """Without a factorised likelihood every neighbour is refitted: nothing to confirm."""
-    n = est.method.size
+    n = est["method"].size
     check = Verification.off(n, "every neighbour refitted (method='auto')")
-    done = int((est.method == "refit").sum())
+    done = int((est["method"] == "refit").sum())
     if done < n:
         check = check.but(
             "incomplete",
@@ -253,28 +240,24 @@ def _all_refitted(est: Estimates) -> Verification:
 def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verification:
     """Refit the worst neighbours, compare, and on disagreement refit more (worst first).
 
-    The estimates checked are reweighted or moment-matched; each refit replaces its
-    neighbour's estimate (the pooled refit uses the reweighted draws and its own, so it is
-    the better estimate). A refit disagrees with the estimate it checks when their
-    difference exceeds ``z`` combined standard errors. After a disagreement,
-    reweighting is unreliable for this model: every unchecked neighbour whose upper
-    interval end, scaled by the largest underestimate seen, reaches the headline is refitted,
-    worst first, in batches of ``top``, within ``max_refits`` and ``time_budget``.
-    ``refitter.estimates`` hold the result.
+    Each refit replaces the (reweighted or moment-matched) estimate it checks, and disagrees
+    with it beyond ``z`` combined standard errors. After a disagreement every unchecked
+    neighbour whose upper end, scaled by the largest underestimate seen, reaches the
+    headline is refitted, in batches of ``top``, within ``max_refits`` and ``time_budget``.
     """
     start = time.perf_counter()
     est = refitter.estimates
-    n = est.eps.shape[0]
+    n = est["eps"].shape[0]
     check = Verification.off(n, None)
     eps = est.epsilon()
-    eligible = np.isin(est.method, ["psis", "moment_match"]) & np.isfinite(eps)
+    eligible = np.isin(est["method"], ["psis", "moment_match"]) & np.isfinite(eps)
     if not eligible.any():
         return check.but(
             "confirmed", "confirmed: every neighbour that can set epsilon was refitted"
         )
     # a refit resolves a bin with too few (or no) draws, not a smoothing constant
-    resolvable = np.isin(est.limit, [limits.FEW_DRAWS, limits.EMPTY_BIN]).any(axis=1)
-    se_before = np.where(np.isin(est.method, ["moment_match"]), est.refit_mcse, errors.se)
+    resolvable = np.isin(est["limit"], [limits.FEW_DRAWS, limits.EMPTY_BIN]).any(axis=1)
+    se_before = np.where(np.isin(est["method"], ["moment_match"]), est["refit_mcse"], errors.se)
     upper = np.where(np.isnan(errors.upper), eps, errors.upper)
     cand = np.flatnonzero(eligible)
     cand = cand[np.argsort(-eps[cand], kind="stable")]
@@ -307,7 +290,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
         if not (check.code == VERIFY_DISAGREE).any():
             break
         est = refitter.estimates
-        headline = float(np.nanmax(np.nan_to_num(est.eps, nan=-np.inf)))
+        headline = float(np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf)))
         todo = eligible & (check.code == 0) & (upper * factor >= headline)
         left = np.flatnonzero(todo)
         left = left[np.argsort(-eps[left], kind="stable")]
@@ -324,8 +307,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     return _verification_outcome(check, refitter.estimates, refitter.problem.neighbours, run)
 
 
-#: A short verification refit has this fraction of the refits' draws per chain (at least
-#: :data:`_SHORT_MIN_DRAWS`), after a quarter of their tuning, started at full-data draws.
+#: A short verification refit's fraction of the refits' draws per chain (and its minimum).
 _SHORT_FRACTION = 0.25
 _SHORT_MIN_DRAWS = 100
 #: Standard errors of margin by which a short refit must agree, and stay below the headline.
@@ -333,12 +315,9 @@ _SHORT_MARGIN = 2.0
 
 
 def short_options(refit: RefitOptions) -> RefitOptions | None:
-    """The options of short verification refits, or None where there are none.
+    """Options of short verification refits (checkpointed in ``short``), or None.
 
-    A quarter of the draws per chain (at least 100), checkpointed in the ``short`` folder
-    of the checkpoint; :meth:`Refitter.run` starts them warm (a quarter of the tuning, at
-    full-data draws, :func:`pymc_edp.refit.warm.warm_start`). None with ``build_model`` (no
-    model to start warm from) or too few draws to shorten.
+    None with ``build_model`` (no model to start warm from) or too few draws to shorten.
     """
     draws = max(_SHORT_MIN_DRAWS, int(refit.draws * _SHORT_FRACTION))
     if refit.build_model is not None or draws >= refit.draws:
@@ -350,21 +329,17 @@ def short_options(refit: RefitOptions) -> RefitOptions | None:
 def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, frac: float):
     """The neighbours of ``batch`` whose short refits leave it open: refitted at full length.
 
-    A short refit settles its comparison when it agrees with the estimate it checks by a
-    margin: ``|refit - estimate| + 2 se_refit <= z sqrt(se_estimate^2 + se_full^2)``, where
-    ``se_full = se_refit sqrt(frac)`` is the error a full-length refit would have (so the
-    full-length comparison would agree too, unless the refit's estimate is more than two of
-    its own errors off). It is kept only when its value cannot set epsilon either: its upper
-    end ``refit + 2 se_refit`` is below the headline. Everything else (a failed short refit,
-    a disagreement, the neighbour that may set epsilon) is refitted at full length, whose
-    refit replaces the short one: the refitted values that are used are full-length ones.
+    A short refit settles its comparison when it agrees by a margin,
+    ``|refit - estimate| + 2 se_refit <= z sqrt(se_estimate^2 + se_full^2)`` with
+    ``se_full = se_refit sqrt(frac)`` (a full-length refit's error), and its upper end
+    ``refit + 2 se_refit`` is below the headline; every other is refitted at full length.
     """
     headline = float(np.max(est.epsilon()))
     full = []
     for k, e0, s0 in zip(batch, before, se_before, strict=True):
-        refitted = est.method[k] == "refit"
-        e1 = float(np.nanmax(est.eps[k])) if refitted else np.nan
-        s1 = float(est.refit_mcse[k]) if refitted else np.nan
+        refitted = est["method"][k] == "refit"
+        e1 = float(np.nanmax(est["eps"][k])) if refitted else np.nan
+        s1 = float(est["refit_mcse"][k]) if refitted else np.nan
         band = vopts.z * np.hypot(np.nan_to_num(s0), s1 * np.sqrt(frac))
         agrees = abs(e1 - e0) + _SHORT_MARGIN * s1 <= band
         below = e1 + _SHORT_MARGIN * s1 < headline
@@ -374,18 +349,15 @@ def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, f
 
 
 def _compare(check: Verification, est: Estimates, batch, before, se_before, vopts) -> float:
-    """Record each refit of ``batch`` against the estimate it checks (in ``check``'s arrays).
-
-    Returns the largest underestimate factor ``refit / estimate`` among the disagreements.
-    """
+    """Record the refits of ``batch`` in ``check``; the largest underestimate refit / estimate."""
     factor = 1.0
     for k, e0 in zip(batch, before, strict=True):
         check.checked[k] = e0
-        if est.method[k] != "refit":
+        if est["method"][k] != "refit":
             check.code[k] = VERIFY_FAILED
             continue
-        e1 = float(np.nanmax(est.eps[k]))
-        s = np.hypot(np.nan_to_num(se_before[k]), np.nan_to_num(est.refit_mcse[k]))
+        e1 = float(np.nanmax(est["eps"][k]))
+        s = np.hypot(np.nan_to_num(se_before[k]), np.nan_to_num(est["refit_mcse"][k]))
         z = (e1 - e0) / s if s > 0 else (0.0 if e1 == e0 else np.sign(e1 - e0) * np.inf)
         check.refit[k], check.z[k] = e1, z
         # even above an estimate flagged as a lower bound: a refit far from the estimate
@@ -426,10 +398,7 @@ class _Run:
 
 
 def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -> Verification:
-    """Status, note and warnings of a verification run; leftovers flagged as lower bounds.
-
-    ``est`` is the verification's own (the refitter's): the leftovers' limits are set there.
-    """
+    """Status, note and warnings; leftovers flagged as lower bounds in ``est`` (the refitter's)."""
     ok, bad = check.code == VERIFY_AGREE, check.code == VERIFY_DISAGREE
     failed = check.code == VERIFY_FAILED
     checked = int(ok.sum() + bad.sum())
@@ -441,7 +410,7 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
             "the headline could not be confirmed: every verification refit failed (see "
             "res.pointwise['status']); epsilon rests on reweighting alone",
         )
-    eps_k = np.nanmax(np.nan_to_num(est.eps, nan=-np.inf), axis=1)
+    eps_k = np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf), axis=1)
     top = int(np.argmax(eps_k))
     if not bad.any() and failed[top]:  # the refits that ran agree, but not the headline's
         return check.but(
@@ -463,9 +432,9 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
     )
     if run.left.size:
         for k in run.left:  # could still set epsilon: their estimates are lower bounds
-            p = int(np.nanargmax(np.nan_to_num(est.eps[k], nan=-np.inf)))
-            if est.limit[k, p] == limits.NONE:
-                est.limit[k, p] = limits.UNVERIFIED
+            p = int(np.nanargmax(np.nan_to_num(est["eps"][k], nan=-np.inf)))
+            if est["limit"][k, p] == limits.NONE:
+                est["limit"][k, p] = limits.UNVERIFIED
         return check.but(
             "incomplete",
             f"reweighting is unreliable for this model: {detail}; verification refitted "

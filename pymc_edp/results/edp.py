@@ -65,6 +65,11 @@ def _int_or_none(value):
     return None if value is None else int(value)
 
 
+#: Prefix of ``epsilon_by_var``'s variables and dims in :meth:`EDPResult.to_dataset`, apart
+#: from the tables' (a posterior dim may be named ``parameter``).
+_BY_VAR = "by_var_"
+
+
 @dataclass(frozen=True)
 class EDPResult:
     """Empirical differential privacy of a posterior, with its diagnostics.
@@ -73,8 +78,9 @@ class EDPResult:
     ----------
     epsilon : float
         B-EDP epsilon: the maximum over parameters, their elements and neighbours.
-    epsilon_by_var : dict of {str: float}
-        Maximum per posterior variable.
+    epsilon_by_var : xarray.Dataset
+        Per audited posterior variable, each element's epsilon (its maximum over
+        neighbours) over the variable's own dims and coords; NaN for elements left out.
     pointwise : xarray.Dataset
         Over ``neighbour`` (and ``parameter``): ``epsilon`` (max over parameters),
         ``epsilon_parameter``, ``pareto_k``, ``worst_parameter``, ``worst_bin``, ``n_rows``,
@@ -148,8 +154,8 @@ class EDPResult:
     0.75...
     >>> res.bins, res.neighbour, res.method, res.n_samples, res.n_chains
     (10, 'remove', 'psis', 2000, 4)
-    >>> {k: round(v, 3) for k, v in res.epsilon_by_var.items()}
-    {'mu': 0.75...}
+    >>> round(float(res.epsilon_by_var["mu"]), 3)
+    0.75...
     >>> res.pointwise["epsilon"].dims
     ('neighbour',)
     >>> print(res)  # doctest: +ELLIPSIS
@@ -164,7 +170,7 @@ class EDPResult:
     """
 
     epsilon: float
-    epsilon_by_var: dict
+    epsilon_by_var: xr.Dataset
     pointwise: xr.Dataset
     parameters: xr.Dataset
     bins: int
@@ -347,7 +353,9 @@ class EDPResult:
         pointwise = self.pointwise if include_weights else self._pointwise_with_intervals()
         pw = pointwise.rename({v: f"pointwise_{v}" for v in pointwise.data_vars})
         par = self.parameters.rename({v: f"parameter_{v}" for v in self.parameters.data_vars})
-        ds = xr.merge([pw, par], combine_attrs="drop")
+        by_var = self.epsilon_by_var
+        by_var = by_var.rename({n: _BY_VAR + n for n in [*by_var.variables, *by_var.dims]})
+        ds = xr.merge([pw, par, by_var], combine_attrs="drop")
         for src in (pw, par):  # merging drops the variables' own attributes (CF flags)
             for v in src.data_vars:
                 ds[v].attrs = dict(src[v].attrs)
@@ -358,7 +366,6 @@ class EDPResult:
                 ds["draws"] = self.draws
         ds.attrs = {k: getattr(self, k) for k in self._ATTRS}
         ds.attrs["epsilon"] = self.epsilon
-        ds.attrs["epsilon_by_var"] = json.dumps(self.epsilon_by_var)
         ds.attrs["warnings"] = json.dumps(list(self.warnings))
         ds.attrs["mc_interval90"] = json.dumps(
             None if self.mc_interval90 is None else [float(v) for v in self.mc_interval90]
@@ -447,9 +454,18 @@ class EDPResult:
                     obj[v] = obj[v].astype(bool)
         parameters["var_name"] = parameters["var_name"].astype(str)
         a = ds.attrs
+        by_var = ds[[v for v in ds.data_vars if v.startswith(_BY_VAR)]]
+        by_var = by_var.drop_vars([c for c in by_var.coords if not c.startswith(_BY_VAR)])
+        if by_var.data_vars:
+            by_var = by_var.rename(
+                {n: n[len(_BY_VAR) :] for n in [*by_var.variables, *by_var.dims]}
+            )
+            by_var.attrs = {}
+        else:  # written before epsilon_by_var kept the variables' dims: their maxima
+            by_var = xr.Dataset({k: float(v) for k, v in json.loads(a["epsilon_by_var"]).items()})
         return cls(
             epsilon=float(a["epsilon"]),
-            epsilon_by_var={k: float(v) for k, v in json.loads(a["epsilon_by_var"]).items()},
+            epsilon_by_var=by_var,
             pointwise=pointwise,
             parameters=parameters,
             bins=int(a["bins"]),

@@ -34,7 +34,10 @@ def test_stages_put_together_are_the_audit(normal):
     np.testing.assert_array_equal(res.parameters["epsilon"], ref.parameters["epsilon"])
     assert res.random_seed == 1 and res.noise_floor == ref.noise_floor
     # the verified estimates are left as they were
-    assert np.isfinite(verified.estimates.eps).all() or np.isneginf(verified.estimates.eps).any()
+    assert (
+        np.isfinite(verified.estimates["eps"]).all()
+        or np.isneginf(verified.estimates["eps"]).any()
+    )
 
 
 def _shifted_chains(rng, divergent=0):
@@ -82,3 +85,42 @@ def test_a_converged_fit_adds_nothing(normal):
     assert res.convergence is not None and res.convergence.converged
     assert not any("converged" in str(w.message) for w in caught)
     assert "converged" not in repr(res) and "converged" not in res._repr_html_()
+
+
+def _arms_idata(rng):
+    """A posterior with a scalar ``mu`` and ``theta`` over ``arm`` whose arm ``c`` is constant."""
+    y = rng.normal(0, 1, 10)
+    mu = rng.normal(y.sum() / 11, 1 / np.sqrt(11), (2, 1000))
+    theta = mu[..., None] + rng.normal(0, 0.1, (2, 1000, 3))
+    theta[..., 2] = 1.0
+    return from_dict(
+        {
+            "posterior": {"mu": mu, "theta": theta},
+            "log_likelihood": {"y": stats.norm.logpdf(y, mu[..., None], 1)},
+        },
+        coords={"patient": [f"p{i}" for i in range(10)], "arm": ["a", "b", "c"]},
+        dims={"y": ["patient"], "theta": ["arm"]},
+    )
+
+
+def test_epsilon_by_var_has_the_posterior_dims_and_coords(rng, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", edp.EDPWarning)
+        res = edp.audit(_arms_idata(rng), bins=10, method="psis", progressbar=False)
+    by_var = res.epsilon_by_var
+    assert list(by_var) == ["mu", "theta"] and by_var["mu"].dims == ()
+    assert by_var["theta"].dims == ("arm",)
+    assert list(by_var["arm"].values) == ["a", "b", "c"]
+    par = res.parameters["epsilon"]
+    assert float(by_var["mu"]) == float(par.sel(parameter="mu"))
+    for arm in ("a", "b"):
+        assert by_var["theta"].sel(arm=arm) == par.sel(parameter=f"theta[{arm}]")
+    assert np.isnan(by_var["theta"].sel(arm="c"))  # constant: left out
+    path = tmp_path / "res.nc"
+    res.to_netcdf(path)
+    for back in (edp.EDPResult.from_netcdf(path), edp.EDPResult.from_datatree(res.to_datatree())):
+        assert back.epsilon_by_var.identical(by_var)
+    # files written when the attribute held each variable's maximum as JSON still read
+    old = res.to_dataset().drop_vars(["by_var_mu", "by_var_theta", "by_var_arm"])
+    old.attrs["epsilon_by_var"] = '{"mu": 0.5, "theta": 0.75}'
+    assert edp.EDPResult.from_dataset(old).epsilon_by_var["theta"] == 0.75

@@ -19,9 +19,9 @@ def _row(value):
 
 def test_empty_estimates():
     est = Estimates.empty(3, 2, 100, keep_weights=True)
-    assert est.eps.shape == (3, 2) and np.isneginf(est.eps).all()
+    assert est["eps"].shape == (3, 2) and np.isneginf(est["eps"]).all()
     assert est.log_weights.shape == (3, 100)
-    assert list(est.method) == ["psis"] * 3 and list(est.status) == [""] * 3
+    assert list(est["method"]) == ["psis"] * 3 and list(est["status"]) == [""] * 3
     assert est.weights()[0] is est.log_weights
     assert Estimates.empty(3, 2, 100, keep_weights=False).weights() is None
 
@@ -37,19 +37,19 @@ def _with_rows(est, rows, method):
 def test_a_copy_with_new_rows_leaves_the_original_unchanged():
     est = Estimates.empty(3, 2, 100, keep_weights=False)
     new = _with_rows(est, {1: (_row(0.7), 0.05)}, "refit")
-    assert np.isneginf(est.eps).all() and list(est.method) == ["psis"] * 3
-    np.testing.assert_array_equal(new.eps[1], 0.7)
-    assert new.refit_mcse[1] == 0.05 and list(new.method) == ["psis", "refit", "psis"]
+    assert np.isneginf(est["eps"]).all() and list(est["method"]) == ["psis"] * 3
+    np.testing.assert_array_equal(new["eps"][1], 0.7)
+    assert new["refit_mcse"][1] == 0.05 and list(new["method"]) == ["psis", "refit", "psis"]
     assert new.epsilon()[1] == 0.7 and new.epsilon()[0] < -1e300
     copied = est.copy(pruned=np.array([2]))
-    copied.eps[0] = 1.0
-    assert np.isneginf(est.eps[0, 0]) and est.pruned.size == 0
+    copied["eps"][0] = 1.0
+    assert np.isneginf(est["eps"][0, 0]) and est.pruned.size == 0
 
 
 def test_khat_now_and_method_used():
     est = Estimates.empty(3, 1, 10, keep_weights=False)
-    est.khat[:] = [0.2, 0.9, 1.2]
-    est.khat_mm[1] = 0.3
+    est["khat"][:] = [0.2, 0.9, 1.2]
+    est["khat_mm"][1] = 0.3
     np.testing.assert_array_equal(est.khat_now(), [0.2, 0.3, 1.2])
     assert method_used(np.array(["psis", "psis"], dtype=object)) == "psis"
     assert method_used(np.array(["psis", "moment_match"], dtype=object)) == "moment_match"
@@ -63,8 +63,8 @@ def test_intervals_of_own_and_reweighted_estimates():
         {0: (_row(1.0), 0.1), 2: (_row(0.5), float("nan"))},
         "refit",
     )
-    est.eps[1] = 0.4
-    est.limit[1] = 3  # at a limit: open above
+    est["eps"][1] = 0.4
+    est["limit"][1] = 3  # at a limit: open above
     errors = Errors(np.array([np.nan, 0.05, np.nan]), np.full(3, 0.3), np.full(3, 0.6))
     lower, upper, se = intervals(est, errors)
     assert se[0] == 0.1 and lower[0] == 1.0 - 1.6448536269514722 * 0.1

@@ -25,14 +25,14 @@ def test_reads_draws_neighbours_and_bins(normal):
     np.testing.assert_array_equal(
         inp.observed_y["y"], get_group(normal, "observed_data")["y"].values
     )
-    assert inp.candidates == {} and inp.unconstrained is None
-    assert inp.match_draws is inp.draws  # nothing dropped: one matrix
+    assert inp.candidates == {} and inp.match.unconstrained is None
+    assert inp.match.draws is inp.draws  # nothing dropped: one matrix
 
 
 def test_match_inputs_are_what_moment_matching_would_read(outlier):
     model, idata = outlier
     inp = read_inputs(idata, model, make_settings(model))
-    mine = inp.match_inputs()
+    mine = inp.match
     theirs = MatchInputs.from_idata(idata, model, inp.names)
     np.testing.assert_array_equal(mine.draws, theirs.draws)
     assert set(mine.observed) == set(theirs.observed) == {"y"}
@@ -51,7 +51,7 @@ def test_data_copies_are_left_out_with_a_message(normal):
     set_group(normal, "posterior", post.assign(c=post["mu"] * 0 + 3.0))
     inp = read_inputs(normal, None, make_settings())
     assert "c" not in inp.names and any("'c'" in m or "c" in m for m in inp.messages)
-    np.testing.assert_array_equal(inp.match_draws, posterior_matrix(post, inp.names)[0])
+    np.testing.assert_array_equal(inp.match.draws, posterior_matrix(post, inp.names)[0])
 
 
 def test_too_few_draws_per_bin_is_refused(normal):

@@ -20,15 +20,15 @@ def _stages(model, idata, **kwargs):
 def test_the_outlier_is_moment_matched_into_new_estimates(outlier):
     model, idata = outlier
     inp, settings, problem, est = _stages(model, idata, method="moment_match")
-    assert est.khat[ON.OUTLIER] > 0.7
-    before = est.eps.copy()
+    assert est["khat"][ON.OUTLIER] > 0.7
+    before = est["eps"].copy()
     out = match_moments(inp, settings, problem, est)
     assert out.messages == ()
     new = out.estimates
-    assert new is not est and new.method[ON.OUTLIER] == "moment_match"
-    assert new.khat_mm[ON.OUTLIER] < 0.7 and np.isfinite(new.refit_mcse[ON.OUTLIER])
-    np.testing.assert_array_equal(est.eps, before)  # what it was given is unchanged
-    assert est.method[ON.OUTLIER] == "psis" and np.isnan(est.khat_mm).all()
+    assert new is not est and new["method"][ON.OUTLIER] == "moment_match"
+    assert new["khat_mm"][ON.OUTLIER] < 0.7 and np.isfinite(new["refit_mcse"][ON.OUTLIER])
+    np.testing.assert_array_equal(est["eps"], before)  # what it was given is unchanged
+    assert est["method"][ON.OUTLIER] == "psis" and np.isnan(est["khat_mm"]).all()
 
 
 def test_nothing_to_do_returns_the_same_estimates(outlier, normal):

@@ -16,7 +16,7 @@ def test_reweight_gives_the_audits_estimates(normal):
     assert not out.pruning and out.estimates.log_weights.shape == (8, 1000)
     res = edp.audit(normal, bins=10, method="psis", progressbar=False)
     np.testing.assert_array_equal(out.estimates.epsilon(), res.pointwise["epsilon"].values)
-    np.testing.assert_array_equal(out.estimates.khat, res.pointwise["pareto_k"].values)
+    np.testing.assert_array_equal(out.estimates["khat"], res.pointwise["pareto_k"].values)
     assert unprune(out.reweighter, out.estimates, settings) is None  # nothing pruned
 
 
@@ -27,7 +27,7 @@ def test_pruning_keeps_the_maximum(normal):
     assert pruned.pruning and pruned.estimates.log_weights is None
     est = pruned.estimates
     assert est.epsilon().max() == full.estimates.epsilon().max()
-    assert set(est.method[est.pruned]) <= {"pruned"}
+    assert set(est["method"][est.pruned]) <= {"pruned"}
 
 
 def test_store_weights_and_pruning_conflict(normal):

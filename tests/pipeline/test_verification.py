@@ -50,7 +50,7 @@ class FakeRefitter:
 
     def __init__(self, truth, short=None):
         est = Estimates.empty(EPS.size, 1, 100, keep_weights=False)
-        est.eps[:, 0] = EPS
+        est["eps"][:, 0] = EPS
         self.estimates, self.truth, self.runs = est, np.asarray(truth), []
         self.short = self.truth if short is None else np.asarray(short)
         self.short_runs = []
@@ -93,7 +93,7 @@ def test_a_budget_leaves_lower_bounds():
     refitter = FakeRefitter(truth)
     check = verify(VerifyOptions(top=1, max_refits=1), refitter, ERRORS)
     assert check.status == "incomplete" and refitter.runs == [[0]]
-    assert refitter.estimates.limit[1, 0] == limits.UNVERIFIED
+    assert refitter.estimates["limit"][1, 0] == limits.UNVERIFIED
     assert any("budget" in m for m in check.messages)
 
 
@@ -128,7 +128,7 @@ def test_short_refits_settle_what_cannot_set_epsilon():
     assert check.status == "confirmed" and list(check.code[:5]) == [VERIFY_AGREE] * 5
     assert "3 settled by short refits of 250 draws per chain, warm-started" in check.note
     np.testing.assert_array_equal(
-        refitter.estimates.refit_mcse[:5], [0.01, 0.01, 0.02, 0.02, 0.02]
+        refitter.estimates["refit_mcse"][:5], [0.01, 0.01, 0.02, 0.02, 0.02]
     )
     off = FakeRefitter(EPS)
     check = verify(VerifyOptions(top=5, early_stop=False), off, ERRORS)
@@ -147,7 +147,7 @@ def test_a_short_refit_that_does_not_settle_it_is_refitted_whole():
     refitter = FakeRefitter(EPS, short)
     check = verify(VerifyOptions(top=5), refitter, ERRORS)
     assert refitter.runs == [[0, 1, 3, 4]]
-    assert refitter.estimates.refit_mcse[3] == 0.01 and refitter.estimates.eps[3, 0] == 0.2
+    assert refitter.estimates["refit_mcse"][3] == 0.01 and refitter.estimates["eps"][3, 0] == 0.2
     assert check.status == "confirmed" and "1 settled by short refits" in check.note
     # a short refit far off (a reweighting failure) is never kept: the full one corrects
     truth = EPS.copy()
@@ -173,7 +173,7 @@ def test_verification_records():
     more = off.but("incomplete", "note", "a message")
     assert more.code is off.code and more.messages == ("a message",) and off.messages == ()
     est = Estimates.empty(3, 1, 10, keep_weights=False)
-    est.method[:2] = "refit"
+    est["method"][:2] = "refit"
     assert _all_refitted(est).status == "incomplete"
 
 
@@ -200,5 +200,5 @@ def test_nothing_to_refit_or_verify(normal):
     )
     assert out.refits is None and out.messages == ()
     assert out.verification.status == "unverified"
-    np.testing.assert_array_equal(out.estimates.eps, rw.estimates.eps)
+    np.testing.assert_array_equal(out.estimates["eps"], rw.estimates["eps"])
     assert out.estimates is not rw.estimates

@@ -40,7 +40,7 @@ def test_summary_and_views(result):
     ]
     assert not df["lower_bound"].any()
     assert df["epsilon"].max() == result.epsilon
-    assert result.epsilon_by_var["theta"] == df.loc[df.var_name == "theta", "epsilon"].max()
+    assert result.epsilon_by_var["theta"].max() == df.loc[df.var_name == "theta", "epsilon"].max()
     top = result.most_exposed(3)
     assert list(top["epsilon"]) == sorted(result.pointwise["epsilon"].values)[::-1][:3]
     assert top.index[0] == result.worst_neighbour
@@ -58,7 +58,7 @@ def test_repr_is_a_table(result):
 
 def assert_same(a: EDPResult, b: EDPResult):
     assert a.epsilon == b.epsilon
-    assert a.epsilon_by_var == b.epsilon_by_var
+    assert a.epsilon_by_var.equals(b.epsilon_by_var)
     assert (a.bins, a.neighbour, a.method, a.smoothing) == (
         b.bins,
         b.neighbour,
