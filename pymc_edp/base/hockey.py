@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pymc_edp.base.pld import _delta_sorted, _tail_sums
 from pymc_edp.base.validate import check_choice
 
 __all__ = [
@@ -34,39 +34,6 @@ __all__ = [
     "smallest_epsilon",
     "total_risk",
 ]
-
-_DIRECTIONS = {"both": 0, "forward": 1, "backward": 2}
-
-
-@numba.njit(parallel=True, cache=True)
-def _hockey_stick_kernel(wq_cum, wp_cum, log_t_sorted, epsilons, direction):
-    """Hockey-stick divergences per row from weights sorted by their ratio.
-
-    ``direction`` 0: both, 1: ``sum (w_p - e^eps w_q)_+`` only, 2: ``sum (w_q - e^eps w_p)_+``
-    only. Clipped to [0, 1].
-    """
-    n = log_t_sorted.shape[0]
-    n_samples = log_t_sorted.shape[1]
-    n_eps = epsilons.shape[0]
-    out = np.empty((n, n_eps))
-    for i in numba.prange(n):
-        tot_q = wq_cum[i, n_samples]
-        tot_p = wp_cum[i, n_samples]
-        for e in range(n_eps):
-            eps = epsilons[e]
-            ee = np.exp(eps)
-            up = 0.0
-            down = 0.0
-            if direction != 1:
-                # (q - e^eps p)_+ : draws with log t > eps
-                hi = np.searchsorted(log_t_sorted[i], eps, side="right")
-                up = (tot_q - wq_cum[i, hi]) - ee * (tot_p - wp_cum[i, hi])
-            if direction != 2:
-                # (p - e^eps q)_+ : draws with log t < -eps
-                lo = np.searchsorted(log_t_sorted[i], -eps, side="left")
-                down = wp_cum[i, lo] - ee * wq_cum[i, lo]
-            out[i, e] = min(max(up, down, 0.0), 1.0)
-    return out
 
 
 def hockey_stick_delta(
@@ -137,15 +104,21 @@ def hockey_stick_delta(
     >>> hockey_stick_delta(log_ratio, [0.0, 0.5, 1.0], normalize=False).round(2)
     array([0.38, 0.24, 0.13])
     """
-    check_choice(direction, "direction", tuple(_DIRECTIONS))
     eps = np.asarray(epsilons, dtype=float)
     if np.any(eps < 0) or not np.all(np.isfinite(eps)):
         raise ValueError("epsilons must be finite and non-negative")
     lw = np.asarray(log_weights, dtype=float)
-    prepared = hockey_stick_prepare(lw, log_weights_reference, normalize=normalize)
+    prepared = hockey_stick_prepare(
+        lw, log_weights_reference, normalize=normalize, direction=direction
+    )
     out = hockey_stick_from_prepared(prepared, np.atleast_1d(eps), direction=direction)
     out = out.reshape((*lw.shape[:-1], out.shape[-1]))
     return out[..., 0] if eps.ndim == 0 else out
+
+
+def _directions(direction: str) -> tuple[str, ...]:
+    check_choice(direction, "direction", ("both", "forward", "backward"))
+    return ("forward", "backward") if direction == "both" else (direction,)
 
 
 def hockey_stick_prepare(
@@ -153,26 +126,28 @@ def hockey_stick_prepare(
     log_weights_reference: ArrayLike | None = None,
     *,
     normalize: bool = True,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted log density ratios and cumulative weights for :func:`hockey_stick_delta`.
+    direction: str = "both",
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Sorted privacy losses and their tail sums for :func:`hockey_stick_from_prepared`.
 
-    Evaluate many epsilons later with ``hockey_stick_from_prepared(prepared, epsilons)``
-    without sorting again. Arguments as for :func:`hockey_stick_delta`; batch axes are
-    flattened into the rows.
+    Evaluate many epsilons later without sorting again. Arguments as for
+    :func:`hockey_stick_delta`; batch axes are flattened into the rows. For each
+    ``direction``, the rows of draws are atoms of a privacy loss distribution (losses
+    ``log(w_p / w_q)`` with masses ``w_p`` forward, ``log(w_q / w_p)`` with ``w_q``
+    backward), and ``delta(eps)`` is :mod:`pymc_edp.base.pld`'s of those atoms.
 
     Returns
     -------
-    wq_cum, wp_cum : ndarray, shape (n, S + 1)
-        Cumulative weights targeting ``q`` and ``p`` in the order of the ratio.
-    log_t_sorted : ndarray, shape (n, S)
-        ``log(w_q / w_p)``, sorted.
+    dict
+        ``{direction: (loss, a, log_b)}``: the losses sorted per row, shape (n, S), and
+        their tail sums, shape (n, S + 1).
 
     Examples
     --------
     >>> from pymc_edp.base.hockey import hockey_stick_from_prepared, hockey_stick_prepare
     >>> prepared = hockey_stick_prepare(np.log([[0.1, 0.2, 0.3, 0.4]]))
-    >>> prepared[1][0].tolist()  # the draws' reference weights, accumulated
-    [0.0, 0.25, 0.5, 0.75, 1.0]
+    >>> prepared["forward"][1][0].tolist()  # mass of the reference above each loss
+    [1.0, 0.75, 0.5, 0.25, 0.0]
     >>> hockey_stick_from_prepared(prepared, [0.0]).round(6)  # total variation distance
     array([[0.2]])
     """
@@ -181,7 +156,6 @@ def hockey_stick_prepare(
     lw = np.atleast_1d(np.asarray(log_weights, dtype=float))
     batch, n_samples = lw.shape[:-1], lw.shape[-1]
     lw = lw.reshape(-1, n_samples)
-    n = lw.shape[0]
     if log_weights_reference is None:
         ref = None
         log_c = np.log(n_samples)
@@ -199,16 +173,22 @@ def hockey_stick_prepare(
             log_q = lw - log_c
             log_t = lw if ref is None else lw - ref
     log_t = np.where(np.isnan(log_t), -np.inf, log_t)  # both weights zero: no mass
-    order = np.argsort(log_t, axis=1, kind="stable")
-    log_t_sorted = np.ascontiguousarray(np.take_along_axis(log_t, order, axis=1))
-    zero = np.zeros((n, 1))
-    wq_cum = np.concatenate([zero, np.cumsum(np.exp(np.take_along_axis(log_q, order, 1)), 1)], 1)
-    wp_cum = np.concatenate([zero, np.cumsum(np.exp(np.take_along_axis(log_p, order, 1)), 1)], 1)
-    return wq_cum, wp_cum, log_t_sorted
+    order = np.argsort(log_t, axis=1, kind="stable")  # one sort serves both directions
+    prepared = {}
+    for name in _directions(direction):
+        if name == "forward":  # losses -log_t, ascending: the order reversed
+            rev = order[:, ::-1]
+            loss = -np.take_along_axis(log_t, rev, axis=1)
+            mass = np.exp(np.take_along_axis(log_p, rev, axis=1))
+        else:
+            loss = np.take_along_axis(log_t, order, axis=1)
+            mass = np.exp(np.take_along_axis(log_q, order, axis=1))
+        prepared[name] = (loss, *_tail_sums(loss, mass))
+    return prepared
 
 
 def hockey_stick_from_prepared(
-    prepared: tuple[np.ndarray, np.ndarray, np.ndarray],
+    prepared: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
     epsilons: ArrayLike,
     *,
     direction: str = "both",
@@ -227,9 +207,12 @@ def hockey_stick_from_prepared(
     >>> hockey_stick_from_prepared(prepared, [0.0, 0.2], direction="forward").round(4)
     array([[0.2   , 0.1336]])
     """
-    code = _DIRECTIONS[check_choice(direction, "direction", tuple(_DIRECTIONS))]
     eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
-    return _hockey_stick_kernel(*prepared, eps, code)
+    names = _directions(direction)
+    if not set(names) <= set(prepared):
+        raise ValueError(f"direction {direction!r} was not prepared (only {list(prepared)})")
+    deltas = [_delta_sorted(*prepared[name], 0.0, eps) for name in names]
+    return np.maximum(*deltas) if len(deltas) == 2 else deltas[0]
 
 
 def total_risk(delta_i: ArrayLike, axis: int = 0) -> np.ndarray:

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+import numba
 import numpy as np
 import scipy.fft
 from numpy.typing import ArrayLike
@@ -100,31 +101,51 @@ def _split_infinite(loss: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def _tail_sums(loss: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``A_j = sum_{i>=j} p_i`` and ``log B_j = log sum_{i>=j} p_i e^(-l_i)``, length n + 1.
+    """``A_j = sum_{i>=j} p_i`` and ``log B_j = log sum_{i>=j} p_i e^(-l_i)`` along the last axis.
 
-    ``loss`` sorted. ``log B`` by a log-sum-exp from the top, so ``e^(-loss)`` never overflows.
+    ``loss`` sorted along its last axis (length n); the outputs have length n + 1. ``log B``
+    by a log-sum-exp from the top, so ``e^(-loss)`` never overflows; atoms without mass add
+    nothing (nor do losses at ``-inf``, which :func:`_delta_sorted` never reads).
     """
-    n = loss.size
-    a = np.zeros(n + 1)
-    log_b = np.full(n + 1, -np.inf)
+    n = loss.shape[-1]
+    a = np.zeros((*loss.shape[:-1], n + 1))
+    log_b = np.full((*loss.shape[:-1], n + 1), -np.inf)
     if n:
-        a[:n] = np.cumsum(p[::-1])[::-1]
-        with np.errstate(divide="ignore"):
-            x = np.log(p) - loss
-        log_b[:n] = np.logaddexp.accumulate(x[::-1])[::-1]
+        a[..., :n] = np.cumsum(p[..., ::-1], axis=-1)[..., ::-1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.where(p > 0, np.log(p) - loss, -np.inf)
+        log_b[..., :n] = np.logaddexp.accumulate(x[..., ::-1], axis=-1)[..., ::-1]
     return a, log_b
+
+
+@numba.njit(parallel=True, cache=True)
+def _searchsorted_rows(rows, values):  # pragma: no cover - compiled
+    """``np.searchsorted(rows[i], values, side="right")`` for every row ``i``."""
+    out = np.empty((rows.shape[0], values.shape[0]), dtype=np.int64)
+    for i in numba.prange(rows.shape[0]):
+        out[i] = np.searchsorted(rows[i], values, side="right")
+    return out
 
 
 def _delta_sorted(
     loss: np.ndarray, a: np.ndarray, log_b: np.ndarray, inf_mass: float, eps: np.ndarray
 ) -> np.ndarray:
-    """``sum_{l_i > eps} p_i (1 - e^(eps - l_i)) + inf_mass``, clipped to [0, 1]."""
-    j = np.searchsorted(loss, eps, side="right")
-    top = j == loss.size
+    """``sum_{l_i > eps} p_i (1 - e^(eps - l_i)) + inf_mass``, clipped to [0, 1].
+
+    The one implementation of ``delta(eps)`` from sorted atoms (also that of
+    :mod:`pymc_edp.base.hockey`): ``loss`` of shape ``(n,)`` or ``(rows, n)`` with its
+    :func:`_tail_sums`, ``eps`` of shape ``(E,)``; returns ``(E,)`` or ``(rows, E)``.
+    """
+    if loss.ndim == 1:
+        j = np.searchsorted(loss, eps, side="right")
+    else:
+        j = _searchsorted_rows(loss, eps)
+    top = j == loss.shape[-1]
     with np.errstate(invalid="ignore", over="ignore"):
         # eps < l_j, so eps + log B_j <= log A_j <= 0: no overflow
-        term = np.where(top, 0.0, np.exp(np.where(top, -np.inf, eps + log_b[j])))
-    return np.clip(a[j] - term + inf_mass, 0.0, 1.0)
+        log_term = np.where(top, -np.inf, eps + np.take_along_axis(log_b, j, -1))
+        term = np.where(top, 0.0, np.exp(log_term))
+    return np.clip(np.take_along_axis(a, j, -1) - term + inf_mass, 0.0, 1.0)
 
 
 def _epsilon_sorted(
