@@ -113,12 +113,12 @@ def ess_mean(x: np.ndarray, n_chains: int = 1) -> np.ndarray:
        convergence of MCMC." Bayesian Analysis 16(2), 2021.
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
-    rows, n_samples = x.shape
+    rows = x.shape[0]
     split = _split_chains(x, int(n_chains))
     m, n_draw = split.shape[1], split.shape[2]
-    out = np.full(rows, float(n_samples))
     if n_draw < 4:
         return np.full(rows, np.nan)
+    out = np.full(rows, float(m * n_draw))  # a constant row: as ArviZ, the split draws
     spread = split.max(axis=(1, 2)) - split.min(axis=(1, 2))
     varying = spread >= np.finfo(float).resolution
     if not varying.any():
