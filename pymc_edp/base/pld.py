@@ -11,8 +11,7 @@ of a mechanism adds k independent losses, so its PLD is the k-fold convolution [
 * :func:`discretise`: a PLD given as atoms, rounded up (pessimistic: delta never falls) or
   down (optimistic) to the grid ``loss = j * interval`` [1]_ [3]_;
 * :class:`DiscretePLD`: such a grid PLD, with exact ``delta(eps)`` and ``epsilon(delta)``,
-  FFT composition (:meth:`~DiscretePLD.compose`, :meth:`~DiscretePLD.self_compose`) [2]_;
-* :func:`from_pmfs`: the two PLDs ``(P, Q)`` and ``(Q, P)`` of two finite PMFs;
+  k-fold FFT composition (:meth:`~DiscretePLD.self_compose`) [2]_;
 * :func:`exact_delta`, :func:`exact_epsilon`: the same quantities on raw atoms, no grid.
 
 References
@@ -28,7 +27,6 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -44,15 +42,12 @@ __all__ = [
     "discretise",
     "exact_delta",
     "exact_epsilon",
-    "from_pmfs",
 ]
 
 #: Largest grid (number of points) a PLD may have, before or after composition.
 MAX_POINTS = 2**24
 #: Slack on ``sum(probs) <= 1`` for round-off.
 _MASS_SLACK = 1e-9
-#: Below this many multiply-adds a convolution is done directly (exact zeros stay zero).
-_DIRECT_CONVOLVE = 2**16
 
 
 def _check_epsilons(epsilon: ArrayLike) -> np.ndarray:
@@ -171,20 +166,6 @@ def _epsilon_sorted(
     return np.where((delta < inf_mass) | ((j >= n) & (delta < d_zero)), np.inf, eps)
 
 
-def _convolve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Linear convolution: direct when small, else by real FFT; negative round-off set to 0."""
-    m = x.size + y.size - 1
-    if m > MAX_POINTS:
-        raise ValueError(
-            f"the composed PLD would have {m} grid points (> {MAX_POINTS}); use a coarser interval"
-        )
-    if x.size * y.size <= _DIRECT_CONVOLVE:
-        return np.convolve(x, y)
-    size = scipy.fft.next_fast_len(m, real=True)
-    out = scipy.fft.irfft(scipy.fft.rfft(x, size) * scipy.fft.rfft(y, size), size)[:m]
-    return np.maximum(out, 0.0)
-
-
 @dataclass(frozen=True, eq=False)
 class DiscretePLD:
     """A PLD on the grid ``loss = (offset + j) * interval``, plus a mass at ``+inf``.
@@ -203,15 +184,8 @@ class DiscretePLD:
     Notes
     -----
     ``delta(eps)`` is exact for the grid distribution. Masses need not sum to one (a
-    dropped ``-inf`` atom contributes to no delta); composition combines infinity masses
-    as ``1 - (1 - a)(1 - b)``, which never understates them. Equality is identity.
-
-    References
-    ----------
-    .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-       approximate differential privacy. CCS 2018.
-    .. [2] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-       privacy guarantees using FFT. AISTATS 2020.
+    dropped ``-inf`` atom contributes to no delta). Equality is identity. References: see
+    the module.
 
     Examples
     --------
@@ -265,23 +239,18 @@ class DiscretePLD:
     def delta(self, epsilon: ArrayLike) -> np.ndarray | float:
         """``delta(eps) = sum_j pmf_j (1 - e^(eps - l_j))_+ + infinity_mass``, any real eps.
 
-        Exact for the grid distribution, from tail sums over the sorted grid: a vector of
-        ``E`` epsilons costs ``O(n + E log n)``.
+        Exact, from tail sums over the sorted grid: ``E`` epsilons cost ``O(n + E log n)``
+        (Meiser & Mohammadi 2018, Lemma 5).
 
         Parameters
         ----------
         epsilon : array_like
-            Real epsilons (negative and ``+-inf`` allowed, not NaN).
+            Real epsilons (``+-inf`` allowed, not NaN).
 
         Returns
         -------
         float or ndarray
-            In [0, 1]; a float for a scalar ``epsilon``, else the shape of ``epsilon``.
-
-        References
-        ----------
-        .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-           approximate differential privacy. CCS 2018 (Lemma 5).
+            In [0, 1]; a float for a scalar ``epsilon``.
 
         Examples
         --------
@@ -314,11 +283,6 @@ class DiscretePLD:
         float or ndarray
             ``0.0`` where ``delta(0) <= delta``; ``+inf`` where ``delta < infinity_mass``.
 
-        References
-        ----------
-        .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-           privacy guarantees using FFT. AISTATS 2020.
-
         Examples
         --------
         dp-accounting's ``test_epsilon_for_delta`` fixture:
@@ -332,45 +296,6 @@ class DiscretePLD:
         losses, a, log_b = self._tails
         out = _epsilon_sorted(losses, a, log_b, self.infinity_mass, d.ravel())
         return _scalar_or_array(out.reshape(d.shape), d.ndim)
-
-    def compose(self, other: DiscretePLD) -> DiscretePLD:
-        """PLD of the composition with ``other`` (same ``interval``): the convolution.
-
-        Small grids are convolved directly, larger ones by real FFT (negative round-off set
-        to 0); infinity masses combine as ``1 - (1 - a)(1 - b)``.
-
-        Parameters
-        ----------
-        other : DiscretePLD
-            With exactly the same ``interval``.
-
-        Returns
-        -------
-        DiscretePLD
-
-        References
-        ----------
-        .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-           privacy guarantees using FFT. AISTATS 2020.
-
-        Examples
-        --------
-        >>> from pymc_edp.base.pld import DiscretePLD
-        >>> one = DiscretePLD(0.1, -1, [0.2, 0.7], infinity_mass=0.1)
-        >>> two = one.compose(DiscretePLD(0.1, -2, [0.3, 0.5], infinity_mass=0.2))
-        >>> two.offset, two.pmf.round(12).tolist(), round(two.infinity_mass, 12)
-        (-3, [0.06, 0.31, 0.35], 0.28)
-        """
-        if not isinstance(other, DiscretePLD):
-            raise TypeError(f"other must be a DiscretePLD, got {type(other).__name__}")
-        if other.interval != self.interval:
-            raise ValueError(
-                f"intervals differ: {self.interval!r} != {other.interval!r}; "
-                "discretise both PLDs on the same grid"
-            )
-        pmf = _convolve(self.pmf, other.pmf)
-        a, b = self.infinity_mass, other.infinity_mass
-        return DiscretePLD(self.interval, self.offset + other.offset, pmf, a + b - a * b)
 
     def self_compose(self, k: int) -> DiscretePLD:
         """PLD of the k-fold composition, by one real FFT raised to the power ``k``.
@@ -394,11 +319,6 @@ class DiscretePLD:
         ValueError
             If the result would have more than ``MAX_POINTS`` (2**24) grid points.
 
-        References
-        ----------
-        .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-           privacy guarantees using FFT. AISTATS 2020.
-
         Examples
         --------
         dp-accounting's ``test_self_compose_dense_probs`` fixture:
@@ -416,7 +336,7 @@ class DiscretePLD:
         if m > MAX_POINTS:
             raise ValueError(
                 f"the {k}-fold composition would have {m} grid points (> {MAX_POINTS}); "
-                "use a coarser interval or truncate the PLD first"
+                "use a coarser interval"
             )
         size = scipy.fft.next_fast_len(m, real=True)
         spectrum = scipy.fft.rfft(self.pmf, size)
@@ -424,49 +344,6 @@ class DiscretePLD:
         a = self.infinity_mass
         inf_mass = 1.0 if a >= 1 else float(-np.expm1(k * np.log1p(-a)))
         return DiscretePLD(self.interval, k * self.offset, pmf, inf_mass)
-
-    def truncate(self, tail: float = 1e-15) -> DiscretePLD:
-        """Move a lower tail of mass at most ``tail`` up to the first kept grid point.
-
-        Raising losses never lowers ``delta(eps)`` (pessimistic); it rises by at most
-        ``tail``. Zero entries are then trimmed at both ends (exact).
-
-        Parameters
-        ----------
-        tail : float, default 1e-15
-            Largest lower-tail mass moved, in [0, 1).
-
-        Returns
-        -------
-        DiscretePLD
-
-        References
-        ----------
-        .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-           privacy guarantees using FFT. AISTATS 2020.
-
-        Examples
-        --------
-        >>> from pymc_edp.base.pld import DiscretePLD
-        >>> pld = DiscretePLD(0.1, -3, [0.06, 0.31, 0.35, 0.0]).truncate(0.075)
-        >>> pld.offset, pld.pmf.round(12).tolist()
-        (-2, [0.37, 0.35])
-        """
-        tail = check_real(tail, "tail", minimum=0.0)
-        if tail >= 1:
-            raise ValueError(f"tail must be in [0, 1), got {tail!r}")
-        pmf = self.pmf
-        cum = np.cumsum(pmf)
-        m = min(int(np.searchsorted(cum, tail, side="right")), pmf.size - 1)
-        kept = pmf[m:].copy()
-        kept[0] = cum[m]
-        nonzero = np.flatnonzero(kept)
-        if nonzero.size == 0:
-            return DiscretePLD(self.interval, self.offset + m, kept[:1], self.infinity_mass)
-        lo, hi = nonzero[0], nonzero[-1]
-        return DiscretePLD(
-            self.interval, self.offset + m + int(lo), kept[lo : hi + 1], self.infinity_mass
-        )
 
 
 def discretise(
@@ -490,8 +367,7 @@ def discretise(
     losses : array_like, shape (n,)
         Privacy losses ``log P(o) - log Q(o)`` of the atoms (``+-inf`` allowed, not NaN).
     probs : array_like, shape (n,), optional
-        Their masses under ``P``, >= 0, summing to at most 1; default ``1 / n`` each (draws
-        of ``P``).
+        Their masses under ``P`` (>= 0, sum <= 1); default ``1 / n`` each (draws of ``P``).
     interval : float
         Grid spacing, > 0.
     pessimistic : bool, default True
@@ -512,9 +388,7 @@ def discretise(
 
     References
     ----------
-    .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-       approximate differential privacy. CCS 2018.
-    .. [2] Doroshenko, V., Ghazi, B., Kamath, P., Kumar, R. and Manurangsi, P. (2022).
+    .. [1] Doroshenko, V., Ghazi, B., Kamath, P., Kumar, R. and Manurangsi, P. (2022).
        Connect the dots: tighter discrete approximations of privacy loss distributions.
        PETS 2022 (Section 3).
 
@@ -552,98 +426,18 @@ def discretise(
     return DiscretePLD(interval, offset, pmf, inf_mass)
 
 
-def _as_pmf_pair(p, q) -> tuple[np.ndarray, np.ndarray]:
-    """Two PMFs over the same outcomes as aligned arrays (dicts: union of keys, 0 if absent)."""
-    if isinstance(p, Mapping) or isinstance(q, Mapping):
-        if not (isinstance(p, Mapping) and isinstance(q, Mapping)):
-            raise ValueError("p and q must both be dicts or both be arrays")
-        keys = list(dict.fromkeys([*p, *q]))
-        p = [p.get(key, 0.0) for key in keys]
-        q = [q.get(key, 0.0) for key in keys]
-    pa, qa = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
-    if pa.ndim != 1 or pa.shape != qa.shape or pa.size == 0:
-        raise ValueError(f"p and q must be 1-D of the same length, got {pa.shape}, {qa.shape}")
-    for name, x in (("p", pa), ("q", qa)):
-        if not np.all(np.isfinite(x)) or np.any(x < 0) or x.sum() > 1 + _MASS_SLACK:
-            raise ValueError(f"{name} must be non-negative and sum to at most 1")
-    return pa, qa
-
-
-def from_pmfs(
-    p: ArrayLike | Mapping, q: ArrayLike | Mapping, *, interval: float, pessimistic: bool = True
-) -> tuple[DiscretePLD, DiscretePLD]:
-    """The PLDs of ``(P, Q)`` and of ``(Q, P)`` for two PMFs on the same finite outcomes.
-
-    Outcomes with ``q = 0 < p`` put ``p`` on the infinity mass of the first PLD (and
-    ``p = 0 < q`` put ``q`` on that of the second); outcomes without mass are ignored.
-
-    Parameters
-    ----------
-    p, q : array_like, shape (n,), or dict
-        Probabilities of the outcomes; dicts map outcome -> probability (missing keys: 0).
-    interval : float
-        Grid spacing, > 0.
-    pessimistic : bool, default True
-        Round the losses up (``True``) or down.
-
-    Returns
-    -------
-    pld_pq, pld_qp : DiscretePLD
-        ``L = log p - log q`` under ``P``, and ``log q - log p`` under ``Q``; the larger of
-        their deltas is the delta of the pair under both orders.
-
-    References
-    ----------
-    .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-       approximate differential privacy. CCS 2018.
-
-    Examples
-    --------
-    dp-accounting's ``test_hockey_stick_unequal_support`` PMFs:
-
-    >>> from pymc_edp.base.pld import from_pmfs
-    >>> upper, lower = {1: 0.5, 2: 0.4, 4: 0.1}, {1: 0.2, 2: 0.2, 3: 0.6}
-    >>> pq, qp = from_pmfs(upper, lower, interval=1e-4)
-    >>> round(pq.infinity_mass, 12), round(qp.infinity_mass, 12)
-    (0.1, 0.6)
-    >>> round(max(pq.delta(0.0), qp.delta(0.0)), 4)
-    0.6
-    """
-    pa, qa = _as_pmf_pair(p, q)
-    with np.errstate(divide="ignore"):
-        log_ratio = np.log(pa) - np.log(qa)
-    # outcomes without mass under the weighting PMF get probability 0 and are dropped
-    l_pq = np.where(pa > 0, log_ratio, 0.0)
-    l_qp = np.where(qa > 0, -log_ratio, 0.0)
-    kwargs = {"interval": interval, "pessimistic": pessimistic}
-    return discretise(l_pq, pa, **kwargs), discretise(l_qp, qa, **kwargs)
-
-
 def exact_delta(
     losses: ArrayLike, probs: ArrayLike | None, epsilon: ArrayLike
 ) -> np.ndarray | float:
     """``delta(eps) = sum_i p_i (1 - e^(eps - L_i))_+`` of atoms, without a grid.
 
-    Atoms at ``+inf`` count fully, at ``-inf`` not at all; any real ``eps``.
-
-    Parameters
-    ----------
-    losses : array_like, shape (n,)
-        Privacy losses of the atoms.
-    probs : array_like, shape (n,) or None
-        Their masses (>= 0, sum <= 1); ``None``: ``1 / n`` each (draws of ``P``).
-    epsilon : array_like
-        Real epsilons.
+    Atoms at ``+inf`` count fully, at ``-inf`` not at all; arguments as for
+    :func:`discretise` and :meth:`DiscretePLD.delta`.
 
     Returns
     -------
     float or ndarray
-        In [0, 1]; a float for a scalar ``epsilon``, else the shape of ``epsilon``.
-
-    References
-    ----------
-    .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-       approximate differential privacy. CCS 2018.
+        In [0, 1]; a float for a scalar ``epsilon``.
 
     Examples
     --------
@@ -663,25 +457,7 @@ def exact_epsilon(
 ) -> np.ndarray | float:
     """Smallest ``eps >= 0`` with :func:`exact_delta` ``<= delta``, without a grid.
 
-    Parameters
-    ----------
-    losses : array_like, shape (n,)
-        Privacy losses of the atoms.
-    probs : array_like, shape (n,) or None
-        Their masses; ``None``: ``1 / n`` each.
-    delta : array_like
-        Non-negative targets.
-
-    Returns
-    -------
-    float or ndarray
-        ``0.0`` where ``delta(0) <= delta``, ``+inf`` where ``delta`` is below the mass at
-        ``+inf``.
-
-    References
-    ----------
-    .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-       privacy guarantees using FFT. AISTATS 2020.
+    Arguments as for :func:`exact_delta`; returns as :meth:`DiscretePLD.epsilon`.
 
     Examples
     --------
