@@ -27,16 +27,12 @@ __all__ = [
     "EpsilonEstimate",
     "assign_bins",
     "bin_log_ratios",
-    "bin_probabilities",
     "epsilon_estimates",
     "epsilon_from_log_masses",
-    "epsilon_from_log_weights",
-    "epsilon_from_masses",
     "log_bin_masses",
     "log_bin_probabilities",
     "pooled_log_weights",
     "quantile_bins",
-    "refit_epsilon",
     "refit_estimate",
     "smoothed_log_probabilities",
 ]
@@ -139,23 +135,6 @@ def smoothed_log_probabilities(
         out = np.log(n_samples * mass + smoothing) - np.log(denom)[:, None]
     valid = np.arange(mass.shape[-1]) < n_bins[:, None]
     return np.where(valid, out, np.nan)
-
-
-def bin_probabilities(log_weights: np.ndarray, bins: Bins) -> np.ndarray:
-    """Self-normalised weighted bin probabilities for every neighbour and parameter.
-
-    Parameters
-    ----------
-    log_weights : ndarray, shape (n_neighbours, n_samples)
-        Log importance weights (need not be normalised).
-    bins : Bins
-
-    Returns
-    -------
-    ndarray, shape (n_neighbours, n_parameters, max_bins)
-    """
-    lw = np.ascontiguousarray(np.atleast_2d(log_weights), dtype=np.float64)
-    return _bin_mass(lw, bins.index, bins.counts.shape[1])
 
 
 def bin_log_ratios(log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01) -> np.ndarray:
@@ -287,46 +266,6 @@ def epsilon_estimates(
     return EpsilonEstimate(eps, argbin, eps0, draws, classify(eps, eps0, draws, smoothing))
 
 
-def epsilon_from_log_weights(
-    log_weights: np.ndarray,
-    bins: Bins,
-    smoothing: float = 0.01,
-    *,
-    with_unsmoothed: bool = False,
-):
-    """Per-neighbour, per-parameter B-EDP epsilon and the bin that attains it.
-
-    ``eps[i, p] = max_j |log P_i(b_pj) - log P(b_pj)|`` with both probabilities additively
-    smoothed (:func:`smoothed_log_probabilities`), ``P`` from the counts of the full-data
-    draws and ``P_i`` the self-normalised weighted counts under neighbour ``i``. The work is
-    fused (no ``(n, P, B)`` array is formed) and parallel over neighbours; see
-    :func:`epsilon_estimates` for the estimate with its resolution limits.
-
-    Parameters
-    ----------
-    log_weights : ndarray, shape (n_neighbours, n_samples)
-        Log importance weights of each neighbour posterior relative to the full-data one.
-    bins : Bins
-    smoothing : float, default 0.01
-        Additive smoothing in units of draws; 0 gives the raw estimator (``inf`` only when
-        a bin receives no weight at all).
-
-    with_unsmoothed : bool, default False
-        Also return, from the same pass, the epsilon without smoothing.
-
-    Returns
-    -------
-    eps : ndarray, shape (n_neighbours, n_parameters)
-    argbin : ndarray of int64, shape (n_neighbours, n_parameters)
-    eps_unsmoothed : ndarray, shape (n_neighbours, n_parameters)
-        Only with ``with_unsmoothed``; ``inf`` where a bin receives no weight.
-    """
-    est = epsilon_estimates(log_weights, bins, smoothing)
-    if with_unsmoothed:
-        return est.eps, est.argbin, est.eps_unsmoothed
-    return est.eps, est.argbin
-
-
 #: Below this a bin's sum of row-normalised weights may have lost precision to underflow;
 #: its mass is then summed again with the bin's own largest weight factored out.
 _TINY = 1e-150
@@ -360,36 +299,6 @@ def _log_add(a, b):
         return a
     hi = max(a, b)
     return hi + np.log1p(np.exp(-abs(a - b)))
-
-
-@numba.njit(parallel=True, cache=True)
-def _bin_mass(lw, index, max_bins):
-    n, n_samples = lw.shape
-    n_par = index.shape[0]
-    out = np.zeros((n, n_par, max_bins))
-    for i in numba.prange(n):
-        w = np.empty(n_samples)
-        _row_weights(lw[i], w)
-        for p in range(n_par):
-            for s in range(n_samples):
-                out[i, p, index[p, s]] += w[s]
-    return out
-
-
-@numba.njit(cache=True)
-def _row_weights(lw_row, buf):
-    """Normalised weights of one row into ``buf``."""
-    mx = -np.inf
-    for s in range(lw_row.shape[0]):
-        if lw_row[s] > mx:
-            mx = lw_row[s]
-    tot = 0.0
-    for s in range(lw_row.shape[0]):
-        w = np.exp(lw_row[s] - mx)
-        buf[s] = w
-        tot += w
-    for s in range(lw_row.shape[0]):
-        buf[s] /= tot
 
 
 @numba.njit(parallel=True, cache=True)
@@ -673,32 +582,6 @@ def assign_bins(values: np.ndarray, bins: Bins) -> np.ndarray:
     return out
 
 
-def epsilon_from_masses(
-    mass_neighbour: np.ndarray,
-    mass_full: np.ndarray,
-    n_bins: np.ndarray,
-    n_pseudo: float,
-    smoothing: float = 0.01,
-    n_pseudo_full: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Epsilon and its bin from two sets of bin probabilities ``(n_parameters, max_bins)``.
-
-    Both are smoothed with :func:`smoothed_log_probabilities`, the neighbour's against
-    ``n_pseudo`` draws and the full-data one against ``n_pseudo_full`` (default the same);
-    :func:`epsilon_from_log_masses` does the work, in log space.
-    """
-    with np.errstate(divide="ignore"):
-        est = epsilon_from_log_masses(
-            np.log(mass_neighbour),
-            np.log(mass_full),
-            n_bins,
-            n_pseudo,
-            smoothing,
-            n_pseudo_full=n_pseudo_full,
-        )
-    return est.eps, est.argbin
-
-
 def refit_estimate(
     refit_draws: np.ndarray,
     bins: Bins,
@@ -764,32 +647,3 @@ def refit_estimate(
     return epsilon_from_log_masses(
         log_nb, log_full, bins.n_bins, idx.shape[1], smoothing, bin_draws=ess_nb
     )
-
-
-def refit_epsilon(
-    refit_draws: np.ndarray,
-    bins: Bins,
-    smoothing: float = 0.01,
-    log_ratio_full: np.ndarray | None = None,
-    log_ratio_refit: np.ndarray | None = None,
-    *,
-    pooled_weights: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-parameter epsilon of one refitted neighbour, and the bin that attains it.
-
-    :func:`refit_estimate` without its diagnostics.
-
-    Returns
-    -------
-    eps : ndarray, shape (n_parameters,)
-    argbin : ndarray, shape (n_parameters,)
-    """
-    est = refit_estimate(
-        refit_draws,
-        bins,
-        smoothing,
-        log_ratio_full,
-        log_ratio_refit,
-        pooled_weights=pooled_weights,
-    )
-    return est.eps, est.argbin

@@ -400,7 +400,7 @@ def pooled_log_ratio_se(
 ) -> tuple[float, float, float]:
     """Standard error of a refit's pooled bin log-ratio, by the same delta method.
 
-    The pooled estimator (:func:`pymc_edp.base.binning.refit_epsilon` with log ratios) weighs
+    The pooled estimator (:func:`pymc_edp.base.binning.refit_estimate` with log ratios) weighs
     the ``S1`` full-data and ``S2`` refit draws by multiple importance sampling
     (:func:`pymc_edp.base.binning.pooled_log_weights`), with ``u_s = 1 / d_s`` for the
     full-data posterior and ``v_s = r_s / d_s`` for the neighbour's, ``d_s = S1 c + S2 r_s``.
