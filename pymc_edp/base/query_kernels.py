@@ -1,10 +1,8 @@
 """NumPy kernels of the query-level audit: grids, hockey-stick integrals, distances, noise.
 
-Plain NumPy on arrays with the sample (or grid) axis last; no pandas, no xarray. Everything
-here is deterministic given its inputs. The kernels shared with the posterior audit live in
-:mod:`pymc_edp.base`: kernel density estimates in :mod:`pymc_edp.base.kde`, the hockey-stick
-divergence from weighted draws, the total risk and the bisection for the epsilon at a delta
-in :mod:`pymc_edp.base.hockey`.
+Deterministic NumPy on arrays with the sample (or grid) axis last. Kernel density estimates
+are in :mod:`pymc_edp.base.kde`; the divergence from weighted draws, the total risk and the
+epsilon at a delta in :mod:`pymc_edp.base.hockey`.
 
 References
 ----------
@@ -99,17 +97,8 @@ def trapezoid_mass(f: ArrayLike, x: ArrayLike) -> NDArray:
 def positive_part_integral(g: ArrayLike, x: ArrayLike) -> NDArray:
     """Integral of ``max(g, 0)`` for the piecewise-linear interpolant of ``g`` on ``x``.
 
-    Exact for the interpolant: cells where ``g`` changes sign contribute the triangle on the
-    positive side (``a**2 / (a - b) * dx / 2``), so the kinks of ``(g)_+`` cost no accuracy.
-
-    Parameters
-    ----------
-    g : array_like, shape (..., m)
-    x : array_like, shape (m,)
-
-    Returns
-    -------
-    ndarray, shape (...)
+    Exact for the interpolant: a cell where ``g`` changes sign adds the triangle on the
+    positive side, so the kinks of ``(g)_+`` cost no accuracy. ``g`` has the grid axis last.
     """
     g = np.asarray(g, dtype=float)
     dx = np.diff(np.asarray(x, dtype=float))
@@ -158,11 +147,8 @@ def hockey_stick_delta_grid(
 
     Notes
     -----
-    The integrand is integrated exactly for the piecewise-linear interpolant of the densities
-    (:func:`positive_part_integral`), so the kinks where ``p = e^eps q`` add no error beyond
-    the interpolation error of the densities themselves. The same quantity from *draws* of
-    one density and the log ratio at those draws is
-    :func:`pymc_edp.base.hockey.hockey_stick_delta` (with ``normalize=False``).
+    Exact for the piecewise-linear interpolant (:func:`positive_part_integral`). From draws
+    and log ratios it is :func:`pymc_edp.base.hockey.hockey_stick_delta`.
 
     Examples
     --------
@@ -240,14 +226,11 @@ def hausdorff_distance(a: ArrayLike, b: ArrayLike) -> float:
 def bottleneck_distance(a: ArrayLike, b: ArrayLike) -> float:
     """Bottleneck (infinity-Wasserstein) distance between two equal-size samples of reals.
 
-    ``W_inf(A, B) = min over bijections pi of max_k |a_k - b_pi(k)|``; in one dimension the
-    sorted matching is optimal, so it is ``max_k |a_(k) - b_(k)|``. It is never smaller than
-    the Hausdorff distance, and it is the distance for which Proposition 1 of [1] holds:
-    Laplace KDEs of scale ``W_inf / eps`` differ by at most ``eps`` in log density (each
-    kernel term is within ``e^eps`` of its matched partner). With the Hausdorff distance the
-    proposition fails when the sets have clusters of different sizes: the two samples of the
-    example below are the same set (``d_H = 0``), yet near 0 one KDE is about twice the other
-    for every scale that is small against the gap of 1.
+    ``W_inf(A, B) = min over bijections pi of max_k |a_k - b_pi(k)|``, in one dimension
+    ``max_k |a_(k) - b_(k)|``. Never below the Hausdorff distance, it is the distance for
+    which Proposition 1 of [1] holds (Laplace KDEs of scale ``W_inf / eps`` differ by at
+    most ``eps`` in log density); with the Hausdorff distance it fails for clusters of
+    different sizes, as in the example.
 
     Parameters
     ----------
