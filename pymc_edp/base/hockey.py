@@ -1,15 +1,10 @@
 """Hockey-stick divergences from weighted draws, total risk, and the epsilon at a delta.
 
-The bin-free ``(eps, delta)`` view of Burchard, Daoud & Dotterrer [1]_: for two
-distributions ``p`` and ``q`` known through draws and their weights under each,
-
-* :func:`hockey_stick_delta` (with :func:`hockey_stick_prepare` and
-  :func:`hockey_stick_from_prepared` for many epsilons): the hockey-stick divergence
-  ``max(int (p - e^eps q)_+, int (q - e^eps p)_+)`` (Theorem 1), by one sort of the draws by
-  their density ratio;
-* :func:`total_risk`: ``delta* = 1 - prod_i (1 - delta_i)`` (Definition 3);
-* :func:`smallest_epsilon`: the smallest ``eps`` with ``delta(eps) <= target``, by
-  bisection.
+The bin-free ``(eps, delta)`` view of Burchard, Daoud & Dotterrer [1]_ for two
+distributions known through weighted draws: :func:`hockey_stick_delta` (Theorem 1; the
+draws are the atoms of a privacy loss distribution, whose delta is
+:mod:`pymc_edp.base.pld`'s), :func:`total_risk` (Definition 3) and
+:func:`smallest_epsilon` (the inverse of any non-increasing delta, by bisection).
 
 References
 ----------
@@ -51,16 +46,12 @@ def hockey_stick_delta(
 
     ``delta(eps) = max( sum_s (w_p - e^eps w_q)_+ , sum_s (w_q - e^eps w_p)_+ )``,
 
-    the sample version of ``max(int (p - e^eps q)_+, int (q - e^eps p)_+)`` ([1]_, Theorem 1)
-    -- with ``r = q / p`` at draws from ``p``, ``max(E_p[(1 - e^eps r)_+], E_p[(r -
-    e^eps)_+])``. No bins and no density estimate: the draws are sorted once by their log
-    ratio ``log(w_q / w_p)`` and each epsilon costs two binary searches.
-
-    For a neighbour posterior ``q`` and the full-data posterior ``p``, pass the neighbour's
-    importance log-weights (self-normalised: ``normalize=True``), or log-weights of draws
-    pooled from both posteriors (multiple importance sampling) with
-    ``log_weights_reference``. For the exact log density ratio ``log q - log p`` at draws of
-    ``p`` pass it with ``normalize=False``.
+    the sample version of ``max(int (p - e^eps q)_+, int (q - e^eps p)_+)`` ([1]_, Theorem 1).
+    No bins, no density estimate: the draws are sorted once by their log ratio and each
+    epsilon costs a binary search. Pass a neighbour's importance log-weights
+    (``normalize=True``), pooled log-weights of both posteriors with
+    ``log_weights_reference``, or the exact ``log q - log p`` at draws of ``p`` with
+    ``normalize=False``.
 
     Parameters
     ----------
@@ -72,15 +63,10 @@ def hockey_stick_delta(
     log_weights_reference : array_like, broadcastable to ``log_weights``, optional
         Log-weights targeting ``p``; default uniform.
     normalize : bool, default True
-        ``True``: each set of weights is normalised to sum to one on its own (unknown
-        normalising constants, as for importance weights). ``False``: ``log_weights`` and
-        ``log_weights_reference`` share one normalising constant (exact log densities, up to
-        the same constant), so only the reference is normalised and
-        ``w_q = exp(log_weights) / sum_s exp(log_weights_reference)``; with the default
-        reference, ``log_weights`` is the log density ratio at draws of ``p``.
+        Each set of weights normalised on its own; ``False``: both share the reference's
+        constant, ``w_q = exp(log_weights) / sum_s exp(log_weights_reference)``.
     direction : {"both", "forward", "backward"}, default "both"
-        ``"forward"``: only ``sum (w_p - e^eps w_q)_+`` (``int (p - e^eps q)_+``);
-        ``"backward"``: only ``sum (w_q - e^eps w_p)_+``.
+        ``"forward"``: only ``sum (w_p - e^eps w_q)_+``; ``"backward"``: only the other.
 
     Returns
     -------
@@ -216,23 +202,10 @@ def hockey_stick_from_prepared(
 
 
 def total_risk(delta_i: ArrayLike, axis: int = 0) -> np.ndarray:
-    """Total risk ``delta* = 1 - prod_i (1 - delta_i)``, the chance that anyone is exposed.
+    """Total risk ``delta* = 1 - prod_i (1 - delta_i)`` over ``axis``: anyone exposed.
 
-    ``-expm1(sum_i log1p(-delta_i))``: accurate when every ``delta_i`` is tiny (where
-    ``1 - prod`` would lose all digits) and when there are many individuals. ``delta_i`` are
-    clipped to [0, 1] first; one ``delta_i = 1`` gives ``delta* = 1``.
-
-    Parameters
-    ----------
-    delta_i : array_like
-        Failure probabilities of the individuals (or neighbours) along ``axis``.
-    axis : int, default 0
-        The axis of the individuals.
-
-    Returns
-    -------
-    ndarray
-        ``delta_i`` without ``axis``.
+    ``-expm1(sum_i log1p(-delta_i))``, accurate for tiny ``delta_i`` (where ``1 - prod``
+    loses all digits); ``delta_i`` clipped to [0, 1].
 
     References
     ----------
@@ -264,27 +237,20 @@ def smallest_epsilon(
 ) -> np.ndarray:
     """Smallest ``eps`` in ``[lower, upper]`` with ``delta(eps) <= target``, by bisection.
 
-    For a non-increasing ``delta`` (a hockey-stick divergence, its maximum over individuals
-    or the total risk), every target is bisected on its own bracket, all targets in one call
-    of ``delta`` per step. Returns ``lower`` where ``delta(lower) <= target`` already, and
-    otherwise the upper end of a bracket ``(lo, hi]`` with ``delta(lo) > target >=
-    delta(hi)`` and ``hi - lo <= max(atol, rtol * hi)`` (or after ``max_iter`` steps).
-    ``upper`` is returned where even ``delta(upper) > target``: bracket the targets first.
+    For any non-increasing ``delta`` (a divergence, its maximum over individuals, the total
+    risk), all targets bisected at once on their own brackets. Returns ``lower`` where
+    ``delta(lower) <= target``, else the upper end of a bracket ``(lo, hi]`` with
+    ``delta(lo) > target >= delta(hi)`` and ``hi - lo <= max(atol, rtol * hi)`` (or after
+    ``max_iter`` steps); ``upper`` where even ``delta(upper) > target``.
 
     Parameters
     ----------
     delta : callable
-        ``delta(eps) -> values``: ``eps`` has the shape of ``targets`` (one epsilon per
-        target; a 0-d array for a scalar target), and so have the values.
+        ``delta(eps)``, ``eps`` and the values of the shape of ``targets``.
     targets : array_like, shape (T,) or scalar
-        The deltas to reach.
     lower, upper : array_like, broadcastable to ``(T,)``
-        The bracket of each target.
     rtol, atol : float
-        Stop when every bracket is shorter than ``max(atol, rtol * hi)``.
     max_iter : int, default 60
-        At most this many bisection steps (60 halve any bracket below ``2^-60`` of its
-        length).
 
     Returns
     -------
