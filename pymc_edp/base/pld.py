@@ -177,9 +177,9 @@ class DiscretePLD:
     offset : int
         Grid index of ``pmf[0]``.
     pmf : array_like, shape (n,)
-        Non-negative masses of the grid losses ``(offset + j) * interval``, n >= 1.
+        Non-negative masses of the grid losses :attr:`losses`.
     infinity_mass : float, default 0.0
-        Mass at ``loss = +inf`` (outputs impossible under ``Q``), in [0, 1].
+        Mass at ``loss = +inf`` (outputs impossible under ``Q``).
 
     Notes
     -----
@@ -267,11 +267,9 @@ class DiscretePLD:
         return _scalar_or_array(out.reshape(eps.shape), eps.ndim)
 
     def epsilon(self, delta: ArrayLike) -> np.ndarray | float:
-        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``.
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``, solved exactly.
 
-        ``delta(eps)`` is continuous, non-increasing and convex; between grid losses
-        ``l_{j-1} <= eps < l_j`` it is ``A_j - e^eps B_j`` (tail sums), so ``eps`` is solved
-        exactly in its segment.
+        Between grid losses ``l_{j-1} <= eps < l_j``, ``delta(eps) = A_j - e^eps B_j``.
 
         Parameters
         ----------
@@ -300,19 +298,8 @@ class DiscretePLD:
     def self_compose(self, k: int) -> DiscretePLD:
         """PLD of the k-fold composition, by one real FFT raised to the power ``k``.
 
-        The pmf is zero-padded to ``k (n - 1) + 1`` points (a fast FFT length), so there is
-        no wrap-around; negative round-off is set to 0. The infinity mass becomes
-        ``1 - (1 - a)^k``.
-
-        Parameters
-        ----------
-        k : int
-            Number of compositions, >= 1 (``k = 1`` returns ``self``).
-
-        Returns
-        -------
-        DiscretePLD
-            With ``offset = k * offset``.
+        Zero-padded to ``k (n - 1) + 1`` points (no wrap-around); negative round-off set to
+        0; the infinity mass becomes ``1 - (1 - a)^k``. ``k = 1`` returns ``self``.
 
         Raises
         ------
@@ -356,11 +343,9 @@ def discretise(
 ) -> DiscretePLD:
     """Round a PLD given as atoms to the grid ``loss = j * interval``.
 
-    Pessimistic rounds each loss up (``ceil(L / interval)``): ``delta(eps)`` of the grid
-    PLD, and of its compositions, is never below the exact one. Optimistic rounds down
-    (never above). Atoms at ``+inf`` go to ``infinity_mass``; atoms at ``-inf`` are dropped
-    (they add nothing to any delta, also after composition); missing mass ``1 - sum(probs)``
-    is not put anywhere.
+    Pessimistic rounds each loss up: ``delta(eps)`` of the grid PLD and of its compositions
+    is never below the exact one (optimistic: never above). Atoms at ``+inf`` go to
+    ``infinity_mass``, at ``-inf`` are dropped (they add to no delta).
 
     Parameters
     ----------
@@ -373,18 +358,12 @@ def discretise(
     pessimistic : bool, default True
         Round up (``True``) or down (``False``).
     lower : float, optional
-        Finite losses below ``lower`` are first raised to it (this never lowers delta, so
-        stays pessimistic, and bounds the grid); default no clipping.
-
-    Returns
-    -------
-    DiscretePLD
+        Finite losses below it are raised to it (still pessimistic; bounds the grid).
 
     Raises
     ------
     ValueError
-        For NaN losses, negative probabilities, ``interval <= 0`` or a grid over
-        ``MAX_POINTS`` (2**24) points.
+        For a grid over ``MAX_POINTS`` (2**24) points, or invalid atoms.
 
     References
     ----------
