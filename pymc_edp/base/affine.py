@@ -242,13 +242,6 @@ def moment_match(
     -------
     MatchedDraws
 
-    References
-    ----------
-    .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. "Implicitly adaptive
-       importance sampling." Statistics and Computing 31(2), 2021.
-    .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. "Pareto smoothed
-       importance sampling." Journal of Machine Learning Research 25(72), 2024.
-
     Examples
     --------
     Full posterior N(0, 1), neighbour N(3.5, 1): plain reweighting fails, moment matching
