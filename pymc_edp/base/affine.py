@@ -1,34 +1,20 @@
 """Implicitly adaptive importance sampling by moment matching (NumPy kernel, sample axis last).
 
-Importance reweighting of the full-data draws ``u_s ~ p(u | D)`` towards a neighbour posterior
-``p(u | D') ∝ p(u | D) r(u)`` is unreliable when the ratio ``r`` has a heavy right tail
-(Pareto k-hat above the threshold). Moment matching (Paananen et al. 2021) moves the draws by
-affine maps in the unconstrained space so that their mean, marginal variances and covariance
-match the importance-weighted ones, and recomputes the weights with the full-data density of
-the moved draws, ``w(T u) ∝ p(T u | D) r(T u) / p(u | D)`` (the Jacobian of an affine ``T`` is
-constant). Each transformation is kept only if it lowers k-hat; the loop restarts from the
-mean shift after every accepted one and stops at the threshold or after ``max_iters``.
-
-With ``split=True`` (the default, as in R's loo and arviz_stats) the final map ``T`` is applied
-to half of the draws only and both halves are combined by multiple importance sampling with
-the mixture proposal ``q(x) = (p(x | D) + p(T^-1 x | D) |det T^-1|) / 2``, which keeps the
-estimate consistent when ``T`` is far from ideal.
+Reweighting the full-data draws ``u_s ~ p(u | D)`` towards ``p(u | D') ∝ p(u | D) r(u)``
+fails when ``r`` has a heavy right tail (k-hat above the threshold). Moment matching
+(Paananen et al. 2021) moves the draws by affine maps in the unconstrained space to match
+the weighted mean, marginal variances and covariance, and recomputes the weights
+``w(T u) ∝ p(T u | D) r(T u) / p(u | D)``; a map is kept only if it lowers k-hat. With
+``split=True`` (as loo and arviz_stats) the final map moves half the draws and both halves
+are combined by multiple importance sampling with ``q(x) = (p(x | D) + p(T^-1 x | D)
+|det T^-1|) / 2``.
 
 This follows ``arviz_stats.loo_moment_match`` (and R's ``loo::loo_moment_match``) step by
-step, so that the k-hats agree: the same weighted moments (``cov.wt``-style unbiased weighted
-covariance), the same acceptance rule, the same choice of the transformed half (the first
-half of the draws of every chain), the same PSIS smoothing of the split weights and the same
-relative efficiency of the split draws. One deliberate difference: the split step uses the
-exact total map ``T(u) = mean + shift + A (u - mean)`` (``A`` the product of the accepted
-linear maps, in order) and its exact inverse ``T^-1(x) = mean + A^-1 (x - mean - shift)``.
-loo and arviz_stats 1.3 invert it as ``mean - shift + A^-1 (x - mean)``, which is exact only
-when no scaling or covariance step was accepted (with one, the mixture density of the
-untransformed half is evaluated at the wrong point and the weighted estimates are biased),
-and apply the accumulated scaling before the accumulated covariance map whatever their
-order. The reported k-hats, taken from the iterations as in loo, are unaffected. The
-transformed half is taken from the last iteration's moved draws (``T(u)`` up to rounding,
-where both densities were already evaluated), so the split step evaluates the full-data
-density only at ``T^-1`` of the other half.
+step, so the k-hats agree, with one deliberate difference: the split step uses the exact
+inverse ``T^-1(x) = mean + A^-1 (x - mean - shift)`` of ``T(u) = mean + shift + A (u -
+mean)``; loo and arviz_stats 1.3 use ``mean - shift + A^-1 (x - mean)``, exact only when no
+scaling or covariance step was accepted (else the mixture density is evaluated at the wrong
+point). The reported k-hats are unaffected.
 
 References
 ----------
@@ -71,32 +57,23 @@ class MatchedDraws:
     Attributes
     ----------
     draws : ndarray, shape (n_dims, S)
-        Final draws in the unconstrained space: with the split step, the first half of every
-        chain moved by the total map and the rest untouched; otherwise all draws moved (the
-        original draws when no transformation was accepted).
-    log_weights : ndarray, shape (S,)
-        Pareto-smoothed, normalised log-weights of ``draws`` targeting the neighbour posterior.
-    log_weights_full : ndarray, shape (S,)
-        The same for the full-data posterior (uniform when nothing was accepted).
-    khat_before, khat_after : float
-        Pareto k-hat of plain PSIS and after the accepted transformations (as reported by loo:
-        the k-hat of the last accepted iteration; ``-inf`` for a constant ratio).
-    khat_full : float
-        k-hat of the full-data weights of the last accepted iteration (0 when none).
+        Final unconstrained draws (split: the first half of every chain moved).
+    log_weights, log_weights_full : ndarray, shape (S,)
+        PSIS-normalised log-weights of ``draws`` to the neighbour and the full-data
+        posterior.
+    khat_before, khat_after, khat_full : float
+        k-hat of plain PSIS, of the last accepted iteration (as loo; ``-inf`` for a constant
+        ratio), and of its full-data weights.
     iterations : int
-        Number of accepted transformations.
     transforms : tuple of str
-        The accepted transformations, in order (from :data:`TRANSFORMS`).
+        The accepted transformations (from :data:`TRANSFORMS`), in order.
     split : bool
-        Whether the split multiple-importance-sampling step produced the final weights.
-    reff : float
-        Relative MCMC efficiency of the final draws (as loo updates it).
-    ess : float
-        Effective sample size of the final weights, ``min(1 / sum w^2, 1 / sum w_full^2) reff``
-        (loo's ``n_eff`` of a moment-matched observation).
-    shift : ndarray, shape (n_dims,)
+        Whether the split step produced the final weights.
+    reff, ess : float
+        Relative efficiency of the final draws and loo's ``n_eff``,
+        ``min(1 / sum w^2, 1 / sum w_full^2) reff``.
+    shift, matrix : ndarray
         Total map ``T(u) = mean(u) + shift + matrix (u - mean(u))``.
-    matrix : ndarray, shape (n_dims, n_dims)
     """
 
     draws: np.ndarray
@@ -134,11 +111,8 @@ def split_halves(n_samples: int, n_chains: int = 1) -> np.ndarray:
 def one_thread() -> Iterator[None]:
     """Run numba's parallel kernels on the calling thread only, inside the block.
 
-    Moment matching calls PSIS and the ESS estimator on one row at a time; there the
-    fork-join of numba's thread pool costs far more than the work (milliseconds per call on a
-    busy machine against ~0.1 ms for the row itself). Each row is computed the same way on
-    any number of threads, so the results are unchanged. The setting is numba's per-thread
-    one and is restored on exit.
+    For one row at a time (PSIS, ESS) the thread pool's fork-join costs far more than the
+    work; results are the same on any number of threads. Restored on exit.
     """
     before = numba.get_num_threads()
     if before == 1:  # already serial (e.g. nested): nothing to set or restore
@@ -241,44 +215,32 @@ def moment_match(
     Parameters
     ----------
     u : ndarray, shape (n_dims, S)
-        Full-data posterior draws in the unconstrained space, chain-major samples.
+        Full-data draws in the unconstrained space, chain-major.
     log_target_full : callable
-        ``log_target_full(x) -> (m,)``: the unnormalised full-data log posterior density in
-        the unconstrained space (Jacobians included) at draws ``x`` of shape ``(n_dims, m)``.
+        ``(n_dims, m) -> (m,)``: unnormalised full-data log density (Jacobians included).
     log_ratio : callable
-        ``log_ratio(x) -> (m,)``: ``log p(x | D') - log p(x | D)`` up to a constant, e.g.
-        minus the removed record's log-likelihood.
+        ``(n_dims, m) -> (m,)``: ``log p(x | D') - log p(x | D)`` up to a constant.
     reff : float, default 1
         Relative MCMC efficiency for the PSIS tail length.
     khat_threshold : float, optional
-        Stop once k-hat is at or below it; default :func:`pymc_edp.base.psis.khat_threshold`.
+        Stop at or below it; default :func:`pymc_edp.base.psis.khat_threshold`.
     max_iters : int, default 30
-        Maximum number of accepted transformations.
+        Most accepted transformations.
     split : bool, default True
-        Combine transformed and untransformed halves by multiple importance sampling.
+        The split multiple-importance-sampling step.
     cov : bool, default True
         Also try the covariance transformation (only when ``S >= 10 n_dims``, as loo).
     tail_rule : {"arviz", "arviz_stats"}, default "arviz"
-        PSIS tail rule (:func:`pymc_edp.base.psis.psislw`); use the stack's rule.
+        :func:`pymc_edp.base.psis.psislw`'s; use the stack's.
     n_chains : int, default 1
-        Chains the ``S`` chain-major draws come from (for the split halves and ``reff``).
     log_target_draws, log_ratio_draws : ndarray, shape (S,), optional
-        The two callbacks at ``u``, when the caller has them already.
+        The two callbacks at ``u``, when known.
     log_target_and_ratio : callable, optional
-        ``log_target_and_ratio(x) -> (log_target_full(x), log_ratio(x))`` in one evaluation
-        (e.g. one compiled function with both outputs, sharing the likelihood terms); used
-        wherever both are needed at the same draws. Default: the two callbacks in turn.
+        Both callbacks in one evaluation (sharing the likelihood terms).
 
     Returns
     -------
     MatchedDraws
-
-    References
-    ----------
-    .. [1] Paananen, T., Piironen, J., Bürkner, P.-C. and Vehtari, A. "Implicitly adaptive
-       importance sampling." Statistics and Computing 31(2), 2021.
-    .. [2] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. "Pareto smoothed
-       importance sampling." Journal of Machine Learning Research 25(72), 2024.
 
     Examples
     --------
@@ -380,13 +342,7 @@ def _values_at_draws(
 
 @dataclass
 class _MatchState:
-    """Where the iterations of :func:`_match_loop` stopped.
-
-    ``draws`` are the moved draws, ``log_target`` and ``log_ratio`` their values there,
-    ``log_weights`` (``log_weights_full``) the PSIS log-weights to the neighbour (full)
-    posterior and ``khat`` (``khat_full``) their k-hats; ``khat_before`` is the plain PSIS
-    k-hat. ``shift`` and ``matrix`` compose the accepted transforms, named in ``accepted``.
-    """
+    """Where the iterations of :func:`_match_loop` stopped (fields as :class:`MatchedDraws`)."""
 
     draws: np.ndarray
     log_target: np.ndarray
@@ -454,9 +410,8 @@ def _split(
 ):  # fmt: skip
     """Split moment matching: transform half the draws, weight by the mixture proposal.
 
-    ``moved_all`` are all draws moved by the accepted transformations in turn (the total map
-    ``T`` up to rounding) with the two callbacks there, from the last accepted iteration: the
-    transformed half is taken from them, so only ``T^-1`` of the other half is evaluated.
+    The transformed half is taken from ``moved_all`` (the last iteration's draws, ``T(u)``
+    up to rounding), so only ``T^-1`` of the other half is evaluated.
     """
     n_samples = u.shape[1]
     mean = u.mean(axis=1, keepdims=True)
@@ -505,26 +460,17 @@ def moved_log_ratio_se(
 ) -> tuple[float, float, float]:
     """Bin log-ratio of a moment-matched neighbour, its Monte-Carlo standard error and ESS.
 
-    The neighbour's mass of bin ``b_j`` (cut from the full-data draws ``theta_s``) is the
-    self-normalised weighted count of the moved draws, ``m = sum_s w_s 1[theta'_s in b_j]``,
-    and the log ratio ``log(S m + alpha) - log(c_j + alpha)`` as for reweighting. Its
-    first-order error is ``(1 / S) sum_s psi_s`` with the same influence function as
-    :func:`pymc_edp.base.mcse.bin_log_ratio_se`, ``r_s = S w_s`` the final (split multiple
-    importance sampling) weights::
+    The mass ``m = sum_s w_s 1[theta'_s in b_j]`` of the moved draws and the log ratio are
+    as for reweighting, and so is the influence function
+    (:func:`pymc_edp.base.mcse.bin_log_ratio_se`, ``r_s = S w_s`` the final weights)::
 
         psi_s = r_s (1[theta'_s in b_j] - m) + sum_edges sign r(q) (F - 1[theta_s < q])
 
-    where the cut-point terms run over the full-data draws that cut the bins and ``r(q)``,
-    the neighbour-to-full density ratio at the cut point, is the weighted share of moved
-    draws in the window of the ``n_local`` full-data draws nearest to it, over that window's
-    share of full-data draws (as :func:`pymc_edp.base.mcse.refit_log_ratio_se` does for refit
-    draws). Moved draw ``s`` is a function of full-data draw ``s``, so the two terms are paired
-    by index and their correlation is kept. The split step's transformed and untransformed
-    draws are two strata of the multiple-importance-sampling estimate: each contributes
-    ``(S_h / S)^2 var_h(psi) / ESS_h(psi)``, its within-stratum variance over the effective
-    sample size of its ``psi`` series (split chains, :func:`pymc_edp.base.mcse.ess_mean`), so
-    heavy final weights and MCMC autocorrelation both widen the error while the systematic
-    difference between the strata (stratification, which helps) does not.
+    with ``r(q)`` the weighted share of moved draws near the cut over the full-data share
+    (as :func:`pymc_edp.base.mcse.refit_log_ratio_se`). Moved draw ``s`` is a function of
+    full-data draw ``s``, so both terms pair by index. The split step's two halves are
+    strata: each adds ``(S_h / S)^2 var_h(psi) / ESS_h(psi)``, so the difference between
+    them (stratification, which helps) does not widen the error.
 
     Parameters
     ----------
@@ -532,18 +478,9 @@ def moved_log_ratio_se(
         Normalised final log-weights of the moved draws.
     moved : ndarray, shape (n_parameters, S)
         Constrained parameter values of the moved draws.
-    bins : Bins
-        Cut from ``draws``.
-    parameter, bin_index : int
-        The (parameter, bin) pair.
-    draws : ndarray, shape (n_parameters, S)
-        Full-data draws.
-    order : ndarray of int, shape (n_parameters, S)
-        ``argsort`` of ``draws`` along the samples.
-    n_chains : int, default 1
+    bins, parameter, bin_index, draws, order, n_chains, n_local
+        As in :func:`pymc_edp.base.mcse.refit_log_ratio_se`.
     smoothing : float, default 0.01
-    n_local : int, optional
-        As in :func:`pymc_edp.base.mcse.bin_log_ratio_se`.
     strata : ndarray of bool, shape (S,), optional
         The draws the split step transformed (:func:`split_halves`); None for one stratum.
 

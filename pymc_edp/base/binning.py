@@ -1,8 +1,7 @@
 """Equal-probability bins and B-EDP epsilon from weighted draws (NumPy/numba, sample axis last).
 
-Nothing here knows about PyMC or xarray: inputs are plain arrays of posterior draws
-(``(n_parameters, n_samples)``) and of normalised log importance weights
-(``(n_neighbours, n_samples)``).
+Inputs are plain arrays: draws ``(n_parameters, n_samples)``, log importance weights
+``(n_neighbours, n_samples)``.
 
 References
 ----------
@@ -27,16 +26,12 @@ __all__ = [
     "EpsilonEstimate",
     "assign_bins",
     "bin_log_ratios",
-    "bin_probabilities",
     "epsilon_estimates",
     "epsilon_from_log_masses",
-    "epsilon_from_log_weights",
-    "epsilon_from_masses",
     "log_bin_masses",
     "log_bin_probabilities",
     "pooled_log_weights",
     "quantile_bins",
-    "refit_epsilon",
     "refit_estimate",
     "smoothed_log_probabilities",
 ]
@@ -49,14 +44,13 @@ class Bins:
     Attributes
     ----------
     index : ndarray of int32, shape (n_parameters, n_samples)
-        Bin of every draw, in ``0 .. n_bins[p] - 1``.
+        Bin of every draw.
     n_bins : ndarray of int64, shape (n_parameters,)
-        Effective number of bins after tied edges were merged (equals the requested ``B``
-        for continuous draws).
+        Effective number of bins after tied edges were merged.
     counts : ndarray of int64, shape (n_parameters, max(n_bins))
-        Number of full-data draws in each bin (zero past ``n_bins[p]``).
+        Full-data draws per bin (zero past ``n_bins[p]``).
     edges : ndarray, shape (n_parameters, B - 1)
-        Interior cut points, NaN-padded where tied edges were merged.
+        Interior cut points, NaN-padded.
     """
 
     index: np.ndarray
@@ -73,21 +67,9 @@ class Bins:
 def quantile_bins(draws: np.ndarray, bins: int) -> Bins:
     """Cut each row of ``draws`` into ``bins`` equal-probability bins.
 
-    The cut points are the empirical ``k / B`` quantiles (the order statistics of rank
-    ``ceil(k S / B)``); a draw equal to a cut point goes to the upper bin. Tied cut points
-    (discrete or heavily tied draws) are merged, and cut points at or below the minimum are
-    dropped, so no bin is empty by construction; the effective number of bins is reported.
-
-    Parameters
-    ----------
-    draws : array_like, shape (n_parameters, n_samples)
-        Full-data posterior draws, sample axis last.
-    bins : int
-        Requested number of bins ``B >= 2``.
-
-    Returns
-    -------
-    Bins
+    The cut points are the order statistics of rank ``ceil(k S / B)``; a draw equal to one
+    goes to the upper bin. Tied cut points are merged and those at or below the minimum
+    dropped, so no bin is empty (:attr:`Bins.n_bins` is the effective number).
     """
     draws = np.atleast_2d(np.asarray(draws, dtype=float))
     n_par, n_samples = draws.shape
@@ -115,24 +97,11 @@ def quantile_bins(draws: np.ndarray, bins: int) -> Bins:
 def smoothed_log_probabilities(
     mass: np.ndarray, n_bins: np.ndarray, n_samples: int, smoothing: float
 ) -> np.ndarray:
-    """Additively smoothed log bin probabilities.
+    """``log p_j = log((S m_j + alpha) / (S + B alpha))`` of bin probabilities ``mass``.
 
-    ``mass`` holds bin probabilities (rows sum to one over the first ``n_bins`` entries).
-    Following Charest & Han (sec. 4), ``smoothing`` is Johnson's additive constant in units of
-    draws: ``p_j = (S m_j + alpha) / (S + B alpha)``. For uniform weights ``S m_j`` is the raw
-    bin count, so this is exactly their estimator. Entries past ``n_bins`` are ``NaN``.
-
-    Parameters
-    ----------
-    mass : ndarray, shape (..., n_parameters, max_bins)
-    n_bins : ndarray, shape (n_parameters,)
-    n_samples : int
-    smoothing : float
-
-    Returns
-    -------
-    ndarray
-        Same shape as ``mass``.
+    Charest & Han's (sec. 4) estimator with Johnson's additive constant ``alpha`` in units
+    of draws (``S m_j`` is the count for uniform weights). ``mass`` has shape
+    ``(..., n_parameters, max_bins)``; entries past ``n_bins`` are NaN.
     """
     denom = n_samples + n_bins * smoothing
     with np.errstate(divide="ignore"):
@@ -141,38 +110,11 @@ def smoothed_log_probabilities(
     return np.where(valid, out, np.nan)
 
 
-def bin_probabilities(log_weights: np.ndarray, bins: Bins) -> np.ndarray:
-    """Self-normalised weighted bin probabilities for every neighbour and parameter.
-
-    Parameters
-    ----------
-    log_weights : ndarray, shape (n_neighbours, n_samples)
-        Log importance weights (need not be normalised).
-    bins : Bins
-
-    Returns
-    -------
-    ndarray, shape (n_neighbours, n_parameters, max_bins)
-    """
-    lw = np.ascontiguousarray(np.atleast_2d(log_weights), dtype=np.float64)
-    return _bin_mass(lw, bins.index, bins.counts.shape[1])
-
-
 def bin_log_ratios(log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01) -> np.ndarray:
-    """Log ratio of neighbour to full-data bin probabilities, ``log P(b | D') - log P(b | D)``.
+    """``log P(b | D') - log P(b | D)`` per neighbour, parameter and bin, smoothed.
 
-    The weighted masses are summed in log space (:func:`log_bin_masses`), so none underflows.
-
-    Parameters
-    ----------
-    log_weights : ndarray, shape (n_neighbours, n_samples)
-    bins : Bins
-    smoothing : float, default 0.01
-
-    Returns
-    -------
-    ndarray, shape (n_neighbours, n_parameters, max_bins)
-        NaN past each parameter's effective number of bins.
+    Masses summed in log space (:func:`log_bin_masses`): none underflows. Shape
+    ``(n_neighbours, n_parameters, max_bins)``, NaN past each parameter's bins.
     """
     n_samples = bins.n_samples
     n_bins = bins.n_bins
@@ -186,17 +128,9 @@ def bin_log_ratios(log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01)
 
 
 def log_bin_probabilities(log_weights: np.ndarray, bins: Bins) -> np.ndarray:
-    """Log of the self-normalised weighted bin probabilities, summed in log space.
+    """Log self-normalised weighted bin probabilities, ``(n_neighbours, n_parameters, max_bins)``.
 
-    Parameters
-    ----------
-    log_weights : ndarray, shape (n_neighbours, n_samples)
-    bins : Bins
-
-    Returns
-    -------
-    ndarray, shape (n_neighbours, n_parameters, max_bins)
-        ``-inf`` only for a bin whose draws all have weight 0; NaN past ``n_bins``.
+    ``-inf`` only for a bin whose draws all have weight 0; NaN past ``n_bins``.
     """
     lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
     out = np.empty((lw.shape[0], *bins.counts.shape))
@@ -212,18 +146,15 @@ class EpsilonEstimate:
     Attributes
     ----------
     eps : ndarray, shape (n_neighbours, n_parameters)
-        ``max_j |log P_i(b_pj) - log P(b_pj)|`` as reported (smoothed with the constant
-        asked for, none by default for weighted draws).
+        ``max_j |log P_i(b_pj) - log P(b_pj)|``, smoothed as asked.
     argbin : ndarray of int64
         The bin that attains ``eps``.
     eps_unsmoothed : ndarray
-        The same maximum without smoothing (``inf`` where a bin receives no weight).
+        Without smoothing (``inf`` where a bin receives no weight).
     bin_draws : ndarray
-        Effective number of the neighbour's draws in the bin ``argbin``: Kish's
-        ``(sum w)^2 / sum w^2`` over the draws in it (their count for unweighted draws).
+        Kish's effective number ``(sum w)^2 / sum w^2`` of the neighbour's draws in ``argbin``.
     limit : ndarray of int8
-        :func:`pymc_edp.base.limits.classify` of the above: where the estimate is at a
-        resolution limit and so a lower bound.
+        :func:`pymc_edp.base.limits.classify`: where the estimate is a lower bound.
     """
 
     eps: np.ndarray
@@ -238,10 +169,10 @@ def epsilon_estimates(
 ) -> EpsilonEstimate:
     """Epsilon of every neighbour and parameter from log importance weights, with its limits.
 
-    The weighted bin masses are computed in log space, ``log m_j = log sum_{s in b_j} w_s``
-    with the bin's own largest weight factored out wherever the row's largest would make the
-    sum underflow, so a bin holding draws never has zero mass: without smoothing the
-    estimate is always finite and no ceiling such as ``log(S / (B alpha))`` applies.
+    ``eps[i, p] = max_j |log P_i(b_pj) - log P(b_pj)|``, fused and parallel over
+    neighbours. Bin masses ``log sum_{s in b_j} w_s`` are summed with the bin's own largest
+    weight factored out where the row's would underflow, so a bin holding draws never has
+    zero mass: without smoothing the estimate is finite and not capped.
 
     Parameters
     ----------
@@ -249,8 +180,7 @@ def epsilon_estimates(
         Log importance weights of each neighbour posterior relative to the full-data one.
     bins : Bins
     smoothing : float, default 0.0
-        Additive smoothing in units of draws (Charest & Han's ``alpha``), applied to both
-        bin probabilities, ``(S m_j + alpha) / (S + B alpha)``.
+        Additive smoothing of both probabilities (:func:`smoothed_log_probabilities`).
 
     Returns
     -------
@@ -287,46 +217,6 @@ def epsilon_estimates(
     return EpsilonEstimate(eps, argbin, eps0, draws, classify(eps, eps0, draws, smoothing))
 
 
-def epsilon_from_log_weights(
-    log_weights: np.ndarray,
-    bins: Bins,
-    smoothing: float = 0.01,
-    *,
-    with_unsmoothed: bool = False,
-):
-    """Per-neighbour, per-parameter B-EDP epsilon and the bin that attains it.
-
-    ``eps[i, p] = max_j |log P_i(b_pj) - log P(b_pj)|`` with both probabilities additively
-    smoothed (:func:`smoothed_log_probabilities`), ``P`` from the counts of the full-data
-    draws and ``P_i`` the self-normalised weighted counts under neighbour ``i``. The work is
-    fused (no ``(n, P, B)`` array is formed) and parallel over neighbours; see
-    :func:`epsilon_estimates` for the estimate with its resolution limits.
-
-    Parameters
-    ----------
-    log_weights : ndarray, shape (n_neighbours, n_samples)
-        Log importance weights of each neighbour posterior relative to the full-data one.
-    bins : Bins
-    smoothing : float, default 0.01
-        Additive smoothing in units of draws; 0 gives the raw estimator (``inf`` only when
-        a bin receives no weight at all).
-
-    with_unsmoothed : bool, default False
-        Also return, from the same pass, the epsilon without smoothing.
-
-    Returns
-    -------
-    eps : ndarray, shape (n_neighbours, n_parameters)
-    argbin : ndarray of int64, shape (n_neighbours, n_parameters)
-    eps_unsmoothed : ndarray, shape (n_neighbours, n_parameters)
-        Only with ``with_unsmoothed``; ``inf`` where a bin receives no weight.
-    """
-    est = epsilon_estimates(log_weights, bins, smoothing)
-    if with_unsmoothed:
-        return est.eps, est.argbin, est.eps_unsmoothed
-    return est.eps, est.argbin
-
-
 #: Below this a bin's sum of row-normalised weights may have lost precision to underflow;
 #: its mass is then summed again with the bin's own largest weight factored out.
 _TINY = 1e-150
@@ -360,36 +250,6 @@ def _log_add(a, b):
         return a
     hi = max(a, b)
     return hi + np.log1p(np.exp(-abs(a - b)))
-
-
-@numba.njit(parallel=True, cache=True)
-def _bin_mass(lw, index, max_bins):
-    n, n_samples = lw.shape
-    n_par = index.shape[0]
-    out = np.zeros((n, n_par, max_bins))
-    for i in numba.prange(n):
-        w = np.empty(n_samples)
-        _row_weights(lw[i], w)
-        for p in range(n_par):
-            for s in range(n_samples):
-                out[i, p, index[p, s]] += w[s]
-    return out
-
-
-@numba.njit(cache=True)
-def _row_weights(lw_row, buf):
-    """Normalised weights of one row into ``buf``."""
-    mx = -np.inf
-    for s in range(lw_row.shape[0]):
-        if lw_row[s] > mx:
-            mx = lw_row[s]
-    tot = 0.0
-    for s in range(lw_row.shape[0]):
-        w = np.exp(lw_row[s] - mx)
-        buf[s] = w
-        tot += w
-    for s in range(lw_row.shape[0]):
-        buf[s] /= tot
 
 
 @numba.njit(parallel=True, cache=True)
@@ -502,13 +362,12 @@ def log_bin_masses(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Self-normalised log bin masses of one set of weighted draws, and effective counts.
 
-    Each bin's sum is taken with its own largest weight factored out, so no mass underflows
-    to zero however small it is.
+    Each bin's own largest weight is factored out, so no mass underflows to zero.
 
     Parameters
     ----------
     log_weights : ndarray, shape (S,)
-        Log weights of the draws (need not be normalised).
+        Not necessarily normalised.
     index : ndarray of int, shape (n_parameters, S)
         Bin of every draw (:func:`assign_bins`).
     n_bins : ndarray, shape (n_parameters,)
@@ -547,9 +406,8 @@ def epsilon_from_log_masses(
 ) -> EpsilonEstimate:
     """Epsilon per parameter from two sets of log bin masses ``(n_parameters, max_bins)``.
 
-    Both are smoothed as in :func:`smoothed_log_probabilities` (in log space), the
-    neighbour's against ``n_pseudo`` draws and the full-data one against ``n_pseudo_full``
-    (default the same); ``smoothing=0`` compares the masses themselves.
+    Both smoothed as in :func:`smoothed_log_probabilities`, in log space, against
+    ``n_pseudo`` and ``n_pseudo_full`` (default the same) draws.
 
     Parameters
     ----------
@@ -560,14 +418,14 @@ def epsilon_from_log_masses(
         Draws the neighbour's masses stand for (the units of ``smoothing``).
     smoothing : float, default 0.0
     bin_draws : ndarray, optional
-        Effective number of the neighbour's draws in each bin (for the limit codes);
-        default ``n_pseudo`` times the mass.
+        Effective number of the neighbour's draws per bin (limit codes); default
+        ``n_pseudo`` times the mass.
     n_pseudo_full : float, optional
 
     Returns
     -------
     EpsilonEstimate
-        With a leading axis of length 1 dropped: arrays of shape ``(n_parameters,)``.
+        Arrays of shape ``(n_parameters,)``.
     """
     n_pseudo_full = n_pseudo if n_pseudo_full is None else n_pseudo_full
     lm_nb = np.asarray(log_mass_neighbour, dtype=float)
@@ -604,14 +462,11 @@ def pooled_log_weights(
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Multiple-importance weights of pooled full-data and refit draws, for both posteriors.
 
-    With ``S1`` draws from ``p = p(theta | D) = f / Z`` and ``S2`` from
-    ``p' = p(theta | D') = f r / Z'`` (``r`` the known likelihood ratio), the pooled draws
-    come from the mixture ``q = (S1 p + S2 p') / (S1 + S2)``; the balance-heuristic weights
-    are ``p / q ∝ 1 / (S1 c + S2 r)`` and ``p' / q ∝ r / (S1 c + S2 r)`` with ``c = Z' / Z``,
-    the unique root of ``sum_k r_k / (S1 c + S2 r_k) = 1`` (Meng & Wong's optimal bridge
-    sampling fixed point), solved in log space. Estimating both posteriors' bin masses from
-    the same pooled draws makes their Monte-Carlo errors cancel in the log ratio, as they do
-    for plain reweighting; with ``S2 = 0`` it reduces to importance reweighting.
+    ``S1`` draws of ``p = f / Z`` and ``S2`` of ``p' = f r / Z'`` come from the mixture
+    ``(S1 p + S2 p') / (S1 + S2)``; the balance-heuristic weights are ``∝ 1 / (S1 c + S2 r)``
+    and ``∝ r / (S1 c + S2 r)``, ``c = Z' / Z`` the root of ``sum_k r_k / (S1 c + S2 r_k) = 1``
+    (Meng & Wong's bridge fixed point), solved in log space. Both posteriors' masses from the
+    same draws make their errors cancel in the log ratio, as for reweighting.
 
     Parameters
     ----------
@@ -673,32 +528,6 @@ def assign_bins(values: np.ndarray, bins: Bins) -> np.ndarray:
     return out
 
 
-def epsilon_from_masses(
-    mass_neighbour: np.ndarray,
-    mass_full: np.ndarray,
-    n_bins: np.ndarray,
-    n_pseudo: float,
-    smoothing: float = 0.01,
-    n_pseudo_full: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Epsilon and its bin from two sets of bin probabilities ``(n_parameters, max_bins)``.
-
-    Both are smoothed with :func:`smoothed_log_probabilities`, the neighbour's against
-    ``n_pseudo`` draws and the full-data one against ``n_pseudo_full`` (default the same);
-    :func:`epsilon_from_log_masses` does the work, in log space.
-    """
-    with np.errstate(divide="ignore"):
-        est = epsilon_from_log_masses(
-            np.log(mass_neighbour),
-            np.log(mass_full),
-            n_bins,
-            n_pseudo,
-            smoothing,
-            n_pseudo_full=n_pseudo_full,
-        )
-    return est.eps, est.argbin
-
-
 def refit_estimate(
     refit_draws: np.ndarray,
     bins: Bins,
@@ -710,23 +539,20 @@ def refit_estimate(
 ) -> EpsilonEstimate:
     """Per-parameter epsilon of one refitted neighbour, with its bin and resolution limits.
 
-    Without log likelihood ratios this is Charest & Han's estimator: the refit draws counted
-    in the full-data bins, against the full-data counts; a bin the refit draws miss is
-    empty, so it needs ``smoothing > 0`` and its estimate is a lower bound. With them, the
-    pooled estimator: both posteriors' bin masses from the pooled full-data and refit draws,
-    weighted by :func:`pooled_log_weights`, so that their Monte-Carlo errors cancel in the log
-    ratio; every bin holds full-data draws with positive weight, so no smoothing is needed.
+    Without log likelihood ratios, Charest & Han's estimator: refit draws counted in the
+    full-data bins (a missed bin needs ``smoothing > 0`` and gives a lower bound). With
+    them, the pooled estimator (:func:`pooled_log_weights`; no smoothing needed).
 
     Parameters
     ----------
     refit_draws : ndarray, shape (n_parameters, S2)
     bins : Bins
-        Cut from the full-data draws (``S1`` of them).
+        Cut from the ``S1`` full-data draws.
     smoothing : float, default 0.0
     log_ratio_full, log_ratio_refit : ndarray, optional
-        ``log r`` at the full-data (S1) and refit (S2) draws.
+        ``log r`` at the full-data and refit draws.
     pooled_weights : (ndarray, ndarray), optional
-        :func:`pooled_log_weights` of those log ratios when the caller already has them.
+        :func:`pooled_log_weights` of those, if known.
 
     Returns
     -------
@@ -764,32 +590,3 @@ def refit_estimate(
     return epsilon_from_log_masses(
         log_nb, log_full, bins.n_bins, idx.shape[1], smoothing, bin_draws=ess_nb
     )
-
-
-def refit_epsilon(
-    refit_draws: np.ndarray,
-    bins: Bins,
-    smoothing: float = 0.01,
-    log_ratio_full: np.ndarray | None = None,
-    log_ratio_refit: np.ndarray | None = None,
-    *,
-    pooled_weights: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-parameter epsilon of one refitted neighbour, and the bin that attains it.
-
-    :func:`refit_estimate` without its diagnostics.
-
-    Returns
-    -------
-    eps : ndarray, shape (n_parameters,)
-    argbin : ndarray, shape (n_parameters,)
-    """
-    est = refit_estimate(
-        refit_draws,
-        bins,
-        smoothing,
-        log_ratio_full,
-        log_ratio_refit,
-        pooled_weights=pooled_weights,
-    )
-    return est.eps, est.argbin

@@ -1,15 +1,10 @@
 """Hockey-stick divergences from weighted draws, total risk, and the epsilon at a delta.
 
-The bin-free ``(eps, delta)`` view of Burchard, Daoud & Dotterrer [1]_: for two
-distributions ``p`` and ``q`` known through draws and their weights under each,
-
-* :func:`hockey_stick_delta` (with :func:`hockey_stick_prepare` and
-  :func:`hockey_stick_from_prepared` for many epsilons): the hockey-stick divergence
-  ``max(int (p - e^eps q)_+, int (q - e^eps p)_+)`` (Theorem 1), by one sort of the draws by
-  their density ratio;
-* :func:`total_risk`: ``delta* = 1 - prod_i (1 - delta_i)`` (Definition 3);
-* :func:`smallest_epsilon`: the smallest ``eps`` with ``delta(eps) <= target``, by
-  bisection.
+The bin-free ``(eps, delta)`` view of Burchard, Daoud & Dotterrer [1]_ for two
+distributions known through weighted draws: :func:`hockey_stick_delta` (Theorem 1; the
+draws are the atoms of a privacy loss distribution, whose delta is
+:mod:`pymc_edp.base.pld`'s), :func:`total_risk` (Definition 3) and
+:func:`smallest_epsilon` (the inverse of any non-increasing delta, by bisection).
 
 References
 ----------
@@ -21,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pymc_edp.base.pld import _delta_sorted, _tail_sums
 from pymc_edp.base.validate import check_choice
 
 __all__ = [
@@ -34,39 +29,6 @@ __all__ = [
     "smallest_epsilon",
     "total_risk",
 ]
-
-_DIRECTIONS = {"both": 0, "forward": 1, "backward": 2}
-
-
-@numba.njit(parallel=True, cache=True)
-def _hockey_stick_kernel(wq_cum, wp_cum, log_t_sorted, epsilons, direction):
-    """Hockey-stick divergences per row from weights sorted by their ratio.
-
-    ``direction`` 0: both, 1: ``sum (w_p - e^eps w_q)_+`` only, 2: ``sum (w_q - e^eps w_p)_+``
-    only. Clipped to [0, 1].
-    """
-    n = log_t_sorted.shape[0]
-    n_samples = log_t_sorted.shape[1]
-    n_eps = epsilons.shape[0]
-    out = np.empty((n, n_eps))
-    for i in numba.prange(n):
-        tot_q = wq_cum[i, n_samples]
-        tot_p = wp_cum[i, n_samples]
-        for e in range(n_eps):
-            eps = epsilons[e]
-            ee = np.exp(eps)
-            up = 0.0
-            down = 0.0
-            if direction != 1:
-                # (q - e^eps p)_+ : draws with log t > eps
-                hi = np.searchsorted(log_t_sorted[i], eps, side="right")
-                up = (tot_q - wq_cum[i, hi]) - ee * (tot_p - wp_cum[i, hi])
-            if direction != 2:
-                # (p - e^eps q)_+ : draws with log t < -eps
-                lo = np.searchsorted(log_t_sorted[i], -eps, side="left")
-                down = wp_cum[i, lo] - ee * wq_cum[i, lo]
-            out[i, e] = min(max(up, down, 0.0), 1.0)
-    return out
 
 
 def hockey_stick_delta(
@@ -84,16 +46,12 @@ def hockey_stick_delta(
 
     ``delta(eps) = max( sum_s (w_p - e^eps w_q)_+ , sum_s (w_q - e^eps w_p)_+ )``,
 
-    the sample version of ``max(int (p - e^eps q)_+, int (q - e^eps p)_+)`` ([1]_, Theorem 1)
-    -- with ``r = q / p`` at draws from ``p``, ``max(E_p[(1 - e^eps r)_+], E_p[(r -
-    e^eps)_+])``. No bins and no density estimate: the draws are sorted once by their log
-    ratio ``log(w_q / w_p)`` and each epsilon costs two binary searches.
-
-    For a neighbour posterior ``q`` and the full-data posterior ``p``, pass the neighbour's
-    importance log-weights (self-normalised: ``normalize=True``), or log-weights of draws
-    pooled from both posteriors (multiple importance sampling) with
-    ``log_weights_reference``. For the exact log density ratio ``log q - log p`` at draws of
-    ``p`` pass it with ``normalize=False``.
+    the sample version of ``max(int (p - e^eps q)_+, int (q - e^eps p)_+)`` ([1]_, Theorem 1).
+    No bins, no density estimate: the draws are sorted once by their log ratio and each
+    epsilon costs a binary search. Pass a neighbour's importance log-weights
+    (``normalize=True``), pooled log-weights of both posteriors with
+    ``log_weights_reference``, or the exact ``log q - log p`` at draws of ``p`` with
+    ``normalize=False``.
 
     Parameters
     ----------
@@ -105,15 +63,10 @@ def hockey_stick_delta(
     log_weights_reference : array_like, broadcastable to ``log_weights``, optional
         Log-weights targeting ``p``; default uniform.
     normalize : bool, default True
-        ``True``: each set of weights is normalised to sum to one on its own (unknown
-        normalising constants, as for importance weights). ``False``: ``log_weights`` and
-        ``log_weights_reference`` share one normalising constant (exact log densities, up to
-        the same constant), so only the reference is normalised and
-        ``w_q = exp(log_weights) / sum_s exp(log_weights_reference)``; with the default
-        reference, ``log_weights`` is the log density ratio at draws of ``p``.
+        Each set of weights normalised on its own; ``False``: both share the reference's
+        constant, ``w_q = exp(log_weights) / sum_s exp(log_weights_reference)``.
     direction : {"both", "forward", "backward"}, default "both"
-        ``"forward"``: only ``sum (w_p - e^eps w_q)_+`` (``int (p - e^eps q)_+``);
-        ``"backward"``: only ``sum (w_q - e^eps w_p)_+``.
+        ``"forward"``: only ``sum (w_p - e^eps w_q)_+``; ``"backward"``: only the other.
 
     Returns
     -------
@@ -137,15 +90,21 @@ def hockey_stick_delta(
     >>> hockey_stick_delta(log_ratio, [0.0, 0.5, 1.0], normalize=False).round(2)
     array([0.38, 0.24, 0.13])
     """
-    check_choice(direction, "direction", tuple(_DIRECTIONS))
     eps = np.asarray(epsilons, dtype=float)
     if np.any(eps < 0) or not np.all(np.isfinite(eps)):
         raise ValueError("epsilons must be finite and non-negative")
     lw = np.asarray(log_weights, dtype=float)
-    prepared = hockey_stick_prepare(lw, log_weights_reference, normalize=normalize)
+    prepared = hockey_stick_prepare(
+        lw, log_weights_reference, normalize=normalize, direction=direction
+    )
     out = hockey_stick_from_prepared(prepared, np.atleast_1d(eps), direction=direction)
     out = out.reshape((*lw.shape[:-1], out.shape[-1]))
     return out[..., 0] if eps.ndim == 0 else out
+
+
+def _directions(direction: str) -> tuple[str, ...]:
+    check_choice(direction, "direction", ("both", "forward", "backward"))
+    return ("forward", "backward") if direction == "both" else (direction,)
 
 
 def hockey_stick_prepare(
@@ -153,26 +112,28 @@ def hockey_stick_prepare(
     log_weights_reference: ArrayLike | None = None,
     *,
     normalize: bool = True,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted log density ratios and cumulative weights for :func:`hockey_stick_delta`.
+    direction: str = "both",
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Sorted privacy losses and their tail sums for :func:`hockey_stick_from_prepared`.
 
-    Evaluate many epsilons later with ``hockey_stick_from_prepared(prepared, epsilons)``
-    without sorting again. Arguments as for :func:`hockey_stick_delta`; batch axes are
-    flattened into the rows.
+    Evaluate many epsilons later without sorting again. Arguments as for
+    :func:`hockey_stick_delta`; batch axes are flattened into the rows. For each
+    ``direction``, the rows of draws are atoms of a privacy loss distribution (losses
+    ``log(w_p / w_q)`` with masses ``w_p`` forward, ``log(w_q / w_p)`` with ``w_q``
+    backward), and ``delta(eps)`` is :mod:`pymc_edp.base.pld`'s of those atoms.
 
     Returns
     -------
-    wq_cum, wp_cum : ndarray, shape (n, S + 1)
-        Cumulative weights targeting ``q`` and ``p`` in the order of the ratio.
-    log_t_sorted : ndarray, shape (n, S)
-        ``log(w_q / w_p)``, sorted.
+    dict
+        ``{direction: (loss, a, log_b)}``: the losses sorted per row, shape (n, S), and
+        their tail sums, shape (n, S + 1).
 
     Examples
     --------
     >>> from pymc_edp.base.hockey import hockey_stick_from_prepared, hockey_stick_prepare
     >>> prepared = hockey_stick_prepare(np.log([[0.1, 0.2, 0.3, 0.4]]))
-    >>> prepared[1][0].tolist()  # the draws' reference weights, accumulated
-    [0.0, 0.25, 0.5, 0.75, 1.0]
+    >>> prepared["forward"][1][0].tolist()  # mass of the reference above each loss
+    [1.0, 0.75, 0.5, 0.25, 0.0]
     >>> hockey_stick_from_prepared(prepared, [0.0]).round(6)  # total variation distance
     array([[0.2]])
     """
@@ -181,7 +142,6 @@ def hockey_stick_prepare(
     lw = np.atleast_1d(np.asarray(log_weights, dtype=float))
     batch, n_samples = lw.shape[:-1], lw.shape[-1]
     lw = lw.reshape(-1, n_samples)
-    n = lw.shape[0]
     if log_weights_reference is None:
         ref = None
         log_c = np.log(n_samples)
@@ -199,16 +159,22 @@ def hockey_stick_prepare(
             log_q = lw - log_c
             log_t = lw if ref is None else lw - ref
     log_t = np.where(np.isnan(log_t), -np.inf, log_t)  # both weights zero: no mass
-    order = np.argsort(log_t, axis=1, kind="stable")
-    log_t_sorted = np.ascontiguousarray(np.take_along_axis(log_t, order, axis=1))
-    zero = np.zeros((n, 1))
-    wq_cum = np.concatenate([zero, np.cumsum(np.exp(np.take_along_axis(log_q, order, 1)), 1)], 1)
-    wp_cum = np.concatenate([zero, np.cumsum(np.exp(np.take_along_axis(log_p, order, 1)), 1)], 1)
-    return wq_cum, wp_cum, log_t_sorted
+    order = np.argsort(log_t, axis=1, kind="stable")  # one sort serves both directions
+    prepared = {}
+    for name in _directions(direction):
+        if name == "forward":  # losses -log_t, ascending: the order reversed
+            rev = order[:, ::-1]
+            loss = -np.take_along_axis(log_t, rev, axis=1)
+            mass = np.exp(np.take_along_axis(log_p, rev, axis=1))
+        else:
+            loss = np.take_along_axis(log_t, order, axis=1)
+            mass = np.exp(np.take_along_axis(log_q, order, axis=1))
+        prepared[name] = (loss, *_tail_sums(loss, mass))
+    return prepared
 
 
 def hockey_stick_from_prepared(
-    prepared: tuple[np.ndarray, np.ndarray, np.ndarray],
+    prepared: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
     epsilons: ArrayLike,
     *,
     direction: str = "both",
@@ -227,29 +193,19 @@ def hockey_stick_from_prepared(
     >>> hockey_stick_from_prepared(prepared, [0.0, 0.2], direction="forward").round(4)
     array([[0.2   , 0.1336]])
     """
-    code = _DIRECTIONS[check_choice(direction, "direction", tuple(_DIRECTIONS))]
     eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
-    return _hockey_stick_kernel(*prepared, eps, code)
+    names = _directions(direction)
+    if not set(names) <= set(prepared):
+        raise ValueError(f"direction {direction!r} was not prepared (only {list(prepared)})")
+    deltas = [_delta_sorted(*prepared[name], 0.0, eps) for name in names]
+    return np.maximum(*deltas) if len(deltas) == 2 else deltas[0]
 
 
 def total_risk(delta_i: ArrayLike, axis: int = 0) -> np.ndarray:
-    """Total risk ``delta* = 1 - prod_i (1 - delta_i)``, the chance that anyone is exposed.
+    """Total risk ``delta* = 1 - prod_i (1 - delta_i)`` over ``axis``: anyone exposed.
 
-    ``-expm1(sum_i log1p(-delta_i))``: accurate when every ``delta_i`` is tiny (where
-    ``1 - prod`` would lose all digits) and when there are many individuals. ``delta_i`` are
-    clipped to [0, 1] first; one ``delta_i = 1`` gives ``delta* = 1``.
-
-    Parameters
-    ----------
-    delta_i : array_like
-        Failure probabilities of the individuals (or neighbours) along ``axis``.
-    axis : int, default 0
-        The axis of the individuals.
-
-    Returns
-    -------
-    ndarray
-        ``delta_i`` without ``axis``.
+    ``-expm1(sum_i log1p(-delta_i))``, accurate for tiny ``delta_i`` (where ``1 - prod``
+    loses all digits); ``delta_i`` clipped to [0, 1].
 
     References
     ----------
@@ -281,27 +237,20 @@ def smallest_epsilon(
 ) -> np.ndarray:
     """Smallest ``eps`` in ``[lower, upper]`` with ``delta(eps) <= target``, by bisection.
 
-    For a non-increasing ``delta`` (a hockey-stick divergence, its maximum over individuals
-    or the total risk), every target is bisected on its own bracket, all targets in one call
-    of ``delta`` per step. Returns ``lower`` where ``delta(lower) <= target`` already, and
-    otherwise the upper end of a bracket ``(lo, hi]`` with ``delta(lo) > target >=
-    delta(hi)`` and ``hi - lo <= max(atol, rtol * hi)`` (or after ``max_iter`` steps).
-    ``upper`` is returned where even ``delta(upper) > target``: bracket the targets first.
+    For any non-increasing ``delta`` (a divergence, its maximum over individuals, the total
+    risk), all targets bisected at once on their own brackets. Returns ``lower`` where
+    ``delta(lower) <= target``, else the upper end of a bracket ``(lo, hi]`` with
+    ``delta(lo) > target >= delta(hi)`` and ``hi - lo <= max(atol, rtol * hi)`` (or after
+    ``max_iter`` steps); ``upper`` where even ``delta(upper) > target``.
 
     Parameters
     ----------
     delta : callable
-        ``delta(eps) -> values``: ``eps`` has the shape of ``targets`` (one epsilon per
-        target; a 0-d array for a scalar target), and so have the values.
+        ``delta(eps)``, ``eps`` and the values of the shape of ``targets``.
     targets : array_like, shape (T,) or scalar
-        The deltas to reach.
     lower, upper : array_like, broadcastable to ``(T,)``
-        The bracket of each target.
     rtol, atol : float
-        Stop when every bracket is shorter than ``max(atol, rtol * hi)``.
     max_iter : int, default 60
-        At most this many bisection steps (60 halve any bracket below ``2^-60`` of its
-        length).
 
     Returns
     -------

@@ -1,17 +1,11 @@
 """Where the numba kernels' compiled code is cached: the user's cache folder, never the package.
 
-numba's ``cache=True`` writes ``*.nbi`` / ``*.nbc`` files into the ``__pycache__`` folder
-next to the source whenever it can write there. For an installed package that is
-``site-packages/pymc_edp/base/__pycache__``, which ``pip uninstall`` (or a later
-``pip install -e``) does not remove, as pip did not install those files: the leftover folder
-then turns ``pymc_edp`` into a namespace package that shadows the editable install
-(``ImportError: cannot import name '__version__' from 'pymc_edp' (unknown location)``).
-
-:func:`install` puts a cache locator in front of numba's in-tree one that sends this
-package's kernels (and only these) to numba's user-wide cache folder
-(``~/.cache/numba`` on Linux, a sub-folder per source folder, keyed by its full path, so
-two installs never share a cache), where numba itself goes when the package folder is
-read-only. A ``NUMBA_CACHE_DIR`` set by the user still wins, as numba documents.
+numba's ``cache=True`` writes next to the source when it can, i.e. into
+``site-packages/pymc_edp/base/__pycache__``, which ``pip uninstall`` leaves behind: the
+leftover folder then turns ``pymc_edp`` into a namespace package that shadows an editable
+install. :func:`install` sends this package's kernels (only these) to numba's user-wide
+cache (``~/.cache/numba`` on Linux, one folder per source folder); a user's
+``NUMBA_CACHE_DIR`` still wins.
 
 Examples
 --------

@@ -144,34 +144,23 @@ def kde_logpdf(
 ) -> NDArray:
     """Log density of a (variable-bandwidth) product-kernel KDE, batch axes first.
 
-    ``log p(x) = log( 1/n sum_j prod_c k((x_c - X_jc) / h_j) / h_j )``: the sample-point
-    estimator of Breiman, Meisel & Purcell [1]_ with an isotropic bandwidth per kernel centre
-    (whiten multivariate data first); a single bandwidth gives the ordinary KDE. The sum is
-    a running log-sum-exp over the centres, so far tails do not underflow and the memory
-    used does not grow with ``n * m``.
+    The module's estimator with an isotropic bandwidth per centre (whiten multivariate data
+    first), summed by a running log-sum-exp: far tails do not underflow and memory does not
+    grow with ``n * m``.
 
     Parameters
     ----------
     points : array_like, shape (..., n) or (..., n, d)
-        Kernel centres. One-dimensional data have the sample axis last, ``d``-dimensional
-        data their coordinates last; leading axes are batch axes (one sample per
-        individual, say).
+        Kernel centres; leading axes are batch axes.
     x : array_like, shape (m,) or (m, d)
-        Evaluation points, shared by the batch. Shape ``(m,)`` means one dimension (then
-        ``points`` is ``(..., n)``), shape ``(m, d)`` means ``d`` dimensions.
+        Evaluation points, shared by the batch; ``(m,)`` for one dimension.
     bandwidths : array_like
         Kernel scales (Gaussian s.d., Laplace ``b``), broadcastable to ``(..., n)``.
     kernel : {"gaussian", "laplace"} or Kernel
-        Unit kernel.
 
     Returns
     -------
     ndarray, shape (..., m)
-
-    References
-    ----------
-    .. [1] Breiman, L., Meisel, W. and Purcell, E. (1977). Variable kernel estimates of
-       multivariate densities. Technometrics 19(2), 135-144.
 
     Examples
     --------
@@ -237,17 +226,7 @@ def kde_sample(
 ) -> NDArray:
     """Draw from a (variable-bandwidth) KDE: pick a centre, add scaled kernel noise.
 
-    Parameters
-    ----------
-    points : array_like, shape (n,) or (n, d)
-    bandwidths : array_like, shape (n,) or scalar
-    kernel : {"gaussian", "laplace"} or Kernel
-    size : int
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    ndarray, shape (size,) or (size, d)
+    ``points`` of shape (n,) or (n, d) (no batch axes); returns (size,) or (size, d).
 
     Examples
     --------

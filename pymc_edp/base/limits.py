@@ -4,26 +4,20 @@ An estimate of ``|log P'(b) - log P(b)|`` at the bin that sets it is *at a limit
 something other than the data caps it:
 
 ``smoothing``
-    Additive smoothing moved the estimate: ``log((S m + alpha) / (c + alpha))`` cannot fall
-    below ``-log((c + alpha) / alpha)``, however small the neighbour's mass ``m``.
+    Smoothing moved it: ``log((S m + alpha) / (c + alpha)) >= -log((c + alpha) / alpha)``.
 ``few_draws``
-    The neighbour's mass in that bin rests on fewer than :data:`MIN_BIN_DRAWS` draws' worth of
-    weight (Kish's effective number ``(sum w)^2 / sum w^2`` over the bin's draws; the count for
-    unweighted draws), so a mass far smaller than one draw's cannot be seen.
+    The bin's mass rests on under :data:`MIN_BIN_DRAWS` draws' worth of weight (Kish's
+    ``(sum w)^2 / sum w^2``).
 ``empty_bin``
-    No draw (or no weight) of the neighbour falls in a bin: without smoothing the estimate
-    is infinite, with it the smoothing constant sets it.
+    No weight of the neighbour falls in a bin (infinite, or set by smoothing).
 ``unverified``
-    Refits showed reweighting to be unreliable for this model and this neighbour could still
-    set epsilon, but the verification budget ran out before it was refitted.
+    Reweighting proved unreliable and the verification budget ran out before its refit.
 ``not_evaluated``
-    The neighbour has no estimate at all: without a factorised likelihood only a refit gives
-    one, and it was not refitted (``max_refits``) or its refit failed. Epsilon, the maximum
-    over the others, is a lower bound.
+    No estimate: not refitted (``max_refits``) or the refit failed, without a factorised
+    likelihood.
 
-The value of an estimate at a limit is a lower bound: the truth may be larger, so its
-interval is open above. The codes are stored as ``int8`` with CF ``flag_values`` and
-``flag_meanings`` attributes, so they survive netCDF.
+An estimate at a limit is a lower bound (its interval open above). The codes are ``int8``
+with CF ``flag_values`` and ``flag_meanings``, so they survive netCDF.
 """
 
 from __future__ import annotations
@@ -80,26 +74,11 @@ def classify(
     bin_draws: np.ndarray,
     smoothing: float,
 ) -> np.ndarray:
-    """Limit code of every estimate (same shape as ``eps``).
+    """Limit code of every estimate, from the fields of an ``EpsilonEstimate``.
 
-    Parameters
-    ----------
-    eps : ndarray
-        The estimates as reported (smoothed with ``smoothing``).
-    eps_unsmoothed : ndarray
-        The same estimates without smoothing (``inf`` where a bin gets no weight).
-    bin_draws : ndarray
-        Effective number of the neighbour's draws in the bin that sets each estimate.
-    smoothing : float
-        The additive constant applied to ``eps``.
-
-    Returns
-    -------
-    ndarray of int8
-        :data:`EMPTY_BIN` where the unsmoothed estimate is infinite, else
-        :data:`SMOOTHING` where smoothing lowered it by more than :data:`SMOOTHING_RTOL`,
-        else :data:`FEW_DRAWS` where ``bin_draws < MIN_BIN_DRAWS``, else :data:`NONE`
-        (also where ``eps`` is NaN: no estimate).
+    :data:`EMPTY_BIN` where ``eps_unsmoothed`` is infinite, else :data:`SMOOTHING` where
+    ``smoothing`` lowered it by more than :data:`SMOOTHING_RTOL`, else :data:`FEW_DRAWS`
+    where ``bin_draws < MIN_BIN_DRAWS``, else :data:`NONE` (also for a NaN ``eps``).
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Monte-Carlo error of weighted bin log-ratios: effective sample size and influence functions.
+"""Monte-Carlo error of weighted bin log-ratios: effective sample size, influence functions.
 
 References
 ----------
@@ -33,8 +33,7 @@ __all__ = [
 def _split_chains(x: np.ndarray, n_chains: int) -> np.ndarray:
     """``(rows, S)`` chain-major draws to ``(rows, 2 n_chains, S / (2 n_chains))`` halves.
 
-    As in :func:`arviz.ess` (``method="mean"``), every chain is split in two halves; an odd
-    draw at the end of a chain is dropped.
+    As :func:`arviz.ess`: every chain split in two; the middle draw of an odd chain dropped.
     """
     rows, n_samples = x.shape
     n_draws = n_samples // n_chains
@@ -89,11 +88,10 @@ def _geyer_tau(acov, chain_mean_var, n_draw):  # pragma: no cover - compiled
 def ess_mean(x: np.ndarray, n_chains: int = 1) -> np.ndarray:
     """Effective sample size for the mean of every row of chain-major draws.
 
-    The estimator of :func:`arviz.ess` / ``arviz_stats.ess`` with ``method="mean"`` (split
-    chains, FFT autocovariances, Geyer's initial monotone sequence), vectorised over rows.
-    Kept rather than calling the stack's ESS because it is faster at equal results on many
-    rows (the package's ESS benchmark: 0.39x the time of ``arviz.ess`` and 0.86x that of
-    ``arviz_stats.ess`` on 2,000 x 4,000 draws, agreement 1e-14).
+    The package's only ESS: the estimator of ``ess(method="mean")`` in ArviZ 0.23 and
+    ``arviz_stats`` (split chains, FFT autocovariances, Geyer's initial monotone sequence),
+    vectorised over rows; faster on many rows (``benchmarks/bench_ess.py``), agreeing to
+    1e-14.
 
     Parameters
     ----------
@@ -104,21 +102,17 @@ def ess_mean(x: np.ndarray, n_chains: int = 1) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n_rows,)
-        ESS per row; ``n_samples`` for a constant row.
+        NaN for chains under 8 draws; the split draws' number for a constant row.
 
-    References
-    ----------
-    .. [1] Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and Bürkner, P.-C.
-       "Rank-normalization, folding, and localization: an improved R-hat for assessing
-       convergence of MCMC." Bayesian Analysis 16(2), 2021.
+    References: see the module.
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
-    rows, n_samples = x.shape
+    rows = x.shape[0]
     split = _split_chains(x, int(n_chains))
     m, n_draw = split.shape[1], split.shape[2]
-    out = np.full(rows, float(n_samples))
     if n_draw < 4:
         return np.full(rows, np.nan)
+    out = np.full(rows, float(m * n_draw))  # a constant row: as ArviZ, the split draws
     spread = split.max(axis=(1, 2)) - split.min(axis=(1, 2))
     varying = spread >= np.finfo(float).resolution
     if not varying.any():
@@ -170,14 +164,11 @@ def bin_log_ratio_se(
               - r(q_lo) (F_lo - 1[theta_s < q_lo])                   (lower cut point)
 
     where ``q`` are the empirical quantiles the bins were cut at, ``F`` their levels and
-    ``r(q) = E[r | theta_p = q]``, estimated by the mean of ``r`` over the ``n_local`` draws
-    nearest to the cut point in the order of ``theta_p`` (exact when the weights depend on
-    ``theta_p`` alone). The cut-point terms carry the randomness of the bins themselves;
-    they cancel most of the importance-sampling term, which is why reweighting the draws
-    that defined the bins is so much more precise than counting independent draws. The
-    Monte-Carlo variance of ``mean(psi)`` is ``var(psi) / ESS(psi)``, with the effective
-    sample size of the ``psi`` series itself (:func:`ess_mean`), so MCMC autocorrelation is
-    accounted for.
+    ``r(q) = E[r | theta_p = q]``, the mean of ``r`` over the ``n_local`` draws nearest to
+    the cut. The cut-point terms (the randomness of the bins themselves) cancel most of the
+    importance-sampling term: reweighting the draws that cut the bins is far more precise
+    than counting independent draws. The variance of ``mean(psi)`` is
+    ``var(psi) / ESS(psi)`` (:func:`ess_mean`: MCMC autocorrelation included).
 
     Parameters
     ----------
@@ -190,8 +181,7 @@ def bin_log_ratio_se(
     smoothing : float, default 0.01
     n_chains : int, default 1
     n_local : int, optional
-        Draws averaged for ``r(q)``; default ``clip(sqrt(S), 10, 200)``, at most half the
-        smallest bin's count.
+        Draws averaged for ``r(q)``; default :func:`_window_size`'s.
 
     Returns
     -------
@@ -199,9 +189,7 @@ def bin_log_ratio_se(
 
     References
     ----------
-    .. [1] Vehtari, A., Simpson, D., Gelman, A., Yao, Y. and Gabry, J. "Pareto smoothed
-       importance sampling." Journal of Machine Learning Research 25(72), 2024.
-    .. [2] Bahadur, R. R. "A note on quantiles in large samples." Annals of Mathematical
+    .. [1] Bahadur, R. R. "A note on quantiles in large samples." Annals of Mathematical
        Statistics 37(3), 1966.
     """
     lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
@@ -273,11 +261,10 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
 
 
 def _window_size(bins: Bins, parameter: int | None, n_samples: int, n_local: int | None) -> int:
-    """Draws averaged for ``r(q)`` at a cut point.
+    """Draws averaged for ``r(q)`` at a cut point: ``clip(sqrt(S), 10, 200)`` by default.
 
-    ``clip(sqrt(S), 10, 200)`` by default, at most half the smallest bin's count of
-    ``parameter`` (of every parameter when None): a window well inside the neighbouring
-    bins, as wider ones bias ``r(q)`` where ``r`` is steep.
+    At most half the smallest bin's count of ``parameter`` (of all when None): wider
+    windows bias ``r(q)`` where ``r`` is steep.
     """
     if n_local is None:
         params = range(bins.counts.shape[0]) if parameter is None else [parameter]
@@ -287,10 +274,10 @@ def _window_size(bins: Bins, parameter: int | None, n_samples: int, n_local: int
 
 
 def _cut_points(bins: Bins, parameter: int, bin_index: int, n_local: int):
-    """The interior edges of a bin, as ``(edge, rank, sign, window)``.
+    """Interior edges of a bin as ``(edge, rank, sign, window)``.
 
-    ``rank`` draws lie below the cut, ``sign`` is +1 for the upper edge and -1 for the lower,
-    and ``window`` is the slice of the sorted draws around the cut.
+    ``rank`` draws lie below the cut; ``sign`` is +1 at the upper edge; ``window`` is the
+    sorted draws' slice around the cut.
     """
     n_samples = bins.index.shape[1]
     cum = np.concatenate([[0], np.cumsum(bins.counts[parameter])])
@@ -315,17 +302,11 @@ def refit_log_ratio_se(
 ) -> tuple[float, float, float]:
     """Standard error of a refitted neighbour's bin log-ratio, by the same delta method.
 
-    The refit estimate counts the ``S'`` refit draws in bin ``b_j`` cut from the ``S``
-    full-data draws: ``P'(b) = mean_s' 1[theta'_s' in b]``, against the fixed full-data
-    count. Its first-order error has two independent parts, each the mean of an influence
-    function divided by its effective sample size (:func:`ess_mean`): the refit draws',
-    ``psi'_s' = 1[theta'_s' in b] - P'``, and the cut points', over the full-data draws,
-    ``psi_s = r(q_hi) (F_hi - 1[theta_s < q_hi]) - r(q_lo) (F_lo - 1[theta_s < q_lo])`` with
-    ``r(q)`` the ratio of the refit to the full-data density at the cut point (the fraction
-    of refit draws over that of full-data draws in the window of the ``n_local`` full-data
-    draws nearest to it), exactly as in :func:`bin_log_ratio_se`. The pooled estimator,
-    which adds the reweighted full-data draws, is usually more precise: for it this error is
-    conservative.
+    The refit estimate ``P'(b) = mean_s' 1[theta'_s' in b]`` (refit draws counted in the
+    full-data bins) has two independent error parts, each ``var(psi) / ESS(psi)``: the
+    refit draws', ``psi'_s' = 1[theta'_s' in b] - P'``, and the cut points' over the
+    full-data draws, as in :func:`bin_log_ratio_se`, with ``r(q)`` the share of refit over
+    full-data draws in the window around the cut. Conservative for the pooled estimator.
 
     Parameters
     ----------
@@ -334,21 +315,16 @@ def refit_log_ratio_se(
     parameter, bin_index : int
         The (parameter, bin) pair.
     order : ndarray of int, shape (n_parameters, S)
-        ``argsort`` of the full-data draws.
+        ``argsort`` of the full-data ``draws``.
     draws : ndarray, shape (n_parameters, S)
-        The full-data draws.
     n_chains, n_chains_refit : int, default 1
     n_local : int, optional
         As in :func:`bin_log_ratio_se`.
 
     Returns
     -------
-    mass : float
-        ``P'(b)``.
-    se : float
-        Standard error of ``log P'(b)`` (the full-data count is fixed by the cut).
-    ess : float
-        Effective sample size of the refit draws' influence series.
+    mass, se, ess : float
+        ``P'(b)``, the standard error of ``log P'(b)``, the ESS of ``psi'``.
 
     References
     ----------
@@ -400,21 +376,18 @@ def pooled_log_ratio_se(
 ) -> tuple[float, float, float]:
     """Standard error of a refit's pooled bin log-ratio, by the same delta method.
 
-    The pooled estimator (:func:`pymc_edp.base.binning.refit_epsilon` with log ratios) weighs
+    The pooled estimator (:func:`pymc_edp.base.binning.refit_estimate` with log ratios) weighs
     the ``S1`` full-data and ``S2`` refit draws by multiple importance sampling
     (:func:`pymc_edp.base.binning.pooled_log_weights`), with ``u_s = 1 / d_s`` for the
     full-data posterior and ``v_s = r_s / d_s`` for the neighbour's, ``d_s = S1 c + S2 r_s``.
-    It solves three estimating equations over the pooled draws: ``sum v - 1 = 0`` (the bridge
-    equation for ``c = Z' / Z``), ``sum v (1_b - m') = 0`` and ``sum u (1_b - m) = 0``.
-    Linearising them (an M-estimator's sandwich) gives each draw's contribution ``phi_s`` to
-    the error of ``l = log m' - log m``, *including* that of the estimated ``c``: when the
-    two posteriors barely overlap (a far outlier), the error of ``c`` dominates, and leaving
-    it out (the ``log_ratio=None`` form, kept for callers that lack it) understates the error.
-    Over the full-data draws that cut the bins the cut points add
-    ``(r(q) / m' - 1 / m) (F - 1[theta_s < q]) / S1`` at each interior edge (``r(q)`` the
-    density ratio of the two posteriors there, the mean of ``w' / w`` over the ``n_local``
-    full-data draws nearest to the cut). The two sets of draws are independent; each
-    contributes ``n^2 var(phi) / ESS(phi)`` (:func:`ess_mean`, chains split).
+    Linearising its three estimating equations (``sum v = 1`` for ``c = Z' / Z``,
+    ``sum v (1_b - m') = 0``, ``sum u (1_b - m) = 0``: an M-estimator's sandwich) gives each
+    draw's contribution ``phi_s`` to the error of ``log m' - log m``, including that of
+    ``c``, which dominates when the posteriors barely overlap (without ``log_ratio`` it is
+    left out and the error understated). The cut points add
+    ``(r(q) / m' - 1 / m) (F - 1[theta_s < q]) / S1`` over the full-data draws, ``r(q)`` the
+    mean of ``w' / w`` near the cut. Each set of draws contributes
+    ``n^2 var(phi) / ESS(phi)``.
 
     Parameters
     ----------
@@ -426,11 +399,8 @@ def pooled_log_ratio_se(
     log_weights_full, log_weights_neighbour : ndarray, shape (S1 + S2,)
         Normalised pooled log-weights for the full-data and the neighbour posterior,
         full-data draws first.
-    order : ndarray of int, shape (n_parameters, S1)
-    draws : ndarray, shape (n_parameters, S1)
-    n_chains, n_chains_refit : int, default 1
-    n_local : int, optional
-        As in :func:`bin_log_ratio_se`.
+    order, draws, n_chains, n_chains_refit, n_local
+        As in :func:`refit_log_ratio_se` (``S1`` full-data draws).
     log_ratio : ndarray, shape (S1 + S2,), optional
         ``log r`` at the pooled draws; with ``log_c`` (the third output of
         :func:`pymc_edp.base.binning.pooled_log_weights`) the error of ``c`` is included.
@@ -439,8 +409,7 @@ def pooled_log_ratio_se(
     Returns
     -------
     log_ratio, se, ess : float
-        The pooled log ratio (no smoothing), its standard error, and the effective sample
-        size of the refit draws' influence series.
+        The pooled log ratio (no smoothing), its standard error, the refit draws' ESS.
 
     References
     ----------
@@ -484,10 +453,8 @@ def pooled_log_ratio_se(
 def _pooled_influence(lr, log_c, ind, n_full, m_f, m_n) -> np.ndarray:
     """Each pooled draw's first-order contribution to the error of ``log m' - log m``.
 
-    The sandwich of the three estimating equations of :func:`pooled_log_ratio_se`, in
-    variables rescaled by ``K = min_s d_s`` (``r / K``, ``c / K``: the same equations, with
-    ``u <= 1``), computed from ``log d = log(S1 c + S2 r)``, so that nothing overflows when the
-    log ratios span thousands (a group left out).
+    :func:`pooled_log_ratio_se`'s sandwich, rescaled by ``K = min_s d_s`` and computed from
+    ``log d = log(S1 c + S2 r)``: nothing overflows when log ratios span thousands.
     """
     n1, n2 = n_full, lr.size - n_full
     log_d = np.logaddexp(np.log(n1) + log_c, np.log(n2) + lr)
@@ -520,12 +487,8 @@ def leading_pairs(
 
     Parameters
     ----------
-    log_weights : ndarray, shape (n, S)
-    bins : Bins
-    order : ndarray of int, shape (n_parameters, S)
-        ``argsort`` of the full-data draws of each parameter.
-    smoothing : float, default 0.0
-    n_chains : int, default 1
+    log_weights, bins, order, smoothing, n_chains
+        As in :func:`bin_log_ratio_se`.
     candidates : int, default 5
 
     Returns
@@ -595,13 +558,11 @@ def max_interval(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Interval of ``max_k |l_k|`` along the last axis, from each ``l_k``'s normal interval.
 
-    The upper end is the largest upper end: it covers the true maximum whenever the interval
-    of the item that attains it covers its own value, so it keeps the nominal level as it is.
-    The lower end needs more: the largest of many lower ends is too high whenever any of them
-    misses (near-ties, many neighbours). It is taken at a Bonferroni level over the number
-    ``m`` of *contenders*, ``z_m = Phi^-1(1 - (1 - prob) / (2 m))``: the items whose upper
-    end at that level reaches the largest lower end at it (a fixed point, from all items
-    down); one clear leader keeps the nominal level.
+    The upper end is the largest upper end (nominal level as it is). The largest lower end is
+    too high whenever any of them misses (near-ties), so it is taken at a Bonferroni level
+    over the ``m`` *contenders*, ``z_m = Phi^-1(1 - (1 - prob) / (2 m))``: the items whose
+    upper end at that level reaches the largest lower end (a fixed point); one clear leader
+    keeps the nominal level.
 
     Parameters
     ----------
@@ -645,12 +606,11 @@ def max_interval(
 
 
 def _bonferroni_lower(intervals, valid, lower_nominal, prob):
-    """The largest lower end at the Bonferroni level of the contenders, as a fixed point.
+    """The largest lower end at the Bonferroni level of the contenders (see :func:`max_interval`).
 
-    Contenders are the items whose upper end at that level reaches the largest lower end at
-    it; starting from all valid items, their number only falls, so a few rounds settle it.
-    Counting them at the Bonferroni level (not the nominal one) keeps the set from shrinking
-    exactly when the leader's estimate is too high, which would undo the correction.
+    From all valid items the count only falls, so a few rounds settle it. Counting at the
+    Bonferroni level, not the nominal one, keeps the set from shrinking exactly when the
+    leader's estimate is too high.
     """
     from scipy.stats import norm
 
@@ -677,10 +637,9 @@ def interval_of_max(
 ) -> tuple[float, float]:
     """Interval of the largest of several estimates that have their own intervals.
 
-    As :func:`max_interval`, but each item (a neighbour) comes with its own interval
-    (``lower``, ``upper``, e.g. over its leading pairs, or open above): the upper end is the
-    largest upper end, the lower end the largest Bonferroni lower end ``estimate - z_m se``
-    over the contenders; an item without a standard error contributes its own lower end.
+    As :func:`max_interval`, with each item's own ``lower`` and ``upper`` (e.g. over its
+    leading pairs, or open above); an item without a standard error contributes its own
+    lower end.
 
     Examples
     --------

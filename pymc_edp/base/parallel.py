@@ -1,20 +1,9 @@
 """A small executor layer: run independent tasks serially, on a process pool or on dask.
 
-The refit engine and the query-level audit (:mod:`pymc_edp.query`) both need to evaluate one
-function on many independent inputs, possibly for a long time. :func:`map_tasks` hides where
-the work runs and hands every result back *as it completes* through ``on_result`` so that a
-caller can save it at once (resumable work), while still returning all results in task order.
-
-``executor`` may be
-
-* ``None`` -- run serially in this process (the default, and the easiest to debug);
-* an ``int`` -- a local process pool of that many workers (``-1``: all cores), started with
-  ``forkserver`` where ``fork`` is unsafe (:func:`fork_unsafe`);
-* a :class:`concurrent.futures.Executor` (process or thread pool, or anything compatible);
-* a ``dask.distributed.Client`` -- duck-typed: any object with ``submit`` and ``gather``.
-
-Functions sent to a process pool are serialised with ``cloudpickle`` when it is installed (it
-comes with dask), so lambdas and closures work there as they do serially.
+:func:`map_tasks` evaluates one function on many independent inputs (refits, query
+evaluations) wherever the caller says, hands each result back as it completes (to save it
+at once) and returns all in task order. Functions sent to a process pool are serialised
+with ``cloudpickle`` when installed, so lambdas and closures work there too.
 """
 
 from __future__ import annotations
@@ -38,18 +27,9 @@ _WORKER_FUNC: Callable[[Any], Any] | None = None
 
 
 def resolve_n_workers(n: int) -> int:
-    """Turn an ``int`` executor spec into a worker count (``-1`` means all cores).
+    """A worker count >= 1 from an ``int`` spec.
 
-    Parameters
-    ----------
-    n : int
-        Requested number of workers; negative values count back from the number of cores
-        (``-1`` all cores, ``-2`` all but one), as in joblib.
-
-    Returns
-    -------
-    int
-        A worker count of at least 1.
+    Negative values count back from the cores, as in joblib (``-1`` all, ``-2`` all but one).
     """
     cores = os.cpu_count() or 1
     if n < 0:
@@ -101,13 +81,10 @@ def _numba_threading_layer() -> tuple[str, str | None]:
 def fork_unsafe(executor: Any) -> str | None:
     """Why a process pool cannot run the numba kernels in its workers, or None.
 
-    A :class:`concurrent.futures.ProcessPoolExecutor` that starts its workers with
-    ``fork`` (the default on Linux before Python 3.14) copies this process, and numba's
-    GNU OpenMP threading layer is not fork-safe: once it has run here (any audit runs it), a
-    forked worker that runs a parallel kernel is terminated ("fork() called from a process
-    already using GNU OpenMP") and the pool breaks (``BrokenProcessPool``). Which layer
-    runs here decides it, not whether it has run yet, so the answer does not depend on
-    what ran before.
+    A process pool that forks its workers (Linux's default before Python 3.14) copies this
+    process, and numba's GNU OpenMP layer is not fork-safe: once it has run here, a forked
+    worker running a parallel kernel is killed and the pool breaks (``BrokenProcessPool``).
+    The layer decides, not whether it has run yet.
 
     Parameters
     ----------
@@ -117,8 +94,8 @@ def fork_unsafe(executor: Any) -> str | None:
     Returns
     -------
     str or None
-        The reason and the fix, to be prefixed with where the executor was given; None for
-        anything else (other start methods, thread pools, dask clients, a fork-safe layer).
+        The reason and the fix; None for anything safe (other start methods, thread pools,
+        dask clients, a fork-safe layer).
 
     Examples
     --------
@@ -143,11 +120,7 @@ def fork_unsafe(executor: Any) -> str | None:
 
 
 def _forks_into_gnu_openmp(context: Any = None) -> bool:
-    """Whether processes of ``context`` (None: the default one) fork into GNU OpenMP.
-
-    That is, they are started with ``fork`` while numba's threads are GNU OpenMP, which a
-    forked child does not survive once it runs a parallel kernel (:func:`fork_unsafe`).
-    """
+    """Whether processes of ``context`` (None: the default) fork into GNU OpenMP."""
     context = context or multiprocessing.get_context()
     return context.get_start_method() == "fork" and _numba_threading_layer() == ("omp", "GNU")
 
@@ -155,10 +128,8 @@ def _forks_into_gnu_openmp(context: Any = None) -> bool:
 def _pool_context():
     """The multiprocessing context of the process pools :func:`map_tasks` starts itself.
 
-    The default one, unless it forks where :func:`fork_unsafe` says a fork breaks: then
-    ``forkserver`` (``spawn`` where there is none). A forkserver imports pymc_edp once
-    before it forks the workers (added to its preload modules), so only the first pool of a
-    process pays for that import (a few seconds); each later one starts in about 0.1 s.
+    The default, unless a fork breaks (:func:`fork_unsafe`): then ``forkserver`` (or
+    ``spawn``), which imports pymc_edp once for all later pools (those start in ~0.1 s).
     """
     context = multiprocessing.get_context()
     if _forks_into_gnu_openmp(context):
@@ -170,11 +141,9 @@ def _pool_context():
 
 
 def _preload_in_forkserver(context) -> None:
-    """Add pymc_edp to the modules the forkserver imports when it starts (kept: the others).
+    """Add pymc_edp to the forkserver's preload modules, so workers need not import it.
 
-    Without it every worker imports pymc_edp (and PyMC) itself when it reads its function.
-    It does nothing to a forkserver already running, nor where the preload list cannot be
-    read (it is private to multiprocessing).
+    No effect on a running forkserver, nor where the (private) preload list is unreadable.
     """
     from multiprocessing import forkserver
 
@@ -215,22 +184,8 @@ class _NullBar:
 def progress_bar(total: int, *, description: str = "Working", enabled: bool = True):
     """Context manager yielding an object with ``advance(n=1)``.
 
-    Uses :mod:`rich.progress` (a PyMC dependency); falls back to ``tqdm`` and then to nothing,
-    so a missing or broken progress library never stops the computation.
-
-    Parameters
-    ----------
-    total : int
-        Number of steps.
-    description : str
-        Text shown beside the bar.
-    enabled : bool
-        ``False`` gives a silent bar.
-
-    Yields
-    ------
-    object
-        Has a method ``advance(n=1)``.
+    :mod:`rich.progress` (a PyMC dependency), else ``tqdm``, else nothing: a missing or
+    broken progress library never stops the computation; ``enabled=False`` is silent.
     """
     if not enabled or total <= 0:
         yield _NullBar()
@@ -293,9 +248,7 @@ def _iter_serial(func, tasks) -> Iterator[tuple[int, Any]]:
 def _drain(completed, index_of, futures, shutdown=None) -> Iterator[tuple[int, Any]]:
     """``(task index, result)`` as futures complete; on exit cancel the rest.
 
-    ``completed`` iterates the futures as they finish (``concurrent.futures.as_completed``
-    or dask's), ``index_of`` maps a future to its task index. The one completion loop of
-    process pools, executors and dask clients.
+    ``completed`` iterates the futures as they finish; ``index_of`` maps one to its task.
     """
     try:
         for fut in completed:
@@ -383,15 +336,11 @@ def map_tasks(
     tasks : iterable
         The inputs; consumed into a list first (its length sizes the progress bar).
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client, optional
-        Where to run: ``None`` serially; an ``int`` a fresh local process pool of that many
-        workers (``-1`` all cores; ``1`` runs serially); an ``Executor`` as given (it is not
-        shut down); a dask ``Client`` (anything with ``submit`` and ``gather``). The pool of
-        an ``int`` starts its workers as multiprocessing does by default, except where that
-        is ``fork`` and numba's threads are GNU OpenMP (Linux), which forked workers do not
-        survive (:func:`fork_unsafe`): there it uses ``forkserver``. Its workers then import
-        the main script again, as with ``spawn``: a script must keep its work under
-        ``if __name__ == "__main__":``. The first such pool of a process takes a few seconds
-        more (its forkserver imports pymc_edp once); later ones start at once.
+        ``None`` serially; an ``int`` a fresh local process pool of that many workers
+        (``-1`` all cores; ``1`` serially), started with ``forkserver`` where a fork is
+        unsafe (:func:`fork_unsafe`; a script must then keep its work under
+        ``if __name__ == "__main__":``); an ``Executor`` as given (not shut down); a dask
+        ``Client`` (anything with ``submit`` and ``gather``).
     progressbar : bool, default True
         Show a progress bar (``rich``; ``tqdm`` if rich is missing; nothing if neither).
     description : str

@@ -11,8 +11,7 @@ of a mechanism adds k independent losses, so its PLD is the k-fold convolution [
 * :func:`discretise`: a PLD given as atoms, rounded up (pessimistic: delta never falls) or
   down (optimistic) to the grid ``loss = j * interval`` [1]_ [3]_;
 * :class:`DiscretePLD`: such a grid PLD, with exact ``delta(eps)`` and ``epsilon(delta)``,
-  FFT composition (:meth:`~DiscretePLD.compose`, :meth:`~DiscretePLD.self_compose`) [2]_;
-* :func:`from_pmfs`: the two PLDs ``(P, Q)`` and ``(Q, P)`` of two finite PMFs;
+  k-fold FFT composition (:meth:`~DiscretePLD.self_compose`) [2]_;
 * :func:`exact_delta`, :func:`exact_epsilon`: the same quantities on raw atoms, no grid.
 
 References
@@ -28,10 +27,10 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+import numba
 import numpy as np
 import scipy.fft
 from numpy.typing import ArrayLike
@@ -43,15 +42,12 @@ __all__ = [
     "discretise",
     "exact_delta",
     "exact_epsilon",
-    "from_pmfs",
 ]
 
 #: Largest grid (number of points) a PLD may have, before or after composition.
 MAX_POINTS = 2**24
 #: Slack on ``sum(probs) <= 1`` for round-off.
 _MASS_SLACK = 1e-9
-#: Below this many multiply-adds a convolution is done directly (exact zeros stay zero).
-_DIRECT_CONVOLVE = 2**16
 
 
 def _check_epsilons(epsilon: ArrayLike) -> np.ndarray:
@@ -100,31 +96,51 @@ def _split_infinite(loss: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def _tail_sums(loss: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``A_j = sum_{i>=j} p_i`` and ``log B_j = log sum_{i>=j} p_i e^(-l_i)``, length n + 1.
+    """``A_j = sum_{i>=j} p_i`` and ``log B_j = log sum_{i>=j} p_i e^(-l_i)`` along the last axis.
 
-    ``loss`` sorted. ``log B`` by a log-sum-exp from the top, so ``e^(-loss)`` never overflows.
+    ``loss`` sorted along its last axis (length n); the outputs have length n + 1. ``log B``
+    by a log-sum-exp from the top, so ``e^(-loss)`` never overflows; atoms without mass add
+    nothing (nor do losses at ``-inf``, which :func:`_delta_sorted` never reads).
     """
-    n = loss.size
-    a = np.zeros(n + 1)
-    log_b = np.full(n + 1, -np.inf)
+    n = loss.shape[-1]
+    a = np.zeros((*loss.shape[:-1], n + 1))
+    log_b = np.full((*loss.shape[:-1], n + 1), -np.inf)
     if n:
-        a[:n] = np.cumsum(p[::-1])[::-1]
-        with np.errstate(divide="ignore"):
-            x = np.log(p) - loss
-        log_b[:n] = np.logaddexp.accumulate(x[::-1])[::-1]
+        a[..., :n] = np.cumsum(p[..., ::-1], axis=-1)[..., ::-1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.where(p > 0, np.log(p) - loss, -np.inf)
+        log_b[..., :n] = np.logaddexp.accumulate(x[..., ::-1], axis=-1)[..., ::-1]
     return a, log_b
+
+
+@numba.njit(parallel=True, cache=True)
+def _searchsorted_rows(rows, values):  # pragma: no cover - compiled
+    """``np.searchsorted(rows[i], values, side="right")`` for every row ``i``."""
+    out = np.empty((rows.shape[0], values.shape[0]), dtype=np.int64)
+    for i in numba.prange(rows.shape[0]):
+        out[i] = np.searchsorted(rows[i], values, side="right")
+    return out
 
 
 def _delta_sorted(
     loss: np.ndarray, a: np.ndarray, log_b: np.ndarray, inf_mass: float, eps: np.ndarray
 ) -> np.ndarray:
-    """``sum_{l_i > eps} p_i (1 - e^(eps - l_i)) + inf_mass``, clipped to [0, 1]."""
-    j = np.searchsorted(loss, eps, side="right")
-    top = j == loss.size
+    """``sum_{l_i > eps} p_i (1 - e^(eps - l_i)) + inf_mass``, clipped to [0, 1].
+
+    The one implementation of ``delta(eps)`` from sorted atoms (also that of
+    :mod:`pymc_edp.base.hockey`): ``loss`` of shape ``(n,)`` or ``(rows, n)`` with its
+    :func:`_tail_sums`, ``eps`` of shape ``(E,)``; returns ``(E,)`` or ``(rows, E)``.
+    """
+    if loss.ndim == 1:
+        j = np.searchsorted(loss, eps, side="right")
+    else:
+        j = _searchsorted_rows(loss, eps)
+    top = j == loss.shape[-1]
     with np.errstate(invalid="ignore", over="ignore"):
         # eps < l_j, so eps + log B_j <= log A_j <= 0: no overflow
-        term = np.where(top, 0.0, np.exp(np.where(top, -np.inf, eps + log_b[j])))
-    return np.clip(a[j] - term + inf_mass, 0.0, 1.0)
+        log_term = np.where(top, -np.inf, eps + np.take_along_axis(log_b, j, -1))
+        term = np.where(top, 0.0, np.exp(log_term))
+    return np.clip(np.take_along_axis(a, j, -1) - term + inf_mass, 0.0, 1.0)
 
 
 def _epsilon_sorted(
@@ -150,20 +166,6 @@ def _epsilon_sorted(
     return np.where((delta < inf_mass) | ((j >= n) & (delta < d_zero)), np.inf, eps)
 
 
-def _convolve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Linear convolution: direct when small, else by real FFT; negative round-off set to 0."""
-    m = x.size + y.size - 1
-    if m > MAX_POINTS:
-        raise ValueError(
-            f"the composed PLD would have {m} grid points (> {MAX_POINTS}); use a coarser interval"
-        )
-    if x.size * y.size <= _DIRECT_CONVOLVE:
-        return np.convolve(x, y)
-    size = scipy.fft.next_fast_len(m, real=True)
-    out = scipy.fft.irfft(scipy.fft.rfft(x, size) * scipy.fft.rfft(y, size), size)[:m]
-    return np.maximum(out, 0.0)
-
-
 @dataclass(frozen=True, eq=False)
 class DiscretePLD:
     """A PLD on the grid ``loss = (offset + j) * interval``, plus a mass at ``+inf``.
@@ -175,22 +177,15 @@ class DiscretePLD:
     offset : int
         Grid index of ``pmf[0]``.
     pmf : array_like, shape (n,)
-        Non-negative masses of the grid losses ``(offset + j) * interval``, n >= 1.
+        Non-negative masses of the grid losses :attr:`losses`.
     infinity_mass : float, default 0.0
-        Mass at ``loss = +inf`` (outputs impossible under ``Q``), in [0, 1].
+        Mass at ``loss = +inf`` (outputs impossible under ``Q``).
 
     Notes
     -----
     ``delta(eps)`` is exact for the grid distribution. Masses need not sum to one (a
-    dropped ``-inf`` atom contributes to no delta); composition combines infinity masses
-    as ``1 - (1 - a)(1 - b)``, which never understates them. Equality is identity.
-
-    References
-    ----------
-    .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-       approximate differential privacy. CCS 2018.
-    .. [2] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-       privacy guarantees using FFT. AISTATS 2020.
+    dropped ``-inf`` atom contributes to no delta). Equality is identity. References: see
+    the module.
 
     Examples
     --------
@@ -244,23 +239,18 @@ class DiscretePLD:
     def delta(self, epsilon: ArrayLike) -> np.ndarray | float:
         """``delta(eps) = sum_j pmf_j (1 - e^(eps - l_j))_+ + infinity_mass``, any real eps.
 
-        Exact for the grid distribution, from tail sums over the sorted grid: a vector of
-        ``E`` epsilons costs ``O(n + E log n)``.
+        Exact, from tail sums over the sorted grid: ``E`` epsilons cost ``O(n + E log n)``
+        (Meiser & Mohammadi 2018, Lemma 5).
 
         Parameters
         ----------
         epsilon : array_like
-            Real epsilons (negative and ``+-inf`` allowed, not NaN).
+            Real epsilons (``+-inf`` allowed, not NaN).
 
         Returns
         -------
         float or ndarray
-            In [0, 1]; a float for a scalar ``epsilon``, else the shape of ``epsilon``.
-
-        References
-        ----------
-        .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-           approximate differential privacy. CCS 2018 (Lemma 5).
+            In [0, 1]; a float for a scalar ``epsilon``.
 
         Examples
         --------
@@ -277,11 +267,9 @@ class DiscretePLD:
         return _scalar_or_array(out.reshape(eps.shape), eps.ndim)
 
     def epsilon(self, delta: ArrayLike) -> np.ndarray | float:
-        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``.
+        """Smallest ``eps >= 0`` with ``delta(eps) <= delta``, solved exactly.
 
-        ``delta(eps)`` is continuous, non-increasing and convex; between grid losses
-        ``l_{j-1} <= eps < l_j`` it is ``A_j - e^eps B_j`` (tail sums), so ``eps`` is solved
-        exactly in its segment.
+        Between grid losses ``l_{j-1} <= eps < l_j``, ``delta(eps) = A_j - e^eps B_j``.
 
         Parameters
         ----------
@@ -292,11 +280,6 @@ class DiscretePLD:
         -------
         float or ndarray
             ``0.0`` where ``delta(0) <= delta``; ``+inf`` where ``delta < infinity_mass``.
-
-        References
-        ----------
-        .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-           privacy guarantees using FFT. AISTATS 2020.
 
         Examples
         --------
@@ -312,71 +295,16 @@ class DiscretePLD:
         out = _epsilon_sorted(losses, a, log_b, self.infinity_mass, d.ravel())
         return _scalar_or_array(out.reshape(d.shape), d.ndim)
 
-    def compose(self, other: DiscretePLD) -> DiscretePLD:
-        """PLD of the composition with ``other`` (same ``interval``): the convolution.
-
-        Small grids are convolved directly, larger ones by real FFT (negative round-off set
-        to 0); infinity masses combine as ``1 - (1 - a)(1 - b)``.
-
-        Parameters
-        ----------
-        other : DiscretePLD
-            With exactly the same ``interval``.
-
-        Returns
-        -------
-        DiscretePLD
-
-        References
-        ----------
-        .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-           privacy guarantees using FFT. AISTATS 2020.
-
-        Examples
-        --------
-        >>> from pymc_edp.base.pld import DiscretePLD
-        >>> one = DiscretePLD(0.1, -1, [0.2, 0.7], infinity_mass=0.1)
-        >>> two = one.compose(DiscretePLD(0.1, -2, [0.3, 0.5], infinity_mass=0.2))
-        >>> two.offset, two.pmf.round(12).tolist(), round(two.infinity_mass, 12)
-        (-3, [0.06, 0.31, 0.35], 0.28)
-        """
-        if not isinstance(other, DiscretePLD):
-            raise TypeError(f"other must be a DiscretePLD, got {type(other).__name__}")
-        if other.interval != self.interval:
-            raise ValueError(
-                f"intervals differ: {self.interval!r} != {other.interval!r}; "
-                "discretise both PLDs on the same grid"
-            )
-        pmf = _convolve(self.pmf, other.pmf)
-        a, b = self.infinity_mass, other.infinity_mass
-        return DiscretePLD(self.interval, self.offset + other.offset, pmf, a + b - a * b)
-
     def self_compose(self, k: int) -> DiscretePLD:
         """PLD of the k-fold composition, by one real FFT raised to the power ``k``.
 
-        The pmf is zero-padded to ``k (n - 1) + 1`` points (a fast FFT length), so there is
-        no wrap-around; negative round-off is set to 0. The infinity mass becomes
-        ``1 - (1 - a)^k``.
-
-        Parameters
-        ----------
-        k : int
-            Number of compositions, >= 1 (``k = 1`` returns ``self``).
-
-        Returns
-        -------
-        DiscretePLD
-            With ``offset = k * offset``.
+        Zero-padded to ``k (n - 1) + 1`` points (no wrap-around); negative round-off set to
+        0; the infinity mass becomes ``1 - (1 - a)^k``. ``k = 1`` returns ``self``.
 
         Raises
         ------
         ValueError
             If the result would have more than ``MAX_POINTS`` (2**24) grid points.
-
-        References
-        ----------
-        .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-           privacy guarantees using FFT. AISTATS 2020.
 
         Examples
         --------
@@ -395,7 +323,7 @@ class DiscretePLD:
         if m > MAX_POINTS:
             raise ValueError(
                 f"the {k}-fold composition would have {m} grid points (> {MAX_POINTS}); "
-                "use a coarser interval or truncate the PLD first"
+                "use a coarser interval"
             )
         size = scipy.fft.next_fast_len(m, real=True)
         spectrum = scipy.fft.rfft(self.pmf, size)
@@ -403,49 +331,6 @@ class DiscretePLD:
         a = self.infinity_mass
         inf_mass = 1.0 if a >= 1 else float(-np.expm1(k * np.log1p(-a)))
         return DiscretePLD(self.interval, k * self.offset, pmf, inf_mass)
-
-    def truncate(self, tail: float = 1e-15) -> DiscretePLD:
-        """Move a lower tail of mass at most ``tail`` up to the first kept grid point.
-
-        Raising losses never lowers ``delta(eps)`` (pessimistic); it rises by at most
-        ``tail``. Zero entries are then trimmed at both ends (exact).
-
-        Parameters
-        ----------
-        tail : float, default 1e-15
-            Largest lower-tail mass moved, in [0, 1).
-
-        Returns
-        -------
-        DiscretePLD
-
-        References
-        ----------
-        .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-           privacy guarantees using FFT. AISTATS 2020.
-
-        Examples
-        --------
-        >>> from pymc_edp.base.pld import DiscretePLD
-        >>> pld = DiscretePLD(0.1, -3, [0.06, 0.31, 0.35, 0.0]).truncate(0.075)
-        >>> pld.offset, pld.pmf.round(12).tolist()
-        (-2, [0.37, 0.35])
-        """
-        tail = check_real(tail, "tail", minimum=0.0)
-        if tail >= 1:
-            raise ValueError(f"tail must be in [0, 1), got {tail!r}")
-        pmf = self.pmf
-        cum = np.cumsum(pmf)
-        m = min(int(np.searchsorted(cum, tail, side="right")), pmf.size - 1)
-        kept = pmf[m:].copy()
-        kept[0] = cum[m]
-        nonzero = np.flatnonzero(kept)
-        if nonzero.size == 0:
-            return DiscretePLD(self.interval, self.offset + m, kept[:1], self.infinity_mass)
-        lo, hi = nonzero[0], nonzero[-1]
-        return DiscretePLD(
-            self.interval, self.offset + m + int(lo), kept[lo : hi + 1], self.infinity_mass
-        )
 
 
 def discretise(
@@ -458,42 +343,31 @@ def discretise(
 ) -> DiscretePLD:
     """Round a PLD given as atoms to the grid ``loss = j * interval``.
 
-    Pessimistic rounds each loss up (``ceil(L / interval)``): ``delta(eps)`` of the grid
-    PLD, and of its compositions, is never below the exact one. Optimistic rounds down
-    (never above). Atoms at ``+inf`` go to ``infinity_mass``; atoms at ``-inf`` are dropped
-    (they add nothing to any delta, also after composition); missing mass ``1 - sum(probs)``
-    is not put anywhere.
+    Pessimistic rounds each loss up: ``delta(eps)`` of the grid PLD and of its compositions
+    is never below the exact one (optimistic: never above). Atoms at ``+inf`` go to
+    ``infinity_mass``, at ``-inf`` are dropped (they add to no delta).
 
     Parameters
     ----------
     losses : array_like, shape (n,)
         Privacy losses ``log P(o) - log Q(o)`` of the atoms (``+-inf`` allowed, not NaN).
     probs : array_like, shape (n,), optional
-        Their masses under ``P``, >= 0, summing to at most 1; default ``1 / n`` each (draws
-        of ``P``).
+        Their masses under ``P`` (>= 0, sum <= 1); default ``1 / n`` each (draws of ``P``).
     interval : float
         Grid spacing, > 0.
     pessimistic : bool, default True
         Round up (``True``) or down (``False``).
     lower : float, optional
-        Finite losses below ``lower`` are first raised to it (this never lowers delta, so
-        stays pessimistic, and bounds the grid); default no clipping.
-
-    Returns
-    -------
-    DiscretePLD
+        Finite losses below it are raised to it (still pessimistic; bounds the grid).
 
     Raises
     ------
     ValueError
-        For NaN losses, negative probabilities, ``interval <= 0`` or a grid over
-        ``MAX_POINTS`` (2**24) points.
+        For a grid over ``MAX_POINTS`` (2**24) points, or invalid atoms.
 
     References
     ----------
-    .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-       approximate differential privacy. CCS 2018.
-    .. [2] Doroshenko, V., Ghazi, B., Kamath, P., Kumar, R. and Manurangsi, P. (2022).
+    .. [1] Doroshenko, V., Ghazi, B., Kamath, P., Kumar, R. and Manurangsi, P. (2022).
        Connect the dots: tighter discrete approximations of privacy loss distributions.
        PETS 2022 (Section 3).
 
@@ -531,98 +405,18 @@ def discretise(
     return DiscretePLD(interval, offset, pmf, inf_mass)
 
 
-def _as_pmf_pair(p, q) -> tuple[np.ndarray, np.ndarray]:
-    """Two PMFs over the same outcomes as aligned arrays (dicts: union of keys, 0 if absent)."""
-    if isinstance(p, Mapping) or isinstance(q, Mapping):
-        if not (isinstance(p, Mapping) and isinstance(q, Mapping)):
-            raise ValueError("p and q must both be dicts or both be arrays")
-        keys = list(dict.fromkeys([*p, *q]))
-        p = [p.get(key, 0.0) for key in keys]
-        q = [q.get(key, 0.0) for key in keys]
-    pa, qa = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
-    if pa.ndim != 1 or pa.shape != qa.shape or pa.size == 0:
-        raise ValueError(f"p and q must be 1-D of the same length, got {pa.shape}, {qa.shape}")
-    for name, x in (("p", pa), ("q", qa)):
-        if not np.all(np.isfinite(x)) or np.any(x < 0) or x.sum() > 1 + _MASS_SLACK:
-            raise ValueError(f"{name} must be non-negative and sum to at most 1")
-    return pa, qa
-
-
-def from_pmfs(
-    p: ArrayLike | Mapping, q: ArrayLike | Mapping, *, interval: float, pessimistic: bool = True
-) -> tuple[DiscretePLD, DiscretePLD]:
-    """The PLDs of ``(P, Q)`` and of ``(Q, P)`` for two PMFs on the same finite outcomes.
-
-    Outcomes with ``q = 0 < p`` put ``p`` on the infinity mass of the first PLD (and
-    ``p = 0 < q`` put ``q`` on that of the second); outcomes without mass are ignored.
-
-    Parameters
-    ----------
-    p, q : array_like, shape (n,), or dict
-        Probabilities of the outcomes; dicts map outcome -> probability (missing keys: 0).
-    interval : float
-        Grid spacing, > 0.
-    pessimistic : bool, default True
-        Round the losses up (``True``) or down.
-
-    Returns
-    -------
-    pld_pq, pld_qp : DiscretePLD
-        ``L = log p - log q`` under ``P``, and ``log q - log p`` under ``Q``; the larger of
-        their deltas is the delta of the pair under both orders.
-
-    References
-    ----------
-    .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-       approximate differential privacy. CCS 2018.
-
-    Examples
-    --------
-    dp-accounting's ``test_hockey_stick_unequal_support`` PMFs:
-
-    >>> from pymc_edp.base.pld import from_pmfs
-    >>> upper, lower = {1: 0.5, 2: 0.4, 4: 0.1}, {1: 0.2, 2: 0.2, 3: 0.6}
-    >>> pq, qp = from_pmfs(upper, lower, interval=1e-4)
-    >>> round(pq.infinity_mass, 12), round(qp.infinity_mass, 12)
-    (0.1, 0.6)
-    >>> round(max(pq.delta(0.0), qp.delta(0.0)), 4)
-    0.6
-    """
-    pa, qa = _as_pmf_pair(p, q)
-    with np.errstate(divide="ignore"):
-        log_ratio = np.log(pa) - np.log(qa)
-    # outcomes without mass under the weighting PMF get probability 0 and are dropped
-    l_pq = np.where(pa > 0, log_ratio, 0.0)
-    l_qp = np.where(qa > 0, -log_ratio, 0.0)
-    kwargs = {"interval": interval, "pessimistic": pessimistic}
-    return discretise(l_pq, pa, **kwargs), discretise(l_qp, qa, **kwargs)
-
-
 def exact_delta(
     losses: ArrayLike, probs: ArrayLike | None, epsilon: ArrayLike
 ) -> np.ndarray | float:
     """``delta(eps) = sum_i p_i (1 - e^(eps - L_i))_+`` of atoms, without a grid.
 
-    Atoms at ``+inf`` count fully, at ``-inf`` not at all; any real ``eps``.
-
-    Parameters
-    ----------
-    losses : array_like, shape (n,)
-        Privacy losses of the atoms.
-    probs : array_like, shape (n,) or None
-        Their masses (>= 0, sum <= 1); ``None``: ``1 / n`` each (draws of ``P``).
-    epsilon : array_like
-        Real epsilons.
+    Atoms at ``+inf`` count fully, at ``-inf`` not at all; arguments as for
+    :func:`discretise` and :meth:`DiscretePLD.delta`.
 
     Returns
     -------
     float or ndarray
-        In [0, 1]; a float for a scalar ``epsilon``, else the shape of ``epsilon``.
-
-    References
-    ----------
-    .. [1] Meiser, S. and Mohammadi, E. (2018). Tight on budget? Tight bounds for r-fold
-       approximate differential privacy. CCS 2018.
+        In [0, 1]; a float for a scalar ``epsilon``.
 
     Examples
     --------
@@ -642,25 +436,7 @@ def exact_epsilon(
 ) -> np.ndarray | float:
     """Smallest ``eps >= 0`` with :func:`exact_delta` ``<= delta``, without a grid.
 
-    Parameters
-    ----------
-    losses : array_like, shape (n,)
-        Privacy losses of the atoms.
-    probs : array_like, shape (n,) or None
-        Their masses; ``None``: ``1 / n`` each.
-    delta : array_like
-        Non-negative targets.
-
-    Returns
-    -------
-    float or ndarray
-        ``0.0`` where ``delta(0) <= delta``, ``+inf`` where ``delta`` is below the mass at
-        ``+inf``.
-
-    References
-    ----------
-    .. [1] Koskela, A., Jälkö, J. and Honkela, A. (2020). Computing tight differential
-       privacy guarantees using FFT. AISTATS 2020.
+    Arguments as for :func:`exact_delta`; returns as :meth:`DiscretePLD.epsilon`.
 
     Examples
     --------

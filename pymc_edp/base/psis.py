@@ -1,20 +1,10 @@
-"""Compiled Pareto-smoothed importance sampling (PSIS).
+"""Compiled Pareto-smoothed importance sampling (PSIS), and the k-hat classes.
 
-A numba re-implementation of :func:`arviz.psislw` (ArviZ 0.23) that smooths many rows of
-log importance weights in parallel, without the per-row Python overhead and the full sorts of
-the reference implementation:
-
-* each row finds the cutoff, the ``(M + 1)``-th largest log weight, with an ``O(S)``
-  quickselect instead of sorting all ``S`` draws, and sorts only the ``M``-draw tail;
-* the generalized-Pareto fit of Zhang & Stephens (2009), the hot spot, is written as tight
-  scalar loops that take one logarithm per product of 8 factors wherever the resulting
-  absolute error of a few ulps is negligible, and one ``log1p`` per factor elsewhere;
-* rows are distributed over numba's thread pool (honouring :func:`numba.set_num_threads`);
-* the result can be written into a preallocated array, including the input itself.
-
-The arithmetic follows ArviZ step by step (same cutoff rule, same prior adjustment of the
-shape estimate, same truncation at the largest raw weight, same handling of short tails and
-degenerate rows), so the output agrees with :func:`arviz.psislw` to rounding error.
+A numba re-implementation of :func:`arviz.psislw` (ArviZ 0.23) for many rows in parallel:
+the cutoff by ``O(S)`` quickselect (only the tail is sorted), the generalized-Pareto fit of
+Zhang & Stephens (2009) as tight scalar loops (one logarithm per product of 8 factors
+where its few-ulp error is negligible). The arithmetic follows ArviZ step by step, so the
+output agrees with :func:`arviz.psislw` to rounding error.
 """
 
 from __future__ import annotations
@@ -96,12 +86,10 @@ def _xorshift(state):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _select(a, k):  # pragma: no cover - compiled
-    """Return the ``k``-th smallest value (0-based) of ``a``, reordering ``a`` in place.
+    """The ``k``-th smallest value (0-based) of ``a`` (no NaN), reordering ``a`` in place.
 
-    Quickselect with the median of three pseudo-randomly placed elements as pivot (a fixed
-    xorshift stream, so no input order is systematically bad) and branch-free Lomuto
-    partitioning; after a budget of ``8 len(a)`` element visits it finishes with a heapsort,
-    so the worst case is ``O(S log S)``. ``a`` must not contain NaN.
+    Quickselect, pivot the median of three pseudo-random elements (a fixed xorshift stream);
+    past ``8 len(a)`` visits a heapsort finishes, so the worst case is ``O(S log S)``.
     """
     lo = 0
     hi = a.shape[0] - 1
@@ -445,12 +433,11 @@ def _same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def psis_tail_length(n_samples: int, reff: float = 1.0, rule: str = "arviz") -> int:
-    """Number ``M`` of draws in the Pareto-smoothed tail.
+    """Number ``M`` of draws in the Pareto-smoothed tail of ``S = n_samples`` draws.
 
     Parameters
     ----------
     n_samples : int
-        Draws per row, ``S``.
     reff : float, default 1.0
         Relative MCMC efficiency.
     rule : {"arviz", "arviz_stats"}, default "arviz"
@@ -488,60 +475,43 @@ def psislw(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pareto-smoothed importance sampling of many rows of log weights.
 
-    A compiled, parallel equivalent of :func:`arviz.psislw` for NumPy arrays. For every row
-    the ``M`` largest log weights (:func:`psis_tail_length`; strictly above the
-    ``(M + 1)``-th largest, and above ``log(tiny)``) form the tail; a generalized Pareto
-    distribution is fitted to their exceedances with the empirical-Bayes method of Zhang &
-    Stephens (2009) and ArviZ's weakly informative prior on the shape; the tail is replaced
-    by the fitted quantiles at ``(i - 1/2) / M`` and truncated at the largest raw log weight.
-    Rows whose tail has 4 or fewer draws get ``k = inf`` and are left unsmoothed (a constant
-    row is such a row); rows containing NaN, or whose maximum is infinite, come out as NaN
-    with ``k = inf``, exactly as in ArviZ.
+    As :func:`arviz.psislw`: per row, a generalized Pareto distribution (Zhang & Stephens'
+    empirical Bayes, ArviZ's prior on the shape) is fitted to the exceedances of the ``M``
+    largest log weights (:func:`psis_tail_length`), which are replaced by its quantiles at
+    ``(i - 1/2) / M``, truncated at the largest raw log weight. Tails of 4 or fewer draws
+    (a constant row) give ``k = inf``, unsmoothed; rows with NaN or an infinite maximum come
+    out NaN with ``k = inf``.
 
     Parameters
     ----------
-    log_weights : numpy.ndarray
-        Log importance weights of shape ``(..., S)``, the sample axis last. Leading
-        dimensions are flattened into independent rows. Converted to float64.
+    log_weights : numpy.ndarray, shape (..., S)
+        Leading axes are independent rows.
     reff : float, default 1.0
         Relative MCMC efficiency ``ess / S``; a smaller value gives a longer tail.
     normalize : bool, default True
-        If true, normalise each row so that its ``logsumexp`` is 0; otherwise add back the
-        row maximum so the weights keep the input's scale.
+        Each row's ``logsumexp`` made 0; otherwise the row keeps the input's scale.
     out : numpy.ndarray, optional
-        Preallocated float64, C-contiguous array of the input's shape for the smoothed log
-        weights. It may be ``log_weights`` itself (in-place smoothing, no extra ``n x S``
-        allocation). Any other overlap with the input is resolved by copying the input.
+        Float64, C-contiguous, the input's shape; may be ``log_weights`` itself (in place).
     tail_rule : {"arviz", "arviz_stats"}, default "arviz"
-        Tail length of ArviZ 0.23 or of arviz_stats (:func:`psis_tail_length`); the rest of
-        the algorithm is the same in both.
+        :func:`psis_tail_length`'s rule.
 
     Returns
     -------
-    lw_out : numpy.ndarray
-        Smoothed (and, if ``normalize``, normalised) log weights, shape ``(..., S)``; this is
-        ``out`` when it was given.
-    khat : numpy.ndarray
-        Pareto shape estimates, shape ``(...)`` (0-d for 1-D input). Values above
-        :func:`khat_threshold` mean the importance-sampling estimate is unreliable.
+    lw_out : numpy.ndarray, shape (..., S)
+        ``out`` when given.
+    khat : numpy.ndarray, shape (...)
+        Pareto shapes; above :func:`khat_threshold` the weights are unreliable.
 
     Raises
     ------
     ValueError
-        If the input has no sample axis or fewer than 2 samples, ``reff`` is not a positive
-        finite number, or ``out`` is not a float64 C-contiguous writable array of the right
-        shape.
+        Fewer than 2 samples, a bad ``reff`` or ``out``.
 
     Notes
     -----
-    Rows are processed in parallel on numba's thread pool; the number of threads follows
-    :func:`numba.set_num_threads`. Each row finds its cutoff by quickselect (``O(S)``
-    expected, ``O(S log S)`` worst case) and sorts only the tail. Ties inside the tail are
-    broken by position (ArviZ leaves their order to NumPy's unstable ``argsort``), so with
-    tied tail values the smoothed values may be assigned to the tied draws in a different
-    order than ArviZ's; the k-hat and the multiset of smoothed values are unaffected.
-    Peak extra memory is the output (none when ``out`` is the input) plus one row of
-    scratch per thread.
+    Rows run on numba's thread pool (:func:`numba.set_num_threads`). Ties inside the tail
+    are broken by position (ArviZ's unstable ``argsort`` may order them otherwise; k-hat and
+    the smoothed values are the same). Extra memory: the output and a row per thread.
 
     References
     ----------
@@ -591,21 +561,9 @@ def psislw(
 
 
 def khat_threshold(n_samples: int) -> float:
-    """Sample-size-dependent threshold for the Pareto k-hat diagnostic.
+    """Threshold ``min(1 - 1 / log10(S), 0.7)`` of the Pareto k-hat for ``S`` draws [1]_.
 
-    PSIS estimates are reliable when ``k-hat < min(1 - 1 / log10(S), 0.7)``, the threshold
-    recommended by Vehtari et al. (2024) [1]_ (it is 0.7 from ``S = 2,155`` draws on, and
-    stricter below).
-
-    Parameters
-    ----------
-    n_samples : int
-        Number of posterior draws ``S`` the weights were computed from.
-
-    Returns
-    -------
-    float
-        The threshold ``min(1 - 1 / log10(S), 0.7)``.
+    0.7 from ``S = 2,155`` draws on, stricter below.
 
     Raises
     ------
@@ -639,10 +597,9 @@ KHAT_CLASSES = ("good", "bad", "very bad")
 def khat_classes(khat, threshold: float) -> np.ndarray:
     """The class of every Pareto k-hat: the one classifier of the text, HTML and figures.
 
-    ``"good"``: ``k <= threshold`` (``min(1 - 1 / log10(S), 0.7)``, :func:`khat_threshold`;
-    ``-inf``, a constant weight, is good); ``"bad"``: up to 1; ``"very bad"``: above 1;
-    ``""``: not computed (NaN: a neighbour pruned, or refitted without weights). These are
-    the classes of ArviZ's PSIS-LOO table (Vehtari et al. 2024).
+    ``"good"``: ``k <= threshold`` (:func:`khat_threshold`; ``-inf``, a constant weight,
+    too); ``"bad"``: up to 1; ``"very bad"``: above 1; ``""``: NaN (pruned, or refitted
+    without weights). ArviZ's PSIS-LOO classes.
 
     Examples
     --------

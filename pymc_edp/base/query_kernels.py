@@ -1,10 +1,8 @@
 """NumPy kernels of the query-level audit: grids, hockey-stick integrals, distances, noise.
 
-Plain NumPy on arrays with the sample (or grid) axis last; no pandas, no xarray. Everything
-here is deterministic given its inputs. The kernels shared with the posterior audit live in
-:mod:`pymc_edp.base`: kernel density estimates in :mod:`pymc_edp.base.kde`, the hockey-stick
-divergence from weighted draws, the total risk and the bisection for the epsilon at a delta
-in :mod:`pymc_edp.base.hockey`.
+Deterministic NumPy on arrays with the sample (or grid) axis last. Kernel density estimates
+are in :mod:`pymc_edp.base.kde`; the divergence from weighted draws, the total risk and the
+epsilon at a delta in :mod:`pymc_edp.base.hockey`.
 
 References
 ----------
@@ -44,24 +42,22 @@ __all__ = [
 def ecdf_density(points: ArrayLike, grid: ArrayLike, *, window: int | None = None) -> NDArray:
     """Density by differencing the empirical CDF over ``window`` order statistics.
 
-    Between the order statistics ``X_(j)`` and ``X_(j+w)`` the density is estimated as
-    ``w / (n (X_(j+w) - X_(j)))`` and attributed to their midpoint; the estimate is
-    interpolated linearly onto ``grid``, set to zero outside the range of midpoints and
-    renormalised. ``w ~ sqrt(n)`` balances bias and variance ([1], sec. 5).
+    ``w / (n (X_(j+w) - X_(j)))`` at the midpoint of ``X_(j)`` and ``X_(j+w)``, interpolated
+    onto ``grid``, zero outside the midpoints, renormalised (trapezoid rule); ``w ~ sqrt(n)``
+    balances bias and variance ([1], sec. 5).
 
     Parameters
     ----------
     points : array_like, shape (..., n)
         Samples; batch axes first.
     grid : array_like, shape (m,)
-        Increasing evaluation grid.
+        Increasing.
     window : int, optional
-        Number of order statistics spanned; ``round(sqrt(n))`` by default.
+        Default ``round(sqrt(n))``.
 
     Returns
     -------
     ndarray, shape (..., m)
-        Densities on the grid, each integrating to one by the trapezoid rule.
     """
     pts = np.sort(np.asarray(points, dtype=float), axis=-1)
     g = np.asarray(grid, dtype=float)
@@ -99,17 +95,8 @@ def trapezoid_mass(f: ArrayLike, x: ArrayLike) -> NDArray:
 def positive_part_integral(g: ArrayLike, x: ArrayLike) -> NDArray:
     """Integral of ``max(g, 0)`` for the piecewise-linear interpolant of ``g`` on ``x``.
 
-    Exact for the interpolant: cells where ``g`` changes sign contribute the triangle on the
-    positive side (``a**2 / (a - b) * dx / 2``), so the kinks of ``(g)_+`` cost no accuracy.
-
-    Parameters
-    ----------
-    g : array_like, shape (..., m)
-    x : array_like, shape (m,)
-
-    Returns
-    -------
-    ndarray, shape (...)
+    Exact for the interpolant: a cell where ``g`` changes sign adds the triangle on the
+    positive side, so the kinks of ``(g)_+`` cost no accuracy. ``g`` has the grid axis last.
     """
     g = np.asarray(g, dtype=float)
     dx = np.diff(np.asarray(x, dtype=float))
@@ -158,11 +145,8 @@ def hockey_stick_delta_grid(
 
     Notes
     -----
-    The integrand is integrated exactly for the piecewise-linear interpolant of the densities
-    (:func:`positive_part_integral`), so the kinks where ``p = e^eps q`` add no error beyond
-    the interpolation error of the densities themselves. The same quantity from *draws* of
-    one density and the log ratio at those draws is
-    :func:`pymc_edp.base.hockey.hockey_stick_delta` (with ``normalize=False``).
+    Exact for the piecewise-linear interpolant (:func:`positive_part_integral`). From draws
+    and log ratios it is :func:`pymc_edp.base.hockey.hockey_stick_delta`.
 
     Examples
     --------
@@ -240,14 +224,11 @@ def hausdorff_distance(a: ArrayLike, b: ArrayLike) -> float:
 def bottleneck_distance(a: ArrayLike, b: ArrayLike) -> float:
     """Bottleneck (infinity-Wasserstein) distance between two equal-size samples of reals.
 
-    ``W_inf(A, B) = min over bijections pi of max_k |a_k - b_pi(k)|``; in one dimension the
-    sorted matching is optimal, so it is ``max_k |a_(k) - b_(k)|``. It is never smaller than
-    the Hausdorff distance, and it is the distance for which Proposition 1 of [1] holds:
-    Laplace KDEs of scale ``W_inf / eps`` differ by at most ``eps`` in log density (each
-    kernel term is within ``e^eps`` of its matched partner). With the Hausdorff distance the
-    proposition fails when the sets have clusters of different sizes: the two samples of the
-    example below are the same set (``d_H = 0``), yet near 0 one KDE is about twice the other
-    for every scale that is small against the gap of 1.
+    ``W_inf(A, B) = min over bijections pi of max_k |a_k - b_pi(k)|``, in one dimension
+    ``max_k |a_(k) - b_(k)|``. Never below the Hausdorff distance, it is the distance for
+    which Proposition 1 of [1] holds (Laplace KDEs of scale ``W_inf / eps`` differ by at
+    most ``eps`` in log density); with the Hausdorff distance it fails for clusters of
+    different sizes, as in the example.
 
     Parameters
     ----------
@@ -324,13 +305,9 @@ def laplace_deconvolution(
 ) -> tuple[NDArray, NDArray]:
     """Solve ``k * h = l_lambda`` for the noise density ``h`` by FFT (eq. 2 of [1]).
 
-    ``h = F^-1( F l_lambda / F k )``, with ``l_lambda`` the Laplace kernel of scale
-    ``lambda`` and ``k`` the curator's kernel (of scale ``bandwidth``). Both transforms are
-    known in closed form, so they are evaluated on the FFT frequencies (no aliasing of the
-    kernels) and only the inverse transform is numerical. For a Gaussian ``k`` the ratio
-    grows without bound at high frequency, so the grid spacing is chosen no finer than
-    :func:`deconvolution_spacing` -- the band limit of Diggle & Hall's Fourier
-    deconvolution [2]_.
+    ``h = F^-1( F l_lambda / F k )``: both transforms are closed-form, evaluated on the FFT
+    frequencies; only the inverse is numerical. The spacing is no finer than
+    :func:`deconvolution_spacing`, the band limit of Diggle & Hall's deconvolution [2]_.
 
     Parameters
     ----------
@@ -343,25 +320,22 @@ def laplace_deconvolution(
     spacing : float, optional
         Grid spacing; by default ``lambda / 64`` or the band limit, whichever is coarser.
     half_width : float, default 45
-        The grid spans ``+-half_width * lambda`` (Laplace mass outside: ``exp(-45)``).
+        The grid spans ``+-half_width * lambda``.
     max_grid : int
-        Upper bound on the FFT length; the spacing is coarsened to respect it.
+        Largest FFT length (the spacing is coarsened to respect it).
 
     Returns
     -------
-    x : ndarray, shape (m,)
-        Symmetric grid centred on 0 (``x[m // 2] == 0``), ``m`` a power of two.
-    h : ndarray, shape (m,)
-        Values of ``h`` on the grid (may dip slightly below zero; see
-        :class:`~pymc_edp.query.NoiseKernel` for the clean-up).
+    x, h : ndarray, shape (m,)
+        Grid centred on 0 (``x[m // 2] == 0``, ``m`` a power of two) and ``h`` on it (may
+        dip below zero: :class:`~pymc_edp.query.NoiseKernel` cleans it).
 
     Notes
     -----
-    For a Laplace curator kernel of scale ``b < lambda`` the answer is known exactly:
-    ``h = (b / lambda)**2 delta_0 + (1 - (b / lambda)**2) l_lambda`` -- no noise with
-    probability ``(b / lambda)**2``, Laplace noise otherwise. On the grid the atom is one
-    cell of height ``w / dx``. For a Gaussian kernel ``h`` has, to second order, the same
-    shape with atom weight ``sigma**2 / (2 lambda**2)``.
+    For a Laplace kernel of scale ``b < lambda``,
+    ``h = (b / lambda)**2 delta_0 + (1 - (b / lambda)**2) l_lambda`` exactly (the atom one
+    cell of height ``w / dx``); for a Gaussian, the same to second order with atom weight
+    ``sigma**2 / (2 lambda**2)``.
     """
     lam = float(scale)
     band = deconvolution_spacing(lam, kernel, bandwidth)

@@ -203,7 +203,7 @@ def epsilon_curve(
         bo = bins_of(result, int(b))
         e = np.empty(lw.shape[0])
         for sl in chunk_slices(lw.shape[0], n_samples, factor=2):
-            e[sl] = binning.epsilon_from_log_weights(lw[sl], bo, alpha)[0].max(1)
+            e[sl] = binning.epsilon_estimates(lw[sl], bo, alpha).eps.max(1)
         i = int(np.argmax(e))
         eps[g] = e[i]
         worst[g] = labels[i]

@@ -213,7 +213,7 @@ def smoothing_sensitivity(
     out = np.full(values.size, -np.inf)
     for sl in chunk_slices(lw.shape[0], lw.shape[1], factor=2):
         for a, alpha in enumerate(values):
-            e, _ = binning.epsilon_from_log_weights(lw[sl], b, alpha)
+            e = binning.epsilon_estimates(lw[sl], b, alpha).eps
             out[a] = max(out[a], float(e.max()))
     if np.any(np.isinf(out)):
         n_empty = int(empty_bins(result, bins=n_bins)["n_empty"].sum())

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from pymc_edp.base.mcse import ess_mean
 from pymc_edp.base.psis import psislw
-from pymc_edp.model.compat import PSIS_TAIL_RULE, ess
+from pymc_edp.model.compat import PSIS_TAIL_RULE
 from pymc_edp.model.neighbours import Neighbours
 
 __all__ = [
@@ -246,8 +247,15 @@ def relative_efficiency(posterior: xr.Dataset) -> float:
     if n_chains == 1:
         return 1.0
     n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
-    ess_ds = ess(posterior, method="mean")
-    values = np.hstack([np.ravel(ess_ds[v].values) for v in ess_ds.data_vars])
+    rows = np.vstack(
+        [
+            np.asarray(posterior[v].transpose("chain", "draw", ...), dtype=float)
+            .reshape(n_samples, -1)
+            .T
+            for v in posterior.data_vars
+        ]
+    )
+    values = ess_mean(rows[np.isfinite(rows).all(axis=1)], n_chains)  # as ess(method="mean")
     values = values[np.isfinite(values)]
     if values.size == 0:
         return 1.0

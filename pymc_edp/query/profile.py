@@ -245,7 +245,9 @@ def _core_mc(q, qw, eps, targets, model, scores, *, draws, rng, progressbar) -> 
         # Sort the draws of the relevant individuals once; each bisection step then costs two
         # binary searches per individual and direction.
         fwd, bwd = (
-            hockey_stick_prepare(np.stack([ratios[int(i)][j] for i in rel]), normalize=False)
+            hockey_stick_prepare(
+                np.stack([ratios[int(i)][j] for i in rel]), normalize=False, direction="forward"
+            )
             for j in (0, 1)
         )
 

@@ -52,7 +52,7 @@ def test_quantile_bins_merge_ties(rng):
 def test_quantile_bins_constant_draws():
     bins = binning.quantile_bins(np.full((1, 1000), 3.0), 10)
     assert bins.n_bins[0] == 1
-    eps, _ = binning.epsilon_from_log_weights(np.zeros((2, 1000)), bins)
+    eps = binning.epsilon_estimates(np.zeros((2, 1000)), bins, 0.01).eps
     np.testing.assert_allclose(eps, 0.0, atol=1e-12)
 
 
@@ -66,7 +66,8 @@ def test_epsilon_matches_naive(rng):
     lw = rng.normal(scale=0.5, size=(7, 3000)) + 0.3 * draws[0]
     for bins, smoothing in [(5, 0.01), (20, 0.01), (50, 0.0), (10, 1.0)]:
         bo = binning.quantile_bins(draws, bins)
-        eps, argbin = binning.epsilon_from_log_weights(lw, bo, smoothing)
+        est = binning.epsilon_estimates(lw, bo, smoothing)
+        eps, argbin = est.eps, est.argbin
         np.testing.assert_allclose(eps, naive_epsilon(draws, lw, bins, smoothing), rtol=1e-10)
         ratios = binning.bin_log_ratios(lw, bo, smoothing)
         np.testing.assert_allclose(np.nanmax(np.abs(ratios), axis=-1), eps, rtol=1e-10)
@@ -77,14 +78,14 @@ def test_epsilon_matches_naive(rng):
 def test_uniform_weights_give_zero(rng):
     draws = rng.normal(size=(2, 2000))
     bo = binning.quantile_bins(draws, 20)
-    eps, _ = binning.epsilon_from_log_weights(np.full((3, 2000), -7.0), bo)
+    eps = binning.epsilon_estimates(np.full((3, 2000), -7.0), bo, 0.01).eps
     np.testing.assert_allclose(eps, 0.0, atol=1e-12)
 
 
 def test_bin_probabilities_sum_to_one(rng):
     draws = rng.normal(size=(2, 1000))
     bo = binning.quantile_bins(draws, 10)
-    mass = binning.bin_probabilities(rng.normal(size=(4, 1000)), bo)
+    mass = np.exp(binning.log_bin_probabilities(rng.normal(size=(4, 1000)), bo))
     np.testing.assert_allclose(mass.sum(-1), 1.0, rtol=1e-12)
 
 
@@ -92,9 +93,9 @@ def test_zero_smoothing_empty_bin_is_infinite():
     draws = np.arange(100.0)[None]
     bo = binning.quantile_bins(draws, 10)
     lw = np.where(draws[0] < 50, 0.0, -np.inf)[None]  # no weight in the upper bins
-    eps, _ = binning.epsilon_from_log_weights(lw, bo, smoothing=0.0)
+    eps = binning.epsilon_estimates(lw, bo, smoothing=0.0).eps
     assert np.isinf(eps[0, 0])
-    eps_s, _ = binning.epsilon_from_log_weights(lw, bo, smoothing=0.01)
+    eps_s = binning.epsilon_estimates(lw, bo, smoothing=0.01).eps
     # smoothed: log((0 + a) / (S + B a)) vs log((10 + a) / (S + B a)), a = 0.01 -> log(1001)
     np.testing.assert_allclose(eps_s[0, 0], np.log(10.01 / 0.01), rtol=1e-12)
 
@@ -102,7 +103,7 @@ def test_zero_smoothing_empty_bin_is_infinite():
 def test_weights_sample_mismatch(rng):
     bo = binning.quantile_bins(rng.normal(size=(1, 100)), 5)
     with pytest.raises(ValueError, match="samples"):
-        binning.epsilon_from_log_weights(np.zeros((1, 99)), bo)
+        binning.epsilon_estimates(np.zeros((1, 99)), bo, 0.01)
 
 
 TRANSFORMS = {
@@ -129,9 +130,9 @@ def test_monotone_transform_invariance(seed, bins, scale, transform):
     rng = np.random.default_rng(seed)
     draws = rng.normal(size=(1, 2000))
     lw = rng.normal(scale=scale, size=(3, 2000)) + draws[0]
-    eps, _ = binning.epsilon_from_log_weights(lw, binning.quantile_bins(draws, bins))
+    eps = binning.epsilon_estimates(lw, binning.quantile_bins(draws, bins), 0.01).eps
     moved = TRANSFORMS[transform](draws)
-    eps_t, _ = binning.epsilon_from_log_weights(lw, binning.quantile_bins(moved, bins))
+    eps_t = binning.epsilon_estimates(lw, binning.quantile_bins(moved, bins), 0.01).eps
     np.testing.assert_allclose(eps_t, eps, rtol=1e-12, atol=1e-12)
 
 
@@ -139,9 +140,11 @@ def test_unsmoothed_from_the_same_pass(rng):
     draws = rng.normal(size=(2, 3000))
     lw = rng.normal(scale=2.0, size=(5, 3000)) + 3 * draws[0]
     bo = binning.quantile_bins(draws, 50)
-    eps, argbin, eps0 = binning.epsilon_from_log_weights(lw, bo, 0.5, with_unsmoothed=True)
-    ref, ref_bin = binning.epsilon_from_log_weights(lw, bo, 0.5)
-    ref0, _ = binning.epsilon_from_log_weights(lw, bo, 0.0)
+    est = binning.epsilon_estimates(lw, bo, 0.5)
+    eps, argbin, eps0 = est.eps, est.argbin, est.eps_unsmoothed
+    ref = binning.epsilon_estimates(lw, bo, 0.5)
+    ref, ref_bin = ref.eps, ref.argbin
+    ref0 = binning.epsilon_estimates(lw, bo, 0.0).eps
     np.testing.assert_array_equal(eps, ref)
     np.testing.assert_array_equal(argbin, ref_bin)
     np.testing.assert_allclose(eps0, ref0, rtol=1e-12)

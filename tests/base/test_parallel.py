@@ -177,13 +177,16 @@ def test_fork_unsafe_names_a_fork_pool_where_numba_s_openmp_threads_break_it():
 
 
 def _mass_in_a_kernel(n):
-    # one of the audit's parallel (prange) kernels: n rows of uniform weights, each of mass 1
+    # the audit's parallel (prange) epsilon kernel: n rows of 8 uniform weights in one bin,
+    # each row's bin holding 8 draws' worth of weight
     import numpy as np
 
     from pymc_edp.base import binning
 
-    lw, index = np.zeros((n, 8)), np.zeros((1, 8), dtype=np.int64)
-    return float(binning._bin_mass(lw, index, 2).sum())
+    lw, index, log_p = np.zeros((n, 8)), np.zeros((1, 8), dtype=np.int32), np.zeros((1, 1))
+    n_bins = np.ones(1, dtype=np.int64)
+    _, _, _, bin_draws = binning._epsilon_kernel(lw, index, n_bins, log_p, log_p, 0.0)
+    return float(bin_draws.sum() / 8)
 
 
 def test_own_pool_runs_the_kernels_after_this_process_ran_them():

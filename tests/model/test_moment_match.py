@@ -13,7 +13,7 @@ import xarray as xr
 from scipy import stats
 from support import OutlierNormal as ON
 
-from pymc_edp.base.binning import epsilon_from_log_weights, quantile_bins, refit_epsilon
+from pymc_edp.base.binning import epsilon_estimates, quantile_bins, refit_estimate
 from pymc_edp.base.psis import psislw
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
 from pymc_edp.model.compat import (
@@ -67,7 +67,7 @@ def _remove_school(k):
 def _psis_eps(mu, bins, smoothing, record=OUTLIER):
     ll = stats.norm.logpdf(Y[record], mu.reshape(-1), SIGMA)
     lw, k = psislw(-ll, 1.0, tail_rule=PSIS_TAIL_RULE)
-    return float(epsilon_from_log_weights(lw[None], bins, smoothing)[0][0, 0]), float(k)
+    return float(epsilon_estimates(lw[None], bins, smoothing).eps[0, 0]), float(k)
 
 
 def _unconstrained(dens, idata):
@@ -448,7 +448,7 @@ def test_eight_schools_epsilon_agrees_with_refits():
     """Moment-matched epsilons of the worst schools against long exact refits.
 
     Each school is refitted without its record (nutpie, 4 x 5,000 draws) and its epsilon
-    estimated by the package's pooled refit estimator (:func:`refit_epsilon`). Agreement is
+    estimated by the package's pooled refit estimator (:func:`refit_estimate`). Agreement is
     required within 3 combined standard errors: the moment-matched MCSE and the refit's
     pooled standard error (:func:`pymc_edp.base.mcse.pooled_log_ratio_se`) at the refit's
     worst parameter and bin.
@@ -486,7 +486,8 @@ def test_eight_schools_epsilon_agrees_with_refits():
         u_refit = _unconstrained(dens, fit)
         lr_full = -dens.log_likelihood("obs", u_full, y)[:, k]
         lr_refit = -dens.log_likelihood("obs", u_refit, y)[:, k]
-        eps_refit, argbin = refit_epsilon(refit_draws, grid, 0.01, lr_full, lr_refit)
+        est = refit_estimate(refit_draws, grid, 0.01, lr_full, lr_refit)
+        eps_refit, argbin = est.eps, est.argbin
         p = int(np.argmax(eps_refit))
         lw_f, lw_n, _ = pooled_log_weights(lr_full, lr_refit)
         _, se_refit, _ = pooled_log_ratio_se(

@@ -37,7 +37,7 @@ def main() -> None:
             smoothed, _ = psislw(lw, 1.0)
             for b in TABLE2_X1:
                 bins = binning.quantile_bins(p[None], b)
-                eps, _ = binning.epsilon_from_log_weights(smoothed, bins, 0.01)
+                eps = binning.epsilon_estimates(smoothed, bins, 0.01).eps
                 errs[b].append(eps.max() / TABLE2_X1[b] - 1)
         for b in TABLE2_X1:
             a = np.asarray(errs[b])
