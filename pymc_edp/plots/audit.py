@@ -1,8 +1,10 @@
 """Plots of an audit: per-record epsilon, epsilon against B, bin log ratios, the (ε, δ) profile.
 
 Every function reads a result through ``pymc_edp.report._common.AuditSummary`` (the
-diagnostics plots need its stored weights), draws on ``ax`` (a new figure when None) and
-returns the axes; k-hat classes are :func:`pymc_edp.report.khat_counts`'s.
+diagnostics plots need its stored weights), draws on ``ax`` (a new figure of ``figsize``
+inches when None) and returns the axes; k-hat classes are
+:func:`pymc_edp.report.khat_counts`'s. Without matplotlib (the ``plots`` extra) they raise
+ImportError.
 """
 
 from __future__ import annotations
@@ -115,28 +117,15 @@ def plot_pointwise_epsilon(
     ----------
     result : AuditSummary
         Needs ``pointwise["epsilon"]`` over ``dim`` (``pareto_k``, ``method`` optional).
-    ax : matplotlib.axes.Axes, optional
     labels : int, default 5
         Number of highest-epsilon records to annotate.
-    dim : str, default "neighbour"
     xlabel : str, optional
         Default: the coordinate values of ``dim`` when numeric and increasing (e.g. patient
         ids), else the record positions.
     title : bool or str, default True
         True for an automatic title, False for none.
-    figsize : tuple of float, optional
-    legend : bool, default True
     scatter_kwargs : dict, optional
         Passed to :meth:`~matplotlib.axes.Axes.scatter`.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Raises
-    ------
-    ImportError
-        If matplotlib (the ``plots`` extra) is not installed.
 
     Examples
     --------
@@ -283,16 +272,8 @@ def plot_epsilon_curve(
     ----------
     result : AuditSummary or xarray.DataArray
         An audit result (with weights), or a curve from ``result.curve()``.
-    bins : sequence of int, default (5, 10, 20, 50, 100, 250)
-    prob : float or None, default 0.9
     exact : mapping or array_like, optional
         Exact epsilon per B (e.g. from :mod:`pymc_edp.conjugate`), drawn as crosses.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     References
     ----------
@@ -368,18 +349,6 @@ def plot_epsilon_intervals(
 
     The intervals are :func:`pymc_edp.diagnostics.epsilon_interval`'s; the ``labels``
     highest are annotated, and epsilon's interval is shaded.
-
-    Parameters
-    ----------
-    result : AuditSummary
-    prob : float, default 0.9
-    labels : int, default 5
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -466,17 +435,10 @@ def plot_bin_log_ratios(
 
     Parameters
     ----------
-    result : AuditSummary
     neighbour : optional
         Coordinate value; default the neighbour attaining epsilon.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
     cmap : str, default "RdBu_r"
         Colour map of the heatmap.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -561,19 +523,12 @@ def plot_neighbour_posterior(
 
     Parameters
     ----------
-    result : AuditSummary
     neighbour : optional
         Coordinate value; default the neighbour attaining epsilon.
     parameter : str, optional
         Parameter label; default the one that sets this neighbour's epsilon.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
     n_hist : int, default 60
         Histogram bins (display only).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -651,13 +606,6 @@ def plot_delta_profile(
         An audit result (with weights), or ``result.delta_profile()``.
     epsilons : array_like, optional
         Default 200 points up to 1.5 times the audit's epsilon.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
-    logy : bool, default True
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     References
     ----------
@@ -732,9 +680,6 @@ def plot_overview(
 
     Parameters
     ----------
-    result : AuditSummary
-    figsize : tuple of float, optional
-        Default ``(13, 8)``.
     curve_bins : sequence of int, optional
         The B grid of the curve; default ``(5, 10, 20, 50, 100, 250)`` and the audit's B,
         those leaving at least 10 draws per bin.

@@ -330,7 +330,6 @@ def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
 
     Parameters
     ----------
-    result : AuditSummary
     style : bool, default True
         Include the ``<style>`` element (False when nested in another view).
 

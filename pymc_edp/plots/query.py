@@ -1,7 +1,8 @@
 """Plots of query-level empirical DP, after Figures 1 and 3-5 of Burchard et al. (2020).
 
 In the manner of ArviZ's ``plot_*``: keyword-only options, ``*_kwargs`` passed to
-matplotlib, the look of :mod:`pymc_edp.plots.style`; each returns its axes.
+matplotlib, the look of :mod:`pymc_edp.plots.style`. Each draws on ``ax`` (a new figure of
+``figsize`` inches when None) and returns the axes.
 
 References
 ----------
@@ -65,18 +66,10 @@ def plot_delta(
     kind : {"delta", "delta_star"} or list of them
     target : float, optional
         Mark the smallest eps at which each curve falls to ``target``.
-    xscale, yscale : str
     xlim : tuple, optional
         Default: from 0 to a little beyond where every curve drops below 1e-3 of its maximum.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple, optional
     plot_kwargs : dict, optional
         Passed to ``ax.plot``.
-    title : str, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -143,17 +136,10 @@ def plot_delta_i(
 
     Parameters
     ----------
-    result : xarray.Dataset
     individuals : sequence, optional
         Individuals to draw; by default the ``top`` most exposed.
-    top : int, default 5
-    xscale : str
-    ax, figsize, plot_kwargs, title
+    plot_kwargs
         As in :func:`plot_delta`.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -207,14 +193,10 @@ def plot_densities(
         Which of the stored most exposed individuals (0 = the most exposed).
     rug : bool, default True
         Mark the query results with and without the individual.
-    ax, figsize, plot_kwargs, title
+    plot_kwargs
         As in :func:`plot_delta`.
     xlim : tuple, optional
         Default: the range of the query results, padded by 15%.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -276,17 +258,9 @@ def plot_noise_kernel(
     ----------
     noise : NoiseKernel
         From :func:`~pymc_edp.query.noise_kernel`.
-    n_samples : int, default 100000
-    random_seed : int, optional
     bins : int, default 200
-    ax, figsize, title
-        As in :func:`plot_delta`.
     hist_kwargs : dict, optional
         Passed to ``ax.hist``.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
