@@ -41,10 +41,6 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
     over the last two doublings of at least 0.6 of that over the two before is reported as
     diverging (a bounded ratio's maximum converges geometrically: a factor <= 0.5).
 
-    Parameters
-    ----------
-    result : AuditData
-
     Returns
     -------
     xarray.Dataset
@@ -144,11 +140,8 @@ def epsilon_curve(
 
     Parameters
     ----------
-    result : AuditData
-    bins : sequence of int, default (5, 10, 20, 50, 100, 250)
     prob : float or None, default 0.9
         Coverage of the Monte-Carlo interval drawn as error bars; None skips the errors.
-    candidates : int, default 5
     smoothing : float, optional
         Additive smoothing constant; default the audit's.
 

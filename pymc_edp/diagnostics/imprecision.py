@@ -37,7 +37,6 @@ def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
 
     Parameters
     ----------
-    result : AuditData
     bins : int, optional
         Default the audit's.
 
@@ -112,7 +111,6 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
 
     Parameters
     ----------
-    result : AuditData
     bins : int, optional
         Default the audit's.
 
@@ -181,7 +179,6 @@ def smoothing_sensitivity(
 
     Parameters
     ----------
-    result : AuditData
     smoothing : sequence of float, default (0, 0.001, 0.01, 0.1, 1)
         In units of draws.
     bins : int, optional

@@ -141,7 +141,6 @@ def epsilon_mcse(
 
     Parameters
     ----------
-    result : AuditData
     bins : int, optional
         Default the audit's.
     candidates : int, default 5
@@ -249,12 +248,10 @@ def epsilon_interval(
 
     Parameters
     ----------
-    result : AuditData
     prob : float, default 0.9
         Nominal coverage.
     bins : int, optional
         Default the audit's.
-    candidates : int, default 5
 
     Returns
     -------

@@ -82,15 +82,6 @@ def khat_counts(result: Any, dim: str = NEIGHBOUR_DIM) -> KhatCounts:
     ``pointwise["pareto_k"]`` (max over other dimensions) against ``khat_threshold`` (0.7
     if none); neighbours without one are ``"not computed"``.
 
-    Parameters
-    ----------
-    result : AuditSummary
-    dim : str, default "neighbour"
-
-    Returns
-    -------
-    KhatCounts
-
     Examples
     --------
     >>> edp.report.khat_counts(res).as_dict()
