@@ -9,12 +9,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import (
-    MIN_DRAWS_PER_BIN,
-    NEIGHBOUR_DIM,
-    EDPWarning,
-    chunk_slices,
-)
+from pymc_edp.base.common import MIN_DRAWS_PER_BIN, NEIGHBOUR_DIM, EDPWarning, chunk_slices
 from pymc_edp.base.validate import check_int
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,

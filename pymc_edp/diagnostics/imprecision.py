@@ -9,19 +9,8 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import (
-    PARAMETER_DIM,
-    EDPWarning,
-    chunk_slices,
-)
-from pymc_edp.diagnostics._common import (
-    AuditData,
-    bins_of,
-    cached,
-    draws_of,
-    refitted,
-    weights_of,
-)
+from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, chunk_slices
+from pymc_edp.diagnostics._common import AuditData, bins_of, cached, draws_of, refitted, weights_of
 
 
 def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:

@@ -18,14 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
-from pymc_edp.plots.style import (
-    add_legend,
-    annotate,
-    color,
-    get_axes,
-    reference_line,
-    set_labels,
-)
+from pymc_edp.plots.style import add_legend, annotate, color, get_axes, reference_line, set_labels
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
