@@ -2,9 +2,10 @@
 
 Every function takes an audit result that kept its importance weights (the default),
 returns xarray objects and caches them on the result; the :class:`~pymc_edp.EDPResult`
-methods of the same names call them. For refitted neighbours, the error at the audit's B is
-their refit's (``pointwise["refit_mcse"]``); everything else is computed from their weights,
-so it describes the reweighting estimate (flagged in the outputs).
+methods of the same names call them. ``bins=None`` means the audit's B. For refitted
+neighbours, the error at the audit's B is their refit's (``pointwise["refit_mcse"]``);
+everything else is computed from their weights, so it describes the reweighting estimate
+(flagged in the outputs).
 
 References
 ----------

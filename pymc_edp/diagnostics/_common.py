@@ -202,6 +202,12 @@ def order_of(result: AuditData) -> np.ndarray:
     return cached(result, "order", lambda: np.argsort(draws_of(result), axis=1, kind="stable"))
 
 
+def neighbour_maximum(da: xr.DataArray, dim: str = NEIGHBOUR_DIM) -> np.ndarray:
+    """``da``'s maximum over every dimension but ``dim``, as floats."""
+    extra = [d for d in da.dims if d != dim]
+    return np.asarray((da.max(dim=extra) if extra else da).values, dtype=float)
+
+
 def neighbour_coords(result: AuditData) -> dict:
     return {NEIGHBOUR_DIM: result.pointwise[NEIGHBOUR_DIM].values}
 

@@ -24,11 +24,6 @@ def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     used (Abowd et al. take the maximum over n, which is larger); counts are smoothed with
     ``result.count_smoothing``.
 
-    Parameters
-    ----------
-    bins : int, optional
-        Default the audit's.
-
     Returns
     -------
     xarray.Dataset
@@ -98,11 +93,6 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     empty only if all its draws have weight 0; under one draw's worth of weight is where a
     smoothing constant would start to set the estimate.
 
-    Parameters
-    ----------
-    bins : int, optional
-        Default the audit's.
-
     Returns
     -------
     xarray.Dataset
@@ -170,8 +160,6 @@ def smoothing_sensitivity(
     ----------
     smoothing : sequence of float, default (0, 0.001, 0.01, 0.1, 1)
         In units of draws.
-    bins : int, optional
-        Default the audit's.
 
     Returns
     -------

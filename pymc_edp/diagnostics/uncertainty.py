@@ -142,8 +142,6 @@ def epsilon_mcse(
 
     Parameters
     ----------
-    bins : int, optional
-        Default the audit's.
     candidates : int, default 5
         Leading (parameter, bin) pairs per neighbour whose errors are computed.
 
@@ -250,8 +248,6 @@ def epsilon_interval(
     ----------
     prob : float, default 0.9
         Nominal coverage.
-    bins : int, optional
-        Default the audit's.
 
     Returns
     -------

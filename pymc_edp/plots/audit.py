@@ -27,6 +27,7 @@ from pymc_edp.diagnostics import (
 from pymc_edp.diagnostics._common import (
     kept_weights,
     listing,
+    neighbour_maximum,
     neighbour_position,
     neighbour_weights,
     no_weights_error,
@@ -79,13 +80,6 @@ def _khat_bounds(threshold: float) -> dict:
         "very bad": "k > 1",
         NOT_COMPUTED: "pruned or refitted",
     }
-
-
-def _reduce_to_neighbours(da: xr.DataArray, dim: str) -> np.ndarray:
-    extra = [d for d in da.dims if d != dim]
-    if extra:
-        da = da.max(dim=extra)
-    return np.asarray(da.values, dtype=float)
 
 
 def neighbour_methods(pointwise: xr.Dataset, dim: str = NEIGHBOUR_DIM) -> np.ndarray:
@@ -192,7 +186,7 @@ def pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np.
         raise ValueError(
             f"result.pointwise['epsilon'] has dims {eps_da.dims}; no neighbour dim {dim!r}"
         )
-    eps = _reduce_to_neighbours(eps_da, dim)
+    eps = neighbour_maximum(eps_da, dim)
     names = np.asarray(pointwise[dim].values) if dim in pointwise.coords else np.arange(eps.size)
     return eps, names
 
@@ -556,26 +550,11 @@ def plot_neighbour_posterior(
     w = normalised_weights(neighbour_weights(result, neighbour)[0][0])[0]
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     edges = np.linspace(draws.min(), draws.max(), n_hist + 1)
-    ax.hist(
-        draws,
-        bins=edges,
-        density=True,
-        histtype="stepfilled",
-        color=color(0),
-        alpha=0.25,
-        label="full data D",
-    )
-    ax.hist(draws, bins=edges, density=True, histtype="step", color=color(0), lw=1.2)
-    ax.hist(
-        draws,
-        bins=edges,
-        weights=w,
-        density=True,
-        histtype="step",
-        color=color(1),
-        lw=1.6,
-        label=f"neighbour {neighbour} (reweighted)",
-    )
+    hist = {"bins": edges, "density": True}
+    ax.hist(draws, **hist, histtype="stepfilled", color=color(0), alpha=0.25, label="full data D")
+    ax.hist(draws, **hist, histtype="step", color=color(0), lw=1.2)
+    label = f"neighbour {neighbour} (reweighted)"
+    ax.hist(draws, **hist, weights=w, histtype="step", color=color(1), lw=1.6, label=label)
     cut = binning.quantile_bins(draws[None], int(result.bins)).edges[0]
     for c in cut[np.isfinite(cut)]:
         ax.axvline(c, color="0.7", lw=0.5, zorder=0)

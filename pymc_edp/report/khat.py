@@ -14,6 +14,7 @@ import numpy as np
 
 from pymc_edp.base.common import NEIGHBOUR_DIM
 from pymc_edp.base.psis import KHAT_CLASSES, khat_classes, khat_table
+from pymc_edp.diagnostics._common import neighbour_maximum
 
 __all__ = ["NOT_COMPUTED", "KhatCounts", "khat_counts"]
 
@@ -92,8 +93,4 @@ def khat_counts(result: Any, dim: str = NEIGHBOUR_DIM) -> KhatCounts:
     if "pareto_k" not in pw:
         n = pw.sizes[dim] if dim in pw.sizes else 0
         return KhatCounts.from_values(np.full(n, np.nan), threshold)
-    khat = pw["pareto_k"]
-    extra = [d for d in khat.dims if d != dim]
-    if extra:
-        khat = khat.max(dim=extra)
-    return KhatCounts.from_values(khat.values, threshold)
+    return KhatCounts.from_values(neighbour_maximum(pw["pareto_k"], dim), threshold)
