@@ -393,15 +393,13 @@ def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.
 
     Examples
     --------
-    >>> res = edp.PriorTuningResult(
-    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
-    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
-    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
-    ...     stopped="tolerance",
-    ...     trials=xr.Dataset({"value": ("trial", [1.73, 1.2]),
-    ...                        "epsilon": ("trial", [0.45, 0.3])}),
-    ...     utility=xr.Dataset())
-    >>> edp.plots.html.search_svg(res).startswith("<svg")
+    Any object with the attributes it reads will do:
+
+    >>> from types import SimpleNamespace
+    >>> trials = xr.Dataset({"value": ("trial", [1.73, 1.2]), "epsilon": ("trial", [0.45, 0.3])})
+    >>> tuned = SimpleNamespace(trials=trials, hyperparameter="sigma0", target_epsilon=0.3,
+    ...                         value=1.2, epsilon=0.31)
+    >>> edp.plots.html.search_svg(tuned).startswith("<svg")
     True
     """
     trials = result.trials

@@ -94,13 +94,8 @@ def plot_delta(
             e = epsilon_at(result, target, kind=k)
             if np.isfinite(e):
                 reference_line(ax, e, vertical=True, color=colour)
-                annotate(
-                    ax,
-                    rf"$\varepsilon$={e:.3g} at {labels[k]}={target:g}",
-                    (e, target),
-                    offset=(6, 12 + 14 * c),
-                    color=colour,
-                )
+                text = rf"$\varepsilon$={e:.3g} at {labels[k]}={target:g}"
+                annotate(ax, text, (e, target), offset=(6, 12 + 14 * c), color=colour)
     ax.set_xscale(xscale)
     ax.set_yscale(yscale)
     if xlim is not None:
@@ -210,14 +205,9 @@ def plot_densities(
     ind = result["top_individual"].to_numpy()[rank]
     kw = {"lw": 2}
     kw.update(plot_kwargs or {})
+    without = result["density_without"].isel(rank=rank).to_numpy()
     ax.plot(grid, result["density"].to_numpy(), color=color(0), label="with everybody", **kw)
-    ax.plot(
-        grid,
-        result["density_without"].isel(rank=rank).to_numpy(),
-        color=color(1),
-        label=f"without {ind}",
-        **kw,
-    )
+    ax.plot(grid, without, color=color(1), label=f"without {ind}", **kw)
     if rug and "value" in result:
         v = result["value"].to_numpy().ravel()
         w = result["value_without"].sel(individual=ind).to_numpy().ravel()
@@ -280,14 +270,8 @@ def plot_noise_kernel(
     x = np.linspace(-lim, lim, 2001)
     lam = noise.scale
     ax.plot(x, noise.pdf(x), color=color(0), lw=1.5, label="noise density $h$")
-    ax.plot(
-        x,
-        np.exp(-np.abs(x) / lam) / (2 * lam),
-        color=color(1),
-        lw=1.5,
-        ls="--",
-        label=rf"Laplace($\lambda$={lam:.3g})",
-    )
+    laplace = np.exp(-np.abs(x) / lam) / (2 * lam)
+    ax.plot(x, laplace, color=color(1), lw=1.5, ls="--", label=rf"Laplace($\lambda$={lam:.3g})")
     ax.set_xlim(-lim, lim)
     set_labels(ax, "noise", "density", title)
     add_legend(ax)

@@ -550,16 +550,10 @@ class EDPResult:
 
         Examples
         --------
-        >>> import os
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as tmp:
-        ...     path = os.path.join(tmp, "audit.nc")
-        ...     res.to_netcdf(path)
-        ...     back = edp.EDPResult.from_netcdf(path)
-        >>> back.epsilon == res.epsilon
-        True
-        >>> back.log_weights is None  # include_weights=True keeps them
-        True
+        >>> res.to_netcdf("audit.nc")
+        >>> back = edp.EDPResult.from_netcdf("audit.nc")
+        >>> back.epsilon == res.epsilon, back.log_weights is None  # include_weights keeps them
+        (True, True)
         """
         if isinstance(path, (str, os.PathLike)):
             folder = os.path.dirname(os.path.abspath(os.fspath(path)))
@@ -577,16 +571,10 @@ class EDPResult:
 
         Examples
         --------
-        >>> import os
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as tmp:
-        ...     path = os.path.join(tmp, "audit.nc")
-        ...     res.to_netcdf(path, include_weights=True)
-        ...     back = edp.EDPResult.from_netcdf(path)
-        >>> back.summary().equals(res.summary())
-        True
-        >>> back.log_weights.dims
-        ('neighbour', 'sample')
+        >>> res.to_netcdf("audit.nc", include_weights=True)
+        >>> back = edp.EDPResult.from_netcdf("audit.nc")
+        >>> back.summary().equals(res.summary()), back.log_weights.dims
+        (True, ('neighbour', 'sample'))
         """
         with xr.open_dataset(path) as ds:
             return cls.from_dataset(ds.load())
