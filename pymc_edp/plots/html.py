@@ -237,16 +237,11 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
         items.append(("left out", _e(head.left_out)))
     items.append(("worst neighbour", _e(result.worst_neighbour)))
     items.append(("bins B", _e(result.bins)))
-    items.append(
-        (
-            "neighbours",
-            _e(
-                f"{result.n_neighbours} ({neighbour_kind(result)}); {result.n_samples} "
-                f"posterior draws in {getattr(result, 'n_chains', 1)} chain(s); "
-                f"smoothing = {smoothing_text(result)}"
-            ),
-        )
+    neighbours = (
+        f"{result.n_neighbours} ({neighbour_kind(result)}); {result.n_samples} posterior "
+        f"draws in {getattr(result, 'n_chains', 1)} chain(s); smoothing = {smoothing_text(result)}"
     )
+    items.append(("neighbours", _e(neighbours)))
     return items
 
 
@@ -478,35 +473,19 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     """
     name = result.hyperparameter or "strength"
     n_trials = result.trials.sizes.get("trial", 0)
-    items = [
-        (
-            name,
-            f'<span class="pedp-eps">{_e(_num(result.value, ".6g"))}</span> '
-            + _e(f"(untuned {_num(result.initial_value, '.6g')}; ε {result.direction} in {name})"),
-        ),
-        (
-            "ε (confirmation)",
-            _e(
-                f"{_num(result.epsilon, '.4f')} ± {_num(result.mcse, '.4f')} "
-                f"(MCSE, {result.method})"
-            ),
-        ),
-        (
-            "target ε",
-            _e(
-                f"{_num(result.target_epsilon, '.4f')} (relative error "
-                f"{100 * result.relative_error:+.1f}%)"
-            ),
-        ),
-        ("untuned ε", _e(_num(result.initial_epsilon, ".4f"))),
-        (
-            "search",
-            _e(
-                f"{n_trials} trial values, stopped on {result.stopped}"
-                + ("" if result.monotone else "; ε NOT monotone over the evaluated values")
-            ),
-        ),
-    ]
+    tuned = f'<span class="pedp-eps">{_e(_num(result.value, ".6g"))}</span> ' + _e(
+        f"(untuned {_num(result.initial_value, '.6g')}; ε {result.direction} in {name})"
+    )
+    text = {  # escaped below
+        "ε (confirmation)": f"{_num(result.epsilon, '.4f')} ± {_num(result.mcse, '.4f')} "
+        f"(MCSE, {result.method})",
+        "target ε": f"{_num(result.target_epsilon, '.4f')} (relative error "
+        f"{100 * result.relative_error:+.1f}%)",
+        "untuned ε": _num(result.initial_epsilon, ".4f"),
+        "search": f"{n_trials} trial values, stopped on {result.stopped}"
+        + ("" if result.monotone else "; ε NOT monotone over the evaluated values"),
+    }
+    items = [(name, tuned), *((key, _e(value)) for key, value in text.items())]
     utility = result.utility
     body = (
         _kv(items)
