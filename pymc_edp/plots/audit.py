@@ -366,15 +366,9 @@ def plot_epsilon_intervals(
     top = 1.15 * float(np.nanmax(finite)) if finite.size and np.nanmax(finite) > 0 else 1.0
     open_above = np.isinf(hi)
     hi = np.where(open_above, top, hi)
-    ax.axhspan(
-        glo,
-        ghi if np.isfinite(ghi) else top,
-        color="0.85",
-        alpha=0.6,
-        lw=0,
-        zorder=1,
-        label=f"ε, {100 * prob:.0f}% interval {format_interval((glo, ghi))}",
-    )
+    band = f"ε, {100 * prob:.0f}% interval {format_interval((glo, ghi))}"
+    band_top = ghi if np.isfinite(ghi) else top
+    ax.axhspan(glo, band_top, color="0.85", alpha=0.6, lw=0, zorder=1, label=band)
     for cls in KHAT_COLORS:
         sel = classes == cls
         if not sel.any():
