@@ -1,21 +1,11 @@
 """How far to trust an EDP audit: Monte-Carlo error, imprecision, bins and the bin-free view.
 
-Every function takes an audit result that kept its importance weights (the default) and
-returns xarray objects; the :class:`~pymc_edp.EDPResult` methods of the same names call
-them. They read the result through the protocol ``pymc_edp.diagnostics._common.AuditData``
-and cache what they compute on it. The numerical work is in :mod:`pymc_edp.base`.
-
-* :func:`epsilon_mcse`, :func:`epsilon_interval` -- Monte-Carlo error and interval;
-* :func:`bin_log_ratios` -- where one neighbour's epsilon is set;
-* :func:`emi` -- Abowd's EMI, the noise floor of refit-and-count (for reference only);
-* :func:`empty_bins`, :func:`smoothing_sensitivity` -- empty bins and the smoothing;
-* :func:`epsilon_curve`, :func:`continuous_limit` -- eps(B) and its ``B -> inf`` reference;
-* :func:`refit_epsilon` -- a user's own refit of one neighbour, in the audit's bins;
-* :func:`delta_profile` -- the bin-free (eps, delta) profile.
-
-For refitted neighbours, the error at the audit's B is their refit's
-(``pointwise["refit_mcse"]``); everything else is computed from their weights, so it
-describes the reweighting estimate (flagged in the outputs).
+Every function takes an audit result that kept its importance weights (the default),
+returns xarray objects and caches them on the result; the :class:`~pymc_edp.EDPResult`
+methods of the same names call them. ``bins=None`` means the audit's B. For refitted
+neighbours, the error at the audit's B is their refit's (``pointwise["refit_mcse"]``);
+everything else is computed from their weights, so it describes the reweighting estimate
+(flagged in the outputs).
 
 References
 ----------

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 #: (parameter, bin) pairs per neighbour whose intervals enter the interval of the maximum.
 DEFAULT_CANDIDATES = 5
 INTERVAL_DIM = "interval"
+#: The rerun that keeps every neighbour's weights (a pruned audit keeps no more).
+KEEP_ALL_WEIGHTS = "edp.audit(..., chunks={'store_weights': True, 'prune': False})"
 
 
 @runtime_checkable
@@ -80,17 +82,12 @@ def was_pruned(result: AuditData) -> bool:
 
 
 def keep_weights_advice(result: AuditData) -> str:
-    """How to rerun the audit so that it keeps the weights a diagnostic needs.
-
-    ``chunks={"store_weights": True}`` alone for an unpruned audit; a pruned one refuses it
-    (pruning skips neighbours, whose weights are then never computed), so it needs
-    ``"prune": False`` too.
-    """
+    """How to rerun the audit so that it keeps the weights: a pruned one also needs no pruning."""
     if was_pruned(result):
         return (
-            "rerun edp.audit(..., chunks={'store_weights': True, 'prune': False}): this audit "
-            "pruned neighbours (pointwise['method'] == 'pruned'), and pruning drops their "
-            "weights, so store_weights=True is refused unless prune=False"
+            f"rerun {KEEP_ALL_WEIGHTS}: this audit pruned neighbours (pointwise['method'] == "
+            "'pruned'), and pruning drops their weights, so store_weights=True is refused "
+            "unless prune=False"
         )
     return "rerun edp.audit(..., chunks={'store_weights': True}) (the default)"
 
@@ -128,8 +125,7 @@ def weights_of(result: AuditData) -> np.ndarray:
         raise ValueError(
             f"this diagnostic needs every neighbour's importance weights, but this audit kept "
             f"those of {rows.size} of {n} neighbours (the ones that can set epsilon; a large "
-            "audit keeps no more). Rerun edp.audit(..., store_weights=True, prune=False) to "
-            "keep them all."
+            f"audit keeps no more). Rerun {KEEP_ALL_WEIGHTS} to keep them all."
         )
     return lw
 
@@ -164,7 +160,7 @@ def neighbour_weights(result: AuditData, neighbour: Any = None) -> tuple[np.ndar
         raise ValueError(
             f"the weights of neighbour {neighbour!r} were not kept (a large audit keeps those "
             "of the neighbours that can set epsilon): use one of those (res.most_exposed()), "
-            "or rerun edp.audit(..., chunks={'store_weights': True, 'prune': False})"
+            f"or rerun {KEEP_ALL_WEIGHTS}"
         )
     return lw[at], i, neighbour
 
@@ -180,10 +176,7 @@ def draws_of(result: AuditData) -> np.ndarray:
 
 
 def cache_of(result: AuditData) -> dict:
-    """The result's cache of what the diagnostics computed from it (its ``_cache`` field).
-
-    An object without one gets a fresh dict every call: its diagnostics are recomputed.
-    """
+    """The result's ``_cache`` field; a fresh dict (recompute) for an object without one."""
     cache = getattr(result, "_cache", None)
     return {} if cache is None else cache
 
@@ -209,6 +202,12 @@ def order_of(result: AuditData) -> np.ndarray:
     return cached(result, "order", lambda: np.argsort(draws_of(result), axis=1, kind="stable"))
 
 
+def neighbour_maximum(da: xr.DataArray, dim: str = NEIGHBOUR_DIM) -> np.ndarray:
+    """``da``'s maximum over every dimension but ``dim``, as floats."""
+    extra = [d for d in da.dims if d != dim]
+    return np.asarray((da.max(dim=extra) if extra else da).values, dtype=float)
+
+
 def neighbour_coords(result: AuditData) -> dict:
     return {NEIGHBOUR_DIM: result.pointwise[NEIGHBOUR_DIM].values}
 
@@ -216,8 +215,7 @@ def neighbour_coords(result: AuditData) -> dict:
 def refitted(result: AuditData) -> np.ndarray:
     """True for the neighbours whose epsilon came from their own draws (refit or moment match).
 
-    Their stored weights are not what their epsilon rests on; their standard error is
-    ``pointwise["refit_mcse"]``.
+    Their error is ``pointwise["refit_mcse"]``, not their stored weights'.
     """
     if "method" in result.pointwise:
         method = np.asarray(result.pointwise["method"].values).astype(str)

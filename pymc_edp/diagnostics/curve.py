@@ -9,12 +9,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import (
-    MIN_DRAWS_PER_BIN,
-    NEIGHBOUR_DIM,
-    EDPWarning,
-    chunk_slices,
-)
+from pymc_edp.base.common import MIN_DRAWS_PER_BIN, NEIGHBOUR_DIM, EDPWarning, chunk_slices
 from pymc_edp.base.validate import check_int
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
@@ -40,10 +35,6 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
     then keeps growing with S. On thinned subsamples of ``S / 64 .. S / 4`` draws, a growth
     over the last two doublings of at least 0.6 of that over the two before is reported as
     diverging (a bounded ratio's maximum converges geometrically: a factor <= 0.5).
-
-    Parameters
-    ----------
-    result : AuditData
 
     Returns
     -------
@@ -144,11 +135,8 @@ def epsilon_curve(
 
     Parameters
     ----------
-    result : AuditData
-    bins : sequence of int, default (5, 10, 20, 50, 100, 250)
     prob : float or None, default 0.9
         Coverage of the Monte-Carlo interval drawn as error bars; None skips the errors.
-    candidates : int, default 5
     smoothing : float, optional
         Additive smoothing constant; default the audit's.
 

@@ -8,15 +8,8 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import hockey
-from pymc_edp.base.common import (
-    NEIGHBOUR_DIM,
-    chunk_slices,
-)
-from pymc_edp.diagnostics._common import (
-    AuditData,
-    refitted,
-    weights_of,
-)
+from pymc_edp.base.common import NEIGHBOUR_DIM, chunk_slices
+from pymc_edp.diagnostics._common import AuditData, refitted, weights_of
 from pymc_edp.diagnostics.curve import continuous_limit
 
 
@@ -36,8 +29,6 @@ def delta_profile(
 
     Parameters
     ----------
-    result : AuditData
-        An audit result (:class:`pymc_edp.EDPResult`).
     epsilons : array_like
         Non-negative epsilons.
     targets : sequence of float, optional

@@ -9,19 +9,8 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import (
-    PARAMETER_DIM,
-    EDPWarning,
-    chunk_slices,
-)
-from pymc_edp.diagnostics._common import (
-    AuditData,
-    bins_of,
-    cached,
-    draws_of,
-    refitted,
-    weights_of,
-)
+from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, chunk_slices
+from pymc_edp.diagnostics._common import AuditData, bins_of, cached, draws_of, refitted, weights_of
 
 
 def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
@@ -34,12 +23,6 @@ def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     an error of reweighted ones (that is :func:`epsilon_interval`). One independent set is
     used (Abowd et al. take the maximum over n, which is larger); counts are smoothed with
     ``result.count_smoothing``.
-
-    Parameters
-    ----------
-    result : AuditData
-    bins : int, optional
-        Default the audit's.
 
     Returns
     -------
@@ -110,12 +93,6 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     empty only if all its draws have weight 0; under one draw's worth of weight is where a
     smoothing constant would start to set the estimate.
 
-    Parameters
-    ----------
-    result : AuditData
-    bins : int, optional
-        Default the audit's.
-
     Returns
     -------
     xarray.Dataset
@@ -181,11 +158,8 @@ def smoothing_sensitivity(
 
     Parameters
     ----------
-    result : AuditData
     smoothing : sequence of float, default (0, 0.001, 0.01, 0.1, 1)
         In units of draws.
-    bins : int, optional
-        Default the audit's.
 
     Returns
     -------

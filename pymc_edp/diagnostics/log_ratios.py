@@ -25,8 +25,6 @@ def bin_log_ratios(
         An audit that kept this neighbour's weights.
     neighbour : optional
         Default the one attaining epsilon.
-    bins : int, optional
-        Default the audit's.
 
     Returns
     -------

@@ -10,6 +10,7 @@ from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     INTERVAL_DIM,
+    KEEP_ALL_WEIGHTS,
     AuditData,
     bins_of,
     cached,
@@ -150,9 +151,6 @@ def epsilon_mcse(
 
     Parameters
     ----------
-    result : AuditData
-    bins : int, optional
-        Default the audit's.
     candidates : int, default 5
         Leading (parameter, bin) pairs per neighbour whose errors are computed.
 
@@ -231,9 +229,8 @@ def _unavailable_note(result: AuditData, values: np.ndarray, what: str) -> dict:
     return {
         "note": (
             f"{int(missing.sum())} of {n} neighbours have no {what} (NaN): {source}, and "
-            f"epsilon's is over those. For every neighbour's, rerun edp.audit(..., "
-            "chunks={'store_weights': True, 'prune': False}) and, to read it back from "
-            "netCDF, save it with to_netcdf(..., include_weights=True)."
+            f"epsilon's is over those. For every neighbour's, rerun {KEEP_ALL_WEIGHTS} and, "
+            "to read it back from netCDF, save it with to_netcdf(..., include_weights=True)."
         )
     }
 
@@ -258,12 +255,8 @@ def epsilon_interval(
 
     Parameters
     ----------
-    result : AuditData
     prob : float, default 0.9
         Nominal coverage.
-    bins : int, optional
-        Default the audit's.
-    candidates : int, default 5
 
     Returns
     -------

@@ -1,8 +1,10 @@
 """Plots of an audit: per-record epsilon, epsilon against B, bin log ratios, the (ε, δ) profile.
 
 Every function reads a result through ``pymc_edp.report._common.AuditSummary`` (the
-diagnostics plots need its stored weights), draws on ``ax`` (a new figure when None) and
-returns the axes; k-hat classes are :func:`pymc_edp.report.khat_counts`'s.
+diagnostics plots need its stored weights), draws on ``ax`` (a new figure of ``figsize``
+inches when None) and returns the axes; k-hat classes are
+:func:`pymc_edp.report.khat_counts`'s. Without matplotlib (the ``plots`` extra) they raise
+ImportError.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pymc_edp.diagnostics import (
 from pymc_edp.diagnostics._common import (
     kept_weights,
     listing,
+    neighbour_maximum,
     neighbour_position,
     neighbour_weights,
     no_weights_error,
@@ -79,13 +82,6 @@ def _khat_bounds(threshold: float) -> dict:
     }
 
 
-def _reduce_to_neighbours(da: xr.DataArray, dim: str) -> np.ndarray:
-    extra = [d for d in da.dims if d != dim]
-    if extra:
-        da = da.max(dim=extra)
-    return np.asarray(da.values, dtype=float)
-
-
 def neighbour_methods(pointwise: xr.Dataset, dim: str = NEIGHBOUR_DIM) -> np.ndarray:
     """Every neighbour's ``method`` (``""`` where the result does not say)."""
     da = pointwise.get("method")
@@ -115,28 +111,15 @@ def plot_pointwise_epsilon(
     ----------
     result : AuditSummary
         Needs ``pointwise["epsilon"]`` over ``dim`` (``pareto_k``, ``method`` optional).
-    ax : matplotlib.axes.Axes, optional
     labels : int, default 5
         Number of highest-epsilon records to annotate.
-    dim : str, default "neighbour"
     xlabel : str, optional
         Default: the coordinate values of ``dim`` when numeric and increasing (e.g. patient
         ids), else the record positions.
     title : bool or str, default True
         True for an automatic title, False for none.
-    figsize : tuple of float, optional
-    legend : bool, default True
     scatter_kwargs : dict, optional
         Passed to :meth:`~matplotlib.axes.Axes.scatter`.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Raises
-    ------
-    ImportError
-        If matplotlib (the ``plots`` extra) is not installed.
 
     Examples
     --------
@@ -203,7 +186,7 @@ def pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np.
         raise ValueError(
             f"result.pointwise['epsilon'] has dims {eps_da.dims}; no neighbour dim {dim!r}"
         )
-    eps = _reduce_to_neighbours(eps_da, dim)
+    eps = neighbour_maximum(eps_da, dim)
     names = np.asarray(pointwise[dim].values) if dim in pointwise.coords else np.arange(eps.size)
     return eps, names
 
@@ -283,16 +266,8 @@ def plot_epsilon_curve(
     ----------
     result : AuditSummary or xarray.DataArray
         An audit result (with weights), or a curve from ``result.curve()``.
-    bins : sequence of int, default (5, 10, 20, 50, 100, 250)
-    prob : float or None, default 0.9
     exact : mapping or array_like, optional
         Exact epsilon per B (e.g. from :mod:`pymc_edp.conjugate`), drawn as crosses.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     References
     ----------
@@ -369,18 +344,6 @@ def plot_epsilon_intervals(
     The intervals are :func:`pymc_edp.diagnostics.epsilon_interval`'s; the ``labels``
     highest are annotated, and epsilon's interval is shaded.
 
-    Parameters
-    ----------
-    result : AuditSummary
-    prob : float, default 0.9
-    labels : int, default 5
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
     Examples
     --------
     >>> ax = edp.plots.plot_epsilon_intervals(res, prob=0.8, labels=2)
@@ -403,15 +366,9 @@ def plot_epsilon_intervals(
     top = 1.15 * float(np.nanmax(finite)) if finite.size and np.nanmax(finite) > 0 else 1.0
     open_above = np.isinf(hi)
     hi = np.where(open_above, top, hi)
-    ax.axhspan(
-        glo,
-        ghi if np.isfinite(ghi) else top,
-        color="0.85",
-        alpha=0.6,
-        lw=0,
-        zorder=1,
-        label=f"ε, {100 * prob:.0f}% interval {format_interval((glo, ghi))}",
-    )
+    band = f"ε, {100 * prob:.0f}% interval {format_interval((glo, ghi))}"
+    band_top = ghi if np.isfinite(ghi) else top
+    ax.axhspan(glo, band_top, color="0.85", alpha=0.6, lw=0, zorder=1, label=band)
     for cls in KHAT_COLORS:
         sel = classes == cls
         if not sel.any():
@@ -466,17 +423,10 @@ def plot_bin_log_ratios(
 
     Parameters
     ----------
-    result : AuditSummary
     neighbour : optional
         Coordinate value; default the neighbour attaining epsilon.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
     cmap : str, default "RdBu_r"
         Colour map of the heatmap.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -561,19 +511,12 @@ def plot_neighbour_posterior(
 
     Parameters
     ----------
-    result : AuditSummary
     neighbour : optional
         Coordinate value; default the neighbour attaining epsilon.
     parameter : str, optional
         Parameter label; default the one that sets this neighbour's epsilon.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
     n_hist : int, default 60
         Histogram bins (display only).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -601,26 +544,11 @@ def plot_neighbour_posterior(
     w = normalised_weights(neighbour_weights(result, neighbour)[0][0])[0]
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     edges = np.linspace(draws.min(), draws.max(), n_hist + 1)
-    ax.hist(
-        draws,
-        bins=edges,
-        density=True,
-        histtype="stepfilled",
-        color=color(0),
-        alpha=0.25,
-        label="full data D",
-    )
-    ax.hist(draws, bins=edges, density=True, histtype="step", color=color(0), lw=1.2)
-    ax.hist(
-        draws,
-        bins=edges,
-        weights=w,
-        density=True,
-        histtype="step",
-        color=color(1),
-        lw=1.6,
-        label=f"neighbour {neighbour} (reweighted)",
-    )
+    hist = {"bins": edges, "density": True}
+    ax.hist(draws, **hist, histtype="stepfilled", color=color(0), alpha=0.25, label="full data D")
+    ax.hist(draws, **hist, histtype="step", color=color(0), lw=1.2)
+    label = f"neighbour {neighbour} (reweighted)"
+    ax.hist(draws, **hist, weights=w, histtype="step", color=color(1), lw=1.6, label=label)
     cut = binning.quantile_bins(draws[None], int(result.bins)).edges[0]
     for c in cut[np.isfinite(cut)]:
         ax.axvline(c, color="0.7", lw=0.5, zorder=0)
@@ -651,13 +579,6 @@ def plot_delta_profile(
         An audit result (with weights), or ``result.delta_profile()``.
     epsilons : array_like, optional
         Default 200 points up to 1.5 times the audit's epsilon.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple of float, optional
-    logy : bool, default True
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     References
     ----------
@@ -732,9 +653,6 @@ def plot_overview(
 
     Parameters
     ----------
-    result : AuditSummary
-    figsize : tuple of float, optional
-        Default ``(13, 8)``.
     curve_bins : sequence of int, optional
         The B grid of the curve; default ``(5, 10, 20, 50, 100, 250)`` and the audit's B,
         those leaving at least 10 draws per bin.

@@ -13,6 +13,7 @@ import io
 import re
 from collections import Counter
 from collections.abc import Sequence
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -42,89 +43,10 @@ MAX_TABLE_ROWS = 25
 #: log-spaced ranks (the figure's size does not grow with the data).
 MAX_POINTS = 150
 
-_DARK = """
-  --pedp-accent: #9b9dff;
-  --pedp-warn: #ffb36b;
-  --pedp-warn-bg: rgba(250, 124, 23, 0.16);
-"""
-
-#: The stylesheet included (once) in every view.
-CSS = f"""
-.pedp-wrap {{
-  --pedp-fg: var(--jp-content-font-color0, inherit);
-  --pedp-fg2: var(--jp-content-font-color2, inherit);
-  --pedp-border: var(--jp-border-color2, rgba(128, 128, 128, 0.35));
-  --pedp-stripe: rgba(128, 128, 128, 0.09);
-  --pedp-accent: #2a2eec;
-  --pedp-warn: #b35300;
-  --pedp-warn-bg: rgba(250, 124, 23, 0.10);
-  display: block;
-  min-width: 300px;
-  max-width: 780px;
-  color: var(--pedp-fg);
-  font-family: var(--jp-content-font-family, -apple-system, BlinkMacSystemFont,
-    "Segoe UI", Helvetica, Arial, sans-serif);
-  font-size: var(--jp-content-font-size1, 13px);
-  line-height: 1.5;
-}}
-body[data-jp-theme-light="false"] .pedp-wrap,
-html[data-theme="dark"] .pedp-wrap,
-body[data-theme="dark"] .pedp-wrap,
-body.vscode-dark .pedp-wrap {{{_DARK}}}
-@media (prefers-color-scheme: dark) {{
-  html:not([data-theme="light"]) body:not([data-jp-theme-light="true"]):not(.vscode-light)
-    .pedp-wrap {{{_DARK}  }}
-}}
-.pedp-wrap .pedp-header {{
-  display: flex; flex-wrap: wrap; align-items: baseline; column-gap: 0.8em;
-  padding-bottom: 3px; margin-bottom: 4px; border-bottom: solid 1px var(--pedp-border);
-}}
-.pedp-wrap .pedp-type {{ font-weight: 600; }}
-.pedp-wrap .pedp-sub, .pedp-wrap .pedp-muted, .pedp-wrap .pedp-count,
-.pedp-wrap .pedp-caption {{ color: var(--pedp-fg2); opacity: 0.85; }}
-.pedp-wrap .pedp-count {{ font-weight: normal; }}
-.pedp-wrap .pedp-caption {{ font-size: 0.88em; margin: 2px 0 4px 0; }}
-.pedp-wrap .pedp-kv {{
-  display: grid; grid-template-columns: max-content auto; column-gap: 1.2em;
-  width: auto; margin: 4px 0 6px 0; padding: 0;
-}}
-.pedp-wrap .pedp-kv dt, .pedp-wrap .pedp-kv dd {{
-  display: block; float: none; width: auto; margin: 0; padding: 0;
-}}
-.pedp-wrap .pedp-kv dt {{ color: var(--pedp-fg2); font-weight: normal; }}
-.pedp-wrap .pedp-caution {{ color: var(--pedp-warn); }}
-.pedp-wrap .pedp-eps {{ font-size: 1.25em; font-weight: 600; color: var(--pedp-accent); }}
-.pedp-wrap details {{ border-top: solid 1px var(--pedp-border); padding: 3px 0; }}
-.pedp-wrap details details {{ margin-left: 1.2em; }}
-.pedp-wrap summary {{ cursor: pointer; font-weight: 600; color: var(--pedp-fg); }}
-.pedp-wrap table.pedp-table {{
-  border-collapse: collapse; border: none; margin: 4px 0 6px 0; color: var(--pedp-fg);
-  font-variant-numeric: tabular-nums; background: transparent; table-layout: auto;
-  font-size: inherit;
-}}
-.pedp-wrap .pedp-table th, .pedp-wrap .pedp-table td {{
-  padding: 2px 10px; text-align: right; border: none;
-  border-bottom: solid 1px var(--pedp-border); background: transparent;
-  color: var(--pedp-fg); white-space: nowrap;
-}}
-.pedp-wrap .pedp-table th:first-child, .pedp-wrap .pedp-table td:first-child {{
-  text-align: left;
-}}
-.pedp-wrap .pedp-table thead th {{ font-weight: 600; }}
-.pedp-wrap .pedp-table tbody tr:nth-child(odd) {{ background: transparent; }}
-.pedp-wrap .pedp-table tbody tr:nth-child(even) {{ background: var(--pedp-stripe); }}
-.pedp-wrap .pedp-table tbody tr:hover {{ background: var(--pedp-stripe); }}
-.pedp-wrap ul.pedp-warnings {{ margin: 4px 0; padding: 0; }}
-.pedp-wrap ul.pedp-warnings li {{
-  list-style: none; margin: 3px 0; padding: 2px 8px;
-  border-left: solid 3px var(--pedp-warn); background: var(--pedp-warn-bg);
-}}
-.pedp-wrap .pedp-figure {{
-  display: inline-block; max-width: 100%; margin: 2px 0; padding: 2px;
-  background: #ffffff; border-radius: 3px;
-}}
-.pedp-wrap .pedp-figure svg {{ display: block; max-width: 100%; height: auto; }}
-"""
+#: The stylesheet included (once) in every view: ``style.css`` beside this module, without
+#: its comments.
+_STYLE_FILE = resources.files("pymc_edp.plots").joinpath("style.css")
+CSS = re.sub(r"/\*.*?\*/\n?", "", _STYLE_FILE.read_text(encoding="utf-8"), flags=re.S)
 
 _SVG_RC = {"svg.fonttype": "none", "font.size": 7.5, "axes.titlesize": 7.5}
 
@@ -236,13 +158,6 @@ def epsilon_svg(
     epsilon dashed and the worst neighbour labelled; beyond ``max_points`` neighbours, the
     sorted epsilons at log-spaced ranks.
 
-    Parameters
-    ----------
-    result : AuditSummary
-    max_points : int, default 150
-    figsize : tuple of float, default (4.8, 1.7)
-        In inches.
-
     Returns
     -------
     str
@@ -322,16 +237,11 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
         items.append(("left out", _e(head.left_out)))
     items.append(("worst neighbour", _e(result.worst_neighbour)))
     items.append(("bins B", _e(result.bins)))
-    items.append(
-        (
-            "neighbours",
-            _e(
-                f"{result.n_neighbours} ({neighbour_kind(result)}); {result.n_samples} "
-                f"posterior draws in {getattr(result, 'n_chains', 1)} chain(s); "
-                f"smoothing = {smoothing_text(result)}"
-            ),
-        )
+    neighbours = (
+        f"{result.n_neighbours} ({neighbour_kind(result)}); {result.n_samples} posterior "
+        f"draws in {getattr(result, 'n_chains', 1)} chain(s); smoothing = {smoothing_text(result)}"
     )
+    items.append(("neighbours", _e(neighbours)))
     return items
 
 
@@ -415,15 +325,13 @@ def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
 
     Parameters
     ----------
-    result : AuditSummary
     style : bool, default True
         Include the ``<style>`` element (False when nested in another view).
 
     Returns
     -------
     str
-        The figure's element ids are random (as matplotlib's): two renderings differ in
-        them only.
+        Two renderings differ only in the figure's random element ids (as matplotlib's).
 
     Examples
     --------
@@ -472,28 +380,21 @@ def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.
     With error bars (MCSE), the target dashed and the confirmation marked; a log scale when
     the values span more than a factor 10.
 
-    Parameters
-    ----------
-    result : TuningSummary
-        Needs ``trials`` with ``value`` and ``epsilon``.
-    figsize : tuple of float, default (4.8, 1.8)
-
     Returns
     -------
     str
-        The ``<svg>`` element, or ``""`` without matplotlib or without trial epsilons.
+        The ``<svg>`` element, or ``""`` without matplotlib or without ``value`` and
+        ``epsilon`` in ``result.trials``.
 
     Examples
     --------
-    >>> res = edp.PriorTuningResult(
-    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
-    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
-    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
-    ...     stopped="tolerance",
-    ...     trials=xr.Dataset({"value": ("trial", [1.73, 1.2]),
-    ...                        "epsilon": ("trial", [0.45, 0.3])}),
-    ...     utility=xr.Dataset())
-    >>> edp.plots.html.search_svg(res).startswith("<svg")
+    Any object with the attributes it reads will do:
+
+    >>> from types import SimpleNamespace
+    >>> trials = xr.Dataset({"value": ("trial", [1.73, 1.2]), "epsilon": ("trial", [0.45, 0.3])})
+    >>> tuned = SimpleNamespace(trials=trials, hyperparameter="sigma0", target_epsilon=0.3,
+    ...                         value=1.2, epsilon=0.31)
+    >>> edp.plots.html.search_svg(tuned).startswith("<svg")
     True
     """
     trials = result.trials
@@ -554,16 +455,7 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
 
     The tuned value and its epsilon against the target, then sections: the search
     (:func:`search_svg`), the utility cost, the trials, the confirmation audit's own view
-    and the warnings.
-
-    Parameters
-    ----------
-    result : TuningSummary
-    style : bool, default True
-
-    Returns
-    -------
-    str
+    and the warnings. ``style`` as in :func:`edp_result_html`.
 
     Examples
     --------
@@ -581,35 +473,19 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     """
     name = result.hyperparameter or "strength"
     n_trials = result.trials.sizes.get("trial", 0)
-    items = [
-        (
-            name,
-            f'<span class="pedp-eps">{_e(_num(result.value, ".6g"))}</span> '
-            + _e(f"(untuned {_num(result.initial_value, '.6g')}; ε {result.direction} in {name})"),
-        ),
-        (
-            "ε (confirmation)",
-            _e(
-                f"{_num(result.epsilon, '.4f')} ± {_num(result.mcse, '.4f')} "
-                f"(MCSE, {result.method})"
-            ),
-        ),
-        (
-            "target ε",
-            _e(
-                f"{_num(result.target_epsilon, '.4f')} (relative error "
-                f"{100 * result.relative_error:+.1f}%)"
-            ),
-        ),
-        ("untuned ε", _e(_num(result.initial_epsilon, ".4f"))),
-        (
-            "search",
-            _e(
-                f"{n_trials} trial values, stopped on {result.stopped}"
-                + ("" if result.monotone else "; ε NOT monotone over the evaluated values")
-            ),
-        ),
-    ]
+    tuned = f'<span class="pedp-eps">{_e(_num(result.value, ".6g"))}</span> ' + _e(
+        f"(untuned {_num(result.initial_value, '.6g')}; ε {result.direction} in {name})"
+    )
+    text = {  # escaped below
+        "ε (confirmation)": f"{_num(result.epsilon, '.4f')} ± {_num(result.mcse, '.4f')} "
+        f"(MCSE, {result.method})",
+        "target ε": f"{_num(result.target_epsilon, '.4f')} (relative error "
+        f"{100 * result.relative_error:+.1f}%)",
+        "untuned ε": _num(result.initial_epsilon, ".4f"),
+        "search": f"{n_trials} trial values, stopped on {result.stopped}"
+        + ("" if result.monotone else "; ε NOT monotone over the evaluated values"),
+    }
+    items = [(name, tuned), *((key, _e(value)) for key, value in text.items())]
     utility = result.utility
     body = (
         _kv(items)

@@ -1,7 +1,8 @@
 """Plots of query-level empirical DP, after Figures 1 and 3-5 of Burchard et al. (2020).
 
 In the manner of ArviZ's ``plot_*``: keyword-only options, ``*_kwargs`` passed to
-matplotlib, the look of :mod:`pymc_edp.plots.style`; each returns its axes.
+matplotlib, the look of :mod:`pymc_edp.plots.style`. Each draws on ``ax`` (a new figure of
+``figsize`` inches when None) and returns the axes.
 
 References
 ----------
@@ -17,14 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xarray as xr
 
-from pymc_edp.plots.style import (
-    add_legend,
-    annotate,
-    color,
-    get_axes,
-    reference_line,
-    set_labels,
-)
+from pymc_edp.plots.style import add_legend, annotate, color, get_axes, reference_line, set_labels
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -65,18 +59,10 @@ def plot_delta(
     kind : {"delta", "delta_star"} or list of them
     target : float, optional
         Mark the smallest eps at which each curve falls to ``target``.
-    xscale, yscale : str
     xlim : tuple, optional
         Default: from 0 to a little beyond where every curve drops below 1e-3 of its maximum.
-    ax : matplotlib.axes.Axes, optional
-    figsize : tuple, optional
     plot_kwargs : dict, optional
         Passed to ``ax.plot``.
-    title : str, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -108,13 +94,8 @@ def plot_delta(
             e = epsilon_at(result, target, kind=k)
             if np.isfinite(e):
                 reference_line(ax, e, vertical=True, color=colour)
-                annotate(
-                    ax,
-                    rf"$\varepsilon$={e:.3g} at {labels[k]}={target:g}",
-                    (e, target),
-                    offset=(6, 12 + 14 * c),
-                    color=colour,
-                )
+                text = rf"$\varepsilon$={e:.3g} at {labels[k]}={target:g}"
+                annotate(ax, text, (e, target), offset=(6, 12 + 14 * c), color=colour)
     ax.set_xscale(xscale)
     ax.set_yscale(yscale)
     if xlim is not None:
@@ -143,17 +124,10 @@ def plot_delta_i(
 
     Parameters
     ----------
-    result : xarray.Dataset
     individuals : sequence, optional
         Individuals to draw; by default the ``top`` most exposed.
-    top : int, default 5
-    xscale : str
-    ax, figsize, plot_kwargs, title
+    plot_kwargs
         As in :func:`plot_delta`.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -207,14 +181,10 @@ def plot_densities(
         Which of the stored most exposed individuals (0 = the most exposed).
     rug : bool, default True
         Mark the query results with and without the individual.
-    ax, figsize, plot_kwargs, title
+    plot_kwargs
         As in :func:`plot_delta`.
     xlim : tuple, optional
         Default: the range of the query results, padded by 15%.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -235,14 +205,9 @@ def plot_densities(
     ind = result["top_individual"].to_numpy()[rank]
     kw = {"lw": 2}
     kw.update(plot_kwargs or {})
+    without = result["density_without"].isel(rank=rank).to_numpy()
     ax.plot(grid, result["density"].to_numpy(), color=color(0), label="with everybody", **kw)
-    ax.plot(
-        grid,
-        result["density_without"].isel(rank=rank).to_numpy(),
-        color=color(1),
-        label=f"without {ind}",
-        **kw,
-    )
+    ax.plot(grid, without, color=color(1), label=f"without {ind}", **kw)
     if rug and "value" in result:
         v = result["value"].to_numpy().ravel()
         w = result["value_without"].sel(individual=ind).to_numpy().ravel()
@@ -276,17 +241,9 @@ def plot_noise_kernel(
     ----------
     noise : NoiseKernel
         From :func:`~pymc_edp.query.noise_kernel`.
-    n_samples : int, default 100000
-    random_seed : int, optional
     bins : int, default 200
-    ax, figsize, title
-        As in :func:`plot_delta`.
     hist_kwargs : dict, optional
         Passed to ``ax.hist``.
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------
@@ -313,14 +270,8 @@ def plot_noise_kernel(
     x = np.linspace(-lim, lim, 2001)
     lam = noise.scale
     ax.plot(x, noise.pdf(x), color=color(0), lw=1.5, label="noise density $h$")
-    ax.plot(
-        x,
-        np.exp(-np.abs(x) / lam) / (2 * lam),
-        color=color(1),
-        lw=1.5,
-        ls="--",
-        label=rf"Laplace($\lambda$={lam:.3g})",
-    )
+    laplace = np.exp(-np.abs(x) / lam) / (2 * lam)
+    ax.plot(x, laplace, color=color(1), lw=1.5, ls="--", label=rf"Laplace($\lambda$={lam:.3g})")
     ax.set_xlim(-lim, lim)
     set_labels(ax, "noise", "density", title)
     add_legend(ax)

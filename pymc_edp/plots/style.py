@@ -67,12 +67,7 @@ ANNOTATION_FONTSIZE = 9
 
 
 def require_matplotlib() -> ModuleType:
-    """Import :mod:`matplotlib.pyplot`, with an actionable error when it is missing.
-
-    Raises
-    ------
-    ImportError
-        If matplotlib is not installed (it is the ``plots`` extra).
+    """Import :mod:`matplotlib.pyplot`; an ImportError that says how to install it if missing.
 
     Examples
     --------
@@ -103,11 +98,7 @@ def color(index: int) -> str:
 def style_axes(ax: Axes, *, grid: bool = True) -> Axes:
     """Give ``ax`` the ArviZ look, in place, and return it.
 
-    Parameters
-    ----------
-    ax : matplotlib.axes.Axes
-    grid : bool, default True
-        A light grid and an open frame (lines, points), or neither (heatmaps).
+    ``grid``: a light grid and an open frame (lines, points), or neither (heatmaps).
 
     Examples
     --------
@@ -138,16 +129,9 @@ def get_axes(
     default_figsize: tuple[float, float] = (6.4, 4.0),
     grid: bool = True,
 ) -> Axes:
-    """``ax``, or the axes of a new figure, styled by :func:`style_axes`.
+    """``ax``, or the axes of a new figure (constrained layout), styled by :func:`style_axes`.
 
-    Parameters
-    ----------
-    ax : matplotlib.axes.Axes, optional
-        A new figure (constrained layout) when None.
-    figsize : tuple of float, optional
-        Of a new figure; ``default_figsize`` when None.
-    default_figsize : tuple of float, default (6.4, 4.0)
-    grid : bool, default True
+    A new figure is ``figsize`` inches, or ``default_figsize`` when None.
 
     Examples
     --------
@@ -309,19 +293,12 @@ def place_labels(
 
     Parameters
     ----------
-    ax : matplotlib.axes.Axes
     x, y : array_like
         Every marker drawn, in data coordinates.
     which : sequence of int
         The points to label, most important first.
-    texts : sequence of str
-    marker_size : float, default 28
     **kwargs
         Passed to :func:`annotate`.
-
-    Returns
-    -------
-    list of matplotlib.text.Annotation
 
     Examples
     --------

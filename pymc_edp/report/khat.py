@@ -14,6 +14,7 @@ import numpy as np
 
 from pymc_edp.base.common import NEIGHBOUR_DIM
 from pymc_edp.base.psis import KHAT_CLASSES, khat_classes, khat_table
+from pymc_edp.diagnostics._common import neighbour_maximum
 
 __all__ = ["NOT_COMPUTED", "KhatCounts", "khat_counts"]
 
@@ -82,15 +83,6 @@ def khat_counts(result: Any, dim: str = NEIGHBOUR_DIM) -> KhatCounts:
     ``pointwise["pareto_k"]`` (max over other dimensions) against ``khat_threshold`` (0.7
     if none); neighbours without one are ``"not computed"``.
 
-    Parameters
-    ----------
-    result : AuditSummary
-    dim : str, default "neighbour"
-
-    Returns
-    -------
-    KhatCounts
-
     Examples
     --------
     >>> edp.report.khat_counts(res).as_dict()
@@ -101,8 +93,4 @@ def khat_counts(result: Any, dim: str = NEIGHBOUR_DIM) -> KhatCounts:
     if "pareto_k" not in pw:
         n = pw.sizes[dim] if dim in pw.sizes else 0
         return KhatCounts.from_values(np.full(n, np.nan), threshold)
-    khat = pw["pareto_k"]
-    extra = [d for d in khat.dims if d != dim]
-    if extra:
-        khat = khat.max(dim=extra)
-    return KhatCounts.from_values(khat.values, threshold)
+    return KhatCounts.from_values(neighbour_maximum(pw["pareto_k"], dim), threshold)

@@ -170,15 +170,6 @@ def diagnose(result: AuditSummary, prob: float = 0.9) -> str:
     Monte-Carlo error, Abowd's EMI (the noise floor of refit-and-count, not an error of this
     estimate), bins without weight and the ``B -> inf`` reference.
 
-    Parameters
-    ----------
-    result : AuditSummary
-    prob : float, default 0.9
-
-    Returns
-    -------
-    str
-
     Examples
     --------
     >>> report = edp.report.diagnose(res, prob=0.9)

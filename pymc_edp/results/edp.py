@@ -236,10 +236,6 @@ class EDPResult:
     def summary(self) -> pd.DataFrame:
         """One row per scalar parameter element, indexed by its ArviZ-style label.
 
-        Returns
-        -------
-        pandas.DataFrame
-
         Examples
         --------
         >>> df = res.summary()
@@ -275,10 +271,6 @@ class EDPResult:
         ----------
         k : int, default 5
             Neighbours without an estimate come last.
-
-        Returns
-        -------
-        pandas.DataFrame
 
         Examples
         --------
@@ -534,11 +526,6 @@ class EDPResult:
         tree : xarray.DataTree or arviz.InferenceData
             E.g. opened with ``xarray.open_datatree(path)`` (netCDF) or
             ``xarray.open_datatree(path, engine="zarr")``.
-        group : str, default "edp_audit"
-
-        Returns
-        -------
-        EDPResult
 
         Examples
         --------
@@ -579,16 +566,10 @@ class EDPResult:
 
         Examples
         --------
-        >>> import os
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as tmp:
-        ...     path = os.path.join(tmp, "audit.nc")
-        ...     res.to_netcdf(path)
-        ...     back = edp.EDPResult.from_netcdf(path)
-        >>> back.epsilon == res.epsilon
-        True
-        >>> back.log_weights is None  # include_weights=True keeps them
-        True
+        >>> res.to_netcdf("audit.nc")
+        >>> back = edp.EDPResult.from_netcdf("audit.nc")
+        >>> back.epsilon == res.epsilon, back.log_weights is None  # include_weights keeps them
+        (True, True)
         """
         if isinstance(path, (str, os.PathLike)):
             folder = os.path.dirname(os.path.abspath(os.fspath(path)))
@@ -604,26 +585,12 @@ class EDPResult:
     def from_netcdf(cls, path) -> EDPResult:
         """Read a result written by :meth:`to_netcdf`.
 
-        Parameters
-        ----------
-        path : str or path-like
-
-        Returns
-        -------
-        EDPResult
-
         Examples
         --------
-        >>> import os
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as tmp:
-        ...     path = os.path.join(tmp, "audit.nc")
-        ...     res.to_netcdf(path, include_weights=True)
-        ...     back = edp.EDPResult.from_netcdf(path)
-        >>> back.summary().equals(res.summary())
-        True
-        >>> back.log_weights.dims
-        ('neighbour', 'sample')
+        >>> res.to_netcdf("audit.nc", include_weights=True)
+        >>> back = edp.EDPResult.from_netcdf("audit.nc")
+        >>> back.summary().equals(res.summary()), back.log_weights.dims
+        (True, ('neighbour', 'sample'))
         """
         with xr.open_dataset(path) as ds:
             return cls.from_dataset(ds.load())
@@ -634,11 +601,8 @@ class EDPResult:
 
         Examples
         --------
-        >>> se = res.mcse()
-        >>> round(float(se["epsilon"]), 2)
+        >>> round(float(res.mcse()["epsilon"]), 2)
         0.07
-        >>> se["epsilon_i"].dims
-        ('neighbour',)
         """
         return diagnostics.epsilon_mcse(self)
 
@@ -647,12 +611,9 @@ class EDPResult:
 
         Examples
         --------
-        >>> iv = res.interval(0.9)
-        >>> lower, upper = iv["epsilon"].values
+        >>> lower, upper = res.interval(0.9)["epsilon"].values
         >>> bool(lower < res.epsilon < upper)
         True
-        >>> iv["epsilon_i"].dims
-        ('neighbour', 'interval')
         """
         return diagnostics.epsilon_interval(self, prob)
 
@@ -661,11 +622,8 @@ class EDPResult:
 
         Examples
         --------
-        >>> em = res.emi()
-        >>> round(float(em["emi"]), 2)
+        >>> round(float(res.emi()["emi"]), 2)
         0.27
-        >>> res.epsilon > 2 * float(em["emi"])  # far above refit-and-count's noise floor
-        True
         """
         return diagnostics.emi(self)
 
@@ -698,10 +656,7 @@ class EDPResult:
 
         Examples
         --------
-        >>> lim = res.continuous_limit()
-        >>> bool(lim["epsilon_inf"] >= res.epsilon)
-        True
-        >>> bool(lim["diverges"])  # normal posteriors: the log density ratio is unbounded
+        >>> bool(res.continuous_limit()["epsilon_inf"] >= res.epsilon)
         True
         """
         return diagnostics.continuous_limit(self)
@@ -713,11 +668,8 @@ class EDPResult:
 
         Examples
         --------
-        >>> eps = res.curve(bins=(5, 10, 20))
-        >>> eps.round(3).values.tolist()
+        >>> res.curve(bins=(5, 10, 20)).round(3).values.tolist()
         [0.562, 0.75..., 0.875]
-        >>> eps["upper"].dims
-        ('bins',)
         """
         return diagnostics.epsilon_curve(self, bins, prob=prob)
 
@@ -727,12 +679,8 @@ class EDPResult:
         Examples
         --------
         >>> prof = res.delta_profile([0.0, 0.5, 1.0], targets=[0.01])
-        >>> prof["delta"].round(3).values.tolist()
-        [0.252, 0.135, 0.063]
-        >>> prof["delta_i"].dims
-        ('neighbour', 'epsilon')
-        >>> round(float(prof["epsilon_delta"][0]), 2)
-        1.87
+        >>> prof["delta"].round(3).values.tolist(), round(float(prof["epsilon_delta"][0]), 2)
+        ([0.252, 0.135, 0.063], 1.87)
         """
         return diagnostics.delta_profile(self, epsilons, targets=targets)
 
@@ -744,8 +692,6 @@ class EDPResult:
         >>> lr = res.bin_log_ratios()
         >>> lr.dims, lr.sizes["bin"], str(lr.attrs["neighbour"])
         (('parameter', 'bin'), 10, "St. Paul's")
-        >>> round(float(abs(lr).max()), 3)
-        0.75...
         """
         return diagnostics.bin_log_ratios(self, neighbour)
 
@@ -768,11 +714,8 @@ class EDPResult:
 
         Examples
         --------
-        >>> report = res.diagnose()
-        >>> print(report.splitlines()[0])
+        >>> print(res.diagnose().splitlines()[0])
         epsilon = 0.75... (B = 10, smoothing = none)
-        >>> "EMI" in report
-        True
         """
         return report.diagnose(self, prob)
 
