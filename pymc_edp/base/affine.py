@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from pymc_edp.base.binning import Bins
-from pymc_edp.base.mcse import _cut_points, _window_size, ess_mean
+from pymc_edp.base.mcse import _add_cut_point_terms, ess_mean
 from pymc_edp.base.psis import khat_threshold as _khat_threshold
 from pymc_edp.base.psis import psislw
 
@@ -507,12 +507,9 @@ def moved_log_ratio_se(
     in_bin = np.searchsorted(cut, theta, side="right") == j
     m = float(w @ in_bin)
     psi = r * (in_bin - m)
-    n_local = _window_size(bins, p, n_samples, n_local)
-    for edge, rank, sign, window in _cut_points(bins, p, j, n_local):
-        near = draws[p, order[p, window]]
-        share = float(w @ ((theta >= near.min()) & (theta <= near.max())))
-        r_q = share / (n_local / n_samples)
-        psi += sign * r_q * (rank / n_samples - (bins.index[p] < edge))
+    _add_cut_point_terms(
+        psi, theta, bins, p, j, draws=draws, order=order, n_local=n_local, weights=w
+    )
     if strata is None:
         strata = np.zeros(n_samples, dtype=bool)
     var, e = 0.0, 0.0

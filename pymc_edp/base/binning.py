@@ -117,14 +117,18 @@ def bin_log_ratios(log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01)
     ``(n_neighbours, n_parameters, max_bins)``, NaN past each parameter's bins.
     """
     n_samples = bins.n_samples
-    n_bins = bins.n_bins
-    full = smoothed_log_probabilities(bins.counts / n_samples, n_bins, n_samples, smoothing)
+    full = smoothed_log_probabilities(bins.counts / n_samples, bins.n_bins, n_samples, smoothing)
     log_m = log_bin_probabilities(log_weights, bins)
-    if smoothing > 0:
-        denom = np.log(n_samples + n_bins * smoothing)[:, None]
-        with np.errstate(invalid="ignore"):
-            log_m = np.logaddexp(np.log(n_samples) + log_m, np.log(smoothing)) - denom
-    return log_m - full
+    return _smoothed_log_mass(log_m, n_samples, bins.n_bins, smoothing) - full
+
+
+def _smoothed_log_mass(log_mass, n_samples, n_bins, smoothing):
+    """:func:`smoothed_log_probabilities` of normalised log masses, in log space."""
+    if smoothing <= 0:
+        return log_mass
+    denom = np.log(n_samples + n_bins * smoothing)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.logaddexp(np.log(n_samples) + log_mass, np.log(smoothing)) - denom
 
 
 def log_bin_probabilities(log_weights: np.ndarray, bins: Bins) -> np.ndarray:
@@ -435,16 +439,11 @@ def epsilon_from_log_masses(
     if bin_draws is None:
         with np.errstate(over="ignore"):
             bin_draws = n_pseudo * np.exp(lm_nb)
-
-    def smoothed(lm, n):
-        if smoothing <= 0:
-            return lm
-        denom = np.log(n + n_bins * smoothing)[:, None]
-        with np.errstate(divide="ignore"):
-            return np.logaddexp(np.log(n) + lm, np.log(smoothing)) - denom
-
     with np.errstate(invalid="ignore"):
-        diff = np.abs(smoothed(lm_nb, n_pseudo) - smoothed(lm_full, n_pseudo_full))
+        diff = np.abs(
+            _smoothed_log_mass(lm_nb, n_pseudo, n_bins, smoothing)
+            - _smoothed_log_mass(lm_full, n_pseudo_full, n_bins, smoothing)
+        )
         diff0 = np.abs(lm_nb - lm_full)
     diff = np.where(valid, np.nan_to_num(diff, nan=np.inf, posinf=np.inf), -np.inf)
     diff0 = np.where(valid, np.nan_to_num(diff0, nan=np.inf, posinf=np.inf), -np.inf)

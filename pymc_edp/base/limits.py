@@ -120,10 +120,10 @@ def worst_code(codes: np.ndarray, eps: np.ndarray, axis: int = -1) -> np.ndarray
     return np.where(np.any(codes > 0, axis=axis), out, NONE).astype(np.int8)
 
 
-def flag_attrs(description: str) -> dict:
-    """CF attributes of a variable holding limit codes."""
+def flag_attrs(description: str, meanings: tuple[str, ...] = MEANINGS) -> dict:
+    """CF attributes of a variable holding the codes ``0, 1, ...`` of ``meanings``."""
     return {
-        "flag_values": np.arange(len(MEANINGS), dtype=np.int8),
-        "flag_meanings": " ".join(MEANINGS),
+        "flag_values": np.arange(len(meanings), dtype=np.int8),
+        "flag_meanings": " ".join(meanings),
         "long_name": description,
     }

@@ -288,6 +288,25 @@ def _cut_points(bins: Bins, parameter: int, bin_index: int, n_local: int):
             yield edge, rank, sign, slice(start, start + n_local)
 
 
+def _add_cut_point_terms(
+    psi, theta, bins, parameter, bin_index, *, draws, order, n_local, weights=None
+):
+    """Add each cut point's ``sign r(q) (F - 1[theta_s < q])`` to ``psi`` in place.
+
+    ``r(q)`` is the share of ``theta`` (weighted by ``weights``, else uniformly) in the
+    range of the full-data draws around the cut, over that window's share of them.
+    """
+    p = parameter
+    n_samples = psi.shape[0]
+    n_local = _window_size(bins, p, n_samples, n_local)
+    for edge, rank, sign, window in _cut_points(bins, p, bin_index, n_local):
+        near = draws[p, order[p, window]]
+        is_near = (theta >= near.min()) & (theta <= near.max())
+        share = np.mean(is_near) if weights is None else float(weights @ is_near)
+        r_q = share / (n_local / n_samples)
+        psi += sign * r_q * (rank / n_samples - (bins.index[p] < edge))
+
+
 def refit_log_ratio_se(
     refit_draws: np.ndarray,
     bins: Bins,
@@ -343,14 +362,8 @@ def refit_log_ratio_se(
     psi_refit = in_bin - mass
     ess_refit = float(ess_mean(psi_refit[None], n_chains_refit)[0])
     var = float(np.mean(psi_refit**2)) / ess_refit if ess_refit > 0 else np.inf
-    n_local = _window_size(bins, p, n_samples, n_local)
-    full_idx = bins.index[p]
     psi_full = np.zeros(n_samples)
-    for edge, rank, sign, window in _cut_points(bins, p, j, n_local):
-        near = draws[p, order[p, window]]
-        share_refit = np.mean((theta >= near.min()) & (theta <= near.max()))
-        r_q = share_refit / (n_local / n_samples)
-        psi_full += sign * r_q * (rank / n_samples - (full_idx < edge))
+    _add_cut_point_terms(psi_full, theta, bins, p, j, draws=draws, order=order, n_local=n_local)
     if np.any(psi_full):
         ess_full = float(ess_mean(psi_full[None], n_chains)[0])
         var += float(np.mean(psi_full**2)) / ess_full

@@ -15,6 +15,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -175,9 +176,9 @@ def _run_pickled(payload: bytes, task: Any) -> Any:
     return pickle.loads(payload)(task)
 
 
-class _NullBar:
-    def advance(self, n: int = 1) -> None:
-        pass
+def _bar(step: Callable[[int], Any]) -> types.SimpleNamespace:
+    """What :func:`progress_bar` yields: ``advance(n=1)`` calls ``step(n)``."""
+    return types.SimpleNamespace(advance=lambda n=1: step(n))
 
 
 @contextlib.contextmanager
@@ -188,7 +189,7 @@ def progress_bar(total: int, *, description: str = "Working", enabled: bool = Tr
     broken progress library never stops the computation; ``enabled=False`` is silent.
     """
     if not enabled or total <= 0:
-        yield _NullBar()
+        yield _bar(lambda n: None)
         return
     try:
         from rich.progress import (
@@ -211,20 +212,15 @@ def progress_bar(total: int, *, description: str = "Working", enabled: bool = Tr
             transient=False,
         ) as progress:
             task_id = progress.add_task(description, total=total)
-
-            class _RichBar:
-                def advance(self, n: int = 1) -> None:
-                    progress.advance(task_id, n)
-
-            yield _RichBar()
+            yield _bar(lambda n: progress.advance(task_id, n))
         return
     try:  # pragma: no cover - exercised only without rich
         from tqdm.auto import tqdm
     except ImportError:  # pragma: no cover
-        yield _NullBar()
+        yield _bar(lambda n: None)
         return
     with tqdm(total=total, desc=description) as bar:  # pragma: no cover
-        yield type("_TqdmBar", (), {"advance": lambda self, n=1: bar.update(n)})()
+        yield _bar(bar.update)
 
 
 def _is_dask_client(obj: Any) -> bool:
@@ -266,17 +262,13 @@ def _drain(completed, index_of, futures, shutdown=None) -> Iterator[tuple[int, A
             shutdown()
 
 
-def _iter_futures(futures: dict, shutdown: Callable[[], None] | None = None):
-    return _drain(cf.as_completed(futures), futures.__getitem__, futures, shutdown)
-
-
 def _start_executor(func, tasks, executor: cf.Executor) -> Iterator[tuple[int, Any]]:
     if isinstance(executor, cf.ProcessPoolExecutor):
         payload = _dumps(func)
         futures = {executor.submit(_run_pickled, payload, t): i for i, t in enumerate(tasks)}
     else:
         futures = {executor.submit(func, t): i for i, t in enumerate(tasks)}
-    return _iter_futures(futures)
+    return _drain(cf.as_completed(futures), futures.__getitem__, futures)
 
 
 def _start_pool(func, tasks, n_workers: int) -> Iterator[tuple[int, Any]]:
@@ -289,7 +281,8 @@ def _start_pool(func, tasks, n_workers: int) -> Iterator[tuple[int, Any]]:
     # Everything is submitted here, before the caller starts a progress-bar thread: forking a
     # multi-threaded process is unsafe (and warned about from Python 3.12 on).
     futures = {pool.submit(_run_installed, t): i for i, t in enumerate(tasks)}
-    return _iter_futures(futures, shutdown=lambda: pool.shutdown(wait=True, cancel_futures=True))
+    shutdown = functools.partial(pool.shutdown, wait=True, cancel_futures=True)
+    return _drain(cf.as_completed(futures), futures.__getitem__, futures, shutdown)
 
 
 def _iter_dask(futures: list, client) -> Iterator[tuple[int, Any]]:

@@ -64,8 +64,14 @@ def _check_deltas(delta: ArrayLike) -> np.ndarray:
     return d
 
 
-def _scalar_or_array(out: np.ndarray, ndim: int) -> np.ndarray | float:
-    return float(out) if ndim == 0 else out
+def _solve(solve, tails: tuple, inf_mass: float, values: np.ndarray) -> np.ndarray | float:
+    """``solve(*tails, inf_mass, values)`` in the shape of ``values``; a float for a scalar.
+
+    ``solve`` is :func:`_delta_sorted` or :func:`_epsilon_sorted`, ``tails`` the sorted
+    losses and their :func:`_tail_sums`.
+    """
+    out = solve(*tails, inf_mass, values.ravel()).reshape(values.shape)
+    return float(out) if values.ndim == 0 else out
 
 
 def _atoms(losses: ArrayLike, probs: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
@@ -261,10 +267,7 @@ class DiscretePLD:
         >>> pld.delta([-20.0, 0.1, 3.0]).round(6)
         array([1.      , 0.138065, 0.1     ])
         """
-        eps = _check_epsilons(epsilon)
-        losses, a, log_b = self._tails
-        out = _delta_sorted(losses, a, log_b, self.infinity_mass, eps.ravel())
-        return _scalar_or_array(out.reshape(eps.shape), eps.ndim)
+        return _solve(_delta_sorted, self._tails, self.infinity_mass, _check_epsilons(epsilon))
 
     def epsilon(self, delta: ArrayLike) -> np.ndarray | float:
         """Smallest ``eps >= 0`` with ``delta(eps) <= delta``, solved exactly.
@@ -290,10 +293,7 @@ class DiscretePLD:
         >>> pld.epsilon([0.05, 0.1]).round(12)
         array([inf, 0.2])
         """
-        d = _check_deltas(delta)
-        losses, a, log_b = self._tails
-        out = _epsilon_sorted(losses, a, log_b, self.infinity_mass, d.ravel())
-        return _scalar_or_array(out.reshape(d.shape), d.ndim)
+        return _solve(_epsilon_sorted, self._tails, self.infinity_mass, _check_deltas(delta))
 
     def self_compose(self, k: int) -> DiscretePLD:
         """PLD of the k-fold composition, by one real FFT raised to the power ``k``.
@@ -426,9 +426,7 @@ def exact_delta(
     """
     eps = _check_epsilons(epsilon)
     loss, p, inf_mass = _split_infinite(*_atoms(losses, probs))
-    a, log_b = _tail_sums(loss, p)
-    out = _delta_sorted(loss, a, log_b, inf_mass, eps.ravel())
-    return _scalar_or_array(out.reshape(eps.shape), eps.ndim)
+    return _solve(_delta_sorted, (loss, *_tail_sums(loss, p)), inf_mass, eps)
 
 
 def exact_epsilon(
@@ -448,6 +446,4 @@ def exact_epsilon(
     """
     d = _check_deltas(delta)
     loss, p, inf_mass = _split_infinite(*_atoms(losses, probs))
-    a, log_b = _tail_sums(loss, p)
-    out = _epsilon_sorted(loss, a, log_b, inf_mass, d.ravel())
-    return _scalar_or_array(out.reshape(d.shape), d.ndim)
+    return _solve(_epsilon_sorted, (loss, *_tail_sums(loss, p)), inf_mass, d)

@@ -45,37 +45,6 @@ _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
 @numba.njit(**_JIT)
-def _sift_down_values(a, lo, pos, end):  # pragma: no cover - compiled
-    """Max-heap sift-down on ``a[lo:lo + end]`` (heap positions relative to ``lo``)."""
-    val = a[lo + pos]
-    while True:
-        child = 2 * pos + 1
-        if child >= end:
-            break
-        if child + 1 < end and a[lo + child + 1] > a[lo + child]:
-            child += 1
-        if a[lo + child] > val:
-            a[lo + pos] = a[lo + child]
-            pos = child
-        else:
-            break
-    a[lo + pos] = val
-
-
-@numba.njit(**_JIT)
-def _heapsort_values(a, lo, hi):  # pragma: no cover - compiled
-    """Sort ``a[lo:hi + 1]`` ascending in place (worst-case ``O(n log n)`` fallback)."""
-    n = hi - lo + 1
-    for p in range(n // 2 - 1, -1, -1):
-        _sift_down_values(a, lo, p, n)
-    for end in range(n - 1, 0, -1):
-        top = a[lo]
-        a[lo] = a[lo + end]
-        a[lo + end] = top
-        _sift_down_values(a, lo, 0, end)
-
-
-@numba.njit(**_JIT)
 def _xorshift(state):  # pragma: no cover - compiled
     """One step of Marsaglia's xorshift64 generator."""
     state ^= state << np.uint64(13)
@@ -97,7 +66,7 @@ def _select(a, k):  # pragma: no cover - compiled
     state = np.uint64(0x9E3779B97F4A7C15)
     while hi > lo:
         if budget < 0:
-            _heapsort_values(a, lo, hi)
+            _heapsort(a[lo : hi + 1], np.zeros(hi - lo + 1, dtype=np.int64), hi - lo + 1)
             return a[k]
         width = np.uint64(hi - lo + 1)
         state = _xorshift(state)
@@ -139,7 +108,7 @@ def _select(a, k):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _sift_down(hv, hi, pos, end):  # pragma: no cover - compiled
-    """Min-heap sift-down for the keys ``(hv, hi)`` (value, then index) in ``[0, end)``."""
+    """Max-heap sift-down for the keys ``(hv, hi)`` (value, then index) in ``[0, end)``."""
     val = hv[pos]
     idx = hi[pos]
     while True:
@@ -148,10 +117,10 @@ def _sift_down(hv, hi, pos, end):  # pragma: no cover - compiled
             break
         right = child + 1
         if right < end and (
-            hv[right] < hv[child] or (hv[right] == hv[child] and hi[right] < hi[child])
+            hv[right] > hv[child] or (hv[right] == hv[child] and hi[right] > hi[child])
         ):
             child = right
-        if hv[child] < val or (hv[child] == val and hi[child] < idx):
+        if hv[child] > val or (hv[child] == val and hi[child] > idx):
             hv[pos] = hv[child]
             hi[pos] = hi[child]
             pos = child
@@ -162,8 +131,8 @@ def _sift_down(hv, hi, pos, end):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def _sort_desc(hv, hi, n):  # pragma: no cover - compiled
-    """Heapsort ``(hv[:n], hi[:n])`` into descending order of (value, index)."""
+def _heapsort(hv, hi, n):  # pragma: no cover - compiled
+    """Heapsort ``(hv[:n], hi[:n])`` in place into ascending order of (value, index)."""
     for p in range(n // 2 - 1, -1, -1):
         _sift_down(hv, hi, p, n)
     for end in range(n - 1, 0, -1):
@@ -370,10 +339,10 @@ def _psis_row(src, dst, n_tail, normalize, buf, expo, tv, ti, ary, work):  # pra
     khat = np.inf
     ref = 0.0  # maximum of the row before normalisation (0 unless the tail is smoothed)
     if tail_len > 4:
-        _sort_desc(tv, ti, tail_len)  # ascending tail position i <-> slot tail_len - 1 - i
+        _heapsort(tv, ti, tail_len)
         expxcutoff = math.exp(xcutoff)
         for i in range(tail_len):
-            ary[i] = math.exp(tv[tail_len - 1 - i]) - expxcutoff
+            ary[i] = math.exp(tv[i]) - expxcutoff
         khat, sigma = _gpdfit(ary, tail_len, work)
         if math.isfinite(khat):
             # smoothed order statistics: GPD quantiles at (i + 0.5) / M, truncated at 0
@@ -389,7 +358,7 @@ def _psis_row(src, dst, n_tail, normalize, buf, expo, tv, ti, ary, work):  # pra
                 val = math.log(q + expxcutoff)
                 if val > 0:
                     val = 0.0
-                dst[ti[tail_len - 1 - i]] = val
+                dst[ti[i]] = val
                 if val > ref or val != val:
                     ref = val
     if normalize:

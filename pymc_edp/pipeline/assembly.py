@@ -234,11 +234,9 @@ def _verification_vars(check: Verification) -> dict:
         "verification": (
             NEIGHBOUR_DIM,
             check.code,
-            {
-                "flag_values": np.arange(len(VERIFICATION_MEANINGS), dtype=np.int8),
-                "flag_meanings": " ".join(VERIFICATION_MEANINGS),
-                "long_name": "whether a refit confirmed this neighbour's estimate",
-            },
+            limits.flag_attrs(
+                "whether a refit confirmed this neighbour's estimate", VERIFICATION_MEANINGS
+            ),
         ),
         "verify_checked": (NEIGHBOUR_DIM, check.checked),
         "verify_refit": (NEIGHBOUR_DIM, check.refit),
