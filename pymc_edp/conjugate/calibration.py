@@ -124,16 +124,9 @@ class _BetaPriorSynthesizer:
 class BetaBinomialSynthesizer(_BetaPriorSynthesizer):
     """The Beta-Binomial synthesizer of Abowd & Vilhuber (2008).
 
-    Given ``x`` successes among ``n`` confidential binary records it draws
-    ``p ~ Beta(alpha + x, beta + n - x)`` and releases
+    Given ``x`` successes among ``n`` confidential binary records and the prior
+    ``Beta(alpha, beta)`` it draws ``p ~ Beta(alpha + x, beta + n - x)`` and releases
     ``x_synthetic ~ Binomial(n_synthetic, p)``.
-
-    Parameters
-    ----------
-    alpha, beta : float
-        Prior parameters (> 0).
-    n_synthetic : int
-        Number of synthetic records ``n_s``.
 
     Notes
     -----
@@ -205,10 +198,6 @@ def beta_binomial_synthesizer_prior(
         Mean of the Beta prior: 0.5 gives ``Beta(a, a)`` with ``a = n_s / (e^eps - 1)``;
         otherwise the smaller parameter is ``a`` (epsilon depends on it only).
 
-    Returns
-    -------
-    BetaBinomialSynthesizer
-
     References
     ----------
     .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
@@ -223,11 +212,19 @@ def beta_binomial_synthesizer_prior(
     >>> round(syn.alpha, 4), round(syn.beta, 4), round(syn.epsilon, 4)
     (2.9099, 8.7297, 1.0)
     """
+    return _calibrated_beta(BetaBinomialSynthesizer, epsilon, n_synthetic, prior_mean)
+
+
+def _calibrated_beta(cls, epsilon, n_synthetic, prior_mean, *, per_record=False):
+    """``cls`` with the prior making it exactly epsilon-DP; ``per_record``: Bernoulli's."""
     eps = check_real(epsilon, "epsilon", positive=True)
     n_s = check_int(n_synthetic, "n_synthetic", 1)
-    a_min = _calibrated_parameter(n_s, eps, eps, n_s, "n_s / (e^eps - 1)")
+    if per_record:  # epsilon = n_s log(1 + 1 / a)
+        a_min = _calibrated_parameter(1.0, eps / n_s, eps, n_s, "1 / (e^(eps / n_s) - 1)")
+    else:  # epsilon = log(1 + n_s / a)
+        a_min = _calibrated_parameter(n_s, eps, eps, n_s, "n_s / (e^eps - 1)")
     alpha, beta = _split_by_mean(a_min, prior_mean)
-    return BetaBinomialSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
+    return cls(alpha=alpha, beta=beta, n_synthetic=n_s)
 
 
 @dataclass(frozen=True)
@@ -237,13 +234,6 @@ class BernoulliSynthesizer(_BetaPriorSynthesizer):
     With ``x`` ones among ``n`` confidential records it releases ``n_synthetic`` records
     ``y*_i ~ Bernoulli((x + alpha) / (n + alpha + beta))`` (their eq. 3: the posterior mean
     plugged in), so ``x_synthetic ~ Binomial(n_s, (x + alpha) / (n + alpha + beta))``.
-
-    Parameters
-    ----------
-    alpha, beta : float
-        Prior parameters (> 0).
-    n_synthetic : int
-        Number of synthetic records ``n_s``.
 
     Notes
     -----
@@ -324,19 +314,7 @@ def bernoulli_synthesizer_prior(
 ) -> BernoulliSynthesizer:
     """Beta prior that makes McClure & Reiter's Bernoulli synthesizer exactly epsilon-DP.
 
-    Parameters
-    ----------
-    epsilon : float
-        Target DP epsilon (> 0).
-    n_synthetic : int
-        Number of synthetic records ``n_s``.
-    prior_mean : float, default 0.5
-        Mean of the prior; 0.5 gives ``alpha = beta = 1 / (e^(eps / n_s) - 1)``, otherwise
-        the smaller parameter takes that value.
-
-    Returns
-    -------
-    BernoulliSynthesizer
+    As :func:`beta_binomial_synthesizer_prior`, with ``a = 1 / (e^(eps / n_s) - 1)``.
 
     References
     ----------
@@ -350,11 +328,9 @@ def bernoulli_synthesizer_prior(
     >>> round(syn.alpha, 2), round(syn.beta, 2), round(syn.epsilon, 4)
     (999.5, 999.5, 1.0)
     """
-    eps = check_real(epsilon, "epsilon", positive=True)
-    n_s = check_int(n_synthetic, "n_synthetic", 1)
-    a_min = _calibrated_parameter(1.0, eps / n_s, eps, n_s, "1 / (e^(eps / n_s) - 1)")
-    alpha, beta = _split_by_mean(a_min, prior_mean)
-    return BernoulliSynthesizer(alpha=alpha, beta=beta, n_synthetic=n_s)
+    return _calibrated_beta(
+        BernoulliSynthesizer, epsilon, n_synthetic, prior_mean, per_record=True
+    )
 
 
 def _compositions(total: int, parts: int) -> np.ndarray:
@@ -371,15 +347,8 @@ class DirichletMultinomialSynthesizer:
     """Dirichlet-Multinomial synthesizer for a categorical variable with K categories.
 
     Given category counts ``x`` (summing to n) it draws ``p ~ Dirichlet(alpha + x)`` and
-    releases ``x_synthetic ~ Multinomial(n_synthetic, p)``; K = 2 is the Beta-Binomial
-    synthesizer.
-
-    Parameters
-    ----------
-    alpha : tuple of float
-        Dirichlet prior parameters, one per category (> 0).
-    n_synthetic : int
-        Number of synthetic records ``n_s``.
+    releases ``x_synthetic ~ Multinomial(n_synthetic, p)``; ``alpha`` holds one prior
+    parameter per category. K = 2 is the Beta-Binomial synthesizer.
 
     Notes
     -----
@@ -507,19 +476,13 @@ def dirichlet_multinomial_synthesizer_prior(
 
     Parameters
     ----------
-    epsilon : float
-        Target DP epsilon (> 0).
-    n_synthetic : int
-        Number of synthetic records ``n_s``.
+    epsilon, n_synthetic
+        As in :func:`beta_binomial_synthesizer_prior`.
     n_categories : int, optional
         K, for the symmetric prior ``Dirichlet(a, ..., a)`` with ``a = n_s / (e^eps - 1)``.
     prior_mean : array_like, optional
         Prior mean vector (positive, summing to 1) instead of ``n_categories``; the
         smallest parameter is then ``a``.
-
-    Returns
-    -------
-    DirichletMultinomialSynthesizer
 
     References
     ----------
@@ -612,18 +575,7 @@ class LaplaceMechanism:
 
 
 def laplace_mechanism(epsilon: float, sensitivity: float) -> LaplaceMechanism:
-    """Laplace mechanism calibrated to ``epsilon``: scale ``Delta f / epsilon``.
-
-    Parameters
-    ----------
-    epsilon : float
-        Target DP epsilon (> 0).
-    sensitivity : float
-        Global L1 sensitivity ``Delta f`` of the query.
-
-    Returns
-    -------
-    LaplaceMechanism
+    """:class:`LaplaceMechanism` calibrated to ``epsilon``: scale ``sensitivity / epsilon``.
 
     References
     ----------

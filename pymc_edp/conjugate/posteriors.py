@@ -1,19 +1,9 @@
-"""Exact B-EDP-epsilon of conjugate posteriors, and the Beta-Binomial synthesizer.
+"""Exact B-EDP-epsilon of conjugate posteriors: the oracles the sampled audit is tested on.
 
-The oracles the sampling-based audit is tested against: every neighbour's posterior is
-integrated exactly over B bins of equal posterior probability (Charest & Han 2017, eq. 2).
-Bin masses are computed in log space, from whichever tail avoids cancellation, so that tail
-bins (which set epsilon for large B) keep full relative precision; the bins' own masses come
-from the same edges, not ``1/B``, so quantile round-off cannot leak into epsilon.
-
-References
-----------
-.. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
-   Privacy." *Journal of Privacy and Confidentiality* 7(3), 2017. Eq. (2), Tables 1-2,
-   Section 3.3.
-.. [2] Abowd, J. M., Schneider, M. J. and Vilhuber, L. "Differential privacy applications
-   to Bayesian and linear mixed model estimation." *Journal of Privacy and
-   Confidentiality* 5(1), 2013.
+Every neighbour's posterior is integrated exactly over B bins of equal posterior probability
+(Charest & Han 2017, eq. 2), in log space from whichever tail avoids cancellation, so tail
+bins keep full relative precision; the bins' own masses come from the same edges, not
+``1/B``, so quantile round-off cannot leak into epsilon.
 """
 
 from __future__ import annotations
@@ -143,40 +133,22 @@ def beta_binomial_edp(
     bins: int | Sequence[int],
     neighbour: Neighbour = "replace",
 ) -> float | np.ndarray:
-    """Exact B-EDP-epsilon of the Beta-Binomial posterior of p.
+    """Exact B-EDP-epsilon of the posterior ``Beta(alpha + x, beta + n - x)`` of p.
 
-    With ``x`` successes in ``n`` Bernoulli records and prior ``Beta(alpha, beta)``, the
-    posterior is ``Beta(alpha + x, beta + n - x)``, and::
-
-        eps = max over D', j of |log P(p in b_j | D') - log P(p in b_j | D)|
-
-    over its B equal-probability bins ``b_j`` and the neighbours D' of the data.
+    ``max |log P(p in b_j | D') - log P(p in b_j | D)|`` over the B equal-probability bins
+    ``b_j`` of the posterior and the neighbours D' of ``x`` successes in ``n`` records.
 
     Parameters
     ----------
-    n : int
-        Number of records (>= 1).
-    x : int
-        Number of successes, ``0 <= x <= n``.
+    n, x : int
+        Records (>= 1) and successes (``0 <= x <= n``).
     alpha, beta : float
-        Parameters of the Beta prior (> 0).
+        The Beta prior (> 0).
     bins : int or sequence of int
-        Number(s) of equal-probability bins B.
+        Number(s) of equal-probability bins B; a sequence gives an array of epsilons.
     neighbour : {"replace", "remove"}
-        ``"replace"`` (bounded DP, Charest & Han's Table 2): one record changes, 0 -> 1
-        (``x + 1``) or 1 -> 0 (``x - 1``), where possible; the worst case is taken.
-        ``"remove"`` (unbounded DP): one record is deleted, a 1 (``x - 1`` out of
-        ``n - 1``) or a 0 (``x`` out of ``n - 1``), where possible.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        Epsilon; an array of shape ``(len(bins),)`` if ``bins`` is a sequence.
-
-    Notes
-    -----
-    For ``n = 5``, ``alpha = beta = 0.5``, ``x = 0`` and ``B = 5`` this gives 4.007 with
-    ``"replace"`` (Table 2 of [1]_ prints 4.01) and 0.218 with ``"remove"``.
+        ``"replace"`` (bounded DP, Table 2 of [1]_): a 0 becomes a 1 or a 1 a 0.
+        ``"remove"`` (unbounded DP): a 1 or a 0 is deleted. The worst case is taken.
 
     References
     ----------
@@ -224,7 +196,7 @@ def beta_binomial_edp(
 
 
 def dirichlet_multinomial_log_pmf(a: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Dirichlet-Multinomial log pmf, accurate for tiny and for huge parameters.
+    """Dirichlet-Multinomial log pmf ``(R, C)``, accurate for tiny and for huge parameters.
 
     Parameters
     ----------
@@ -232,10 +204,6 @@ def dirichlet_multinomial_log_pmf(a: np.ndarray, counts: np.ndarray) -> np.ndarr
         Dirichlet parameters of each row (> 0).
     counts : numpy.ndarray, shape (C, K)
         Outcome counts, every row summing to the same ``n_s``.
-
-    Returns
-    -------
-    numpy.ndarray, shape (R, C)
 
     Notes
     -----
@@ -284,18 +252,8 @@ def beta_binomial_synthesizer_matrix(
     """Transition matrix ``P(x_synthetic | x)`` of the Beta-Binomial synthesizer.
 
     The synthesizer draws ``p ~ Beta(alpha + x, beta + n - x)`` and releases
-    ``x_synthetic ~ Binomial(n_synthetic, p)``, so each row is a Beta-Binomial pmf.
-
-    Parameters
-    ----------
-    n : int
-        Number of confidential records (rows are ``x = 0..n``).
-    alpha, beta : float
-        Prior parameters (> 0).
-    n_synthetic : int, optional
-        Number of synthetic records ``n_s`` (columns ``0..n_s``); defaults to ``n``.
-    log : bool, default False
-        Return log-probabilities (no underflow for large ``n_s``).
+    ``x_synthetic ~ Binomial(n_synthetic, p)`` (``n_synthetic`` defaults to ``n``); with
+    ``log=True``, log-probabilities (no underflow for large ``n_synthetic``).
 
     Returns
     -------
@@ -375,19 +333,11 @@ def poisson_gamma_edp(
         Observed counts.
     alpha, beta : float
         Shape and rate of the Gamma prior.
-    bins : int or sequence of int
-        Number(s) of equal-probability bins B.
-    neighbour : {"replace", "remove"}, default "replace"
+    bins, neighbour, pointwise
+        As in :func:`normal_normal_edp`.
     replacements : array_like, optional
         For ``"replace"``: candidate values tried for every record (shape ``(k,)``), or per
         record (shape ``(n, k)``); the worst case over them is taken.
-    pointwise : bool, default False
-        Return the per-record epsilons instead of their maximum.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        As :func:`normal_normal_edp`.
 
     References
     ----------
@@ -457,23 +407,11 @@ def normal_normal_posterior(
     mu0: float,
     sigma0: float,
 ) -> tuple[float, float]:
-    """Posterior of mu for ``y_i ~ N(mu, sigma^2)``, ``mu ~ N(mu0, sigma0^2)``.
+    """Posterior mean and sd of mu for ``y_i ~ N(mu, sigma_i^2)``, ``mu ~ N(mu0, sigma0^2)``.
 
-    Parameters
-    ----------
-    y : array_like, shape (n,)
-        Observations.
-    sigma : float or array_like of shape (n,)
-        Known standard deviation(s) of the observations (not variances).
-    mu0, sigma0 : float
-        Prior mean and prior standard deviation.
-
-    Returns
-    -------
-    mean, sd : float
-        Posterior mean ``mu_1`` and standard deviation ``sigma_1``; for a common sigma,
-        ``mu_1 = (sigma^2 mu0 + sigma0^2 sum y) / (sigma^2 + n sigma0^2)`` and
-        ``sigma_1^2 = sigma0^2 sigma^2 / (n sigma0^2 + sigma^2)``.
+    ``sigma`` (a scalar or one per observation) and ``sigma0`` are standard deviations, not
+    variances. For a common sigma, ``mu_1 = (sigma^2 mu0 + sigma0^2 sum y) / (sigma^2 + n
+    sigma0^2)`` and ``sigma_1^2 = sigma0^2 sigma^2 / (n sigma0^2 + sigma^2)``.
 
     References
     ----------
@@ -506,37 +444,27 @@ def normal_normal_edp(
     replacements: np.ndarray | Sequence[float] | None = None,
     pointwise: bool = False,
 ) -> float | np.ndarray:
-    """Exact B-EDP-epsilon of the Normal-Normal posterior of mu.
-
-    Model: ``y_i ~ N(mu, sigma^2)`` with sigma known and prior ``mu ~ N(mu0, sigma0^2)``;
-    the posterior and every neighbour's are normal.
+    """Exact B-EDP-epsilon of the posterior of mu (model of :func:`normal_normal_posterior`).
 
     Parameters
     ----------
-    y : array_like, shape (n,)
-        Observations.
-    sigma : float or array_like of shape (n,)
-        Known standard deviation(s) of the observations. Charest & Han state
-        ``sigma^2 = 5``, i.e. ``sigma = sqrt(5)``.
-    mu0, sigma0 : float
-        Prior mean and prior standard deviation (Charest & Han: ``sigma0^2 = 3``).
+    y, sigma, mu0, sigma0
+        As in :func:`normal_normal_posterior` (Charest & Han: ``sigma^2 = 5``,
+        ``sigma0^2 = 3``).
     bins : int or sequence of int
         Number(s) of equal-probability bins B.
     neighbour : {"remove", "replace"}
-        ``"remove"``: D' deletes record i (Charest & Han's Normal-Normal study).
-        ``"replace"``: D' replaces ``y_i`` by each value in ``replacements[i]``.
-    replacements : array_like, shape (n,) or (n, k), optional
-        Replacement values for ``"replace"`` (a scalar is used for every record). With k
-        columns, the worst case over the k replacements is taken for each record.
+        ``"remove"``: D' deletes record i (Charest & Han's study); ``"replace"``: D'
+        replaces ``y_i`` by each of ``replacements[i]`` (shape ``(n,)`` or ``(n, k)``, a
+        scalar for every record), taking the worst case.
     pointwise : bool, default False
         Return the per-record epsilons instead of their maximum.
 
     Returns
     -------
     float or numpy.ndarray
-        Epsilon (``pointwise=False``): a float, or shape ``(len(bins),)`` for a sequence of
-        bins. Per-record epsilons (``pointwise=True``): shape ``(n,)``, or
-        ``(n, len(bins))``.
+        Epsilon: a float, or one per ``bins`` if a sequence; with ``pointwise``, shape
+        ``(n,)`` or ``(n, len(bins))``.
 
     Notes
     -----

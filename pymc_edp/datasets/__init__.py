@@ -30,17 +30,9 @@ _HEART_COLUMNS = ("patient", "survival", "censored", "age")
 
 
 def dataset_path(filename: str):
-    """A traversable handle to a file shipped in :mod:`pymc_edp.datasets`.
+    """A :class:`~importlib.resources.abc.Traversable` handle to a file shipped here.
 
-    Parameters
-    ----------
-    filename : str
-        File name inside the package, e.g. ``"heart_transplant.csv"``.
-
-    Returns
-    -------
-    importlib.resources.abc.Traversable
-        Use :func:`importlib.resources.as_file` for a real file-system path.
+    Use :func:`importlib.resources.as_file` for a real file-system path.
 
     Examples
     --------
@@ -124,17 +116,10 @@ def load_heart_transplant() -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        69 rows, one per patient, with columns
-
-        ``patient`` : int
-            Patient index 1..69 (the statsmodels row order), the model coordinate.
-        ``survival`` : int
-            Days from surgery to death, or to the end of follow-up when ``censored == 1``.
-        ``censored`` : int
-            1 if alive at last follow-up (right-censored); statsmodels' ``censors`` is the
-            opposite indicator.
-        ``age`` : float
-            Age in years at surgery.
+        One row per patient: ``patient`` (1..69, the statsmodels row order), ``survival``
+        (days from surgery to death, or to the end of follow-up when ``censored == 1``),
+        ``censored`` (1 if alive at last follow-up; statsmodels' ``censors`` is the
+        opposite) and ``age`` (years, at surgery).
 
     Examples
     --------
@@ -155,10 +140,6 @@ def load_heart_transplant() -> pd.DataFrame:
 
 def heart_transplant_provenance() -> str:
     """The provenance note of the heart-transplant data, ``heart_transplant.md`` (Markdown).
-
-    Returns
-    -------
-    str
 
     Examples
     --------
@@ -188,11 +169,6 @@ def heart_transplant_model(df: pd.DataFrame | None = None) -> pm.Model:
     ----------
     df : pandas.DataFrame, optional
         Data in the layout of :func:`load_heart_transplant` (default: the shipped data).
-
-    Returns
-    -------
-    pymc.Model
-        The model, with free variables ``intercept``, ``beta_age`` and ``alpha``.
 
     Examples
     --------

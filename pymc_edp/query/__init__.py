@@ -90,7 +90,7 @@ def query_edp(
     Returns
     -------
     xarray.Dataset
-        As :func:`privacy_profile`; round-trips through ``to_netcdf``/``open_dataset``.
+        As :func:`privacy_profile`.
 
     Examples
     --------

@@ -47,16 +47,13 @@ class DensityModel:
         Variable-bandwidth KDE (Abramson's square-root law on a fixed-bandwidth pilot), fixed
         bandwidth KDE, or empirical-CDF differencing.
     kernel : {"gaussian", "laplace"}
-        Unit kernel (KDE methods); the bandwidth is its scale parameter.
-    bandwidth : float
-        Global bandwidth ``h`` (data units; for vector queries, units of the whitened data).
+        Unit kernel of the KDE methods, of scale ``bandwidth`` (global ``h``, in whitened
+        units for vector queries).
     adaptivity : float
-        ``alpha`` in ``h_j = h (f~(X_j) / g)^-alpha``; 0 for the fixed-bandwidth KDE.
-    pilot_bandwidth : float
-        Bandwidth of the fixed pilot KDE ``f~`` (variable KDE only).
+        ``alpha`` in ``h_j = h (f~(X_j) / g)^-alpha`` (0: fixed bandwidth), ``f~`` the pilot
+        KDE of bandwidth ``pilot_bandwidth``.
     window : int or None
-        Number of order statistics the empirical CDF is differenced over (``ecdf``); ``None``
-        means ``round(sqrt(n))``.
+        ``ecdf``: order statistics differenced over (``None``: ``round(sqrt(n))``).
 
     Examples
     --------
@@ -245,7 +242,6 @@ def select_density(
         Query results with everybody (for vector queries, already whitened).
     method : {"variable-kde", "kde", "ecdf"}
     kernels : sequence of str
-        Candidate kernels.
     adaptivity : float or sequence of float, default (0, 0.5)
         Candidate ``alpha`` of the variable KDE (0.5: Abramson's square-root law; 0: fixed
         bandwidth). Ignored for ``kde``.
@@ -256,7 +252,7 @@ def select_density(
     folds : int, default 5
         Number of folds (cycling through the groups in order).
     window : int, optional
-        ``ecdf`` only: number of order statistics to difference over.
+        As in :class:`DensityModel`.
 
     Returns
     -------

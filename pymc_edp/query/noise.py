@@ -38,24 +38,11 @@ __all__ = ["NoiseKernel", "check_noise", "noise_kernel"]
 class NoiseKernel:
     """The noise density ``h`` of section 6 on a grid, with a sampler.
 
-    Attributes
-    ----------
-    epsilon : float
-        Target privacy level.
-    scale : float
-        ``lambda = max_i distance / eps``, the Laplace scale of ``k * h``.
-    kernel, bandwidth : str, float
-        The curator's kernel ``k`` and its scale.
-    x : ndarray
-        Symmetric grid (spacing ``dx``); ``h`` is the linear interpolant of its values.
-    density : ndarray
-        ``h`` on the grid after clean-up (negatives clipped, renormalised).
-    negative_mass : float
-        L1 mass of the negative part of the raw deconvolution (its distance from a density).
-    worst_individual : object
-        The individual whose distance sets ``lambda``.
-    distance : str
-        ``"bottleneck"`` or ``"hausdorff"``: the set distance behind ``lambda``.
+    ``scale`` is ``lambda = max_i distance / epsilon``, the Laplace scale of ``k * h`` (``k``:
+    the curator's ``kernel`` of scale ``bandwidth``), set by ``worst_individual`` under the
+    set ``distance``. ``density`` holds ``h`` on the symmetric grid ``x`` (``h`` is its
+    linear interpolant) after clean-up: negatives clipped, of L1 mass ``negative_mass``
+    (the raw deconvolution's distance from a density), and renormalised.
 
     Examples
     --------
@@ -180,21 +167,12 @@ def noise_kernel(
     epsilon : float
         Target privacy level.
     kernel : {"gaussian", "laplace"}, optional
-        The curator's kernel ``k``. By default kernel and bandwidth are chosen by held-out
-        log-likelihood among fixed-bandwidth KDEs (Theorem 2 needs one kernel), so that ``k``
-        is "fair" and not chosen to blur.
-    bandwidth : float, optional
-        Scale of ``k`` (selected when omitted).
-    kernels : tuple of str
-        Candidates for the selection.
-    folds : int, default 5
+        The curator's kernel ``k``, of scale ``bandwidth``. Those omitted are chosen by
+        held-out log-likelihood (``folds``) among fixed-bandwidth KDEs of ``kernels``
+        (Theorem 2 needs one kernel), so that ``k`` is "fair" and not chosen to blur.
     distance : {"bottleneck", "hausdorff"}, default "bottleneck"
         Set distance behind ``lambda = max_i distance(P^, P^_i) / eps``; the paper's
         Hausdorff distance does not guarantee ``eps`` in general (see the module docstring).
-
-    Returns
-    -------
-    NoiseKernel
 
     Raises
     ------
@@ -270,7 +248,6 @@ def check_noise(
     samples : xarray.Dataset
         The un-noised query samples.
     noise : NoiseKernel
-        From :func:`noise_kernel`.
     n_noise : int, default 20
         Noise draws per stored query result.
     random_seed : int, optional
@@ -284,7 +261,7 @@ def check_noise(
     Returns
     -------
     xarray.Dataset
-        The privacy profile of the noised query; ``attrs["noise_epsilon"]`` is the target.
+        The privacy profile; ``attrs["noise_epsilon"]`` is the target.
 
     Examples
     --------

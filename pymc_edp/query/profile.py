@@ -328,14 +328,9 @@ class ProfileOptions:
 
     Parameters
     ----------
-    kernels : sequence of str, default ("gaussian", "laplace")
-        Candidate kernels for the held-out selection.
-    adaptivity : float or sequence of float, default (0, 0.5)
-        Candidate Abramson exponents for ``"variable-kde"`` (0 = fixed bandwidth).
-    bandwidth : float, optional
-        Fix the global bandwidth (skip its selection).
-    folds : int, default 5
-        Folds of the held-out selection (databases are never split).
+    kernels, adaptivity, bandwidth, folds
+        Candidates and folds of the held-out density selection, as in
+        :func:`~pymc_edp.query.select_density`.
     top : int, default 5
         Number of most exposed individuals whose ``p^_i`` is stored (for plots).
     exposure_tol : float, default 1e-6
@@ -397,7 +392,7 @@ def privacy_profile(
     epsilons : array_like, optional
         Increasing privacy levels; :data:`DEFAULT_EPSILONS` by default.
     density : {"variable-kde", "kde", "ecdf"} or DensityModel
-        Density estimator (a :class:`DensityModel` is used as given, without selection).
+        Density estimator (a :class:`DensityModel` is used as given).
     targets : sequence of float, default (0.01, 0.001)
         ``delta`` levels whose smallest ``eps`` with ``delta(eps) <= target`` (and with
         ``delta*(eps) <= target``) is bisected to ``1e-9`` relative precision.
@@ -410,7 +405,7 @@ def privacy_profile(
     options : ProfileOptions or dict, optional
         Density selection and numerics; see :class:`ProfileOptions`.
     random_seed : int, optional
-        Seeds the Monte Carlo draws (vector queries only).
+        Seeds the Monte Carlo draws of a vector query.
     check_independence : bool, default True
         Store :func:`~pymc_edp.query.independence_check` of the per-database values (mean
         over draws; first component of a vector query), which warns when it rejects.
@@ -426,9 +421,9 @@ def privacy_profile(
         ``delta_i`` over (``individual``, ``epsilon``); ``epsilon_delta`` and
         ``epsilon_delta_star`` over ``target``; ``epsilon_i`` (individual, target, from the
         grid); ``hausdorff`` and ``bottleneck`` distances per individual (1-D);
-        ``top_individual`` over ``rank``; ``density``
-        and ``density_without`` over ``grid`` (1-D queries); density-selection scores over
-        ``candidate``; independence tests over ``test``; the density model in ``attrs``.
+        ``top_individual`` over ``rank``; ``density`` and ``density_without`` over ``grid``
+        (1-D); density-selection scores over ``candidate``; independence tests over
+        ``test``; the density model in ``attrs``.
 
     Examples
     --------
@@ -617,21 +612,10 @@ def _assemble(core, eps, targets, individuals, keep, exposure_tol, delta_star=No
 
 
 def epsilon_at(result: xr.Dataset, target: float, *, kind: str = "delta") -> float:
-    """Smallest ``eps`` with ``delta(eps) <= target`` (or ``delta*``) in a result.
+    """Smallest ``eps`` with ``delta(eps) <= target`` (``kind="delta_star"``: ``delta*``).
 
-    Bisection-refined for one of the result's targets, else interpolated on its grid.
-
-    Parameters
-    ----------
-    result : xarray.Dataset
-        Output of :func:`privacy_profile` or :func:`~pymc_edp.query.query_edp`.
-    target : float
-    kind : {"delta", "delta_star"}
-
-    Returns
-    -------
-    float
-        ``inf`` if the curve never reaches the target on the grid.
+    ``result`` comes from :func:`privacy_profile`. Bisection-refined for one of its
+    targets, else interpolated on its grid; ``inf`` if the curve never reaches the target.
 
     Examples
     --------

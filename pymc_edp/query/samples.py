@@ -166,10 +166,9 @@ def query_samples(
     Parameters
     ----------
     databases : mapping of DataFrames, sequence of DataFrames, or DataFrame
-        The databases ``X^1..X^n``, assumed drawn independently from one distribution; a
-        mapping keeps its labels, a sequence is labelled ``0..n-1``, a single DataFrame is
-        split by ``database_col``. An empty database enters both samples with the query's
-        value on an empty frame, which must then be finite.
+        The databases ``X^1..X^n``, independent draws from one distribution, labelled as
+        :func:`as_databases` says. An empty one enters both samples with the query's
+        (finite) value on an empty frame.
     query : callable
         ``query(df)`` returning a number or a vector (array, or :class:`pandas.Series` whose
         index names the components); randomised if it takes ``rng``, evaluated in one pass
@@ -177,7 +176,7 @@ def query_samples(
     id_col : str
         Column holding the individual identifier, shared across databases.
     database_col : str, optional
-        Column naming the database of each row, for a single DataFrame.
+        Column naming the database of each row of a single DataFrame.
     individuals : sequence, optional
         Individuals to audit (default: every id seen); one in no database is refused.
     n_draws : int, default 1

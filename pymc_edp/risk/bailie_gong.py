@@ -29,12 +29,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DensityBounds:
-    """Lower and upper bounds on a density or probability, pointwise.
-
-    Attributes
-    ----------
-    lower, upper : numpy.ndarray
-        Bounds of equal shape, ``lower <= upper``.
+    """Pointwise bounds ``lower <= upper`` (arrays of equal shape) on a density or probability.
 
     Examples
     --------
@@ -123,8 +118,7 @@ def bailie_gong_posterior_bounds(
 
     References
     ----------
-    .. [1] Bailie, J. and Gong, R. "Differential Privacy: General Inferential Limits via
-       Intervals of Measures." Theorem (posterior bounds).
+    .. [1] Bailie, J. and Gong, R. (2023). ISIPTA 2023, PMLR 215, posterior bounds.
 
     Examples
     --------
@@ -144,17 +138,7 @@ def bailie_gong_posterior_bounds(
 
 
 def hamming_distances(datasets: Sequence | np.ndarray) -> np.ndarray:
-    """Pairwise Hamming distances between equal-length datasets (rows of ``datasets``).
-
-    Parameters
-    ----------
-    datasets : array_like, shape (m, n) or (m, n, ...)
-        m datasets of n records each.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(m, m)`` integer matrix of the number of records that differ.
+    """``(m, m)`` counts of differing records between m datasets of n records (``(m, n, ...)``).
 
     Examples
     --------
@@ -224,18 +208,16 @@ def bailie_gong_prior_predictive_bounds(
 
     References
     ----------
-    .. [1] Bailie, J. and Gong, R. "Differential Privacy: General Inferential Limits via
-       Intervals of Measures." Theorems (bounds on the privatised data probability; prior
-       predictive bounds).
+    .. [1] Bailie, J. and Gong, R. (2023). ISIPTA 2023, PMLR 215, bounds on the privatised
+       data probability and on the prior predictive.
 
     Examples
     --------
     The sum of two binary records released with Laplace noise (eps = 0.5), evaluated at
     t = 0, 1, 2; the uniform prior's predictive density lies within the bounds:
 
-    >>> from pymc_edp.conjugate import laplace_mechanism
     >>> datasets = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
-    >>> mech = laplace_mechanism(epsilon=0.5, sensitivity=1.0)
+    >>> mech = edp.conjugate.laplace_mechanism(epsilon=0.5, sensitivity=1.0)
     >>> dens = np.exp(mech.log_density([0.0, 1.0, 2.0], datasets.sum(axis=1)[:, None]))
     >>> bounds = bailie_gong_prior_predictive_bounds(dens, hamming_distances(datasets), 0.5)
     >>> bounds.lower.round(4).tolist(), bounds.upper.round(4).tolist()
@@ -268,24 +250,13 @@ def bailie_gong_power_bound(
     has power at most ``alpha exp(d** eps)`` (generalising Wasserman & Zhou 2010 beyond
     i.i.d. records).
 
-    Parameters
-    ----------
-    alpha : float or array_like
-        Test level(s) in [0, 1].
-    epsilon : float or array_like
-        DP epsilon.
-    d_star_star : float or array_like
-        ``sup d(x, x')`` over ``x in supp(x | t, theta_0)``, ``x' in supp(x | t, theta_1)``.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        ``min(1, alpha exp(d** eps))``.
+    Returns ``min(1, alpha exp(d** eps))``, broadcast over the arguments; ``d_star_star``
+    is ``sup d(x, x')`` over ``x in supp(x | t, theta_0)``, ``x' in supp(x | t, theta_1)``.
 
     References
     ----------
-    .. [1] Bailie, J. and Gong, R. "Differential Privacy: General Inferential Limits via
-       Intervals of Measures." Theorem (Neyman-Pearson hypothesis testing).
+    .. [1] Bailie, J. and Gong, R. (2023). ISIPTA 2023, PMLR 215, Neyman-Pearson
+       hypothesis testing.
 
     Examples
     --------

@@ -96,9 +96,8 @@ def dp_epsilon(
 
     References
     ----------
-    .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
-       Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), eq. (1),
-       Table 1 (epsilon = log 11).
+    .. [1] Charest, A.-S. and Han, Y. (2017). *Journal of Privacy and Confidentiality*
+       7(3), eq. (1), Table 1 (epsilon = log 11).
     .. [2] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
        Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
        *Transactions on Data Privacy* 5, Appendix A.
@@ -108,11 +107,10 @@ def dp_epsilon(
     >>> rr = np.array([[0.75, 0.25], [0.25, 0.75]])  # randomized response
     >>> round(dp_epsilon(rr), 4), round(float(np.log(3)), 4)
     (1.0986, 1.0986)
-    >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
-    >>> t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5)
+    >>> t = edp.conjugate.beta_binomial_synthesizer_matrix(5, 0.5, 0.5)
     >>> round(dp_epsilon(t), 4)  # log 11, Charest & Han's Table 1
     2.3979
-    >>> log_t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5, log=True)
+    >>> log_t = edp.conjugate.beta_binomial_synthesizer_matrix(5, 0.5, 0.5, log=True)
     >>> round(dp_epsilon(log_t, log=True), 4)
     2.3979
     """
@@ -151,14 +149,12 @@ def conditional_dp_epsilon(
 
     References
     ----------
-    .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
-       Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1,
-       Table 1 (1.466 for x = 2, 3; 2.398 for x = 0, 1, 4, 5).
+    .. [1] Charest, A.-S. and Han, Y. (2017). *Journal of Privacy and Confidentiality*
+       7(3), Sec. 3.1, Table 1 (1.466 for x = 2, 3; 2.398 for x = 0, 1, 4, 5).
 
     Examples
     --------
-    >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
-    >>> t = beta_binomial_synthesizer_matrix(5, 0.5, 0.5)  # Charest & Han, Table 1
+    >>> t = edp.conjugate.beta_binomial_synthesizer_matrix(5, 0.5, 0.5)  # Table 1
     >>> round(conditional_dp_epsilon(t, 2), 3)
     1.466
     >>> conditional_dp_epsilon(t, [0, 1, 2, 3, 4, 5]).round(3).tolist()
@@ -193,12 +189,8 @@ def conditional_dp_distribution(
 ) -> xr.DataArray:
     """CDP epsilon of every possible dataset of a count mechanism (Charest & Han, Fig. 1).
 
-    Parameters
-    ----------
-    transition : array_like, shape (n + 1, n_outputs)
-        Transition matrix with rows indexed by the count ``x = 0..n``.
-    log : bool, default False
-        ``transition`` holds log-probabilities.
+    ``transition`` and ``log`` as in :func:`dp_epsilon`, rows indexed by the count
+    ``x = 0..n``.
 
     Returns
     -------
@@ -208,14 +200,13 @@ def conditional_dp_distribution(
 
     References
     ----------
-    .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
-       Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1,
-       Figure 1.
+    .. [1] Charest, A.-S. and Han, Y. (2017). *Journal of Privacy and Confidentiality*
+       7(3), Sec. 3.1, Figure 1.
 
     Examples
     --------
-    >>> from pymc_edp.conjugate import beta_binomial_synthesizer_matrix
-    >>> cdp = conditional_dp_distribution(beta_binomial_synthesizer_matrix(5, 0.5, 0.5))
+    >>> t = edp.conjugate.beta_binomial_synthesizer_matrix(5, 0.5, 0.5)
+    >>> cdp = conditional_dp_distribution(t)
     >>> cdp.dims, round(cdp.attrs["dp_epsilon"], 4)
     (('x',), 2.3979)
     >>> cdp.round(3).values.tolist()

@@ -68,14 +68,9 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
     query : callable
         ``query(records) -> float or 1-D array``.
 
-    Returns
-    -------
-    float
-
     References
     ----------
-    .. [1] Lee, J. and Clifton, C. (2011). "How Much Is Enough? Choosing epsilon for
-       Differential Privacy." *ISC 2011*, LNCS 7001, Sec. 4.1 and 6 (Table 4).
+    .. [1] Lee, J. and Clifton, C. (2011). *ISC 2011*, LNCS 7001, Sec. 4.1 and 6 (Table 4).
 
     Examples
     --------
@@ -100,14 +95,8 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
 class PossibleWorlds:
     """The adversary's possible worlds: world i is the universe without record i.
 
-    Attributes
-    ----------
-    universe : numpy.ndarray
-        The n records.
-    values : numpy.ndarray
-        Query value on each world, shape ``(n, k)``.
-    sensitivity : float
-        ``Delta f`` used for the Laplace scale.
+    ``values`` holds the query's value on each world, shape ``(n, k)``; ``sensitivity`` is
+    the ``Delta f`` of the Laplace scale.
 
     Examples
     --------
@@ -152,10 +141,6 @@ def possible_worlds(
         As in :func:`lee_clifton_sensitivity`.
     sensitivity : float, optional
         ``Delta f``; by default :func:`lee_clifton_sensitivity` (``O(n^2)`` query calls).
-
-    Returns
-    -------
-    PossibleWorlds
 
     References
     ----------
@@ -224,8 +209,8 @@ def possible_world_beliefs(
 
     References
     ----------
-    .. [1] Lee, J. and Clifton, C. (2011). "How Much Is Enough? Choosing epsilon for
-       Differential Privacy." *ISC 2011*, LNCS 7001, Definitions 3 and 5, Sec. 4.4.
+    .. [1] Lee, J. and Clifton, C. (2011). *ISC 2011*, LNCS 7001, Definitions 3 and 5,
+       Sec. 4.4.
 
     Examples
     --------
@@ -268,12 +253,8 @@ def lee_clifton_risk(
 ) -> float | np.ndarray:
     """Risk of disclosure Gamma: the adversary's largest posterior belief (Definition 5).
 
-    Parameters are those of :func:`possible_world_beliefs`.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        ``max over worlds of beta(w)``, per epsilon when ``epsilon`` is an array.
+    ``max over worlds of beta(w)`` (:func:`possible_world_beliefs`, same parameters), per
+    epsilon when ``epsilon`` is an array.
 
     References
     ----------
@@ -312,14 +293,7 @@ def lee_clifton_worst_case_belief(
     supremum over responses of ``beta(w_i)`` is at ``response = f(w_i)`` (triangle
     inequality, eqs. 1-3), so this is exact, unlike the ``Delta v`` bound of eq. (5).
 
-    Parameters
-    ----------
-    universe, query, epsilon, sensitivity, prior
-        As in :func:`possible_world_beliefs`.
-
-    Returns
-    -------
-    float or numpy.ndarray
+    Parameters as in :func:`possible_world_beliefs`.
 
     References
     ----------
@@ -346,18 +320,12 @@ def lee_clifton_epsilon_bound(delta_f: float, delta_v: float, n: int, rho: float
 
     Parameters
     ----------
-    delta_f : float
-        Sensitivity of the query.
-    delta_v : float
-        Largest distance between the query values of two possible worlds.
+    delta_f, delta_v : float
+        Sensitivity of the query, and :attr:`PossibleWorlds.delta_v`.
     n : int
         Number of possible worlds (records in the universe).
     rho : float
         Tolerated probability of identifying the missing record, ``1/n <= rho < 1``.
-
-    Returns
-    -------
-    float
 
     References
     ----------
@@ -412,8 +380,7 @@ def lee_clifton_max_epsilon(
 
     References
     ----------
-    .. [1] Lee, J. and Clifton, C. (2011). "How Much Is Enough? Choosing epsilon for
-       Differential Privacy." *ISC 2011*, LNCS 7001, Sec. 5.2 and 6.
+    .. [1] Lee, J. and Clifton, C. (2011). *ISC 2011*, LNCS 7001, Sec. 5.2 and 6.
 
     Examples
     --------

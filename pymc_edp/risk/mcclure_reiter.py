@@ -40,14 +40,20 @@ def _mr_synthesizer(
     epsilon: float | BernoulliSynthesizer, n: int, n_synthetic: int | None
 ) -> tuple[float, float, int, int]:
     """``(alpha, beta, n, n_s)`` of the synthesizer; ``epsilon`` may be a synthesizer."""
-    n = check_int(n, "n", 1)
     if isinstance(epsilon, BernoulliSynthesizer):
         if n_synthetic is not None and n_synthetic != epsilon.n_synthetic:
             raise ValueError("`n_synthetic` disagrees with the synthesizer passed.")
+        n = check_int(n, "n", 1)
         return float(epsilon.alpha), float(epsilon.beta), n, int(epsilon.n_synthetic)
-    n_s = n if n_synthetic is None else check_int(n_synthetic, "n_synthetic", 1)
+    n, n_s = _mr_sizes(n, n_synthetic)
     syn = bernoulli_synthesizer_prior(float(epsilon), n_s)
     return syn.alpha, syn.beta, n, n_s
+
+
+def _mr_sizes(n: int, n_synthetic: int | None) -> tuple[int, int]:
+    """``(n, n_s)`` checked, ``n_s`` defaulting to ``n``."""
+    n = check_int(n, "n", 1)
+    return n, n if n_synthetic is None else check_int(n_synthetic, "n_synthetic", 1)
 
 
 def _mr_log_likelihood_ratio(x_minus_j, x_synthetic, n, alpha, beta, n_s) -> np.ndarray:
@@ -90,17 +96,14 @@ def mcclure_reiter_risk(
 
     Parameters
     ----------
-    x : int or array_like
-        Number of ones in the confidential data D (record j included), ``X``.
-    x_synthetic : int or array_like
-        Number of ones in the synthetic data, ``X*``.
+    x, x_synthetic : int or array_like
+        Number of ones ``X`` in the ``n`` confidential records (record j included), and
+        ``X*`` in the ``n_synthetic`` (default ``n``) synthetic ones.
     n : int
-        Number of confidential records.
     epsilon : float or BernoulliSynthesizer
         DP epsilon of the synthesizer
         (:func:`~pymc_edp.conjugate.bernoulli_synthesizer_prior`), or the synthesizer.
     n_synthetic : int, optional
-        Number of synthetic records ``n_s`` (default ``n``).
     prior : float or array_like, default 0.5
         Intruder's prior ``w = P(Y_j = 1 | D_{-j}, S)`` in (0, 1).
     y : {1, 0}
@@ -113,9 +116,7 @@ def mcclure_reiter_risk(
 
     References
     ----------
-    .. [1] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
-       Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
-       *Transactions on Data Privacy* 5, eq. (5).
+    .. [1] McClure, D. and Reiter, J. P. (2012). *Transactions on Data Privacy* 5, eq. (5).
 
     Examples
     --------
@@ -157,10 +158,6 @@ def mcclure_reiter_relative_risk(
     Same arguments as :func:`mcclure_reiter_risk`; the prior probability of the true value
     is ``prior`` for ``y=1`` and ``1 - prior`` for ``y=0``.
 
-    Returns
-    -------
-    float or numpy.ndarray
-
     References
     ----------
     .. [1] McClure, D. and Reiter, J. P. (2012). *Transactions on Data Privacy* 5, eq. (8).
@@ -199,14 +196,12 @@ def mcclure_reiter_expected_risk(
     Returns
     -------
     float or xarray.DataArray
-        A float for scalar inputs; otherwise ``expected_risk`` with dims ``("p0",
-        "epsilon")`` for those arguments that are arrays.
+        ``expected_risk`` over ``p0`` and/or ``epsilon``, those given as arrays.
 
     References
     ----------
-    .. [1] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
-       Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
-       *Transactions on Data Privacy* 5, eqs. (6)-(7), Table 1.
+    .. [1] McClure, D. and Reiter, J. P. (2012). *Transactions on Data Privacy* 5,
+       eqs. (6)-(7), Table 1.
 
     Examples
     --------
@@ -225,8 +220,7 @@ def mcclure_reiter_expected_risk(
     if np.any(~((p0_arr >= 0) & (p0_arr <= 1))):
         raise ValueError("`p0` must lie in [0, 1].")
     w = float(_check_prior(prior))
-    n = check_int(n, "n", 1)
-    n_s = n if n_synthetic is None else check_int(n_synthetic, "n_synthetic", 1)
+    n, n_s = _mr_sizes(n, n_synthetic)
 
     big_x = np.arange(n + 1)
     p_x = stats.binom.pmf(big_x[None, :], n, np.atleast_1d(p0_arr)[:, None])  # (P, n+1)
@@ -237,7 +231,8 @@ def mcclure_reiter_expected_risk(
     out = np.empty((p_x.shape[0], np.atleast_1d(eps_arr).size))
     chunk = max(1, _CHUNK_ELEMENTS // (n_s + 1))
     for e_idx, eps in enumerate(np.atleast_1d(eps_arr)):
-        a, b, _, _ = _mr_synthesizer(float(eps), n, n_s)
+        syn = bernoulli_synthesizer_prior(float(eps), n_s)
+        a, b = syn.alpha, syn.beta
         g = np.empty(n + 1)  # expected excess risk given X
         for start in range(0, n + 1, chunk):
             xx = big_x[start : start + chunk, None].astype(float)
@@ -322,10 +317,7 @@ class AcceptableRegion:
 class DisclosureAssessment:
     """Joint (RR, R) assessment of one released dataset over a grid of intruder priors.
 
-    Attributes
-    ----------
-    risks : xarray.Dataset
-        ``risk``, ``relative_risk`` and ``acceptable`` over the intruder's ``prior``.
+    ``risks`` holds ``risk``, ``relative_risk`` and ``acceptable`` over the ``prior``.
 
     Examples
     --------
@@ -376,15 +368,10 @@ def mcclure_reiter_assessment(
         Intruder priors ``w = P(Y_j = 1)``; default 1000 equally spaced values in (0, 1)
         (``k / 1001``), as in the paper's Figures 3-4.
 
-    Returns
-    -------
-    DisclosureAssessment
-
     References
     ----------
-    .. [1] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
-       Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
-       *Transactions on Data Privacy* 5, Sec. 4, Figures 3-4.
+    .. [1] McClure, D. and Reiter, J. P. (2012). *Transactions on Data Privacy* 5, Sec. 4,
+       Figures 3-4.
 
     Examples
     --------
