@@ -31,10 +31,7 @@ def _row(values: np.ndarray, labels: np.ndarray, label: str) -> np.ndarray:
 
 
 def _draw_marker(ax: Axes, res: Any, facts: Any, right: float) -> None:
-    """The headline at the target delta, its interval a horizontal bar.
-
-    An interval open above reaches ``right``; a lower bound gets an open marker.
-    """
+    """The headline at the target delta, its interval a bar (open above: to ``right``)."""
     h, d = float(res.headline), float(res.target_delta)
     lo, hi = (float(v) for v in res.interval)
     hi_drawn = hi if np.isfinite(hi) else max(right, h)

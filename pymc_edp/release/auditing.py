@@ -172,10 +172,7 @@ def audit_release(
 
 
 def check_release(release, k, delta, observed=None, n_synthetic=None, statistic=None) -> _Spec:
-    """:func:`audit_release`'s description of the release, checked (no model needed).
-
-    Also what :func:`pymc_edp.tune_prior` checks of a release target before any sampling.
-    """
+    """The release arguments, checked without a model (also by :func:`pymc_edp.tune_prior`)."""
     kind = release_kind(release, statistic)
     k = check_int(k, "k", 1)
     delta = check_delta(delta)
