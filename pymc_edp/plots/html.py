@@ -84,11 +84,11 @@ def _section(title: str, body: str, *, count: Any = None, open_: bool = True) ->
     )
 
 
-def _warnings(warnings: Sequence[str]) -> str:
+def _warnings(warnings: Sequence[str], title: str = "Warnings") -> str:
     if not warnings:
-        return _section("Warnings", '<div class="pedp-muted">none</div>', count=0, open_=False)
+        return _section(title, '<div class="pedp-muted">none</div>', count=0, open_=False)
     items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
-    return _section("Warnings", f'<ul class="pedp-warnings">{items}</ul>', count=len(warnings))
+    return _section(title, f'<ul class="pedp-warnings">{items}</ul>', count=len(warnings))
 
 
 def _wrap(kind: str, subtitle: str, body: str, *, style: bool) -> str:

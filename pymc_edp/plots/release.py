@@ -6,14 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pymc_edp.plots.html import _e, _figure, _kv, _section, _svg, _table, _wrap
-from pymc_edp.plots.style import (
-    add_legend,
-    color,
-    get_axes,
-    require_matplotlib,
-    set_labels,
-)
+from pymc_edp.plots.html import _e, _figure, _kv, _section, _svg, _table, _warnings, _wrap
+from pymc_edp.plots.style import add_legend, color, get_axes, require_matplotlib, set_labels
 from pymc_edp.report.release import release_facts
 
 if TYPE_CHECKING:
@@ -37,10 +31,7 @@ def _row(values: np.ndarray, labels: np.ndarray, label: str) -> np.ndarray:
 
 
 def _draw_marker(ax: Axes, res: Any, facts: Any, right: float) -> None:
-    """The headline at the target delta, its interval a horizontal bar.
-
-    An interval open above reaches ``right``; a lower bound gets an open marker.
-    """
+    """The headline at the target delta, its interval a bar (open above: to ``right``)."""
     h, d = float(res.headline), float(res.target_delta)
     lo, hi = (float(v) for v in res.interval)
     hi_drawn = hi if np.isfinite(hi) else max(right, h)
@@ -59,8 +50,7 @@ def _draw_marker(ax: Axes, res: Any, facts: Any, right: float) -> None:
 def check_same_fit(res: Any, parameters: Any) -> None:
     """Refuse (ValueError, naming what differs) a parameter audit of another fit.
 
-    Compared, as far as both results hold them: the neighbours (number and labels), the
-    posterior draws and chains, and the neighbour relation.
+    Compared: the neighbours, the posterior draws and chains, and the neighbour relation.
     """
     differs = []
     mine = [str(v) for v in res.pointwise["neighbour"].values]
@@ -96,11 +86,9 @@ def plot_release(
 ) -> Axes:
     """Delta against epsilon of one and of ``k`` releases (``res.plot()``).
 
-    The worst neighbour's privacy profile for one release and for ``k`` (its fine-grid
-    pair), the coarse ``k``-release curves of the ``neighbours`` worst neighbours in light
-    lines, and the headline with its Monte-Carlo interval as a horizontal bar (an open
-    marker when it is a lower bound). Points with delta = 0 or an infinite epsilon are left
-    out (log delta axis).
+    The worst neighbour's profile for one release and for ``k``, the coarse ``k``-release
+    curves of the ``neighbours`` worst neighbours, and the headline with its interval (an
+    open marker when it is a lower bound), on a log delta axis.
 
     Parameters
     ----------
@@ -121,7 +109,7 @@ def plot_release(
     --------
     >>> res = edp.audit_release(idata, k=5, delta=1e-3, progressbar=False,
     ...                         options={"n_bootstrap": 20}, random_seed=0)
-    >>> ax = edp.plots.release.plot_release(res, neighbours=2)
+    >>> ax = plot_release(res, neighbours=2)
     >>> [t.get_text() for t in ax.get_legend().get_texts()][1:3]
     ['k = 5 releases, worst neighbour', 'k = 5 releases, 2 worst neighbours (coarse)']
     >>> plt.close(ax.figure)
@@ -165,23 +153,11 @@ def plot_release(
 def release_html(res: Any, *, style: bool = True) -> str:
     """The HTML view of a release audit (``res._repr_html_()``), without script.
 
-    The facts of the printout (:func:`pymc_edp.report.release.release_facts`), then
-    collapsible sections: the post-processing comparison, the figure of
-    :func:`plot_release`, the details and the notes.
-
-    Parameters
-    ----------
-    res : ReleaseResult
-    style : bool, default True
-        Include the ``<style>`` element (False when nested in another view).
-
-    Returns
-    -------
-    str
+    The printout's facts, then collapsible sections: the post-processing comparison, the
+    figure, the details and the notes. ``style`` includes the ``<style>`` element.
 
     Examples
     --------
-    >>> from pymc_edp.plots.release import release_html
     >>> res = edp.ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, True, "St. Paul's",
     ...                         "remove", *[xr.Dataset()] * 4)
     >>> page = release_html(res)
@@ -211,11 +187,5 @@ def release_html(res: Any, *, style: bool = True) -> str:
         body += _section("Privacy profile", _figure(svg, caption), open_=False)
     if facts.details:
         body += _section("Details", _kv([(k, _e(v)) for k, v in facts.details]), open_=False)
-    if facts.notes:
-        notes = "".join(f"<li>{_e(n)}</li>" for n in facts.notes)
-        body += _section(
-            "Notes", f'<ul class="pedp-warnings">{notes}</ul>', count=len(facts.notes)
-        )
-    else:
-        body += _section("Notes", '<div class="pedp-muted">none</div>', count=0, open_=False)
+    body += _warnings(facts.notes, "Notes")
     return _wrap("pymc_edp.ReleaseResult", facts.title, body, style=style)

@@ -1,18 +1,8 @@
 """Privacy-loss atoms of one release per pair of neighbouring datasets: NumPy only.
 
-For a pair ``(D, D')`` the loss of an output ``o`` is ``log p(o | D) - log p(o | D')``
-with ``o ~ M(D)``; its distribution (the PLD) is what composes. Every function gives the
-atoms (losses and their probabilities, last axis) of both orderings, ``(D, D')`` and
-``(D', D)``, from the full-data draws and each neighbour's weights. ``counts``
-(multiplicities of the draws, or of the outputs) give a bootstrap replicate.
-
-References
-----------
-.. [1] Dimitrakakis, C., Nelson, B., Zhang, Z., Mitrokotsa, A. and Rubinstein, B. I. P.
-   "Differential privacy for Bayesian inference through posterior sampling." JMLR 18(11),
-   2017.
-.. [2] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
-   Privacy." Journal of Privacy and Confidentiality 7(3), 2017.
+Every function gives the :class:`LossAtoms` of both orderings from the full-data draws and
+each neighbour's weights; ``counts`` (multiplicities of the draws, or of the outputs) give a
+bootstrap replicate. The papers: :func:`pymc_edp.audit_release`.
 """
 
 from __future__ import annotations
@@ -61,7 +51,6 @@ def draws_atoms(log_ratio: np.ndarray, counts: np.ndarray | None = None) -> Loss
 
     Examples
     --------
-    >>> from pymc_edp.release.atoms import draws_atoms
     >>> at = draws_atoms(np.log([[1.0, 3.0]]))
     >>> at.loss.round(3).tolist(), at.prob.round(3).tolist()
     ([[[0.693, -0.405], [-0.693, 0.405]]], [[[0.5, 0.5], [0.25, 0.75]]])
@@ -78,11 +67,10 @@ def draws_atoms(log_ratio: np.ndarray, counts: np.ndarray | None = None) -> Loss
 
 
 class Mixture:
-    """Outputs' densities ``log p(y_t | theta_s)`` (T, S), to be averaged with any weights.
+    """Outputs' densities ``log p(y_t | theta_s)`` (T, S), scaled once for any weights.
 
-    Scaled once, so that every neighbour, bootstrap replicate and chunk only pays for the
-    weighted sums. ``source`` (T,) is the draw each output was generated from: it is left
-    out of that output's mixtures, which would otherwise overstate ``p(y | D)``.
+    ``source`` (T,), the draw each output was generated from, is left out of that output's
+    mixtures, which would otherwise overstate ``p(y | D)``.
     """
 
     def __init__(self, log_dens: np.ndarray, source: np.ndarray | None = None):
@@ -116,9 +104,8 @@ def sampled_output_atoms(
 ) -> LossAtoms:
     """Atoms of outputs sampled from the full-data mechanism.
 
-    Ordering 0 puts ``L_t = log p(y_t | D) - log p(y_t | D')`` on each output with its
-    multiplicity; ordering 1 reweights the same outputs: ``-L_t`` with probability
-    proportional to ``e^(-L_t)``.
+    Ordering 0 puts ``L_t = log p(y_t | D) - log p(y_t | D')`` on each output; ordering 1
+    reweights the same outputs: ``-L_t`` with probability proportional to ``e^(-L_t)``.
     """
     loss = log_full[None, :] - log_nb
     u = np.ones(loss.shape[1]) if output_counts is None else np.asarray(output_counts, float)
@@ -131,10 +118,7 @@ def sampled_output_atoms(
 
 
 def enumerated_atoms(log_full: np.ndarray, log_nb: np.ndarray) -> LossAtoms:
-    """Atoms of all outputs of a finite release, from their log probabilities.
-
-    ``log_full`` (O,) under ``D``, ``log_nb`` (m, O) under each neighbour.
-    """
+    """Atoms of all outputs of a finite release: log probabilities (O,) and (m, O)."""
     loss = log_full[None, :] - log_nb
     p0 = _normalise(np.broadcast_to(np.exp(log_full), loss.shape))
     p1 = _normalise(np.exp(log_nb))
@@ -144,11 +128,7 @@ def enumerated_atoms(log_full: np.ndarray, log_nb: np.ndarray) -> LossAtoms:
 def binned_atoms(
     bin_of: np.ndarray, n_bins: int, weights: np.ndarray, counts: np.ndarray | None = None
 ) -> LossAtoms:
-    """The PLD of publishing which of ``n_bins`` bins a statistic of the release falls in.
-
-    ``bin_of`` (S,) is the bin of the output generated at each full-data draw; ``weights``
-    (m, S) are the neighbours' normalised importance weights.
-    """
+    """The PLD of publishing the bin of a statistic: ``bin_of`` (S,) is the bin at each draw."""
     c = np.ones(bin_of.size) if counts is None else np.asarray(counts, dtype=float)
     w = np.asarray(weights, dtype=float) * c
     full = np.bincount(bin_of, weights=c, minlength=n_bins) / c.sum()
@@ -162,11 +142,7 @@ def binned_atoms(
 
 
 def log_mean_bias(terms: np.ndarray, weights: np.ndarray | None = None, reff: float = 1.0):
-    """First-order bias of the log of a Monte-Carlo mean of ``terms`` (..., S), reported.
-
-    ``-Var / (2 S_eff mean^2)`` (the delta method), with ``weights`` normalised (default
-    equal) and ``S_eff`` from them and the relative MCMC efficiency ``reff``.
-    """
+    """First-order bias ``-Var / (2 S_eff mean^2)`` of the log of a weighted mean of ``terms``."""
     t = np.asarray(terms, dtype=float)
     w = np.full(t.shape[-1], 1.0 / t.shape[-1]) if weights is None else np.asarray(weights)
     mean = (w * t).sum(axis=-1)

@@ -66,30 +66,22 @@ def audit_release(
 ) -> ReleaseResult:
     """Audit what is published: ``k`` posterior draws or synthetic datasets, as (epsilon, delta).
 
-    For each neighbour dataset ``D'`` (as in :func:`pymc_edp.audit`), the privacy loss of one
-    release ``o`` is ``L(o) = log p(o | D) - log p(o | D')``, in both orderings; its
-    distribution (the PLD) gives ``delta(eps) = E[(1 - e^(eps - L))_+]``. ``k`` releases
-    compose each neighbour's PLD ``k`` times (FFT, losses rounded up); the headline is the
-    worst neighbour's composed epsilon at ``delta``. A draw's loss comes from the raw
-    importance ratios (bin-free); a synthetic dataset's densities are mixtures of the model's
-    observation density over the draws, weighted for ``D'``, its outputs listed when few
-    (e.g. 2^5 Bernoulli datasets), else sampled from both mechanisms; a ``statistic(y)`` is
-    cut into equal-probability bins.
-
-    Pairs are screened on a coarse grid and those that can be the worst are composed on a
-    fine one, so the worst pair is found exactly. The interval is a bootstrap over blocks of
-    draws (and over sampled outputs); an estimate resting on fewer than 10 effective draws
-    or outputs is flagged a lower bound. The kinds a release post-processes are audited on
-    the same pairs (``res.comparison``). The details: docs/release.md.
+    For each neighbour ``D'`` (as in :func:`pymc_edp.audit`), the privacy loss of one release
+    ``o`` is ``L(o) = log p(o | D) - log p(o | D')``, in both orderings; its distribution (the
+    PLD) gives ``delta(eps) = E[(1 - e^(eps - L))_+]`` and composes ``k`` times by FFT, losses
+    rounded up. The headline is the worst neighbour's composed epsilon at ``delta``: pairs are
+    screened on a coarse grid and those that can be the worst composed on a fine one. The
+    interval is a bootstrap over blocks of draws (and sampled outputs); an estimate resting on
+    fewer than 10 effective draws or outputs is flagged a lower bound. How each kind builds
+    its losses, and ``res.comparison``: docs/release.md.
 
     Parameters
     ----------
     idata : xarray.DataTree or arviz.InferenceData
-        What ``pm.sample`` returned, with a ``log_likelihood`` group or a model to compute
-        it from.
+        With a ``log_likelihood`` group, or a model to compute it from.
     model : pymc.Model, optional
-        Needed for synthetic releases (their density and sampling) and for replacement
-        neighbours. Default: the model of the enclosing ``with`` block, if any.
+        Needed for synthetic releases and replacement neighbours (default: the ``with``
+        block's).
     release : {"draws", "synthetic"} or ReleaseKind subclass, default "draws"
         What one release publishes (:mod:`pymc_edp.release.kinds`).
     k : int, default 1
@@ -97,36 +89,28 @@ def audit_release(
     delta : float, default 1e-5
         The delta of the headline epsilon (``res.epsilon(delta)`` gives any other).
     var_names, filter_vars
-        As in :func:`pymc_edp.audit`: for ``release="draws"``, the posterior variables
-        published (default all). The loss is that of the whole draw of the free variables,
-        exact when the likelihood depends only on the published ones and an upper bound
-        otherwise (post-processing).
+        As in :func:`pymc_edp.audit`: the posterior variables a ``"draws"`` release publishes
+        (default all). The loss is that of the whole draw, an upper bound when the likelihood
+        needs unpublished variables (post-processing).
     observed : str, optional
-        The observed variable synthetic data are drawn from (default the only one). Which
-        observed variables' records form neighbours is ``neighbour``'s, as in ``audit``.
+        The observed variable synthetic data are drawn from (default the only one).
     n_synthetic : int, optional
         Records per synthetic dataset (default the data's ``n``); record ``j`` takes the
         covariates of record ``j mod n``.
     statistic : callable, optional
-        ``statistic(y) -> float`` of a synthetic dataset ``y`` (shape ``(n_synthetic, ...)``):
-        the statistic is published instead of the dataset.
+        ``statistic(y) -> float`` of a synthetic dataset ``y``, published instead of it.
     bins : int, default 20
-        Equal-probability bins of a published statistic, cut from its full-data
-        distribution (as :func:`pymc_edp.audit` cuts a parameter's); a statistic with at
-        most ``bins`` distinct values keeps them.
+        Equal-probability bins of a published statistic (fewer when it takes fewer values).
     neighbour : {"remove", "replace"}, NeighbourOptions or dict, default "remove"
         As in :func:`pymc_edp.audit`; each replacement candidate is its own pair.
     options : ReleaseOptions or dict, optional
-        How the losses are estimated (:class:`pymc_edp.ReleaseOptions`).
     random_seed : int or numpy.random.Generator, optional
-        Seeds the sampled outputs and the bootstrap; the seed used is ``res.random_seed``.
+        Seeds the sampled outputs and the bootstrap (``res.random_seed``).
     progressbar : bool, default True
 
     Returns
     -------
     ReleaseResult
-        ``res.epsilon(delta)`` and ``res.delta(epsilon)`` for the worst neighbour, per
-        neighbour curves, the interval and the notes.
 
     References
     ----------
@@ -151,8 +135,10 @@ def audit_release(
     """
     model = resolve_model(model)
     opts = ReleaseOptions.coerce(options)
-    spec = _check(release, k, delta, observed, n_synthetic, statistic, model, var_names)
+    spec = check_release(release, k, delta, observed, n_synthetic, statistic)
     spec = dataclasses.replace(spec, bins=bins, var_names=var_names)
+    if spec.release.synthetic:
+        spec = dataclasses.replace(spec, observed=_synthetic_source(spec, model))
     settings = check_settings(
         model,
         bins=bins,
@@ -186,23 +172,13 @@ def audit_release(
 
 
 def check_release(release, k, delta, observed=None, n_synthetic=None, statistic=None) -> _Spec:
-    """:func:`audit_release`'s description of the release, checked (no model needed).
-
-    Also what :func:`pymc_edp.tune_prior` checks of a release target before any sampling.
-    """
+    """The release arguments, checked without a model (also by :func:`pymc_edp.tune_prior`)."""
     kind = release_kind(release, statistic)
     k = check_int(k, "k", 1)
     delta = check_delta(delta)
     if not kind.synthetic:
-        given = [
-            n
-            for n, v in (
-                ("observed", observed),
-                ("n_synthetic", n_synthetic),
-                ("statistic", statistic),
-            )
-            if v is not None
-        ]
+        named = {"observed": observed, "n_synthetic": n_synthetic, "statistic": statistic}
+        given = [name for name, value in named.items() if value is not None]
         if given:
             raise ValueError(
                 f"{', '.join(given)} describe synthetic data: pass release='synthetic' (a "
@@ -217,12 +193,9 @@ def check_release(release, k, delta, observed=None, n_synthetic=None, statistic=
     return _Spec(kind, k, delta, observed, size, statistic)
 
 
-def _check(release, k, delta, observed, n_synthetic, statistic, model, var_names) -> _Spec:
-    """Every argument checked before any expensive work."""
-    spec = check_release(release, k, delta, observed, n_synthetic, statistic)
-    if not spec.release.synthetic:
-        return spec
-    if var_names is not None:
+def _synthetic_source(spec: _Spec, model) -> str:
+    """The observed variable a synthetic release draws from, checked against the model."""
+    if spec.var_names is not None:
         raise ValueError(
             "var_names chooses the posterior variables of release='draws'; a synthetic "
             "release publishes data drawn from the whole posterior"
@@ -232,14 +205,14 @@ def _check(release, k, delta, observed, n_synthetic, statistic, model, var_names
             "release='synthetic' draws datasets from the model's posterior predictive and "
             "evaluates its observation density: pass model="
         )
-    name = observed_name(model, observed)
+    name = observed_name(model, spec.observed)
     if np.size(observed_values(None, model, name)) == 0:
         raise ValueError(
             f"the observed variable {name!r} has zero records: a synthetic dataset drawn "
             "from it would have none either. Check that the data reached the model, or pick "
             "another variable with observed="
         )
-    return dataclasses.replace(spec, observed=name)
+    return name
 
 
 @dataclass
@@ -254,15 +227,12 @@ class _Screen:
     curvek: np.ndarray  # (n, G)
 
 
-def _pair_ratios(inp: Inputs, start: int, stop: int, candidate: int) -> np.ndarray:
-    """Raw log ratios ``(stop - start, S)`` of neighbours ``start:stop`` at a candidate."""
+def _pair_ratios(inp: Inputs, start: int, stop: int, candidate: int):
+    """Raw log ratios ``(m, S)`` of neighbours ``start:stop`` at a candidate, weights, k-hats."""
     repl = list(inp.replacement_sets[candidate]) or None
-    return log_ratios(inp.ll, inp.neighbours, start, stop, repl)
-
-
-def _weights(lr: np.ndarray, reff: float) -> tuple[np.ndarray, np.ndarray]:
-    lw, kh = smoothed_log_weights(np.array(lr, dtype=float, order="C"), reff)
-    return np.exp(lw), kh
+    lr = log_ratios(inp.ll, inp.neighbours, start, stop, repl)
+    lw, kh = smoothed_log_weights(np.array(lr, dtype=float, order="C"), inp.reff)
+    return lr, np.exp(lw), kh
 
 
 def _screen(kind, inp: Inputs, spec: _Spec, progressbar: bool) -> _Screen:
@@ -277,8 +247,7 @@ def _screen(kind, inp: Inputs, spec: _Spec, progressbar: bool) -> _Screen:
         for start in range(0, n, step):
             stop = min(n, start + step)
             for c in range(n_cand):
-                lr = _pair_ratios(inp, start, stop, c)
-                w, kh = _weights(lr, inp.reff)
+                lr, w, kh = _pair_ratios(inp, start, stop, c)
                 atoms = kind.atoms(lr, w)
                 for j in range(stop - start):
                     i = start + j
@@ -329,8 +298,7 @@ def _refine(kind, inp, spec: _Spec, opts: ReleaseOptions, screen: _Screen, seed:
     chosen = cand[order[: opts.top]]
     pairs = []
     for i, c in chosen:
-        lr = _pair_ratios(inp, i, i + 1, c)
-        w, _ = _weights(lr, inp.reff)
+        lr, w, _ = _pair_ratios(inp, i, i + 1, c)
         pairs.append(Pair(lr[0], w[0]))
     upper, lower, contributing, interval, loss, prob, curvek = zip(
         *_fine_pairs(kind, pairs, spec, opts, seed), strict=True
@@ -433,10 +401,9 @@ def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, 
 
 
 def _compare(inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
-    """Post-processing: the refined pairs audited as each kind the release post-processes.
+    """The refined pairs audited as each kind the release post-processes, and as itself.
 
-    Each level's epsilon per pair, and whether it is a lower bound (it rests on fewer than
-    10 effective draws or outputs, as the headline's flag).
+    Each level's epsilon per pair, and whether it is a lower bound (as the headline's flag).
     """
     levels = [*spec.release.earlier, spec.release]
     eps, n_eff = [], []
@@ -474,20 +441,16 @@ def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult
     worst_c = np.argmax(screen.upper, axis=1)
     rows = np.arange(len(labels))
     eps = screen.upper[rows, worst_c].copy()
-    is_refined = np.zeros(len(labels), dtype=bool)
-    for p, (i, c) in enumerate(zip(refined.neighbour, refined.candidate, strict=True)):
-        if c == worst_c[i]:
-            eps[i] = refined.upper[p]
-        is_refined[i] = True
+    own = refined.candidate == worst_c[refined.neighbour]  # the neighbour's worst candidate
+    eps[refined.neighbour[own]] = refined.upper[own]
     best = int(np.argmax(refined.upper))
-    head = float(refined.upper[best])
     nb = {NEIGHBOUR_DIM: labels}
     pointwise = xr.Dataset(
         {
             "epsilon": (NEIGHBOUR_DIM, eps),
             "epsilon_1": (NEIGHBOUR_DIM, screen.eps1[rows, worst_c]),
             "pareto_k": (NEIGHBOUR_DIM, np.max(screen.khat, axis=1)),
-            "refined": (NEIGHBOUR_DIM, is_refined),
+            "refined": (NEIGHBOUR_DIM, np.isin(rows, refined.neighbour)),
             "candidate": (NEIGHBOUR_DIM, worst_c),
         },
         coords=nb,
@@ -514,16 +477,15 @@ def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult
         },
         coords={"pair": np.arange(refined.upper.size), "ordering": ["D,D'", "D',D"], **grid},
     )
-    lower_bound = bool(acc.resolution_limited(refined.contributing[best]))
     return ReleaseResult(
         release=spec.release.name,
         publishes=spec.release.publishes,
         k=spec.k,
         target_delta=spec.delta,
-        headline=head,
+        headline=float(refined.upper[best]),
         interval=(float(interval[0]), float(interval[1])),
         prob=opts.prob,
-        lower_bound=lower_bound,
+        lower_bound=bool(acc.resolution_limited(refined.contributing[best])),
         worst_neighbour=str(labels[refined.neighbour[best]]),
         neighbour=settings.neighbour_label,
         pointwise=pointwise,

@@ -1,10 +1,7 @@
 """Release kinds: what a release publishes, and how its privacy loss atoms are built.
 
-A kind is a subclass of :class:`ReleaseKind`, and everything about it is in its class: its
-name and words (stored on the result, which the views read), the kinds it post-processes,
-its estimator (:meth:`~ReleaseKind.build`), its atoms, bias, details and notes.
-:func:`pymc_edp.audit_release` takes a kind class or a name in :data:`KINDS`; adding a kind
-touches this module only (docs/release.md, "Adding a release kind").
+Everything about a kind is in its :class:`ReleaseKind` subclass, so adding one touches this
+module only (docs/release.md, "Adding a release kind").
 """
 
 from __future__ import annotations
@@ -50,22 +47,11 @@ class Pair:
 class ReleaseKind:
     """What a release publishes, and the privacy loss atoms of its neighbour pairs.
 
-    A subclass sets the class attributes and :meth:`atoms`; the other methods have defaults.
-    :meth:`build` makes the estimator of one audit, an instance of the kind.
-
-    Attributes
-    ----------
-    name : str
-        Stored as ``ReleaseResult.release``.
-    publishes : str
-        What one release publishes, in words (``ReleaseResult.publishes``).
-    earlier : tuple of ReleaseKind subclasses
-        The kinds this one post-processes (a dataset is drawn from a posterior draw): each
-        is audited on the same pairs, in ``res.comparison``.
-    synthetic : bool
-        It draws synthetic data: it needs the model and an observed variable.
-    listed : bool
-        Its atoms are every output, exactly: no resolution limit.
+    A subclass sets the class attributes and :meth:`atoms`; :meth:`build` makes the estimator
+    of one audit. ``name`` and ``publishes`` (in words) are stored on the result; ``earlier``
+    are the kinds this one post-processes, audited on the same pairs (``res.comparison``);
+    ``synthetic`` kinds need the model and an observed variable; ``listed`` atoms are every
+    output, exactly (no resolution limit).
     """
 
     name: ClassVar[str]
@@ -80,10 +66,7 @@ class ReleaseKind:
         return cls()
 
     def atoms(self, log_ratio: np.ndarray, weights: np.ndarray, counts=None) -> LossAtoms:
-        """Atoms of ``m`` pairs from their raw log ratios and normalised weights ``(m, S)``.
-
-        ``counts`` are the draws' multiplicities in a bootstrap replicate.
-        """
+        """Atoms of ``m`` pairs from log ratios, weights ``(m, S)`` and draw ``counts``."""
         raise NotImplementedError
 
     def refined(self, pair: Pair, seed: int) -> LossAtoms:
@@ -164,11 +147,7 @@ class _SyntheticRelease(ReleaseKind):
 
 
 class DatasetRelease(_SyntheticRelease):
-    """A synthetic dataset per release.
-
-    Datasets are listed when ``support`` (the values of one record) is given and there are
-    at most ``limit`` of them; otherwise ``outputs`` are sampled per mechanism.
-    """
+    """A synthetic dataset per release: listed (at most ``limit``), or sampled per mechanism."""
 
     name = "synthetic"
     publishes = "synthetic datasets"
@@ -176,7 +155,6 @@ class DatasetRelease(_SyntheticRelease):
 
     def __init__(self, data: SyntheticData, support, outputs: int, limit: int, seed: int):
         self.data, self.n_outputs, self.seed = data, int(outputs), int(seed)
-        n_samples = data.posterior.sizes["chain"] * data.posterior.sizes["draw"]
         listed = None if support is None else data.enumerate_outputs(support, limit)
         self.listed = listed is not None
         if self.listed:
@@ -184,7 +162,7 @@ class DatasetRelease(_SyntheticRelease):
             self.mixture = Mixture(self.log_dens)
         else:
             rng = np.random.default_rng(seed)
-            source = rng.integers(0, n_samples, self.n_outputs)
+            source = rng.integers(0, data.n_samples, self.n_outputs)
             self.log_dens = self._densities(source, seed)
             self.mixture = Mixture(self.log_dens, source)
         self._own: dict[int, Mixture] = {}
@@ -218,9 +196,9 @@ class DatasetRelease(_SyntheticRelease):
         return self._own[key]
 
     def refined(self, pair: Pair, seed: int, counts=None, output_counts=None) -> LossAtoms:
-        """Atoms of one pair; ordering 1 samples outputs from the neighbour's own mechanism.
+        """Atoms of one pair, ordering 1 from the neighbour's own outputs.
 
-        ``output_counts`` resample the outputs of each mechanism (a bootstrap replicate).
+        ``output_counts`` resample each mechanism's outputs (a bootstrap replicate).
         """
         if self.listed:
             return self.atoms(None, pair.weights[None], counts)
@@ -267,8 +245,7 @@ class DatasetRelease(_SyntheticRelease):
 class StatisticRelease(_SyntheticRelease):
     """A statistic of one synthetic dataset per release, cut into bins.
 
-    One dataset is drawn at every full-data draw; the statistic's bin probabilities under
-    a neighbour are the weighted ones, as B-EDP reweights parameter bins.
+    One dataset per full-data draw; a neighbour reweights its bins as B-EDP a parameter's.
     """
 
     name = "statistic"
@@ -277,8 +254,7 @@ class StatisticRelease(_SyntheticRelease):
 
     def __init__(self, data: SyntheticData, statistic: Callable, bins: int, seed: int):
         self.data, self.statistic = data, statistic
-        n_samples = data.posterior.sizes["chain"] * data.posterior.sizes["draw"]
-        blocks = data.sample(np.arange(n_samples), seed)
+        blocks = data.sample(np.arange(data.n_samples), seed)
         self.values = np.array([_statistic(statistic, b, data) for b in blocks])
         self.bin_of, self.n_bins = _cut(self.values, bins)
 

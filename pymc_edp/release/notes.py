@@ -70,16 +70,16 @@ def collect(kind, inp, spec, opts, screen, refined, details: dict) -> list[str]:
 def bias_note(bias: float, epsilon: float, accuracy: float) -> str:
     """The note on the log-mean bias of the worst pair's loss, or "" when it does not matter.
 
-    It matters above 5% of epsilon and above the grid's ``accuracy``. A share of epsilon is
-    given only when epsilon exceeds the bias (near epsilon 0 a percentage says nothing).
+    It matters above 5% of epsilon and above the grid's ``accuracy``; a share of epsilon
+    says nothing near epsilon 0.
     """
     if not (bias > 0.05 * epsilon and bias > accuracy):
         return ""
-    head = f"the log of a Monte-Carlo mean is biased: about {bias:.3g} in the worst pair's loss"
     if epsilon > bias:
-        share = f"(first order), {100 * bias / epsilon:.0f}% of epsilon"
+        share = f"{100 * bias / epsilon:.0f}% of epsilon"
     else:
-        share = (
-            f"(first order), at least epsilon itself ({epsilon:.3g}), so epsilon is not resolved"
-        )
-    return f"{head} {share}; draw more posterior samples"
+        share = f"at least epsilon itself ({epsilon:.3g}), so epsilon is not resolved"
+    return (
+        f"the log of a Monte-Carlo mean is biased: about {bias:.3g} in the worst pair's loss "
+        f"(first order), {share}; draw more posterior samples"
+    )

@@ -40,10 +40,7 @@ def observed_name(model, observed: str | None) -> str:
 
 
 def discrete_support(model, name: str) -> np.ndarray | None:
-    """The values one record of ``name`` can take, when few and known; else None.
-
-    Bernoulli, Binomial (constant n) and Categorical records: their outputs can be listed.
-    """
+    """The values of a Bernoulli, Binomial (constant n) or Categorical record, else None."""
     rv = model[name]
     op = getattr(rv.owner, "op", None)
     kind = _FINITE.get(str(getattr(op, "name", "")).lower())
@@ -103,6 +100,7 @@ class SyntheticData:
                 "out"
             )
         self.blocks = -(-self.size // self.n)
+        self.n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
         self._fn = elementwise_loglik(model, name)
         if self._fn.coupled:
             raise ValueError(
@@ -153,10 +151,7 @@ class SyntheticData:
         return np.stack([g.ravel() for g in grids], axis=1)  # (O, size) indices into support
 
     def enumerated_log_density(self, support: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-        """``log p(o | theta_s)`` (O, S) of every listed output.
-
-        One evaluation of the density per support value gives every record's term.
-        """
+        """``log p(o | theta_s)`` (O, S) of every listed output, from one evaluation per value."""
         dtype = self.observed.dtype
         table = np.stack(
             [self.record_terms(np.full(self.observed.shape, v, dtype=dtype)) for v in support]

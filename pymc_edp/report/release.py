@@ -1,8 +1,6 @@
 """The report of a release audit: what ``k`` published releases give away, in words.
 
-:func:`release_facts` reads a :class:`~pymc_edp.ReleaseResult` once into formatted
-:class:`ReleaseFacts`, which the printout (:func:`release_text`) and the HTML view
-(:func:`pymc_edp.plots.release.release_html`) both show, so they cannot disagree.
+The printout and the HTML view both show :func:`release_facts`, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -47,50 +45,21 @@ _DETAILS = (
 
 @dataclass(frozen=True)
 class ReleaseFacts:
-    """What a release audit says, formatted once for the printout and the HTML view.
-
-    Attributes
-    ----------
-    title, published, setting : str
-        The first line; what each release publishes; ``k`` and the neighbour relation.
-    epsilon, interval, delta : str
-        The headline epsilon, its Monte-Carlo interval and the target delta.
-    lower_bound : bool
-        The headline is a lower bound (flagged, or its interval is open above).
-    headline : str
-        The headline sentence.
-    bound : str
-        Why the headline is a lower bound ("" when it is not).
-    worst_neighbour : str
-    comparison : tuple of (str, str, str)
-        ``(level, what it publishes, epsilon)`` per post-processing level; ``"≥ "`` before
-        the epsilon of a level that is a lower bound.
-    post_processing : str
-        :data:`POST_PROCESSING`, and why a level is a lower bound ("" without a comparison).
-    details : tuple of (str, str)
-        ``(label, value)`` of the key Monte-Carlo facts.
-    notes : tuple of str
-
-    Examples
-    --------
-    >>> from pymc_edp.report.release import ReleaseFacts
-    >>> ReleaseFacts.__dataclass_fields__["headline"].type
-    'str'
-    """
+    """What a release audit says, formatted once for the printout and the HTML view."""
 
     title: str
-    published: str
-    setting: str
+    published: str  # what each release publishes
+    setting: str  # k and the neighbour relation
     epsilon: str
     interval: str
     delta: str
-    lower_bound: bool
-    headline: str
-    bound: str
+    lower_bound: bool  # flagged, or the interval is open above
+    headline: str  # the headline sentence
+    bound: str  # why the headline is a lower bound ("" when it is not)
     worst_neighbour: str
-    comparison: tuple[tuple[str, str, str], ...]
-    post_processing: str
-    details: tuple[tuple[str, str], ...]
+    comparison: tuple[tuple[str, str, str], ...]  # (level, publishes, "≥ " if a bound + eps)
+    post_processing: str  # POST_PROCESSING and why a level is a bound ("" without levels)
+    details: tuple[tuple[str, str], ...]  # (label, value)
     notes: tuple[str, ...]
 
 
@@ -140,7 +109,6 @@ def release_facts(res: Any) -> ReleaseFacts:
 
     Examples
     --------
-    >>> from pymc_edp.report.release import release_facts
     >>> res = edp.ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, float("inf")), 0.9, False,
     ...                         "St. Paul's", "remove", *[xr.Dataset()] * 4)
     >>> facts = release_facts(res)
@@ -200,7 +168,6 @@ def release_text(res: Any) -> str:
 
     Examples
     --------
-    >>> from pymc_edp.report.release import release_text
     >>> res = edp.ReleaseResult("draws", 5, 1e-3, 6.65, (5.67, 7.8), 0.9, False, "St. Paul's",
     ...                         "remove", *[xr.Dataset()] * 4, notes=("a note",),
     ...                         publishes="posterior draws")

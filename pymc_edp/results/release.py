@@ -26,44 +26,34 @@ class ReleaseResult:
 
     Attributes
     ----------
-    release : str
-        The release kind's name (``"draws"``, ``"synthetic"``, ``"statistic"``, ...).
+    release, publishes : str
+        The release kind's name (``"draws"``, ``"synthetic"``, ...) and what it publishes.
     k : int
-        Independent releases composed.
     target_delta : float
     headline : float
         ``epsilon(target_delta)`` of ``k`` releases for the worst neighbour pair.
     interval : (float, float)
-        Its Monte-Carlo interval (bootstrap over blocks of draws and over outputs), of
-        probability ``prob``.
+        Its Monte-Carlo interval, of probability ``prob``.
     prob : float
     lower_bound : bool
-        The headline rests on fewer than 10 effective draws or outputs: a lower bound.
-    worst_neighbour : str
-        Label of the neighbour that sets the headline.
-    neighbour : str
-        The neighbour relation.
+        The headline rests on fewer than 10 effective draws or outputs.
+    worst_neighbour, neighbour : str
+        The label of the neighbour that sets the headline; the neighbour relation.
     pointwise : xarray.Dataset
-        Per neighbour (its worst candidate): ``epsilon`` (``k`` releases at
-        ``target_delta``; fine-grid where ``refined``, else the coarse upper bound),
-        ``epsilon_1`` (one release), ``pareto_k``, ``refined``, ``candidate``.
+        Per neighbour (its worst candidate): ``epsilon`` (fine-grid where ``refined``, else
+        the coarse upper bound), ``epsilon_1`` (one release), ``pareto_k``, ``candidate``.
     curves : xarray.Dataset
         ``epsilon_1`` and ``epsilon_k`` per neighbour over a grid of ``delta``.
     refined : xarray.Dataset
-        The pairs composed on the fine grid (dim ``pair``): their epsilons (upper and lower
-        discretisation bounds), effective draws and loss atoms (``loss``, ``prob`` over
-        ``ordering`` and ``atom``), from which :meth:`epsilon` and :meth:`delta` compose.
+        The pairs composed on the fine grid (dim ``pair``): epsilon bounds, effective draws
+        and the loss atoms :meth:`epsilon` and :meth:`delta` compose.
     comparison : xarray.Dataset
-        Post-processing: ``epsilon`` of ``k`` releases at ``target_delta`` over the refined
-        pairs, per ``level`` (the kinds the release post-processes, then its own; coordinate
-        ``publishes``); a later level can be no less private than an earlier one.
+        ``epsilon`` of the refined pairs per ``level``: the kinds the release post-processes,
+        then its own.
     notes : tuple of str
-        What the estimate cannot vouch for (resolution, k-hat, bias, bounds).
     details : dict
         Settings and Monte-Carlo facts (``log_mean_bias``, ``discretisation``, ...).
     random_seed : int
-    publishes : str
-        What one release publishes, in words.
 
     Examples
     --------
@@ -94,14 +84,11 @@ class ReleaseResult:
     def _composed(self, k: int):
         cache = self.__dict__.setdefault("_cache", {})
         if k not in cache:
-            out = []
-            for p in range(self.refined.sizes["pair"]):
-                loss = self.refined["loss"].values[p]
-                prob = self.refined["prob"].values[p]
+            out, intervals = [], self.refined["interval"].values
+            for (loss, prob), interval in zip(self._atoms(), intervals, strict=True):
                 # the audit's grid per release (its accuracy / k), widened as the audit
                 # widens it where k releases would need more grid points than it composes
-                per_release = float(self.refined["interval"].values[p]) * self.k
-                h = grid_interval(loss, prob, k, points=1, accuracy=per_release)
+                h = grid_interval(loss, prob, k, points=1, accuracy=float(interval) * self.k)
                 out.append(compose_pair(loss, prob, k, h, lower=False).upper)
             cache[k] = out
         return cache[k]
@@ -115,8 +102,8 @@ class ReleaseResult:
     def epsilon(self, delta: float | None = None, *, k: int | None = None) -> float:
         """Epsilon of ``k`` releases (default the audit's) at ``delta`` for the worst pair.
 
-        The worst refined pair, composed afresh with losses rounded up (on the audit's grid,
-        coarser only where ``k`` releases need more points: the bound loosens, never drops).
+        Composed afresh on the audit's grid, coarser only where ``k`` releases need more
+        points (the bound loosens, never drops).
 
         Parameters
         ----------
@@ -130,8 +117,7 @@ class ReleaseResult:
         d = self.target_delta if delta is None else check_delta(delta)
         if k == 1:  # one release: the atoms exactly, no grid
             return float(max(epsilon_curve(lo, pr, np.array([d]))[0] for lo, pr in self._atoms()))
-        comp = self._composed(k)
-        return float(max(max(a.epsilon(d), b.epsilon(d)) for a, b in comp))
+        return float(max(max(a.epsilon(d), b.epsilon(d)) for a, b in self._composed(k)))
 
     def _atoms(self):
         return zip(self.refined["loss"].values, self.refined["prob"].values, strict=True)
@@ -149,13 +135,9 @@ class ReleaseResult:
         k = self._releases(k)
         e = check_real(epsilon, "epsilon", minimum=0, allow_inf=True)
         if k == 1:
-            return float(
-                max(
-                    max(exact_delta(lo[o], pr[o], e) for o in range(2)) for lo, pr in self._atoms()
-                )
-            )
-        comp = self._composed(k)
-        return float(max(max(a.delta(e), b.delta(e)) for a, b in comp))
+            deltas = [exact_delta(lo[o], pr[o], e) for lo, pr in self._atoms() for o in range(2)]
+            return float(max(deltas))
+        return float(max(max(a.delta(e), b.delta(e)) for a, b in self._composed(k)))
 
     @property
     def n_neighbours(self) -> int:
@@ -169,10 +151,7 @@ class ReleaseResult:
         return release_html(self)
 
     def plot(self, **kwargs):
-        """delta(epsilon) of one and of ``k`` releases, beside the parameters' profile.
-
-        :func:`pymc_edp.plots.release.plot_release`; ``parameters`` must be an EDPResult.
-        """
+        """:func:`pymc_edp.plots.release.plot_release` of the result."""
         parameters = kwargs.get("parameters")
         if parameters is not None and not isinstance(parameters, EDPResult):
             raise TypeError(
