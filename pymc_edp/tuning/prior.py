@@ -55,22 +55,20 @@ class _Sampler:
                 engine, build_model=lambda value: build_model(float(value)), **common
             )
 
-    def model_at(self, value: float) -> None:
-        """Set the hyperparameter of the user's model (data form only)."""
+    def model_at(self, value: float) -> dict | float:
+        """Set the hyperparameter of the user's model; what the engine samples at ``value``."""
         import pymc as pm
 
-        if self.model is not None:
-            pm.set_data({self.name: np.asarray(value, dtype=self.dtype)}, model=self.model)
+        if self.model is None:
+            return value
+        data = {self.name: np.asarray(value, dtype=self.dtype)}
+        pm.set_data(data, model=self.model)
+        return data
 
     def __call__(self, value: float, seed: int):
         import pymc as pm
 
-        if self.model is not None:
-            self.model_at(value)
-            data = {self.name: np.asarray(value, dtype=self.dtype)}
-        else:
-            data = value
-        idata, model = self.engine.sample_idata(data, int(seed))
+        idata, model = self.engine.sample_idata(self.model_at(value), int(seed))
         pm.compute_log_likelihood(idata, model=model, extend_inferencedata=True, progressbar=False)
         return idata, model
 
@@ -192,29 +190,20 @@ def tune_prior(
 ) -> PriorTuningResult:
     """Find the prior strength whose posterior has a target B-EDP epsilon [1]_ [2]_.
 
-    The prior strength is one positive scalar: a ``pm.Data`` hyperparameter of ``model``
-    (compiled once), or the argument of ``build_model(value) -> pm.Model``. Each trial
-    samples with the same seed and audits by reweighting (``method="psis"``); the search
-    brackets the target in log value and narrows it with Brent's method [3]_ until a trial
-    is within ``rtol`` of the target or the noise hides a narrower bracket. A fresh sample at
-    the answer is audited with ``method``, and its utility cost against the untuned prior
-    reported.
-
-    With ``release``, the target is the headline of :func:`pymc_edp.audit_release` instead,
-    its Monte-Carlo error the half width of its bootstrap interval over the normal
-    quantile (the trials bootstrap at most 50 replicates), and the utility cost is reported
-    for every posterior variable.
+    Each trial samples at one value of the strength (same seed every time) and audits by
+    reweighting; the search brackets the target in log value and narrows it with Brent's
+    method [3]_ (:class:`pymc_edp.SearchOptions`). A fresh sample at the answer is audited
+    with ``method`` and its utility cost against the untuned prior reported.
 
     Parameters
     ----------
     model : pymc.Model, optional
-        Model with a scalar float ``pm.Data`` hyperparameter, restored on return (set it
-        to ``res.value`` to keep the tuned prior). Default: the enclosing ``with`` block's.
+        Model with a scalar float ``pm.Data`` strength (compiled once), restored on return
+        (set it to ``res.value`` to keep the tuned prior). Default: the enclosing model.
     hyperparameter : str, optional
         Name of that ``pm.Data`` variable; required with ``model``.
     build_model : callable, optional
-        ``build_model(value) -> pm.Model`` in place of ``model`` and ``hyperparameter``;
-        each trial builds and compiles a new model (slower).
+        ``build_model(value) -> pm.Model`` in place of ``model`` (a new model per trial).
     target_epsilon : float
         Target epsilon (> 0): B-EDP, or with ``release`` the release's at ``delta``.
     initial : float, optional
@@ -222,32 +211,25 @@ def tune_prior(
         Default: the hyperparameter's value; required with ``build_model``.
     bracket : (float, float), optional
         ``(low, high)`` values known to straddle the target; default: found by stepping.
-    var_names, filter_vars, bins, neighbour
-        As in :func:`pymc_edp.audit` (and :func:`pymc_edp.audit_release`, with
-        ``release``), for every audit; ``var_names`` are also the variables whose utility
-        cost is reported.
-    method, smoothing, chunks
-        As in :func:`pymc_edp.audit`; ``method`` is the confirmation's (the search always
-        reweights). Not with ``release``.
-    refit : RefitOptions or dict, optional
-        ``draws``, ``tune``, ``chains`` and ``engine`` of every posterior sampled, and how
-        the confirmation refits and verifies, as in :func:`pymc_edp.audit`.
+    var_names, filter_vars, bins, neighbour, method, smoothing, refit, chunks
+        As in :func:`pymc_edp.audit`, for every audit; ``method`` is the confirmation's
+        (the search reweights), ``refit`` also samples every trial, ``var_names`` are also
+        the variables whose utility cost is reported. With ``release``, the first four are
+        :func:`pymc_edp.audit_release`'s and ``method``, ``smoothing``, ``chunks`` unused.
     release, k, delta, observed, n_synthetic, statistic, options
-        A release target, as in :func:`pymc_edp.audit_release`. Default ``release=None``:
-        the B-EDP epsilon of :func:`pymc_edp.audit` is tuned.
+        A release target, as in :func:`pymc_edp.audit_release`: its headline is tuned, its
+        Monte-Carlo error the bootstrap interval's half width over the normal quantile (at
+        most 50 replicates per trial); utility is reported for every posterior variable.
     search : SearchOptions or dict, optional
-        How the hyperparameter is searched.
     random_seed : int or numpy.random.Generator, optional
-        Seeds the search (one seed for every trial), the confirmation sample and its
-        refits; the seed used is ``res.random_seed``.
+        Seeds the search (one seed for every trial), the confirmation and its refits.
     progressbar : bool, default True
         Progress of the confirmation refits.
 
     Returns
     -------
     PriorTuningResult
-        With ``release``, ``.audit`` is the confirmation's :class:`pymc_edp.ReleaseResult`
-        and ``.epsilon`` its headline.
+        With ``release``, ``.audit`` is the confirmation's :class:`pymc_edp.ReleaseResult`.
 
     Raises
     ------
@@ -257,11 +239,10 @@ def tune_prior(
     Warns
     -----
     EDPWarning
-        Always, with :data:`LEAKAGE_CAVEAT` (a prior tuned on the data is a release of its
-        own [1]_). Also when epsilon is not monotone over the trials, reweighting was
-        unreliable during the search, the confirmed epsilon misses the target by more than
-        ``rtol`` plus three Monte-Carlo errors, or a confirmed release epsilon is a lower
-        bound.
+        Always, with :data:`LEAKAGE_CAVEAT` [1]_. Also when epsilon is not monotone over
+        the trials, reweighting was unreliable during the search, the confirmed epsilon
+        misses the target by more than ``rtol`` plus three Monte-Carlo errors, or a
+        confirmed release epsilon is a lower bound.
 
     References
     ----------
@@ -374,12 +355,17 @@ class _Audits:
     """
 
     label = None  # the confirmation audit's own ``res.method``
+    search_label = "reweighting only"  # what the search's warnings say it did
 
     def __init__(self, kwargs: dict, refit: RefitOptions):
         self.search_kwargs = {**kwargs, "method": "psis", "refit": None}
         self.confirm_kwargs = {**kwargs, "refit": refit}
         checked = {k: v for k, v in self.confirm_kwargs.items() if k not in _SELECTION}
         self.bins = check_options(**checked)["bins"]
+        self.search_advice = (
+            " The search's epsilons there may be off; the confirmation audit uses "
+            f"method={self.confirm_kwargs['method']!r}."
+        )
 
     def trial(self, idata, model, seed: int):
         """A search trial's audit (reweighting only; the seed is the sample's)."""
@@ -395,15 +381,6 @@ class _Audits:
     def estimate(res) -> tuple[float, float]:
         """The audit's epsilon and its own Monte-Carlo error (one method everywhere)."""
         return float(res.epsilon), float(diagnostics.epsilon_mcse(res)["epsilon"])
-
-    def search_note(self, note: str, count: int, n_trials: int, where: str) -> str:
-        """A warning of the search's trials, with where it came."""
-        return (
-            f"during the search (reweighting only) at {count} of "
-            f"{n_trials} trial values ({where}): {note} The search's epsilons "
-            f"there may be off; the confirmation audit uses "
-            f"method={self.confirm_kwargs['method']!r}."
-        )
 
     @staticmethod
     def confirmation_notes(res) -> list[str]:
@@ -495,7 +472,11 @@ class _TrialAudits:
         out: dict[str, None] = {}
         for note, values in self.search_notes.items():
             where = ", ".join(f"{v:.4g}" for v in values[:5]) + ("..." if len(values) > 5 else "")
-            out[self.auditor.search_note(note, len(values), n_trials, where)] = None
+            message = (
+                f"during the search ({self.auditor.search_label}) at {len(values)} of "
+                f"{n_trials} trial values ({where}): {note}{self.auditor.search_advice}"
+            )
+            out[message] = None
         return out
 
 

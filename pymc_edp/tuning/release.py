@@ -56,6 +56,8 @@ class ReleaseAuditor:
         self.delta = spec.delta
         what = "draws" if spec.release == "draws" else "synthetic datasets"
         self.label = f"audit_release: {spec.k} {what} at delta {spec.delta:g}"
+        self.search_label = f"{self.label}, at most {TRIAL_BOOTSTRAP} bootstrap replicates"
+        self.search_advice = ""
 
     def trial_kwargs(self) -> dict:
         """The keywords with at most :data:`TRIAL_BOOTSTRAP` bootstrap replicates."""
@@ -77,13 +79,6 @@ class ReleaseAuditor:
     def estimate(res) -> tuple[float, float]:
         """The headline (epsilon at ``delta`` for ``k`` releases) and its MC error."""
         return float(res.headline), release_mcse(res)
-
-    def search_note(self, note: str, count: int, n_trials: int, where: str) -> str:
-        """A warning of the search's trials, with where it came."""
-        return (
-            f"during the search ({self.label}, at most {TRIAL_BOOTSTRAP} bootstrap replicates) "
-            f"at {count} of {n_trials} trial values ({where}): {note}"
-        )
 
     def confirmation_notes(self, res) -> list[str]:
         """A confirmed headline that is a lower bound cannot vouch for the target."""

@@ -286,8 +286,8 @@ def answer(search: Search) -> tuple[float, Trial | None]:
         gs = np.array([search.g(t) for t in near])
         w = np.array([(t.epsilon / max(t.mcse, 1e-12 * t.epsilon)) ** 2 for t in near])
         slope, icept = np.polyfit(xs, gs, 1, w=np.sqrt(w))
-        trend = np.sign(gb - ga) * np.sign(b.x - a.x)
-        if slope != 0 and np.sign(slope) == trend:
+        rising = np.sign(gb - ga) * np.sign(b.x - a.x)
+        if slope != 0 and np.sign(slope) == rising:
             x_fit = -icept / slope
             if min(a.x, b.x) <= x_fit <= max(a.x, b.x):
                 x = float(x_fit)
