@@ -216,7 +216,7 @@ def unprune(rw: Reweighter, est: Estimates, settings: Settings) -> Estimates | N
     """
     if not est.pruned.size:
         return None
-    top = float(np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf)))
+    top = float(est.epsilon().max())
     again = est.pruned[prune_margin(est["bound"][est.pruned]) >= top]
     if not again.size:
         return None

@@ -139,10 +139,6 @@ class Refitter:
             if estimate is not None:
                 est.set_row(k, estimate, estimate.se, "refit")
 
-    def collection(self) -> Refits | None:
-        """The refits run, or None."""
-        return Refits(self.outcomes) if self.outcomes else None
-
 
 def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, list[str]]:
     """Neighbours to refit, worst k-hat first, at most ``max_refits`` of them; and messages."""
@@ -210,7 +206,8 @@ def refit_and_verify(
                 refitter.estimates = again
                 errors = errors_of(again)
     messages += [*refitter.messages, *check.messages]
-    return Verified(refitter.estimates, check, errors, refitter.collection(), tuple(messages))
+    refits = Refits(refitter.outcomes) if refitter.outcomes else None
+    return Verified(refitter.estimates, check, errors, refits, tuple(messages))
 
 
 def _checkpoint_config(inp: Inputs, settings: Settings) -> dict:
@@ -285,8 +282,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
         factor = max(factor, _compare(check, refitter.estimates, batch, before, se_before, vopts))
         if not (check.code == VERIFY_DISAGREE).any():
             break
-        est = refitter.estimates
-        headline = float(np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf)))
+        headline = float(refitter.estimates.epsilon().max())
         todo = eligible & (check.code == 0) & (upper * factor >= headline)
         left = np.flatnonzero(todo)
         left = left[np.argsort(-eps[left], kind="stable")]
@@ -400,8 +396,7 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
     checked = int(ok.sum() + bad.sum())
     if not checked:
         return _unverified(check, f"every verification refit failed{_SEE_STATUS}")
-    eps_k = np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf), axis=1)
-    top = int(np.argmax(eps_k))
+    top = int(np.argmax(est.epsilon()))
     if not bad.any() and failed[top]:  # the refits that ran agree, but not the headline's
         return _unverified(
             check,
