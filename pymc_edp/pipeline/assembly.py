@@ -47,7 +47,9 @@ def assemble(
     smoothing = settings.smoothing.weighted
     messages = [*messages, *_limit_messages(est, inp.neighbours.labels, inp.par_labels, smoothing)]
     lower, upper, se = intervals(est, verified.errors)
-    labels = _netcdf_safe(inp.neighbours.labels)
+    labels = np.asarray(inp.neighbours.labels)
+    if labels.dtype.kind not in "biufUM":  # what netCDF can store
+        labels = labels.astype(str)
     par_labels = np.asarray(inp.par_labels, dtype=str)
     pointwise = _pointwise(est, filled, inp, par_labels, labels, settings.replace).assign(
         epsilon_mcse=(NEIGHBOUR_DIM, se),
@@ -158,11 +160,6 @@ def _with_noise_floor(result: EDPResult) -> EDPResult:
     except ValueError:  # too few draws per chain for two halves
         floor = None
     return dataclasses.replace(result, noise_floor=floor)
-
-
-def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
-    labels = np.asarray(labels)
-    return labels if labels.dtype.kind in "biufUM" else labels.astype(str)
 
 
 def _pointwise(est: Estimates, filled, inp: Inputs, par_labels, labels, replace: bool):

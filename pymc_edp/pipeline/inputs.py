@@ -140,7 +140,13 @@ def read_inputs(
                 {n: observed_y[n] for n in ll.names if n in observed_y},
             )
     neighbours = settings.neighbour.neighbours(ll)
-    blocks = tuple(_coupled_blocks(ll, neighbours)) if factorised else ()
+    blocks = ()  # coupled variables (conditionals stored) of which a neighbour removes several
+    if factorised:
+        blocks = tuple(
+            name
+            for v, name in enumerate(ll.names)
+            if ll.datasets[name].attrs.get(COUPLED) and neighbours.largest_block(ll.offsets, v) > 1
+        )
     if blocks:
         # per-record conditionals do not add up to a block's: each block's own instead
         try:
@@ -296,24 +302,24 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
     streamed = _streamed_log_likelihood(idata, model, observed, source)
     if streamed is not None:
         return streamed, True, []
+    posterior = get_group(idata, "posterior")
     notes = []
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
         if model is not None:
-            ll_ds = _coupled_conditionals(idata, model, ll_ds, observed, observed_data)
+            ll_ds = _coupled_conditionals(posterior, model, ll_ds, observed, observed_data)
         return LogLikelihood.from_dataset(ll_ds, observed), True, notes
     except (NonFactorisedError, ValueError) as err:
-        if isinstance(err, NonFactorisedError):
+        coupled = isinstance(err, NonFactorisedError)
+        if coupled:
             check_not_scalar(observed_data, err)
-        no_loglik = "no 'log_likelihood' group" in str(err)
+        builder = settings.refit.build_model is not None
         # a coupled likelihood that is not Gaussian: refits of the model with the record
         # unobserved (no builder needed), or the user's builder
-        automatic = model is not None and isinstance(err, NonFactorisedError)
-        if (settings.refit.build_model is None and not automatic) or not (
-            isinstance(err, NonFactorisedError) or no_loglik
-        ):
+        automatic = model is not None and coupled
+        if not (builder or automatic) or not (coupled or "no 'log_likelihood' group" in str(err)):
             raise
-        if automatic and settings.refit.build_model is None:
+        if automatic and not builder:
             notes.append(f"{err}; every neighbour is refitted")
         # refit-only: records are the entries of each observed variable's first dimension
         if settings.method in ("psis", "moment_match"):
@@ -323,7 +329,6 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
             ) from err
         if observed_data is None:
             raise ValueError("refitting by build_model needs the observed_data group") from err
-    posterior = get_group(idata, "posterior")
     layout = LogLikelihood.from_observed(
         observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
     )
@@ -387,15 +392,6 @@ def _data_rows(joined: str, positions: np.ndarray, model, posterior) -> np.ndarr
     )
 
 
-def _coupled_blocks(ll: LogLikelihood, neighbours: Neighbours) -> list[str]:
-    """Coupled variables (conditionals stored) of which one neighbour removes several records."""
-    return [
-        name
-        for v, name in enumerate(ll.names)
-        if ll.datasets[name].attrs.get(COUPLED) and neighbours.largest_block(ll.offsets, v) > 1
-    ]
-
-
 def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) -> LogLikelihood:
     """``ll`` with each block's ``log p(y_b | y_-b, theta)`` on its first row, 0 on the others.
 
@@ -423,7 +419,7 @@ def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) 
     return LogLikelihood(ll.names, tuple(arrays), ll.offsets, ll.datasets)
 
 
-def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Dataset:
+def _coupled_conditionals(posterior, model, ll_ds, observed, observed_data) -> xr.Dataset:
     """``ll_ds`` with one-term likelihoods by their records' leave-one-out conditionals.
 
     E.g. ``pm.AR`` or an ``MvNormal`` over records (:mod:`pymc_edp.model.conditional`);
@@ -442,7 +438,6 @@ def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Da
         fn = elementwise_loglik(model, name)
         if not fn.coupled:
             continue
-        posterior = get_group(idata, "posterior")
         values = fn(posterior, np.asarray(y.values))
         shape = (posterior.sizes["chain"], posterior.sizes["draw"], *y.shape)
         coupled[name] = xr.DataArray(
