@@ -28,8 +28,7 @@ _log = logging.getLogger("pymc_edp")
 
 #: Why ``ChunkOptions(prune=True)`` is refused without reweighting.
 PRUNE_NEEDS_REWEIGHTING = (
-    "ChunkOptions(prune=True) needs every neighbour reweighted first: it cannot be used "
-    "with method='refit' or without a factorised pointwise log-likelihood"
+    "ChunkOptions(prune=True) needs reweighting: a factorised likelihood, not method='refit'"
 )
 
 
