@@ -34,8 +34,7 @@ def assemble(
 ) -> EDPResult:
     """The :class:`EDPResult`, its warnings issued (for the caller of ``audit``) and kept.
 
-    The fit's convergence warning comes first, then those about unreliable weights, the
-    earlier stages' ``messages``, and those about merged bins last.
+    In order: the fit's convergence, unreliable weights, ``messages``, merged bins.
     """
     est = verified.estimates.copy()
     if not inp.factorised:  # no weights: a neighbour without a successful refit has nothing
@@ -48,13 +47,16 @@ def assemble(
     smoothing = settings.smoothing.weighted
     messages = [*messages, *_limit_messages(est, inp.neighbours.labels, inp.par_labels, smoothing)]
     lower, upper, se = intervals(est, verified.errors)
-    labels = _netcdf_safe(inp.neighbours.labels)
+    labels = np.asarray(inp.neighbours.labels)
+    if labels.dtype.kind not in "biufUM":  # what netCDF can store
+        labels = labels.astype(str)
     par_labels = np.asarray(inp.par_labels, dtype=str)
-    pointwise = _pointwise(est, filled, inp, par_labels, labels, settings.replace)
-    pointwise["epsilon_mcse"] = (NEIGHBOUR_DIM, se)
-    pointwise["epsilon_lower"] = (NEIGHBOUR_DIM, lower)
-    pointwise["epsilon_upper"] = (NEIGHBOUR_DIM, upper)
-    pointwise = pointwise.assign(_verification_vars(verified.verification))
+    pointwise = _pointwise(est, filled, inp, par_labels, labels, settings.replace).assign(
+        epsilon_mcse=(NEIGHBOUR_DIM, se),
+        epsilon_lower=(NEIGHBOUR_DIM, lower),
+        epsilon_upper=(NEIGHBOUR_DIM, upper),
+        **_verification_vars(verified.verification),
+    )
     parameters = _parameters(est, filled, par_labels, labels, inp)
     threshold = khat_threshold(inp.n_samples)
     first, last = _reliability_messages(est, inp, settings, labels, threshold)
@@ -160,11 +162,6 @@ def _with_noise_floor(result: EDPResult) -> EDPResult:
     return dataclasses.replace(result, noise_floor=floor)
 
 
-def _netcdf_safe(labels: np.ndarray) -> np.ndarray:
-    labels = np.asarray(labels)
-    return labels if labels.dtype.kind in "biufUM" else labels.astype(str)
-
-
 def _pointwise(est: Estimates, filled, inp: Inputs, par_labels, labels, replace: bool):
     """The per-neighbour table ``res.pointwise``."""
     nbs, eps = inp.neighbours, est["eps"]
@@ -253,24 +250,17 @@ def _reliability_messages(est: Estimates, inp: Inputs, settings: Settings, label
     if bad.any():
         order = np.flatnonzero(bad)[np.argsort(-khat[bad])][:5]
         worst = ", ".join(f"{labels[i]} ({khat[i]:.2f})" for i in order)
+        advice = "refit them (method='auto' or 'refit') or draw more samples"
         if settings.method == "auto" and not inp.can_refit:
-            advice = (
-                "pass model= (or refit=RefitOptions(build_model=...)) so that "
-                "method='auto' refits them"
-            )
-        else:
-            advice = "refit them (method='auto' or 'refit') or draw more samples"
+            advice = "pass model= so that method='auto' refits them"
         first.append(
             f"Pareto k-hat above {threshold:.2f} for {int(bad.sum())} of {khat.size} "
-            f"neighbours kept to reweighting (worst: {worst}): their epsilon is unreliable "
-            f"and may be the one that sets the maximum; {advice}."
+            f"neighbours kept to reweighting (worst: {worst}): their epsilon is unreliable; "
+            f"{advice}."
         )
     n_bins = inp.bins.n_bins
     if np.any(n_bins < settings.bins):
         merged = [inp.par_labels[p] for p in np.flatnonzero(n_bins < settings.bins)]
-        last.append(
-            f"tied posterior draws merged bins of {len(merged)} parameter(s) "
-            f"({', '.join(merged[:5])}{'...' if len(merged) > 5 else ''}); their effective "
-            "number of bins is in parameters['n_bins']"
-        )
+        shown = ", ".join(merged[:5]) + ("..." if len(merged) > 5 else "")
+        last.append(f"tied draws merged bins of {shown}: see parameters['n_bins']")
     return first, last

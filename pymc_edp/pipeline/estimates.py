@@ -17,9 +17,8 @@ from pymc_edp.model.reweight import top_rows
 __all__ = ["TOP_WEIGHTS", "Errors", "Estimates", "intervals", "method_used", "pair_errors"]
 
 #: Neighbours whose weights a large audit keeps, and whose Monte-Carlo interval every audit
-#: computes and stores: those with the largest epsilons, which set the headline and its
-#: interval (``res.interval()`` on a result with every weight computes every neighbour's;
-#: at 10,000 records that costs several times the audit itself).
+#: stores: those with the largest epsilons, which set the headline and its interval (every
+#: neighbour's, by ``res.interval()``, costs several times the audit at 10,000 records).
 TOP_WEIGHTS = 32
 
 

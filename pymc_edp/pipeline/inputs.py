@@ -123,8 +123,8 @@ def read_inputs(
     messages.extend(_potential_messages(weighted, ll))
     if ll.n_samples != draws.shape[1]:
         raise ValueError(
-            f"the log_likelihood group has {ll.n_samples} draws but the posterior has "
-            f"{draws.shape[1]}; they must come from the same sampling run"
+            f"the log_likelihood group has {ll.n_samples} draws, the posterior "
+            f"{draws.shape[1]}: they must come from one sampling run"
         )
     observed_y = _observed_y(idata, model, ll)
     if factorised:
@@ -140,17 +140,20 @@ def read_inputs(
                 {n: observed_y[n] for n in ll.names if n in observed_y},
             )
     neighbours = settings.neighbour.neighbours(ll)
-    blocks = tuple(_coupled_blocks(ll, neighbours)) if factorised else ()
+    blocks = ()  # coupled variables (conditionals stored) of which a neighbour removes several
+    if factorised:
+        blocks = tuple(
+            name
+            for v, name in enumerate(ll.names)
+            if ll.datasets[name].attrs.get(COUPLED) and neighbours.largest_block(ll.offsets, v) > 1
+        )
     if blocks:
         # per-record conditionals do not add up to a block's: each block's own instead
         try:
             ll = _with_block_conditionals(ll, neighbours, blocks, model, posterior, settings)
         except NonFactorisedError as err:
             factorised, blocks = False, ()
-            messages.append(
-                f"{err}; a neighbour removes several records of a coupled likelihood, so "
-                "every neighbour is refitted with its records unobserved"
-            )
+            messages.append(f"{err}; every neighbour is refitted with its records unobserved")
     cands, replacement_sets = {}, [[]]
     if settings.replace:
         for name in ll.names:  # the error of what cannot be found
@@ -221,11 +224,9 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=(
     hidden = [p for p in hidden if p not in weighted]
     if hidden:
         messages.append(
-            f"the model's Potential(s) {hidden} depend on data: records that enter the "
-            "posterior only through a Potential have no pointwise log-likelihood and are no "
-            "neighbour of this audit, so epsilon covers only the records of the observed "
-            f"variables. To audit them, write them as observed variables (pm.CustomDist with "
-            "observed=, one term per record)."
+            f"the model's Potential(s) {hidden} depend on data: their records are no neighbour "
+            "(no pointwise log-likelihood); write them as observed variables to audit them "
+            "(docs/troubleshooting.md)"
         )
     left_out = tuple(left_out)
     if keep.all():  # nothing dropped: one matrix
@@ -249,10 +250,8 @@ def _check_records(ll: LogLikelihood) -> None:
     """The audited observed variables have records (one without, beside others, is left alone)."""
     if ll.n_rows == 0:
         raise ValueError(
-            f"the observed variable(s) {list(ll.names)} have zero records, so no neighbour "
-            "dataset can remove or replace one: check that the data reached the model "
-            "(observed= or pm.Data), or audit observed variables that have records "
-            "(neighbour=NeighbourOptions(observed=[...]))"
+            f"the observed variable(s) {list(ll.names)} have zero records: check that the data "
+            "reached the model, or audit others (NeighbourOptions(observed=[...]))"
         )
 
 
@@ -267,7 +266,7 @@ def _potential_messages(weighted: dict, ll: LogLikelihood) -> list[str]:
             v = ll.names.index(name)
             n_v = int(ll.offsets[v + 1] - ll.offsets[v])
             if mask is None:
-                which, count = f"every record of {name!r}", n_v
+                which = f"every record of {name!r}"
             else:
                 rows = np.flatnonzero(mask.reshape(n_v, -1).any(axis=1)) if mask.size else []
                 if not len(rows):
@@ -275,18 +274,12 @@ def _potential_messages(weighted: dict, ll: LogLikelihood) -> list[str]:
                 shown = ", ".join(str(x) for x in labels[ll.offsets[v] + rows[:10]])
                 more = f" and {len(rows) - 10} more" if len(rows) > 10 else ""
                 what = "record" if len(rows) == 1 else "records"
-                which, count = f"{what} {shown}{more} of {name!r}", len(rows)
+                which = f"{what} {shown}{more} of {name!r}"
             messages.append(
-                f"the model's Potential {potential!r} holds part of the likelihood of {which} "
-                "(e.g. regression weights written as the observed variable plus "
-                "pm.Potential((w - 1) * logp)). A neighbour's weight removes or replaces only "
-                f"a record's term in {name!r}, not its term in the Potential, so the epsilon "
-                f"of {'this record' if count == 1 else 'these records'} is mis-measured (a "
-                "record of weight w is removed only 1/w of the way: its epsilon is far too "
-                "small). Write each record's whole likelihood as its own term of one observed "
-                "variable, e.g. pm.CustomDist(name, mu, sigma, w, logp=lambda value, mu, "
-                "sigma, w: w * pm.logp(pm.Normal.dist(mu, sigma), value), observed=data), "
-                "and drop the Potential."
+                f"the model's Potential {potential!r} holds part of the likelihood of {which}, "
+                "that a neighbour does not remove or replace, so their epsilon is mis-measured: "
+                "write each record's whole likelihood as one term of an observed variable "
+                "(pm.CustomDist) and drop the Potential (docs/troubleshooting.md)"
             )
     return messages
 
@@ -296,9 +289,8 @@ def _check_draws_per_bin(n_samples: int, bins: int) -> None:
         max_bins = n_samples // MIN_DRAWS_PER_BIN
         advice = f"Use bins <= {max_bins} or draw" if max_bins >= 2 else "Draw"
         raise ValueError(
-            f"too few draws for the bins asked: {n_samples} posterior draws for bins={bins} "
-            f"leaves under {MIN_DRAWS_PER_BIN} draws per bin, where the bin probabilities "
-            f"are mostly noise. {advice} at least {MIN_DRAWS_PER_BIN * bins} samples."
+            f"too few draws: {n_samples} for bins={bins} leave under {MIN_DRAWS_PER_BIN} per "
+            f"bin. {advice} at least {MIN_DRAWS_PER_BIN * bins} samples."
         )
 
 
@@ -310,24 +302,24 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
     streamed = _streamed_log_likelihood(idata, model, observed, source)
     if streamed is not None:
         return streamed, True, []
+    posterior = get_group(idata, "posterior")
     notes = []
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
         if model is not None:
-            ll_ds = _coupled_conditionals(idata, model, ll_ds, observed, observed_data)
+            ll_ds = _coupled_conditionals(posterior, model, ll_ds, observed, observed_data)
         return LogLikelihood.from_dataset(ll_ds, observed), True, notes
     except (NonFactorisedError, ValueError) as err:
-        if isinstance(err, NonFactorisedError):
+        coupled = isinstance(err, NonFactorisedError)
+        if coupled:
             check_not_scalar(observed_data, err)
-        no_loglik = "no 'log_likelihood' group" in str(err)
+        builder = settings.refit.build_model is not None
         # a coupled likelihood that is not Gaussian: refits of the model with the record
         # unobserved (no builder needed), or the user's builder
-        automatic = model is not None and isinstance(err, NonFactorisedError)
-        if (settings.refit.build_model is None and not automatic) or not (
-            isinstance(err, NonFactorisedError) or no_loglik
-        ):
+        automatic = model is not None and coupled
+        if not (builder or automatic) or not (coupled or "no 'log_likelihood' group" in str(err)):
             raise
-        if automatic and settings.refit.build_model is None:
+        if automatic and not builder:
             notes.append(f"{err}; every neighbour is refitted")
         # refit-only: records are the entries of each observed variable's first dimension
         if settings.method in ("psis", "moment_match"):
@@ -336,11 +328,7 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
                 "build_model use method='refit' (or 'auto', which then refits every neighbour)"
             ) from err
         if observed_data is None:
-            raise ValueError(
-                "refitting through build_model needs the observed_data group to know the "
-                "records; sample with pm.sample so that it is stored"
-            ) from err
-    posterior = get_group(idata, "posterior")
+            raise ValueError("refitting by build_model needs the observed_data group") from err
     layout = LogLikelihood.from_observed(
         observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
     )
@@ -404,15 +392,6 @@ def _data_rows(joined: str, positions: np.ndarray, model, posterior) -> np.ndarr
     )
 
 
-def _coupled_blocks(ll: LogLikelihood, neighbours: Neighbours) -> list[str]:
-    """Coupled variables (conditionals stored) of which one neighbour removes several records."""
-    return [
-        name
-        for v, name in enumerate(ll.names)
-        if ll.datasets[name].attrs.get(COUPLED) and neighbours.largest_block(ll.offsets, v) > 1
-    ]
-
-
 def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) -> LogLikelihood:
     """``ll`` with each block's ``log p(y_b | y_-b, theta)`` on its first row, 0 on the others.
 
@@ -440,7 +419,7 @@ def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) 
     return LogLikelihood(ll.names, tuple(arrays), ll.offsets, ll.datasets)
 
 
-def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Dataset:
+def _coupled_conditionals(posterior, model, ll_ds, observed, observed_data) -> xr.Dataset:
     """``ll_ds`` with one-term likelihoods by their records' leave-one-out conditionals.
 
     E.g. ``pm.AR`` or an ``MvNormal`` over records (:mod:`pymc_edp.model.conditional`);
@@ -459,7 +438,6 @@ def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Da
         fn = elementwise_loglik(model, name)
         if not fn.coupled:
             continue
-        posterior = get_group(idata, "posterior")
         values = fn(posterior, np.asarray(y.values))
         shape = (posterior.sizes["chain"], posterior.sizes["draw"], *y.shape)
         coupled[name] = xr.DataArray(
@@ -468,12 +446,7 @@ def _coupled_conditionals(idata, model, ll_ds, observed, observed_data) -> xr.Da
             coords={d: y[d].values for d in y.dims if d in y.coords},
             attrs={COUPLED: 1},
         )
-        _log.info(
-            "the likelihood of %r couples its %d records: each record is reweighted by its "
-            "leave-one-out conditional p(y_i | y_-i, theta), exact for this Gaussian likelihood",
-            name,
-            y.size,
-        )
+        _log.info("%r couples its %d records: reweighted by p(y_i | y_-i, theta)", name, y.size)
     return ll_ds.assign(coupled) if coupled else ll_ds
 
 
@@ -482,27 +455,21 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
     if source == "group":
         if not has_group(idata, "log_likelihood"):
             raise ValueError(
-                "ChunkOptions(log_likelihood='group') but the posterior has no 'log_likelihood' "
-                "group: run pm.compute_log_likelihood(idata, model=model), or pass model= with "
-                "ChunkOptions(log_likelihood='model') (or 'auto') to compute it chunk by chunk"
+                "ChunkOptions(log_likelihood='group') but there is no 'log_likelihood' group: "
+                "run pm.compute_log_likelihood, or pass model= with log_likelihood='auto'"
             )
         return None
     if source == "auto" and (has_group(idata, "log_likelihood") or model is None):
         return None
     if model is None:
-        raise ValueError(
-            "ChunkOptions(log_likelihood='model') computes the log-likelihood from the model: "
-            "pass model="
-        )
+        raise ValueError("ChunkOptions(log_likelihood='model') needs the model: pass model=")
     names = observed or [rv.name for rv in model.observed_RVs]
     reasons = {k: v for k, v in stream_supported(model, names).items() if v is not None}
     if reasons:
         if source == "model":
             detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
             raise ValueError(
-                "ChunkOptions(log_likelihood='model') cannot compute these observed variables' "
-                f"log-likelihood record by record ({detail}). Use log_likelihood='auto' (or "
-                "compute the group with pm.compute_log_likelihood)."
+                f"ChunkOptions(log_likelihood='model') cannot stream ({detail}): use 'auto'"
             )
         _log.info("computing the whole log_likelihood group: %s", reasons)
         return None
@@ -540,10 +507,7 @@ def _replacements(idata, model, ll: LogLikelihood, factorised, settings: Setting
         cands[name] = candidates(replacements, name, y, integer=integer_data(model, name, y))
     if not factorised:
         if any(c.shape[0] != 1 for c in cands.values()):
-            raise ValueError(
-                "without a factorised likelihood the worst of several replacements "
-                "cannot be chosen by reweighting: give one replacement per record"
-            )
+            raise ValueError("without a factorised likelihood give one replacement per record")
         return cands, []
     per_var = []
     for v, name in enumerate(ll.names):

@@ -42,14 +42,8 @@ def match_moments(
     if not bad.size:
         return Matched(est)
     if inp.blocks:  # the model gives per-record conditionals, not those of blocks
-        return Matched(
-            est,
-            (
-                f"the neighbours of the coupled likelihood of {list(inp.blocks)} remove "
-                "blocks of records: moment matching, which works with each record's "
-                "conditional, does not apply to them",
-            ),
-        )
+        said = f"moment matching does not apply to the blocks of records of {list(inp.blocks)}"
+        return Matched(est, (said,))
     ll, nbs = problem.ll, problem.neighbours
     try:
         outcomes = moment_match_neighbours(
@@ -64,13 +58,11 @@ def match_moments(
             options=opts,
         )
     except (ValueError, TypeError, NotImplementedError) as err:
-        return Matched(
-            est,
-            (
-                f"moment matching was not possible for this model ({err}); the {bad.size} "
-                "neighbour(s) above the k-hat threshold keep their reweighting estimate",
-            ),
+        said = (
+            f"moment matching was not possible for this model ({err}); the {bad.size} "
+            "neighbour(s) keep their reweighting estimate"
         )
+        return Matched(est, (said,))
     out = est.copy()
     for k, res in outcomes.items():
         out["khat_mm"][k] = res.khat_after

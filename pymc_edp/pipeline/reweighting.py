@@ -28,8 +28,7 @@ _log = logging.getLogger("pymc_edp")
 
 #: Why ``ChunkOptions(prune=True)`` is refused without reweighting.
 PRUNE_NEEDS_REWEIGHTING = (
-    "ChunkOptions(prune=True) needs every neighbour reweighted first: it cannot be used "
-    "with method='refit' or without a factorised pointwise log-likelihood"
+    "ChunkOptions(prune=True) needs reweighting: a factorised likelihood, not method='refit'"
 )
 
 
@@ -57,7 +56,7 @@ def reweight(inp: Inputs, settings: Settings) -> Reweighted:
     elif store_weights and pruning:
         raise ValueError(
             "ChunkOptions(store_weights=True) keeps every neighbour's weights, but pruning "
-            "skips neighbours: pass ChunkOptions(prune=False) to reweight (and keep) them all"
+            "skips some: pass ChunkOptions(prune=False)"
         )
     rw = Reweighter(
         ll=inp.ll,
@@ -80,21 +79,21 @@ def reweight(inp: Inputs, settings: Settings) -> Reweighted:
             est = dataclasses.replace(est, pruned=_pruned_pass(rw, est, refit_later, settings))
             _log.info(_pruning_message(est, len(inp.neighbours)))
         else:
-            _full_pass(rw, est, settings)
+            _estimate(rw, est, _slices(rw, settings), n_nb, settings, settings.progressbar)
         est["method"][est.pruned] = "pruned"
     return Reweighted(est, pruning, rw)
 
 
-def _full_pass(rw: Reweighter, est: Estimates, settings: Settings) -> None:
-    n_nb = len(rw.neighbours)
-    run = dict(executor=settings.chunks.executor, progressbar=False, shared=rw)
-    desc = "EDP: reweighting records"
-    with progress_bar(n_nb, description=desc, enabled=settings.progressbar) as bar:
+def _run(rw: Reweighter, settings: Settings) -> dict:
+    """How :func:`map_tasks` runs the chunks: on the audit's executor, sharing ``rw``."""
+    return dict(executor=settings.chunks.executor, progressbar=False, shared=rw)
+
+
+def _estimate(rw: Reweighter, est: Estimates, tasks, total: int, settings, enabled) -> None:
+    """Reweight the neighbours of ``tasks`` (``total`` of them) into ``est``."""
+    with progress_bar(total, description="EDP: reweighting records", enabled=enabled) as bar:
         map_tasks(
-            estimate_chunk,
-            _slices(rw, settings),
-            on_result=lambda _, r: _fill(est, r, bar),
-            **run,
+            estimate_chunk, tasks, on_result=lambda _, r: _fill(est, r, bar), **_run(rw, settings)
         )
     if est.kept:
         est.trim_kept()
@@ -115,7 +114,7 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
     that refits cannot replace.
     """
     chunks, enabled, n_nb = settings.chunks, settings.progressbar, len(rw.neighbours)
-    run = dict(executor=chunks.executor, progressbar=False, shared=rw)
+    run = _run(rw, settings)
     slices = _slices(rw, settings)
     with progress_bar(n_nb, description="EDP: bounding records", enabled=enabled) as bar:
 
@@ -200,15 +199,12 @@ def _pruning(settings: Settings, inp: Inputs, record_draws: int) -> bool:
 
 
 def _pruning_message(est: Estimates, n_neighbours: int) -> str:
-    n_pruned = est.pruned.size
-    top = float(np.max(est["bound"][est.pruned])) if n_pruned else float("nan")
-    if not n_pruned:
+    if not est.pruned.size:
         return "pruning found no neighbour to skip: every neighbour was reweighted"
     return (
-        f"pruned {n_pruned} of {n_neighbours} neighbours whose bound max(log r) - "
-        f"min(log r) (at most {top:.3g}) is below the epsilon found: epsilon is exact, "
-        "their rows hold the bound in pointwise['epsilon_bound'] and method 'pruned'; "
-        "per-parameter epsilons below that bound are lower bounds (parameters['exact'])"
+        f"pruned {est.pruned.size} of {n_neighbours} neighbours whose bound (at most "
+        f"{np.max(est['bound'][est.pruned]):.3g}, in pointwise['epsilon_bound']) is below "
+        "the epsilon found: epsilon is exact, a parameter's own where parameters['exact']"
     )
 
 
@@ -219,19 +215,13 @@ def unprune(rw: Reweighter, est: Estimates, settings: Settings) -> Estimates | N
     """
     if not est.pruned.size:
         return None
-    top = float(np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf)))
+    top = float(est.epsilon().max())
     again = est.pruned[prune_margin(est["bound"][est.pruned]) >= top]
     if not again.size:
         return None
     out = est.copy(pruned=np.setdiff1d(est.pruned, again))
-    chunks = settings.chunks
-    run = dict(executor=chunks.executor, progressbar=False, shared=rw)
-    size = max(1, chunks.rows(rw.bins.n_samples))
+    size = max(1, settings.chunks.rows(rw.bins.n_samples))
     tasks = [again[a : a + size] for a in range(0, again.size, size)]
-    with progress_bar(again.size, description="EDP: reweighting records", enabled=False) as bar:
-        for res in map_tasks(estimate_chunk, tasks, **run):
-            _fill(out, res, bar)
+    _estimate(rw, out, tasks, again.size, settings, enabled=False)
     out["method"][again] = "psis"
-    if out.kept:
-        out.trim_kept()
     return out

@@ -34,6 +34,9 @@ from pymc_edp.refit.run import (
     starting_points,
 )
 
+_SEE_STATUS = " (see res.pointwise['status'])"
+_RAISE_BUDGET = "Raise the budget or use method='refit'."
+
 __all__ = [
     "Refitter",
     "Verification",
@@ -136,10 +139,6 @@ class Refitter:
             if estimate is not None:
                 est.set_row(k, estimate, estimate.se, "refit")
 
-    def collection(self) -> Refits | None:
-        """The refits run, or None."""
-        return Refits(self.outcomes) if self.outcomes else None
-
 
 def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, list[str]]:
     """Neighbours to refit, worst k-hat first, at most ``max_refits`` of them; and messages."""
@@ -154,20 +153,24 @@ def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, li
     if max_refits is None or to_refit.size <= max_refits:
         return to_refit, []
     left = to_refit[max_refits:]
-    names = f"{', '.join(str(nbs.labels[i]) for i in left[:10])}"
-    names += "..." if left.size > 10 else ""
+    names = _labels(nbs, left, 10)
     if inp.factorised:
         message = (
             f"max_refits={max_refits}: {left.size} neighbour(s) left to reweighting ({names})"
         )
     else:  # nothing else can estimate them
         message = (
-            f"max_refits={max_refits}: {left.size} of {len(nbs)} neighbour(s) not "
-            f"evaluated ({names}): without a factorised likelihood only a refit gives an "
-            f"estimate, so epsilon, the maximum over the {max_refits} refitted, is a "
-            "lower bound. Raise max_refits, or rerun with the same checkpoint."
+            f"max_refits={max_refits}: {left.size} of {len(nbs)} neighbour(s) not evaluated "
+            f"({names}): only a refit estimates them, so epsilon is a lower bound; raise "
+            "max_refits, or rerun with the same checkpoint"
         )
     return to_refit[:max_refits], [message]
+
+
+def _labels(nbs, indices: np.ndarray, most: int) -> str:
+    """The labels of the first ``most`` neighbours of ``indices``, "..." after more."""
+    shown = ", ".join(str(nbs.labels[k]) for k in indices[:most])
+    return shown + ("..." if indices.size > most else "")
 
 
 def refit_and_verify(
@@ -181,8 +184,7 @@ def refit_and_verify(
         if not (refitter.estimates["method"] == "refit").any():
             messages.append(
                 f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
-                "every epsilon here is a reweighting estimate, and the method is reported as "
-                "'psis'"
+                "every epsilon is a reweighting estimate"
             )
     order = np.argsort(inp.draws, axis=1, kind="stable")
 
@@ -194,11 +196,7 @@ def refit_and_verify(
     check = Verification.off(n, settings.verify_reason)
     if settings.verify is not None:
         if not inp.can_refit:
-            check = Verification.off(
-                n,
-                "unverified: no model to refit the worst neighbours with (pass model=, or "
-                "refit=RefitOptions(build_model=...))",
-            )
+            check = Verification.off(n, "unverified: no model to refit (pass model=)")
         elif not inp.factorised:
             check = _all_refitted(refitter.estimates)
         else:
@@ -208,7 +206,8 @@ def refit_and_verify(
                 refitter.estimates = again
                 errors = errors_of(again)
     messages += [*refitter.messages, *check.messages]
-    return Verified(refitter.estimates, check, errors, refitter.collection(), tuple(messages))
+    refits = Refits(refitter.outcomes) if refitter.outcomes else None
+    return Verified(refitter.estimates, check, errors, refits, tuple(messages))
 
 
 def _checkpoint_config(inp: Inputs, settings: Settings) -> dict:
@@ -231,8 +230,7 @@ def _all_refitted(est: Estimates) -> Verification:
     if done < n:
         check = check.but(
             "incomplete",
-            f"incomplete: {done} of {n} neighbours refitted; the others have no estimate (no "
-            "factorised likelihood), so epsilon is a lower bound",
+            f"incomplete: {done} of {n} neighbours refitted; epsilon is a lower bound",
         )
     return check
 
@@ -279,18 +277,12 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
             if full.size:
                 refitter.run(full)
         except RefitSetupError as err:  # before any sampling: nothing to confirm with
-            return check.but(
-                "unverified",
-                f"unverified: this model cannot be refitted ({err})",
-                f"the headline could not be confirmed by refits: this model cannot be "
-                f"refitted ({err}); epsilon rests on reweighting alone",
-            )
+            return _unverified(check, f"this model cannot be refitted ({err})")
         done += batch.size
         factor = max(factor, _compare(check, refitter.estimates, batch, before, se_before, vopts))
         if not (check.code == VERIFY_DISAGREE).any():
             break
-        est = refitter.estimates
-        headline = float(np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf)))
+        headline = float(refitter.estimates.epsilon().max())
         todo = eligible & (check.code == 0) & (upper * factor >= headline)
         left = np.flatnonzero(todo)
         left = left[np.argsort(-eps[left], kind="stable")]
@@ -403,24 +395,13 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
     failed = check.code == VERIFY_FAILED
     checked = int(ok.sum() + bad.sum())
     if not checked:
-        return check.but(
-            "unverified",
-            f"unverified: the {int(failed.sum())} verification refit(s) failed "
-            "(see pointwise['status'])",
-            "the headline could not be confirmed: every verification refit failed (see "
-            "res.pointwise['status']); epsilon rests on reweighting alone",
-        )
-    eps_k = np.nanmax(np.nan_to_num(est["eps"], nan=-np.inf), axis=1)
-    top = int(np.argmax(eps_k))
+        return _unverified(check, f"every verification refit failed{_SEE_STATUS}")
+    top = int(np.argmax(est.epsilon()))
     if not bad.any() and failed[top]:  # the refits that ran agree, but not the headline's
-        return check.but(
-            "unverified",
-            f"unverified: the refit of neighbour {nbs.labels[top]}, whose estimate sets "
-            f"epsilon, failed (see pointwise['status']); the {checked} other verification "
-            "refit(s) agree with their estimates",
-            f"the headline could not be confirmed: the refit of neighbour {nbs.labels[top]}, "
-            "whose estimate sets epsilon, failed (see res.pointwise['status']); epsilon "
-            "rests on reweighting alone",
+        return _unverified(
+            check,
+            f"the refit of neighbour {nbs.labels[top]}, whose estimate sets epsilon, failed "
+            f"({checked} other verification refit(s) agree){_SEE_STATUS}",
         )
     if not bad.any():
         return _agreement(check, nbs, run, checked, int(failed.sum()))
@@ -430,30 +411,33 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
         f"(worst: {nbs.labels[worst]}, {check.checked[worst]:.3f} estimated vs "
         f"{check.refit[worst]:.3f} refitted, z = {check.z[worst]:.1f})"
     )
+    refitted = f"verification refitted {run.done} neighbours, worst first, and uses their values"
     if run.left.size:
         for k in run.left:  # could still set epsilon: their estimates are lower bounds
             p = int(np.nanargmax(np.nan_to_num(est["eps"][k], nan=-np.inf)))
             if est["limit"][k, p] == limits.NONE:
                 est["limit"][k, p] = limits.UNVERIFIED
-        return check.but(
-            "incomplete",
-            f"reweighting is unreliable for this model: {detail}; verification refitted "
-            f"{run.done} neighbours, worst first, but not {run.left.size} more that could "
-            "still set epsilon (budget), so epsilon is a lower bound",
-            f"Reweighting is unreliable for this model: {detail}. Verification refitted "
-            f"{run.done} neighbours, worst first, and their refitted values are used, but its "
-            f"budget ({run.budget()}) stopped before {run.left.size} more that could still "
-            "set epsilon: their estimates are lower bounds. Raise the budget or use "
-            "method='refit'.",
+        note = (
+            f"reweighting is unreliable for this model: {detail}; {refitted}, but its budget "
+            f"({run.budget()}) left {run.left.size} more that could still set epsilon, so "
+            "epsilon is a lower bound"
         )
+        return check.but("incomplete", note, f"R{note[1:]}. {_RAISE_BUDGET}")
     return check.but(
         "corrected",
-        f"corrected by refits: {detail}; verification refitted {run.done} neighbours, worst "
-        f"first, until none left could reach epsilon, and their refitted values are used"
+        f"corrected by refits: {detail}; {refitted}, until no other could reach epsilon"
         f"{run.short()}",
-        f"Reweighting is unreliable for this model: {detail}. Verification refitted "
-        f"{run.done} neighbours, worst first, until no other could reach epsilon; their "
-        "refitted values are used.",
+        f"Reweighting is unreliable for this model: {detail}; {refitted}.",
+    )
+
+
+def _unverified(check: Verification, reason: str) -> Verification:
+    """``check`` unverified for ``reason``, and the warning that epsilon rests on reweighting."""
+    return check.but(
+        "unverified",
+        f"unverified: {reason}",
+        f"the headline could not be confirmed by refits: {reason}; epsilon rests on reweighting "
+        "alone",
     )
 
 
@@ -470,14 +454,11 @@ def _agreement(check: Verification, nbs, run: _Run, checked: int, n_failed: int)
     if pending.size:  # lower bounds the budget left: nothing confirms them
         out = check.but(
             "incomplete",
-            f"incomplete: checked by {agree}, but {pending.size} neighbour(s) whose "
-            "estimates are lower bounds (too few draws in a bin) were not refitted "
-            "(budget), so epsilon is a lower bound",
+            f"incomplete: checked by {agree}, but the budget left {pending.size} lower bounds "
+            "(too few draws in a bin) unrefitted, so epsilon is a lower bound",
             f"The verification budget ({run.budget()}) left {pending.size} neighbour(s) whose "
-            "estimates are lower bounds unrefitted "
-            f"({', '.join(str(nbs.labels[k]) for k in pending[:5])}"
-            f"{'...' if pending.size > 5 else ''}): epsilon is a lower bound. Raise the "
-            "budget or use method='refit'.",
+            f"estimates are lower bounds unrefitted ({_labels(nbs, pending, 5)}): epsilon is "
+            f"a lower bound. {_RAISE_BUDGET}",
         )
     else:
         out = check.but("confirmed", f"confirmed by {agree}")
