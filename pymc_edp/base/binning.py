@@ -67,9 +67,8 @@ class Bins:
 def quantile_bins(draws: np.ndarray, bins: int) -> Bins:
     """Cut each row of ``draws`` into ``bins`` equal-probability bins.
 
-    The cut points are the order statistics of rank ``ceil(k S / B)``; a draw equal to one
-    goes to the upper bin. Tied cut points are merged and those at or below the minimum
-    dropped, so no bin is empty (:attr:`Bins.n_bins` is the effective number).
+    Cut points: the order statistics of rank ``ceil(k S / B)`` (a tie goes up). Tied cut
+    points are merged and those at the minimum dropped, so no bin is empty.
     """
     draws = np.atleast_2d(np.asarray(draws, dtype=float))
     n_par, n_samples = draws.shape
@@ -99,9 +98,8 @@ def smoothed_log_probabilities(
 ) -> np.ndarray:
     """``log p_j = log((S m_j + alpha) / (S + B alpha))`` of bin probabilities ``mass``.
 
-    Charest & Han's (sec. 4) estimator with Johnson's additive constant ``alpha`` in units
-    of draws (``S m_j`` is the count for uniform weights). ``mass`` has shape
-    ``(..., n_parameters, max_bins)``; entries past ``n_bins`` are NaN.
+    Charest & Han's (sec. 4), ``alpha`` in draws. ``mass`` ``(..., n_parameters,
+    max_bins)``; NaN past ``n_bins``.
     """
     denom = n_samples + n_bins * smoothing
     with np.errstate(divide="ignore"):
