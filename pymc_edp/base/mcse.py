@@ -488,8 +488,8 @@ def leading_pairs(
     Returns
     -------
     dict
-        ``log_ratio``, ``se``, ``ess``, ``parameter``, ``bin``: arrays of shape
-        ``(n, k)``, ``k = min(candidates, pairs)``; NaN for pairs past a parameter's bins.
+        ``log_ratio``, ``se``, ``ess``, ``parameter``, ``bin``, each ``(n, k)``; NaN for
+        pairs past a parameter's bins.
     """
     lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
     n, n_samples = lw.shape
@@ -558,11 +558,11 @@ def max_interval(
     Parameters
     ----------
     estimate, se : ndarray, shape (..., k)
-        Estimates ``l_k`` (or ``|l_k|``) and their standard errors; NaN items are ignored.
+        Estimates ``l_k`` (or ``|l_k|``) and standard errors; NaN items are ignored.
     prob : float
         Nominal two-sided level of each item's interval.
     signed : bool, default False
-        ``estimate`` holds signed log ratios (their absolute values are the candidates).
+        ``estimate`` holds signed log ratios.
 
     Returns
     -------
