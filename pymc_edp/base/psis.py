@@ -446,22 +446,20 @@ def psislw(
     Parameters
     ----------
     log_weights : numpy.ndarray, shape (..., S)
-        Leading axes are independent rows.
     reff : float, default 1.0
-        Relative MCMC efficiency ``ess / S``; a smaller value gives a longer tail.
+        Relative MCMC efficiency ``ess / S``.
     normalize : bool, default True
-        Each row's ``logsumexp`` made 0; otherwise the row keeps the input's scale.
+        Each row's ``logsumexp`` made 0.
     out : numpy.ndarray, optional
-        Float64, C-contiguous, the input's shape; may be ``log_weights`` itself (in place).
+        Float64, C-contiguous; may be ``log_weights`` itself.
     tail_rule : {"arviz", "arviz_stats"}, default "arviz"
-        :func:`psis_tail_length`'s rule.
+        As in :func:`psis_tail_length`.
 
     Returns
     -------
     lw_out : numpy.ndarray, shape (..., S)
-        ``out`` when given.
     khat : numpy.ndarray, shape (...)
-        Pareto shapes; above :func:`khat_threshold` the weights are unreliable.
+        Above :func:`khat_threshold` the weights are unreliable.
 
     Raises
     ------
