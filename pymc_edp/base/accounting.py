@@ -1,15 +1,10 @@
 """Compose each pair's PLD ``k`` times and find the worst pair, exactly and with its error.
 
-Every pair of neighbouring datasets (a neighbour, and for replacement each candidate value)
-has its own PLD, in both orderings, given as atoms: losses and probabilities ``(2, A)``. ``k``
-independent releases compose each pair's PLD ``k`` times (FFT, :mod:`pymc_edp.base.pld`);
-the worst pair is then the one with the largest composed epsilon. Composing the worst
-epsilon instead would be wrong both ways: the pair worst for one release need not be worst
-for ``k``.
-
-Screening keeps this exact and cheap: every pair is composed on a coarse grid, rounding
-losses up (an upper bound) and down (a lower bound); only pairs whose upper bound reaches
-the largest lower bound can be the worst, and only they are composed on the fine grid.
+Each pair of neighbouring datasets has a PLD in both orderings, as atoms ``(2, A)``; ``k``
+releases compose each pair's PLD ``k`` times (:mod:`pymc_edp.base.pld`), since the pair
+worst for one release need not be worst for ``k``. Screening keeps this cheap: every pair
+is composed on a coarse grid rounded up and down; only pairs whose upper bound reaches the
+largest lower bound are composed on the fine grid.
 """
 
 from __future__ import annotations
@@ -63,8 +58,8 @@ def _lower_cut(loss: np.ndarray, prob: np.ndarray) -> float:
 def grid_interval(loss: np.ndarray, prob: np.ndarray, k: int, *, points: int, accuracy=None):
     """The grid interval of one pair: ``points`` over its loss range, at most ``accuracy / k``.
 
-    ``k * interval`` bounds what rounding to the grid adds to a composed epsilon; the
-    interval is widened where the composed grid would exceed :data:`MAX_POINTS`.
+    ``k * interval`` bounds the rounding error of a composed epsilon; widened where the
+    composed grid would exceed :data:`MAX_POINTS`.
     """
     lo = min(_lower_cut(loss[o], prob[o]) for o in range(2))
     _, hi = _support(loss, prob)
@@ -123,12 +118,9 @@ def epsilon_curve(loss: np.ndarray, prob: np.ndarray, deltas: np.ndarray) -> np.
 def contributing_atoms(loss, prob, k: int, epsilon: float, interval: float) -> float:
     """How many atoms the composed delta at ``epsilon`` effectively rests on.
 
-    ``delta_k(eps) = sum_a p_a delta_{k-1}(eps - L_a)`` exactly (condition on the first
-    release), so atom ``a`` contributes ``c_a = p_a delta_{k-1}(eps - L_a)``; the effective
-    number ``(sum c)^2 / sum c^2`` counts the draws (or outputs) the estimate rests on.
-    Below :data:`~pymc_edp.base.common.MIN_DRAWS_PER_BIN` it is at the draws' resolution
-    limit, as a bin with too few draws is. A loss that is zero wherever there is mass
-    (the two datasets give every output the same probability) rests on no draw: ``inf``.
+    ``delta_k(eps) = sum_a p_a delta_{k-1}(eps - L_a)``, so atom ``a`` contributes
+    ``c_a = p_a delta_{k-1}(eps - L_a)``: the effective number is ``(sum c)^2 / sum c^2``
+    (``inf`` for a loss that is zero wherever there is mass).
     """
     if not np.isfinite(epsilon):
         return 0.0

@@ -1,20 +1,16 @@
 """Implicitly adaptive importance sampling by moment matching (NumPy kernel, sample axis last).
 
-Reweighting the full-data draws ``u_s ~ p(u | D)`` towards ``p(u | D') ∝ p(u | D) r(u)``
-fails when ``r`` has a heavy right tail (k-hat above the threshold). Moment matching
-(Paananen et al. 2021) moves the draws by affine maps in the unconstrained space to match
-the weighted mean, marginal variances and covariance, and recomputes the weights
+When reweighting ``u_s ~ p(u | D)`` towards ``p(u | D') ∝ p(u | D) r(u)`` fails (k-hat
+too high), moment matching (Paananen et al.) moves the draws by affine maps ``T`` in the
+unconstrained space to match weighted mean, variances and covariance, then recomputes the weights
 ``w(T u) ∝ p(T u | D) r(T u) / p(u | D)``; a map is kept only if it lowers k-hat. With
-``split=True`` (as loo and arviz_stats) the final map moves half the draws and both halves
-are combined by multiple importance sampling with ``q(x) = (p(x | D) + p(T^-1 x | D)
-|det T^-1|) / 2``.
+``split=True`` the final map moves half the draws, combined by multiple importance sampling
+with ``q(x) = (p(x | D) + p(T^-1 x | D) |det T^-1|) / 2``.
 
-This follows ``arviz_stats.loo_moment_match`` (and R's ``loo::loo_moment_match``) step by
-step, so the k-hats agree, with one deliberate difference: the split step uses the exact
-inverse ``T^-1(x) = mean + A^-1 (x - mean - shift)`` of ``T(u) = mean + shift + A (u -
-mean)``; loo and arviz_stats 1.3 use ``mean - shift + A^-1 (x - mean)``, exact only when no
-scaling or covariance step was accepted (else the mixture density is evaluated at the wrong
-point). The reported k-hats are unaffected.
+Follows ``arviz_stats.loo_moment_match`` (and R's loo) step by step, so the k-hats agree,
+except that the split step uses the exact inverse ``T^-1(x) = mean + A^-1 (x - mean -
+shift)`` of ``T(u) = mean + shift + A (u - mean)``; loo's ``mean - shift + A^-1 (x - mean)``
+is exact only when no scaling or covariance step was accepted.
 
 References
 ----------
@@ -57,20 +53,18 @@ class MatchedDraws:
     Attributes
     ----------
     draws : ndarray, shape (n_dims, S)
-        Final unconstrained draws (split: the first half of every chain moved).
+        Final unconstrained draws.
     log_weights, log_weights_full : ndarray, shape (S,)
-        PSIS-normalised log-weights of ``draws`` to the neighbour and the full-data
-        posterior.
+        PSIS-normalised log-weights of ``draws`` to the neighbour and full-data posterior.
     khat_before, khat_after, khat_full : float
-        k-hat of plain PSIS, of the last accepted iteration (as loo; ``-inf`` for a constant
+        k-hat of plain PSIS, of the last accepted iteration (``-inf`` for a constant
         ratio), and of its full-data weights.
     iterations : int
     transforms : tuple of str
-        The accepted transformations (from :data:`TRANSFORMS`), in order.
+        The accepted transformations (:data:`TRANSFORMS`), in order.
     split : bool
-        Whether the split step produced the final weights.
     reff, ess : float
-        Relative efficiency of the final draws and loo's ``n_eff``,
+        Relative efficiency of the final draws; loo's ``n_eff``,
         ``min(1 / sum w^2, 1 / sum w_full^2) reff``.
     shift, matrix : ndarray
         Total map ``T(u) = mean(u) + shift + matrix (u - mean(u))``.
@@ -92,11 +86,9 @@ class MatchedDraws:
 
 
 def split_halves(n_samples: int, n_chains: int = 1) -> np.ndarray:
-    """Boolean mask of the draws the split step transforms.
+    """Mask of the draws the split step transforms: the first ``S // 2`` in draw-major order.
 
-    The first ``S // 2`` draws in draw-major order (the first half of the draws of every
-    chain, for chain-major samples with an even number of draws per chain), as
-    arviz_stats' ``_split_moment_match`` stacks them.
+    As arviz_stats' ``_split_moment_match`` (the first half of every chain, for even chains).
     """
     n_chains = max(int(n_chains), 1)
     if n_samples % n_chains:
@@ -111,8 +103,7 @@ def split_halves(n_samples: int, n_chains: int = 1) -> np.ndarray:
 def one_thread() -> Iterator[None]:
     """Run numba's parallel kernels on the calling thread only, inside the block.
 
-    For one row at a time (PSIS, ESS) the thread pool's fork-join costs far more than the
-    work; results are the same on any number of threads. Restored on exit.
+    On one row (PSIS, ESS) the thread pool's fork-join costs more than the work.
     """
     before = numba.get_num_threads()
     if before == 1:  # already serial (e.g. nested): nothing to set or restore
@@ -229,14 +220,14 @@ def moment_match(
     split : bool, default True
         The split multiple-importance-sampling step.
     cov : bool, default True
-        Also try the covariance transformation (only when ``S >= 10 n_dims``, as loo).
+        Also try the covariance step (only when ``S >= 10 n_dims``, as loo).
     tail_rule : {"arviz", "arviz_stats"}, default "arviz"
-        :func:`pymc_edp.base.psis.psislw`'s; use the stack's.
+        As in :func:`pymc_edp.base.psis.psislw`.
     n_chains : int, default 1
     log_target_draws, log_ratio_draws : ndarray, shape (S,), optional
         The two callbacks at ``u``, when known.
     log_target_and_ratio : callable, optional
-        Both callbacks in one evaluation (sharing the likelihood terms).
+        Both callbacks in one evaluation.
 
     Returns
     -------
@@ -244,8 +235,7 @@ def moment_match(
 
     Examples
     --------
-    Full posterior N(0, 1), neighbour N(3.5, 1): plain reweighting fails, moment matching
-    does not.
+    Full posterior N(0, 1), neighbour N(3.5, 1):
 
     >>> from pymc_edp.base.affine import moment_match
     >>> u = np.random.default_rng(0).normal(size=(1, 4000))
@@ -360,11 +350,7 @@ class _MatchState:
 def _match_loop(
     u, lp0, lr0, log_target_and_ratio, reff, tail_rule, threshold, steps, max_iters
 ) -> _MatchState:
-    """The iterations of moment matching: the first of ``steps`` that lowers k-hat is kept.
-
-    They stop when k-hat is at most ``threshold``, ``max_iters`` steps were accepted, or no
-    step lowers it.
-    """
+    """Keep the first of ``steps`` lowering k-hat, until ``threshold``, ``max_iters`` or none."""
     n_dims, n_samples = u.shape
     lwi, k = _psis(lr0, reff, tail_rule)
     st = _MatchState(
@@ -408,10 +394,9 @@ def _split(
     u, lp0, lr0, moved_all, lp_moved_all, lr_moved_all, shift, matrix, log_target_full, reff,
     tail_rule, n_chains,
 ):  # fmt: skip
-    """Split moment matching: transform half the draws, weight by the mixture proposal.
+    """Split step: transform half the draws, weight by the mixture proposal.
 
-    The transformed half is taken from ``moved_all`` (the last iteration's draws, ``T(u)``
-    up to rounding), so only ``T^-1`` of the other half is evaluated.
+    The moved half is taken from ``moved_all``; only ``T^-1`` of the other half is evaluated.
     """
     n_samples = u.shape[1]
     mean = u.mean(axis=1, keepdims=True)
@@ -460,17 +445,11 @@ def moved_log_ratio_se(
 ) -> tuple[float, float, float]:
     """Bin log-ratio of a moment-matched neighbour, its Monte-Carlo standard error and ESS.
 
-    The mass ``m = sum_s w_s 1[theta'_s in b_j]`` of the moved draws and the log ratio are
-    as for reweighting, and so is the influence function
-    (:func:`pymc_edp.base.mcse.bin_log_ratio_se`, ``r_s = S w_s`` the final weights)::
-
-        psi_s = r_s (1[theta'_s in b_j] - m) + sum_edges sign r(q) (F - 1[theta_s < q])
-
-    with ``r(q)`` the weighted share of moved draws near the cut over the full-data share
-    (as :func:`pymc_edp.base.mcse.refit_log_ratio_se`). Moved draw ``s`` is a function of
-    full-data draw ``s``, so both terms pair by index. The split step's two halves are
-    strata: each adds ``(S_h / S)^2 var_h(psi) / ESS_h(psi)``, so the difference between
-    them (stratification, which helps) does not widen the error.
+    The influence function of :func:`pymc_edp.base.mcse.bin_log_ratio_se` with the moved
+    draws ``theta'`` and their final weights, ``r(q)`` as in
+    :func:`pymc_edp.base.mcse.refit_log_ratio_se`; moved draw ``s`` is a function of
+    full-data draw ``s``, so the terms pair by index. The split step's halves are strata,
+    each adding ``(S_h / S)^2 var_h(psi) / ESS_h(psi)``.
 
     Parameters
     ----------
@@ -482,12 +461,12 @@ def moved_log_ratio_se(
         As in :func:`pymc_edp.base.mcse.refit_log_ratio_se`.
     smoothing : float, default 0.01
     strata : ndarray of bool, shape (S,), optional
-        The draws the split step transformed (:func:`split_halves`); None for one stratum.
+        The draws the split step transformed (:func:`split_halves`).
 
     Returns
     -------
     log_ratio, se, ess : float
-        ``ess`` is the sum of the strata's effective sample sizes.
+        ``ess`` summed over the strata.
 
     References
     ----------

@@ -67,9 +67,8 @@ class Bins:
 def quantile_bins(draws: np.ndarray, bins: int) -> Bins:
     """Cut each row of ``draws`` into ``bins`` equal-probability bins.
 
-    The cut points are the order statistics of rank ``ceil(k S / B)``; a draw equal to one
-    goes to the upper bin. Tied cut points are merged and those at or below the minimum
-    dropped, so no bin is empty (:attr:`Bins.n_bins` is the effective number).
+    Cut points: the order statistics of rank ``ceil(k S / B)`` (a tie goes up). Tied cut
+    points are merged and those at the minimum dropped, so no bin is empty.
     """
     draws = np.atleast_2d(np.asarray(draws, dtype=float))
     n_par, n_samples = draws.shape
@@ -99,9 +98,8 @@ def smoothed_log_probabilities(
 ) -> np.ndarray:
     """``log p_j = log((S m_j + alpha) / (S + B alpha))`` of bin probabilities ``mass``.
 
-    Charest & Han's (sec. 4) estimator with Johnson's additive constant ``alpha`` in units
-    of draws (``S m_j`` is the count for uniform weights). ``mass`` has shape
-    ``(..., n_parameters, max_bins)``; entries past ``n_bins`` are NaN.
+    Charest & Han's (sec. 4), ``alpha`` in draws. ``mass`` ``(..., n_parameters,
+    max_bins)``; NaN past ``n_bins``.
     """
     denom = n_samples + n_bins * smoothing
     with np.errstate(divide="ignore"):
@@ -111,10 +109,9 @@ def smoothed_log_probabilities(
 
 
 def bin_log_ratios(log_weights: np.ndarray, bins: Bins, smoothing: float = 0.01) -> np.ndarray:
-    """``log P(b | D') - log P(b | D)`` per neighbour, parameter and bin, smoothed.
+    """Smoothed ``log P(b | D') - log P(b | D)``, ``(n_neighbours, n_parameters, max_bins)``.
 
-    Masses summed in log space (:func:`log_bin_masses`): none underflows. Shape
-    ``(n_neighbours, n_parameters, max_bins)``, NaN past each parameter's bins.
+    NaN past each parameter's bins; masses summed in log space (:func:`log_bin_masses`).
     """
     n_samples = bins.n_samples
     full = smoothed_log_probabilities(bins.counts / n_samples, bins.n_bins, n_samples, smoothing)
@@ -145,7 +142,7 @@ def log_bin_probabilities(log_weights: np.ndarray, bins: Bins) -> np.ndarray:
 
 @dataclass(frozen=True)
 class EpsilonEstimate:
-    """Per-neighbour, per-parameter epsilon with what is needed to judge it.
+    """Per-neighbour, per-parameter epsilon and what is needed to judge it.
 
     Attributes
     ----------
@@ -173,15 +170,13 @@ def epsilon_estimates(
 ) -> EpsilonEstimate:
     """Epsilon of every neighbour and parameter from log importance weights, with its limits.
 
-    ``eps[i, p] = max_j |log P_i(b_pj) - log P(b_pj)|``, fused and parallel over
-    neighbours. Bin masses ``log sum_{s in b_j} w_s`` are summed with the bin's own largest
-    weight factored out where the row's would underflow, so a bin holding draws never has
-    zero mass: without smoothing the estimate is finite and not capped.
+    ``eps[i, p] = max_j |log P_i(b_pj) - log P(b_pj)|``, parallel over neighbours. A bin
+    holding draws never has zero mass (:func:`log_bin_masses`), so without smoothing the
+    estimate is finite and not capped.
 
     Parameters
     ----------
     log_weights : ndarray, shape (n_neighbours, n_samples)
-        Log importance weights of each neighbour posterior relative to the full-data one.
     bins : Bins
     smoothing : float, default 0.0
         Additive smoothing of both probabilities (:func:`smoothed_log_probabilities`).
@@ -192,9 +187,8 @@ def epsilon_estimates(
 
     Examples
     --------
-    Weights that move all mass out of the lowest of 4 bins (100 draws each) but for one
-    draw weighted ``e^-30``: its log ratio, ``log(e^-30 / 300) - log(1 / 4)``, is finite and
-    not capped by smoothing, but it rests on one draw (limit code 2, ``few_draws``).
+    All mass moved out of the lowest of 4 bins but for one draw weighted ``e^-30``: the
+    log ratio is finite but rests on one draw (limit code 2, ``few_draws``).
 
     >>> from pymc_edp.base.binning import epsilon_estimates, quantile_bins
     >>> draws = np.arange(400.0)[None, :]
@@ -371,7 +365,6 @@ def log_bin_masses(
     Parameters
     ----------
     log_weights : ndarray, shape (S,)
-        Not necessarily normalised.
     index : ndarray of int, shape (n_parameters, S)
         Bin of every draw (:func:`assign_bins`).
     n_bins : ndarray, shape (n_parameters,)
@@ -408,23 +401,22 @@ def epsilon_from_log_masses(
     bin_draws: np.ndarray | None = None,
     n_pseudo_full: float | None = None,
 ) -> EpsilonEstimate:
-    """Epsilon per parameter from two sets of log bin masses ``(n_parameters, max_bins)``.
+    """Epsilon per parameter from two sets of normalised log bin masses.
 
-    Both smoothed as in :func:`smoothed_log_probabilities`, in log space, against
-    ``n_pseudo`` and ``n_pseudo_full`` (default the same) draws.
+    Both smoothed in log space as in :func:`smoothed_log_probabilities`.
 
     Parameters
     ----------
     log_mass_neighbour, log_mass_full : ndarray, shape (n_parameters, max_bins)
-        Normalised log masses (NaN past ``n_bins``).
+        NaN past ``n_bins``.
     n_bins : ndarray, shape (n_parameters,)
     n_pseudo : float
         Draws the neighbour's masses stand for (the units of ``smoothing``).
     smoothing : float, default 0.0
     bin_draws : ndarray, optional
-        Effective number of the neighbour's draws per bin (limit codes); default
-        ``n_pseudo`` times the mass.
+        Effective number of the neighbour's draws per bin; default ``n_pseudo`` times mass.
     n_pseudo_full : float, optional
+        As ``n_pseudo``, for ``log_mass_full``; default ``n_pseudo``.
 
     Returns
     -------
@@ -462,10 +454,9 @@ def pooled_log_weights(
     """Multiple-importance weights of pooled full-data and refit draws, for both posteriors.
 
     ``S1`` draws of ``p = f / Z`` and ``S2`` of ``p' = f r / Z'`` come from the mixture
-    ``(S1 p + S2 p') / (S1 + S2)``; the balance-heuristic weights are ``∝ 1 / (S1 c + S2 r)``
-    and ``∝ r / (S1 c + S2 r)``, ``c = Z' / Z`` the root of ``sum_k r_k / (S1 c + S2 r_k) = 1``
-    (Meng & Wong's bridge fixed point), solved in log space. Both posteriors' masses from the
-    same draws make their errors cancel in the log ratio, as for reweighting.
+    ``(S1 p + S2 p') / (S1 + S2)``: balance-heuristic weights ``∝ 1 / (S1 c + S2 r)`` and
+    ``∝ r / (S1 c + S2 r)``, ``c = Z' / Z`` the root of ``sum_k r_k / (S1 c + S2 r_k) = 1``
+    (Meng & Wong's bridge), solved in log space.
 
     Parameters
     ----------
@@ -476,10 +467,9 @@ def pooled_log_weights(
 
     Returns
     -------
-    log_w_full : ndarray, shape (S1 + S2,)
-        Normalised log-weights targeting ``p(theta | D)``, full-data draws first.
-    log_w_neighbour : ndarray, shape (S1 + S2,)
-        Normalised log-weights targeting ``p(theta | D')``.
+    log_w_full, log_w_neighbour : ndarray, shape (S1 + S2,)
+        Normalised log-weights targeting ``p(theta | D)`` and ``p(theta | D')``, full-data
+        draws first.
     log_c : float
         Estimate of ``log(Z' / Z)``.
 
@@ -536,11 +526,10 @@ def refit_estimate(
     *,
     pooled_weights: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> EpsilonEstimate:
-    """Per-parameter epsilon of one refitted neighbour, with its bin and resolution limits.
+    """Per-parameter epsilon of one refitted neighbour.
 
-    Without log likelihood ratios, Charest & Han's estimator: refit draws counted in the
-    full-data bins (a missed bin needs ``smoothing > 0`` and gives a lower bound). With
-    them, the pooled estimator (:func:`pooled_log_weights`; no smoothing needed).
+    Without log likelihood ratios, Charest & Han's: refit draws counted in the full-data
+    bins (a missed bin needs ``smoothing > 0``). With them, pooled (:func:`pooled_log_weights`).
 
     Parameters
     ----------
@@ -551,7 +540,7 @@ def refit_estimate(
     log_ratio_full, log_ratio_refit : ndarray, optional
         ``log r`` at the full-data and refit draws.
     pooled_weights : (ndarray, ndarray), optional
-        :func:`pooled_log_weights` of those, if known.
+        Their :func:`pooled_log_weights`, if known.
 
     Returns
     -------

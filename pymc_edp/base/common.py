@@ -96,8 +96,7 @@ class EDPWarning(UserWarning):
 
     Examples
     --------
-    Diagnostics are issued as ``EDPWarning``; they can be recorded, silenced or turned into
-    errors with :mod:`warnings`:
+    Record, silence or raise them with :mod:`warnings`:
 
     >>> import warnings
     >>> issubclass(edp.EDPWarning, UserWarning)
@@ -125,8 +124,8 @@ def chunk_slices(n: int, n_samples: int, factor: int = 1):
 def resolve_seed(random_seed) -> int:
     """The integer seed a run actually uses, so that it can be recorded and repeated.
 
-    ``None`` draws fresh entropy (as ``pm.sample`` does); an integer is used as it is; a
-    :class:`numpy.random.Generator` (or ``RandomState``) gives the next integer it draws.
+    ``None`` draws fresh entropy; a :class:`numpy.random.Generator` (or ``RandomState``)
+    gives the next integer it draws.
 
     Examples
     --------

@@ -1,10 +1,7 @@
 """Hockey-stick divergences from weighted draws, total risk, and the epsilon at a delta.
 
-The bin-free ``(eps, delta)`` view of Burchard, Daoud & Dotterrer [1]_ for two
-distributions known through weighted draws: :func:`hockey_stick_delta` (Theorem 1; the
-draws are the atoms of a privacy loss distribution, whose delta is
-:mod:`pymc_edp.base.pld`'s), :func:`total_risk` (Definition 3) and
-:func:`smallest_epsilon` (the inverse of any non-increasing delta, by bisection).
+The bin-free ``(eps, delta)`` view of Burchard, Daoud & Dotterrer [1]_: the draws are the
+atoms of a privacy loss distribution (delta by :mod:`pymc_edp.base.pld`).
 
 References
 ----------
@@ -46,20 +43,17 @@ def hockey_stick_delta(
 
     ``delta(eps) = max( sum_s (w_p - e^eps w_q)_+ , sum_s (w_q - e^eps w_p)_+ )``,
 
-    the sample version of ``max(int (p - e^eps q)_+, int (q - e^eps p)_+)`` ([1]_, Theorem 1).
-    No bins, no density estimate: the draws are sorted once by their log ratio and each
-    epsilon costs a binary search. Pass a neighbour's importance log-weights
-    (``normalize=True``), pooled log-weights of both posteriors with
+    ([1]_, Theorem 1); the draws are sorted once and each epsilon is a binary search. Pass
+    importance log-weights, pooled log-weights of both posteriors with
     ``log_weights_reference``, or the exact ``log q - log p`` at draws of ``p`` with
     ``normalize=False``.
 
     Parameters
     ----------
     log_weights : array_like, shape (..., S)
-        Log-weights of the draws targeting ``q``, sample axis last; leading axes are batch
-        axes (neighbours, individuals).
+        Log-weights targeting ``q``; leading axes are batch axes.
     epsilons : array_like, shape (E,) or scalar
-        Non-negative epsilons.
+        Non-negative.
     log_weights_reference : array_like, broadcastable to ``log_weights``, optional
         Log-weights targeting ``p``; default uniform.
     normalize : bool, default True
@@ -80,8 +74,7 @@ def hockey_stick_delta(
 
     Examples
     --------
-    Draws of ``N(0, 1)`` and the log density ratio of ``N(1, 1)`` to it; at ``eps = 0`` the
-    divergence is the total variation distance ``2 Phi(1/2) - 1 = 0.383``:
+    ``N(1, 1)`` against ``N(0, 1)``; at ``eps = 0`` the total variation ``0.383``:
 
     >>> from scipy import stats
     >>> from pymc_edp.base.hockey import hockey_stick_delta
@@ -116,11 +109,8 @@ def hockey_stick_prepare(
 ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Sorted privacy losses and their tail sums for :func:`hockey_stick_from_prepared`.
 
-    Evaluate many epsilons later without sorting again. Arguments as for
-    :func:`hockey_stick_delta`; batch axes are flattened into the rows. For each
-    ``direction``, the rows of draws are atoms of a privacy loss distribution (losses
-    ``log(w_p / w_q)`` with masses ``w_p`` forward, ``log(w_q / w_p)`` with ``w_q``
-    backward), and ``delta(eps)`` is :mod:`pymc_edp.base.pld`'s of those atoms.
+    Arguments as for :func:`hockey_stick_delta`, batch axes flattened into rows. Forward
+    the atoms are losses ``log(w_p / w_q)`` with masses ``w_p``; backward the reverse.
 
     Returns
     -------
@@ -204,8 +194,7 @@ def hockey_stick_from_prepared(
 def total_risk(delta_i: ArrayLike, axis: int = 0) -> np.ndarray:
     """Total risk ``delta* = 1 - prod_i (1 - delta_i)`` over ``axis``: anyone exposed.
 
-    ``-expm1(sum_i log1p(-delta_i))``, accurate for tiny ``delta_i`` (where ``1 - prod``
-    loses all digits); ``delta_i`` clipped to [0, 1].
+    Computed as ``-expm1(sum_i log1p(-delta_i))``, accurate for tiny ``delta_i``.
 
     References
     ----------
@@ -237,11 +226,9 @@ def smallest_epsilon(
 ) -> np.ndarray:
     """Smallest ``eps`` in ``[lower, upper]`` with ``delta(eps) <= target``, by bisection.
 
-    For any non-increasing ``delta`` (a divergence, its maximum over individuals, the total
-    risk), all targets bisected at once on their own brackets. Returns ``lower`` where
-    ``delta(lower) <= target``, else the upper end of a bracket ``(lo, hi]`` with
-    ``delta(lo) > target >= delta(hi)`` and ``hi - lo <= max(atol, rtol * hi)`` (or after
-    ``max_iter`` steps); ``upper`` where even ``delta(upper) > target``.
+    For any non-increasing ``delta``, all targets at once. Returns ``lower`` where
+    ``delta(lower) <= target``, ``upper`` where ``delta(upper) > target``, else the upper
+    end of a bracket with ``hi - lo <= max(atol, rtol * hi)`` (or after ``max_iter`` steps).
 
     Parameters
     ----------
@@ -259,7 +246,7 @@ def smallest_epsilon(
 
     Examples
     --------
-    ``delta(eps) = exp(-eps)`` reaches ``0.01`` at ``eps = log(100) = 4.6052``:
+    ``delta(eps) = exp(-eps)`` reaches ``0.01`` at ``log(100)``:
 
     >>> from pymc_edp.base.hockey import smallest_epsilon
     >>> smallest_epsilon(lambda e: np.exp(-e), [0.01, 0.5, 2.0], 0.0, 10.0).round(4)

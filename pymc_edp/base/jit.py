@@ -1,10 +1,8 @@
 """Where the numba kernels' compiled code is cached: the user's cache folder, never the package.
 
-numba's ``cache=True`` writes next to the source when it can, i.e. into
-``site-packages/pymc_edp/base/__pycache__``, which ``pip uninstall`` leaves behind: the
-leftover folder then turns ``pymc_edp`` into a namespace package that shadows an editable
-install. :func:`install` sends this package's kernels (only these) to numba's user-wide
-cache (``~/.cache/numba`` on Linux, one folder per source folder); a user's
+numba's ``cache=True`` writes into ``site-packages/pymc_edp/base/__pycache__``, which
+``pip uninstall`` leaves behind as a namespace package shadowing an editable install.
+:func:`install` sends this package's kernels to numba's user-wide cache; a user's
 ``NUMBA_CACHE_DIR`` still wins.
 
 Examples

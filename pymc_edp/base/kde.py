@@ -1,10 +1,8 @@
 """Kernel density estimates with one bandwidth per kernel centre, in any dimension.
 
-One compiled kernel, :func:`kde_logpdf`, evaluates the sample-point estimator of Breiman,
-Meisel & Purcell [1]_ ``p(x) = 1/n sum_j prod_c k((x_c - X_jc) / h_j) / h_j`` in log space
-(a single bandwidth gives the ordinary KDE; Abramson's square-root law [2]_ gives the
-adaptive one). :func:`kde_pdf` is its exponential and :func:`kde_sample` draws from the
-same estimate. The unit kernels are :data:`KERNELS`.
+:func:`kde_logpdf` evaluates the sample-point estimator [1]_
+``p(x) = 1/n sum_j prod_c k((x_c - X_jc) / h_j) / h_j`` in log space (one bandwidth: the
+ordinary KDE; Abramson's square-root law [2]_: the adaptive one).
 
 References
 ----------
@@ -35,10 +33,9 @@ class Kernel:
     name : str
         ``"gaussian"`` or ``"laplace"``.
     variance : float
-        Variance of the unit-scale kernel (the bandwidth is the kernel's scale parameter:
-        the standard deviation of the Gaussian, the scale ``b`` of the Laplace).
+        Of the unit-scale kernel (Gaussian s.d. 1, Laplace ``b = 1``).
     cutoff : float
-        Mass beyond ``cutoff`` scales is below 1e-17; used to size grids.
+        Mass beyond ``cutoff`` scales is below 1e-17.
 
     Examples
     --------
@@ -102,8 +99,7 @@ def _kde_logpdf_kernel(points, inv_h, log_norm, x, gaussian):  # pragma: no cove
     """``log sum_j exp(log k_j(x))`` per (batch row, evaluation point), one pass over j.
 
     ``points`` (B, n, d), ``inv_h`` and ``log_norm`` (B, n) (``1 / h_j`` and the log of the
-    kernel's normaliser ``-d log h_j - log n - d log c``), ``x`` (m, d); returns (B, m).
-    The running log-sum-exp rescales its sum whenever a larger term appears.
+    kernel's normaliser), ``x`` (m, d); returns (B, m).
     """
     n_batch, n, d = points.shape
     m = x.shape[0]
@@ -144,9 +140,8 @@ def kde_logpdf(
 ) -> NDArray:
     """Log density of a (variable-bandwidth) product-kernel KDE, batch axes first.
 
-    The module's estimator with an isotropic bandwidth per centre (whiten multivariate data
-    first), summed by a running log-sum-exp: far tails do not underflow and memory does not
-    grow with ``n * m``.
+    An isotropic bandwidth per centre (whiten multivariate data first); a running
+    log-sum-exp keeps far tails from underflowing, in memory not growing with ``n * m``.
 
     Parameters
     ----------
@@ -164,8 +159,6 @@ def kde_logpdf(
 
     Examples
     --------
-    One centre: the kernel's own log density; two dimensions multiply two kernels.
-
     >>> from pymc_edp.base.kde import kde_logpdf
     >>> kde_logpdf([0.0], [0.0, 1.0], 1.0).round(4)
     array([-0.9189, -1.4189])

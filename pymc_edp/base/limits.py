@@ -16,8 +16,8 @@ something other than the data caps it:
     No estimate: not refitted (``max_refits``) or the refit failed, without a factorised
     likelihood.
 
-An estimate at a limit is a lower bound (its interval open above). The codes are ``int8``
-with CF ``flag_values`` and ``flag_meanings``, so they survive netCDF.
+An estimate at a limit is a lower bound. The codes are ``int8`` with CF ``flag_values``
+and ``flag_meanings``.
 """
 
 from __future__ import annotations

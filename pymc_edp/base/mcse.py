@@ -31,9 +31,9 @@ __all__ = [
 
 
 def _split_chains(x: np.ndarray, n_chains: int) -> np.ndarray:
-    """``(rows, S)`` chain-major draws to ``(rows, 2 n_chains, S / (2 n_chains))`` halves.
+    """``(rows, S)`` chain-major draws as ``(rows, 2 n_chains, S / (2 n_chains))`` halves.
 
-    As :func:`arviz.ess`: every chain split in two; the middle draw of an odd chain dropped.
+    As :func:`arviz.ess`, the middle draw of an odd chain is dropped.
     """
     rows, n_samples = x.shape
     n_draws = n_samples // n_chains
@@ -88,23 +88,19 @@ def _geyer_tau(acov, chain_mean_var, n_draw):  # pragma: no cover - compiled
 def ess_mean(x: np.ndarray, n_chains: int = 1) -> np.ndarray:
     """Effective sample size for the mean of every row of chain-major draws.
 
-    The package's only ESS: the estimator of ``ess(method="mean")`` in ArviZ 0.23 and
-    ``arviz_stats`` (split chains, FFT autocovariances, Geyer's initial monotone sequence),
-    vectorised over rows; faster on many rows (``benchmarks/bench_ess.py``), agreeing to
-    1e-14.
+    ArviZ's ``ess(method="mean")`` (split chains, Geyer's initial monotone sequence; see
+    the module's references), vectorised over rows; agrees to 1e-14 (``benchmarks/bench_ess.py``).
 
     Parameters
     ----------
     x : array_like, shape (n_rows, n_samples)
-        Sample axis last, ``n_chains`` consecutive chains of equal length.
+        ``n_chains`` consecutive chains of equal length.
     n_chains : int, default 1
 
     Returns
     -------
     ndarray, shape (n_rows,)
         NaN for chains under 8 draws; the split draws' number for a constant row.
-
-    References: see the module.
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
     rows = x.shape[0]
@@ -163,25 +159,23 @@ def bin_log_ratio_se(
               + r(q_hi) (F_hi - 1[theta_s < q_hi])                   (upper cut point)
               - r(q_lo) (F_lo - 1[theta_s < q_lo])                   (lower cut point)
 
-    where ``q`` are the empirical quantiles the bins were cut at, ``F`` their levels and
-    ``r(q) = E[r | theta_p = q]``, the mean of ``r`` over the ``n_local`` draws nearest to
-    the cut. The cut-point terms (the randomness of the bins themselves) cancel most of the
-    importance-sampling term: reweighting the draws that cut the bins is far more precise
-    than counting independent draws. The variance of ``mean(psi)`` is
-    ``var(psi) / ESS(psi)`` (:func:`ess_mean`: MCMC autocorrelation included).
+    with ``q`` the empirical quantiles the bins were cut at, ``F`` their levels and ``r(q)``
+    the mean of ``r`` over the ``n_local`` draws nearest the cut [1]_. The cut-point terms
+    cancel most of the importance-sampling term. ``var(mean(psi)) = var(psi) / ESS(psi)``
+    (:func:`ess_mean`).
 
     Parameters
     ----------
     log_weights : ndarray, shape (n, S)
     bins : Bins
     parameter, bin_index : ndarray of int, shape (n, k)
-        The ``k`` (parameter, bin) pairs to evaluate for every neighbour.
+        The ``k`` (parameter, bin) pairs of every neighbour.
     order : ndarray of int, shape (n_parameters, S)
         ``argsort`` of the full-data draws of each parameter.
     smoothing : float, default 0.01
     n_chains : int, default 1
     n_local : int, optional
-        Draws averaged for ``r(q)``; default :func:`_window_size`'s.
+        Draws averaged for ``r(q)`` (:func:`_window_size`).
 
     Returns
     -------
@@ -261,10 +255,9 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
 
 
 def _window_size(bins: Bins, parameter: int | None, n_samples: int, n_local: int | None) -> int:
-    """Draws averaged for ``r(q)`` at a cut point: ``clip(sqrt(S), 10, 200)`` by default.
+    """Draws averaged for ``r(q)``: ``clip(sqrt(S), 10, 200)``, at most half the smallest bin.
 
-    At most half the smallest bin's count of ``parameter`` (of all when None): wider
-    windows bias ``r(q)`` where ``r`` is steep.
+    Smallest bin of ``parameter`` (of all when None); wider windows bias a steep ``r(q)``.
     """
     if n_local is None:
         params = range(bins.counts.shape[0]) if parameter is None else [parameter]
@@ -274,10 +267,10 @@ def _window_size(bins: Bins, parameter: int | None, n_samples: int, n_local: int
 
 
 def _cut_points(bins: Bins, parameter: int, bin_index: int, n_local: int):
-    """Interior edges of a bin as ``(edge, rank, sign, window)``.
+    """Yield a bin's interior edges as ``(edge, rank, sign, window)``.
 
-    ``rank`` draws lie below the cut; ``sign`` is +1 at the upper edge; ``window`` is the
-    sorted draws' slice around the cut.
+    ``rank`` draws lie below the cut, ``sign`` is +1 at the upper edge, ``window`` slices
+    the sorted draws around the cut.
     """
     n_samples = bins.index.shape[1]
     cum = np.concatenate([[0], np.cumsum(bins.counts[parameter])])
@@ -293,8 +286,7 @@ def _add_cut_point_terms(
 ):
     """Add each cut point's ``sign r(q) (F - 1[theta_s < q])`` to ``psi`` in place.
 
-    ``r(q)`` is the share of ``theta`` (weighted by ``weights``, else uniformly) in the
-    range of the full-data draws around the cut, over that window's share of them.
+    ``r(q)``: share of (weighted) ``theta`` in the window around the cut over the window's.
     """
     p = parameter
     n_samples = psi.shape[0]
@@ -319,20 +311,18 @@ def refit_log_ratio_se(
     n_chains_refit: int = 1,
     n_local: int | None = None,
 ) -> tuple[float, float, float]:
-    """Standard error of a refitted neighbour's bin log-ratio, by the same delta method.
+    """Standard error of a refitted neighbour's bin log-ratio (delta method).
 
-    The refit estimate ``P'(b) = mean_s' 1[theta'_s' in b]`` (refit draws counted in the
-    full-data bins) has two independent error parts, each ``var(psi) / ESS(psi)``: the
-    refit draws', ``psi'_s' = 1[theta'_s' in b] - P'``, and the cut points' over the
-    full-data draws, as in :func:`bin_log_ratio_se`, with ``r(q)`` the share of refit over
-    full-data draws in the window around the cut. Conservative for the pooled estimator.
+    ``P'(b) = mean_s' 1[theta'_s' in b]`` has two independent error parts, each
+    ``var(psi) / ESS(psi)``: the refit draws', ``psi' = 1[theta' in b] - P'``, and the cut
+    points' as in :func:`bin_log_ratio_se`, ``r(q)`` the share of refit over full-data
+    draws near the cut. Conservative for the pooled estimator.
 
     Parameters
     ----------
     refit_draws : ndarray, shape (n_parameters, S')
     bins : Bins
     parameter, bin_index : int
-        The (parameter, bin) pair.
     order : ndarray of int, shape (n_parameters, S)
         ``argsort`` of the full-data ``draws``.
     draws : ndarray, shape (n_parameters, S)
@@ -387,20 +377,16 @@ def pooled_log_ratio_se(
     log_ratio: np.ndarray | None = None,
     log_c: float | None = None,
 ) -> tuple[float, float, float]:
-    """Standard error of a refit's pooled bin log-ratio, by the same delta method.
+    """Standard error of a refit's pooled bin log-ratio (delta method).
 
-    The pooled estimator (:func:`pymc_edp.base.binning.refit_estimate` with log ratios) weighs
-    the ``S1`` full-data and ``S2`` refit draws by multiple importance sampling
-    (:func:`pymc_edp.base.binning.pooled_log_weights`), with ``u_s = 1 / d_s`` for the
-    full-data posterior and ``v_s = r_s / d_s`` for the neighbour's, ``d_s = S1 c + S2 r_s``.
-    Linearising its three estimating equations (``sum v = 1`` for ``c = Z' / Z``,
-    ``sum v (1_b - m') = 0``, ``sum u (1_b - m) = 0``: an M-estimator's sandwich) gives each
-    draw's contribution ``phi_s`` to the error of ``log m' - log m``, including that of
-    ``c``, which dominates when the posteriors barely overlap (without ``log_ratio`` it is
-    left out and the error understated). The cut points add
-    ``(r(q) / m' - 1 / m) (F - 1[theta_s < q]) / S1`` over the full-data draws, ``r(q)`` the
-    mean of ``w' / w`` near the cut. Each set of draws contributes
-    ``n^2 var(phi) / ESS(phi)``.
+    The pooled draws are weighted by :func:`pymc_edp.base.binning.pooled_log_weights`:
+    ``u_s = 1 / d_s`` (full data), ``v_s = r_s / d_s`` (neighbour), ``d_s = S1 c + S2 r_s``.
+    Linearising the estimating equations ``sum v = 1``, ``sum v (1_b - m') = 0`` and
+    ``sum u (1_b - m) = 0`` (a sandwich) gives each draw's contribution ``phi_s`` to the
+    error of ``log m' - log m``, including that of ``c``, which dominates when the
+    posteriors barely overlap (left out, understating the error, without ``log_ratio``).
+    The cut points add ``(r(q) / m' - 1 / m) (F - 1[theta_s < q]) / S1``, ``r(q)`` the mean
+    of ``w' / w`` near the cut. Each set of draws contributes ``n^2 var(phi) / ESS(phi)``.
 
     Parameters
     ----------
@@ -408,16 +394,15 @@ def pooled_log_ratio_se(
     bins : Bins
         Cut from ``draws``.
     parameter, bin_index : int
-        The (parameter, bin) pair.
     log_weights_full, log_weights_neighbour : ndarray, shape (S1 + S2,)
         Normalised pooled log-weights for the full-data and the neighbour posterior,
         full-data draws first.
     order, draws, n_chains, n_chains_refit, n_local
         As in :func:`refit_log_ratio_se` (``S1`` full-data draws).
     log_ratio : ndarray, shape (S1 + S2,), optional
-        ``log r`` at the pooled draws; with ``log_c`` (the third output of
-        :func:`pymc_edp.base.binning.pooled_log_weights`) the error of ``c`` is included.
     log_c : float, optional
+        ``log r`` at the pooled draws and ``pooled_log_weights``' third output; together
+        they include the error of ``c``.
 
     Returns
     -------
@@ -464,10 +449,9 @@ def pooled_log_ratio_se(
 
 
 def _pooled_influence(lr, log_c, ind, n_full, m_f, m_n) -> np.ndarray:
-    """Each pooled draw's first-order contribution to the error of ``log m' - log m``.
+    """:func:`pooled_log_ratio_se`'s ``phi``, computed in log space and rescaled by ``min d``.
 
-    :func:`pooled_log_ratio_se`'s sandwich, rescaled by ``K = min_s d_s`` and computed from
-    ``log d = log(S1 c + S2 r)``: nothing overflows when log ratios span thousands.
+    Nothing overflows when log ratios span thousands.
     """
     n1, n2 = n_full, lr.size - n_full
     log_d = np.logaddexp(np.log(n1) + log_c, np.log(n2) + lr)
@@ -493,10 +477,7 @@ def leading_pairs(
     n_chains: int = 1,
     candidates: int = 5,
 ) -> dict:
-    """Each neighbour's ``candidates`` largest ``|bin log ratio|``, with their standard errors.
-
-    The (parameter, bin) pairs are ranked by the size of their reweighted log ratio and the
-    ``candidates`` leading ones get :func:`bin_log_ratio_se`; the leading pair comes first.
+    """Each neighbour's ``candidates`` largest ``|bin log ratio|``, leader first, with errors.
 
     Parameters
     ----------
@@ -507,8 +488,8 @@ def leading_pairs(
     Returns
     -------
     dict
-        ``log_ratio``, ``se``, ``ess``, ``parameter``, ``bin``: arrays of shape
-        ``(n, k)``, ``k = min(candidates, pairs)``; NaN for pairs past a parameter's bins.
+        ``log_ratio``, ``se``, ``ess``, ``parameter``, ``bin``, each ``(n, k)``; NaN for
+        pairs past a parameter's bins.
     """
     lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
     n, n_samples = lw.shape
@@ -549,9 +530,7 @@ def leading_pairs(
 
 
 def abs_interval(log_ratio: np.ndarray, se: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
-    """Interval of each ``|l|`` from the normal interval ``l +- z se`` (elementwise).
-
-    Its lower end is 0 where the interval straddles 0.
+    """Interval of each ``|l|`` from the normal interval ``l +- z se``; 0 below if it straddles 0.
 
     Examples
     --------
@@ -571,20 +550,19 @@ def max_interval(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Interval of ``max_k |l_k|`` along the last axis, from each ``l_k``'s normal interval.
 
-    The upper end is the largest upper end (nominal level as it is). The largest lower end is
-    too high whenever any of them misses (near-ties), so it is taken at a Bonferroni level
-    over the ``m`` *contenders*, ``z_m = Phi^-1(1 - (1 - prob) / (2 m))``: the items whose
-    upper end at that level reaches the largest lower end (a fixed point); one clear leader
-    keeps the nominal level.
+    The upper end is the largest upper end. The largest lower end is too high when any
+    misses (near-ties), so it is taken at a Bonferroni level over the ``m`` contenders,
+    ``z_m = Phi^-1(1 - (1 - prob) / (2 m))``: the items whose upper end at that level reaches
+    it (a fixed point). One clear leader keeps the nominal level.
 
     Parameters
     ----------
     estimate, se : ndarray, shape (..., k)
-        Estimates ``l_k`` (or ``|l_k|``) and their standard errors; NaN items are ignored.
+        Estimates ``l_k`` (or ``|l_k|``) and standard errors; NaN items are ignored.
     prob : float
         Nominal two-sided level of each item's interval.
     signed : bool, default False
-        ``estimate`` holds signed log ratios (their absolute values are the candidates).
+        ``estimate`` holds signed log ratios.
 
     Returns
     -------
@@ -619,11 +597,10 @@ def max_interval(
 
 
 def _bonferroni_lower(intervals, valid, lower_nominal, prob):
-    """The largest lower end at the Bonferroni level of the contenders (see :func:`max_interval`).
+    """The largest lower end at the contenders' Bonferroni level (see :func:`max_interval`).
 
-    From all valid items the count only falls, so a few rounds settle it. Counting at the
-    Bonferroni level, not the nominal one, keeps the set from shrinking exactly when the
-    leader's estimate is too high.
+    Contenders are counted at the Bonferroni level, so the set does not shrink exactly when
+    the leader is too high; from all valid items the count only falls.
     """
     from scipy.stats import norm
 
@@ -648,11 +625,9 @@ def interval_of_max(
     upper: np.ndarray,
     prob: float,
 ) -> tuple[float, float]:
-    """Interval of the largest of several estimates that have their own intervals.
+    """As :func:`max_interval`, for items with their own ``lower`` and ``upper``.
 
-    As :func:`max_interval`, with each item's own ``lower`` and ``upper`` (e.g. over its
-    leading pairs, or open above); an item without a standard error contributes its own
-    lower end.
+    An item without a standard error contributes its own lower end.
 
     Examples
     --------

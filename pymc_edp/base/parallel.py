@@ -1,9 +1,7 @@
 """A small executor layer: run independent tasks serially, on a process pool or on dask.
 
-:func:`map_tasks` evaluates one function on many independent inputs (refits, query
-evaluations) wherever the caller says, hands each result back as it completes (to save it
-at once) and returns all in task order. Functions sent to a process pool are serialised
-with ``cloudpickle`` when installed, so lambdas and closures work there too.
+:func:`map_tasks` hands each result back as it completes (to save it at once) and
+returns all in task order.
 """
 
 from __future__ import annotations
@@ -39,10 +37,9 @@ def resolve_n_workers(n: int) -> int:
 
 
 def _numba_threading_layer() -> tuple[str, str | None]:
-    """Numba's threading layer in this process (launched, or the one it will launch).
+    """``(layer, vendor)`` of numba's threading layer here (launched, or to be launched).
 
-    Returns ``(layer, vendor)``: the layer's name (``"tbb"``, ``"omp"``, ``"workqueue"``) and,
-    for ``"omp"``, the OpenMP runtime (``"GNU"``, ``"Intel"``, ...).
+    ``vendor`` is the OpenMP runtime (``"GNU"``, ``"Intel"``, ...) for ``"omp"``.
     """
     import importlib
 
@@ -82,21 +79,17 @@ def _numba_threading_layer() -> tuple[str, str | None]:
 def fork_unsafe(executor: Any) -> str | None:
     """Why a process pool cannot run the numba kernels in its workers, or None.
 
-    A process pool that forks its workers (Linux's default before Python 3.14) copies this
-    process, and numba's GNU OpenMP layer is not fork-safe: once it has run here, a forked
-    worker running a parallel kernel is killed and the pool breaks (``BrokenProcessPool``).
-    The layer decides, not whether it has run yet.
+    numba's GNU OpenMP layer is not fork-safe: once it has run here, a forked worker
+    running a parallel kernel is killed (``BrokenProcessPool``).
 
     Parameters
     ----------
     executor : object
-        What a caller was given to run chunks on.
 
     Returns
     -------
     str or None
-        The reason and the fix; None for anything safe (other start methods, thread pools,
-        dask clients, a fork-safe layer).
+        The reason and the fix; None for anything safe.
 
     Examples
     --------
@@ -127,10 +120,9 @@ def _forks_into_gnu_openmp(context: Any = None) -> bool:
 
 
 def _pool_context():
-    """The multiprocessing context of the process pools :func:`map_tasks` starts itself.
+    """Context of the pools :func:`map_tasks` starts: the default, unless a fork breaks.
 
-    The default, unless a fork breaks (:func:`fork_unsafe`): then ``forkserver`` (or
-    ``spawn``), which imports pymc_edp once for all later pools (those start in ~0.1 s).
+    Then ``forkserver`` (or ``spawn``), which imports pymc_edp once for all later pools.
     """
     context = multiprocessing.get_context()
     if _forks_into_gnu_openmp(context):
@@ -183,10 +175,9 @@ def _bar(step: Callable[[int], Any]) -> types.SimpleNamespace:
 
 @contextlib.contextmanager
 def progress_bar(total: int, *, description: str = "Working", enabled: bool = True):
-    """Context manager yielding an object with ``advance(n=1)``.
+    """Context manager yielding an object with ``advance(n=1)``: rich, else tqdm, else silent.
 
-    :mod:`rich.progress` (a PyMC dependency), else ``tqdm``, else nothing: a missing or
-    broken progress library never stops the computation; ``enabled=False`` is silent.
+    A missing or broken progress library never stops the computation.
     """
     if not enabled or total <= 0:
         yield _bar(lambda n: None)
@@ -242,10 +233,7 @@ def _iter_serial(func, tasks) -> Iterator[tuple[int, Any]]:
 
 
 def _drain(completed, index_of, futures, shutdown=None) -> Iterator[tuple[int, Any]]:
-    """``(task index, result)`` as futures complete; on exit cancel the rest.
-
-    ``completed`` iterates the futures as they finish; ``index_of`` maps one to its task.
-    """
+    """Yield ``(index_of(future), result)`` in ``completed`` order; on exit cancel the rest."""
     try:
         for fut in completed:
             i = index_of(fut)
@@ -324,27 +312,20 @@ def map_tasks(
     Parameters
     ----------
     func : callable
-        Function of one argument. For process pools it must be picklable (with
-        ``cloudpickle`` when installed, so lambdas and closures are fine) and its results too.
+        For process pools picklable (by ``cloudpickle`` when installed), as its results.
     tasks : iterable
-        The inputs; consumed into a list first (its length sizes the progress bar).
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client, optional
         ``None`` serially; an ``int`` a fresh local process pool of that many workers
-        (``-1`` all cores; ``1`` serially), started with ``forkserver`` where a fork is
-        unsafe (:func:`fork_unsafe`; a script must then keep its work under
-        ``if __name__ == "__main__":``); an ``Executor`` as given (not shut down); a dask
-        ``Client`` (anything with ``submit`` and ``gather``).
+        (``-1`` all cores), started with ``forkserver`` where a fork is unsafe
+        (:func:`fork_unsafe`; scripts then need ``if __name__ == "__main__":``); an
+        ``Executor`` as given (not shut down); a dask ``Client``.
     progressbar : bool, default True
-        Show a progress bar (``rich``; ``tqdm`` if rich is missing; nothing if neither).
     description : str
         Label of the progress bar.
     on_result : callable, optional
-        Called as ``on_result(index, result)`` in this process as soon as each task finishes
-        (completion order, not task order), e.g. to save results incrementally.
+        ``on_result(index, result)``, called here as each task finishes.
     shared : object, optional
-        State every task needs (e.g. the data): ``func(shared, task)`` is called instead of
-        ``func(task)``, and ``shared`` is sent to each worker once (a dask ``Client``
-        scatters it; a process pool pickles it once per worker).
+        State every task needs, sent to each worker once; ``func(shared, task)`` is called.
 
     Returns
     -------
@@ -354,8 +335,7 @@ def map_tasks(
     Raises
     ------
     Exception
-        The first exception raised by a task, with a note naming the task index; tasks not
-        yet started are cancelled.
+        The first task's exception, with a note naming its index; the rest are cancelled.
     """
     tasks = list(tasks)
     n = len(tasks)

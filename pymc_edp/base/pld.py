@@ -1,18 +1,10 @@
 """Privacy loss distributions (PLDs) on a grid: discretisation, FFT composition, delta(eps).
 
-For a pair of output distributions ``(P, Q)`` the privacy loss of an output ``o`` is
-``L(o) = log P(o) - log Q(o)`` with ``o ~ P``, and
-
-``delta(eps) = E_P[(1 - e^(eps - L))_+] + P(Q(o) = 0)``
-
-for every real ``eps`` (the last term is the mass at ``L = +inf``). The k-fold composition
-of a mechanism adds k independent losses, so its PLD is the k-fold convolution [1]_ [2]_.
-
-* :func:`discretise`: a PLD given as atoms, rounded up (pessimistic: delta never falls) or
-  down (optimistic) to the grid ``loss = j * interval`` [1]_ [3]_;
-* :class:`DiscretePLD`: such a grid PLD, with exact ``delta(eps)`` and ``epsilon(delta)``,
-  k-fold FFT composition (:meth:`~DiscretePLD.self_compose`) [2]_;
-* :func:`exact_delta`, :func:`exact_epsilon`: the same quantities on raw atoms, no grid.
+The privacy loss of an output ``o ~ P`` is ``L(o) = log P(o) - log Q(o)``, and
+``delta(eps) = E_P[(1 - e^(eps - L))_+] + P(Q(o) = 0)`` for every real ``eps``. The k-fold
+composition adds k independent losses: its PLD is the k-fold convolution [1]_ [2]_.
+:func:`discretise` rounds atoms to a grid [3]_, :class:`DiscretePLD` composes by FFT;
+:func:`exact_delta` and :func:`exact_epsilon` work on raw atoms.
 
 References
 ----------
@@ -65,11 +57,7 @@ def _check_deltas(delta: ArrayLike) -> np.ndarray:
 
 
 def _solve(solve, tails: tuple, inf_mass: float, values: np.ndarray) -> np.ndarray | float:
-    """``solve(*tails, inf_mass, values)`` in the shape of ``values``; a float for a scalar.
-
-    ``solve`` is :func:`_delta_sorted` or :func:`_epsilon_sorted`, ``tails`` the sorted
-    losses and their :func:`_tail_sums`.
-    """
+    """``solve(*tails, inf_mass, values)`` in the shape of ``values``; a float for a scalar."""
     out = solve(*tails, inf_mass, values.ravel()).reshape(values.shape)
     return float(out) if values.ndim == 0 else out
 
@@ -104,9 +92,8 @@ def _split_infinite(loss: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.nda
 def _tail_sums(loss: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``A_j = sum_{i>=j} p_i`` and ``log B_j = log sum_{i>=j} p_i e^(-l_i)`` along the last axis.
 
-    ``loss`` sorted along its last axis (length n); the outputs have length n + 1. ``log B``
-    by a log-sum-exp from the top, so ``e^(-loss)`` never overflows; atoms without mass add
-    nothing (nor do losses at ``-inf``, which :func:`_delta_sorted` never reads).
+    ``loss`` sorted (length n); outputs of length n + 1, ``log B`` summed from the top so
+    ``e^(-loss)`` never overflows.
     """
     n = loss.shape[-1]
     a = np.zeros((*loss.shape[:-1], n + 1))
@@ -133,9 +120,8 @@ def _delta_sorted(
 ) -> np.ndarray:
     """``sum_{l_i > eps} p_i (1 - e^(eps - l_i)) + inf_mass``, clipped to [0, 1].
 
-    The one implementation of ``delta(eps)`` from sorted atoms (also that of
-    :mod:`pymc_edp.base.hockey`): ``loss`` of shape ``(n,)`` or ``(rows, n)`` with its
-    :func:`_tail_sums`, ``eps`` of shape ``(E,)``; returns ``(E,)`` or ``(rows, E)``.
+    The one ``delta(eps)`` from sorted atoms (:mod:`pymc_edp.base.hockey`'s too): ``loss``
+    ``(n,)`` or ``(rows, n)`` with its :func:`_tail_sums`, ``eps`` ``(E,)``.
     """
     if loss.ndim == 1:
         j = np.searchsorted(loss, eps, side="right")
@@ -189,9 +175,8 @@ class DiscretePLD:
 
     Notes
     -----
-    ``delta(eps)`` is exact for the grid distribution. Masses need not sum to one (a
-    dropped ``-inf`` atom contributes to no delta). Equality is identity. References: see
-    the module.
+    Masses need not sum to one (a dropped ``-inf`` atom adds to no delta). Equality is
+    identity.
 
     Examples
     --------
@@ -245,13 +230,12 @@ class DiscretePLD:
     def delta(self, epsilon: ArrayLike) -> np.ndarray | float:
         """``delta(eps) = sum_j pmf_j (1 - e^(eps - l_j))_+ + infinity_mass``, any real eps.
 
-        Exact, from tail sums over the sorted grid: ``E`` epsilons cost ``O(n + E log n)``
-        (Meiser & Mohammadi 2018, Lemma 5).
+        Exact, in ``O(n + E log n)`` for ``E`` epsilons (Meiser & Mohammadi, Lemma 5).
 
         Parameters
         ----------
         epsilon : array_like
-            Real epsilons (``+-inf`` allowed, not NaN).
+            ``+-inf`` allowed, not NaN.
 
         Returns
         -------
@@ -298,8 +282,8 @@ class DiscretePLD:
     def self_compose(self, k: int) -> DiscretePLD:
         """PLD of the k-fold composition, by one real FFT raised to the power ``k``.
 
-        Zero-padded to ``k (n - 1) + 1`` points (no wrap-around); negative round-off set to
-        0; the infinity mass becomes ``1 - (1 - a)^k``. ``k = 1`` returns ``self``.
+        Zero-padded against wrap-around, negative round-off set to 0; the infinity mass
+        becomes ``1 - (1 - a)^k``. ``k = 1`` returns ``self``.
 
         Raises
         ------
@@ -343,20 +327,19 @@ def discretise(
 ) -> DiscretePLD:
     """Round a PLD given as atoms to the grid ``loss = j * interval``.
 
-    Pessimistic rounds each loss up: ``delta(eps)`` of the grid PLD and of its compositions
+    Pessimistic rounds each loss up, so ``delta(eps)`` of the grid PLD and its compositions
     is never below the exact one (optimistic: never above). Atoms at ``+inf`` go to
-    ``infinity_mass``, at ``-inf`` are dropped (they add to no delta).
+    ``infinity_mass``; those at ``-inf`` are dropped.
 
     Parameters
     ----------
     losses : array_like, shape (n,)
         Privacy losses ``log P(o) - log Q(o)`` of the atoms (``+-inf`` allowed, not NaN).
     probs : array_like, shape (n,), optional
-        Their masses under ``P`` (>= 0, sum <= 1); default ``1 / n`` each (draws of ``P``).
+        Their masses under ``P`` (>= 0, sum <= 1); default ``1 / n`` each.
     interval : float
         Grid spacing, > 0.
     pessimistic : bool, default True
-        Round up (``True``) or down (``False``).
     lower : float, optional
         Finite losses below it are raised to it (still pessimistic; bounds the grid).
 

@@ -1,12 +1,9 @@
 """Matrix products whose every element is computed the same way, whatever the call's shape.
 
-BLAS ``gemm`` splits a product into tiles and treats edge tiles with other micro-kernels, so
-the last bits of an element of ``A @ B`` depend on the shape of the call and on the
-element's position in it. A log-likelihood computed a chunk of records at a time then
-changes in the last bits with the chunking, and a pruned audit (records reweighted in
-chunks of their own) no longer gives bit for bit the epsilon of the full one.
-:func:`matmul_in_order` sums ``a[..., i, l] * b[..., l, j]`` over ``l`` in order, with no
-fused multiply-add and no reassociation, so an element depends on its own operands only.
+The last bits of an element of BLAS ``A @ B`` depend on the call's shape (tiling), so a
+log-likelihood computed in chunks would change with the chunking and a pruned audit would
+not reproduce the full one bit for bit. :func:`matmul_in_order` sums over ``l`` in order,
+without FMA or reassociation: an element depends on its own operands only.
 
 Examples
 --------

@@ -1,10 +1,8 @@
 """Compiled Pareto-smoothed importance sampling (PSIS), and the k-hat classes.
 
-A numba re-implementation of :func:`arviz.psislw` (ArviZ 0.23) for many rows in parallel:
-the cutoff by ``O(S)`` quickselect (only the tail is sorted), the generalized-Pareto fit of
-Zhang & Stephens (2009) as tight scalar loops (one logarithm per product of 8 factors
-where its few-ulp error is negligible). The arithmetic follows ArviZ step by step, so the
-output agrees with :func:`arviz.psislw` to rounding error.
+:func:`arviz.psislw` (ArviZ 0.23) in numba, many rows in parallel: the cutoff by
+quickselect (only the tail is sorted), the generalized-Pareto fit as tight scalar loops.
+The arithmetic follows ArviZ step by step, so the output agrees to rounding error.
 """
 
 from __future__ import annotations
@@ -57,8 +55,8 @@ def _xorshift(state):  # pragma: no cover - compiled
 def _select(a, k):  # pragma: no cover - compiled
     """The ``k``-th smallest value (0-based) of ``a`` (no NaN), reordering ``a`` in place.
 
-    Quickselect, pivot the median of three pseudo-random elements (a fixed xorshift stream);
-    past ``8 len(a)`` visits a heapsort finishes, so the worst case is ``O(S log S)``.
+    Quickselect (pivot: median of three xorshift picks), finished by a heapsort past
+    ``8 len(a)`` visits, so the worst case is ``O(S log S)``.
     """
     lo = 0
     hi = a.shape[0] - 1
@@ -158,9 +156,8 @@ def _mean_log1p(neg_b, ary, n):  # pragma: no cover - compiled
 def _mean_log1p_fast(neg_b, ary, n):  # pragma: no cover - compiled
     """``mean(log1p(neg_b * ary[:n]))`` taking one ``log`` per product of 8 factors.
 
-    Each factor ``1 + neg_b * x`` is rounded once, so the absolute error of the mean is a
-    few ``eps`` (not relative to the mean as with ``log1p``); the caller falls back to
-    :func:`_mean_log1p` when the mean is small or a product could leave the float range.
+    Absolute error a few ``eps``; the caller falls back to :func:`_mean_log1p` when the
+    mean is small or a product could leave the float range.
     """
     acc = 0.0
     n8 = n - n % 8
@@ -179,8 +176,7 @@ def _mean_log1p_fast(neg_b, ary, n):  # pragma: no cover - compiled
 def _gpdfit(ary, n, work):  # pragma: no cover - compiled
     """Zhang-Stephens fit of a generalized Pareto distribution to ``ary[:n]`` (sorted).
 
-    Mirrors ``arviz.stats.stats._gpdfit``; ``work`` is a ``(4, m_max)`` scratch array.
-    Returns ``(k, sigma)`` with ArviZ's weakly informative prior adjustment of ``k``.
+    Returns ``(k, sigma)`` as ``arviz.stats.stats._gpdfit``; ``work`` is ``(4, m_max)`` scratch.
     """
     m_est = 30 + int(math.sqrt(n))
     b_ary = work[0]
@@ -244,10 +240,8 @@ def _gpdfit(ary, n, work):  # pragma: no cover - compiled
 def _exp_parts(x, ref, mant, expo):  # pragma: no cover - compiled
     """Split ``exp(x - ref)`` into ``mant * 2**expo`` with branch-free, vectorisable code.
 
-    ``x - ref`` must not be NaN and is clamped to ``[-708, 709]``: terms below
-    ``exp(-708) ~ 3e-308`` are not resolved, which is harmless where the terms are summed
-    and the largest one is 1. ``exp(r)`` is the degree-13 Taylor polynomial on
-    ``|r| <= ln(2) / 2`` (truncation error below ``1e-17``), so each term has an error of
+    ``x - ref`` must not be NaN; it is clamped to ``[-708, 709]`` (harmless in a sum whose
+    largest term is 1). ``exp(r)`` is the degree-13 Taylor polynomial on ``|r| <= ln(2) / 2``:
     about 1 ulp, like ``math.exp``.
     """
     for i in range(x.shape[0]):
@@ -276,9 +270,8 @@ def _exp_parts(x, ref, mant, expo):  # pragma: no cover - compiled
 def _dot_scaled(mant, expo):  # pragma: no cover - compiled
     """``sum(mant * 2**e)`` where ``expo`` holds the IEEE bit patterns of the ``2**e``.
 
-    Eight accumulators in a fixed order: as fast as a reassociated sum (the compiler packs
-    the lanes into SIMD registers), but the result does not depend on the buffers' memory
-    alignment, so a row gives the same bits whichever chunk of rows it is computed in.
+    Eight accumulators in a fixed order: SIMD-fast, yet independent of memory alignment,
+    so a row gives the same bits in whichever chunk of rows it is computed.
     """
     scale = expo.view(np.float64)
     n = mant.shape[0]
@@ -444,32 +437,29 @@ def psislw(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pareto-smoothed importance sampling of many rows of log weights.
 
-    As :func:`arviz.psislw`: per row, a generalized Pareto distribution (Zhang & Stephens'
-    empirical Bayes, ArviZ's prior on the shape) is fitted to the exceedances of the ``M``
-    largest log weights (:func:`psis_tail_length`), which are replaced by its quantiles at
-    ``(i - 1/2) / M``, truncated at the largest raw log weight. Tails of 4 or fewer draws
-    (a constant row) give ``k = inf``, unsmoothed; rows with NaN or an infinite maximum come
-    out NaN with ``k = inf``.
+    As :func:`arviz.psislw`: per row, a generalized Pareto distribution [2]_ is fitted to
+    the ``M`` largest log weights (:func:`psis_tail_length`), which are replaced by its
+    quantiles at ``(i - 1/2) / M``, truncated at the largest raw log weight. Tails of 4 or
+    fewer draws give ``k = inf``, unsmoothed; rows with NaN or an infinite maximum come out
+    NaN with ``k = inf``.
 
     Parameters
     ----------
     log_weights : numpy.ndarray, shape (..., S)
-        Leading axes are independent rows.
     reff : float, default 1.0
-        Relative MCMC efficiency ``ess / S``; a smaller value gives a longer tail.
+        Relative MCMC efficiency ``ess / S``.
     normalize : bool, default True
-        Each row's ``logsumexp`` made 0; otherwise the row keeps the input's scale.
+        Each row's ``logsumexp`` made 0.
     out : numpy.ndarray, optional
-        Float64, C-contiguous, the input's shape; may be ``log_weights`` itself (in place).
+        Float64, C-contiguous; may be ``log_weights`` itself.
     tail_rule : {"arviz", "arviz_stats"}, default "arviz"
-        :func:`psis_tail_length`'s rule.
+        As in :func:`psis_tail_length`.
 
     Returns
     -------
     lw_out : numpy.ndarray, shape (..., S)
-        ``out`` when given.
     khat : numpy.ndarray, shape (...)
-        Pareto shapes; above :func:`khat_threshold` the weights are unreliable.
+        Above :func:`khat_threshold` the weights are unreliable.
 
     Raises
     ------
@@ -478,9 +468,8 @@ def psislw(
 
     Notes
     -----
-    Rows run on numba's thread pool (:func:`numba.set_num_threads`). Ties inside the tail
-    are broken by position (ArviZ's unstable ``argsort`` may order them otherwise; k-hat and
-    the smoothed values are the same). Extra memory: the output and a row per thread.
+    Rows run on numba's thread pool. Ties inside the tail are broken by position (k-hat and
+    the smoothed values are ArviZ's). Extra memory: the output and a row per thread.
 
     References
     ----------
@@ -564,11 +553,10 @@ KHAT_CLASSES = ("good", "bad", "very bad")
 
 
 def khat_classes(khat, threshold: float) -> np.ndarray:
-    """The class of every Pareto k-hat: the one classifier of the text, HTML and figures.
+    """ArviZ's PSIS-LOO class of every Pareto k-hat (for the text, HTML and figures).
 
-    ``"good"``: ``k <= threshold`` (:func:`khat_threshold`; ``-inf``, a constant weight,
-    too); ``"bad"``: up to 1; ``"very bad"``: above 1; ``""``: NaN (pruned, or refitted
-    without weights). ArviZ's PSIS-LOO classes.
+    ``"good"``: ``k <= threshold`` (and ``-inf``); ``"bad"``: up to 1; ``"very bad"``:
+    above 1; ``""``: NaN (pruned, or refitted without weights).
 
     Examples
     --------
@@ -591,10 +579,9 @@ def khat_table(khat, threshold: float) -> tuple[list[tuple[str, str, int, float]
     Returns
     -------
     rows : list of (range, class, count, percent)
-        One row per class of :data:`KHAT_CLASSES`; percentages of the neighbours that have
-        a k-hat.
+        One row per class of :data:`KHAT_CLASSES`; percent of the neighbours with a k-hat.
     not_computed : int
-        Neighbours without one (pruned, or refitted without weights): in no percentage.
+        Neighbours without a k-hat.
 
     Examples
     --------

@@ -1,8 +1,7 @@
 """NumPy kernels of the query-level audit: grids, hockey-stick integrals, distances, noise.
 
-Deterministic NumPy on arrays with the sample (or grid) axis last. Kernel density estimates
-are in :mod:`pymc_edp.base.kde`; the divergence from weighted draws, the total risk and the
-epsilon at a delta in :mod:`pymc_edp.base.hockey`.
+Sample (or grid) axis last. KDEs are in :mod:`pymc_edp.base.kde`, divergences from
+weighted draws in :mod:`pymc_edp.base.hockey`.
 
 References
 ----------
@@ -43,13 +42,11 @@ def ecdf_density(points: ArrayLike, grid: ArrayLike, *, window: int | None = Non
     """Density by differencing the empirical CDF over ``window`` order statistics.
 
     ``w / (n (X_(j+w) - X_(j)))`` at the midpoint of ``X_(j)`` and ``X_(j+w)``, interpolated
-    onto ``grid``, zero outside the midpoints, renormalised (trapezoid rule); ``w ~ sqrt(n)``
-    balances bias and variance ([1], sec. 5).
+    onto ``grid`` and renormalised; ``w ~ sqrt(n)`` balances bias and variance ([1], sec. 5).
 
     Parameters
     ----------
     points : array_like, shape (..., n)
-        Samples; batch axes first.
     grid : array_like, shape (m,)
         Increasing.
     window : int, optional
@@ -95,8 +92,7 @@ def trapezoid_mass(f: ArrayLike, x: ArrayLike) -> NDArray:
 def positive_part_integral(g: ArrayLike, x: ArrayLike) -> NDArray:
     """Integral of ``max(g, 0)`` for the piecewise-linear interpolant of ``g`` on ``x``.
 
-    Exact for the interpolant: a cell where ``g`` changes sign adds the triangle on the
-    positive side, so the kinks of ``(g)_+`` cost no accuracy. ``g`` has the grid axis last.
+    Exact: a cell where ``g`` changes sign adds the triangle on its positive side.
     """
     g = np.asarray(g, dtype=float)
     dx = np.diff(np.asarray(x, dtype=float))
@@ -119,22 +115,20 @@ def hockey_stick_delta_grid(
 ) -> NDArray:
     """Hockey-stick divergence between two densities given on a grid, in both directions.
 
-    ``delta(eps) = max( int (p - e^eps q)_+ dx, int (q - e^eps p)_+ dx )``: the smallest
-    ``delta`` for which ``P(E) <= e^eps Q(E) + delta`` and ``Q(E) <= e^eps P(E) + delta`` for
-    every event ``E`` ([1], Theorem 1 and Algorithm 2). With ``p`` the density with
-    individual ``i`` and ``q`` the one without, this is ``delta_i(eps)``.
+    ``delta(eps) = max( int (p - e^eps q)_+ dx, int (q - e^eps p)_+ dx )``, the smallest
+    ``delta`` bounding both directions for every event ([1], Theorem 1 and Algorithm 2).
 
     Parameters
     ----------
     p, q : array_like, shape (..., m)
-        Densities on the grid ``x`` (broadcast against each other; grid axis last).
+        Densities on the grid ``x``, broadcast against each other.
     x : array_like, shape (m,)
         Increasing grid, wide enough that the mass outside it is negligible.
     epsilon : array_like, shape (k,) or scalar
-        Privacy levels (``eps >= 0``).
+        ``eps >= 0``.
     normalize : bool, default True
-        Rescale ``p`` and ``q`` to unit trapezoid mass on ``x`` first, so that discretisation
-        and truncation of the grid do not masquerade as a privacy loss.
+        Rescale ``p`` and ``q`` to unit mass on ``x`` first, so that the grid's truncation
+        does not masquerade as a privacy loss.
     direction : {"both", "forward", "backward"}
         ``"forward"`` returns only ``int (p - e^eps q)_+``, ``"backward"`` only
         ``int (q - e^eps p)_+``.
@@ -150,8 +144,7 @@ def hockey_stick_delta_grid(
 
     Examples
     --------
-    Two unit normals one standard deviation apart; at ``eps = 0`` this is their total
-    variation distance, ``2 Phi(1/2) - 1 = 0.3829``:
+    Two unit normals one apart; at ``eps = 0`` their total variation, ``0.3829``:
 
     >>> from scipy import stats
     >>> from pymc_edp.query import hockey_stick_delta_grid
@@ -189,8 +182,8 @@ def hockey_stick_delta_grid(
 def hausdorff_distance(a: ArrayLike, b: ArrayLike) -> float:
     """Hausdorff distance between two finite sets of reals (or of points in R^d).
 
-    ``d_H(A, B) = max(max_a min_b |a - b|, max_b min_a |a - b|)``, the distance used in
-    Proposition 1 of [1] (but see :func:`bottleneck_distance`).
+    ``max(max_a min_b |a - b|, max_b min_a |a - b|)``, as in Proposition 1 of [1] (but see
+    :func:`bottleneck_distance`).
 
     Parameters
     ----------
@@ -224,11 +217,9 @@ def hausdorff_distance(a: ArrayLike, b: ArrayLike) -> float:
 def bottleneck_distance(a: ArrayLike, b: ArrayLike) -> float:
     """Bottleneck (infinity-Wasserstein) distance between two equal-size samples of reals.
 
-    ``W_inf(A, B) = min over bijections pi of max_k |a_k - b_pi(k)|``, in one dimension
-    ``max_k |a_(k) - b_(k)|``. Never below the Hausdorff distance, it is the distance for
-    which Proposition 1 of [1] holds (Laplace KDEs of scale ``W_inf / eps`` differ by at
-    most ``eps`` in log density); with the Hausdorff distance it fails for clusters of
-    different sizes, as in the example.
+    ``max_k |a_(k) - b_(k)|`` in one dimension; Proposition 1 of [1] (Laplace KDEs of scale
+    ``W_inf / eps`` differ by at most ``eps`` in log density) holds with it, not with the
+    Hausdorff distance.
 
     Parameters
     ----------
@@ -240,8 +231,7 @@ def bottleneck_distance(a: ArrayLike, b: ArrayLike) -> float:
 
     Examples
     --------
-    Clusters of different sizes: the sets are equal, so the Hausdorff distance is 0, but a
-    point has to move from one cluster to the other:
+    Clusters of different sizes: equal sets, yet a point has to move:
 
     >>> from pymc_edp.query import bottleneck_distance, hausdorff_distance
     >>> a, b = [0.0, 0.0, 1.0], [0.0, 1.0, 1.0]
@@ -266,14 +256,13 @@ def deconvolution_spacing(scale: float, kernel: str | Kernel, bandwidth: float) 
     """Largest useful frequency of the deconvolution, as a grid spacing.
 
     For a Gaussian kernel ``F l_lambda / F k = exp(sigma^2 w^2 / 2) / (1 + lambda^2 w^2)``
-    is smallest at ``w* = sqrt(2 / sigma^2 - 1 / lambda^2)`` and grows without bound beyond
-    it: ``h`` exists only as a band-limited density, resolved to ``pi / w*``. A Laplace
-    kernel has no such limit (returns 0).
+    grows without bound beyond ``w* = sqrt(2 / sigma^2 - 1 / lambda^2)``, so ``h`` is
+    resolved to ``pi / w*``; a Laplace kernel has no such limit.
 
     Returns
     -------
     float
-        The smallest admissible grid spacing (0 if any spacing will do).
+        The smallest admissible grid spacing (0 if any will do).
 
     Raises
     ------
@@ -305,9 +294,8 @@ def laplace_deconvolution(
 ) -> tuple[NDArray, NDArray]:
     """Solve ``k * h = l_lambda`` for the noise density ``h`` by FFT (eq. 2 of [1]).
 
-    ``h = F^-1( F l_lambda / F k )``: both transforms are closed-form, evaluated on the FFT
-    frequencies; only the inverse is numerical. The spacing is no finer than
-    :func:`deconvolution_spacing`, the band limit of Diggle & Hall's deconvolution [2]_.
+    ``h = F^-1( F l_lambda / F k )`` with closed-form transforms; the spacing is no finer
+    than :func:`deconvolution_spacing`, the band limit of the deconvolution [2]_.
 
     Parameters
     ----------
@@ -327,8 +315,7 @@ def laplace_deconvolution(
     Returns
     -------
     x, h : ndarray, shape (m,)
-        Grid centred on 0 (``x[m // 2] == 0``, ``m`` a power of two) and ``h`` on it (may
-        dip below zero: :class:`~pymc_edp.query.NoiseKernel` cleans it).
+        Grid centred on 0 (``m`` a power of two) and ``h`` on it (may dip below zero).
 
     Notes
     -----

@@ -68,9 +68,7 @@ def check_probability(value, name: str = "prob") -> float:
 
 
 def check_delta(value, name: str = "delta") -> float:
-    """``value`` as a ``float`` in ``[0, 1)``: the delta of an (epsilon, delta) guarantee.
-
-    ``delta >= 1`` holds for any epsilon, so it says nothing and is refused.
+    """``value`` as a ``float`` in ``[0, 1)`` (``delta >= 1`` holds for any epsilon).
 
     Examples
     --------
@@ -92,9 +90,8 @@ def check_delta(value, name: str = "delta") -> float:
 def as_options(cls, value, argument: str):
     """``value`` as an instance of the frozen options dataclass ``cls``.
 
-    None gives the defaults, an instance is returned as it is, a dict gives its fields
-    (unknown keys are named in the error); anything else is a :class:`TypeError` that says
-    what ``argument=`` takes.
+    None gives the defaults, a dict its fields (unknown keys named in the error); anything
+    but an instance is a :class:`TypeError`.
 
     Examples
     --------
