@@ -16,6 +16,9 @@ name                        value
 ``dbs``                     40 databases of 5 people, columns ``id`` and ``x`` (gamma
                             draws of a seeded generator; a fresh list for each example)
 ``samples``                 ``edp.query.query_samples(dbs, sum_query("x"), id_col="id")``
+``tuned``                   a :class:`~pymc_edp.PriorTuningResult` built by hand:
+                            ``sigma0`` tuned from 1.73 to 1.2 (epsilon 0.31, target
+                            0.3), ``mean_shift`` 0.05 for ``mu``, warning ``"a caveat"``
 ==========================  =====================================================
 
 A module's own names come first: an example sees its module's globals, then these.
@@ -64,6 +67,29 @@ def _small_query_samples() -> xr.Dataset:
     return query_samples(small_databases(), sum_query("x"), id_col="id", progressbar=False)
 
 
+def tuning_result() -> edp.PriorTuningResult:
+    """The hand-built tuning result the examples call ``tuned``."""
+    return edp.PriorTuningResult(
+        value=1.2,
+        epsilon=0.31,
+        mcse=0.01,
+        target_epsilon=0.3,
+        hyperparameter="sigma0",
+        initial_value=1.73,
+        initial_epsilon=0.45,
+        search_epsilon=0.3,
+        bins=20,
+        neighbour="remove",
+        method="psis",
+        direction="increasing",
+        monotone=True,
+        stopped="tolerance",
+        trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
+        utility=xr.Dataset({"mean_shift": ("parameter", [0.05])}, coords={"parameter": ["mu"]}),
+        warnings=("a caveat",),
+    )
+
+
 def namespace() -> dict:
     """A fresh dictionary of the names above."""
     return {
@@ -79,4 +105,5 @@ def namespace() -> dict:
         "res": eight_schools_audit(),
         "dbs": small_databases(),
         "samples": _small_query_samples().copy(deep=True),
+        "tuned": tuning_result(),
     }
