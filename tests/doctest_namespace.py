@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import xarray as xr
+from support import tuning_result
 
 import pymc_edp as edp
 from pymc_edp.datasets import load_eight_schools
@@ -67,29 +68,6 @@ def _small_query_samples() -> xr.Dataset:
     return query_samples(small_databases(), sum_query("x"), id_col="id", progressbar=False)
 
 
-def tuning_result() -> edp.PriorTuningResult:
-    """The hand-built tuning result the examples call ``tuned``."""
-    return edp.PriorTuningResult(
-        value=1.2,
-        epsilon=0.31,
-        mcse=0.01,
-        target_epsilon=0.3,
-        hyperparameter="sigma0",
-        initial_value=1.73,
-        initial_epsilon=0.45,
-        search_epsilon=0.3,
-        bins=20,
-        neighbour="remove",
-        method="psis",
-        direction="increasing",
-        monotone=True,
-        stopped="tolerance",
-        trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
-        utility=xr.Dataset({"mean_shift": ("parameter", [0.05])}, coords={"parameter": ["mu"]}),
-        warnings=("a caveat",),
-    )
-
-
 def namespace() -> dict:
     """A fresh dictionary of the names above."""
     return {
@@ -105,5 +83,11 @@ def namespace() -> dict:
         "res": eight_schools_audit(),
         "dbs": small_databases(),
         "samples": _small_query_samples().copy(deep=True),
-        "tuned": tuning_result(),
+        "tuned": tuning_result(
+            trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
+            utility=xr.Dataset(
+                {"mean_shift": ("parameter", [0.05])}, coords={"parameter": ["mu"]}
+            ),
+            warnings=("a caveat",),
+        ),
     }
