@@ -16,6 +16,9 @@ name                        value
 ``dbs``                     40 databases of 5 people, columns ``id`` and ``x`` (gamma
                             draws of a seeded generator; a fresh list for each example)
 ``samples``                 ``edp.query.query_samples(dbs, sum_query("x"), id_col="id")``
+``tuned``                   a :class:`~pymc_edp.PriorTuningResult` built by hand:
+                            ``sigma0`` tuned from 1.73 to 1.2 (epsilon 0.31, target
+                            0.3), ``mean_shift`` 0.05 for ``mu``, warning ``"a caveat"``
 ==========================  =====================================================
 
 A module's own names come first: an example sees its module's globals, then these.
@@ -36,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import xarray as xr
+from support import tuning_result
 
 import pymc_edp as edp
 from pymc_edp.datasets import load_eight_schools
@@ -79,4 +83,11 @@ def namespace() -> dict:
         "res": eight_schools_audit(),
         "dbs": small_databases(),
         "samples": _small_query_samples().copy(deep=True),
+        "tuned": tuning_result(
+            trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
+            utility=xr.Dataset(
+                {"mean_shift": ("parameter", [0.05])}, coords={"parameter": ["mu"]}
+            ),
+            warnings=("a caveat",),
+        ),
     }

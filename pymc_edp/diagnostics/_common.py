@@ -26,29 +26,9 @@ KEEP_ALL_WEIGHTS = "edp.audit(..., chunks={'store_weights': True, 'prune': False
 
 @runtime_checkable
 class AuditData(Protocol):
-    """The attributes of an audit that the diagnostics read (an ``EDPResult`` has them all).
+    """The attributes of an audit that the diagnostics read, never change.
 
-    Read-only: the diagnostics never change an audit.
-
-    Attributes
-    ----------
-    pointwise : xarray.Dataset
-        Per neighbour: ``epsilon``, ``method``, ``refit_mcse``, ``lower_bound``, ... (see
-        :class:`pymc_edp.EDPResult`).
-    parameters : xarray.Dataset
-        Per scalar parameter: ``epsilon``, ``var_name``, ...
-    log_weights : xarray.DataArray or None
-        Smoothed log-weights ``(neighbour, sample)``.
-    draws : xarray.DataArray or None
-        Full-data draws ``(parameter, sample)``, chain-major.
-    bins : int
-        The audit's number of bins.
-    smoothing, count_smoothing : float
-        Additive smoothing of weighted and of count estimates.
-    n_chains : int
-    epsilon : float
-    worst_neighbour
-        Coordinate value of the neighbour attaining ``epsilon``.
+    An :class:`pymc_edp.EDPResult` has them all, and documents them.
     """
 
     @property
@@ -187,6 +167,11 @@ def cached(result: AuditData, key, compute):
     if key not in cache:
         cache[key] = compute()
     return cache[key]
+
+
+def n_bins_of(result: AuditData, bins: int | None) -> int:
+    """The number of bins asked for: ``bins``, or the audit's own."""
+    return result.bins if bins is None else int(bins)
 
 
 def bins_of(result: AuditData, n_bins: int) -> binning.Bins:

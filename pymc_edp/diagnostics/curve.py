@@ -29,12 +29,12 @@ def continuous_limit(result: AuditData) -> xr.Dataset:
     """The ``B -> infinity`` reference: the largest absolute log density ratio over the draws.
 
     ``sup_s |log r_i(theta_s)|`` with ``r_i = S w_i`` the density ratio
-    ``p(theta | D') / p(theta | D)``. It bounds every parameter's B-EDP for every B (a bin's
-    ratio is an average of ``r``) and, for one parameter, is the ``B -> inf`` limit. Often
-    the supremum is infinite (normal posteriors with different means): the sample maximum
-    then keeps growing with S. On thinned subsamples of ``S / 64 .. S / 4`` draws, a growth
-    over the last two doublings of at least 0.6 of that over the two before is reported as
-    diverging (a bounded ratio's maximum converges geometrically: a factor <= 0.5).
+    ``p(theta | D') / p(theta | D)`` bounds every B-EDP (a bin's ratio is an average of
+    ``r``) and, for one parameter, is the ``B -> inf`` limit. Often infinite (normal
+    posteriors with different means), its sample maximum then grows with S: on thinned
+    subsamples of ``S / 64 .. S / 4`` draws, a growth over the last two doublings of at
+    least 0.6 of that over the two before is reported as diverging (a bounded ratio's
+    maximum converges geometrically, by a factor <= 0.5).
 
     Returns
     -------
@@ -92,9 +92,8 @@ def _continuous_limit(result: AuditData) -> xr.Dataset:
             "the continuous limit diverges: the largest |log density ratio| keeps growing "
             f"with the number of draws (about +{growth:.2g} per doubling of S), as when "
             "the log density ratio is unbounded (normal tails, a Beta density at 0 or 1). "
-            "B-EDP grows "
-            "without bound as B -> inf; the value shown is only the supremum over these "
-            "draws."
+            "B-EDP grows without bound as B -> inf; the value shown is only the supremum "
+            "over these draws."
         )
     return xr.Dataset(
         {
@@ -144,9 +143,8 @@ def epsilon_curve(
     -------
     xarray.DataArray
         Epsilon over ``bins``, with coordinates ``mcse``, ``lower``, ``upper`` and
-        ``worst_neighbour``; attributes ``continuous_limit`` and
-        ``continuous_limit_diverges`` (:func:`continuous_limit`), ``note``, ``prob`` and
-        ``smoothing``. Refitted neighbours enter through their importance weights.
+        ``worst_neighbour``; attributes ``continuous_limit``, ``continuous_limit_diverges``
+        (:func:`continuous_limit`), ``note``, ``prob`` and ``smoothing``.
 
     References
     ----------

@@ -10,19 +10,25 @@ import xarray as xr
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, chunk_slices
-from pymc_edp.diagnostics._common import AuditData, bins_of, cached, draws_of, refitted, weights_of
+from pymc_edp.diagnostics._common import (
+    AuditData,
+    bins_of,
+    cached,
+    draws_of,
+    n_bins_of,
+    refitted,
+    weights_of,
+)
 
 
 def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     """Abowd's empirical measure of imprecision: the noise floor of refit-and-count.
 
-    The EDP procedure with D in place of the neighbour, on independent draws: bins cut from
-    the first half of every chain, counts from the second halves (Charest & Han, sec. 4).
-    The true value is 0, so this is the noise of counting ``S / 2`` independent draws: a
-    verdict on *refit-and-count* estimates only (Abowd: within 2 EMI of zero is noise), not
-    an error of reweighted ones (that is :func:`epsilon_interval`). One independent set is
-    used (Abowd et al. take the maximum over n, which is larger); counts are smoothed with
-    ``result.count_smoothing``.
+    The EDP procedure with D as its own neighbour: bins cut from the first half of every
+    chain, counts from the second halves (Charest & Han, sec. 4). The true value is 0, so
+    this is the noise of counting ``S / 2`` draws: a verdict on *refit-and-count* estimates
+    only (within 2 EMI of zero is noise), not an error of reweighted ones
+    (:func:`epsilon_interval`). One independent set (Abowd et al. take a maximum over n).
 
     Returns
     -------
@@ -44,12 +50,12 @@ def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     >>> round(float(em["emi"]), 2), em.attrs["n_draws"], em.attrs["within_two_emi"]
     (0.27, 1000, 0)
     """
-    n_bins = result.bins if bins is None else int(bins)
+    n_bins = n_bins_of(result, bins)
     return cached(result, ("emi", n_bins), lambda: _emi(result, n_bins))
 
 
 def _emi(result: AuditData, n_bins: int) -> xr.Dataset:
-    """Abowd's EMI with ``n_bins`` bins (uncached)."""
+    """Uncached :func:`emi`."""
     draws = draws_of(result)
     n_par, n_samples = draws.shape
     n_chains = max(int(result.n_chains), 1)
@@ -89,9 +95,8 @@ def _emi(result: AuditData, n_bins: int) -> xr.Dataset:
 def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     """Bins that receive no (or almost no) weight under a neighbour, per parameter.
 
-    An empty bin makes the raw (``smoothing=0``) epsilon infinite. Reweighted, a bin is
-    empty only if all its draws have weight 0; under one draw's worth of weight is where a
-    smoothing constant would start to set the estimate.
+    An empty bin makes the raw (``smoothing=0``) epsilon infinite; under one draw's worth
+    of weight, a smoothing constant starts to set the estimate.
 
     Returns
     -------
@@ -110,7 +115,7 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     >>> eb.attrs["bins"]
     10
     """
-    n_bins = result.bins if bins is None else int(bins)
+    n_bins = n_bins_of(result, bins)
     lw = weights_of(result)
     b = bins_of(result, n_bins)
     n, n_samples = lw.shape
@@ -178,7 +183,7 @@ def smoothing_sensitivity(
     >>> eps.attrs["audit_smoothing"]
     0.0
     """
-    n_bins = result.bins if bins is None else int(bins)
+    n_bins = n_bins_of(result, bins)
     lw = weights_of(result)
     b = bins_of(result, n_bins)
     values = np.asarray(smoothing, dtype=float)

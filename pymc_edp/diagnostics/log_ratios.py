@@ -9,7 +9,7 @@ import xarray as xr
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import PARAMETER_DIM
-from pymc_edp.diagnostics._common import AuditData, bins_of, neighbour_weights
+from pymc_edp.diagnostics._common import AuditData, bins_of, n_bins_of, neighbour_weights
 
 __all__ = ["bin_log_ratios"]
 
@@ -41,7 +41,7 @@ def bin_log_ratios(
     >>> edp.diagnostics.bin_log_ratios(res, bins=5).sizes["bin"]
     5
     """
-    n_bins = result.bins if bins is None else int(bins)
+    n_bins = n_bins_of(result, bins)
     lw, _, neighbour = neighbour_weights(result, neighbour)
     b = bins_of(result, n_bins)
     ratios = binning.bin_log_ratios(lw, b, result.smoothing)[0]

@@ -16,6 +16,7 @@ from pymc_edp.diagnostics._common import (
     cached,
     keep_weights_advice,
     kept_weights,
+    n_bins_of,
     neighbour_coords,
     no_weights_error,
     order_of,
@@ -89,9 +90,8 @@ def own_intervals(estimate, se, lower, upper, own, limited, z: float) -> None:
 def summarise_errors(result: AuditData, unc: dict, prob: float | None):
     """Per-neighbour estimate, error, ESS and (with ``prob``) interval from the leading pairs.
 
-    Neighbours whose weights were not kept get NaN. At the audit's own number of bins,
-    refitted neighbours take their refit estimate and its error (:func:`refit_errors`) and
-    the intervals follow :func:`own_intervals`.
+    NaN where no weights were kept; at the audit's B, refitted neighbours take
+    :func:`refit_errors` and :func:`own_intervals`.
     """
     n = result.pointwise.sizes[NEIGHBOUR_DIM]
     rows = unc["rows"]
@@ -139,15 +139,11 @@ def epsilon_mcse(
 ) -> xr.Dataset:
     """Monte-Carlo standard error of epsilon and of every per-record epsilon.
 
-    The bin log-ratio ``l = log P_i(b) - log P(b)`` is a smooth function of weighted means
-    and of the quantiles that cut the bins; its error is the mean of an influence function
-    over the draws (:func:`pymc_edp.base.mcse.bin_log_ratio_se`), with variance
-    ``var(psi) / ESS(psi)``, so autocorrelation is accounted for. ``epsilon_i = max |l|``
-    takes the error of its leading (parameter, bin) pair, epsilon that of its leading
-    neighbour. Refitted neighbours take their refit's error at the audit's B.
-
-    Without weights, the errors the audit stored (at its own B) are returned; neighbours
-    whose weights were not kept get NaN.
+    Each bin log-ratio's error is the delta method's, ``var(psi) / ESS(psi)`` of its
+    influence function (:func:`pymc_edp.base.mcse.bin_log_ratio_se`, so autocorrelation
+    counts); ``epsilon_i`` takes its leading (parameter, bin) pair's, epsilon its leading
+    neighbour's, a refitted neighbour its refit's. Without weights, the errors the audit
+    stored (at its own B) are returned; neighbours whose weights were not kept get NaN.
 
     Parameters
     ----------
@@ -183,7 +179,7 @@ def epsilon_mcse(
         ess_i = np.full(est.size, np.nan)
         n_bins = result.bins
     else:
-        n_bins = result.bins if bins is None else int(bins)
+        n_bins = n_bins_of(result, bins)
         unc = leading_pair_errors(result, n_bins, candidates)
         est, se_i, ess_i, _, _ = summarise_errors(result, unc, None)
     worst = int(np.nanargmax(est))
@@ -245,12 +241,10 @@ def epsilon_interval(
     """Monte-Carlo interval of epsilon and of every per-record epsilon.
 
     Each leading (parameter, bin) pair gets the normal interval ``l +- z se``
-    (:func:`epsilon_mcse`), mapped to ``|l|``; as the maximum is monotone,
-    ``[max lower, max upper]`` covers the maximum when every pair's interval covers its
-    value: that is the interval of ``epsilon_i`` (over its leading pairs) and of epsilon
-    (over neighbours). Near-ties widen it, as they should. A lower bound (a resolution limit,
-    :mod:`pymc_edp.base.limits`) is open above; refitted neighbours take their refit's
-    interval; without weights, the 90% intervals the audit stored are returned, as in
+    (:func:`epsilon_mcse`), mapped to ``|l|``; the maximum being monotone,
+    ``[max lower, max upper]`` is the interval of ``epsilon_i`` (over its pairs) and of
+    epsilon (over neighbours), widened by near-ties. A lower bound
+    (:mod:`pymc_edp.base.limits`) is open above; refits and results without weights as in
     :func:`epsilon_mcse`.
 
     Parameters
@@ -286,7 +280,7 @@ def epsilon_interval(
         se = np.asarray(pw["epsilon_mcse"].values, dtype=float)
         n_bins = result.bins
     else:
-        n_bins = result.bins if bins is None else int(bins)
+        n_bins = n_bins_of(result, bins)
         unc = leading_pair_errors(result, n_bins, candidates)
         est, se, _, lower, upper = summarise_errors(result, unc, prob)
     return interval_dataset(result, lower, upper, est, se, prob, n_bins)

@@ -459,15 +459,7 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
 
     Examples
     --------
-    >>> res = edp.PriorTuningResult(
-    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
-    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
-    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
-    ...     stopped="tolerance", trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
-    ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
-    ...                        coords={"parameter": ["mu"]}),
-    ...     warnings=("a caveat",))
-    >>> page = edp.plots.html.tuning_result_html(res)
+    >>> page = edp.plots.html.tuning_result_html(tuned)
     >>> "sigma0" in page and "0.3100" in page and "a caveat" in page
     True
     """

@@ -66,11 +66,7 @@ def plot_delta(
 
     Examples
     --------
-    >>> from pymc_edp.query import privacy_profile, query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> res = privacy_profile(samples, progressbar=False)
+    >>> res = edp.query.privacy_profile(samples, progressbar=False)
     >>> ax = edp.plots.plot_delta(res, kind=["delta", "delta_star"], target=0.01)
     >>> len(ax.get_lines())  # two curves and their two target markers
     4
@@ -131,11 +127,7 @@ def plot_delta_i(
 
     Examples
     --------
-    >>> from pymc_edp.query import privacy_profile, query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> res = privacy_profile(samples, progressbar=False)
+    >>> res = edp.query.privacy_profile(samples, progressbar=False)
     >>> ax = edp.plots.plot_delta_i(res, top=3)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['2', '3', '0']
@@ -188,11 +180,7 @@ def plot_densities(
 
     Examples
     --------
-    >>> from pymc_edp.query import privacy_profile, query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> res = privacy_profile(samples, progressbar=False)
+    >>> res = edp.query.privacy_profile(samples, progressbar=False)
     >>> ax = edp.plots.plot_densities(res)
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
     ['with everybody', 'without 2']
@@ -247,11 +235,7 @@ def plot_noise_kernel(
 
     Examples
     --------
-    >>> from pymc_edp.query import noise_kernel, query_samples, sum_query
-    >>> rng = np.random.default_rng(0)
-    >>> dbs = [pd.DataFrame({"id": range(5), "x": rng.gamma(2.0, size=5)}) for _ in range(40)]
-    >>> samples = query_samples(dbs, sum_query("x"), id_col="id", progressbar=False)
-    >>> ax = edp.plots.plot_noise_kernel(noise_kernel(samples, 1.0), n_samples=10_000)
+    >>> ax = edp.plots.plot_noise_kernel(edp.query.noise_kernel(samples, 1.0), n_samples=10_000)
     >>> ax.get_legend().get_texts()[0].get_text()
     '10,000 draws'
     >>> plt.close("all")

@@ -133,14 +133,7 @@ def tuning_result_text(result: TuningSummary) -> str:
 
     Examples
     --------
-    >>> res = edp.PriorTuningResult(
-    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
-    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
-    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
-    ...     stopped="tolerance", trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
-    ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
-    ...                        coords={"parameter": ["mu"]}))
-    >>> print(edp.report.tuning_result_text(res).splitlines()[1])
+    >>> print(edp.report.tuning_result_text(tuned).splitlines()[1])
     sigma0 = 1.2  (untuned 1.73; epsilon increasing in sigma0)
     """
     name = result.hyperparameter or "strength"

@@ -79,63 +79,43 @@ class EDPResult:
     epsilon : float
         B-EDP epsilon: the maximum over parameters, their elements and neighbours.
     epsilon_by_var : xarray.Dataset
-        Per audited posterior variable, each element's epsilon (its maximum over
-        neighbours) over the variable's own dims and coords; NaN for elements left out.
+        Each audited variable's elements' epsilon over its own dims (NaN if left out).
     pointwise : xarray.Dataset
-        Over ``neighbour`` (and ``parameter``): ``epsilon`` (max over parameters),
-        ``epsilon_parameter``, ``pareto_k``, ``worst_parameter``, ``worst_bin``, ``n_rows``,
-        ``observed``, ``method`` (``"psis"``, ``"moment_match"``, ``"refit"``,
-        ``"pruned"``), a refit's ``status`` and ``refit_mcse``, ``lower_bound`` and
-        ``limit`` (CF flags of :mod:`pymc_edp.base.limits`; ``limit_parameter``),
-        ``bin_draws`` (effective draws in the bin that sets epsilon), ``epsilon_mcse``,
-        ``epsilon_lower``, ``epsilon_upper`` (the 90% interval of the neighbours that can
-        set epsilon, NaN elsewhere), ``verification`` (CF flags) with ``verify_checked``,
-        ``verify_refit``, ``verify_z``, and for ``neighbour="replace"``,
-        ``worst_replacement``.
+        Per ``neighbour``: ``epsilon`` (and ``epsilon_parameter`` per parameter),
+        ``pareto_k``, ``worst_parameter``, ``worst_bin``, ``n_rows``, ``observed``,
+        ``method``, a refit's ``status`` and ``refit_mcse``, ``lower_bound``, ``limit``
+        (CF flags of :mod:`pymc_edp.base.limits`), ``bin_draws``, ``epsilon_mcse``,
+        ``epsilon_lower`` and ``epsilon_upper`` (90% interval where a neighbour can set
+        epsilon), ``verification`` (CF flags) with ``verify_*``, ``worst_replacement``.
     parameters : xarray.Dataset
-        Over ``parameter`` (one scalar element of a posterior variable): ``epsilon``,
-        ``lower_bound``, ``limit``, ``worst_neighbour``, ``worst_bin``, ``n_bins``
-        (effective B after merging tied edges), ``exact`` (False where pruning makes it a
-        bound) and ``var_name``.
-    bins : int
-        Requested number of bins ``B``.
-    neighbour : str
-        ``"remove"`` or ``"replace"``.
-    method : str
-        How neighbour posteriors were obtained.
-    smoothing : float
-        Additive smoothing of weighted estimates, in draws.
-    n_samples : int
-        Posterior draws (chains x draws).
-    reff : float
-        Relative MCMC efficiency used for the PSIS tail length.
+        Per ``parameter`` (scalar element): ``epsilon``, ``lower_bound``, ``limit``,
+        ``worst_neighbour``, ``worst_bin``, ``n_bins`` (after merging tied edges), ``exact``
+        (False where pruning makes it a bound), ``var_name``.
+    bins, neighbour, method : int, str, str
+        The requested ``B``, ``"remove"`` or ``"replace"``, how neighbours were obtained.
+    smoothing, count_smoothing : float
+        Additive smoothing (in draws) of weighted and of count estimates (Charest & Han's
+        ``alpha``).
+    n_samples, n_chains, reff : int, int, float
+        Posterior draws (``sample`` is chain-major), chains, relative MCMC efficiency.
     khat_threshold : float
         ``min(1 - 1 / log10(S), 0.7)``.
     warnings : tuple of str
-        Diagnostics raised during the audit.
-    log_weights : xarray.DataArray, optional
-        Smoothed normalised log-weights ``(neighbour, sample)`` (for ``"replace"``, of the
-        worst replacement).
-    n_chains : int
-        Chains of the full-data posterior (``sample`` is chain-major).
-    draws : xarray.DataArray, optional
-        Full-data draws ``(parameter, sample)`` the bins were cut from.
+    log_weights, draws : xarray.DataArray, optional
+        Smoothed normalised log-weights ``(neighbour, sample)`` and full-data draws
+        ``(parameter, sample)``.
     refits : pymc_edp.refit.Refits, optional
-        The refitted neighbour posteriors, by label.
     mc_interval90 : (float, float), optional
         90% Monte-Carlo interval of epsilon (upper end ``inf`` for a lower bound).
     noise_floor : float, optional
-        Abowd's EMI, the noise floor of refit-and-count (not an error of this estimate).
+        Abowd's EMI, the noise floor of refit-and-count.
     random_seed : int, optional
-        The seed the audit used: passing it back repeats the run.
-    count_smoothing : float
-        Additive smoothing of count estimates (raw refits, EMI), Charest & Han's ``alpha``.
-    verification : str
-        ``"confirmed"``, ``"corrected"`` (refits replaced every estimate that could set
-        epsilon), ``"incomplete"`` (a lower bound), ``"refit"`` or ``"unverified"``;
-        ``verification_note`` says what was done or why not.
+        Passing it back repeats the run.
+    verification, verification_note : str
+        ``"confirmed"``, ``"corrected"``, ``"incomplete"`` (a lower bound), ``"refit"`` or
+        ``"unverified"``; the note says what was done or why not.
     left_out : tuple of pymc_edp.model.select.LeftOut
-        Variables or constant elements that were not binned, and why.
+        What was not binned, and why.
     convergence : pymc_edp.model.convergence.FitConvergence, optional
         R-hat, ESS and divergences of the fit; every epsilon inherits its error.
 
@@ -319,18 +299,13 @@ class EDPResult:
         """The result in one :class:`xarray.Dataset` (netCDF-safe).
 
         Every field but ``refits`` (and, unless ``include_weights``, ``log_weights`` and
-        ``draws``) is stored: the tables as variables, the scalars in the attributes (those
-        that may be None or a tuple as JSON), so that :meth:`from_dataset` gives them back
-        with their types; see :meth:`to_netcdf`.
+        ``draws``): the tables as variables, the scalars as attributes (JSON where None or a
+        tuple), so that :meth:`from_dataset` gives them back with their types.
 
         Parameters
         ----------
         include_weights : bool, default False
             Also store ``log_weights`` and ``draws`` (``n x S`` floats).
-
-        Returns
-        -------
-        xarray.Dataset
 
         Examples
         --------
@@ -376,12 +351,11 @@ class EDPResult:
         return ds
 
     def _pointwise_with_intervals(self) -> xr.Dataset:
-        """``pointwise`` with the stored intervals of every neighbour whose weights are kept.
+        """``pointwise`` with the 90% interval and MCSE filled in for every neighbour with weights.
 
-        The audit stores the 90% interval and standard error of the neighbours that can set
-        epsilon; :meth:`interval` computes the others' from their weights. A result saved
-        without its weights gets them here, so that its :meth:`interval` and :meth:`mcse`
-        read back as they were (NaN only where no weights were kept).
+        The audit stores them only for the neighbours that can set epsilon; a result saved
+        without its weights keeps the others' here, so that :meth:`interval` and :meth:`mcse`
+        read back as they were.
         """
         pw = self.pointwise
         if self.log_weights is None or "epsilon_upper" not in pw:
@@ -406,14 +380,6 @@ class EDPResult:
     @classmethod
     def from_dataset(cls, ds: xr.Dataset) -> EDPResult:
         """Rebuild a result written by :meth:`to_dataset`.
-
-        Parameters
-        ----------
-        ds : xarray.Dataset
-
-        Returns
-        -------
-        EDPResult
 
         Examples
         --------
@@ -499,7 +465,7 @@ class EDPResult:
         Returns
         -------
         xarray.DataTree
-            Writes with ``.to_netcdf`` / ``.to_zarr``; :meth:`from_datatree` reads it back.
+            :meth:`from_datatree` reads it back.
 
         Examples
         --------
@@ -542,13 +508,11 @@ class EDPResult:
         return cls.from_dataset(ds.load())
 
     def to_netcdf(self, path, *, include_weights: bool = False, **kwargs) -> None:
-        """Write :meth:`to_dataset` to a netCDF file.
+        """Write :meth:`to_dataset` to a netCDF file; :meth:`from_netcdf` reads it back.
 
-        :meth:`from_netcdf` reads back every field with its type, except ``refits`` (save
-        them with ``RefitOptions(checkpoint=...)``) and, unless ``include_weights=True``,
-        ``log_weights`` and ``draws``: without them the diagnostics that recompute from the
-        weights (``res.curve()``, most plots) are unavailable and the stored 90% intervals
-        are used.
+        Without ``log_weights`` and ``draws`` the diagnostics that recompute from the weights
+        (``res.curve()``, most plots) are unavailable; ``refits`` are saved by
+        ``RefitOptions(checkpoint=...)``.
 
         Parameters
         ----------
@@ -696,9 +660,7 @@ class EDPResult:
         return diagnostics.bin_log_ratios(self, neighbour)
 
     def refit_epsilon(self, refit_posterior, neighbour=None) -> xr.Dataset:
-        """Epsilon of your own refit of one neighbour, in this audit's bins.
-
-        See :func:`pymc_edp.diagnostics.refit_epsilon`.
+        """Epsilon of your refit of a neighbour; see :func:`pymc_edp.diagnostics.refit_epsilon`.
 
         Examples
         --------

@@ -75,18 +75,11 @@ class PriorTuningResult:
 
     Examples
     --------
-    Returned by :func:`tune_prior`; built by hand here:
+    Returned by :func:`tune_prior`; ``tuned`` is one built by hand:
 
-    >>> res = edp.PriorTuningResult(
-    ...     value=1.2, epsilon=0.31, mcse=0.01, target_epsilon=0.3, hyperparameter="sigma0",
-    ...     initial_value=1.73, initial_epsilon=0.45, search_epsilon=0.3, bins=20,
-    ...     neighbour="remove", method="psis", direction="increasing", monotone=True,
-    ...     stopped="tolerance", trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
-    ...     utility=xr.Dataset({"mean_shift": ("parameter", [0.05])},
-    ...                        coords={"parameter": ["mu"]}))
-    >>> round(res.relative_error, 4)
+    >>> round(tuned.relative_error, 4)
     0.0333
-    >>> res.summary().to_dict()
+    >>> tuned.summary().to_dict()
     {'mean_shift': {'mu': 0.05}}
     """
 
