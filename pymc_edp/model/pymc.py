@@ -381,16 +381,9 @@ class ElementwiseLogLik:
 
     def _draws(self, posterior: xr.Dataset) -> list[np.ndarray]:
         """Every free variable's draws, ``(n_samples, ...)`` in the model's dtypes."""
-        missing = [v for v in self.free if v not in posterior]
-        if missing:
-            raise ValueError(f"the posterior lacks the model's free variable(s) {missing}")
-        draws = []
-        for v, dt in zip(self.free, self.dtypes, strict=True):
-            da = posterior[v]
-            extra = [d for d in da.dims if d not in ("chain", "draw")]
-            arr = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=dt)
-            draws.append(arr.reshape(-1, *arr.shape[2:]))
-        return draws
+        from pymc_edp.model.stream import _posterior_draws
+
+        return _posterior_draws(posterior, self.free, self.dtypes)
 
     def __call__(self, posterior: xr.Dataset, y: np.ndarray) -> np.ndarray:
         """``(n_samples, n_terms)`` log-likelihood terms at data ``y``, each posterior draw."""
