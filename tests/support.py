@@ -167,3 +167,12 @@ def stack_psislw(log_weights, reff=1.0):
         return np.asarray(smoothed), np.asarray(khat)
     smoothed, khat = import_arviz().psislw(lw.copy(), reff=reff)
     return np.asarray(smoothed), np.asarray(khat)
+
+
+def take_columns(cols, columns):
+    """The ``ModelColumns`` ``cols`` restricted to ``columns``, keeping only their data."""
+    from pymc_edp.model.stream import _normalise
+
+    idx, _ = _normalise(columns, cols.shape[1], "record")
+    data = [np.ascontiguousarray(a[idx]) for a in cols._data]
+    return cols._copy(_data=data, shape=(cols.shape[0], int(data[0].shape[0])))

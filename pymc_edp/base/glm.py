@@ -91,27 +91,16 @@ _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
 @numba.njit(**_JIT)
-def _minmax(a, mn, mx):  # pragma: no cover - compiled
-    """Column min / max of ``a`` (S, k) folded into ``mn``, ``mx``; False if not finite."""
+def _minmax(a, b, mn, mx):  # pragma: no cover - compiled
+    """Column min / max of ``a`` (S, k), or of ``b - a``, folded into ``mn``, ``mx``.
+
+    False if a value is not finite. ``b`` is None for ``a`` itself (pruned when compiled).
+    """
     n_s, k = a.shape
     bad = 0
     for s in range(n_s):
         for j in range(k):
-            v = a[s, j]
-            bad += not (abs(v) < np.inf)
-            mn[j] = min(mn[j], v)
-            mx[j] = max(mx[j], v)
-    return bad == 0
-
-
-@numba.njit(**_JIT)
-def _minmax_diff(a, b, mn, mx):  # pragma: no cover - compiled
-    """Column min / max of ``b - a`` folded into ``mn``, ``mx``; False if not finite."""
-    n_s, k = a.shape
-    bad = 0
-    for s in range(n_s):
-        for j in range(k):
-            v = b[s, j] - a[s, j]
+            v = a[s, j] if b is None else b[s, j] - a[s, j]
             bad += not (abs(v) < np.inf)
             mn[j] = min(mn[j], v)
             mx[j] = max(mx[j], v)
@@ -167,6 +156,24 @@ def _lgamma(x, out):  # pragma: no cover - compiled
     return out
 
 
+@numba.njit(inline="always", **_JIT)
+def _at(a, s, j):  # pragma: no cover - compiled
+    """``a[s, j]`` of a 2-d parameter broadcast to the block (see above)."""
+    return a[s if a.shape[0] > 1 else 0, j if a.shape[1] > 1 else 0]
+
+
+@numba.njit(inline="always", **_JIT)
+def _log_probs(a, b, s, j, logit):  # pragma: no cover - compiled
+    """``(log p, log(1 - p))`` at ``(s, j)``, from ``(q, log1p(exp(-|q|)))`` if ``logit``.
+
+    Else ``a``, ``b`` are ``log p`` and ``log(1 - p)`` themselves.
+    """
+    if logit:
+        x, t = a[s, j], b[s, j]
+        return -(max(-x, 0.0) + t), -(max(x, 0.0) + t)
+    return a[s, j], b[s, j]
+
+
 @numba.njit(**_JIT)
 def _negabs(q, out):  # pragma: no cover - compiled
     n_s, k = q.shape
@@ -180,16 +187,12 @@ def _negabs(q, out):  # pragma: no cover - compiled
 def _k_normal(y, mu, sigma, log_sigma, out):  # pragma: no cover - compiled
     """``(-0.5 ((y - mu) / sigma)^2 - log(sqrt(2 pi))) - log(sigma)``."""
     n_s, k = out.shape
-    mr, mc = mu.shape[0] > 1, 1 if mu.shape[1] > 1 else 0
-    sr, sc = sigma.shape[0] > 1, 1 if sigma.shape[1] > 1 else 0
     c = 0.5 * math.log(2.0 * math.pi)
     bad = 0
     for s in range(n_s):
-        ms = s if mr else 0
-        ss = s if sr else 0
         for j in range(k):
-            z = (y[j] - mu[ms, j * mc]) / sigma[ss, j * sc]
-            v = (-0.5 * (z * z) - c) - log_sigma[ss, j * sc]
+            z = (y[j] - _at(mu, s, j)) / _at(sigma, s, j)
+            v = (-0.5 * (z * z) - c) - _at(log_sigma, s, j)
             out[s, j] = v
             bad += not (abs(v) < np.inf)
     return bad
@@ -199,16 +202,10 @@ def _k_normal(y, mu, sigma, log_sigma, out):  # pragma: no cover - compiled
 def _k_t_z(y, mu, lam, nu, out):  # pragma: no cover - compiled
     """``lam (y - mu)^2 / nu``."""
     n_s, k = out.shape
-    mr, mc = mu.shape[0] > 1, 1 if mu.shape[1] > 1 else 0
-    lr, lc = lam.shape[0] > 1, 1 if lam.shape[1] > 1 else 0
-    nr, nc = nu.shape[0] > 1, 1 if nu.shape[1] > 1 else 0
     for s in range(n_s):
-        ms = s if mr else 0
-        ls = s if lr else 0
-        ns = s if nr else 0
         for j in range(k):
-            d = y[j] - mu[ms, j * mc]
-            out[s, j] = lam[ls, j * lc] * (d * d) / nu[ns, j * nc]
+            d = y[j] - _at(mu, s, j)
+            out[s, j] = _at(lam, s, j) * (d * d) / _at(nu, s, j)
     return out
 
 
@@ -216,76 +213,38 @@ def _k_t_z(y, mu, lam, nu, out):  # pragma: no cover - compiled
 def _k_t_finish(log1p_z, const, half_nu1, out):  # pragma: no cover - compiled
     """``const - (nu + 1) / 2 * log1p(z)``."""
     n_s, k = out.shape
-    cr, cc = const.shape[0] > 1, 1 if const.shape[1] > 1 else 0
-    hr, hc = half_nu1.shape[0] > 1, 1 if half_nu1.shape[1] > 1 else 0
     bad = 0
     for s in range(n_s):
-        cs = s if cr else 0
-        hs = s if hr else 0
         for j in range(k):
-            v = const[cs, j * cc] - half_nu1[hs, j * hc] * log1p_z[s, j]
+            v = _at(const, s, j) - _at(half_nu1, s, j) * log1p_z[s, j]
             out[s, j] = v
             bad += not (abs(v) < np.inf)
     return bad
 
 
 @numba.njit(**_JIT)
-def _k_bernoulli_logit(y, q, t, out):  # pragma: no cover - compiled
-    """The Bernoulli logit log-density: -softplus(-q) at y = 1, -softplus(q) at y = 0."""
+def _k_bernoulli(y, a, b, logit, out):  # pragma: no cover - compiled
+    """``log p`` at y = 1, ``log(1 - p)`` at y = 0 (``a``, ``b`` as :func:`_log_probs`)."""
     n_s, k = out.shape
     bad = 0
     for s in range(n_s):
         for j in range(k):
-            x = -q[s, j] if y[j] == 1.0 else q[s, j]
-            v = -(max(x, 0.0) + t[s, j])
+            log_p, log_1mp = _log_probs(a, b, s, j, logit)
+            v = log_p if y[j] == 1.0 else log_1mp
             out[s, j] = v
             bad += not (abs(v) < np.inf)
     return bad
 
 
 @numba.njit(**_JIT)
-def _k_bernoulli_logs(y, log_p, log_1mp, out):  # pragma: no cover - compiled
+def _k_binomial(y, n, bl, a, b, logit, out):  # pragma: no cover - compiled
+    """``(binomln + y log p) + (n - y) log(1 - p)``."""
     n_s, k = out.shape
     bad = 0
     for s in range(n_s):
         for j in range(k):
-            v = log_p[s, j] if y[j] == 1.0 else log_1mp[s, j]
-            out[s, j] = v
-            bad += not (abs(v) < np.inf)
-    return bad
-
-
-@numba.njit(**_JIT)
-def _k_binomial_logit(y, n, bl, q, t, out):  # pragma: no cover - compiled
-    """``(binomln + y log p) + (n - y) log(1 - p)``, p = sigmoid(q)."""
-    n_s, k = out.shape
-    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
-    br, bc = bl.shape[0] > 1, 1 if bl.shape[1] > 1 else 0
-    bad = 0
-    for s in range(n_s):
-        ns = s if nr else 0
-        bs = s if br else 0
-        for j in range(k):
-            x = q[s, j]
-            log_p = -(max(-x, 0.0) + t[s, j])
-            log_1mp = -(max(x, 0.0) + t[s, j])
-            v = (bl[bs, j * bc] + y[j] * log_p) + (n[ns, j * nc] - y[j]) * log_1mp
-            out[s, j] = v
-            bad += not (abs(v) < np.inf)
-    return bad
-
-
-@numba.njit(**_JIT)
-def _k_binomial_logs(y, n, bl, log_p, log_1mp, out):  # pragma: no cover - compiled
-    n_s, k = out.shape
-    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
-    br, bc = bl.shape[0] > 1, 1 if bl.shape[1] > 1 else 0
-    bad = 0
-    for s in range(n_s):
-        ns = s if nr else 0
-        bs = s if br else 0
-        for j in range(k):
-            v = (bl[bs, j * bc] + y[j] * log_p[s, j]) + (n[ns, j * nc] - y[j]) * log_1mp[s, j]
+            log_p, log_1mp = _log_probs(a, b, s, j, logit)
+            v = (_at(bl, s, j) + y[j] * log_p) + (_at(n, s, j) - y[j]) * log_1mp
             out[s, j] = v
             bad += not (abs(v) < np.inf)
     return bad
@@ -304,47 +263,42 @@ def _k_poisson(y, lg, a, b, out):  # pragma: no cover - compiled
     return bad
 
 
+@numba.njit(inline="always", **_JIT)
+def _negbin_at(binomln, y, n, log_p, log_1mp):  # pragma: no cover - compiled
+    return (binomln + y * log_1mp) + n * log_p
+
+
 @numba.njit(**_JIT)
-def _k_negbin_logit(y, n, table, index, q, t, out):  # pragma: no cover - compiled
-    """``(binomln + y log(1 - p)) + n log p``, p = sigmoid(q)."""
+def _k_negbin(y, n, table, index, a, b, logit, out):  # pragma: no cover - compiled
+    """``(binomln + y log(1 - p)) + n log p``, ``binomln = table[s, index[j]]``."""
     n_s, k = out.shape
-    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
     tr = table.shape[0] > 1
     bad = 0
     for s in range(n_s):
-        ns = s if nr else 0
         ts = s if tr else 0
         for j in range(k):
-            v = _negbin_logit_at(table[ts, index[j]], y[j], n[ns, j * nc], q[s, j], t[s, j])
+            log_p, log_1mp = _log_probs(a, b, s, j, logit)
+            v = _negbin_at(table[ts, index[j]], y[j], _at(n, s, j), log_p, log_1mp)
             out[s, j] = v
             bad += not (abs(v) < np.inf)
     return bad
-
-
-@numba.njit(inline="always", **_JIT)
-def _negbin_logit_at(binomln, y, n, x, t):  # pragma: no cover - compiled
-    log_p = -(max(-x, 0.0) + t)
-    log_1mp = -(max(x, 0.0) + t)
-    return (binomln + y * log_1mp) + n * log_p
 
 
 @numba.njit(**_JIT)
 def _r_negbin_logit(y, y2, n, table, index, index2, q, t, mn, mx):  # pragma: no cover
     """Column min / max of the negative binomial logit log-density (or log ratio at ``y2``)."""
     n_s, k = q.shape
-    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
     tr = table.shape[0] > 1
     ratio = y2.size > 0
     bad = 0
     for s in range(n_s):
-        ns = s if nr else 0
         ts = s if tr else 0
         for j in range(k):
-            x = q[s, j]
-            a = n[ns, j * nc]
-            v = _negbin_logit_at(table[ts, index[j]], y[j], a, x, t[s, j])
+            log_p, log_1mp = _log_probs(q, t, s, j, True)
+            a = _at(n, s, j)
+            v = _negbin_at(table[ts, index[j]], y[j], a, log_p, log_1mp)
             if ratio:
-                v = _negbin_logit_at(table[ts, index2[j]], y2[j], a, x, t[s, j]) - v
+                v = _negbin_at(table[ts, index2[j]], y2[j], a, log_p, log_1mp) - v
             bad += not (abs(v) < np.inf)
             mn[j] = min(mn[j], v)
             mx[j] = max(mx[j], v)
@@ -352,31 +306,13 @@ def _r_negbin_logit(y, y2, n, table, index, index2, q, t, mn, mx):  # pragma: no
 
 
 @numba.njit(**_JIT)
-def _k_negbin_logs(y, n, table, index, log_p, log_1mp, out):  # pragma: no cover - compiled
-    n_s, k = out.shape
-    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
-    tr = table.shape[0] > 1
-    bad = 0
-    for s in range(n_s):
-        ns = s if nr else 0
-        ts = s if tr else 0
-        for j in range(k):
-            v = (table[ts, index[j]] + y[j] * log_1mp[s, j]) + n[ns, j * nc] * log_p[s, j]
-            out[s, j] = v
-            bad += not (abs(v) < np.inf)
-    return bad
-
-
-@numba.njit(**_JIT)
 def _k_negbin5_ratios(n, p, r1, r2):  # pragma: no cover - compiled
     """PyMC 5: mu = n (1 - p) / p; ``r1 = mu / (mu + n)``, ``r2 = n / (mu + n)``."""
     n_s, k = r1.shape
-    nr, nc = n.shape[0] > 1, 1 if n.shape[1] > 1 else 0
     bad = 0
     for s in range(n_s):
-        ns = s if nr else 0
         for j in range(k):
-            a = n[ns, j * nc]
+            a = _at(n, s, j)
             mu = a * (1.0 - p[s, j]) / p[s, j]
             bad += not (mu > 0.0)
             r1[s, j] = mu / (mu + a)
@@ -419,8 +355,16 @@ def _softplus_t(q, cache=None) -> np.ndarray:
     return t
 
 
-def _log_p(q, link: str):
-    """``(log p, log(1 - p))`` for link ``erfc`` or ``identity`` (PyTensor's log1p(-p))."""
+def _probabilities(q, link: str, cache=None):
+    """The ``(a, b)`` of :func:`_log_probs` for the block ``q``; None if ``p`` is outside [0, 1].
+
+    Link ``logit``: ``(q, t)``; ``erfc`` or ``identity``: ``(log p, log(1 - p))`` (PyTensor's
+    ``log1p(-p)``).
+    """
+    if link == "logit":
+        return q, _softplus_t(q, cache)
+    if link == "identity" and not np.all((q >= 0) & (q <= 1)):
+        return None
     p = half_erfc(q) if link == "erfc" else q
     return np.log(p), np.log1p(-p)
 
@@ -453,10 +397,6 @@ def _in(x, single: bool):
     return x.astype(np.float32).astype(np.float64) if single else x
 
 
-def _probability_ok(q, link: str) -> bool:
-    return link != "identity" or bool(np.all((q >= 0) & (q <= 1)))
-
-
 # ----------------------------------------------------------------------------- families
 def _normal(y, out, params, *, single, **_):
     mu, sigma = params
@@ -486,30 +426,22 @@ def _student_t(y, out, params, *, single, **_):
 def _bernoulli(y, out, params, *, link, **_):
     if not np.all((y == 0) | (y == 1)):
         return None
-    q = _full(params[0], out.shape)
-    if link == "logit":
-        bad = _k_bernoulli_logit(y, q, _softplus_t(q), out)
-    else:
-        if not _probability_ok(q, link):
-            return None
-        bad = _k_bernoulli_logs(y, *_log_p(q, link), out)
-    return None if bad else out
+    probs = _probabilities(_full(params[0], out.shape), link)
+    if probs is None or _k_bernoulli(y, *probs, link == "logit", out):
+        return None
+    return out
 
 
 def _binomial(y, out, params, *, link, **_):
     n, q = params
     if not (_finite(n) and np.all(n >= 0) and np.all((y >= 0) & (y <= n)) and _integral(y)):
         return None
-    q = _full(q, out.shape)
+    probs = _probabilities(_full(q, out.shape), link)
+    if probs is None:
+        return None
     yy = y[None, :]  # PyMC's binomln(n, y) = factln(n) - factln(y) - factln(n - y)
     bl = _c2((lgamma(n + 1.0) - lgamma(yy + 1.0)) - lgamma(n - yy + 1.0))
-    if link == "logit":
-        bad = _k_binomial_logit(y, n, bl, q, _softplus_t(q), out)
-    else:
-        if not _probability_ok(q, link):
-            return None
-        bad = _k_binomial_logs(y, n, bl, *_log_p(q, link), out)
-    return None if bad else out
+    return None if _k_binomial(y, n, bl, *probs, link == "logit", out) else out
 
 
 def _binary_mode(link, y, params):
@@ -558,18 +490,14 @@ def _negative_binomial(y, out, params, *, link, style, cache, **_):
         return None
     q = _full(q, out.shape)
     table, index = _negbin_binomln(y, n, cache)
-    if link == "logit":
-        bad = _k_negbin_logit(y, n, table, index, q, _softplus_t(q, cache), out)
-        return None if bad else out
-    if style == 5:  # PyMC 5: log(mu / (mu + n)) and log(n / (mu + n)), mu = n (1 - p) / p
+    if style == 5 and link == "identity":  # log(mu / (mu + n)), log(n / (mu + n))
         r1, r2 = np.empty(out.shape), np.empty(out.shape)
         if _k_negbin5_ratios(n, q, r1, r2):
             return None
-        log_1mp, log_p = np.log(r1, out=r1), np.log(r2, out=r2)
+        probs = np.log(r2, out=r2), np.log(r1, out=r1)
     else:
-        log_p, log_1mp = _log_p(q, link)
-    bad = _k_negbin_logs(y, n, table, index, log_p, log_1mp, out)
-    return None if bad else out
+        probs = _probabilities(q, link, cache)
+    return None if _k_negbin(y, n, table, index, *probs, link == "logit", out) else out
 
 
 def _negbin_binomln(y, n, cache):
@@ -614,9 +542,9 @@ def _negbin_range(state, params, out=None) -> bool | None:
     if y2 is None:  # the columns, then their min / max (vectorises better than fused)
         if out is None or out.shape != shape or not out.flags.c_contiguous:
             out = np.empty(shape)
-        if _k_negbin_logit(y, n, table, index, q, t, out):
+        if _k_negbin(y, n, table, index, q, t, True, out):
             return False
-        return _minmax(out, state.mn, state.mx)
+        return _minmax(out, None, state.mn, state.mx)
     return _r_negbin_logit(y, y2, n, table, index[:k], index[k:], q, t, state.mn, state.mx)
 
 
@@ -763,10 +691,10 @@ class RangeState:
         if cols is None:
             self.ok = False
         elif self.alt_y is None:
-            self.ok = _minmax(cols, self.mn, self.mx)
+            self.ok = _minmax(cols, None, self.mn, self.mx)
         else:
             other = logp(self.family, self.link, self.alt_y, raw, **kw)
-            self.ok = other is not None and _minmax_diff(cols, other, self.mn, self.mx)
+            self.ok = other is not None and _minmax(cols, other, self.mn, self.mx)
         return self.ok
 
     def _acc(self):

@@ -381,16 +381,9 @@ class ElementwiseLogLik:
 
     def _draws(self, posterior: xr.Dataset) -> list[np.ndarray]:
         """Every free variable's draws, ``(n_samples, ...)`` in the model's dtypes."""
-        missing = [v for v in self.free if v not in posterior]
-        if missing:
-            raise ValueError(f"the posterior lacks the model's free variable(s) {missing}")
-        draws = []
-        for v, dt in zip(self.free, self.dtypes, strict=True):
-            da = posterior[v]
-            extra = [d for d in da.dims if d not in ("chain", "draw")]
-            arr = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=dt)
-            draws.append(arr.reshape(-1, *arr.shape[2:]))
-        return draws
+        from pymc_edp.model.stream import _posterior_draws
+
+        return _posterior_draws(posterior, self.free, self.dtypes)
 
     def __call__(self, posterior: xr.Dataset, y: np.ndarray) -> np.ndarray:
         """``(n_samples, n_terms)`` log-likelihood terms at data ``y``, each posterior draw."""
@@ -502,6 +495,8 @@ def _records_in(model, potential: str, name: str, posterior) -> np.ndarray | Non
         from pymc.pytensorf import compile as pm_compile
         from pytensor.graph.replace import clone_replace
 
+        from pymc_edp.model.stream import _posterior_draws
+
         umodel = remove_value_transforms(without_initial_values(model))
         (graph,) = umodel.replace_rvs_by_values([umodel[potential]])
         nodes = _data_read(umodel, graph)[name]
@@ -517,12 +512,7 @@ def _records_in(model, potential: str, name: str, posterior) -> np.ndarray | Non
         value = observed_data(model, name)
         n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
         picks = np.unique(np.linspace(0, n_samples - 1, POTENTIAL_DRAWS).astype(int))
-        draws = []
-        for rv in free:
-            da = posterior[rv.name]
-            extra = [d for d in da.dims if d not in ("chain", "draw")]
-            arr = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=rv.dtype)
-            draws.append(arr.reshape(n_samples, *arr.shape[2:]))
+        draws = _posterior_draws(posterior, [rv.name for rv in free], [rv.dtype for rv in free])
         mask = np.zeros(np.shape(value), dtype=bool)
         for s in picks:
             mask |= np.asarray(fn(*(d[s] for d in draws), value)) != 0

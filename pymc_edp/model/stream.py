@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model import families as _families
-from pymc_edp.model.compat import get_group, without_initial_values
+from pymc_edp.model.compat import get_group, graph_ancestors, without_initial_values
 from pymc_edp.model.loglik import SAMPLE_DIMS, LogLikelihood
 from pymc_edp.model.products import exact_products
 
@@ -63,14 +63,6 @@ class StreamingUnavailableError(ValueError):
 
 
 # ------------------------------------------------------------------------------ graph
-def _ancestors(graphs):
-    try:
-        from pytensor.graph.traversal import ancestors
-    except ImportError:  # pragma: no cover - PyTensor < 2.31
-        from pytensor.graph.basic import ancestors
-    return ancestors(graphs)
-
-
 def _root_value(var) -> np.ndarray | None:
     """The numeric value of a constant or shared variable, else None."""
     from pytensor.compile.sharedvalue import SharedVariable
@@ -182,7 +174,7 @@ def _constants_folded(rv):
     for i, var in enumerate(inputs):
         if var.owner is None or not hasattr(var, "ndim"):
             continue
-        roots = [v for v in _ancestors([var]) if v.owner is None]
+        roots = [v for v in graph_ancestors([var]) if v.owner is None]
         if not roots or not all(isinstance(v, Constant) for v in roots):
             continue
         try:
@@ -209,7 +201,7 @@ def _per_record_inputs(logp_new, y_new, n: int):
     (``replace`` maps the old one to it).
     """
     replace, inputs, data, labels = {}, [], [], []
-    for var in _ancestors([logp_new]):
+    for var in graph_ancestors([logp_new]):
         if var.owner is not None or var is y_new or getattr(var, "ndim", 0) < 1:
             continue
         values = _root_value(var)
@@ -274,12 +266,12 @@ def _folded(logp_new, inputs, data, n: int):
         if v.owner is not None
         and data_only.get(v)
         and getattr(v, "ndim", 0) >= 1
-        and any(_low_precision(a) for a in _ancestors([v]) if a in data_only)
+        and any(_low_precision(a) for a in graph_ancestors([v]) if a in data_only)
     ]
     replace, new_inputs, new_data = {}, [], []
     given = dict(zip(inputs, data, strict=True))
     for var in sorted(frontier, key=lambda v: str(v)):
-        needed = [a for a in _ancestors([var]) if a in per_record]
+        needed = [a for a in graph_ancestors([var]) if a in per_record]
         try:
             fn = pytensor.function(
                 needed, var, mode=Mode(linker="py", optimizer=None), on_unused_input="ignore"
@@ -300,9 +292,9 @@ def _folded(logp_new, inputs, data, n: int):
 
 def _free_rvs(umodel, rv, logp, logp_new, inputs, name: str) -> list:
     """The free variables ``logp_new`` depends on: those of ``logp``, and nothing unknown."""
-    needed = set(_ancestors([logp_new]))
+    needed = set(graph_ancestors([logp_new]))
     free_rvs = [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in needed]
-    original = set(_ancestors([logp]))
+    original = set(graph_ancestors([logp]))
     if free_rvs != [v for v in umodel.free_RVs if umodel.rvs_to_values[v] in original]:
         raise StreamingUnavailableError(
             name,
@@ -435,14 +427,6 @@ class ModelColumns:
             out = out[0]
         return out
 
-    def take(self, columns) -> ModelColumns:
-        """The same log-likelihood restricted to ``columns``, keeping only their data."""
-        cols, drop = _normalise(columns, self.shape[1], "record")
-        if drop:
-            cols = np.atleast_1d(cols)
-        data = [np.ascontiguousarray(a[cols]) for a in self._data]
-        return self._copy(_data=data, shape=(self.shape[0], int(data[0].shape[0])))
-
     def with_observed(self, values) -> ModelColumns:
         """The same log-likelihood at other observed values, ``log p(y' | theta)``.
 
@@ -482,9 +466,7 @@ class ModelColumns:
         recognised family's kernels the range of their values (equal up to rounding). Not finite
         where a column is not.
         """
-        cols, drop = _normalise(columns, self.shape[1], "record")
-        if drop:
-            cols = np.atleast_1d(cols)
+        cols, _ = _normalise(columns, self.shape[1], "record")
         draws = slice(0, self.shape[0])
         fast, disagreed = self._fast_range(cols, other)
         if fast is not None:

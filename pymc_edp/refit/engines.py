@@ -104,6 +104,10 @@ class _EngineBase:
         """A copy that starts its chains at :attr:`starts`, or None without them."""
         return None
 
+    def sample(self, data: dict, seed: int) -> tuple[xr.Dataset, int]:
+        """One refit with ``data``: the posterior of the kept variables and its divergences."""
+        return self._finish(self.sample_idata(data, seed)[0])
+
     def _finish(self, idata) -> tuple[xr.Dataset, int]:
         post = get_group(idata, "posterior")
         keep = [v for v in self.var_names if v in post] or list(post.data_vars)
@@ -336,10 +340,6 @@ class PymcEngine(_EngineBase):
             )
         return idata, self.model
 
-    def sample(self, data: dict, seed: int):
-        """One refit with ``data``: the posterior of the kept variables and its divergences."""
-        return self._finish(self.sample_idata(data, seed)[0])
-
 
 @dataclass
 class BuilderEngine(_EngineBase):
@@ -370,10 +370,6 @@ class BuilderEngine(_EngineBase):
                 **self.sampler_kwargs,
             )
         return idata, model
-
-    def sample(self, data, seed: int):
-        """One refit with ``data``: the posterior of the kept variables and its divergences."""
-        return self._finish(self.sample_idata(data, seed)[0])
 
 
 #: ``target_accept`` of the reruns of a refit with divergent transitions, in turn.

@@ -446,20 +446,18 @@ class RefitProblem:
             own = self._own_columns(name, posterior) if v in touched else None
             if own is None:  # no row of this neighbour: never read
                 n_v = int(self.ll.offsets[v + 1] - self.ll.offsets[v])
-                arrays.append(np.broadcast_to(0.0, (n_samples, n_v)))
-                if repl is not None:
-                    repl.append(arrays[-1])
+                at = alt = np.broadcast_to(0.0, (n_samples, n_v))
             elif isinstance(own, str):  # not streamable: every record, as before
-                arrays.append(loglik_fns[name](posterior, self.observed_y[name]))
-                if repl is not None:
-                    repl.append(loglik_fns[name](posterior, cand[name]))
+                at = loglik_fns[name](posterior, self.observed_y[name])
+                alt = None if cand is None else loglik_fns[name](posterior, cand[name])
             else:
                 cols, dtypes = own
-                cols = cols.at_draws(_posterior_draws(posterior, cols.free, dtypes))
-                arrays.append(cols)
-                if repl is not None:
-                    shape = np.shape(self.observed_y[name])
-                    repl.append(cols.with_observed(np.reshape(np.asarray(cand[name]), shape)))
+                at = cols.at_draws(_posterior_draws(posterior, cols.free, dtypes))
+                shape = np.shape(self.observed_y[name])
+                alt = None if cand is None else at.with_observed(np.reshape(cand[name], shape))
+            arrays.append(at)
+            if repl is not None:
+                repl.append(alt)
         at = LogLikelihood(self.ll.names, tuple(arrays), self.ll.offsets, self.ll.datasets)
         return log_ratios(at, self.neighbours, k, k + 1, repl)[0]
 
@@ -498,24 +496,18 @@ def _streamed_columns(model, name: str, posterior: xr.Dataset, y, ll: LogLikelih
     return cols, dtypes
 
 
-class _LoglikFunctions(Mapping):
-    """``{name: elementwise_loglik(model, name)}``, each compiled when first needed."""
+class _LoglikFunctions(dict):
+    """``{name: elementwise_loglik(model, name)}``, each compiled when first read."""
 
-    def __init__(self, model, names):
-        self._model, self._names = model, tuple(names)
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
 
-    def __getitem__(self, name):
+    def __missing__(self, name):
         from pymc_edp.model.pymc import elementwise_loglik
 
-        if name not in self._names:
-            raise KeyError(name)
-        return elementwise_loglik(self._model, name)
-
-    def __iter__(self):
-        return iter(self._names)
-
-    def __len__(self):
-        return len(self._names)
+        self[name] = elementwise_loglik(self.model, name)
+        return self[name]
 
 
 class RefitSetupError(ValueError):
@@ -593,8 +585,6 @@ class RefitRun:
 
 def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, warm: bool):
     """The engine, and the log-likelihood functions the pooled estimator needs (or None)."""
-    from pymc_edp.model.pymc import elementwise_loglik
-
     common = dict(
         draws=options.draws,
         tune=options.tune,
@@ -639,9 +629,8 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, wa
             "pool them with the full-data draws is not known for these neighbours"
         )
         return eng, None
-    if _OWN_RECORDS:  # compiled only for variables whose records cannot be streamed
-        return eng, _LoglikFunctions(model, problem.ll.names)
-    return eng, {n: elementwise_loglik(model, n) for n in problem.ll.names}
+    # compiled only for variables whose records are not streamed (:data:`_OWN_RECORDS`)
+    return eng, _LoglikFunctions(model)
 
 
 def starting_points(posterior: xr.Dataset, model, n: int = 4) -> tuple[dict, ...]:
