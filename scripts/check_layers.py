@@ -1,13 +1,19 @@
 """Fail on an import cycle inside ``pymc_edp`` or an import that runs up across its layers.
 
+The layers are the package's folders: :data:`LAYERS` orders them, lowest first, and the check
+fails on a folder that is not in it (or a name in it that is not a folder), so a new folder
+must take its place in the order. Above every folder sit the package's ``__init__.py`` (the
+front door) and ``cli.py``; no other module may sit at the top. A module may import modules
+of its own folder or of the folders below it, and the import graph must have no cycle at all.
+
 Every ``import`` in the package is read from the source: at module level, inside functions
 and methods, and under ``if TYPE_CHECKING:``. An import that runs only when a function is
-called, or only for a type checker, is still a dependency of the module (and the annotation it
-serves names a type of the upper layer), so it counts like any other. A module may import
-modules of its own layer or of the layers below it; the import graph must have no cycle at all.
+called, or only for a type checker, is still a dependency of the module, so it counts like
+any other.
 
 Usage: ``python scripts/check_layers.py`` (exit status 1 and one line per problem on
-failure). The layers are :data:`LAYERS`, lowest first; README's "Layout" section draws them.
+failure). ``docs/architecture.md`` and README's "Layout" draw the same layers
+(``tests/test_layers.py`` compares them with the tree).
 """
 
 from __future__ import annotations
@@ -19,21 +25,26 @@ from pathlib import Path
 PACKAGE = "pymc_edp"
 ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 
-#: Lowest first. A module belongs to the first layer one of whose prefixes it starts with.
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("pymc_edp.base",)),
-    ("model", ("pymc_edp.model", "pymc_edp.conjugate")),
-    ("refit", ("pymc_edp.refit", "pymc_edp.risk", "pymc_edp.datasets", "pymc_edp.query")),
-    ("diagnostics", ("pymc_edp.diagnostics",)),
-    ("report", ("pymc_edp.report",)),
-    ("plots", ("pymc_edp.plots",)),
-    ("results", ("pymc_edp.results",)),
-    ("audit", ("pymc_edp.auditing", "pymc_edp.pipeline")),
-    ("release", ("pymc_edp.release",)),
-    ("tuning", ("pymc_edp.tuning",)),
-    ("package", ("pymc_edp",)),
-    ("cli", ("pymc_edp.cli",)),
-]
+#: The folders of the package, lowest layer first.
+LAYERS: tuple[str, ...] = (
+    "base",
+    "model",
+    "conjugate",
+    "datasets",
+    "refit",
+    "query",
+    "risk",
+    "diagnostics",
+    "report",
+    "plots",
+    "results",
+    "auditing",
+    "release",
+    "tuning",
+)
+
+#: The modules at the top of the package, above every folder, lowest first.
+TOP: tuple[str, ...] = ("__init__", "cli")
 
 
 def module_name(path: Path) -> str:
@@ -42,15 +53,39 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def layer_names() -> list[str]:
+    """The layers, lowest first: :data:`LAYERS`, then the top modules."""
+    return [*LAYERS, *(f"{m}.py" for m in TOP)]
+
+
 def layer_of(module: str) -> int:
-    """Index in :data:`LAYERS` of the layer ``module`` belongs to."""
-    for i, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
-                if prefix == PACKAGE and module != PACKAGE:
-                    continue  # only the package's own __init__ is the top layer
-                return i
-    raise KeyError(f"{module} is in no layer: add it to LAYERS in scripts/check_layers.py")
+    """Index in :func:`layer_names` of the layer ``module`` belongs to."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return len(LAYERS) + TOP.index("__init__")
+    if parts[1] in LAYERS:
+        return LAYERS.index(parts[1])
+    return len(LAYERS) + TOP.index(parts[1])
+
+
+def tree_problems() -> list[str]:
+    """Folders missing from :data:`LAYERS`, layers that are no folder, stray top modules."""
+    folders = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
+    tops = {p.stem for p in ROOT.glob("*.py")}
+    out = [
+        f"{PACKAGE}/{name}/ is in no layer: give it its place in LAYERS "
+        "(scripts/check_layers.py), lowest first"
+        for name in sorted(folders - set(LAYERS))
+    ]
+    out += [
+        f"layer {name!r} is not a folder of {PACKAGE}" for name in LAYERS if name not in folders
+    ]
+    out += [
+        f"{PACKAGE}/{name}.py sits at the top beside __init__.py: move it into the folder "
+        "of its layer"
+        for name in sorted(tops - set(TOP))
+    ]
+    return out
 
 
 def imports(path: Path, modules: set[str]) -> list[tuple[str, int]]:
@@ -70,11 +105,16 @@ def imports(path: Path, modules: set[str]) -> list[tuple[str, int]]:
 
 
 def main() -> int:
-    """Print every upward import and cycle; 0 when there is none."""
+    """Print every misplaced folder, upward import and cycle; 0 when there is none."""
+    problems = tree_problems()
+    if problems:  # the layers themselves are wrong: say that alone
+        for p in problems:
+            print(p)
+        return 1
     files = sorted(ROOT.rglob("*.py"))
     modules = {module_name(f) for f in files}
     graph: dict[str, set[str]] = {m: set() for m in modules}
-    problems = []
+    names = layer_names()
     for f in files:
         src = module_name(f)
         for target, line in imports(f, modules):
@@ -87,14 +127,14 @@ def main() -> int:
             if layer_of(target) > layer_of(src):
                 problems.append(
                     f"{f.relative_to(ROOT.parent)}:{line}: {src} (layer "
-                    f"{LAYERS[layer_of(src)][0]}) imports {target} (layer "
-                    f"{LAYERS[layer_of(target)][0]}), which is above it"
+                    f"{names[layer_of(src)]}) imports {target} (layer "
+                    f"{names[layer_of(target)]}), which is above it"
                 )
     problems += [f"import cycle: {' -> '.join([*c, c[0]])}" for c in cycles(graph)]
     for p in problems:
         print(p)
     if not problems:
-        print(f"{len(modules)} modules in {len(LAYERS)} layers: no cycle, no upward import")
+        print(f"{len(modules)} modules in {len(names)} layers: no cycle, no upward import")
     return 1 if problems else 0
 
 

@@ -1,4 +1,4 @@
-"""Helpers of the pipeline stages' tests (tests/pipeline): small exact posteriors, settings."""
+"""Helpers of the audit stages' tests (tests/auditing): small exact posteriors, settings."""
 
 import numpy as np
 import pymc as pm
@@ -10,7 +10,7 @@ from pymc_edp.model.compat import from_dict
 
 
 def make_settings(model=None, **kwargs):
-    """:class:`~pymc_edp.pipeline.settings.Settings` as ``audit(**kwargs)`` checks them."""
+    """:class:`~pymc_edp.auditing.settings.Settings` as ``audit(**kwargs)`` checks them."""
     args = dict(
         bins=10,
         method="psis",

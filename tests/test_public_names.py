@@ -17,7 +17,7 @@ from collections import defaultdict
 import pymc_edp
 
 #: Packages that hold the implementation and are not imported from by users.
-INTERNAL = ("pymc_edp.base", "pymc_edp.model", "pymc_edp.pipeline")
+INTERNAL = ("pymc_edp.base", "pymc_edp.model", "pymc_edp.auditing")
 
 #: Immutable values compared by name as well as identity: equal small ints or interned
 #: strings are one object without being one name.

@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.auditing import check_settings
+from pymc_edp.auditing.inputs import Inputs, read_inputs
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
 from pymc_edp.base.parallel import progress_bar
@@ -19,7 +20,6 @@ from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.pymc import observed_values, resolve_model
-from pymc_edp.pipeline.inputs import Inputs, read_inputs
 from pymc_edp.release import notes as release_notes
 from pymc_edp.release.kinds import Pair, ReleaseKind, release_kind
 from pymc_edp.release.options import ReleaseOptions

@@ -45,7 +45,7 @@ def test_normal_normal_refit_within_5_percent(normal30, normal30_refits, bins):
     assert post.std() == pytest.approx(sd, rel=0.1)
     # refits started at full-data draws with a quarter of the tuning (as short verification
     # refits start, here for every neighbour): the same accuracy
-    from pymc_edp.pipeline import verification
+    from pymc_edp.auditing import verification
     from pymc_edp.refit import run
 
     def warm_refits(*args, **kwargs):

@@ -1,4 +1,4 @@
-"""Tests of :mod:`pymc_edp.pipeline.assembly`: the stages put together are the audit."""
+"""Tests of :mod:`pymc_edp.auditing.assembly`: the stages put together are the audit."""
 
 import warnings
 
@@ -7,11 +7,11 @@ from pipeline_support import make_settings
 from scipy import stats
 
 import pymc_edp as edp
+from pymc_edp.auditing.assembly import assemble
+from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.reweighting import reweight
+from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.model.compat import from_dict
-from pymc_edp.pipeline.assembly import assemble
-from pymc_edp.pipeline.inputs import read_inputs
-from pymc_edp.pipeline.reweighting import reweight
-from pymc_edp.pipeline.verification import refit_and_verify, refit_problem
 
 
 def test_stages_put_together_are_the_audit(normal):

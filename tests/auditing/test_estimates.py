@@ -1,10 +1,10 @@
-"""Tests of :mod:`pymc_edp.pipeline.estimates`: stages get new estimates, never change theirs."""
+"""Tests of :mod:`pymc_edp.auditing.estimates`: stages get new estimates, never change theirs."""
 
 from types import SimpleNamespace
 
 import numpy as np
 
-from pymc_edp.pipeline.estimates import Errors, Estimates, intervals, method_used
+from pymc_edp.auditing.estimates import Errors, Estimates, intervals, method_used
 
 
 def _row(value):

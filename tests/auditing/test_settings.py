@@ -1,10 +1,10 @@
-"""Tests of :mod:`pymc_edp.pipeline.settings`."""
+"""Tests of :mod:`pymc_edp.auditing.settings`."""
 
 import pytest
 from pipeline_support import make_settings
 
 import pymc_edp as edp
-from pymc_edp.pipeline.settings import Smoothing
+from pymc_edp.auditing.settings import Smoothing
 
 
 def test_smoothing_of():

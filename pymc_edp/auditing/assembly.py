@@ -10,15 +10,15 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp import diagnostics
+from pymc_edp.auditing.estimates import Estimates, intervals, method_used
+from pymc_edp.auditing.inputs import Inputs
+from pymc_edp.auditing.settings import Settings
+from pymc_edp.auditing.verification import Verification, Verified
 from pymc_edp.base import limits
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, WEIGHT_INDEX, EDPWarning
 from pymc_edp.base.mcse import interval_of_max
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.model.reweight import prune_margin
-from pymc_edp.pipeline.estimates import Estimates, intervals, method_used
-from pymc_edp.pipeline.inputs import Inputs
-from pymc_edp.pipeline.settings import Settings
-from pymc_edp.pipeline.verification import Verification, Verified
 from pymc_edp.refit.options import VERIFICATION_MEANINGS
 from pymc_edp.results.edp import EDPResult
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_edp.auditing.estimates import Errors, Estimates, pair_errors
+from pymc_edp.auditing.inputs import Inputs
+from pymc_edp.auditing.reweighting import Reweighted, unprune
+from pymc_edp.auditing.settings import Settings
 from pymc_edp.base import limits
 from pymc_edp.base.psis import khat_threshold
-from pymc_edp.pipeline.estimates import Errors, Estimates, pair_errors
-from pymc_edp.pipeline.inputs import Inputs
-from pymc_edp.pipeline.reweighting import Reweighted, unprune
-from pymc_edp.pipeline.settings import Settings
 from pymc_edp.refit.options import (
     VERIFY_AGREE,
     VERIFY_DISAGREE,

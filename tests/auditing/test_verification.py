@@ -1,4 +1,4 @@
-"""Tests of :mod:`pymc_edp.pipeline.verification` (the logic, with refits faked)."""
+"""Tests of :mod:`pymc_edp.auditing.verification` (the logic, with refits faked)."""
 
 from pathlib import Path
 from types import SimpleNamespace
@@ -6,11 +6,10 @@ from types import SimpleNamespace
 import numpy as np
 from pipeline_support import make_settings
 
-from pymc_edp.base import limits
-from pymc_edp.pipeline.estimates import Errors, Estimates
-from pymc_edp.pipeline.inputs import read_inputs
-from pymc_edp.pipeline.reweighting import reweight
-from pymc_edp.pipeline.verification import (
+from pymc_edp.auditing.estimates import Errors, Estimates
+from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.reweighting import reweight
+from pymc_edp.auditing.verification import (
     Verification,
     _all_refitted,
     choose_refits,
@@ -19,6 +18,7 @@ from pymc_edp.pipeline.verification import (
     short_options,
     verify,
 )
+from pymc_edp.base import limits
 from pymc_edp.refit.options import (
     VERIFY_AGREE,
     VERIFY_DISAGREE,

@@ -1,12 +1,12 @@
-"""Tests of :mod:`pymc_edp.pipeline.reweighting`."""
+"""Tests of :mod:`pymc_edp.auditing.reweighting`."""
 
 import numpy as np
 import pytest
 from pipeline_support import make_settings
 
 import pymc_edp as edp
-from pymc_edp.pipeline.inputs import read_inputs
-from pymc_edp.pipeline.reweighting import reweight, unprune
+from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.reweighting import reweight, unprune
 
 
 def test_reweight_gives_the_audits_estimates(normal):

@@ -1,13 +1,24 @@
-"""The front door: :func:`audit` a posterior's empirical differential privacy.
+"""The audit layer: :func:`audit` a posterior's empirical differential privacy.
 
-It checks every argument into one :class:`~pymc_edp.pipeline.settings.Settings`, then runs
-the stages of :mod:`pymc_edp.pipeline`.
+:func:`audit` checks every argument into one :class:`~pymc_edp.auditing.settings.Settings`,
+then runs the stages of this folder in order: :mod:`~pymc_edp.auditing.inputs` (read the fit
+once), :mod:`~pymc_edp.auditing.reweighting`, :mod:`~pymc_edp.auditing.matching`,
+:mod:`~pymc_edp.auditing.verification`; :mod:`~pymc_edp.auditing.assembly` builds the
+:class:`~pymc_edp.EDPResult`. Each stage returns new
+:class:`~pymc_edp.auditing.estimates.Estimates` and leaves those it was given unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pymc_edp.auditing.assembly import assemble
+from pymc_edp.auditing.estimates import TOP_WEIGHTS
+from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.matching import match_moments
+from pymc_edp.auditing.reweighting import PRUNE_NEEDS_REWEIGHTING, reweight
+from pymc_edp.auditing.settings import Settings, Smoothing
+from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.base.common import resolve_seed
 from pymc_edp.base.validate import check_choice, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
@@ -16,13 +27,6 @@ from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.pymc import check_model, resolve_model
 from pymc_edp.model.replace import PerRecord
 from pymc_edp.model.reweight import ChunkOptions
-from pymc_edp.pipeline.assembly import assemble
-from pymc_edp.pipeline.estimates import TOP_WEIGHTS
-from pymc_edp.pipeline.inputs import read_inputs
-from pymc_edp.pipeline.matching import match_moments
-from pymc_edp.pipeline.reweighting import PRUNE_NEEDS_REWEIGHTING, reweight
-from pymc_edp.pipeline.settings import Settings, Smoothing
-from pymc_edp.pipeline.verification import refit_and_verify, refit_problem
 from pymc_edp.refit.options import RefitOptions, VerifyOptions
 from pymc_edp.results.edp import EDPResult
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pymc_edp.auditing.estimates import TOP_WEIGHTS, Estimates
+from pymc_edp.auditing.inputs import Inputs
+from pymc_edp.auditing.settings import Settings
 from pymc_edp.base.parallel import map_tasks, progress_bar
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.model.loglik import LogLikelihood
@@ -18,9 +21,6 @@ from pymc_edp.model.reweight import (
     prune_margin,
     tight_bound_chunk,
 )
-from pymc_edp.pipeline.estimates import TOP_WEIGHTS, Estimates
-from pymc_edp.pipeline.inputs import Inputs
-from pymc_edp.pipeline.settings import Settings
 
 __all__ = ["PRUNE_NEEDS_REWEIGHTING", "Reweighted", "reweight", "unprune"]
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from pymc_edp.auditing.settings import Settings
 from pymc_edp.base import binning
 from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.model.compat import get_group, has_group
@@ -45,7 +46,6 @@ from pymc_edp.model.stream import (
     model_log_likelihood,
     stream_supported,
 )
-from pymc_edp.pipeline.settings import Settings
 
 __all__ = ["Inputs", "read_inputs"]
 

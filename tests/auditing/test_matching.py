@@ -1,13 +1,13 @@
-"""Tests of :mod:`pymc_edp.pipeline.matching`."""
+"""Tests of :mod:`pymc_edp.auditing.matching`."""
 
 import numpy as np
 from pipeline_support import make_settings
 from support import OutlierNormal as ON
 
-from pymc_edp.pipeline.inputs import read_inputs
-from pymc_edp.pipeline.matching import match_moments
-from pymc_edp.pipeline.reweighting import reweight
-from pymc_edp.pipeline.verification import refit_problem
+from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.matching import match_moments
+from pymc_edp.auditing.reweighting import reweight
+from pymc_edp.auditing.verification import refit_problem
 
 
 def _stages(model, idata, **kwargs):

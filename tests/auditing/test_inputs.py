@@ -1,4 +1,4 @@
-"""Tests of :mod:`pymc_edp.pipeline.inputs`: the fit is read once, into a frozen object."""
+"""Tests of :mod:`pymc_edp.auditing.inputs`: the fit is read once, into a frozen object."""
 
 import dataclasses
 
@@ -7,10 +7,10 @@ import pytest
 from pipeline_support import make_settings
 from support import set_group
 
+from pymc_edp.auditing.inputs import Inputs, read_inputs
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.moment_match import MatchInputs
-from pymc_edp.pipeline.inputs import Inputs, read_inputs
 
 
 def test_reads_draws_neighbours_and_bins(normal):

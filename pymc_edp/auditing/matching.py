@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pymc_edp.auditing.estimates import Estimates
+from pymc_edp.auditing.inputs import Inputs
+from pymc_edp.auditing.settings import Settings
 from pymc_edp.model.moment_match import moment_match_neighbours
 from pymc_edp.model.transform import neighbour_changes
-from pymc_edp.pipeline.estimates import Estimates
-from pymc_edp.pipeline.inputs import Inputs
-from pymc_edp.pipeline.settings import Settings
 from pymc_edp.refit.run import RefitProblem
 
 __all__ = ["Matched", "match_moments"]
