@@ -76,7 +76,12 @@ def time_tree(tree: Path, obs: int, repeats: int) -> dict:
     code = CHILD.format(bench=str(HERE), tree=str(tree), obs=obs, repeats=repeats)
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),  # not the repository: only PYTHONPATH names a package
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
