@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_revisions import export
+from bench_revisions import export, run_in_tree
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -102,15 +100,7 @@ def run(tree: Path, name: str, todo: list[str]) -> dict:
     code = CHILD.format(
         bench=str(HERE), tests=str(REPO / "tests"), tree=str(tree), name=name, todo=todo
     )
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    res = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        cwd=tempfile.gettempdir(),  # not the repository: only PYTHONPATH names a package
-    )
+    res = run_in_tree(code, tree)
     if res.returncode:
         crash = {"crash": res.stderr.strip().splitlines()[-1][:120]}
         return dict.fromkeys(todo, crash)

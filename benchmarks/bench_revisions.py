@@ -71,19 +71,24 @@ def export(rev: str, dest: Path) -> Path:
     return dest
 
 
+def run_in_tree(code: str, tree: Path) -> subprocess.CompletedProcess:
+    """``python -c code`` in a fresh interpreter that imports ``pymc_edp`` from ``tree``."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        check=False,
+        cwd=tempfile.gettempdir(),  # not the repository: only PYTHONPATH names a package
+    )
+
+
 def time_tree(tree: Path, obs: int, repeats: int) -> dict:
     """Audit times with the package in ``tree``, in a fresh interpreter."""
     code = CHILD.format(bench=str(HERE), tree=str(tree), obs=obs, repeats=repeats)
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tempfile.gettempdir(),  # not the repository: only PYTHONPATH names a package
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    res = run_in_tree(code, tree)
+    res.check_returncode()
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
