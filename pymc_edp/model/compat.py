@@ -23,6 +23,7 @@ __all__ = [
     "from_dict",
     "get_group",
     "graph_ancestors",
+    "graph_toposort",
     "group_names",
     "has_group",
     "import_arviz",
@@ -258,6 +259,16 @@ def graph_ancestors(outputs):
     except ImportError:  # PyTensor 2
         from pytensor.graph.basic import ancestors
     return ancestors(outputs)
+
+
+def graph_toposort(outputs) -> list:
+    """The apply nodes computing ``outputs``, each after those it reads, on either PyTensor."""
+    try:
+        from pytensor.graph.traversal import io_toposort
+    except ImportError:  # pragma: no cover - PyTensor before the traversal module
+        from pytensor.graph.basic import io_toposort
+    roots = [v for v in graph_ancestors(outputs) if v.owner is None]
+    return io_toposort(roots, outputs)
 
 
 def observed_data(model, name: str):
