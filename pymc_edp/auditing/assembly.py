@@ -98,6 +98,7 @@ def assemble(
         verification=verified.verification.status,
         verification_note=verified.verification.note,
         left_out=inp.left_out,
+        records=inp.records,
         convergence=inp.convergence,
     )
     return _with_noise_floor(result)

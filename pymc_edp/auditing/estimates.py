@@ -80,6 +80,12 @@ class Estimates:
             self[name][k] = getattr(value, name)
         self["refit_mcse"][k], self["method"][k] = se, method
 
+    def take_row(self, k: int, other: Estimates, keep=("status",)) -> None:
+        """Neighbour ``k``'s row from ``other`` (but ``keep``'s variables)."""
+        for name in self.table.data_vars:
+            if name not in keep:
+                self[name][k] = other[name][k]
+
     def epsilon(self) -> np.ndarray:
         """Each neighbour's epsilon (its largest over parameters; -inf without one)."""
         return np.nan_to_num(self["eps"], nan=-np.inf).max(axis=1)

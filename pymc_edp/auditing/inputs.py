@@ -16,6 +16,8 @@ from pymc_edp.base.common import MIN_DRAWS_PER_BIN
 from pymc_edp.model.compat import get_group, has_group
 from pymc_edp.model.convergence import FitConvergence, fit_convergence
 from pymc_edp.model.loglik import (
+    COUPLED,
+    RECORD_SIZE,
     LogLikelihood,
     NonFactorisedError,
     posterior_matrix,
@@ -46,6 +48,7 @@ from pymc_edp.model.stream import (
     model_log_likelihood,
     stream_supported,
 )
+from pymc_edp.model.structure import Structure, read_structure
 
 __all__ = ["Inputs", "read_inputs"]
 
@@ -53,9 +56,6 @@ _log = logging.getLogger("pymc_edp")
 
 #: Largest replacement log-likelihood (bytes, all candidates) held in memory.
 REPLACEMENTS_IN_MEMORY = 2**30
-
-#: attribute of a log-likelihood variable holding leave-one-out conditionals of a coupled one
-COUPLED = "edp_coupled"
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,13 @@ class Inputs:
     # each block's joint conditional on its first record (0 on the others), which the
     # model's per-record conditionals (moment matching, refits) do not give
     blocks: tuple[str, ...] = ()
+    # per observed variable audited: what a record is, and how its neighbours were obtained
+    records: tuple[str, ...] = ()
+
+    @property
+    def coupled(self) -> tuple[str, ...]:
+        """Observed variables whose records are coupled (conditionals, or refits only)."""
+        return tuple(n for n in self.ll.names if self.ll.datasets[n].attrs.get(COUPLED))
 
     @property
     def n_samples(self) -> int:
@@ -116,7 +123,7 @@ def read_inputs(
     read = _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted)
     draws, messages = read.draws, read.messages
     _check_draws_per_bin(draws.shape[1], settings.bins)
-    ll, factorised, notes = _log_likelihood(idata, model, settings, observed_data)
+    ll, factorised, notes, records = _log_likelihood(idata, model, settings, observed_data)
     _check_records(ll)
     ll = _imputed_row_labels(ll, model, posterior, observed_data)
     messages.extend(notes)
@@ -186,6 +193,7 @@ def read_inputs(
         ),
         left_out=read.left_out,
         blocks=blocks,
+        records=tuple(records),
         convergence=fit_convergence(posterior, read.names, _group(idata, "sample_stats")),
     )
 
@@ -295,44 +303,101 @@ def _check_draws_per_bin(n_samples: int, bins: int) -> None:
 
 
 def _log_likelihood(idata, model, settings: Settings, observed_data):
-    """The pointwise log-likelihood, or (with a builder) only the records' layout."""
+    """``(ll, factorised, notes, records)``: the pointwise log-likelihood (or the layout).
+
+    Refits only: the records' layout. ``records`` says per observed variable what a record
+    is, where it is not simply a value.
+
+    With the model, the graph says whether each observed variable's records are coupled
+    (:func:`~pymc_edp.model.structure.read_structure`); those are reweighted by their
+    leave-one-out conditionals, or, where no exact route exists, every neighbour is
+    refitted with its record unobserved.
+    """
     observed = settings.neighbour.observed
     observed = None if observed is None else list(observed)
     source = settings.chunks.log_likelihood
+    posterior = get_group(idata, "posterior")
+    structures = _structures(model, observed, settings.neighbour.records)
     streamed = _streamed_log_likelihood(idata, model, observed, source)
     if streamed is not None:
-        return streamed, True, []
-    posterior = get_group(idata, "posterior")
-    notes = []
+        return streamed, True, [], [s.describe() for s in structures.values() if not s.plain]
+    notes: list[str] = []
+    records: list[str] = []
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
-        if model is not None:
-            ll_ds = _coupled_conditionals(posterior, model, ll_ds, observed, observed_data)
-        return LogLikelihood.from_dataset(ll_ds, observed), True, notes
+        if model is None:
+            records = _assumed_factorised(ll_ds, observed)
+        else:
+            ll_ds, records = _coupled_conditionals(
+                posterior, model, ll_ds, observed, observed_data, structures, settings
+            )
+        return LogLikelihood.from_dataset(ll_ds, observed), True, notes, records
     except (NonFactorisedError, ValueError) as err:
         coupled = isinstance(err, NonFactorisedError)
         if coupled:
             check_not_scalar(observed_data, err)
         builder = settings.refit.build_model is not None
-        # a coupled likelihood that is not Gaussian: refits of the model with the record
-        # unobserved (no builder needed), or the user's builder
+        # no exact reweighting route (discrete coupled values, a block that is not
+        # Gaussian): refits of the model with the record unobserved, or the user's builder
         automatic = model is not None and coupled
         if not (builder or automatic) or not (coupled or "no 'log_likelihood' group" in str(err)):
             raise
         if automatic and not builder:
             notes.append(f"{err}; every neighbour is refitted")
-        # refit-only: records are the entries of each observed variable's first dimension
         if settings.method in ("psis", "moment_match"):
             raise ValueError(
-                f"method={settings.method!r} needs a factorised pointwise log-likelihood; with "
-                "build_model use method='refit' (or 'auto', which then refits every neighbour)"
+                f"method={settings.method!r} needs each record's log-likelihood or "
+                f"conditional, and {err}: use method='refit' (or 'auto', which then refits "
+                "every neighbour)"
             ) from err
         if observed_data is None:
             raise ValueError("refitting by build_model needs the observed_data group") from err
     layout = LogLikelihood.from_observed(
-        observed_data, observed, posterior.sizes["chain"], posterior.sizes["draw"]
+        observed_data,
+        observed,
+        posterior.sizes["chain"],
+        posterior.sizes["draw"],
+        structures=structures,
     )
-    return layout, False, notes
+    records = [
+        f"{st.describe()}; every neighbour refitted with its record unobserved"
+        if st.coupled
+        else st.describe()
+        for st in structures.values()
+        if not st.plain
+    ]
+    return layout, False, notes, records
+
+
+def _structures(model, observed, records: str) -> dict[str, Structure]:
+    """What a record is for every audited observed variable, read from the model's graph.
+
+    Refuses, before any work, records that cannot change on their own (components of a
+    simplex).
+    """
+    if model is None:
+        return {}
+    names = [rv.name for rv in model.observed_RVs]
+    if observed is not None:
+        names = [n for n in names if n in observed]
+    logps: dict = {}
+    out = {name: read_structure(model, model[name], records, logps) for name in names}
+    for st in out.values():
+        st.check_changeable()
+    return out
+
+
+def _assumed_factorised(ll_ds: xr.Dataset, observed) -> list[str]:
+    """Without the model, each term of the log_likelihood group is taken as one record's."""
+    names = list(ll_ds.data_vars) if observed is None else list(observed)
+    many = [n for n in names if n in ll_ds and ll_ds[n].ndim > 2]
+    if not many:
+        return []
+    return [
+        f"without the model, each term of the log_likelihood group of {many} is taken as one "
+        "record's own likelihood, which only the model's graph can prove (a Kalman filter's "
+        "term per time step is not): pass model= to read what a record is from the graph"
+    ]
 
 
 def _imputed_row_labels(ll: LogLikelihood, model, posterior, observed_data) -> LogLikelihood:
@@ -412,42 +477,63 @@ def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) 
         taken = np.concatenate(blocks)
         if np.unique(taken).size != taken.size:
             raise NonFactorisedError(f"the blocks of {name!r} overlap", name=name)
-        values = elementwise_loglik(model, name).blocks(posterior, blocks)
+        size = int(ll.datasets[name].attrs.get(RECORD_SIZE, 1))
+        elements = [(b[:, None] * size + np.arange(size)).ravel() for b in blocks]
+        fn = elementwise_loglik(model, name, settings.neighbour.records)
+        values = fn.blocks(posterior, elements)
         column = np.zeros((ll.n_samples, int(hi - lo)))
         column[:, [b[0] for b in blocks]] = values
         arrays[v] = column
     return LogLikelihood(ll.names, tuple(arrays), ll.offsets, ll.datasets)
 
 
-def _coupled_conditionals(posterior, model, ll_ds, observed, observed_data) -> xr.Dataset:
-    """``ll_ds`` with one-term likelihoods by their records' leave-one-out conditionals.
+def _coupled_conditionals(
+    posterior, model, ll_ds, observed, observed_data, structures, settings: Settings
+) -> tuple[xr.Dataset, list[str]]:
+    """``ll_ds`` with every coupled variable's records by their leave-one-out conditionals.
 
-    E.g. ``pm.AR`` or an ``MvNormal`` over records (:mod:`pymc_edp.model.conditional`);
-    raises :class:`NonFactorisedError` where it is not Gaussian.
+    E.g. ``pm.AR``, an ``MvNormal`` over records, a Kalman filter written one term per time
+    step (:mod:`pymc_edp.model.coupled`); raises :class:`NonFactorisedError` where no
+    reweighting route is exact. Also returns one line per variable for ``res.records``.
     """
-    names = list(ll_ds.data_vars) if observed is None else [n for n in observed if n in ll_ds]
-    coupled = {}
-    for name in names:
-        da = ll_ds[name]
-        terms = [da.sizes[d] for d in da.dims if d not in ("chain", "draw")]
-        if np.prod(terms) != 1 or name not in model.named_vars:  # one term per draw
+    coupled, records = {}, []
+    for name, st in structures.items():
+        if not st.coupled:
+            if not st.plain:
+                records.append(st.describe())
             continue
-        if observed_data is None or name not in observed_data or observed_data[name].size <= 1:
-            continue
-        y = observed_data[name]
-        fn = elementwise_loglik(model, name)
-        if not fn.coupled:
-            continue
-        values = fn(posterior, np.asarray(y.values))
-        shape = (posterior.sizes["chain"], posterior.sizes["draw"], *y.shape)
+        y = _observed_array(observed_data, model, name)
+        fn = elementwise_loglik(model, name, settings.neighbour.records)
+        cond = fn.conditionals(posterior)
+        n_rec = st.record_ndim
+        dims, coords = _record_dims(y, name, n_rec)
+        shape = (posterior.sizes["chain"], posterior.sizes["draw"], *st.value_shape[:n_rec])
         coupled[name] = xr.DataArray(
-            values.reshape(shape),
-            dims=("chain", "draw", *y.dims),
-            coords={d: y[d].values for d in y.dims if d in y.coords},
-            attrs={COUPLED: 1},
+            cond.at_data.reshape(shape),
+            dims=("chain", "draw", *dims),
+            coords=coords,
+            attrs={COUPLED: 1, RECORD_SIZE: st.record_size, "edp_route": cond.route},
         )
-        _log.info("%r couples its %d records: reweighted by p(y_i | y_-i, theta)", name, y.size)
-    return ll_ds.assign(coupled) if coupled else ll_ds
+        records.append(cond.note)
+        _log.info("%s", cond.note)
+    if coupled:
+        ll_ds = ll_ds.drop_vars([n for n in coupled if n in ll_ds]).assign(coupled)
+    return ll_ds, records
+
+
+def _observed_array(observed_data, model, name: str) -> xr.DataArray:
+    """The observed values of ``name`` with their dims: ``observed_data``, else the model's."""
+    if observed_data is not None and name in observed_data:
+        return observed_data[name]
+    values = observed_values(None, model, name)
+    return xr.DataArray(values, dims=[f"{name}_dim_{i}" for i in range(np.ndim(values))])
+
+
+def _record_dims(y: xr.DataArray, name: str, n_rec: int) -> tuple[list[str], dict]:
+    """The record dims (the first ``n_rec`` of the data's) and their coordinates."""
+    dims = list(y.dims[:n_rec])
+    coords = {d: y[d].values for d in dims if d in y.coords}
+    return dims, coords
 
 
 def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | None:

@@ -63,7 +63,9 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         draws=inp.draws,
         n_chains=inp.n_chains,
         count_smoothing=settings.smoothing.count,
-        density_ratio=inp.factorised and not inp.blocks,
+        # coupled records: the pooled estimator would weight the refits' draws with the very
+        # conditionals they check, so the refits are estimated from their own draws
+        density_ratio=inp.factorised and not inp.blocks and not inp.coupled,
         rows=inp.match.rows,
         starts=starting_points(inp.posterior, inp.model) if inp.model is not None else (),
         posterior=inp.posterior,
@@ -247,6 +249,12 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     est = refitter.estimates
     n = est["eps"].shape[0]
     check = Verification.off(n, None)
+    # a refit estimated from its own draws (coupled records) takes the largest of its noisy
+    # (parameter, bin) log ratios: its z is compared at the family-wise level of z over them
+    raw = not refitter.problem.density_ratio
+    n_pairs = int(np.sum(refitter.problem.bins.n_bins)) if raw else 0
+    if n_pairs > 1:
+        vopts = dataclasses.replace(vopts, z=family_z(vopts.z, n_pairs))
     eps = est.epsilon()
     eligible = np.isin(est["method"], ["psis", "moment_match"]) & np.isfinite(eps)
     if not eligible.any():
@@ -265,8 +273,11 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     done, factor, n_short = 0, 1.0, 0
     short = short_options(refitter.settings.refit) if vopts.early_stop else None
     left = np.array([], dtype=np.int64)
+    # refits estimated from their own draws only (coupled records) are noisier than the
+    # estimates they check: one that agrees confirms the estimate, which stays
     while batch.size:
         before = eps[batch].copy()
+        snapshot = refitter.estimates.copy() if raw else None
         try:
             full = batch
             if short is not None:
@@ -280,6 +291,9 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
             return _unverified(check, f"this model cannot be refitted ({err})")
         done += batch.size
         factor = max(factor, _compare(check, refitter.estimates, batch, before, se_before, vopts))
+        if snapshot is not None:
+            for k in batch[check.code[batch] == VERIFY_AGREE]:
+                refitter.estimates.take_row(int(k), snapshot)
         if not (check.code == VERIFY_DISAGREE).any():
             break
         headline = float(refitter.estimates.epsilon().max())
@@ -295,7 +309,9 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     # pending: estimates at a limit a refit would resolve, that the budget left unrefitted
     pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
     short_draws = short.draws if short is not None else 0
-    run = _Run(vopts, done, left, pending, time.perf_counter() - start, n_short, short_draws)
+    run = _Run(
+        vopts, done, left, pending, time.perf_counter() - start, n_short, short_draws, n_pairs
+    )
     return _verification_outcome(check, refitter.estimates, refitter.problem.neighbours, run)
 
 
@@ -304,6 +320,20 @@ _SHORT_FRACTION = 0.25
 _SHORT_MIN_DRAWS = 100
 #: Standard errors of margin by which a short refit must agree, and stay below the headline.
 _SHORT_MARGIN = 2.0
+
+
+def family_z(z: float, n: int) -> float:
+    """The threshold holding two-sided level ``2 Phi(-z)`` over ``n`` comparisons (Bonferroni).
+
+    Examples
+    --------
+    >>> from pymc_edp.auditing.verification import family_z
+    >>> round(family_z(3.0, 1), 3), round(family_z(3.0, 20), 2)
+    (3.0, 3.82)
+    """
+    from scipy.special import ndtr, ndtri
+
+    return float(-ndtri(ndtr(-z) / n))
 
 
 def short_options(refit: RefitOptions) -> RefitOptions | None:
@@ -374,6 +404,7 @@ class _Run:
     seconds: float
     n_short: int = 0  # refits that stopped early: their comparison was settled
     short_draws: int = 0
+    n_pairs: int = 0  # raw refits: the (parameter, bin) pairs their maximum is taken over
 
     def short(self) -> str:
         """How many refits stopped early, for the note ("" for none)."""
@@ -382,6 +413,15 @@ class _Run:
         return (
             f"; {self.n_short} settled by short refits of {self.short_draws} draws per chain, "
             "warm-started"
+        )
+
+    def threshold(self) -> str:
+        """The z threshold, and why it is above the options' for raw refits."""
+        if not self.n_pairs:
+            return f"threshold {self.vopts.z:g}"
+        return (
+            f"threshold {self.vopts.z:.2f}: the same level over the {self.n_pairs} (parameter, "
+            "bin) pairs whose largest log ratio a refit estimated from its own draws takes"
         )
 
     def budget(self) -> str:
@@ -447,7 +487,7 @@ def _agreement(check: Verification, nbs, run: _Run, checked: int, n_failed: int)
     zmax = float(np.nanmax(np.abs(check.z[ok_or_bad])))
     agree = (
         f"refitting the {checked} worst neighbours: their refits agree with the estimates "
-        f"within Monte-Carlo error (largest |z| = {zmax:.1f}, threshold {run.vopts.z:g}; "
+        f"within Monte-Carlo error (largest |z| = {zmax:.1f}, {run.threshold()}; "
         f"{run.seconds:.1f} s{run.short()})"
     )
     pending = run.pending

@@ -1,18 +1,11 @@
-"""Leave-one-out conditionals of a likelihood that couples all records.
-
-An observed variable whose log-likelihood is one term over its records (``pm.AR``,
-``pm.GaussianRandomWalk``, ``pm.gp.Marginal``, ``pm.MvNormal`` over records, ``pm.CAR``)
-has no pointwise log-likelihood, but its neighbour posteriors still reweight the full-data
-draws by the leave-one-out conditional ``p(y_i | y_-i, theta)`` [1]_.
+"""Closed-form leave-one-out conditionals of Gaussian and Student-t likelihoods.
 
 For a log-likelihood quadratic in ``y`` (any Gaussian), its gradient ``g`` and Hessian
-``H = -Q`` in ``y`` give ``y_i | y_-i ~ N(y_i + g_i / Q_ii, 1 / Q_ii)`` (eq. 6-8):
-:func:`conditional_logp` builds that graph from PyMC's own log-density, and
-:func:`check_gaussian` proves (or tests) that ``H`` does not depend on ``y``.
-``pm.MvStudentT`` has a closed form (:func:`student_t_conditional`, eq. 10-12). Other
-coupled likelihoods raise :class:`~pymc_edp.model.loglik.NonFactorisedError` (refits).
-Cost: one gradient and Hessian per draw (order ``n^3`` for a parameter-dependent
-covariance), once for all draws where ``H`` depends on no parameter.
+``H = -Q`` in ``y`` give ``y_i | y_-i ~ N(y_i + g_i / Q_ii, 1 / Q_ii)`` (eq. 6-8 of [1]_):
+:func:`conditional_logp` builds that graph, :func:`block_log_conditionals` the conditional
+of a block. ``pm.MvStudentT`` has a closed form (:func:`student_t_conditional`, eq. 10-12).
+Which route a model takes is :mod:`pymc_edp.model.coupled`'s. Cost: one gradient and
+Hessian per draw (order ``n^3`` for a parameter-dependent covariance).
 
 References
 ----------
@@ -25,24 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_edp.model.loglik import NonFactorisedError
-
 __all__ = [
     "block_log_conditionals",
-    "check_gaussian",
     "conditional_logp",
     "gaussian_derivatives",
-    "is_coupled",
+    "gaussian_derivatives_of",
     "is_student_t",
-    "record_logp",
     "student_t_conditional",
 ]
-
-
-def is_coupled(logp, value) -> bool:
-    """Whether PyMC's elementwise ``logp`` is one term for all the records of ``value``."""
-    single = all(d == 1 for d in logp.type.shape)  # a scalar, or shape (1,) as pm.CAR gives
-    return single and value.type.ndim >= 1 and any(d != 1 for d in value.type.shape)
 
 
 def _derivatives(logp, data):
@@ -82,6 +65,11 @@ def conditional_logp(logp, value, at):
     return 0.5 * pt.log(q / (2 * np.pi)) - 0.5 * q * (at.ravel() - mean) ** 2
 
 
+def gaussian_derivatives_of(logp, values):
+    """Graphs of the gradient and Hessian of ``logp`` in ``values``: ``(n,)`` and ``(n, n)``."""
+    return list(_derivatives(logp, values))
+
+
 def gaussian_derivatives(model, rv):
     """Graphs of the gradient and Hessian of ``rv``'s log-likelihood in its observed values.
 
@@ -119,30 +107,6 @@ def block_log_conditionals(g: np.ndarray, h: np.ndarray, blocks) -> np.ndarray:
         z = solve_triangular(chol, g[block], lower=True)
         out[j] = -0.5 * len(block) * np.log(2 * np.pi) + np.log(np.diag(chol)).sum() - 0.5 * z @ z
     return out
-
-
-def record_logp(model, rv, at=None):
-    """Each record's log-likelihood term at ``at`` (default the data), or its conditional.
-
-    For a coupled likelihood, ``(n_records,)`` ``log p(at_i | y_-i)``:
-    :func:`student_t_conditional` for ``pm.MvStudentT``, else :func:`conditional_logp`.
-    """
-    import pytensor.tensor as pt
-    from pytensor.graph.replace import clone_replace
-
-    value = model.rvs_to_values[rv]
-    (logp,) = model.logp(vars=[rv], sum=False)
-    if not is_coupled(logp, value):
-        return logp if at is None else clone_replace([logp], replace={value: at})[0]
-    data = pt.tensor(name="edp_conditioned", dtype=value.dtype, shape=value.type.shape)
-    at = data if at is None else pt.specify_shape(at, value.type.shape)
-    if is_student_t(rv):
-        nu, mu, scale = model.replace_rvs_by_values(list(rv.owner.inputs[-3:]))
-        out = student_t_conditional(nu, mu, scale, data, at)
-    else:
-        (logp,) = clone_replace([logp], replace={value: data})
-        out = conditional_logp(logp, data, at)
-    return clone_replace([out], replace={data: value})[0]
 
 
 def is_student_t(rv) -> bool:
@@ -186,68 +150,3 @@ def student_t_conditional(nu, mu, scale, value, at):
         - pt.log(sd)
         - (df + 1) / 2 * pt.log1p(z**2 / df)
     )
-
-
-def check_gaussian(model, rv, name: str) -> None:
-    """Raise :class:`NonFactorisedError` unless the log-likelihood is quadratic in its values.
-
-    Read from the compiled Hessian when PyTensor's rewrites remove the values from it, else
-    tested at the initial point, the data and two shifted data sets (to 1e-9).
-    """
-    import pytensor.tensor as pt
-    from pymc.pytensorf import compile as pm_compile
-    from pytensor.graph.replace import clone_replace
-
-    if is_student_t(rv):
-        return  # its conditionals have a closed form (student_t_conditional)
-    value = model.rvs_to_values[rv]
-    advice = (
-        "its neighbour posteriors cannot be reweighted exactly; audit it with "
-        "method='refit' (every record refitted, the record left unobserved), which needs no "
-        "build_model"
-    )
-    if value.dtype.startswith(("int", "uint", "bool")):
-        raise NonFactorisedError(
-            f"the likelihood of {name!r} couples all its records and its values are discrete: "
-            f"{advice}",
-            name=name,
-        )
-    (logp,) = model.logp(vars=[rv], sum=False)
-    data = pt.tensor(name=f"{name}_data", dtype=value.dtype, shape=value.type.shape)
-    (logp,) = clone_replace([logp], replace={value: data})
-    try:
-        _, h = _derivatives(logp, data)
-    except Exception as err:  # an Op without a gradient (e.g. a custom logp)
-        raise NonFactorisedError(
-            f"the likelihood of {name!r} couples all its records and has no gradient in its "
-            f"values ({type(err).__name__}): {advice}",
-            name=name,
-        ) from err
-    inputs = [*model.value_vars, data]
-    fn = pm_compile(inputs, h, on_unused_input="ignore")
-    graph = fn.maker.fgraph
-    if not graph.clients[graph.inputs[-1]]:
-        return
-    point = model.initial_point()
-    free = [point[v.name] for v in model.value_vars]
-    y = np.asarray(_observed(value), dtype=value.dtype)
-    scale = np.std(y) if np.std(y) > 0 else 1.0
-    shifts = np.random.default_rng(0).normal(0.0, scale, size=(2, *y.shape))
-    h0 = np.asarray(fn(*free, y))
-    for shift in shifts:
-        h1 = np.asarray(fn(*free, y + shift))
-        if not np.allclose(h0, h1, rtol=1e-9, atol=1e-12 * np.abs(h0).max()):
-            raise NonFactorisedError(
-                f"the likelihood of {name!r} couples all its records and is not Gaussian in "
-                f"its values (its curvature changes with the data): {advice}",
-                name=name,
-            )
-
-
-def _observed(value):
-    """The values held by an observed variable's value node (constant or shared)."""
-    if hasattr(value, "get_value"):
-        return value.get_value()
-    if hasattr(value, "data"):
-        return value.data
-    return value.eval()

@@ -17,7 +17,7 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +29,8 @@ from pymc_edp.model.compat import PSIS_TAIL_RULE
 from pymc_edp.model.neighbours import Neighbours
 
 __all__ = [
+    "COUPLED",
+    "RECORD_SIZE",
     "LogLikelihood",
     "NonFactorisedError",
     "is_lazy",
@@ -41,6 +43,9 @@ __all__ = [
 ]
 
 SAMPLE_DIMS = ("chain", "draw")
+#: Attributes of a log-likelihood variable whose records are coupled: it holds each record's
+#: leave-one-out conditional (or, refits only, zeros), and each record's number of values.
+COUPLED, RECORD_SIZE = "edp_coupled", "edp_record_size"
 
 
 def _element_labels(da: xr.DataArray, dims: Sequence[str]) -> list[str]:
@@ -133,23 +138,43 @@ class LogLikelihood:
 
     @classmethod
     def from_observed(
-        cls, observed: xr.Dataset, names: Sequence[str] | None, n_chains: int, n_draws: int
+        cls,
+        observed: xr.Dataset,
+        names: Sequence[str] | None,
+        n_chains: int,
+        n_draws: int,
+        structures: Mapping | None = None,
     ) -> LogLikelihood:
-        """Record layout from ``observed_data``, with zero placeholders (refits only)."""
+        """Record layout from ``observed_data``, with zero placeholders (refits only).
+
+        A record is an entry of each variable's first dimension, or as its ``structures``
+        (:class:`~pymc_edp.model.structure.Structure`) say; coupled ones are marked
+        (:data:`COUPLED`).
+        """
         names = list(observed.data_vars) if names is None else list(names)
         unknown = [n for n in names if n not in observed.data_vars]
         if unknown:
             raise KeyError(f"observed variable(s) {unknown} not in the observed_data group")
+        structures = structures or {}
         data_vars, arrays = {}, []
         for name in names:
             da = observed[name]
             if da.ndim == 0:
                 raise ValueError(f"observed variable {name!r} is a scalar: it has no records")
-            dim = da.dims[0]
-            n = da.sizes[dim]
-            zeros = np.broadcast_to(0.0, (n_chains, n_draws, n))
+            st = structures.get(name)
+            n_rec = 1 if st is None else max(1, st.record_ndim)
+            dims = list(da.dims[:n_rec])
+            shape = tuple(da.sizes[d] for d in dims)
+            n = int(np.prod(shape))
+            zeros = np.broadcast_to(0.0, (n_chains, n_draws, *shape))
+            attrs = {}
+            if st is not None and st.coupled:
+                attrs = {COUPLED: 1, RECORD_SIZE: int(da.size // max(1, n))}
             data_vars[name] = xr.DataArray(
-                zeros, dims=(*SAMPLE_DIMS, dim), coords={dim: da[dim].values}
+                zeros,
+                dims=(*SAMPLE_DIMS, *dims),
+                coords={d: da[d].values for d in dims if d in da.coords},
+                attrs=attrs,
             )
             arrays.append(np.broadcast_to(0.0, (n_chains * n_draws, n)))
         offsets = np.concatenate([[0], np.cumsum([a.shape[1] for a in arrays])]).astype(np.int64)

@@ -29,7 +29,7 @@ from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
 from pymc_edp.model.cache import per_model
 from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group, observed_data
-from pymc_edp.model.conditional import record_logp
+from pymc_edp.model.coupled import record_logp
 from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
 
 __all__ = [

@@ -12,6 +12,9 @@ import xarray as xr
 
 __all__ = ["Neighbours", "RecordLayout"]
 
+#: What a record of a multivariate or coupled observation is (NeighbourOptions(records=)).
+RECORDS = ("auto", "rows", "elements")
+
 
 class RecordLayout(Protocol):
     """The records of every observed variable, laid end to end as rows.
@@ -180,6 +183,13 @@ class NeighbourOptions:
         observed variable. In the likelihood's support; default for 0/1 data: the flip.
     observed : str or list of str, optional
         Observed variables whose records define neighbours; default all.
+    records : {"auto", "rows", "elements"}, default "auto"
+        What a record is when an observed variable has several values per row (or is one
+        multivariate observation): ``"auto"`` takes a multivariate observation's rows, or its
+        values when it is a single row (a series), and a coupled likelihood's rows when it
+        has one term per row (a filter's term per time step), else its values;
+        ``"rows"`` the entries of the first axis; ``"elements"`` every value. The printout
+        says what was taken (``res.records``).
 
     Examples
     --------
@@ -196,6 +206,7 @@ class NeighbourOptions:
     groups: object = None
     replacements: object = None
     observed: str | tuple[str, ...] | None = None
+    records: str = "auto"
 
     def __post_init__(self):
         if not isinstance(self.relation, str) or self.relation not in NEIGHBOUR_RELATIONS:
@@ -206,6 +217,8 @@ class NeighbourOptions:
             raise ValueError(
                 "NeighbourOptions(replacements=...) is only used with relation='replace'"
             )
+        if self.records not in RECORDS:
+            raise ValueError(f"records must be one of {RECORDS}, got {self.records!r}")
         observed = self.observed
         if observed is not None:
             observed = (observed,) if isinstance(observed, str) else tuple(observed)
@@ -228,7 +241,7 @@ class NeighbourOptions:
         if isinstance(value, cls):
             return value
         if isinstance(value, Mapping):
-            known = {"relation", "groups", "replacements", "observed"}
+            known = {"relation", "groups", "replacements", "observed", "records"}
             unknown = sorted(set(value) - known)
             if unknown:
                 raise TypeError(

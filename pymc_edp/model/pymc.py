@@ -16,15 +16,9 @@ from pymc_edp.model.compat import (
     observed_data,
     without_initial_values,
 )
-from pymc_edp.model.conditional import (
-    block_log_conditionals,
-    check_gaussian,
-    gaussian_derivatives,
-    is_coupled,
-    is_student_t,
-    record_logp,
-)
+from pymc_edp.model.coupled import CoupledLikelihood
 from pymc_edp.model.loglik import NonFactorisedError
+from pymc_edp.model.structure import read_structure
 
 __all__ = [
     "check_log_likelihood_matches_model",
@@ -310,16 +304,16 @@ class ElementwiseLogLik:
     """Compiled elementwise log-likelihood of observed variable ``name`` at any data and draws.
 
     Compiled once with the observed value as an input, vectorised over draws (or looped). A
-    likelihood coupling all records (``pm.AR``, ``pm.gp.Marginal``) gives each record's
-    leave-one-out conditional density instead
-    (:func:`pymc_edp.model.conditional.conditional_logp`; Gaussian likelihoods only).
+    likelihood that couples its records (:func:`~pymc_edp.model.structure.read_structure`)
+    gives each record's leave-one-out conditional density instead
+    (:class:`~pymc_edp.model.coupled.CoupledLikelihood`, by its route).
     """
 
-    def __init__(self, model, name: str):
+    def __init__(self, model, name: str, records: str = "auto"):
         import pytensor.tensor as pt
         from pymc.model.transform.conditioning import remove_value_transforms
         from pymc.pytensorf import compile as pm_compile
-        from pytensor.graph.replace import vectorize_graph
+        from pytensor.graph.replace import clone_replace, vectorize_graph
 
         umodel = remove_value_transforms(without_initial_values(model))
         if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
@@ -327,23 +321,21 @@ class ElementwiseLogLik:
         rv = umodel[name]
         self._name = name
         value = umodel.rvs_to_values[rv]
-        (logp,) = umodel.logp(vars=[rv], sum=False)
-        y_new = pt.tensor(name=f"{name}_value", dtype=value.dtype, shape=(None,) * value.ndim)
-        #: one term over all records: each record's leave-one-out conditional instead
-        self.coupled = is_coupled(logp, value)
-        if self.coupled:
-            check_gaussian(umodel, rv, name)
-        logp = record_logp(umodel, rv, y_new)
+        self.structure = read_structure(umodel, rv, records)
+        #: the records are coupled: each record's leave-one-out conditional instead
+        self.coupled = self.structure.coupled
         self.free = [v.name for v in umodel.free_RVs]
         values = [umodel.rvs_to_values[v] for v in umodel.free_RVs]
         self.dtypes = [v.dtype for v in values]
         self.value_dtype = value.dtype
-        self._loop = pm_compile([*values, y_new], logp, on_unused_input="ignore")
-        self._model, self._values = umodel, values  # for block conditionals (compiled on demand)
-        self._blocks = None
-        self._vec = None
-        if self.coupled:  # an n x n Hessian per draw: one draw at a time
+        self._vec = self._loop = None
+        if self.coupled:
+            self._conditionals = CoupledLikelihood(model, name, self.structure)
             return
+        (logp,) = umodel.logp(vars=[rv], sum=False)
+        y_new = pt.tensor(name=f"{name}_value", dtype=value.dtype, shape=(None,) * value.ndim)
+        (logp,) = clone_replace([logp], replace={value: y_new})
+        self._loop = pm_compile([*values, y_new], logp, on_unused_input="ignore")
         try:
             batched = [
                 pt.tensor(name=f"{v.name}_draws", dtype=v.dtype, shape=(None,) * (v.ndim + 1))
@@ -354,30 +346,30 @@ class ElementwiseLogLik:
         except Exception:  # pragma: no cover - depends on the model's ops
             self._vec = None
 
+    @property
+    def route(self) -> str | None:
+        """How a coupled likelihood's conditionals are computed (None when factorised)."""
+        return self._conditionals.route if self.coupled else None
+
+    def conditionals(self, posterior: xr.Dataset, ats=()):
+        """A coupled likelihood's :class:`~pymc_edp.model.coupled.Conditionals`."""
+        if not self.coupled:
+            raise NonFactorisedError(f"{self._name!r} is factorised", name=self._name)
+        return self._conditionals.conditionals(posterior, ats)
+
     def blocks(self, posterior: xr.Dataset, blocks) -> np.ndarray:
-        """``(n_samples, len(blocks))`` ``log p(y_b | y_-b, theta)``, coupled Gaussian likelihood.
+        """``(n_samples, len(blocks))`` ``log p(y_b | y_-b, theta)`` of a coupled likelihood.
 
-        Raises :class:`NonFactorisedError` for a factorised or Student-t likelihood.
+        ``blocks`` are flat element indices. Raises :class:`NonFactorisedError` where the
+        likelihood has no block conditionals (factorised, or not Gaussian).
         """
-        from pymc.pytensorf import compile as pm_compile
-
-        rv = self._model[self._name]
-        if not self.coupled or is_student_t(rv):
+        if not self.coupled:
             raise NonFactorisedError(
-                f"block conditionals of {self._name!r} are not available: only a coupled "
-                "Gaussian likelihood has them here",
+                f"block conditionals of {self._name!r} are not available: its likelihood is "
+                "factorised",
                 name=self._name,
             )
-        if self._blocks is None:
-            graphs = gaussian_derivatives(self._model, rv)
-            self._blocks = pm_compile(self._values, graphs, on_unused_input="ignore")
-        draws = self._draws(posterior)
-        n_samples = draws[0].shape[0] if draws else 1
-        out = np.empty((n_samples, len(blocks)))
-        for s in range(n_samples):
-            g, h = self._blocks(*(d[s] for d in draws))
-            out[s] = block_log_conditionals(np.asarray(g), np.asarray(h), blocks)
-        return out
+        return self._conditionals.blocks(posterior, blocks)
 
     def _draws(self, posterior: xr.Dataset) -> list[np.ndarray]:
         """Every free variable's draws, ``(n_samples, ...)`` in the model's dtypes."""
@@ -386,9 +378,16 @@ class ElementwiseLogLik:
         return _posterior_draws(posterior, self.free, self.dtypes)
 
     def __call__(self, posterior: xr.Dataset, y: np.ndarray) -> np.ndarray:
-        """``(n_samples, n_terms)`` log-likelihood terms at data ``y``, each posterior draw."""
-        draws = self._draws(posterior)
+        """``(n_samples, n_terms)`` log-likelihood terms at data ``y``, each posterior draw.
+
+        For a coupled likelihood, ``log p(y_r | data_-r, theta)`` of every record ``r``.
+        """
         y = np.asarray(y, dtype=self.value_dtype)
+        if self.coupled:
+            data = self._conditionals.data
+            at_data = y.shape == data.shape and np.array_equal(y, data)
+            return self._conditionals(posterior, None if at_data else y)
+        draws = self._draws(posterior)
         n_samples = draws[0].shape[0] if draws else 1
         if self._vec is not None:
             try:
@@ -577,12 +576,13 @@ def reads_data(model, names) -> dict[str, bool]:
 _ELEMENTWISE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def elementwise_loglik(model, name: str) -> ElementwiseLogLik:
+def elementwise_loglik(model, name: str, records: str = "auto") -> ElementwiseLogLik:
     """The :class:`ElementwiseLogLik` of ``name``, compiled once per model (and reused)."""
     per_model = _ELEMENTWISE.setdefault(model, {})
-    if name not in per_model:
-        per_model[name] = ElementwiseLogLik(model, name)
-    return per_model[name]
+    key = (name, records)
+    if key not in per_model:
+        per_model[key] = ElementwiseLogLik(model, name, records)
+    return per_model[key]
 
 
 #: Draws of a stored log-likelihood compared with the model's (first, middle, last).

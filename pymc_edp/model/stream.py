@@ -20,6 +20,7 @@ from pymc_edp.model import families as _families
 from pymc_edp.model.compat import get_group, graph_ancestors, without_initial_values
 from pymc_edp.model.loglik import SAMPLE_DIMS, LogLikelihood
 from pymc_edp.model.products import exact_products
+from pymc_edp.model.structure import read_structure
 
 __all__ = [
     "ModelColumns",
@@ -95,6 +96,11 @@ class _Graph:
         self.check_bounds = bool(model.check_bounds)
         rv = umodel[name]
         value = umodel.rvs_to_values[rv]
+        structure = read_structure(umodel, rv)
+        if structure.coupled:
+            raise StreamingUnavailableError(
+                name, f"its records are coupled ({structure.reason}): not one term per record"
+            )
         self.rv, self.value = rv, value
         logp, y = _elementwise_logp(umodel, rv, value, name)
         self.n = int(y.shape[0])

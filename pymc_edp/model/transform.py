@@ -23,9 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymc_edp.model.compat import initial_values, observed_data, without_initial_values
-from pymc_edp.model.conditional import is_coupled
-from pymc_edp.model.loglik import NonFactorisedError
+from pymc_edp.model.compat import (
+    graph_ancestors,
+    initial_values,
+    observed_data,
+    without_initial_values,
+)
+from pymc_edp.model.loglik import COUPLED, RECORD_SIZE, NonFactorisedError
+from pymc_edp.model.structure import holds_values, likelihood_terms, read_structure
 
 _log = logging.getLogger("pymc_edp")
 
@@ -54,25 +59,32 @@ def _observed_rvs(model, names=None):
 
 
 def coupled_blocks(model, ll, neighbours, observed=None) -> dict[str, int]:
-    """``{name: block size}`` of coupled observed variables (most rows a neighbour removes)."""
-    from pymc_edp.model.conditional import is_coupled
+    """``{name: values}``: coupled observed variables, and the most values a neighbour changes.
 
-    names = list(ll.names if observed is None else observed)
+    Coupled: the log-likelihood variable says so (:data:`~pymc_edp.model.loglik.COUPLED`),
+    as the audit read it from the graph.
+    """
+    names = set(ll.names if observed is None else observed)
     out = {}
-    for rv in _observed_rvs(model, names):
-        (logp,) = model.logp(vars=[rv], sum=False)
-        if not is_coupled(logp, model.rvs_to_values[rv]):
+    for v, name in enumerate(ll.names):
+        attrs = ll.datasets[name].attrs
+        if name not in names or not attrs.get(COUPLED):
             continue
-        out[rv.name] = max(1, neighbours.largest_block(ll.offsets, ll.names.index(rv.name)))
+        size = int(attrs.get(RECORD_SIZE, 1))
+        out[name] = max(1, neighbours.largest_block(ll.offsets, v)) * size
     return out
 
 
 def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None):
     """Clone ``model`` so that one compiled graph represents every neighbour dataset.
 
-    A coupled likelihood (``pm.AR``, ``pm.gp.Marginal``) cannot switch a record off by a
-    weight: its records are unobserved instead, a missing value ``edp_missing_<name>`` (flat
-    prior) the sampler integrates out; ``edp_idx_<name>`` and ``edp_on_<name>`` say which.
+    A factorised likelihood's record is switched off by a weight: its term is the only one
+    reading it (proven from the graph), so that is leaving it out. A coupled likelihood's
+    record is unobserved instead: its value is a free offset ``edp_missing_<name>`` from the
+    observed one, which the sampler integrates out (flat over the reals, or uniform over a
+    wide range of integers for discrete values); ``edp_idx_<name>`` and ``edp_on_<name>``
+    say which values. This is exact for any likelihood, and shares no assumption with the
+    conditionals that reweighting uses.
 
     Parameters
     ----------
@@ -80,17 +92,13 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
     observed : list of str, optional
         Observed variables whose records can be removed or replaced; default all.
     coupled : dict of str to int, optional
-        Coupled variables and block sizes (:func:`coupled_blocks`); default one record each.
+        Coupled variables and the most values a neighbour leaves unobserved
+        (:func:`coupled_blocks`); default: those the graph shows coupled, one value each.
 
     Returns
     -------
     pymc.Model
         With zero ``edp_dw_*``/``edp_v_*`` it has the full-data posterior.
-
-    Raises
-    ------
-    NonFactorisedError
-        When a coupled variable's values are discrete.
 
     Examples
     --------
@@ -115,6 +123,9 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
     for name, value in initial_values(model).items():
         clone.set_initval(clone[name], value)
     point = clone.initial_point()
+    if coupled is None:
+        coupled = {rv.name: 1 for rv in _observed_rvs(clone, observed)}
+        coupled = {n: 1 for n in coupled if read_structure(clone, clone[n]).coupled}
     terms = []
     with clone:
         for rv in _observed_rvs(clone, observed):
@@ -129,9 +140,9 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
             # the model's own elementwise logp, in value space (pm.logp(rv, value) would
             # leave cloned random variables behind for e.g. pm.Censored)
             (logp,) = clone.logp(vars=[rv], sum=False)
-            if is_coupled(logp, value):
-                block = (coupled or {}).get(rv.name, 1)
-                terms.append(_unobserved_term(rv.name, logp, value, data, block))
+            if rv.name in coupled:
+                reading = list(likelihood_terms(clone, rv).values())
+                terms.append(_unobserved_term(rv.name, reading, value, data, coupled[rv.name]))
                 continue
             if logp.type.ndim == 0:
                 raise NonFactorisedError(
@@ -152,36 +163,44 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
     return clone
 
 
-def _unobserved_term(name: str, logp, value, data: np.ndarray, block: int):
-    """Potential turning the coupled ``logp`` into that of the neighbour's data.
+def _unobserved_term(name: str, reading: list, value, data: np.ndarray, block: int):
+    """Potential turning the log-density terms ``reading`` the values into the neighbour's.
 
-    ``block`` records are left unobserved (free values, integrated out) or replaced.
+    ``block`` values are left unobserved or replaced. An unobserved value is the observed
+    one plus a free offset ``edp_missing_<name>`` the sampler integrates out (flat over the
+    reals; for discrete values, uniform over plus or minus five times the data's range),
+    starting at 0, whatever the data; an offset that no neighbour uses is apart from
+    everything (a standard normal, or uniform).
     """
     import pymc as pm
     import pytensor.tensor as pt
     from pytensor.graph.replace import clone_replace
 
-    if not np.issubdtype(np.asarray(data).dtype, np.floating):
-        raise NonFactorisedError(
-            f"the likelihood of {name!r} couples all its records and its values are discrete: "
-            "a record left unobserved cannot be integrated out by a gradient-based sampler. "
-            "Pass build_model=, a function that builds the model from each neighbour's data.",
-            name=name,
-        )
+    data = np.asarray(data)
     where = pm.Data(WHERE.format(name), np.zeros(block, dtype="int64"))
     on = pm.Data(ON.format(name), np.zeros(block))
     alt = pm.Data(ALT.format(name), data.copy())
-    init = np.full(block, float(np.mean(data)))
-    missing = pm.Flat(MISSING.format(name), shape=(block,), initval=init)
+    zeros = np.zeros(block, dtype=int if data.dtype.kind in "biu" else float)
+    if data.dtype.kind == "f":
+        offset = pm.Flat(MISSING.format(name), shape=(block,), initval=zeros)
+        rest = None
+    else:
+        reach = 5 * int(np.ptp(data) + 1)
+        offset = pm.DiscreteUniform(
+            MISSING.format(name), -reach, reach, shape=(block,), initval=zeros
+        )
+        rest = 0.0  # uniform on its range: proper as it is
     # the potential reads the free value itself (an RV left in it keeps its RNG in the graph)
-    missing = pm.modelcontext(None).rvs_to_values[missing]
+    offset = pm.modelcontext(None).rvs_to_values[offset]
     flat = alt.astype(value.dtype).ravel()
-    filled = pt.inc_subtensor(flat[where], on * (missing - flat[where]))
+    filled = pt.inc_subtensor(flat[where], (on * offset).astype(value.dtype))
     filled = pt.specify_shape(filled.reshape(value.shape), value.type.shape)
-    (new_logp,) = clone_replace([logp], replace={value: filled})
-    # records not left out: their free value is a standard normal, apart from everything
-    rest = -0.5 * pt.sum((1.0 - on) * missing**2)
-    return new_logp - logp + rest
+    nodes = {v for v in graph_ancestors(reading) if holds_values(v, value, data)}
+    moved = clone_replace(reading, replace=dict.fromkeys(nodes, filled), rebuild_strict=False)
+    change = pt.add(*[pt.sum(a) - pt.sum(b) for a, b in zip(moved, reading, strict=True)])
+    if rest is None:
+        rest = -0.5 * pt.sum((1.0 - on) * offset**2)
+    return change + rest
 
 
 @dataclass(frozen=True)
@@ -269,15 +288,18 @@ class NeighbourDataMaker:
         """Data of a coupled variable: the records left unobserved, or the values replaced."""
         block = self.coupled[name]
         alt = np.asarray(self.observed_y[name]).copy()
-        where = np.full(block, local[0] if local.size else 0, dtype="int64")
+        n_records = int(np.prod(self.record_shapes[name], dtype=np.int64))
+        size = alt.size // max(1, n_records)  # values per record
+        elements = (np.asarray(local)[:, None] * size + np.arange(size)).ravel()
+        where = np.full(block, elements[0] if elements.size else 0, dtype="int64")
         on = np.zeros(block)
         if values is not None:
-            alt.reshape(-1)[local] = np.ravel(values)
-        elif local.size:
-            if local.size > block:
-                raise ValueError(f"{local.size} records of {name!r} in a block of {block}")
-            where[: local.size] = local
-            on[: local.size] = 1.0
+            alt.reshape(-1)[elements] = np.ravel(values)
+        elif elements.size:
+            if elements.size > block:
+                raise ValueError(f"{elements.size} values of {name!r} in a block of {block}")
+            where[: elements.size] = elements
+            on[: elements.size] = 1.0
         return {WHERE.format(name): where, ON.format(name): on, ALT.format(name): alt}
 
     def _builder(self, index: int, label, changes: dict) -> NeighbourData:

@@ -235,6 +235,8 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
         items.append(("caution", '<span class="pedp-caution">' + _e(head.caution) + "</span>"))
     if head.left_out:
         items.append(("left out", _e(head.left_out)))
+    for line in head.records:
+        items.append(("records", _e(line)))
     items.append(("worst neighbour", _e(result.worst_neighbour)))
     items.append(("bins B", _e(result.bins)))
     neighbours = (

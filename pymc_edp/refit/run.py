@@ -623,11 +623,13 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, wa
     )
     if options.estimator != "pooled":
         return eng, None
-    if not problem.density_ratio:
-        messages.append(
-            "the refits use the raw estimator (refit draws only): the density ratio needed to "
-            "pool them with the full-data draws is not known for these neighbours"
-        )
+    if not problem.density_ratio:  # said in the audit's records (coupled) or here
+        if not coupled:
+            messages.append(
+                "the refits use the raw estimator (refit draws only): the density ratio "
+                "needed to pool them with the full-data draws is not known for these "
+                "neighbours"
+            )
         return eng, None
     # compiled only for variables whose records are not streamed (:data:`_OWN_RECORDS`)
     return eng, _LoglikFunctions(model)

@@ -42,6 +42,8 @@ class Headline:
         What was not binned and why (:func:`pymc_edp.model.select.left_out_message`).
     fit : str
         That the fit has not converged, and what to do ("" otherwise).
+    records : tuple of str
+        What a record is, where it is not simply a value (``res.records``).
 
     Examples
     --------
@@ -62,6 +64,7 @@ class Headline:
     caution: str
     left_out: str = ""
     fit: str = ""
+    records: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         """The lines printed under epsilon."""
@@ -74,6 +77,7 @@ class Headline:
             out.append(f"Caution: {self.caution}")
         if self.left_out:
             out.append(self.left_out)
+        out += [f"Records: {line}" for line in self.records]
         return out
 
 
@@ -179,4 +183,5 @@ def headline(result: AuditSummary) -> Headline:
         caution=noise_caution(result.epsilon, interval),
         left_out=left_out_message(getattr(result, "left_out", ())),
         fit="" if fit is None else fit.message(),
+        records=tuple(getattr(result, "records", ())),
     )

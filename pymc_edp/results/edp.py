@@ -118,6 +118,10 @@ class EDPResult:
         What was not binned, and why.
     convergence : pymc_edp.model.convergence.FitConvergence, optional
         R-hat, ESS and divergences of the fit; every epsilon inherits its error.
+    records : tuple of str
+        Per observed variable whose records are not simply its values, one sentence read
+        from the model's graph: what a record is (a row, a value of a series) and, where
+        the likelihood couples them, how each record's conditional was computed.
 
     References
     ----------
@@ -173,6 +177,7 @@ class EDPResult:
     verification_note: str = ""
     left_out: tuple[LeftOut, ...] = ()
     convergence: FitConvergence | None = field(default=None, compare=False)
+    records: tuple[str, ...] = ()
     # What the diagnostics computed from this result: never saved, compared nor copied.
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -344,6 +349,7 @@ class EDPResult:
         ds.attrs["verification"] = self.verification
         ds.attrs["verification_note"] = self.verification_note
         ds.attrs["left_out"] = left_out_to_json(self.left_out)
+        ds.attrs["records"] = json.dumps(list(self.records))
         ds.attrs["convergence"] = json.dumps(
             None if self.convergence is None else self.convergence.to_dict()
         )
@@ -444,6 +450,7 @@ class EDPResult:
             verification=str(a.get("verification", "unverified")),
             verification_note=str(a.get("verification_note", "")),
             left_out=left_out_from_json(a.get("left_out", "[]")),
+            records=tuple(json.loads(a.get("records", "[]"))),
             convergence=FitConvergence.from_dict(json.loads(a.get("convergence", "null"))),
         )
 

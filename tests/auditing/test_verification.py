@@ -55,7 +55,9 @@ class FakeRefitter:
         self.short = self.truth if short is None else np.asarray(short)
         self.short_runs = []
         labels = np.array([f"r{i}" for i in range(EPS.size)])
-        self.problem = SimpleNamespace(neighbours=SimpleNamespace(labels=labels))
+        self.problem = SimpleNamespace(
+            neighbours=SimpleNamespace(labels=labels), density_ratio=True  # pooled refits
+        )
         self.settings = SimpleNamespace(refit=RefitOptions())
 
     def run(self, batch, options=None):

@@ -10,8 +10,6 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from pymc_edp.model.conditional import is_coupled, record_logp
-from pymc_edp.model.loglik import NonFactorisedError
 from pymc_edp.model.pymc import elementwise_loglik
 
 N = 9
@@ -146,16 +144,6 @@ def test_block_conditionals_equal_joint_minus_rest(case, rng):
             assert got[s, j] == pytest.approx(full - rest, abs=1e-10)
 
 
-def test_a_factorised_likelihood_keeps_its_terms():
-    y = np.array([0.5, -1.0, 2.0])
-    with pm.Model() as model:
-        mu = pm.Normal("mu")
-        obs = pm.Normal("y", mu, 2.0, observed=y)
-    assert not is_coupled(model.logp(vars=[obs], sum=False)[0], model.rvs_to_values[obs])
-    terms = record_logp(model, obs).eval({model.rvs_to_values[mu]: 0.3})
-    np.testing.assert_allclose(terms, stats.norm(0.3, 2.0).logpdf(y), rtol=1e-8)
-
-
 def test_student_t_over_records_has_its_closed_form(rng):
     """``pm.MvStudentT``: Bürkner et al.'s conditional t equals log p(y) - log p(y_-i)."""
     y = rng.normal(0, 1.5, N)
@@ -184,19 +172,3 @@ def test_student_t_over_records_has_its_closed_form(rng):
                 ).logpdf(y[keep])
                 ref.append(full - rest)
             np.testing.assert_allclose(values, ref, rtol=0, atol=1e-10)
-
-
-def test_a_coupled_likelihood_that_is_not_gaussian_is_refused_with_the_way_out():
-    with pm.Model() as model:
-        a = pm.Gamma("a", 2, 1)
-        pm.Dirichlet("y", a * np.ones(4), observed=np.array([0.1, 0.2, 0.3, 0.4]))
-    with pytest.raises(NonFactorisedError, match="not Gaussian.*method='refit'"):
-        elementwise_loglik(model, "y")
-
-
-def test_discrete_coupled_values_are_refused(rng):
-    with pm.Model() as model:
-        p = pm.Dirichlet("p", np.ones(3))
-        pm.Multinomial("y", n=10, p=p, observed=np.array([3, 3, 4]))
-    with pytest.raises(NonFactorisedError, match="discrete.*method='refit'"):
-        elementwise_loglik(model, "y")

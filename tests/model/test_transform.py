@@ -4,12 +4,12 @@ import warnings
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 import xarray as xr
 
 from pymc_edp import refit
 from pymc_edp.model import transform
-from pymc_edp.model.loglik import NonFactorisedError
 
 
 def _coupled_model(y):
@@ -41,7 +41,7 @@ def test_neighbour_model_leaves_a_coupled_record_unobserved():
     with nb:
         pm.set_data({"edp_idx_y": np.array([2]), "edp_on_y": np.array([1.0])})
     free = y.copy()
-    free[2] = 5.0
+    free[2] += 5.0  # the free value is an offset from the observed one
     assert logp(point) == pytest.approx(reference(0.7, free), rel=1e-12)
     # replacement: the value is set, nothing is free
     alt = y.copy()
@@ -53,12 +53,44 @@ def test_neighbour_model_leaves_a_coupled_record_unobserved():
     )
 
 
-def test_neighbour_model_refuses_discrete_coupled_values():
+def test_a_discrete_coupled_record_is_summed_over_a_range_of_integers():
+    """A Poisson autoregression: record 3 unobserved, its value a uniform integer offset."""
+    from scipy import special, stats
+
+    counts = np.array([2, 3, 1, 4, 6, 3, 2, 2])
+
+    def ingarch(v, a):
+        rate = pt.exp(a + 0.3 * pt.log1p(v[:-1]))
+        return pm.logp(pm.Poisson.dist(rate), v[1:]).sum() + pm.logp(pm.Poisson.dist(3.0), v[0])
+
+    def log_lik(v, a):
+        rate = np.exp(a + 0.3 * np.log1p(v[:-1]))
+        return stats.poisson.logpmf(v[1:], rate).sum() + stats.poisson.logpmf(v[0], 3.0)
+
     with pm.Model() as model:
-        p = pm.Dirichlet("p", np.ones(3))
-        pm.Multinomial("y", n=10, p=p, observed=np.array([3, 3, 4]))
-    with pytest.raises(NonFactorisedError, match="discrete"):
-        refit.neighbour_model(model)
+        a = pm.Normal("a")
+        pm.CustomDist("y", a, logp=ingarch, observed=counts, dtype="int64")
+    nb = refit.neighbour_model(model)
+    missing = nb["edp_missing_y"]
+    assert missing.dtype.startswith("int")
+    with nb:
+        pm.set_data({"edp_idx_y": np.array([3]), "edp_on_y": np.array([1])})
+    logp = nb.compile_logp()
+    reach = 5 * int(np.ptp(counts) + 1)  # the offsets range over the data's range, 5 times
+    values = [
+        logp({"a": np.array(0.4), "edp_missing_y": np.array([m])})
+        for m in range(-reach, reach + 1)
+    ]
+    # summed over the offsets: the data's likelihood with y_3 summed out (uniform prior)
+    joint = [
+        log_lik(np.r_[counts[:3], counts[3] + m, counts[4:]], 0.4)
+        if counts[3] + m >= 0
+        else -np.inf
+        for m in range(-reach, reach + 1)
+    ]
+    got = special.logsumexp(values)
+    want = stats.norm.logpdf(0.4) + special.logsumexp(joint) - np.log(2 * reach + 1)
+    assert got == pytest.approx(want, rel=1e-7)  # PyMC's Poisson and SciPy's agree to ~1e-8
 
 
 def test_neighbour_model_censored_likelihood():
