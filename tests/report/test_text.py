@@ -110,7 +110,7 @@ def test_a_prior_tuned_to_a_release_target_is_headed_with_the_release():
         "synthetic", 5, 1e-6, 1.0, (0.9, 1.1), 0.9, False, "3", "remove",
         xr.Dataset(), xr.Dataset(), xr.Dataset(), xr.Dataset(), publishes="synthetic datasets",
     )  # fmt: skip
-    res = _tuning(audit=release, method="audit_release: 5 synthetic datasets at delta 1e-06")
+    res = _tuning(audit=release, method="audit_release: synthetic datasets, k = 5 at delta 1e-06")
     heading = (
         "Prior tuned to a target release epsilon (synthetic datasets, k = 5 at delta = 1e-06, "
         "neighbour = remove)"
