@@ -177,3 +177,27 @@ def take_columns(cols, columns):
     idx, _ = _normalise(columns, cols.shape[1], "record")
     data = [np.ascontiguousarray(a[idx]) for a in cols._data]
     return cols._copy(_data=data, shape=(cols.shape[0], int(data[0].shape[0])))
+
+
+def regression_audit(n: int = 200, draws: int = 1000) -> edp.EDPResult:
+    """An audit of a regression's exact posterior with its ``n`` fitted means ``mu``.
+
+    ``y_i ~ N(a + b x_i, 1)``, flat priors: ``(a, b)`` is exactly Normal, ``mu = a + b x`` a
+    vector of ``n`` elements (a Deterministic, or BART's ``mu``).
+    """
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=n)
+    design = np.column_stack([np.ones(n), x])
+    y = design @ np.array([1.0, 0.5]) + rng.normal(size=n)
+    y[7] += 4.0
+    cov = np.linalg.inv(design.T @ design)
+    coef = rng.multivariate_normal(cov @ design.T @ y, cov, size=(2, draws))
+    mu = coef @ design.T  # (chain, draw, n)
+    ll = stats.norm.logpdf(y, mu, 1.0)
+    idata = from_dict(
+        {
+            "posterior": {"a": coef[..., 0], "b": coef[..., 1], "mu": mu},
+            "log_likelihood": {"y": ll},
+        }
+    )
+    return edp.audit(idata, bins=10, method="psis", progressbar=False)
