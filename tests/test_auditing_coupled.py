@@ -352,3 +352,44 @@ def test_a_kalman_filter_with_free_variances_matches_the_grid():
     exact = bedp(prior, full, np.stack(loo), axes, BINS)
     _check_against(res, exact)
     assert res.verification in ("confirmed", "corrected"), res.verification_note
+
+
+def _random_walk(y):
+    """A Gaussian random walk with drift ``mu``: the AR(1) above with ``rho = 1``."""
+    init_sd = 4.0
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, PRIOR_SD)
+        pm.GaussianRandomWalk(
+            "y", mu=mu, sigma=1.0, init_dist=pm.Normal.dist(0, init_sd), observed=y
+        )
+    a_mat = np.eye(N)
+    a_mat[np.arange(1, N), np.arange(N - 1)] = -1.0
+    e = np.r_[0.0, np.ones(N - 1)]
+    prec = a_mat.T @ np.diag([init_sd**-2] + [1.0] * (N - 1)) @ a_mat
+    return model, (np.linalg.solve(a_mat, e), np.zeros(N), np.linalg.inv(prec))
+
+
+def test_interior_records_of_a_random_walk_are_exactly_zero_and_agree_with_refits():
+    """Only the ends of a random walk inform its drift: the rest have exact epsilon 0.
+
+    Their conditionals do not depend on ``mu``, so their log ratios are constant up to
+    rounding: no Pareto tail to fit (k-hat -inf, not inf or NaN weights), and refits that
+    give 0 against an estimate of 0 agree (issue 39: "0.000 estimated vs 0.000 refitted,
+    z = -72.7").
+    """
+    y = np.cumsum(_data())
+    model, idata, reference = _fit(_random_walk, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", edp.EDPWarning)  # no disagreement, no lower bound
+        res = edp.audit(idata, model, bins=BINS, random_seed=1, progressbar=False)
+    exact = exact_epsilons(*reference, y)
+    interior = np.arange(1, N - 1)
+    assert exact[interior].max() < 1e-13
+    eps = res.pointwise["epsilon"].values
+    assert np.all(eps[interior] <= edp.base.limits.LOG_RATIO_RESOLUTION)
+    assert np.all(np.isneginf(res.pointwise["pareto_k"].values[interior]))
+    assert set(res.pointwise["method"].values[interior]) <= {"psis", "refit"}
+    np.testing.assert_allclose(eps, exact, rtol=0.15, atol=0.03)
+    assert res.verification == "confirmed", res.verification_note
+    checked = res.pointwise["verification"].values != 0
+    assert checked[interior].any()  # verification refitted some of them, and they agree

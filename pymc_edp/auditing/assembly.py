@@ -60,8 +60,10 @@ def assemble(
     parameters = _parameters(est, filled, par_labels, labels, inp)
     threshold = khat_threshold(inp.n_samples)
     first, last = _reliability_messages(est, inp, settings, labels, threshold)
-    # the fit's own convergence first: every other number inherits it
-    fit = [inp.convergence.message()] if inp.convergence and not inp.convergence.converged else []
+    # the fit's own convergence first: every other number inherits it (not repeated when
+    # the sampler ran PyMC's checks; the printout still says it)
+    fit_warning = inp.convergence.message() if inp.convergence else ""
+    fit = [fit_warning] if fit_warning else []
     messages = [*fit, *first, *messages, *last]
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=3)

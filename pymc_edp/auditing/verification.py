@@ -353,7 +353,8 @@ def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, f
 
     A short refit settles its comparison when it agrees by a margin,
     ``|refit - estimate| + 2 se_refit <= z sqrt(se_estimate^2 + se_full^2)`` with
-    ``se_full = se_refit sqrt(frac)`` (a full-length refit's error), and its upper end
+    ``se_full = se_refit sqrt(frac)`` (a full-length refit's error; the root as in
+    :func:`_combined_se`), and its upper end
     ``refit + 2 se_refit`` is below the headline; every other is refitted at full length.
     """
     headline = float(np.max(est.epsilon()))
@@ -362,12 +363,28 @@ def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, f
         refitted = est["method"][k] == "refit"
         e1 = float(np.nanmax(est["eps"][k])) if refitted else np.nan
         s1 = float(est["refit_mcse"][k]) if refitted else np.nan
-        band = vopts.z * np.hypot(np.nan_to_num(s0), s1 * np.sqrt(frac))
+        band = vopts.z * _combined_se(s0, s1 * np.sqrt(frac))
         agrees = abs(e1 - e0) + _SHORT_MARGIN * s1 <= band
         below = e1 + _SHORT_MARGIN * s1 < headline
         if not (np.isfinite(e1) and np.isfinite(s1) and agrees and below):
             full.append(k)
     return np.asarray(full, dtype=np.int64)
+
+
+def _combined_se(se_estimate, se_refit) -> float:
+    """``sqrt(se_estimate^2 + se_refit^2)`` (NaN as 0), at least the resolution of a log ratio.
+
+    An estimate whose log ratios are constant over the draws (a record the parameters do not
+    depend on) is exact: its Monte-Carlo error is 0, and so is a pooled refit's, and both
+    epsilons are 0 up to rounding (1e-14 against 0). Their difference is then rounding, not
+    disagreement: the error is floored at
+    :data:`~pymc_edp.base.limits.LOG_RATIO_RESOLUTION` (1.5e-8), what float64 resolves of a
+    log ratio. A floor from Monte-Carlo error instead (a raw refit's, about
+    ``1 / sqrt(draws in a bin)``) would hide real disagreements of precise estimates.
+    """
+    s0 = np.nan_to_num(float(se_estimate), nan=0.0, posinf=np.inf)
+    s1 = np.nan_to_num(float(se_refit), nan=0.0, posinf=np.inf)
+    return float(max(np.hypot(s0, s1), limits.LOG_RATIO_RESOLUTION))
 
 
 def _compare(check: Verification, est: Estimates, batch, before, se_before, vopts) -> float:
@@ -379,8 +396,8 @@ def _compare(check: Verification, est: Estimates, batch, before, se_before, vopt
             check.code[k] = VERIFY_FAILED
             continue
         e1 = float(np.nanmax(est["eps"][k]))
-        s = np.hypot(np.nan_to_num(se_before[k]), np.nan_to_num(est["refit_mcse"][k]))
-        z = (e1 - e0) / s if s > 0 else (0.0 if e1 == e0 else np.sign(e1 - e0) * np.inf)
+        s = _combined_se(se_before[k], est["refit_mcse"][k])
+        z = (e1 - e0) / s if np.isfinite(s) else 0.0  # an error without bound: any agrees
         check.refit[k], check.z[k] = e1, z
         # even above an estimate flagged as a lower bound: a refit far from the estimate
         # says reweighting is unreliable for this model, which may hold elsewhere too

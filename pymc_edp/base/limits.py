@@ -27,6 +27,7 @@ import numpy as np
 __all__ = [
     "EMPTY_BIN",
     "FEW_DRAWS",
+    "LOG_RATIO_RESOLUTION",
     "MEANINGS",
     "MIN_BIN_DRAWS",
     "NONE",
@@ -49,6 +50,12 @@ MEANINGS = ("none", "smoothing", "few_draws", "empty_bin", "unverified", "not_ev
 MIN_BIN_DRAWS = 5.0
 #: Smoothing is said to bind when it lowers an estimate by more than this fraction.
 SMOOTHING_RTOL = 0.01
+#: What float64 resolves of a log ratio: ``sqrt(machine epsilon)``, about 1.5e-8. Log
+#: densities are computed to a relative ``2.2e-16``, so a log ratio formed from terms of up to
+#: ``1 / sqrt(eps)`` (6.7e7) nats carries rounding below it. Log ratios that vary by less are
+#: constant (weights ``e^(+-1.5e-8)``, an epsilon below it whatever the weighting), and two
+#: epsilon estimates closer than it agree.
+LOG_RATIO_RESOLUTION = float(np.sqrt(np.finfo(float).eps))
 
 REASONS = {
     SMOOTHING: "the smoothing constant, not the data, sets it",

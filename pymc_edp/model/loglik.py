@@ -22,7 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from scipy.special import logsumexp
 
+from pymc_edp.base.limits import LOG_RATIO_RESOLUTION
 from pymc_edp.base.mcse import ess_mean
 from pymc_edp.base.psis import psislw
 from pymc_edp.model.compat import PSIS_TAIL_RULE
@@ -337,8 +339,12 @@ def smoothed_log_weights(
     reff : float
         Relative MCMC efficiency for the PSIS tail length.
     spread : ndarray, shape (k,), optional
-        ``max - min`` of each row: rows where it is zero (a record replaced by its own value)
-        get uniform weights and k-hat ``-inf``.
+        ``max - min`` of each row. Rows where it is at most
+        :data:`~pymc_edp.base.limits.LOG_RATIO_RESOLUTION` (a record replaced by its own
+        value, or one the parameters do not depend on, constant up to rounding) are not
+        smoothed: their weights are the normalised ratios, within ``e^(+-1.5e-8)`` of
+        uniform, and their k-hat ``-inf``. A Pareto tail fitted to rounding noise gives
+        k-hat ``inf`` or NaN weights.
 
     Returns
     -------
@@ -347,8 +353,12 @@ def smoothed_log_weights(
     """
     if spread is None:
         spread = np.ptp(log_ratio, axis=1)
+    flat = np.flatnonzero(np.asarray(spread) <= LOG_RATIO_RESOLUTION)
+    raw = log_ratio[flat]  # a copy: psislw overwrites log_ratio
     smoothed, khat = psislw(log_ratio, reff, out=log_ratio, tail_rule=PSIS_TAIL_RULE)
-    khat[spread == 0] = -np.inf
+    if flat.size:
+        smoothed[flat] = raw - logsumexp(raw, axis=1, keepdims=True)
+        khat[flat] = -np.inf
     return smoothed, khat
 
 

@@ -23,7 +23,12 @@ from pymc_edp.plots.audit import KHAT_COLORS, neighbour_methods, pointwise_epsil
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
 from pymc_edp.report import Headline, format_interval, headline, khat_counts
 from pymc_edp.report._common import AuditSummary, TuningSummary
-from pymc_edp.report.text import neighbour_kind, smoothing_text, tuning_heading
+from pymc_edp.report.text import (
+    neighbour_kind,
+    parameter_rows,
+    smoothing_text,
+    tuning_heading,
+)
 
 __all__ = [
     "CSS",
@@ -37,7 +42,8 @@ __all__ = [
 
 #: Class of the outer ``<div>`` of every view; every CSS rule is scoped under it.
 CSS_CLASS = "pedp-wrap"
-#: Rows shown in a parameter or trial table (the largest epsilons first beyond this).
+#: Rows shown in a table of trials or utility costs (the parameter table lists at most
+#: :data:`pymc_edp.report.text.MAX_ELEMENTS` elements of a variable).
 MAX_TABLE_ROWS = 25
 #: Neighbours drawn one by one in the inline figure; beyond this, sorted epsilons at
 #: log-spaced ranks (the figure's size does not grow with the data).
@@ -70,10 +76,18 @@ def _kv(items: Sequence[tuple[str, str]]) -> str:
     return f'<dl class="pedp-kv">{rows}</dl>'
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A table of escaped cells (numbers should be formatted to strings first)."""
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any] | str]) -> str:
+    """A table of escaped cells (numbers should be formatted to strings first).
+
+    A row given as a string is a note across the table.
+    """
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        f'<tr><td colspan="{len(header)}" class="pedp-muted">{_e(row)}</td></tr>'
+        if isinstance(row, str)
+        else "<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
     return f'<table class="pedp-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -264,14 +278,6 @@ def _parameter_table(result: AuditSummary) -> str:
     ds = result.parameters
     eps = np.asarray(ds["epsilon"].values, dtype=float)
     names = np.asarray(ds["parameter"].values).astype(str)
-    rows_idx = np.arange(eps.size)
-    note = ""
-    if eps.size > MAX_TABLE_ROWS:
-        rows_idx = np.argsort(-np.nan_to_num(eps, nan=-np.inf), kind="stable")[:MAX_TABLE_ROWS]
-        note = (
-            f'<div class="pedp-caption">the {MAX_TABLE_ROWS} of {eps.size} parameters with '
-            "the largest ε; res.summary() has them all</div>"
-        )
     cols = {
         "worst neighbour": ds["worst_neighbour"].values if "worst_neighbour" in ds else None,
         "worst bin": ds["worst_bin"].values if "worst_bin" in ds else None,
@@ -281,10 +287,14 @@ def _parameter_table(result: AuditSummary) -> str:
         flags = np.asarray(ds["lower_bound"].values, dtype=bool)
         cols = {"lower bound": np.where(flags, "yes", ""), **cols}
     header = ["parameter", "ε", *[k for k, v in cols.items() if v is not None]]
-    rows = [
-        [names[i], _num(eps[i]), *[v[i] for v in cols.values() if v is not None]] for i in rows_idx
-    ]
-    return _table(header, rows) + note
+    rows: list[list | str] = []
+    for shown, note in parameter_rows(result):  # as the printout: long variables cut short
+        rows += [
+            [names[i], _num(eps[i]), *[v[i] for v in cols.values() if v is not None]]
+            for i in shown
+        ]
+        rows += [note] if note else []
+    return _table(header, rows)
 
 
 def _khat_section(result: AuditSummary) -> str:

@@ -171,7 +171,9 @@ class VerifyOptions:
     barely do (a group left out of a hierarchical model), estimates can be far too low with
     k-hat below 0.7. The ``top`` neighbours with the largest estimates (and those at a
     resolution limit a refit can resolve) are refitted; a refit and its estimate disagree
-    when ``|refit - estimate| > z sqrt(se_refit^2 + se_estimate^2)``. On a disagreement the
+    when ``|refit - estimate| > z sqrt(se_refit^2 + se_estimate^2)``, the root at least
+    what float64 resolves of a log ratio (1.5e-8: two epsilons of 0 up to rounding, whose
+    errors are 0, agree). On a disagreement the
     refit values are used and refitting goes on, worst first, for every neighbour that could
     still reach the headline (scaled by the largest underestimate seen), within the budget;
     those left over are lower bounds (limit ``unverified``).

@@ -41,7 +41,9 @@ class Headline:
     left_out : str
         What was not binned and why (:func:`pymc_edp.model.select.left_out_message`).
     fit : str
-        That the fit has not converged, and what to do ("" otherwise).
+        What PyMC's convergence checks find ("" for nothing): the audit's warning, or what
+        the sampler already reported
+        (:meth:`pymc_edp.model.convergence.FitConvergence.note`).
     records : tuple of str
         What a record is, where it is not simply a value (``res.records``).
 
@@ -182,6 +184,6 @@ def headline(result: AuditSummary) -> Headline:
         verification=note,
         caution=noise_caution(result.epsilon, interval),
         left_out=left_out_message(getattr(result, "left_out", ())),
-        fit="" if fit is None else fit.message(),
+        fit="" if fit is None else fit.note(),
         records=tuple(getattr(result, "records", ())),
     )

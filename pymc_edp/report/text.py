@@ -16,7 +16,18 @@ from pymc_edp.report._common import AuditSummary, TuningSummary
 from pymc_edp.report.headline import format_interval, headline
 from pymc_edp.report.khat import khat_counts
 
-__all__ = ["diagnose", "edp_result_text", "tuning_heading", "tuning_result_text"]
+__all__ = [
+    "MAX_ELEMENTS",
+    "diagnose",
+    "edp_result_text",
+    "parameter_rows",
+    "tuning_heading",
+    "tuning_result_text",
+]
+
+#: Elements of one variable the printout and the HTML view list, the most exposed first, when
+#: it has more (``res.summary()`` and ``res.epsilon_by_var`` have them all).
+MAX_ELEMENTS = 10
 
 
 def neighbour_kind(result: AuditSummary) -> str:
@@ -30,10 +41,53 @@ def smoothing_text(result: AuditSummary) -> str:
     return f"{result.smoothing:g}" if result.smoothing > 0 else "none"
 
 
+def parameter_rows(result: AuditSummary, most: int = MAX_ELEMENTS) -> list[tuple[np.ndarray, str]]:
+    """The rows of the parameter table the views list, variable by variable.
+
+    A variable of at most ``most`` elements has every row, in order; a longer one its
+    ``most`` largest epsilons, largest first (NaN last), and a note of how many more there
+    are and where they are.
+
+    Returns
+    -------
+    list of (ndarray, str)
+        Per variable, in the order of ``result.parameters``: its rows' positions in
+        ``result.parameters`` and the note ("" when every row is listed).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> eps = np.r_[0.1, np.arange(12) / 10]
+    >>> ds = xr.Dataset({"epsilon": ("parameter", eps),
+    ...                  "var_name": ("parameter", ["a"] + ["mu"] * 12)})
+    >>> (a, _), (mu, note) = parameter_rows(SimpleNamespace(parameters=ds), most=3)
+    >>> a.tolist(), mu.tolist()
+    ([0], [12, 11, 10])
+    >>> note
+    "... and 9 more elements of mu (res.epsilon_by_var['mu'])"
+    """
+    ds = result.parameters
+    names = np.asarray(ds["var_name"].values).astype(str)
+    eps = np.nan_to_num(np.asarray(ds["epsilon"].values, dtype=float), nan=-np.inf)
+    out = []
+    for name in dict.fromkeys(names.tolist()):  # the variables, in order
+        rows = np.flatnonzero(names == name)
+        if rows.size <= most:
+            out.append((rows, ""))
+            continue
+        top = rows[np.argsort(-eps[rows], kind="stable")[:most]]
+        more = rows.size - most
+        element = "element" if more == 1 else "elements"
+        note = f"... and {more} more {element} of {name} (res.epsilon_by_var[{name!r}])"
+        out.append((top, note))
+    return out
+
+
 def edp_result_text(result: AuditSummary) -> str:
     """The printout of an audit result (``repr(res)``).
 
-    The parameter table, epsilon, the headline (:func:`pymc_edp.report.headline`), the
+    The parameter table (at most :data:`MAX_ELEMENTS` rows of a variable,
+    :func:`parameter_rows`), epsilon, the headline (:func:`pymc_edp.report.headline`), the
     Pareto k-hat table, what pruning skipped and the warnings.
 
     Examples
@@ -50,10 +104,7 @@ def edp_result_text(result: AuditSummary) -> str:
         f"posterior draws, smoothing = {smoothing_text(result)}",
         "",
     ]
-    df = result.summary().drop(columns="var_name")
-    if not df["lower_bound"].any():
-        df = df.drop(columns="lower_bound")
-    lines.append(df.to_string(float_format=lambda x: f"{x:.3f}"))
+    lines += _parameter_lines(result)
     head = headline(result)
     bound = "a lower bound; " if head.lower_bound else ""
     lines += [
@@ -69,6 +120,24 @@ def edp_result_text(result: AuditSummary) -> str:
     if shown:
         lines += ["", "Warnings:"] + [f"- {w}" for w in shown]
     return "\n".join(lines)
+
+
+def _parameter_lines(result: AuditSummary) -> list[str]:
+    """The parameter table of the printout, with a note under each variable cut short."""
+    df = result.summary().drop(columns="var_name")
+    if not df["lower_bound"].any():
+        df = df.drop(columns="lower_bound")
+    groups = parameter_rows(result)
+    shown = np.concatenate([rows for rows, _ in groups])
+    table = df.iloc[shown].to_string(float_format=lambda x: f"{x:.3f}").splitlines()
+    at = len(table) - shown.size  # the header's lines
+    lines = table[:at]
+    for rows, note in groups:
+        lines += table[at : at + rows.size]
+        at += rows.size
+        if note:
+            lines.append(note)
+    return lines
 
 
 def _khat_lines(result: AuditSummary) -> list[str]:

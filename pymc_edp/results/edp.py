@@ -117,7 +117,8 @@ class EDPResult:
     left_out : tuple of pymc_edp.model.select.LeftOut
         What was not binned, and why.
     convergence : pymc_edp.model.convergence.FitConvergence, optional
-        R-hat, ESS and divergences of the fit; every epsilon inherits its error.
+        R-hat, ESS and divergences of the fit, judged by PyMC's convergence checks; every
+        epsilon inherits its error.
     records : tuple of str
         Per observed variable whose records are not simply its values, one sentence read
         from the model's graph: what a record is (a row, a value of a series) and, where
@@ -147,7 +148,7 @@ class EDPResult:
     8 neighbours (record removed), 2000 posterior draws, smoothing = none
     ...
     epsilon = 0.75...  (max over parameters and neighbours; worst neighbour: St. Paul's)
-    The fit has not converged (max R-hat 1.02 for 'mu'; ...): every epsilon here inherits ...
+    Convergence, as PyMC reported when sampling: max R-hat 1.02 for 'mu' (above 1.01); ...
     90% Monte-Carlo interval of epsilon: [0.61..., 0.87...]
     Verification: unverified: method='psis' reweights only
     ...

@@ -50,12 +50,14 @@ class ReleaseAuditor:
         NeighbourOptions.coerce(kwargs["neighbour"])
         self.bins = check_int(kwargs["bins"], "bins", 2)
         options = ReleaseOptions.coerce(kwargs["options"])
-        if model is not None and spec.release != "draws":
+        # a synthetic release draws one observed variable; draws publish the posterior's
+        if model is not None and spec.release.synthetic:
             observed_name(model, spec.observed)
         self.kwargs = {**kwargs, "options": options}
         self.delta = spec.delta
-        what = "draws" if spec.release == "draws" else "synthetic datasets"
-        self.label = f"audit_release: {spec.k} {what} at delta {spec.delta:g}"
+        self.label = (
+            f"audit_release: {spec.release.publishes}, k = {spec.k} at delta {spec.delta:g}"
+        )
         self.search_label = f"{self.label}, at most {TRIAL_BOOTSTRAP} bootstrap replicates"
         self.search_advice = ""
 

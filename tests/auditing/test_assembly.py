@@ -57,6 +57,7 @@ def _shifted_chains(rng, divergent=0):
 
 
 def test_a_fit_that_has_not_converged_says_so_first_everywhere(rng):
+    """A fit whose sampler ran no convergence check (here: none recorded) gets PyMC's."""
     idata = _shifted_chains(rng, divergent=3)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -64,8 +65,12 @@ def test_a_fit_that_has_not_converged_says_so_first_everywhere(rng):
     fit = res.convergence
     assert fit.rhat_var == "mu" and fit.max_rhat > 1.1 and fit.n_divergent == 3
     msg = fit.message()
-    assert msg.startswith(f"The fit has not converged (max R-hat {fit.max_rhat:.2f} for 'mu'; ")
-    assert "3 divergent transitions" in msg and "every epsilon here inherits" in msg
+    assert msg.startswith(
+        "Convergence checks as pm.sample runs them, on the audited variables (the fit does "
+        f"not record its sampler): The rhat statistic is larger than 1.01 for some parameters "
+        f"(max {fit.max_rhat:.3f} for 'mu')"
+    )
+    assert "There were 3 divergences after tuning." in msg
     # a warning, the first of the audit's, kept with the result
     assert str(caught[0].message) == msg and caught[0].category is edp.EDPWarning
     assert res.warnings[0] == msg
@@ -74,8 +79,31 @@ def test_a_fit_that_has_not_converged_says_so_first_everywhere(rng):
     at = lines.index(msg)
     assert lines[at - 1].startswith("epsilon = ") and repr(res).count(msg) == 1
     page = res._repr_html_()
-    assert page.count("The fit has not converged (max R-hat") == 1
-    assert page.index("has not converged") < page.index("90% Monte-Carlo interval")
+    assert page.count("Convergence checks as pm.sample runs them") == 1
+    assert page.index("The rhat statistic") < page.index("90% Monte-Carlo interval")
+
+
+def test_what_pm_sample_reported_is_shown_not_warned_again(rng):
+    """Draws pm.sample checked (``inference_library`` "pymc"): no warning; the views say it."""
+    idata = _shifted_chains(rng, divergent=3)
+    posterior = idata["posterior"]
+    posterior.attrs.update(inference_library="pymc", tuning_steps=1000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = edp.audit(idata, bins=5, method="psis", progressbar=False)
+    fit = res.convergence
+    assert fit.checked and not fit.converged and fit.message() == ""
+    assert not any("onvergence" in str(w.message) for w in caught)
+    assert not any("onvergence" in w for w in res.warnings)
+    note = fit.note()
+    assert note == (
+        f"Convergence, as PyMC reported when sampling: max R-hat {fit.max_rhat:.2f} for 'mu' "
+        f"(above 1.01); 3 divergences after tuning; min bulk ESS {fit.min_ess_bulk:.0f} for "
+        "'mu' (under 200: 100 per chain)."
+    )
+    lines = repr(res).splitlines()
+    assert lines[lines.index(note) - 1].startswith("epsilon = ")
+    assert res._repr_html_().count("Convergence, as PyMC reported when sampling") == 1
 
 
 def test_a_converged_fit_adds_nothing(normal):
@@ -83,8 +111,8 @@ def test_a_converged_fit_adds_nothing(normal):
         warnings.simplefilter("always")
         res = edp.audit(normal, bins=10, method="psis", progressbar=False)
     assert res.convergence is not None and res.convergence.converged
-    assert not any("converged" in str(w.message) for w in caught)
-    assert "converged" not in repr(res) and "converged" not in res._repr_html_()
+    assert not any("onvergence" in str(w.message) for w in caught)
+    assert "onvergence" not in repr(res) and "onvergence" not in res._repr_html_()
 
 
 def _arms_idata(rng):

@@ -4,6 +4,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from pipeline_support import make_settings
 
 from pymc_edp.auditing.estimates import Errors, Estimates
@@ -56,7 +57,8 @@ class FakeRefitter:
         self.short_runs = []
         labels = np.array([f"r{i}" for i in range(EPS.size)])
         self.problem = SimpleNamespace(
-            neighbours=SimpleNamespace(labels=labels), density_ratio=True  # pooled refits
+            neighbours=SimpleNamespace(labels=labels),
+            density_ratio=True,  # pooled refits
         )
         self.settings = SimpleNamespace(refit=RefitOptions())
 
@@ -204,3 +206,64 @@ def test_nothing_to_refit_or_verify(normal):
     assert out.verification.status == "unverified"
     np.testing.assert_array_equal(out.estimates["eps"], rw.estimates["eps"])
     assert out.estimates is not rw.estimates
+
+
+class _ExactRefitter(FakeRefitter):
+    """Estimates ``estimate``; refits give ``truth`` with standard errors ``refit_se``."""
+
+    def __init__(self, estimate, truth, refit_se):
+        super().__init__(truth)
+        self.estimates["eps"][:, 0] = estimate
+        self.refit_se = np.asarray(refit_se, dtype=float)
+
+    def run(self, batch, options=None):
+        (self.short_runs if options is not None else self.runs).append([int(k) for k in batch])
+        for k in batch:
+            self.estimates.set_row(k, _row(self.truth[k]), self.refit_se[k], "refit")
+
+
+def test_zero_against_zero_is_agreement():
+    """Estimates and refits of 0 up to rounding, with errors of 0 up to rounding, agree.
+
+    Issue 39: interior random-walk records (exact epsilon 0, log ratios constant over the
+    draws) raised "0.000 estimated vs 0.000 refitted, z = -72.7". The values are those of such
+    records: a moment-matched 1.3e-14 (error 3.5e-16) against a pooled refit's 0 (9.4e-16).
+    """
+    estimate = np.array([0.5, 0.3, 1.3e-14, 0.0, 1.8e-14, 0.0])
+    se = np.array([0.01, 0.01, 3.5e-16, 0.0, 0.0, 0.0])
+    truth = np.array([0.5, 0.3, 0.0, 8.9e-16, 0.0, 0.0])
+    refit_se = np.array([0.01, 0.01, 9.4e-16, 1.9e-14, 0.0, 0.0])
+    errors = Errors(se, estimate - 0.02, estimate + 0.02)
+    refitter = _ExactRefitter(estimate, truth, refit_se)
+    check = verify(VerifyOptions(top=6, early_stop=False), refitter, errors)
+    assert check.status == "confirmed" and check.messages == ()
+    assert (check.code == VERIFY_AGREE).all()
+    assert np.abs(check.z[2:]).max() < 1e-5
+    # short refits settle them too: nothing refitted at full length but what sets epsilon
+    refitter = _ExactRefitter(estimate, truth, refit_se)
+    check = verify(VerifyOptions(top=6), refitter, errors)
+    assert refitter.runs == [[0]] and check.status == "confirmed"
+
+
+def test_the_resolution_floor_keeps_real_disagreements():
+    """The floor is rounding's (1.5e-8), not Monte-Carlo's: precise estimates 1e-6 apart,
+    or 0.5 against 0.6 with errors of 0.01, still disagree, with the z they had."""
+    estimate = np.array([0.5, 0.3, 1e-6, 0.0, 0.0, 0.0])
+    truth = np.array([0.6, 0.3, 0.0, 0.0, 0.0, 0.0])
+    se = np.array([0.01, 0.01, 0.0, 0.0, 0.0, 0.0])
+    refit_se = np.array([0.01, 0.01, 0.0, 0.0, 0.0, 0.0])
+    errors = Errors(se, estimate - 0.02, estimate + 0.02)
+    check = verify(
+        VerifyOptions(top=6, early_stop=False),
+        _ExactRefitter(estimate, truth, refit_se),
+        errors,
+    )
+    assert check.status == "corrected"
+    assert list(check.code[[0, 2]]) == [VERIFY_DISAGREE, VERIFY_DISAGREE]
+    assert check.z[0] == pytest.approx(0.1 / np.hypot(0.01, 0.01))
+    assert check.z[2] == pytest.approx(-1e-6 / limits.LOG_RATIO_RESOLUTION)
+    # an estimate with an unbounded error is compared without overflow (and agrees)
+    estimate[2], se[2] = 0.2, np.inf
+    with np.errstate(all="raise"):
+        check = verify(VerifyOptions(top=6), _ExactRefitter(estimate, truth, refit_se), errors)
+    assert check.code[2] == VERIFY_AGREE

@@ -3,6 +3,9 @@ import pytest
 import xarray as xr
 from support import loglik_dataset, stack_psislw
 
+from pymc_edp.base.limits import LOG_RATIO_RESOLUTION
+from pymc_edp.base.psis import psislw
+from pymc_edp.model.compat import PSIS_TAIL_RULE
 from pymc_edp.model.loglik import (
     LogLikelihood,
     log_ratios,
@@ -76,6 +79,32 @@ def test_log_weights_groups_and_replacement(rng):
     lw_r, _ = _weights(ll, Neighbours.records(ll), replacement=[alt])
     ref_r, _ = stack_psislw((alt - y).T)
     np.testing.assert_allclose(lw_r, ref_r, rtol=1e-9, atol=1e-9)
+
+
+def test_log_ratios_constant_up_to_rounding_are_not_smoothed(rng):
+    """A record the parameters do not depend on: its log ratios differ by one ulp at most.
+
+    A Pareto tail fitted to that rounding gives k-hat inf (sending the record to refits) or
+    NaN weights (an epsilon of -1, issue 39's interior random-walk records); such rows are
+    weighted as they are, within e^(+-1.5e-8) of uniform, with k-hat -inf. A row that varies
+    by more is smoothed as before.
+    """
+    c = 0.6097605600134279
+    rows = np.full((4, 1000), c)
+    for r, step in enumerate((5, 8, 10, 12)):
+        rows[r, ::step] = np.nextafter(c, 1.0)  # one ulp above, on every step-th draw
+    varied = c + 1e-3 * rng.standard_normal(1000)
+    log_ratio = np.vstack([rows, varied])
+    ref_lw, ref_k = stack_psislw(varied[None], reff=0.45)
+    raw_lw, raw_k = psislw(rows.copy(), 0.45, tail_rule=PSIS_TAIL_RULE)  # what it avoids
+    assert np.isinf(raw_k[0]) and np.isnan(raw_lw[2]).all()
+    lw, khat = smoothed_log_weights(log_ratio.copy(), 0.45)
+    assert np.isneginf(khat[:4]).all()
+    np.testing.assert_allclose(lw[:4], -np.log(1000), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(lw[4], ref_lw[0], rtol=1e-9, atol=1e-9)
+    assert khat[4] == pytest.approx(ref_k[0], rel=1e-9)
+    # the bound of a flat row (its spread) is within the resolution: nothing is hidden
+    assert np.ptp(rows, axis=1).max() <= LOG_RATIO_RESOLUTION < np.ptp(varied)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

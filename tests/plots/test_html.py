@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 import xarray as xr
-from support import NOT_CONVERGED, normal_audit, normal_draws, tuning_result
+from support import NOT_CONVERGED, normal_audit, normal_draws, regression_audit, tuning_result
 
 import pymc_edp as edp
 from pymc_edp.datasets import load_eight_schools
@@ -345,3 +345,22 @@ def test_text_html_and_figures_share_one_khat_classifier(audit_result):
         assert f"({cls})" in line and line.split()[-2:] == [str(count), pct]
     assert page.row("not computed")[2] == "3"
     assert any(ln.startswith("not computed") and ln.split()[-1] == "3" for ln in text.splitlines())
+
+
+def test_a_long_vector_lists_the_rows_the_printout_lists():
+    """Issue 39: the parameter table lists a long variable's most exposed elements, with the
+    printout's note under them, in the order of the printout (235 rows before)."""
+    res = regression_audit()
+    page = Page(edp_html.edp_result_html(res))
+    table = [
+        row
+        for row in page.rows
+        if row and (row[0][:2] in ("a", "b", "mu") or row[0][:4] == "... ")
+    ]
+    printed = [
+        line.split()[0] for line in repr(res).splitlines() if line[:2] in ("a ", "b ", "mu")
+    ]
+    printed += [line for line in repr(res).splitlines() if line.startswith("... and")]
+    assert [row[0] for row in table] == printed
+    assert len(table) == 2 + edp.report.text.MAX_ELEMENTS + 1
+    assert table[-1] == ["... and 190 more elements of mu (res.epsilon_by_var['mu'])"]

@@ -45,19 +45,16 @@ def bedp(log_prior: np.ndarray, log_lik: np.ndarray, log_lik_loo: np.ndarray, ax
         shape = [1] * len(axes)
         shape[k] = axis.size
         cell = cell * grid_weights(axis).reshape(shape)
-    log_cell = np.log(np.where(cell > 0, cell, np.finfo(float).tiny))
-
     def marginals(log_post):
         p = np.exp(log_post - log_post.max()) * cell
         p /= p.sum()
         return [p.sum(axis=tuple(j for j in range(len(axes)) if j != k)) for k in range(len(axes))]
 
     full = marginals(log_prior + log_lik)
-    del log_cell
     out = np.empty((log_lik_loo.shape[0], len(axes)))
     for i in range(log_lik_loo.shape[0]):
         loo = marginals(log_prior + log_lik_loo[i])
-        for k, axis in enumerate(axes):
+        for k in range(len(axes)):
             cdf = np.concatenate([[0.0], np.cumsum(full[k])])
             cdf_loo = np.concatenate([[0.0], np.cumsum(loo[k])])
             # bin edges: the full marginal's quantiles, read on the cumulative masses

@@ -5,10 +5,11 @@ import dataclasses
 import numpy as np
 import pytest
 import xarray as xr
-from support import tuning_result
+from support import regression_audit, tuning_result
 
 import pymc_edp as edp
 from pymc_edp.report import diagnose, edp_result_text, headline, tuning_result_text
+from pymc_edp.report.text import MAX_ELEMENTS, parameter_rows
 
 
 def _tuning(**changes):
@@ -110,7 +111,7 @@ def test_a_prior_tuned_to_a_release_target_is_headed_with_the_release():
         "synthetic", 5, 1e-6, 1.0, (0.9, 1.1), 0.9, False, "3", "remove",
         xr.Dataset(), xr.Dataset(), xr.Dataset(), xr.Dataset(), publishes="synthetic datasets",
     )  # fmt: skip
-    res = _tuning(audit=release, method="audit_release: 5 synthetic datasets at delta 1e-06")
+    res = _tuning(audit=release, method="audit_release: synthetic datasets, k = 5 at delta 1e-06")
     heading = (
         "Prior tuned to a target release epsilon (synthetic datasets, k = 5 at delta = 1e-06, "
         "neighbour = remove)"
@@ -119,3 +120,46 @@ def test_a_prior_tuned_to_a_release_target_is_headed_with_the_release():
     assert "B-EDP" not in tuning_result_text(res)
     page = tuning_result_html(res)
     assert heading in page and "target B-EDP" not in page
+
+
+@pytest.fixture(scope="module")
+def long_vector():
+    return regression_audit()
+
+
+def test_a_long_vector_lists_its_most_exposed_elements_then_the_headline(long_vector):
+    """Issue 39: a printout listed 235 ``mu[i]`` rows before the headline.
+
+    A variable of more than MAX_ELEMENTS elements lists its largest epsilons, largest first,
+    then says how many more there are and where; scalars keep their rows.
+    """
+    res = long_vector
+    lines = repr(res).splitlines()
+    mu = res.epsilon_by_var["mu"].values
+    top = np.argsort(-mu, kind="stable")[:MAX_ELEMENTS]
+    rows = [line.split()[0] for line in lines if line.startswith("mu[")]
+    assert rows == [f"mu[{i}]" for i in top]
+    listed = [float(line.split()[1]) for line in lines if line.startswith("mu[")]
+    assert listed == sorted(listed, reverse=True) and listed[0] == pytest.approx(mu.max(), 1e-3)
+    note = f"... and {mu.size - MAX_ELEMENTS} more elements of mu (res.epsilon_by_var['mu'])"
+    assert lines[lines.index(note) - 1].startswith(f"mu[{top[-1]}] ")  # under its rows
+    assert any(line.startswith("a ") for line in lines) and any(
+        line.startswith("b ") for line in lines
+    )
+    # the headline is on the first screen, and the summary keeps every element
+    assert next(i for i, line in enumerate(lines) if line.startswith("epsilon = ")) < 25
+    assert len(res.summary()) == mu.size + 2
+
+
+def test_parameter_rows_keeps_short_variables_whole_and_in_order(nn_result, long_vector):
+    [(rows, note)] = parameter_rows(nn_result)
+    assert rows.tolist() == [0] and note == ""
+    groups = parameter_rows(long_vector, most=3)
+    assert [len(rows) for rows, _ in groups] == [1, 1, 3]
+    assert [note.split(" of ")[-1] for _, note in groups] == [
+        "",
+        "",
+        "mu (res.epsilon_by_var['mu'])",
+    ]
+    assert "... and 1 more element of mu" in parameter_rows(long_vector, most=199)[2][1]
+    assert parameter_rows(long_vector, most=200)[2][1] == ""

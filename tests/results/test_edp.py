@@ -172,8 +172,8 @@ def test_netcdf_round_trips_every_field(result, tmp_path, changes):
         assert getattr(weights, name) == default
     assert repr(weights) == repr(res)
     if res.convergence is not None and not res.convergence.converged:  # said after reading
-        assert plain.convergence.message() in repr(plain)
-        assert "has not converged" in plain._repr_html_()
+        assert plain.convergence.note() in repr(plain)
+        assert "The rhat statistic is larger than 1.01" in plain._repr_html_()
 
 
 def test_to_netcdf_into_a_missing_folder_says_to_create_it(result, tmp_path):

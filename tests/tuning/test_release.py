@@ -155,3 +155,58 @@ def test_tune_prior_to_a_synthetic_release_target(rng):
         f"synthetic target 1.0: confirmed {res.epsilon:.4f} +- {res.mcse:.4f}, interval "
         f"{res.audit.interval}, a = {res.value:.4g}"
     )
+
+
+def _two_observed_model(rng):
+    """A mean ``mu`` observed twice: ``y`` and ``z`` (a draws release publishes ``mu``)."""
+    with pm.Model() as model:
+        s0 = pm.Data("sigma0", SIGMA0)
+        mu = pm.Normal("mu", 10.0, s0)
+        pm.Normal("y", mu, SIGMA, observed=rng.normal(10.0, SIGMA, 20))
+        pm.Normal("z", mu, SIGMA, observed=rng.normal(10.0, SIGMA, 15))
+    return model
+
+
+def _target(**given):
+    """audit_release's keywords at their defaults, with ``given``."""
+    import inspect
+
+    skip = ("idata", "model", "random_seed", "progressbar")
+    params = inspect.signature(edp.audit_release).parameters.items()
+    return {**{n: p.default for n, p in params if n not in skip}, **given}
+
+
+def test_release_target_kinds_are_read_from_the_kind_not_a_string(rng):
+    """A draws target names no observed variable, whatever the model observes; the label
+    says what each kind publishes."""
+    model = _two_observed_model(rng)
+    draws = ReleaseAuditor(_target(release="draws", k=5, delta=1e-3), model)
+    assert draws.label == "audit_release: posterior draws, k = 5 at delta 0.001"
+    synthetic = ReleaseAuditor(_target(release="synthetic", observed="z", k=3), model)
+    assert synthetic.label == "audit_release: synthetic datasets, k = 3 at delta 1e-05"
+    # a synthetic release draws one observed variable: with two, it must be named
+    with pytest.raises(ValueError, match=r"observed variables \['y', 'z'\]: say which one"):
+        ReleaseAuditor(_target(release="synthetic"), model)
+
+
+@pytest.mark.slow
+def test_tune_prior_to_a_draws_release_of_a_model_with_two_observed_variables(rng):
+    """audit_release reads every observed variable's records: so does a draws target."""
+    model = _two_observed_model(rng)
+    with pytest.warns(EDPWarning):
+        res = tune_prior(
+            model,
+            hyperparameter="sigma0",
+            target_epsilon=1.5,
+            release="draws",
+            k=2,
+            delta=1e-3,
+            options={"n_bootstrap": 20},
+            random_seed=3,
+            progressbar=False,
+            refit=edp.RefitOptions(draws=500, tune=300, chains=2),
+            search=edp.SearchOptions(rtol=0.1),
+        )
+    assert res.audit.release == "draws" and res.audit.n_neighbours == 35
+    assert res.method == "audit_release: posterior draws, k = 2 at delta 0.001"
+    assert "posterior draws, k = 2" in repr(res)
