@@ -22,7 +22,7 @@ import pytest
 
 import pymc_edp as edp
 
-FIT = dict(draws=300, tune=300, chains=2, cores=1, progressbar=False)
+FIT = dict(draws=300, tune=300, chains=2, cores=1, progressbar=False, nuts_sampler="pymc")
 #: Two runs of the same code on the same draws: only the last bits may differ (they do not).
 RTOL = ATOL = 1e-12
 
