@@ -44,6 +44,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base.quadrature import log_integrals
+from pymc_edp.model.cache import share_data
 from pymc_edp.model.compat import without_initial_values
 from pymc_edp.model.conditional import (
     block_log_conditionals,
@@ -133,8 +134,8 @@ class CoupledLikelihood:
 
         structure.check_changeable()
         umodel = without_initial_values(model)
-        if not keep_transforms:
-            umodel = remove_value_transforms(umodel)
+        if not keep_transforms:  # a clone, reading the model's pm.Data at every call
+            umodel = share_data(model, remove_value_transforms(umodel))
         rv = umodel[name]
         self.name, self.structure = name, structure
         value, data = observed_node(umodel, rv)
@@ -144,7 +145,6 @@ class CoupledLikelihood:
                 "cannot be computed",
                 name=name,
             )
-        self.data = np.asarray(data)
         terms = likelihood_terms(umodel, rv)
         self.terms = tuple(terms)
         total = pt.add(*[t.sum() for t in terms.values()])
@@ -158,9 +158,14 @@ class CoupledLikelihood:
         self._batch = None
         self._symbolic = None
         self._blocks_fn = None
-        self._memo: dict = {}
+        self._data = self.data
         self.discrete = value.dtype.startswith(("int", "uint", "bool"))
         self.route = self._structural_route()
+
+    @property
+    def data(self) -> np.ndarray:
+        """The observed values now (``pm.set_data`` included)."""
+        return np.asarray(observed_node(self._model, self._rv)[1])
 
     # ------------------------------------------------------------------ routes
     def _structural_route(self) -> str:
@@ -215,6 +220,7 @@ class CoupledLikelihood:
                 "discrete: each neighbour is refitted with its record unobserved",
                 name=self.name,
             )
+        self._data = self.data  # read once per call: pm.set_data may have changed them
         start = time.perf_counter()
         size = self.structure.record_size
         if size > 1:  # records of several values: each row's block conditional
@@ -224,13 +230,13 @@ class CoupledLikelihood:
                     "couples with other records: a replaced record is refitted",
                     name=self.name,
                 )
-            rows = np.arange(self.data.size).reshape(-1, size)
+            rows = np.arange(self._data.size).reshape(-1, size)
             at_data = self.blocks(posterior, list(rows))
             n_samples = at_data.shape[0]
             note = self._note(self.route, time.perf_counter() - start, [np.empty(n_samples)])
             return Conditionals(at_data, (), self.route, note)
         draws = _posterior_draws(posterior, self.free, self.dtypes)
-        ats = tuple(np.asarray(a, dtype=self.data.dtype).reshape(self.data.shape) for a in ats)
+        ats = tuple(np.asarray(a, dtype=self._data.dtype).reshape(self._data.shape) for a in ats)
         if self.route in ("student_t", "gaussian"):
             at_data, at = self._symbolic_conditionals(draws, ats)
             note = self._note(self.route, time.perf_counter() - start, draws)
@@ -278,7 +284,7 @@ class CoupledLikelihood:
                 [*self._values, self._y, at], graph, on_unused_input="ignore"
             )
         n_samples = draws[0].shape[0] if draws else 1
-        y = self.data
+        y = self._data
         outs = []
         for target in (y, *ats):
             out = np.empty((n_samples, y.size))
@@ -311,7 +317,7 @@ class CoupledLikelihood:
                 self._batch = (False, fn)
         vectorised, fn = self._batch
         out = np.empty(index.size)
-        step = max(1, _BATCH_VALUES // max(1, self.data.size))
+        step = max(1, _BATCH_VALUES // max(1, self._data.size))
         for lo in range(0, index.size, step):
             sl = slice(lo, lo + step)
             idx = index[sl]
@@ -325,18 +331,18 @@ class CoupledLikelihood:
 
     def _shifted(self, draws, s_index, elements, offsets) -> np.ndarray:
         """``f`` at draws ``s_index`` with element ``elements`` moved by ``offsets`` (flat)."""
-        y = self.data.ravel()
+        y = self._data.ravel()
         Y = np.broadcast_to(y, (s_index.size, y.size)).copy()
         Y[np.arange(s_index.size), elements] += offsets
-        return self._evaluate(draws, s_index, Y.reshape(-1, *self.data.shape))
+        return self._evaluate(draws, s_index, Y.reshape(-1, *self._data.shape))
 
     def _differences(self, draws) -> dict:
         """``f`` at the data, and central differences of step ``h`` along every element."""
         n_samples = draws[0].shape[0] if draws else 1
-        n = self.data.size
-        h = _step(self.data)
+        n = self._data.size
+        h = _step(self._data)
         s = np.arange(n_samples)
-        f0 = self._evaluate(draws, s, np.broadcast_to(self.data, (n_samples, *self.data.shape)))
+        f0 = self._evaluate(draws, s, np.broadcast_to(self._data, (n_samples, *self._data.shape)))
         ss = np.repeat(s, n)
         ee = np.tile(np.arange(n), n_samples)
         plus = self._shifted(draws, ss, ee, np.full(ss.size, h)).reshape(n_samples, n)
@@ -377,10 +383,10 @@ class CoupledLikelihood:
     def _checked_conditionals(self, fd, ats):
         """Gaussian conditionals from exact central differences (``f`` checked quadratic)."""
         q, g = fd["q"], fd["g"]
-        y = self.data.ravel()
+        y = self._data.ravel()
         mean = y[None, :] + g / q
         outs = []
-        for target in (self.data, *ats):
+        for target in (self._data, *ats):
             t = np.asarray(target, dtype=float).ravel()
             outs.append(0.5 * np.log(q / (2 * np.pi)) - 0.5 * q * (t[None, :] - mean) ** 2)
         return outs[0], tuple(outs[1:])
@@ -389,7 +395,7 @@ class CoupledLikelihood:
         """``f(y with y_e = at_e) - log integral of exp(f(y with y_e = t)) dt`` per element."""
         q, g, h = fd["q"], fd["g"], fd["h"]
         n_samples, n = q.shape
-        y = self.data.ravel()
+        y = self._data.ravel()
         # searched from each record's own value (in the support, near the mass), in steps of
         # its conditional scale where the curvature gives one (within 100 times the step)
         good = np.isfinite(q) & (q > 0)
@@ -421,10 +427,10 @@ class CoupledLikelihood:
 
     def _placed(self, draws, s_index, elements, values) -> np.ndarray:
         """``f`` at draws ``s_index`` with element ``elements`` set to ``values`` (flat)."""
-        y = self.data.ravel()
+        y = self._data.ravel()
         Y = np.broadcast_to(y, (s_index.size, y.size)).copy()
         Y[np.arange(s_index.size), elements] = values
-        return self._evaluate(draws, s_index, Y.reshape(-1, *self.data.shape))
+        return self._evaluate(draws, s_index, Y.reshape(-1, *self._data.shape))
 
     # ------------------------------------------------------------------ blocks
     def blocks(self, posterior: xr.Dataset, blocks) -> np.ndarray:
@@ -437,6 +443,7 @@ class CoupledLikelihood:
         from pymc_edp.model.stream import _posterior_draws
 
         blocks = [np.asarray(b, dtype=np.int64) for b in blocks]
+        self._data = self.data
         draws = _posterior_draws(posterior, self.free, self.dtypes)
         n_samples = draws[0].shape[0] if draws else 1
         if self.route == "gaussian":
@@ -447,14 +454,13 @@ class CoupledLikelihood:
                 )
             out = np.empty((n_samples, len(blocks)))
             for s in range(n_samples):
-                g, h = self._blocks_fn(*(d[s] for d in draws), self.data)
+                g, h = self._blocks_fn(*(d[s] for d in draws), self._data)
                 out[s] = block_log_conditionals(np.asarray(g), np.asarray(h), blocks)
             return out
         if self.route in ("gaussian (checked)",):
             fd = self._differences(draws)
             if self._quadratic(draws, fd) and self._block_quadratic(draws, fd, blocks):
                 return self._block_conditionals(draws, fd, blocks)
-        self.route = "refit" if self.route != "student_t" else self.route
         raise NonFactorisedError(
             f"the likelihood of {self.name!r} is not Gaussian: the conditional of a block of "
             "its records is not reweighted; each neighbour is refitted with its records "
@@ -469,19 +475,19 @@ class CoupledLikelihood:
         pi = np.array([p[0] for p in pairs], dtype=np.int64)
         pj = np.array([p[1] for p in pairs], dtype=np.int64)
         ss = np.repeat(np.arange(n_samples), pi.size)
-        y = self.data.ravel()
+        y = self._data.ravel()
         Y = np.broadcast_to(y, (ss.size, y.size)).copy()
         rows = np.arange(ss.size)
         Y[rows, np.tile(pi, n_samples)] += h
         Y[rows, np.tile(pj, n_samples)] += h
-        values = self._evaluate(draws, ss, Y.reshape(-1, *self.data.shape))
+        values = self._evaluate(draws, ss, Y.reshape(-1, *self._data.shape))
         return dict(zip(pairs, values.reshape(n_samples, pi.size).T, strict=True))
 
     def _block_precision(self, draws, fd, blocks):
         """Per block, ``(S, k, k)`` precision from second differences (exact: quadratic)."""
         h, f0 = fd["h"], fd["f0"]
         n_samples = f0.size
-        y = self.data.ravel()
+        y = self._data.ravel()
         single = {}
         for b in blocks:
             for i in b:
@@ -514,7 +520,7 @@ class CoupledLikelihood:
         precisions = self._block_precision(draws, fd, blocks)
         rng = np.random.default_rng(0)
         few = _check_draws(draws, n_samples)
-        y = self.data.ravel()
+        y = self._data.ravel()
         for b, q in zip(blocks, precisions, strict=True):
             if b.size < 2:
                 continue
@@ -528,7 +534,7 @@ class CoupledLikelihood:
                     t = c / np.sqrt(curv)
                     Y = y.copy()
                     Y[b] += t * d
-                    got = self._evaluate(draws, np.array([s]), Y.reshape(1, *self.data.shape))[0]
+                    got = self._evaluate(draws, np.array([s]), Y.reshape(1, *self._data.shape))[0]
                     want = f0[s] + t * float(g[s, b] @ d) - 0.5 * t**2 * curv
                     if not abs(got - want) <= QUADRATIC_ATOL + 1e-12 * abs(f0[s]):
                         return False

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import weakref
 
 import numpy as np
 import xarray as xr
 
+from pymc_edp.model.cache import per_model, share_data
 from pymc_edp.model.compat import (
     compute_log_likelihood,
     get_group,
@@ -315,7 +315,8 @@ class ElementwiseLogLik:
         from pymc.pytensorf import compile as pm_compile
         from pytensor.graph.replace import clone_replace, vectorize_graph
 
-        umodel = remove_value_transforms(without_initial_values(model))
+        # the clone reads the model's pm.Data (pm.set_data after compiling included)
+        umodel = share_data(model, remove_value_transforms(without_initial_values(model)))
         if name not in umodel.named_vars or umodel[name] not in umodel.observed_RVs:
             raise KeyError(f"{name!r} is not an observed variable of the model")
         rv = umodel[name]
@@ -573,16 +574,14 @@ def reads_data(model, names) -> dict[str, bool]:
     return out
 
 
-_ELEMENTWISE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def elementwise_loglik(model, name: str, records: str = "auto") -> ElementwiseLogLik:
-    """The :class:`ElementwiseLogLik` of ``name``, compiled once per model (and reused)."""
-    per_model = _ELEMENTWISE.setdefault(model, {})
-    key = (name, records)
-    if key not in per_model:
-        per_model[key] = ElementwiseLogLik(model, name, records)
-    return per_model[key]
+    """The :class:`ElementwiseLogLik` of ``name``, compiled once per model (and reused).
+
+    Kept by :func:`~pymc_edp.model.cache.per_model`; it reads the model's current
+    ``pm.Data`` at every call.
+    """
+    key = ("ElementwiseLogLik", name, records)
+    return per_model(model, key, lambda: ElementwiseLogLik(model, name, records))
 
 
 #: Draws of a stored log-likelihood compared with the model's (first, middle, last).

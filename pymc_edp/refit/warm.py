@@ -19,21 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pymc_edp.model.cache import per_model
+from pymc_edp.model.cache import current_data, per_model
 
 _log = logging.getLogger("pymc_edp")
 
 __all__ = ["WarmStart", "cached_neighbour_model", "current_data", "warm_start", "warm_tune"]
-
-
-def current_data(model, nb_model) -> dict:
-    """The ``pm.Data`` values of ``model`` now, by name, that every refit sets first."""
-    names = set(nb_model.named_vars)
-    return {
-        var.name: np.asarray(var.get_value())
-        for var in getattr(model, "data_vars", ())
-        if var.name in names
-    }
 
 
 def _forget(prefix: str) -> None:
@@ -51,7 +41,9 @@ def cached_neighbour_model(
 
     The token names the neighbour model's compiled samplers in the engines' per-process
     cache. Kept by :func:`~pymc_edp.model.cache.per_model` (rebuilt when the model's
-    structure changes, dropped with it); refits take its current data (:func:`current_data`).
+    structure changes, dropped with it). It holds data of its own (each refit sets its
+    neighbour's): it is given the model's current ``pm.Data`` values here, and every refit
+    sets them again first (:func:`current_data`, the engines' ``base_data``).
     """
     from pymc_edp.model.transform import neighbour_model
 
@@ -66,7 +58,12 @@ def cached_neighbour_model(
         return build(model, observed, coupled), token
 
     key = ("neighbour model", tuple(observed), tuple(sorted((coupled or {}).items())))
-    return per_model(model, key, built)
+    nb_model, token = per_model(model, key, built)
+    for name, value in current_data(model, nb_model).items():
+        var = nb_model[name]
+        if hasattr(var, "set_value"):  # a pm.Data copy (a builder may have replaced it)
+            var.set_value(value)
+    return nb_model, token
 
 
 @dataclass(frozen=True)

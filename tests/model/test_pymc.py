@@ -16,6 +16,7 @@ from scipy import stats
 from pymc_edp.model.compat import from_dict, get_group, has_group
 from pymc_edp.model.pymc import (
     ElementwiseLogLik,
+    check_log_likelihood_matches_model,
     check_model,
     check_model_matches_data,
     ensure_log_likelihood,
@@ -304,6 +305,31 @@ def test_replacement_log_likelihood_errors(rng, model):
     only_mu = from_dict({"posterior": {"mu": mu}})
     with pytest.raises(ValueError, match=re.escape("free variable(s) ['sigma']")):
         replacement_log_likelihood(only_mu, model, "y", Y[None, :])
+
+
+def test_the_stored_log_likelihood_is_checked_against_the_model_s_data_of_now(rng):
+    """Issue 39 item 4: after pm.set_data a second audit was refused as "shuffled draws"."""
+    x = np.array([0.5, -1.0, 2.0, 0.0, 1.0])
+    with pm.Model() as model:
+        x_data = pm.Data("x", x)
+        y_data = pm.Data("y_data", Y)
+        mu = pm.Normal("mu", 0.0, 10.0)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("y", mu * x_data, sigma, observed=y_data, shape=x_data.shape)
+    mu, sigma = draws(rng)
+    posterior = get_group(posterior_container(mu, sigma), "posterior")
+
+    def stored(x, y):
+        ll = stats.norm.logpdf(y, mu[..., None] * x, sigma[..., None])
+        return xr.Dataset({"y": (("chain", "draw", "y_dim_0"), ll)})
+
+    check_log_likelihood_matches_model(stored(x, Y), posterior, model, {"y": Y})
+    x2, y2 = x[::-1] + 1.0, Y * 2.0
+    with model:
+        pm.set_data({"x": x2, "y_data": y2})
+    check_log_likelihood_matches_model(stored(x2, y2), posterior, model, {"y": y2})
+    with pytest.raises(ValueError, match="does not belong to these posterior draws"):
+        check_log_likelihood_matches_model(stored(x, y2), posterior, model, {"y": y2})
 
 
 def test_reads_data_tells_constants_from_copies_of_the_data():

@@ -45,6 +45,7 @@ def bedp(log_prior: np.ndarray, log_lik: np.ndarray, log_lik_loo: np.ndarray, ax
         shape = [1] * len(axes)
         shape[k] = axis.size
         cell = cell * grid_weights(axis).reshape(shape)
+
     def marginals(log_post):
         p = np.exp(log_post - log_post.max()) * cell
         p /= p.sum()

@@ -102,6 +102,8 @@ def test_cached_neighbour_model_is_built_once_per_model_and_data(normal20):
     after = cached_neighbour_model(data_model, ["y"], {}, build=build)
     assert after == before and len(calls) == 3
     np.testing.assert_allclose(current_data(data_model, after[0])["y_data"], y + 1.0)
+    # the cached neighbour model holds data of its own (a refit's): it is handed the model's
+    np.testing.assert_array_equal(after[0]["y_data"].get_value(), y + 1.0)
     # ... but data of another shape (or other variables) are another neighbour model
     with data_model:
         pm.set_data({"y_data": np.append(y, 0.5)})
