@@ -14,6 +14,7 @@ from pymc_edp.model.compat import (
     graph_ancestors,
     has_group,
     observed_data,
+    step_methods,
     without_initial_values,
 )
 from pymc_edp.model.conditional import (
@@ -25,6 +26,7 @@ from pymc_edp.model.conditional import (
     record_logp,
 )
 from pymc_edp.model.loglik import NonFactorisedError
+from pymc_edp.model.recover import lacking_message, with_free_variables
 
 __all__ = [
     "check_log_likelihood_matches_model",
@@ -32,6 +34,8 @@ __all__ = [
     "check_model_matches_data",
     "elementwise_loglik",
     "ensure_log_likelihood",
+    "fit_for_model",
+    "fitted_by_bambi",
     "imputed_positions",
     "integer_data",
     "model_data",
@@ -44,6 +48,7 @@ __all__ = [
     "replacement_log_likelihood",
     "resolve_model",
     "same_values",
+    "sampled_without_nuts",
 ]
 
 _log = logging.getLogger("pymc_edp")
@@ -72,8 +77,7 @@ def _check_posterior_has_free_rvs(idata, model) -> None:
     missing = [rv.name for rv in model.free_RVs if rv.name not in posterior]
     if missing:
         raise ValueError(
-            f"the posterior lacks the model's free variable(s) {missing}; the log-likelihood "
-            "cannot be evaluated. Was idata sampled from this model (without var_names=)?"
+            lacking_message(posterior, missing, "the log-likelihood cannot be evaluated")
         )
 
 
@@ -194,7 +198,44 @@ def check_model(model, what: str = "model") -> None:
     import pymc as pm
 
     if not isinstance(model, pm.Model):
-        raise TypeError(f"{what} must be a pymc.Model, got {type(model).__name__} {model!r:.60}")
+        inner = getattr(getattr(model, "backend", None), "model", None)
+        hint = ""
+        if isinstance(inner, pm.Model):  # a bambi model: the PyMC model it built
+            hint = f"; pass the PyMC model it built, {what}.backend.model"
+        raise TypeError(
+            f"{what} must be a pymc.Model, got {type(model).__name__} {model!r:.60}{hint}"
+        )
+
+
+def sampled_without_nuts(model) -> dict[str, str]:
+    """``{free variable: step method}`` for those PyMC's ``pm.sample`` gives no NUTS.
+
+    PyMC's own choice (the step methods' competence, as ``pm.sample`` assigns them):
+    discrete variables, and those a library's step method claims, as pymc-bart's PGBART
+    does a ``BART`` variable. Their draws do not follow the gradient of the model's density
+    (a BART variable's log-density is 0: its prior is over trees); nutpie cannot sample them.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.pymc import sampled_without_nuts
+    >>> with pm.Model() as model:
+    ...     k = pm.Poisson("k", 3.0)
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    >>> sampled_without_nuts(model)
+    {'k': 'Metropolis'}
+    """
+    from pymc.step_methods import NUTS
+    from pymc.vartypes import discrete_types
+
+    methods = step_methods()  # with those libraries add
+    out = {}
+    for value in model.value_vars:
+        rv = model.values_to_rvs[value]
+        has_grad = value.dtype not in discrete_types
+        best = max(methods, key=lambda m: m._competence(rv, has_grad))
+        if best is not NUTS:
+            out[rv.name] = best.__name__
+    return out
 
 
 def model_observed(model) -> dict[str, np.ndarray]:
@@ -588,6 +629,72 @@ def elementwise_loglik(model, name: str) -> ElementwiseLogLik:
 #: Draws of a stored log-likelihood compared with the model's (first, middle, last).
 CHECKED_DRAWS = 3
 
+#: Why bambi's posterior may not be its PyMC model's.
+BAMBI_CENTRED = (
+    "bambi builds its PyMC model on centred common predictors (center_predictors=True, its "
+    "default) and reports the intercept of the uncentred ones: the posterior's intercept is "
+    "then not the model's, and the model's log-likelihood, refits and moment matching at these "
+    "draws would be wrong"
+)
+#: What a bambi user does about it.
+BAMBI_REMEDY = (
+    "Build the bambi model with center_predictors=False and fit it again, or audit without "
+    "the model (model=None, method='psis'), on bambi's own log-likelihood "
+    "(model.compute_log_likelihood(idata))"
+)
+
+
+def fitted_by_bambi(posterior: xr.Dataset) -> bool:
+    """Whether bambi returned ``posterior`` (it marks its groups ``modeling_interface``).
+
+    Examples
+    --------
+    >>> from pymc_edp.model.pymc import fitted_by_bambi
+    >>> fitted_by_bambi(xr.Dataset(attrs={"modeling_interface": "bambi"}))
+    True
+    """
+    return posterior.attrs.get("modeling_interface") == "bambi"
+
+
+def fit_for_model(idata, model):
+    """``idata`` with what evaluating ``model`` at its draws needs, checked.
+
+    The free variables the posterior leaves out are recovered where its deterministics
+    determine them (:func:`pymc_edp.model.recover.with_free_variables`: bambi's offsets). A
+    posterior bambi returned is evaluated by the model only after its stored log-likelihood
+    (bambi's own) has been checked against the model's at these draws: bambi reports an
+    uncentred intercept of a model sampled with centred predictors.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.pymc import fit_for_model
+    >>> fit_for_model(idata, None) is idata
+    True
+    """
+    if model is None:
+        return idata
+    idata, _ = with_free_variables(idata, model)
+    if not has_group(idata, "posterior"):
+        return idata
+    posterior = get_group(idata, "posterior")
+    if not fitted_by_bambi(posterior):
+        return idata
+    if not has_group(idata, "log_likelihood"):
+        raise ValueError(
+            "this posterior comes from bambi and has no log_likelihood group, against which "
+            f"the audit checks that its draws are the PyMC model's ({BAMBI_CENTRED}). Run "
+            "bambi's model.compute_log_likelihood(idata) before auditing."
+        )
+    ll = get_group(idata, "log_likelihood")
+    observed = {}
+    for name in ll.data_vars:
+        try:
+            observed[name] = observed_values(idata, model, name)
+        except ValueError:
+            continue
+    check_log_likelihood_matches_model(ll, posterior, model, observed)
+    return idata
+
 
 def check_log_likelihood_matches_model(
     log_likelihood: xr.Dataset, posterior: xr.Dataset, model, observed: dict
@@ -625,6 +732,13 @@ def check_log_likelihood_matches_model(
             continue
         k, j = np.argwhere(~close)[0]
         c, d = picks[k]
+        if fitted_by_bambi(posterior):
+            raise ValueError(
+                f"the model's log-likelihood at the posterior's draws is not the "
+                f"log_likelihood group's (chain {c}, draw {d}, {name!r} term {j}: "
+                f"{computed[k, j]:.6g} against {stored[k, j]:.6g}). {BAMBI_CENTRED}. "
+                f"{BAMBI_REMEDY}."
+            )
         raise ValueError(
             f"the log_likelihood group does not belong to these posterior draws: at chain "
             f"{c}, draw {d} its value for {name!r} (term {j}) is {stored[k, j]:.6g}, but the "
