@@ -29,6 +29,7 @@ from pymc_edp.model.loglik import NonFactorisedError
 from pymc_edp.model.recover import lacking_message, with_free_variables
 
 __all__ = [
+    "assigned_steps",
     "check_log_likelihood_matches_model",
     "check_model",
     "check_model_matches_data",
@@ -207,6 +208,32 @@ def check_model(model, what: str = "model") -> None:
         )
 
 
+def assigned_steps(model) -> dict[str, type]:
+    """``{free variable: step method class}`` as ``pm.sample`` assigns them.
+
+    By the step methods' competence, among PyMC's and those libraries add (pymc-bart's
+    PGBART).
+
+    Examples
+    --------
+    >>> from pymc_edp.model.pymc import assigned_steps
+    >>> with pm.Model() as model:
+    ...     k = pm.Poisson("k", 3.0)
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    >>> {name: cls.__name__ for name, cls in assigned_steps(model).items()}
+    {'k': 'Metropolis', 'mu': 'NUTS'}
+    """
+    from pymc.vartypes import discrete_types
+
+    methods = step_methods()  # with those libraries add
+    out = {}
+    for value in model.value_vars:
+        rv = model.values_to_rvs[value]
+        has_grad = value.dtype not in discrete_types
+        out[rv.name] = max(methods, key=lambda m: m._competence(rv, has_grad))
+    return out
+
+
 def sampled_without_nuts(model) -> dict[str, str]:
     """``{free variable: step method}`` for those PyMC's ``pm.sample`` gives no NUTS.
 
@@ -225,17 +252,8 @@ def sampled_without_nuts(model) -> dict[str, str]:
     {'k': 'Metropolis'}
     """
     from pymc.step_methods import NUTS
-    from pymc.vartypes import discrete_types
 
-    methods = step_methods()  # with those libraries add
-    out = {}
-    for value in model.value_vars:
-        rv = model.values_to_rvs[value]
-        has_grad = value.dtype not in discrete_types
-        best = max(methods, key=lambda m: m._competence(rv, has_grad))
-        if best is not NUTS:
-            out[rv.name] = best.__name__
-    return out
+    return {k: v.__name__ for k, v in assigned_steps(model).items() if v is not NUTS}
 
 
 def model_observed(model) -> dict[str, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model.compat import get_group, has_group
-from pymc_edp.model.pymc import sampled_without_nuts
+from pymc_edp.model.pymc import assigned_steps, sampled_without_nuts
 
 _log = logging.getLogger("pymc_edp")
 
@@ -475,6 +475,17 @@ class _Starts:
         return np.array(self.flat[rng.integers(len(self.flat))], dtype=np.float64)
 
 
+def _library_steps(model) -> dict[str, str]:
+    """``{free variable: step method}`` for the variables a library's step method samples."""
+    if model is None:
+        return {}
+    return {
+        name: cls.__name__
+        for name, cls in assigned_steps(model).items()
+        if not cls.__module__.startswith("pymc.")
+    }
+
+
 def _keeps_state(step) -> bool:
     """Whether ``step`` has a method from outside PyMC, whose state PyMC cannot reset.
 
@@ -621,6 +632,8 @@ def make_engine(
     in the per-process cache (engines on one neighbour model share it); ``base_data`` are
     ``pm.Data`` values every refit sets first. A builder's models are sampled by PyMC unless
     ``engine="nutpie"``; a model with discrete free variables as :func:`resolve_engine`.
+    A model with a variable a library's step method samples (pymc-bart's PGBART grows its
+    trees afresh, wherever a chain starts) is refitted cold, whatever ``warm``.
     """
     common = dict(
         draws=draws,
@@ -633,6 +646,11 @@ def make_engine(
         sampler = "nutpie" if engine == "nutpie" else "pymc"
         return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
     cls = NutpieEngine if resolve_engine(engine, model) == "nutpie" else PymcEngine
+    own = _library_steps(model) if warm is not None else {}
+    if own:
+        # PGBART grows its trees afresh whatever the chain's start: no warm start, full tuning
+        _log.info("refits start cold: %s keep their own state, not the fit's draws", own)
+        warm = None
     eng = cls(
         **common, model=model, starts=tuple(starts), warm=warm, base_data=dict(base_data or {})
     )

@@ -230,6 +230,14 @@ def test_a_bart_model_is_refitted_by_pymc_with_pgbart(caplog):
         engines.resolve_engine("nutpie", nb)
     eng = engines.make_engine(None, model=nb, draws=10, tune=10, chains=1, var_names=("mu",))
     assert isinstance(eng, engines.PymcEngine)
+    # PGBART grows its trees afresh: a "warm" refit would tune a quarter as long, from scratch
+    from pymc_edp.refit.warm import WarmStart
+
+    warm = WarmStart((), {}, np.zeros((1, 1)), np.zeros(1), np.ones(1), tune=25)
+    eng = engines.make_engine(
+        "pymc", model=nb, draws=10, tune=100, chains=1, var_names=("mu",), warm=warm
+    )
+    assert eng.warm is None and eng.tune_steps == 100
 
 
 def test_bart_refits_are_fresh_and_leave_the_users_trees():
