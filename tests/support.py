@@ -201,3 +201,52 @@ def regression_audit(n: int = 200, draws: int = 1000) -> edp.EDPResult:
         }
     )
     return edp.audit(idata, bins=10, method="psis", progressbar=False)
+
+
+def bart_regression(n=40, m=10, outlier=None, seed=4):
+    """pymc-bart's canonical regression, ``mu = BART(X, y)``, ``y ~ Normal(mu, sigma)``.
+
+    ``y = sin(1.5 x) + N(0, 0.2)``; ``outlier`` adds that much to record 0. Returns
+    ``build(X, y) -> pm.Model`` and the data ``(X, y, f)``; skipped without pymc-bart.
+    """
+    import pymc as pm
+
+    pmb = pytest.importorskip("pymc_bart")
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2.0, 2.0, (n, 1))
+    f = np.sin(1.5 * x[:, 0])
+    y = f + rng.normal(0.0, 0.2, n)
+    if outlier is not None:
+        y[0] += outlier
+
+    def build(x_, y_):
+        with pm.Model() as model:
+            mu = pmb.BART("mu", x_, y_, m=m)
+            sigma = pm.HalfNormal("sigma", 1.0)
+            pm.Normal("y", mu, sigma, observed=y_)
+        return model
+
+    return build, (x, y, f)
+
+
+def bambi_grunfeld(center_predictors=True, draws=300, seed=1):
+    """bambi's ``invest ~ value + capital + (1|firm)`` on statsmodels' Grunfeld data, fitted.
+
+    Returns the bambi model and its fit (with bambi's log-likelihood); skipped without bambi.
+    bambi leaves the offset ``1|firm_offset`` out of the posterior.
+    """
+    import warnings
+
+    bmb = pytest.importorskip("bambi")
+    sm = pytest.importorskip("statsmodels.api")
+    data = sm.datasets.grunfeld.load_pandas().data
+    with warnings.catch_warnings():  # pandas' and formulae's, not ours
+        warnings.simplefilter("ignore")
+        model = bmb.Model(
+            "invest ~ value + capital + (1|firm)", data, center_predictors=center_predictors
+        )
+        idata = model.fit(
+            draws=draws, tune=draws, chains=2, cores=1, random_seed=seed, progressbar=False
+        )
+        model.compute_log_likelihood(idata)
+    return model, idata

@@ -24,7 +24,7 @@ from pymc_edp.base.validate import check_choice, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.moment_match import MomentMatchOptions
 from pymc_edp.model.neighbours import NeighbourOptions
-from pymc_edp.model.pymc import check_model, resolve_model
+from pymc_edp.model.pymc import check_model, fit_for_model, resolve_model
 from pymc_edp.model.replace import PerRecord
 from pymc_edp.model.reweight import ChunkOptions
 from pymc_edp.refit.options import RefitOptions, VerifyOptions
@@ -141,6 +141,7 @@ def audit(
     )
     check_container(idata)
     idata = load_in_memory(idata)  # a fit opened lazily as a whole: all but the log-likelihood
+    idata = fit_for_model(idata, model)  # e.g. the offsets bambi leaves out, recovered
     inp = read_inputs(idata, model, settings, var_names=var_names, filter_vars=filter_vars)
     reweighted = reweight(inp, settings)
     problem = refit_problem(inp, settings, reweighted.estimates)

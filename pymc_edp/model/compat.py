@@ -32,6 +32,8 @@ __all__ = [
     "observed_data",
     "rhat",
     "stack_loo",
+    "step_methods",
+    "with_group",
     "without_initial_values",
 ]
 
@@ -159,6 +161,29 @@ def load_in_memory(data, *, keep_lazy: tuple[str, ...] = ("log_likelihood",)):
     az = import_arviz()
     groups = {g: get_group(data, g) for g in names}
     groups.update({g: groups[g].compute() for g in lazy})
+    return az.InferenceData(**groups)
+
+
+def with_group(data, name: str, dataset: xr.Dataset):
+    """A shallow copy of ``data`` whose group ``name`` is ``dataset``; ``data`` is not changed.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.compat import from_dict, get_group, with_group
+    >>> data = from_dict({"posterior": {"mu": np.zeros((2, 5))}})
+    >>> post = get_group(data, "posterior").assign(tau=lambda ds: ds["mu"] + 1.0)
+    >>> sorted(get_group(with_group(data, "posterior", post), "posterior").data_vars)
+    ['mu', 'tau']
+    >>> sorted(get_group(data, "posterior").data_vars)
+    ['mu']
+    """
+    if _is_datatree(data):
+        out = data.copy(deep=False)
+        out[name] = xr.DataTree(dataset)
+        return out
+    az = import_arviz()
+    groups = {g: get_group(data, g) for g in group_names(data)}
+    groups[name] = dataset
     return az.InferenceData(**groups)
 
 
@@ -304,6 +329,25 @@ def observed_data(model, name: str):
     from pytensor import function
 
     return np.asarray(function([], value, mode="FAST_COMPILE")())
+
+
+def step_methods() -> list:
+    """The step method classes ``pm.sample`` chooses from, with those libraries add.
+
+    PyMC 5 chooses from ``pymc.STEP_METHODS`` (pymc-bart 0.11 rebinds it with its PGBART),
+    PyMC 6 from ``pymc.step_methods.STEP_METHODS`` (pymc-bart 0.13 appends to it).
+
+    Examples
+    --------
+    >>> from pymc_edp.model.compat import step_methods
+    >>> "NUTS" in [m.__name__ for m in step_methods()]
+    True
+    """
+    import pymc as pm
+    from pymc import step_methods as pm_steps
+
+    # read from the module's namespace: PyMC 6 warns on pymc.STEP_METHODS
+    return list(vars(pm).get("STEP_METHODS") or pm_steps.STEP_METHODS)
 
 
 def initial_values(model) -> dict:

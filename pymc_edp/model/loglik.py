@@ -29,6 +29,7 @@ from pymc_edp.base.mcse import ess_mean
 from pymc_edp.base.psis import psislw
 from pymc_edp.model.compat import PSIS_TAIL_RULE
 from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.model.recover import recovered_names
 
 __all__ = [
     "COUPLED",
@@ -274,12 +275,14 @@ def relative_efficiency(posterior: xr.Dataset) -> float:
     if n_chains == 1:
         return 1.0
     n_samples = posterior.sizes["chain"] * posterior.sizes["draw"]
+    recovered = set(recovered_names(posterior))
     rows = np.vstack(
         [
             np.asarray(posterior[v].transpose("chain", "draw", ...), dtype=float)
             .reshape(n_samples, -1)
             .T
             for v in posterior.data_vars
+            if v not in recovered  # not the fit's own variables
         ]
     )
     values = ess_mean(rows[np.isfinite(rows).all(axis=1)], n_chains)  # as ess(method="mean")

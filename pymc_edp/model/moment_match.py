@@ -31,6 +31,8 @@ from pymc_edp.model.cache import per_model
 from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group, observed_data
 from pymc_edp.model.coupled import record_logp
 from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
+from pymc_edp.model.pymc import sampled_without_nuts
+from pymc_edp.model.recover import lacking_message
 
 __all__ = [
     "MatchInputs",
@@ -153,6 +155,15 @@ class ModelDensity:
             raise ValueError(
                 f"moment matching needs a continuous parameter space, but the model has the "
                 f"discrete variable(s) {discrete}; use method='refit' for its bad neighbours"
+            )
+        other = sampled_without_nuts(model)
+        if other:
+            steps = ", ".join(f"{k} by {v}" for k, v in other.items())
+            raise ValueError(
+                f"moment matching moves draws along the model's joint density, which does not "
+                f"describe {list(other)} (PyMC samples them with their own step method: "
+                f"{steps}; a BART variable's prior is over its trees); use method='refit' "
+                "for the bad neighbours"
             )
         self.names = list(names)
         unknown = [n for n in self.names if n not in model.named_vars]
@@ -278,9 +289,7 @@ class ModelDensity:
                     if model.values_to_rvs[w].name not in posterior and w.name not in unc
                 ]
                 raise ValueError(
-                    f"the posterior lacks the model's free variable(s) {missing}; moment "
-                    "matching needs every free variable. Was idata sampled from this model "
-                    "(without var_names=)?"
+                    lacking_message(posterior, missing, "moment matching needs every one")
                 )
             elif model.rvs_to_transforms.get(rv) is None:
                 blocks.append(_sample_matrix(posterior[rv.name], self.shapes[k]))
@@ -303,9 +312,7 @@ class ModelDensity:
         missing = [rv.name for rv in free if rv.name not in posterior]
         if missing:
             raise ValueError(
-                f"the posterior lacks the model's free variable(s) {missing}; moment matching "
-                "needs every free variable. Was idata sampled from this model (without "
-                "var_names=)?"
+                lacking_message(posterior, missing, "moment matching needs every one")
             )
         holders = {rv: rv.type() for rv in free}
         outputs = []

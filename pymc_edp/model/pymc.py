@@ -14,18 +14,23 @@ from pymc_edp.model.compat import (
     graph_ancestors,
     has_group,
     observed_data,
+    step_methods,
     without_initial_values,
 )
 from pymc_edp.model.coupled import CoupledLikelihood
 from pymc_edp.model.loglik import NonFactorisedError
+from pymc_edp.model.recover import lacking_message, with_free_variables
 from pymc_edp.model.structure import read_structure
 
 __all__ = [
+    "assigned_steps",
     "check_log_likelihood_matches_model",
     "check_model",
     "check_model_matches_data",
     "elementwise_loglik",
     "ensure_log_likelihood",
+    "fit_for_model",
+    "fitted_by_bambi",
     "imputed_positions",
     "integer_data",
     "model_data",
@@ -38,6 +43,7 @@ __all__ = [
     "replacement_log_likelihood",
     "resolve_model",
     "same_values",
+    "sampled_without_nuts",
 ]
 
 _log = logging.getLogger("pymc_edp")
@@ -66,8 +72,7 @@ def _check_posterior_has_free_rvs(idata, model) -> None:
     missing = [rv.name for rv in model.free_RVs if rv.name not in posterior]
     if missing:
         raise ValueError(
-            f"the posterior lacks the model's free variable(s) {missing}; the log-likelihood "
-            "cannot be evaluated. Was idata sampled from this model (without var_names=)?"
+            lacking_message(posterior, missing, "the log-likelihood cannot be evaluated")
         )
 
 
@@ -188,7 +193,61 @@ def check_model(model, what: str = "model") -> None:
     import pymc as pm
 
     if not isinstance(model, pm.Model):
-        raise TypeError(f"{what} must be a pymc.Model, got {type(model).__name__} {model!r:.60}")
+        inner = getattr(getattr(model, "backend", None), "model", None)
+        hint = ""
+        if isinstance(inner, pm.Model):  # a bambi model: the PyMC model it built
+            hint = f"; pass the PyMC model it built, {what}.backend.model"
+        raise TypeError(
+            f"{what} must be a pymc.Model, got {type(model).__name__} {model!r:.60}{hint}"
+        )
+
+
+def assigned_steps(model) -> dict[str, type]:
+    """``{free variable: step method class}`` as ``pm.sample`` assigns them.
+
+    By the step methods' competence, among PyMC's and those libraries add (pymc-bart's
+    PGBART).
+
+    Examples
+    --------
+    >>> from pymc_edp.model.pymc import assigned_steps
+    >>> with pm.Model() as model:
+    ...     k = pm.Poisson("k", 3.0)
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    >>> {name: cls.__name__ for name, cls in assigned_steps(model).items()}
+    {'k': 'Metropolis', 'mu': 'NUTS'}
+    """
+    from pymc.vartypes import discrete_types
+
+    methods = step_methods()  # with those libraries add
+    out = {}
+    for value in model.value_vars:
+        rv = model.values_to_rvs[value]
+        has_grad = value.dtype not in discrete_types
+        out[rv.name] = max(methods, key=lambda m: m._competence(rv, has_grad))
+    return out
+
+
+def sampled_without_nuts(model) -> dict[str, str]:
+    """``{free variable: step method}`` for those PyMC's ``pm.sample`` gives no NUTS.
+
+    PyMC's own choice (the step methods' competence, as ``pm.sample`` assigns them):
+    discrete variables, and those a library's step method claims, as pymc-bart's PGBART
+    does a ``BART`` variable. Their draws do not follow the gradient of the model's density
+    (a BART variable's log-density is 0: its prior is over trees); nutpie cannot sample them.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.pymc import sampled_without_nuts
+    >>> with pm.Model() as model:
+    ...     k = pm.Poisson("k", 3.0)
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    >>> sampled_without_nuts(model)
+    {'k': 'Metropolis'}
+    """
+    from pymc.step_methods import NUTS
+
+    return {k: v.__name__ for k, v in assigned_steps(model).items() if v is not NUTS}
 
 
 def model_observed(model) -> dict[str, np.ndarray]:
@@ -587,6 +646,72 @@ def elementwise_loglik(model, name: str, records: str = "auto") -> ElementwiseLo
 #: Draws of a stored log-likelihood compared with the model's (first, middle, last).
 CHECKED_DRAWS = 3
 
+#: Why bambi's posterior may not be its PyMC model's.
+BAMBI_CENTRED = (
+    "bambi builds its PyMC model on centred common predictors (center_predictors=True, its "
+    "default) and reports the intercept of the uncentred ones: the posterior's intercept is "
+    "then not the model's, and the model's log-likelihood, refits and moment matching at these "
+    "draws would be wrong"
+)
+#: What a bambi user does about it.
+BAMBI_REMEDY = (
+    "Build the bambi model with center_predictors=False and fit it again, or audit without "
+    "the model (model=None, method='psis'), on bambi's own log-likelihood "
+    "(model.compute_log_likelihood(idata))"
+)
+
+
+def fitted_by_bambi(posterior: xr.Dataset) -> bool:
+    """Whether bambi returned ``posterior`` (it marks its groups ``modeling_interface``).
+
+    Examples
+    --------
+    >>> from pymc_edp.model.pymc import fitted_by_bambi
+    >>> fitted_by_bambi(xr.Dataset(attrs={"modeling_interface": "bambi"}))
+    True
+    """
+    return posterior.attrs.get("modeling_interface") == "bambi"
+
+
+def fit_for_model(idata, model):
+    """``idata`` with what evaluating ``model`` at its draws needs, checked.
+
+    The free variables the posterior leaves out are recovered where its deterministics
+    determine them (:func:`pymc_edp.model.recover.with_free_variables`: bambi's offsets). A
+    posterior bambi returned is evaluated by the model only after its stored log-likelihood
+    (bambi's own) has been checked against the model's at these draws: bambi reports an
+    uncentred intercept of a model sampled with centred predictors.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.pymc import fit_for_model
+    >>> fit_for_model(idata, None) is idata
+    True
+    """
+    if model is None:
+        return idata
+    idata, _ = with_free_variables(idata, model)
+    if not has_group(idata, "posterior"):
+        return idata
+    posterior = get_group(idata, "posterior")
+    if not fitted_by_bambi(posterior):
+        return idata
+    if not has_group(idata, "log_likelihood"):
+        raise ValueError(
+            "this posterior comes from bambi and has no log_likelihood group, against which "
+            f"the audit checks that its draws are the PyMC model's ({BAMBI_CENTRED}). Run "
+            "bambi's model.compute_log_likelihood(idata) before auditing."
+        )
+    ll = get_group(idata, "log_likelihood")
+    observed = {}
+    for name in ll.data_vars:
+        try:
+            observed[name] = observed_values(idata, model, name)
+        except ValueError:
+            continue
+    check_log_likelihood_matches_model(ll, posterior, model, observed)
+    return idata
+
 
 def check_log_likelihood_matches_model(
     log_likelihood: xr.Dataset, posterior: xr.Dataset, model, observed: dict
@@ -624,6 +749,13 @@ def check_log_likelihood_matches_model(
             continue
         k, j = np.argwhere(~close)[0]
         c, d = picks[k]
+        if fitted_by_bambi(posterior):
+            raise ValueError(
+                f"the model's log-likelihood at the posterior's draws is not the "
+                f"log_likelihood group's (chain {c}, draw {d}, {name!r} term {j}: "
+                f"{computed[k, j]:.6g} against {stored[k, j]:.6g}). {BAMBI_CENTRED}. "
+                f"{BAMBI_REMEDY}."
+            )
         raise ValueError(
             f"the log_likelihood group does not belong to these posterior draws: at chain "
             f"{c}, draw {d} its value for {name!r} (term {j}) is {stored[k, j]:.6g}, but the "

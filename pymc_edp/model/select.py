@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pymc_edp.model.recover import recovered_names
+
 __all__ = [
     "CONSTANT",
     "DATA_COPY",
@@ -56,9 +58,11 @@ def select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str]
     """Posterior variables named by ``var_names``, with ArviZ's conventions.
 
     None: all but :func:`unconstrained_copies`; ``~name`` excludes; ``filter_vars`` is
-    ``"like"`` (substrings) or ``"regex"``.
+    ``"like"`` (substrings) or ``"regex"``. Free variables recovered from deterministics
+    (:mod:`pymc_edp.model.recover`) are not the fit's own and are never selected.
     """
-    available = list(posterior.data_vars)
+    # variables recovered for evaluating the model (bambi's offsets) are not the user's
+    available = [a for a in posterior.data_vars if a not in set(recovered_names(posterior))]
     if var_names is None:
         copies = set(unconstrained_copies(available))
         return [a for a in available if a not in copies]

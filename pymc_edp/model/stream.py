@@ -20,6 +20,7 @@ from pymc_edp.model import families as _families
 from pymc_edp.model.compat import get_group, graph_ancestors, without_initial_values
 from pymc_edp.model.loglik import SAMPLE_DIMS, LogLikelihood
 from pymc_edp.model.products import exact_products
+from pymc_edp.model.recover import lacking_message
 from pymc_edp.model.structure import read_structure
 
 __all__ = [
@@ -788,8 +789,7 @@ def _posterior_draws(
     missing = [v for v in names if v not in posterior]
     if missing:
         raise ValueError(
-            f"the posterior lacks the model's free variable(s) {missing}; the log-likelihood "
-            "cannot be evaluated. Was idata sampled from this model (without var_names=)?"
+            lacking_message(posterior, missing, "the log-likelihood cannot be evaluated")
         )
     out = []
     for name, dtype in zip(names, dtypes, strict=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import uuid
@@ -14,6 +15,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model.compat import get_group, has_group
+from pymc_edp.model.pymc import assigned_steps, sampled_without_nuts
 
 _log = logging.getLogger("pymc_edp")
 
@@ -292,17 +294,20 @@ class PymcEngine(_EngineBase):
         return dataclasses.replace(self, initvals=points, starts=())
 
     def _step(self):
-        if self.token not in _COMPILED:
+        step = _COMPILED.get(self.token)
+        # a library's step method (pymc-bart's PGBART) keeps its state from run to run,
+        # which PyMC cannot reset: each refit builds its own, as a first refit would
+        if step is None or _keeps_state(step):
             import pymc as pm
 
             # NUTS settings go to the step method built once, not to every pm.sample call
             step_kw = {k: v for k, v in self.sampler_kwargs.items() if k in self._STEP_KWARGS}
             with self.model:
-                if discrete_free_vars(self.model):
-                    _COMPILED[self.token] = _compound_step(self.model, step_kw)
+                if sampled_without_nuts(self.model):
+                    step = _compound_step(self.model, step_kw)
                 else:
-                    _COMPILED[self.token] = pm.NUTS(**step_kw)
-        step = _COMPILED[self.token]
+                    step = pm.NUTS(**step_kw)
+            _COMPILED[self.token] = step
         _rearm(step)
         if self.warm is not None:
             _warm_potentials(step, self.warm)
@@ -325,7 +330,7 @@ class PymcEngine(_EngineBase):
             sample_kw["initvals"] = [dict(p) for p in self.initvals]
         elif self.warm is not None and self.warm.points:
             sample_kw["initvals"] = self._warm_initvals(seed)
-        with self.model:
+        with self.model, _kept_histories(self.model):
             pm.set_data({**self.base_data, **data})
             idata = pm.sample(
                 draws=self.draws,
@@ -357,7 +362,7 @@ class BuilderEngine(_EngineBase):
             raise TypeError(f"build_model must return a pymc.Model, got {type(model).__name__}")
         if self.nuts_sampler == "nutpie":
             resolve_engine("nutpie", model)  # a clear error for discrete latent variables
-        with model:
+        with model, _kept_histories(model):
             idata = pm.sample(
                 draws=self.draws,
                 tune=self.tune,
@@ -470,6 +475,50 @@ class _Starts:
         return np.array(self.flat[rng.integers(len(self.flat))], dtype=np.float64)
 
 
+def _library_steps(model) -> dict[str, str]:
+    """``{free variable: step method}`` for the variables a library's step method samples."""
+    if model is None:
+        return {}
+    return {
+        name: cls.__name__
+        for name, cls in assigned_steps(model).items()
+        if not cls.__module__.startswith("pymc.")
+    }
+
+
+def _keeps_state(step) -> bool:
+    """Whether ``step`` has a method from outside PyMC, whose state PyMC cannot reset.
+
+    PyMC restarts its own methods' tuning at every ``pm.sample``; pymc-bart's PGBART keeps
+    its trees (and, in pymc-bart 0.11, its adapted split and leaf settings) from run to run.
+    """
+    return any(
+        not type(method).__module__.startswith("pymc.")
+        for method in getattr(step, "methods", [step])
+    )
+
+
+@contextlib.contextmanager
+def _kept_histories(model):
+    """Undo what sampling ``model`` appends to its random variables' ops.
+
+    pymc-bart keeps the trees of every run on the ``BART`` op (``op.all_trees``, what
+    ``pm.sample_posterior_predictive`` predicts from), and a neighbour model shares the op
+    with the user's model: a refit's trees would join the user's posterior.
+    """
+    kept = []
+    for rv in model.free_RVs:
+        history = getattr(rv.owner.op, "all_trees", None)
+        if history is not None and hasattr(history, "__len__"):
+            kept.append((history, len(history)))
+    try:
+        yield
+    finally:
+        for history, size in kept:
+            if len(history) > size:
+                del history[size:]
+
+
 def _rearm(step) -> None:
     """Make a step method that sampled before tune as a new one would.
 
@@ -521,11 +570,20 @@ def resolve_engine(engine: str | None, model=None) -> str:
     if engine not in (None, "nutpie", "pymc"):
         raise ValueError(f"engine must be 'nutpie', 'pymc' or None, got {engine!r}")
     discrete = discrete_free_vars(model) if engine != "pymc" else []
+    other = {}
+    if engine != "pymc" and model is not None:
+        other = {k: v for k, v in sampled_without_nuts(model).items() if k not in discrete}
     if engine == "nutpie" and discrete:
         raise ValueError(
             f"nutpie cannot sample discrete latent variables ({', '.join(discrete)}): it runs "
             "NUTS alone. Use engine='pymc' (or engine=None), which pairs NUTS with a "
             "Metropolis-type step for the discrete variables."
+        )
+    if engine == "nutpie" and other:
+        steps = ", ".join(f"{k} by {v}" for k, v in other.items())
+        raise ValueError(
+            f"nutpie cannot sample {', '.join(other)}: it runs NUTS alone, and PyMC samples "
+            f"them with their own step method ({steps}). Use engine='pymc' (or engine=None)."
         )
     if engine is None:
         if discrete:
@@ -534,6 +592,13 @@ def resolve_engine(engine: str | None, model=None) -> str:
                 "latent variable(s) %s, which NUTS cannot sample (PyMC adds a Metropolis-type "
                 "step for them)",
                 discrete,
+            )
+            return "pymc"
+        if other:
+            _log.info(
+                "refitting with PyMC's sampler rather than nutpie: PyMC samples %s with their "
+                "own step method, which nutpie does not have",
+                other,
             )
             return "pymc"
         try:
@@ -567,6 +632,8 @@ def make_engine(
     in the per-process cache (engines on one neighbour model share it); ``base_data`` are
     ``pm.Data`` values every refit sets first. A builder's models are sampled by PyMC unless
     ``engine="nutpie"``; a model with discrete free variables as :func:`resolve_engine`.
+    A model with a variable a library's step method samples (pymc-bart's PGBART grows its
+    trees afresh, wherever a chain starts) is refitted cold, whatever ``warm``.
     """
     common = dict(
         draws=draws,
@@ -579,6 +646,11 @@ def make_engine(
         sampler = "nutpie" if engine == "nutpie" else "pymc"
         return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
     cls = NutpieEngine if resolve_engine(engine, model) == "nutpie" else PymcEngine
+    own = _library_steps(model) if warm is not None else {}
+    if own:
+        # PGBART grows its trees afresh whatever the chain's start: no warm start, full tuning
+        _log.info("refits start cold: %s keep their own state, not the fit's draws", own)
+        warm = None
     eng = cls(
         **common, model=model, starts=tuple(starts), warm=warm, base_data=dict(base_data or {})
     )

@@ -19,7 +19,7 @@ from pymc_edp.base.validate import check_delta, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.model.neighbours import NeighbourOptions
-from pymc_edp.model.pymc import observed_values, resolve_model
+from pymc_edp.model.pymc import fit_for_model, observed_values, resolve_model
 from pymc_edp.release import notes as release_notes
 from pymc_edp.release.kinds import Pair, ReleaseKind, release_kind
 from pymc_edp.release.options import ReleaseOptions
@@ -152,6 +152,7 @@ def audit_release(
     )
     check_container(idata)
     idata = load_in_memory(idata)
+    idata = fit_for_model(idata, model)  # e.g. the offsets bambi leaves out, recovered
     inp = read_inputs(idata, model, settings, var_names=var_names, filter_vars=filter_vars)
     if not inp.factorised:
         raise ValueError(

@@ -334,6 +334,15 @@ def test_errors(hier):
     assert moment_match_neighbours(model, idata, [], _remove, **kw) == {}
 
 
+def test_a_bart_model_is_not_moment_matched():
+    """A BART variable's log-density is 0 (its prior is over trees): no density to move by."""
+    from support import bart_regression
+
+    build, (x, y, _) = bart_regression()
+    with pytest.raises(ValueError, match=r"does not describe \['mu'\].*mu by PGBART"):
+        ModelDensity(build(x, y), ["sigma"])
+
+
 def test_options():
     assert MomentMatchOptions.coerce(None) == MomentMatchOptions()
     opts = MomentMatchOptions.coerce({"max_iters": 5, "split": False})

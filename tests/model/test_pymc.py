@@ -13,13 +13,14 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from pymc_edp.model.compat import from_dict, get_group, has_group
+from pymc_edp.model.compat import from_dict, get_group, group_names, has_group, make_container
 from pymc_edp.model.pymc import (
     ElementwiseLogLik,
     check_log_likelihood_matches_model,
     check_model,
     check_model_matches_data,
     ensure_log_likelihood,
+    fit_for_model,
     imputed_positions,
     model_observed,
     observed_arrays,
@@ -27,6 +28,7 @@ from pymc_edp.model.pymc import (
     potential_records,
     reads_data,
     replacement_log_likelihood,
+    sampled_without_nuts,
 )
 
 Y = np.array([0.3, -1.2, 2.1, 0.8, 1.5])
@@ -437,3 +439,81 @@ def test_potential_records_finds_the_records_a_potential_weights(rng):
         pm.Potential("weights", (2.0 * pm.logp(obs, k)).sum())
     post = get_group(from_dict({"posterior": {"lam": np.ones((N_CHAINS, N_DRAWS))}}), "posterior")
     assert potential_records(counts, post) == {"weights": {"k": None}}
+
+
+# ------------------------------------------------------------ step methods, libraries
+def test_variables_pymc_samples_without_nuts():
+    with pm.Model() as model:
+        pm.Poisson("k", 3.0)
+        pm.Bernoulli("b", 0.5)
+        pm.Normal("mu", 0.0, 1.0)
+    assert sampled_without_nuts(model) == {"k": "Metropolis", "b": "BinaryGibbsMetropolis"}
+    assert sampled_without_nuts(normal_model()) == {}
+
+
+def test_a_bart_variable_is_sampled_by_pgbart():
+    from support import bart_regression
+
+    build, (x, y, _) = bart_regression()
+    assert sampled_without_nuts(build(x, y)) == {"mu": "PGBART"}
+
+
+# ------------------------------------------------------------------------ bambi fits
+def _without(data, group):
+    return make_container({g: get_group(data, g) for g in group_names(data) if g != group})
+
+
+@pytest.fixture(scope="module")
+def grunfeld_centred():
+    from support import bambi_grunfeld
+
+    return bambi_grunfeld(center_predictors=True)
+
+
+@pytest.fixture(scope="module")
+def grunfeld_uncentred():
+    from support import bambi_grunfeld
+
+    return bambi_grunfeld(center_predictors=False)
+
+
+def test_a_bambi_model_is_not_the_pymc_model(grunfeld_uncentred):
+    model, _ = grunfeld_uncentred
+    with pytest.raises(TypeError, match=r"pass the PyMC model it built, model.backend.model"):
+        check_model(model)
+
+
+def test_bambis_offsets_are_recovered_and_its_fit_checked(grunfeld_uncentred):
+    """Uncentred predictors: bambi's draws are its PyMC model's once the offsets are back."""
+    model, idata = grunfeld_uncentred
+    pymc_model = model.backend.model
+    post = get_group(idata, "posterior")
+    assert "1|firm_offset" not in post  # bambi leaves it out
+    completed = fit_for_model(idata, pymc_model)
+    offset = get_group(completed, "posterior")["1|firm_offset"]
+    sigma = post["1|firm_sigma"]
+    # what bambi kept: 1|firm = 1|firm_offset * 1|firm_sigma
+    np.testing.assert_allclose(offset * sigma, post["1|firm"], rtol=1e-10, atol=1e-8)
+    # and the model's log-likelihood at the completed draws is bambi's
+    bare = _without(completed, "log_likelihood")
+    ll = ensure_log_likelihood(bare, pymc_model)
+    np.testing.assert_allclose(
+        ll["invest"].values, get_group(idata, "log_likelihood")["invest"].values, rtol=1e-8
+    )
+
+
+def test_bambis_uncentred_intercept_is_refused(grunfeld_centred):
+    """bambi samples centred predictors and reports the uncentred intercept (-53 vs 133 here).
+
+    The model's log-likelihood at bambi's draws is then wrong: refused, with the remedy.
+    """
+    model, idata = grunfeld_centred
+    with pytest.raises(ValueError, match="center_predictors=False.*model=None, method='psis'"):
+        fit_for_model(idata, model.backend.model)
+
+
+def test_a_bambi_fit_without_its_log_likelihood_cannot_be_checked(grunfeld_uncentred):
+    model, idata = grunfeld_uncentred
+    bare = _without(idata, "log_likelihood")
+    with pytest.raises(ValueError, match=r"model.compute_log_likelihood\(idata\)"):
+        fit_for_model(bare, model.backend.model)
