@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from libcommon import Timer, anatomy, audit_report, stack  # noqa: E402
+from libcommon import Timer, anatomy, audit_report, stack
 
 
 def friedman(n: int = 200, seed: int = 39):
@@ -66,7 +66,6 @@ def bart_regression(X, Y, m: int = 50):
 
 def bart_anatomy(model) -> str:
     """What BART's op, its PGBART step and the audit's neighbour model hold."""
-    import pymc as pm
     from pytensor.compile.sharedvalue import SharedVariable
     from pytensor.graph.basic import Constant
     from pytensor.graph.traversal import graph_inputs
@@ -79,16 +78,23 @@ def bart_anatomy(model) -> str:
     mu = model["mu"]
     op = mu.owner.op
     say("## the BART variable 'mu'")
-    say(f"op: {type(op).__name__} (a class made per BART call, subclass of "
-        f"{type(op).__mro__[1].__name__}); signature {op.signature}")
-    say(f"op class attributes: X {np.shape(op.X)} {type(op.X).__name__}, "
+    say(
+        f"op: {type(op).__name__} (a class made per BART call, subclass of "
+        f"{type(op).__mro__[1].__name__}); signature {op.signature}"
+    )
+    say(
+        f"op class attributes: X {np.shape(op.X)} {type(op.X).__name__}, "
         f"Y {np.shape(op.Y)} {type(op.Y).__name__}, m {op.m}, response {op.response!r}, "
-        f"all_trees {type(op.all_trees).__name__}")
+        f"all_trees {type(op.all_trees).__name__}"
+    )
     say("rv inputs (rng, size, X, Y, m, alpha, beta):")
     for i, inp in enumerate(mu.owner.inputs):
         kind = (
-            "shared" if isinstance(inp, SharedVariable)
-            else "constant" if isinstance(inp, Constant) else "graph"
+            "shared"
+            if isinstance(inp, SharedVariable)
+            else "constant"
+            if isinstance(inp, Constant)
+            else "graph"
         )
         say(f"    [{i}] {kind} {inp.type} name={inp.name!r}")
     (lp,) = model.logp(vars=[mu], sum=False)
@@ -105,8 +111,10 @@ def bart_anatomy(model) -> str:
     import bartrs
 
     pg = bartrs.PGBART([mu], model=model)
-    say(f"PGBART: X {pg.X.shape}, Y {pg.Y.shape} (copies of the op's class attributes, read "
-        f"once at construction), m {pg.m}")
+    say(
+        f"PGBART: X {pg.X.shape}, Y {pg.Y.shape} (copies of the op's class attributes, read "
+        f"once at construction), m {pg.m}"
+    )
     cm = pg.compiled_pymc_model
     say("PGBART.compiled_pymc_model.shared (make_shared_replacements: value var -> shared):")
     for k, v in cm.shared.items():
@@ -117,8 +125,7 @@ def bart_anatomy(model) -> str:
         if isinstance(item, SharedVariable):
             val = np.shape(item.get_value())
         say(f"    {type(item).__name__} {item.name!r} {item.type} {val}")
-    say(f"persistent copies handed to Rust (logp_args): "
-        f"{[a.shape for a in cm.logp_args]}")
+    say(f"persistent copies handed to Rust (logp_args): {[a.shape for a in cm.logp_args]}")
 
     say("\n## model-level shared variables and constants")
     say(f"pm.Data: {[d.name for d in model.data_vars]}")
@@ -134,7 +141,8 @@ def bart_anatomy(model) -> str:
         from pymc_edp.refit import neighbour_model
 
         nb = neighbour_model(model)
-        say(f"pm.Data of the neighbour model: {[(d.name, np.shape(d.get_value())) for d in nb.data_vars]}")
+        nb_data = [(d.name, np.shape(d.get_value())) for d in nb.data_vars]
+        say(f"pm.Data of the neighbour model: {nb_data}")
         say(f"potentials: {[p.name for p in nb.potentials]}")
         nb_mu = nb["mu"]
         say(f"cloned BART op is the same class: {type(nb_mu.owner.op) is type(op)}")
@@ -142,15 +150,19 @@ def bart_anatomy(model) -> str:
             import nutpie
 
             compiled = nutpie.compile_pymc_model(nb)
-            say("nutpie.compile_pymc_model(neighbour) shared variables it knows: "
-                f"{sorted(v.name for v in compiled.shared_var_keys)}")
+            say(
+                "nutpie.compile_pymc_model(neighbour) shared variables it knows: "
+                f"{sorted(v.name for v in compiled.shared_var_keys)}"
+            )
             try:
                 compiled.with_data(edp_alt_y=np.zeros(len(op.Y)))
                 say("with_data(edp_alt_y=...) works")
             except Exception as exc:
                 say(f"with_data(edp_alt_y=...): {type(exc).__name__}: {exc}")
-            say("nutpie samples mu as a free vector with BART's logp = 0 (a flat, improper "
-                "prior): a refit through nutpie is not a BART refit whatever the data.")
+            say(
+                "nutpie samples mu as a free vector with BART's logp = 0 (a flat, improper "
+                "prior): a refit through nutpie is not a BART refit whatever the data."
+            )
         except Exception as exc:
             say(f"nutpie.compile_pymc_model(neighbour): {type(exc).__name__}: {exc}")
     except Exception as exc:
@@ -186,8 +198,12 @@ def main(argv=None):
     with Timer() as t_fit, model, warnings.catch_warnings():
         warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
         idata = pm.sample(
-            draws=args.draws, tune=args.tune, chains=args.chains, cores=1,
-            random_seed=args.seed, progressbar=False,
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            cores=1,
+            random_seed=args.seed,
+            progressbar=False,
         )
         pm.compute_log_likelihood(idata, progressbar=False)
     print(f"fit: {t_fit.seconds:.1f} s ({args.chains} x {args.draws}, tune {args.tune})")
@@ -197,8 +213,10 @@ def main(argv=None):
         if "epsilon" in res
         else res["error"][:300]
     )
-    print(f"\n===== summary\nbart_regression fit {t_fit.seconds:.1f} s "
-          f"audit {res['seconds']:.1f} s  {head}")
+    print(
+        f"\n===== summary\nbart_regression fit {t_fit.seconds:.1f} s "
+        f"audit {res['seconds']:.1f} s  {head}"
+    )
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from libcommon import Timer, anatomy, audit_report, has_nutpie, stack  # noqa: E402
+from libcommon import Timer, anatomy, audit_report, has_nutpie, stack
 
 CDNOW = "cdnow_customers_summary_with_transactions.csv"
 

@@ -187,9 +187,10 @@ def _inner_summary(node, depth: int = 0) -> list[str]:
         return lines
     nodes = io_toposort(inner_in, inner_out)
     counts = collections.Counter(_op_label(n) for n in nodes)
-    lines.append(f"{pad}inner ops ({len(nodes)}): " + ", ".join(
-        f"{k} x{v}" for k, v in counts.most_common()
-    ))
+    lines.append(
+        f"{pad}inner ops ({len(nodes)}): "
+        + ", ".join(f"{k} x{v}" for k, v in counts.most_common())
+    )
     for n in nodes:
         if isinstance(n.op, Scan | OpFromGraph) and depth < 2:
             lines.append(f"{pad}nested {_op_label(n)}:")
@@ -364,8 +365,11 @@ def anatomy(model, title: str, path: Path | None = None, *, dependency: bool = T
     say(f"observed RVs: {[v.name for v in model.observed_RVs]}")
     say(f"potentials: {[v.name for v in model.potentials]}")
     say(f"deterministics: {[v.name for v in model.deterministics]}")
-    say(f"jittered point (dependency checks): initial point + N(0, 0.5) on the transformed "
-        f"scale: { {v.name: np.round(j, 3).tolist() for v, j in zip(value_vars, jittered)} }")
+    shown = {v.name: np.round(j, 3).tolist() for v, j in zip(value_vars, jittered, strict=True)}
+    say(
+        "jittered point (dependency checks): initial point + N(0, 0.5) on the transformed "
+        f"scale: {shown}"
+    )
     say(f"pm.Data: {[(d.name, np.shape(d.get_value())) for d in model.data_vars]}")
     say("")
     for rv in model.observed_RVs:
@@ -390,10 +394,18 @@ def anatomy(model, title: str, path: Path | None = None, *, dependency: bool = T
 
         logp_inputs = list(graph_inputs([logp]))
         if not any(i is value for i in logp_inputs):
-            say("!! the observed value object is NOT in its logp graph (replacing it by identity "
-                "changes nothing)")
-            twins = [i for i in logp_inputs if isinstance(i, Constant) and i is not value
-                     and i.type == value.type and i.equals(value)]
+            say(
+                "!! the observed value object is NOT in its logp graph (replacing it by identity "
+                "changes nothing)"
+            )
+            twins = [
+                i
+                for i in logp_inputs
+                if isinstance(i, Constant)
+                and i is not value
+                and i.type == value.type
+                and i.equals(value)
+            ]
             for twin in twins:
                 owners = [
                     f"input {k} of {node.op}"
@@ -402,8 +414,10 @@ def anatomy(model, title: str, path: Path | None = None, *, dependency: bool = T
                     for k, inp in enumerate(node.inputs)
                     if inp is twin
                 ]
-                say(f"   it reads an equal constant instead (merged by PyTensor): {twin.type}, "
-                    f"which is {owners or 'not an input of any RV'}")
+                say(
+                    f"   it reads an equal constant instead (merged by PyTensor): {twin.type}, "
+                    f"which is {owners or 'not an input of any RV'}"
+                )
             if twins:
                 value = twins[0]
                 say("   (below: path and dependency traced from that constant)")
@@ -443,8 +457,9 @@ def anatomy(model, title: str, path: Path | None = None, *, dependency: bool = T
         if dependency:
             try:
                 wrt_value = (
-                    value.get_value() if hasattr(value, "get_value") else
-                    pytensor.function(value_vars, value, on_unused_input="ignore")(
+                    value.get_value()
+                    if hasattr(value, "get_value")
+                    else pytensor.function(value_vars, value, on_unused_input="ignore")(
                         *point_values
                     )
                     if value.owner is not None
@@ -468,8 +483,10 @@ def anatomy(model, title: str, path: Path | None = None, *, dependency: bool = T
         for var, label, shape in data:
             route = _path_nodes([pot], [var])
             counts = collections.Counter(_op_label(n) for n in route)
-            say(f"    {label} shape {shape}; path to the potential ({len(route)} nodes): "
-                + ", ".join(f"{k} x{v}" for k, v in counts.most_common()))
+            say(
+                f"    {label} shape {shape}; path to the potential ({len(route)} nodes): "
+                + ", ".join(f"{k} x{v}" for k, v in counts.most_common())
+            )
             if dependency and shape:
                 try:
                     val = var.get_value() if hasattr(var, "get_value") else var.data

@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from libcommon import Timer, anatomy, audit_report, sampler_kwargs, stack  # noqa: E402
+from libcommon import Timer, anatomy, audit_report, sampler_kwargs, stack
 
 warnings.filterwarnings("ignore", category=FutureWarning, module="pymc_extras")
 
@@ -147,12 +147,15 @@ def main(argv=None):
     for name in args.models:
         print(f"\n===== {name}")
         with Timer() as t_build:
-            mod, model = BUILDERS[name](y)
+            _, model = BUILDERS[name](y)
         print(f"build: {t_build.seconds:.1f} s")
         if args.anatomy is not None:
             with Timer() as t_an:
-                text = anatomy(model, f"pymc-extras statespace: {name} (Nile)",
-                               args.anatomy / f"statespace_{name}.txt")
+                text = anatomy(
+                    model,
+                    f"pymc-extras statespace: {name} (Nile)",
+                    args.anatomy / f"statespace_{name}.txt",
+                )
             print(text)
             print(f"anatomy: {t_an.seconds:.1f} s")
         if args.no_audit:
