@@ -75,7 +75,8 @@ def kalman_terms(y, level0, sigma_level, sigma_obs, p0=P0):
     return ll
 
 
-def _local_level(y, sigma_level=None, sigma_obs=None):
+def local_level_model(y, sigma_level=None, sigma_obs=None) -> pm.Model:
+    """The local-level model on ``y``; variances free unless given."""
     with pm.Model(coords={"year": np.arange(1871, 1871 + len(y))}) as model:
         level0 = pm.Normal("level0", 10.0, 5.0)
         if sigma_level is None:
@@ -95,13 +96,13 @@ def _local_level(y, sigma_level=None, sigma_obs=None):
 
 def local_level_kalman():
     """Local level on the Nile, variances free: a hand-written Kalman filter (scan)."""
-    model = _local_level(nile())
+    model = local_level_model(nile())
     return model, fit(model)
 
 
 def local_level_kalman_fixed():
     """Local level on the Nile, variances fixed near their posterior means: Gaussian."""
-    model = _local_level(nile(), sigma_level=0.4, sigma_obs=1.2)
+    model = local_level_model(nile(), sigma_level=0.4, sigma_obs=1.2)
     return model, fit(model)
 
 
@@ -120,6 +121,12 @@ def _spend(n: int = 60, seed: int = SEED + 39):
 
 def gamma_gamma_potential():
     """pymc-marketing's Gamma-Gamma spend model: its likelihood in a Potential of shape (n,)."""
+    model = gamma_gamma_model()
+    return model, fit(model)
+
+
+def gamma_gamma_model() -> pm.Model:
+    """The model of :func:`gamma_gamma_potential`, unfitted."""
     x_data, z_data = _spend()
     z_mean = pt.as_tensor_variable(z_data)
     x = pt.as_tensor_variable(x_data)
@@ -140,7 +147,7 @@ def gamma_gamma_potential():
                 - (p * x + q) * pt.log(x * z_mean + v)
             ),
         )
-    return model, fit(model)
+    return model
 
 
 def bgnbd_logp(value, a, b, r, alpha, T):
@@ -187,6 +194,12 @@ def _bgnbd_data(n: int = 120, seed: int = SEED + 40):
 
 def bgnbd_customdist():
     """pymc-marketing's BG/NBD with its default priors, the logp in a ``pm.CustomDist``."""
+    model = bgnbd_model()
+    return model, fit(model)
+
+
+def bgnbd_model() -> pm.Model:
+    """The model of :func:`bgnbd_customdist`, unfitted."""
     x, t_x, T = _bgnbd_data()
     coords = {"customer_id": np.arange(len(x)), "obs_var": ["recency", "frequency"]}
     with pm.Model(coords=coords) as model:
@@ -208,7 +221,7 @@ def bgnbd_customdist():
             observed=np.stack((t_x, x), axis=1),
             dims=("customer_id", "obs_var"),
         )
-    return model, fit(model)
+    return model
 
 
 #: The libraries' canonical models, hand-written, by name.

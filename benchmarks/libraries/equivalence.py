@@ -67,7 +67,7 @@ def local_level():
 
     y = nile()
     _, ext = extras_local_level(y)
-    hand = zl._local_level(y["volume"].to_numpy())
+    hand = zl.local_level_model(y["volume"].to_numpy())
     (ext_lp,) = ext.logp(vars=[ext["obs"]], sum=False)
     (hand_lp,) = hand.logp(vars=[hand["y"]], sum=False)
     f_ext, ext_names = _fn(ext, ext_lp)

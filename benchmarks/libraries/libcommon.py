@@ -325,6 +325,30 @@ def _pattern(f, point_values, wrt_value, label):
     return lines
 
 
+def _logp_reads_value(model, rv, value_vars, point_values) -> str:
+    """Whether ``pm.logp(rv, other)`` changes when ``other`` moves (not just its shape)."""
+    import pymc as pm
+    import pytensor
+
+    value = model.rvs_to_values[rv]
+    try:
+        sym = value.type()
+        (lp,) = model.replace_rvs_by_values([pm.logp(rv, sym)])
+        f = pytensor.function([*value_vars, sym], lp, on_unused_input="ignore")
+        base = value.get_value() if hasattr(value, "get_value") else getattr(value, "data", None)
+        if base is None:
+            return "pm.logp(rv, other values): not checked (the value is a graph)"
+        base = np.asarray(base)
+        a = np.asarray(f(*point_values, base))
+        b = np.asarray(f(*point_values, (base + 0.5).astype(base.dtype)))
+        moved = not np.array_equal(a, b, equal_nan=True)
+        return f"pm.logp(rv, other values) changes when the values move: {moved}" + (
+            "" if moved else "  <- the log-density does not read its value argument"
+        )
+    except Exception as exc:
+        return f"pm.logp(rv, other values): failed ({type(exc).__name__}: {str(exc)[:200]})"
+
+
 def point_shape(var, inputs, values):
     """Shape of ``var`` evaluated at a point."""
     import pytensor
@@ -450,6 +474,7 @@ def anatomy(model, title: str, path: Path | None = None, *, dependency: bool = T
             say(f"  off the value's path: {_op_label(n)}")
             for line in _inner_summary(n):
                 say(line)
+        say(_logp_reads_value(model, rv, value_vars, point_values))
         data = _data_inputs([logp], model)
         say("data the logp graph reads (non-scalar constants and shared variables):")
         for _, label, shape in data:
