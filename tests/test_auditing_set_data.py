@@ -192,4 +192,5 @@ def test_the_default_audit_of_a_coupled_ar_after_set_data_audits_as_a_fresh_proc
     refit = edp.RefitOptions(draws=300, tune=300, chains=2)
     kwargs = dict(bins=10, random_seed=0, refit=refit)
     audits = _audits_after_set_data(tmp_path, "ar", datasets, kwargs)
-    assert "refit" in set(audits[1]["pointwise method"].tolist())
+    # the refits ran (an agreeing raw refit keeps the reweighted estimate it confirms)
+    assert audits[1]["verification"] in {"confirmed", "corrected"}

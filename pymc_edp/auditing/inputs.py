@@ -360,8 +360,8 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
         if settings.method in ("psis", "moment_match"):
             raise ValueError(
                 f"method={settings.method!r} needs each record's log-likelihood or "
-                f"conditional, and {err}: use method='refit' (or 'auto', which then refits "
-                "every neighbour)"
+                f"conditional, and {str(err).rstrip('.')}. Or use method='refit' (or 'auto', "
+                "which then refits every neighbour)"
             ) from err
         if observed_data is None:
             raise ValueError("refitting by build_model needs the observed_data group") from err

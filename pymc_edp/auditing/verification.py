@@ -132,6 +132,8 @@ class Refitter:
             progressbar=self.settings.progressbar,
             warm_start=short is not None,
         )
+        if short is not None:  # a failed short refit is refitted at full length
+            refit_messages = [m for m in refit_messages if "refit(s) failed" not in m]
         self.messages.extend(refit_messages)
         self.outcomes.update(run.outcomes)
         est = self.estimates

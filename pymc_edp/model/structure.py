@@ -391,47 +391,58 @@ def _apply(node, deps) -> list[_Dep | None]:
         axis = getattr(op, "axis", None)
         along = range(len(dep.axes)) if axis is None else [int(axis) % len(dep.axes)]
         return [dep.merge([dep.axes[k] for k in along], f"values mixed by {name}")]
-    if name == "MakeVector":
-        merged = set()
-        why = ""
-        for d in deps:
-            if d is not None:
-                merged |= d.merged
-                why = why or d.why
-        return [_Dep((None,), frozenset(merged), why)]
-    if name == "Join":
-        axis, tensors = _join_axis(node)
-        if axis is None:
-            raise _Unreadable("a join along a computed axis")
-        ndim = outs[0].ndim
-        axis = int(axis) % ndim
-        parts = [d for v, d in zip(node.inputs, deps, strict=True) if v in tensors and d]
-        joined = [d.axes[axis] for d in parts]
-        combined = _combine(parts, ndim, "a join")
-        axes = tuple(None if k == axis else a for k, a in enumerate(combined.axes))
-        return [_Dep(axes, combined.merged, combined.why).merge(joined, "values joined")]
-    if name == "Split":
-        dep = deps[0]
-        axis = _const(node.inputs[1])
-        if axis is None or any(d is not None for d in deps[1:]):
-            raise _Unreadable("a split along a computed axis")
-        axis = int(axis) % len(dep.axes)
-        axes = tuple(None if k == axis else a for k, a in enumerate(dep.axes))
-        piece = _Dep(axes, dep.merged, dep.why).merge([dep.axes[axis]], "values split")
-        return [piece] * len(outs)
+    if name in _JOINS:
+        return _JOINS[name](node, deps)
     if name == "Blockwise":
-        signature = op.signature
-        linear = type(op.core_op).__name__ in _LINEAR_CORE
-        outs_sig = _parse_signature(signature)[1]
-        batch_ndim = outs[0].ndim - len(outs_sig[0])
         if len(outs) != 1:
             raise _Unreadable(f"{_opname(node)} with several outputs")
-        return [_core(node, deps, signature, linear, batch_ndim)]
+        batch_ndim = outs[0].ndim - len(_parse_signature(op.signature)[1][0])
+        linear = type(op.core_op).__name__ in _LINEAR_CORE
+        return [_core(node, deps, op.signature, linear, batch_ndim)]
     if name in ("Dot", "Dot22", "MatMul") and all(v.ndim == 2 for v in node.inputs):
         return [_core(node, deps, "(m,n),(n,k)->(m,k)", True, 0)]
     if _has_inner_graph(op):  # OpFromGraph, and PyTensor 3's logsumexp, softmax, ...
         return _inner(op, node, deps)
     raise _Unreadable(f"{_opname(node)} on the values")
+
+
+def _make_vector(node, deps) -> list[_Dep]:
+    """Scalars stacked: the vector's one axis is no value's."""
+    merged, why = set(), ""
+    for d in deps:
+        if d is not None:
+            merged |= d.merged
+            why = why or d.why
+    return [_Dep((None,), frozenset(merged), why)]
+
+
+def _join(node, deps) -> list[_Dep]:
+    """Tensors joined along an axis: the axes they are joined along are merged."""
+    axis, tensors = _join_axis(node)
+    if axis is None:
+        raise _Unreadable("a join along a computed axis")
+    ndim = node.outputs[0].ndim
+    axis = int(axis) % ndim
+    parts = [d for v, d in zip(node.inputs, deps, strict=True) if v in tensors and d]
+    joined = [d.axes[axis] for d in parts]
+    combined = _combine(parts, ndim, "a join")
+    axes = tuple(None if k == axis else a for k, a in enumerate(combined.axes))
+    return [_Dep(axes, combined.merged, combined.why).merge(joined, "values joined")]
+
+
+def _split(node, deps) -> list[_Dep]:
+    """A tensor split along an axis: that axis is merged in every piece."""
+    dep = deps[0]
+    axis = _const(node.inputs[1])
+    if axis is None or any(d is not None for d in deps[1:]):
+        raise _Unreadable("a split along a computed axis")
+    axis = int(axis) % len(dep.axes)
+    axes = tuple(None if k == axis else a for k, a in enumerate(dep.axes))
+    piece = _Dep(axes, dep.merged, dep.why).merge([dep.axes[axis]], "values split")
+    return [piece] * len(node.outputs)
+
+
+_JOINS = {"MakeVector": _make_vector, "Join": _join, "Split": _split}
 
 
 def _has_inner_graph(op) -> bool:

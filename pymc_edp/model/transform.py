@@ -170,7 +170,8 @@ def _unobserved_term(name: str, reading: list, value, data: np.ndarray, block: i
     one plus a free offset ``edp_missing_<name>`` the sampler integrates out (flat over the
     reals; for discrete values, uniform over plus or minus five times the data's range),
     starting at 0, whatever the data; an offset that no neighbour uses is apart from
-    everything (a standard normal, or uniform).
+    everything (a normal of mean 1 and sd 1, so that its gradient at the start is not 0, or
+    uniform).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -198,8 +199,8 @@ def _unobserved_term(name: str, reading: list, value, data: np.ndarray, block: i
     nodes = {v for v in graph_ancestors(reading) if holds_values(v, value, data)}
     moved = clone_replace(reading, replace=dict.fromkeys(nodes, filled), rebuild_strict=False)
     change = pt.add(*[pt.sum(a) - pt.sum(b) for a, b in zip(moved, reading, strict=True)])
-    if rest is None:
-        rest = -0.5 * pt.sum((1.0 - on) * offset**2)
+    if rest is None:  # centred off the start: nutpie refuses a zero gradient there
+        rest = -0.5 * pt.sum((1.0 - on) * (offset - 1.0) ** 2)
     return change + rest
 
 

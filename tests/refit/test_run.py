@@ -244,7 +244,7 @@ def test_build_model_refits_a_non_factorised_model():
     model = build_model({"y": y})
     with model:
         idata = pm.sample(1000, tune=500, chains=2, random_seed=2, **SAMPLE_KW)
-    with pytest.raises(ValueError, match="method='psis' needs a factorised"):
+    with pytest.raises(ValueError, match="method='psis' needs each record's log-likelihood"):
         edp.audit(
             idata,
             bins=5,

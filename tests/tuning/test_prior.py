@@ -298,9 +298,9 @@ def test_tune_prior_compiles_the_log_likelihood_once_and_audits_at_each_value(y1
     built = []
 
     class Counted(glue.ElementwiseLogLik):
-        def __init__(self, model, name):
+        def __init__(self, model, name, *args, **kwargs):
             built.append(name)
-            super().__init__(model, name)
+            super().__init__(model, name, *args, **kwargs)
 
     monkeypatch.setattr(glue, "ElementwiseLogLik", Counted)
     model = _normal_model(y100)
