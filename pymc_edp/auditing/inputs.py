@@ -356,7 +356,9 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
         if not (builder or automatic) or not (coupled or "no 'log_likelihood' group" in str(err)):
             raise
         if automatic and not builder:
-            notes.append(f"{err}; every neighbour is refitted")
+            notes.append(
+                str(err) if "refitted" in str(err) else f"{err}; every neighbour is refitted"
+            )
         if settings.method in ("psis", "moment_match"):
             raise ValueError(
                 f"method={settings.method!r} needs each record's log-likelihood or "

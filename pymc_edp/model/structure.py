@@ -111,12 +111,13 @@ class Structure:
 
     def describe(self) -> str:
         """What a record is, in a sentence for the printout."""
+        count = f"{self.n_records} record{'' if self.n_records == 1 else 's'}"
         if self.record_ndim == len(self.value_shape):
-            what = f"{self.n_records} records (its values)"
+            what = f"{count} (its values)"
         elif self.record_ndim == 1:
-            what = f"{self.n_records} records (the rows of its first axis)"
+            what = f"{count} (the rows of its first axis)"
         else:
-            what = f"{self.n_records} records (along its first {self.record_ndim} axes)"
+            what = f"{count} (along its first {self.record_ndim} axes)"
         return f"{self.name!r}: {what}; {self.reason}"
 
 

@@ -6,8 +6,9 @@
 
     sum(dw * logp(y)) + sum(v * logp(y'))
 
-so the refits differ only by data and compile once [1]_. Models whose likelihood does not
-factorise go through a user's ``build_model(data) -> pm.Model`` instead.
+so the refits differ only by data and compile once [1]_. A coupled likelihood's record is
+left unobserved instead (:func:`neighbour_model`); a user's ``build_model(data) ->
+pm.Model`` builds each neighbour's model from its data.
 
 References
 ----------
