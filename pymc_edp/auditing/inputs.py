@@ -25,6 +25,7 @@ from pymc_edp.model.loglik import (
 )
 from pymc_edp.model.moment_match import MatchInputs
 from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.model.potentials import Potentials, potentials_as_observed
 from pymc_edp.model.pymc import (
     check_log_likelihood_layout,
     check_log_likelihood_matches_model,
@@ -37,7 +38,6 @@ from pymc_edp.model.pymc import (
     observed_arrays,
     observed_values,
     potential_records,
-    potentials_with_data,
     reads_data,
     replacement_log_likelihood,
 )
@@ -117,13 +117,21 @@ def read_inputs(
     """Posterior draws to bin, the pointwise log-likelihood and the neighbours, all checked."""
     posterior = get_group(idata, "posterior")
     observed_data = _group(idata, "observed_data")
+    # Potentials proven to hold one term per record become observed variables of the model
+    pots = Potentials(None, {}) if model is None else potentials_as_observed(model)
+    model = pots.model if model is not None else None
     if model is not None:
+        _check_potentials(pots, settings)
         check_model_matches_data(model, observed_data, _group(idata, "constant_data"))
     weighted = potential_records(model, posterior) if model is not None else {}
-    read = _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted)
+    read = _posterior_draws(idata, model, posterior, var_names, filter_vars)
     draws, messages = read.draws, read.messages
+    messages.extend(p.advice() for p in pots.unproven)
     _check_draws_per_bin(draws.shape[1], settings.bins)
-    ll, factorised, notes, records = _log_likelihood(idata, model, settings, observed_data)
+    ll, factorised, notes, records = _log_likelihood(
+        idata, model, settings, observed_data, pots.audited
+    )
+    records = _potential_records(records, pots, settings.neighbour.observed)
     _check_records(ll)
     ll = _imputed_row_labels(ll, model, posterior, observed_data)
     messages.extend(notes)
@@ -213,11 +221,8 @@ class _Draws(NamedTuple):
     left_out: tuple[LeftOut, ...]
 
 
-def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=()) -> _Draws:
-    """The audited draws without data copies and constant elements, and what was left out.
-
-    ``weighted``: the Potentials that hold terms of observed records (said elsewhere).
-    """
+def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
+    """The audited draws without data copies and constant elements, and what was left out."""
     names = select_var_names(posterior, var_names, filter_vars)
     all_draws, par_labels, var_of = posterior_matrix(posterior, names)
     keep, messages, left_out = drop_data_copies(
@@ -228,14 +233,6 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=(
         labels=par_labels,
         reads_data=reads_data(model, names) if model is not None else None,
     )
-    hidden = potentials_with_data(model) if model is not None else []
-    hidden = [p for p in hidden if p not in weighted]
-    if hidden:
-        messages.append(
-            f"the model's Potential(s) {hidden} depend on data: their records are no neighbour "
-            "(no pointwise log-likelihood); write them as observed variables to audit them "
-            "(docs/troubleshooting.md)"
-        )
     left_out = tuple(left_out)
     if keep.all():  # nothing dropped: one matrix
         return _Draws(all_draws, par_labels, var_of, names, messages, all_draws, None, left_out)
@@ -261,6 +258,48 @@ def _check_records(ll: LogLikelihood) -> None:
             f"the observed variable(s) {list(ll.names)} have zero records: check that the data "
             "reached the model, or audit others (NeighbourOptions(observed=[...]))"
         )
+
+
+def _check_potentials(pots: Potentials, settings: Settings) -> None:
+    """Refuse, before any work, what the records of a Potential cannot give.
+
+    Nothing to audit but Potentials whose records are not proven; replacing a Potential's
+    record (several arrays, no one value); a Potential's record split into its values.
+    """
+    if pots.unproven and not pots.model.observed_RVs:
+        raise ValueError(
+            "the model has no observed variable, and no Potential with one element per record "
+            f"to audit as one: {pots.unproven[0].advice()}"
+        )
+    chosen = settings.neighbour.observed
+    audited = [n for n in pots.audited if chosen is None or n in chosen]
+    if not audited:
+        return
+    if settings.replace:
+        p = pots.found[audited[0]]
+        raise ValueError(
+            f"neighbour='replace' cannot replace a record of the Potential {p.name!r}: a "
+            f"record is a row of several arrays ({', '.join(p.arrays)}), with no one value "
+            "to replace. Use neighbour='remove', or leave its records out of the neighbours "
+            "(NeighbourOptions('replace', observed=[...]) naming the observed variables)."
+        )
+    if settings.neighbour.records == "elements":
+        raise ValueError(
+            f"records='elements' would split each record of the Potential {audited[0]!r} "
+            "(one element, reading one row of its data) into its values: use records='auto' "
+            "or 'rows', or leave it out (NeighbourOptions(observed=[...]))"
+        )
+
+
+def _potential_records(records: list[str], pots: Potentials, chosen) -> list[str]:
+    """``records`` with each audited Potential's line in place of its observed variable's."""
+    names = [n for n in pots.audited if chosen is None or n in chosen]
+    if not names:
+        return records
+    own = tuple(f"{name!r}:" for name in names)
+    return [r for r in records if not r.startswith(own)] + [
+        pots.found[name].describe() for name in names
+    ]
 
 
 def _potential_messages(weighted: dict, ll: LogLikelihood) -> list[str]:
@@ -302,11 +341,12 @@ def _check_draws_per_bin(n_samples: int, bins: int) -> None:
         )
 
 
-def _log_likelihood(idata, model, settings: Settings, observed_data):
+def _log_likelihood(idata, model, settings: Settings, observed_data, potentials=()):
     """``(ll, factorised, notes, records)``: the pointwise log-likelihood (or the layout).
 
     Refits only: the records' layout. ``records`` says per observed variable what a record
-    is, where it is not simply a value.
+    is, where it is not simply a value. ``potentials``: observed variables of ``model`` that
+    are the user's Potentials, which a stored ``log_likelihood`` group lacks (computed here).
 
     With the model, the graph says whether each observed variable's records are coupled
     (:func:`~pymc_edp.model.structure.read_structure`); those are reweighted by their
@@ -324,7 +364,7 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
     notes: list[str] = []
     records: list[str] = []
     try:
-        ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
+        ll_ds = ensure_log_likelihood(idata, model, progressbar=False, also=potentials)
         if model is None:
             records = _assumed_factorised(ll_ds, observed)
         else:
