@@ -128,13 +128,14 @@ def read_inputs(
     draws, messages = read.draws, read.messages
     messages.extend(p.advice() for p in pots.unproven)
     _check_draws_per_bin(draws.shape[1], settings.bins)
-    ll, factorised, notes, records = _log_likelihood(
+    ll, factorised, notes, structures, routes = _log_likelihood(
         idata, model, settings, observed_data, pots.audited
     )
-    records = _potential_records(records, pots, settings.neighbour.observed)
     _check_records(ll)
     ll = _imputed_row_labels(ll, model, posterior, observed_data)
-    messages.extend(notes)
+    records = notes if model is None else []  # without the model: what was assumed
+    if model is not None:
+        messages.extend(notes)
     messages.extend(_potential_messages(weighted, ll))
     if ll.n_samples != draws.shape[1]:
         raise ValueError(
@@ -152,7 +153,11 @@ def read_inputs(
                 ll.datasets[list(ll.names)],
                 posterior,
                 model,
-                {n: observed_y[n] for n in ll.names if n in observed_y},
+                {  # a coupled variable's terms were replaced by conditionals from the model
+                    n: observed_y[n]
+                    for n in ll.names
+                    if n in observed_y and not ll.datasets[n].attrs.get(COUPLED)
+                },
             )
     neighbours = settings.neighbour.neighbours(ll)
     blocks = ()  # coupled variables (conditionals stored) of which a neighbour removes several
@@ -167,8 +172,12 @@ def read_inputs(
         try:
             ll = _with_block_conditionals(ll, neighbours, blocks, model, posterior, settings)
         except NonFactorisedError as err:
-            factorised, blocks = False, ()
-            messages.append(f"{err}; every neighbour is refitted with its records unobserved")
+            how = "replaced" if settings.replace else "unobserved"
+            factorised, blocks, routes = False, (), {}
+            messages.append(f"{err}; every neighbour is refitted with its records {how}")
+    if model is not None:
+        records = _record_lines(structures, routes, settings.replace)
+        records = _potential_records(records, pots, settings.neighbour.observed)
     cands, replacement_sets = {}, [[]]
     if settings.replace:
         for name in ll.names:  # the error of what cannot be found
@@ -342,11 +351,13 @@ def _check_draws_per_bin(n_samples: int, bins: int) -> None:
 
 
 def _log_likelihood(idata, model, settings: Settings, observed_data, potentials=()):
-    """``(ll, factorised, notes, records)``: the pointwise log-likelihood (or the layout).
+    """``(ll, factorised, notes, structures, routes)``: the pointwise log-likelihood.
 
-    Refits only: the records' layout. ``records`` says per observed variable what a record
-    is, where it is not simply a value. ``potentials``: observed variables of ``model`` that
-    are the user's Potentials, which a stored ``log_likelihood`` group lacks (computed here).
+    Refits only (``factorised`` False): the records' layout. ``structures`` says per
+    observed variable what a record is (read from the graph, with the model), ``routes``
+    how each coupled variable's conditionals were computed (by name). ``potentials``:
+    observed variables of ``model`` that are the user's Potentials, which a stored
+    ``log_likelihood`` group lacks (computed here).
 
     With the model, the graph says whether each observed variable's records are coupled
     (:func:`~pymc_edp.model.structure.read_structure`); those are reweighted by their
@@ -358,20 +369,21 @@ def _log_likelihood(idata, model, settings: Settings, observed_data, potentials=
     source = settings.chunks.log_likelihood
     posterior = get_group(idata, "posterior")
     structures = _structures(model, observed, settings.neighbour.records)
-    streamed = _streamed_log_likelihood(idata, model, observed, source)
-    if streamed is not None:
-        return streamed, True, [], [s.describe() for s in structures.values() if not s.plain]
+    routes: dict[str, str] = {}
+    if not any(st.coupled for st in structures.values()):  # a coupled one is not streamed
+        streamed = _streamed_log_likelihood(idata, model, observed, source)
+        if streamed is not None:
+            return streamed, True, [], structures, routes
     notes: list[str] = []
-    records: list[str] = []
     try:
         ll_ds = ensure_log_likelihood(idata, model, progressbar=False, also=potentials)
         if model is None:
-            records = _assumed_factorised(ll_ds, observed)
+            notes = _assumed_factorised(ll_ds, observed)
         else:
-            ll_ds, records = _coupled_conditionals(
+            ll_ds, routes = _coupled_conditionals(
                 posterior, model, ll_ds, observed, observed_data, structures, settings
             )
-        return LogLikelihood.from_dataset(ll_ds, observed), True, notes, records
+        return LogLikelihood.from_dataset(ll_ds, observed), True, notes, structures, routes
     except (NonFactorisedError, ValueError) as err:
         coupled = isinstance(err, NonFactorisedError)
         if coupled:
@@ -399,14 +411,24 @@ def _log_likelihood(idata, model, settings: Settings, observed_data, potentials=
         posterior.sizes["draw"],
         structures=structures,
     )
-    records = [
-        f"{st.describe()}; every neighbour refitted with its record unobserved"
-        if st.coupled
-        else st.describe()
-        for st in structures.values()
-        if not st.plain
-    ]
-    return layout, False, notes, records
+    return layout, False, notes, structures, {}
+
+
+def _record_lines(structures: dict, routes: dict, replace: bool) -> list[str]:
+    """One sentence per observed variable whose records are not simply its values."""
+    how = "replaced" if replace else "unobserved"
+    out = []
+    for name, st in structures.items():
+        if st.plain:
+            continue
+        if not st.coupled:
+            out.append(st.describe())
+        else:
+            out.append(
+                routes.get(name)
+                or f"{st.describe()}; every neighbour refitted with its record {how}"
+            )
+    return out
 
 
 def _structures(model, observed, records: str) -> dict[str, Structure]:
@@ -503,7 +525,9 @@ def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) 
     Needs removal, and neighbours whose blocks do not overlap.
     """
     if settings.replace:
-        raise NonFactorisedError("replacing a block of a coupled likelihood is not reweighted")
+        raise NonFactorisedError(
+            "a group of a coupled likelihood's records replaced together is not reweighted"
+        )
     arrays = list(ll.arrays)
     for name in names:
         v = ll.names.index(name)
@@ -529,18 +553,16 @@ def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) 
 
 def _coupled_conditionals(
     posterior, model, ll_ds, observed, observed_data, structures, settings: Settings
-) -> tuple[xr.Dataset, list[str]]:
+) -> tuple[xr.Dataset, dict[str, str]]:
     """``ll_ds`` with every coupled variable's records by their leave-one-out conditionals.
 
     E.g. ``pm.AR``, an ``MvNormal`` over records, a Kalman filter written one term per time
     step (:mod:`pymc_edp.model.coupled`); raises :class:`NonFactorisedError` where no
-    reweighting route is exact. Also returns one line per variable for ``res.records``.
+    reweighting route is exact. Also returns, by name, how each was computed.
     """
-    coupled, records = {}, []
+    coupled, routes = {}, {}
     for name, st in structures.items():
         if not st.coupled:
-            if not st.plain:
-                records.append(st.describe())
             continue
         y = _observed_array(observed_data, model, name)
         fn = elementwise_loglik(model, name, settings.neighbour.records)
@@ -554,11 +576,14 @@ def _coupled_conditionals(
             coords=coords,
             attrs={COUPLED: 1, RECORD_SIZE: st.record_size, "edp_route": cond.route},
         )
-        records.append(cond.note)
+        routes[name] = cond.note
         _log.info("%s", cond.note)
     if coupled:
-        ll_ds = ll_ds.drop_vars([n for n in coupled if n in ll_ds]).assign(coupled)
-    return ll_ds, records
+        # the coupled terms' dims (PyMC's, e.g. a CAR's single term) go with them
+        rest = ll_ds.drop_vars([n for n in coupled if n in ll_ds])
+        unused = [d for d in rest.dims if not any(d in rest[v].dims for v in rest.data_vars)]
+        ll_ds = rest.drop_dims(unused).assign(coupled)
+    return ll_ds, routes
 
 
 def _observed_array(observed_data, model, name: str) -> xr.DataArray:

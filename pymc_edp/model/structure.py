@@ -675,7 +675,7 @@ def read_structure(model, rv, records: str = "auto", logps: dict | None = None) 
                 "coupled by the log-density of the row"
             )
         else:
-            reason = f"{reason}; its values are the records, coupled within each row"
+            reason = "one log-density term per row: its values are the records, coupled within it"
     return Structure(name, factorised, record_ndim, shape, reason, others, constrained)
 
 

@@ -174,7 +174,7 @@ def test_a_simplex_cannot_lose_one_value(model, logps):
 def test_rows_or_elements_as_the_user_chooses(model, logps):
     rows = read_structure(model, model["mv_rows"], records="elements", logps=logps)
     assert rows.coupled and rows.n_records == N and rows.record_size == 1
-    assert "coupled within each row" in rows.reason
+    assert "its values are the records, coupled within it" in rows.reason
     series = read_structure(model, model["one_row"], records="rows", logps=logps)
     assert series.factorised and series.n_records == 1 and series.record_size == 4
     with pytest.raises(ValueError, match="records must be one of"):
