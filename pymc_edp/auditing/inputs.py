@@ -272,15 +272,21 @@ def _check_records(ll: LogLikelihood) -> None:
 def _check_potentials(pots: Potentials, settings: Settings) -> None:
     """Refuse, before any work, what the records of a Potential cannot give.
 
-    Nothing to audit but Potentials whose records are not proven; replacing a Potential's
-    record (several arrays, no one value); a Potential's record split into its values.
+    A Potential reading data whose records are not proven (unless the neighbours are named
+    from the other observed variables: then a warning); replacing a Potential's record
+    (several arrays, no one value); a Potential's record split into its values.
     """
+    chosen = settings.neighbour.observed
     if pots.unproven and not pots.model.observed_RVs:
         raise ValueError(
             "the model has no observed variable, and no Potential with one element per record "
             f"to audit as one: {pots.unproven[0].advice()}"
         )
-    chosen = settings.neighbour.observed
+    if pots.unproven and chosen is None:
+        raise ValueError(
+            f"{pots.unproven[0].advice()}. To audit the observed variables' records only, "
+            "name them: NeighbourOptions(observed=[...])"
+        )
     audited = [n for n in pots.audited if chosen is None or n in chosen]
     if not audited:
         return

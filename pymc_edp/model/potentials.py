@@ -104,13 +104,14 @@ class PotentialLikelihood:
     def advice(self) -> str:
         """Why its records are not audited, and how to write it so that they are."""
         what = ", ".join(self.arrays) if self.arrays else "data"
+        params = ", ".join(name for name, _ in self._params) or "*params"
         return (
             f"the model's Potential {self.name!r} reads data ({what}) but {self.reason}: the "
             "records in it are no neighbour of this audit (their epsilon is not measured). "
             "Write the likelihood as an observed variable with one term per record, "
-            f'pm.CustomDist("{self.name}", *params, logp=logp, observed=data) with data '
-            "holding one row per record (np.column_stack of the arrays) and logp(value, "
-            "*params) the Potential's expression with the arrays read from value's columns "
+            f'pm.CustomDist("{self.name}", {params}, logp=logp, observed=data) with data '
+            "holding one row per record (np.column_stack of the arrays) and "
+            f"logp(value, {params}) the Potential's expression with the arrays read from value's columns "
             "and not summed; or keep the Potential with one element per record, each "
             "computed from its own row of the data (docs/troubleshooting.md)"
         )
