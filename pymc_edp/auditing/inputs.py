@@ -117,16 +117,13 @@ def read_inputs(
     """Posterior draws to bin, the pointwise log-likelihood and the neighbours, all checked."""
     posterior = get_group(idata, "posterior")
     observed_data = _group(idata, "observed_data")
-    # Potentials proven to hold one term per record become observed variables of the model
-    pots = Potentials(None, {}) if model is None else potentials_as_observed(model)
-    model = pots.model if model is not None else None
+    pots = _potentials(model, settings)  # those of one term per record: observed variables
+    model = pots.model
     if model is not None:
-        _check_potentials(pots, settings)
         check_model_matches_data(model, observed_data, _group(idata, "constant_data"))
     weighted = potential_records(model, posterior) if model is not None else {}
-    read = _posterior_draws(idata, model, posterior, var_names, filter_vars)
+    read = _posterior_draws(idata, model, posterior, var_names, filter_vars, pots.unproven)
     draws, messages = read.draws, read.messages
-    messages.extend(p.advice() for p in pots.unproven)
     _check_draws_per_bin(draws.shape[1], settings.bins)
     ll, factorised, notes, structures, routes = _log_likelihood(
         idata, model, settings, observed_data, pots.audited
@@ -176,8 +173,7 @@ def read_inputs(
             factorised, blocks, routes = False, (), {}
             messages.append(f"{err}; every neighbour is refitted with its records {how}")
     if model is not None:
-        records = _record_lines(structures, routes, settings.replace)
-        records = _potential_records(records, pots, settings.neighbour.observed)
+        records = _potential_records(structures, routes, settings.replace, pots)
     cands, replacement_sets = {}, [[]]
     if settings.replace:
         for name in ll.names:  # the error of what cannot be found
@@ -230,8 +226,11 @@ class _Draws(NamedTuple):
     left_out: tuple[LeftOut, ...]
 
 
-def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
-    """The audited draws without data copies and constant elements, and what was left out."""
+def _posterior_draws(idata, model, posterior, var_names, filter_vars, unproven=()) -> _Draws:
+    """The audited draws without data copies and constant elements, and what was left out.
+
+    ``unproven``: the Potentials reading data whose records are no neighbour (said here).
+    """
     names = select_var_names(posterior, var_names, filter_vars)
     all_draws, par_labels, var_of = posterior_matrix(posterior, names)
     keep, messages, left_out = drop_data_copies(
@@ -242,6 +241,7 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars) -> _Draws:
         labels=par_labels,
         reads_data=reads_data(model, names) if model is not None else None,
     )
+    messages.extend(p.advice() for p in unproven)
     left_out = tuple(left_out)
     if keep.all():  # nothing dropped: one matrix
         return _Draws(all_draws, par_labels, var_of, names, messages, all_draws, None, left_out)
@@ -267,6 +267,19 @@ def _check_records(ll: LogLikelihood) -> None:
             f"the observed variable(s) {list(ll.names)} have zero records: check that the data "
             "reached the model, or audit others (NeighbourOptions(observed=[...]))"
         )
+
+
+def _potentials(model, settings: Settings) -> Potentials:
+    """The model the audit reads: its Potentials of one term per record as observed variables.
+
+    Refuses, before any work, Potentials whose records cannot be audited
+    (:func:`_check_potentials`).
+    """
+    if model is None:
+        return Potentials(None, {})
+    pots = potentials_as_observed(model)
+    _check_potentials(pots, settings)
+    return pots
 
 
 def _check_potentials(pots: Potentials, settings: Settings) -> None:
@@ -306,9 +319,10 @@ def _check_potentials(pots: Potentials, settings: Settings) -> None:
         )
 
 
-def _potential_records(records: list[str], pots: Potentials, chosen) -> list[str]:
-    """``records`` with each audited Potential's line in place of its observed variable's."""
-    names = [n for n in pots.audited if chosen is None or n in chosen]
+def _potential_records(structures: dict, routes: dict, replace: bool, pots: Potentials):
+    """:func:`_record_lines`, each audited Potential's line in place of its variable's."""
+    records = _record_lines(structures, routes, replace)
+    names = [name for name in pots.audited if name in structures]
     if not names:
         return records
     own = tuple(f"{name!r}:" for name in names)

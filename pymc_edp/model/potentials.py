@@ -111,9 +111,9 @@ class PotentialLikelihood:
             "Write the likelihood as an observed variable with one term per record, "
             f'pm.CustomDist("{self.name}", {params}, logp=logp, observed=data) with data '
             "holding one row per record (np.column_stack of the arrays) and "
-            f"logp(value, {params}) the Potential's expression with the arrays read from value's columns "
-            "and not summed; or keep the Potential with one element per record, each "
-            "computed from its own row of the data (docs/troubleshooting.md)"
+            f"logp(value, {params}) the Potential's expression with the arrays read from "
+            "value's columns and not summed; or keep the Potential with one element per "
+            "record, each computed from its own row of the data (docs/troubleshooting.md)"
         )
 
 
@@ -161,7 +161,7 @@ def read_potentials(model) -> dict[str, PotentialLikelihood]:
     >>> with pm.Model() as m:
     ...     b = pm.Normal("b")
     ...     _ = pm.Potential("lik", pm.logp(pm.Normal.dist(b * x, 1.0), z))
-    ...     _ = pm.Potential("total", pm.logp(pm.Normal.dist(b, 1.0), z).sum())
+    ...     _ = pm.Potential("total", pm.logp(pm.Normal.dist(b, 1.0), x + z).sum())
     ...     _ = pm.Potential("penalty", -(b**2))
     >>> found = read_potentials(m)
     >>> sorted(found), found["lik"].proven, found["lik"].n_records
@@ -211,6 +211,9 @@ def _read_potential(model, pot) -> PotentialLikelihood | None:
     others = [a for a in arrays if a not in records]
     described = tuple(_label(a) for a in (*records, *others))
     proven, reason = _elementwise(graph, records, others, n)
+    elsewhere = _read_elsewhere(model, pot, records) if proven else None
+    if elsewhere is not None:
+        proven, reason = False, f"its records' data are also read by {elsewhere}"
     if proven and any(a.ndim > 2 for a in records):
         proven, reason = False, "a record array has more than two axes"
     if proven and n < 2:
@@ -228,6 +231,39 @@ def _read_potential(model, pot) -> PotentialLikelihood | None:
         _labels=labels,
         **common,
     )
+
+
+def _read_elsewhere(model, pot, records) -> str | None:
+    """The first other term of the joint density reading one of ``records``, or None.
+
+    Switching a record's element off removes the record only when no prior, likelihood or
+    other Potential reads its data (the same array, or an equal one: PyMC merges equal
+    constants).
+    """
+    others = [(f"the Potential {p.name!r}", p) for p in model.potentials if p is not pot]
+    graphs = [(name, g) for (name, _), g in zip(
+        others, model.replace_rvs_by_values([p for _, p in others]), strict=True
+    )]  # fmt: skip
+    for rv in (*model.free_RVs, *model.observed_RVs):
+        graphs.append((f"the log-density of {rv.name!r}", rv))
+    for name, graph in graphs:
+        if not isinstance(graph, tuple) and graph in model.basic_RVs:
+            (graph,) = model.logp(vars=[graph], jacobian=False, sum=False)
+        if any(_same_array(v, r) for v in graph_ancestors([graph]) for r in records):
+            return name
+    return None
+
+
+def _same_array(var, record) -> bool:
+    """``var`` is the array ``record`` or a constant equal to it."""
+    from pytensor.graph.basic import Constant
+
+    if var is record:
+        return True
+    if not isinstance(var, Constant) or _is_shared(record):
+        return False
+    a, b = np.asarray(var.data), _value(record)
+    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
 
 
 def _reads_observed_values(model, seen) -> bool:
@@ -347,6 +383,8 @@ def _elementwise(graph, records, others, n: int) -> tuple[bool, str]:
         return False, f"its elements read other records' rows{why}"
     if not dep.axes or dep.axes[0] != _RECORD:
         return False, "its first axis does not run along the rows of its data"
+    if _RECORD in dep.axes[1:]:  # an element per pair of records, summed into a row's term
+        return False, "its elements read other records' rows (a later axis runs along them)"
     return True, "one element per record, each reading its own row of the data"
 
 
@@ -377,7 +415,7 @@ def potentials_as_observed(model) -> Potentials:
     >>> pots = potentials_as_observed(m)
     >>> pots.audited, [rv.name for rv in pots.model.observed_RVs], pots.model.potentials
     (('lik',), ['lik'], [])
-    >>> pots.model.compile_logp()({"b": 0.3}) == m.compile_logp()({"b": 0.3})
+    >>> bool(pots.model.compile_logp()({"b": 0.3}) == m.compile_logp()({"b": 0.3}))
     True
     """
     if not model.potentials:
