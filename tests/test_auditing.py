@@ -860,8 +860,12 @@ def test_a_model_whose_data_were_changed_with_set_data_is_refused_before_refitti
         edp.audit(idata, model, bins=5, method="refit", progressbar=False)
 
 
-def test_records_inside_a_potential_are_warned_about(rng):
-    """Item 3: data records inside a pm.Potential were left out of the audit silently."""
+def test_records_inside_a_potential_are_refused_or_warned_about(rng):
+    """Item 3: data records inside a pm.Potential were left out of the audit silently.
+
+    Issue 39: a Potential summed to one term is refused with how to write it as an observed
+    pm.CustomDist, unless the neighbours are named from the other observed variables.
+    """
     idata = fake_idata(rng, n=6, n_draws=400)
     y = get_group(idata, "observed_data")["y"].values
     extra = np.array([0.4, -0.2, 1.1])
@@ -869,8 +873,12 @@ def test_records_inside_a_potential_are_warned_about(rng):
         mu = pm.Normal("mu", 0.0, 1.0)
         pm.Normal("y", mu, 1.0, observed=y)
         pm.Potential("more_records", pm.logp(pm.Normal.dist(mu, 1.0), extra).sum())
-    with pytest.warns(edp.EDPWarning, match=r"Potential.*'more_records'.*no neighbour"):
+    refused = r"Potential 'more_records' reads data.*single term.*CustomDist\(.more_records., mu"
+    with pytest.raises(ValueError, match=refused):
         edp.audit(idata, with_data, bins=5, method="psis", progressbar=False)
+    only_y = edp.NeighbourOptions(observed="y")
+    with pytest.warns(edp.EDPWarning, match=r"Potential.*'more_records'.*no neighbour"):
+        edp.audit(idata, with_data, bins=5, method="psis", neighbour=only_y, progressbar=False)
     with pm.Model() as penalty_only:  # a constraint on the parameters holds no records
         mu = pm.Normal("mu", 0.0, 1.0)
         pm.Normal("y", mu, 1.0, observed=y)

@@ -38,6 +38,7 @@ SLOW = {
     "ordinal",
     "categorical",
     "survival_weibull",
+    "survival_weibull_potential",
     "mvnormal_lkj",
     "coal_mining",
     "missing_values",

@@ -25,6 +25,7 @@ from pymc_edp.model.loglik import (
 )
 from pymc_edp.model.moment_match import MatchInputs
 from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.model.potentials import Potentials, potentials_as_observed
 from pymc_edp.model.pymc import (
     check_log_likelihood_layout,
     check_log_likelihood_matches_model,
@@ -37,7 +38,6 @@ from pymc_edp.model.pymc import (
     observed_arrays,
     observed_values,
     potential_records,
-    potentials_with_data,
     reads_data,
     replacement_log_likelihood,
 )
@@ -117,14 +117,16 @@ def read_inputs(
     """Posterior draws to bin, the pointwise log-likelihood and the neighbours, all checked."""
     posterior = get_group(idata, "posterior")
     observed_data = _group(idata, "observed_data")
+    pots = _potentials(model, settings)  # those of one term per record: observed variables
+    model = pots.model
     if model is not None:
         check_model_matches_data(model, observed_data, _group(idata, "constant_data"))
     weighted = potential_records(model, posterior) if model is not None else {}
-    read = _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted)
+    read = _posterior_draws(idata, model, posterior, var_names, filter_vars, pots.unproven)
     draws, messages = read.draws, read.messages
     _check_draws_per_bin(draws.shape[1], settings.bins)
     ll, factorised, notes, structures, routes = _log_likelihood(
-        idata, model, settings, observed_data
+        idata, model, settings, observed_data, pots.audited
     )
     _check_records(ll)
     ll = _imputed_row_labels(ll, model, posterior, observed_data)
@@ -171,7 +173,7 @@ def read_inputs(
             factorised, blocks, routes = False, (), {}
             messages.append(f"{err}; every neighbour is refitted with its records {how}")
     if model is not None:
-        records = _record_lines(structures, routes, settings.replace)
+        records = _potential_records(structures, routes, settings.replace, pots)
     cands, replacement_sets = {}, [[]]
     if settings.replace:
         for name in ll.names:  # the error of what cannot be found
@@ -224,10 +226,10 @@ class _Draws(NamedTuple):
     left_out: tuple[LeftOut, ...]
 
 
-def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=()) -> _Draws:
+def _posterior_draws(idata, model, posterior, var_names, filter_vars, unproven=()) -> _Draws:
     """The audited draws without data copies and constant elements, and what was left out.
 
-    ``weighted``: the Potentials that hold terms of observed records (said elsewhere).
+    ``unproven``: the Potentials reading data whose records are no neighbour (said here).
     """
     names = select_var_names(posterior, var_names, filter_vars)
     all_draws, par_labels, var_of = posterior_matrix(posterior, names)
@@ -239,14 +241,7 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars, weighted=(
         labels=par_labels,
         reads_data=reads_data(model, names) if model is not None else None,
     )
-    hidden = potentials_with_data(model) if model is not None else []
-    hidden = [p for p in hidden if p not in weighted]
-    if hidden:
-        messages.append(
-            f"the model's Potential(s) {hidden} depend on data: their records are no neighbour "
-            "(no pointwise log-likelihood); write them as observed variables to audit them "
-            "(docs/troubleshooting.md)"
-        )
+    messages.extend(p.advice() for p in unproven)
     left_out = tuple(left_out)
     if keep.all():  # nothing dropped: one matrix
         return _Draws(all_draws, par_labels, var_of, names, messages, all_draws, None, left_out)
@@ -272,6 +267,68 @@ def _check_records(ll: LogLikelihood) -> None:
             f"the observed variable(s) {list(ll.names)} have zero records: check that the data "
             "reached the model, or audit others (NeighbourOptions(observed=[...]))"
         )
+
+
+def _potentials(model, settings: Settings) -> Potentials:
+    """The model the audit reads: its Potentials of one term per record as observed variables.
+
+    Refuses, before any work, Potentials whose records cannot be audited
+    (:func:`_check_potentials`).
+    """
+    if model is None:
+        return Potentials(None, {})
+    pots = potentials_as_observed(model)
+    _check_potentials(pots, settings)
+    return pots
+
+
+def _check_potentials(pots: Potentials, settings: Settings) -> None:
+    """Refuse, before any work, what the records of a Potential cannot give.
+
+    A Potential reading data whose records are not proven (unless the neighbours are named
+    from the other observed variables: then a warning); replacing a Potential's record
+    (several arrays, no one value); a Potential's record split into its values.
+    """
+    chosen = settings.neighbour.observed
+    if pots.unproven and not pots.model.observed_RVs:
+        raise ValueError(
+            "the model has no observed variable, and no Potential with one element per record "
+            f"to audit as one: {pots.unproven[0].advice()}"
+        )
+    if pots.unproven and chosen is None:
+        raise ValueError(
+            f"{pots.unproven[0].advice()}. To audit the observed variables' records only, "
+            "name them: NeighbourOptions(observed=[...])"
+        )
+    audited = [n for n in pots.audited if chosen is None or n in chosen]
+    if not audited:
+        return
+    if settings.replace:
+        p = pots.found[audited[0]]
+        raise ValueError(
+            f"neighbour='replace' cannot replace a record of the Potential {p.name!r}: a "
+            f"record is a row of several arrays ({', '.join(p.arrays)}), with no one value "
+            "to replace. Use neighbour='remove', or leave its records out of the neighbours "
+            "(NeighbourOptions('replace', observed=[...]) naming the observed variables)."
+        )
+    if settings.neighbour.records == "elements":
+        raise ValueError(
+            f"records='elements' would split each record of the Potential {audited[0]!r} "
+            "(one element, reading one row of its data) into its values: use records='auto' "
+            "or 'rows', or leave it out (NeighbourOptions(observed=[...]))"
+        )
+
+
+def _potential_records(structures: dict, routes: dict, replace: bool, pots: Potentials):
+    """:func:`_record_lines`, each audited Potential's line in place of its variable's."""
+    records = _record_lines(structures, routes, replace)
+    names = [name for name in pots.audited if name in structures]
+    if not names:
+        return records
+    own = tuple(f"{name!r}:" for name in names)
+    return [r for r in records if not r.startswith(own)] + [
+        pots.found[name].describe() for name in names
+    ]
 
 
 def _potential_messages(weighted: dict, ll: LogLikelihood) -> list[str]:
@@ -313,12 +370,14 @@ def _check_draws_per_bin(n_samples: int, bins: int) -> None:
         )
 
 
-def _log_likelihood(idata, model, settings: Settings, observed_data):
+def _log_likelihood(idata, model, settings: Settings, observed_data, potentials=()):
     """``(ll, factorised, notes, structures, routes)``: the pointwise log-likelihood.
 
     Refits only (``factorised`` False): the records' layout. ``structures`` says per
     observed variable what a record is (read from the graph, with the model), ``routes``
-    how each coupled variable's conditionals were computed (by name).
+    how each coupled variable's conditionals were computed (by name). ``potentials``:
+    observed variables of ``model`` that are the user's Potentials, which a stored
+    ``log_likelihood`` group lacks (computed here).
 
     With the model, the graph says whether each observed variable's records are coupled
     (:func:`~pymc_edp.model.structure.read_structure`); those are reweighted by their
@@ -337,7 +396,7 @@ def _log_likelihood(idata, model, settings: Settings, observed_data):
             return streamed, True, [], structures, routes
     notes: list[str] = []
     try:
-        ll_ds = ensure_log_likelihood(idata, model, progressbar=False)
+        ll_ds = ensure_log_likelihood(idata, model, progressbar=False, also=potentials)
         if model is None:
             notes = _assumed_factorised(ll_ds, observed)
         else:

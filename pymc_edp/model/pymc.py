@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
@@ -55,10 +56,22 @@ _NO_LOGLIK = (
 )
 
 
-def ensure_log_likelihood(idata, model=None, *, progressbar: bool = False) -> xr.Dataset:
-    """The ``log_likelihood`` group of ``idata``, computed from ``model`` when missing."""
+def ensure_log_likelihood(
+    idata, model=None, *, progressbar: bool = False, also: Sequence[str] = ()
+) -> xr.Dataset:
+    """The ``log_likelihood`` group of ``idata``, computed from ``model`` when missing.
+
+    ``also``: observed variables of ``model`` the group may lack (the user's Potentials
+    audited as observed variables, :mod:`pymc_edp.model.potentials`), computed and added.
+    """
     if has_group(idata, "log_likelihood"):
-        return get_group(idata, "log_likelihood")
+        group = get_group(idata, "log_likelihood")
+        missing = [name for name in also if name not in group]
+        if not missing or model is None:
+            return group
+        _check_posterior_has_free_rvs(idata, model)
+        extra = compute_log_likelihood(idata, model, var_names=missing, progressbar=progressbar)
+        return group.assign({name: extra[name] for name in missing})
     if model is None:
         raise ValueError(_NO_LOGLIK)
     _check_posterior_has_free_rvs(idata, model)
