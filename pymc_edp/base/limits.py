@@ -68,7 +68,9 @@ REASONS = {
 REMEDIES = {
     SMOOTHING: "audit with smoothing=None (weighted bins are never empty)",
     FEW_DRAWS: "draw more samples, or refit it (method='auto' with model=)",
-    EMPTY_BIN: "refit it with the pooled estimator (RefitOptions(estimator='pooled'))",
+    EMPTY_BIN: "refit it with the pooled estimator (RefitOptions(estimator='pooled')), or, "
+    "where a coupled likelihood's refit counts its own draws, with more draws "
+    "(RefitOptions(draws=...))",
     UNVERIFIED: "raise VerifyOptions(max_refits=...) or time_budget, or use method='refit'",
     NOT_EVALUATED: "raise RefitOptions(max_refits=...), or rerun with the same checkpoint to "
     "refit only what is missing",

@@ -190,7 +190,8 @@ class CoupledLikelihood:
 
         if not self.symbolic:
             raise NonFactorisedError(
-                f"the conditionals of {self.name!r} ({self.route}) are not a graph",
+                f"the conditionals of {self.name!r} are computed numerically (checked "
+                "Gaussian or quadrature), not a graph",
                 name=self.name,
             )
         y = self._y
