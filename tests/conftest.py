@@ -17,6 +17,24 @@ settings.register_profile("explore", database=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.hookimpl(trylast=True)  # after -m has deselected what it does not select
+def pytest_collection_modifyitems(config, items):
+    """With ``PYMC_EDP_SHARD=k/n``, keep every n-th test from the k-th (by node id).
+
+    .ci/run runs the slow tests split over its two stacks this way; unset, nothing changes.
+    """
+    shard = os.environ.get("PYMC_EDP_SHARD")
+    if not shard:
+        return
+    k, n = (int(part) for part in shard.split("/"))
+    order = {nodeid: i for i, nodeid in enumerate(sorted(item.nodeid for item in items))}
+    keep = [item for item in items if order[item.nodeid] % n == k]
+    drop = [item for item in items if order[item.nodeid] % n != k]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture
 def rng():
     """A seeded generator; each test gets the same stream."""

@@ -522,6 +522,37 @@ def gp_marginal():
     return model, fit(model)
 
 
+def car_areas():
+    """A conditional autoregression over 16 areas on a line (``pm.CAR`` observed).
+
+    Its log-density is one term of shape (1,) over the areas (it crashed the layout check).
+    """
+    rng = _rng(24)
+    n = 16
+    w = np.diag(np.ones(n - 1), 1) + np.diag(np.ones(n - 1), -1)
+    y = rng.normal(0.0, 1.0, n)
+    y[5] += 3.0
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        tau = pm.Gamma("tau", 2.0, 1.0)
+        pm.CAR("y", mu=mu * np.ones(n), W=w, alpha=0.8, tau=tau, observed=y)
+    return model, fit(model)
+
+
+def ar_missing():
+    """An AR(1) series with one missing value (``nan``), which PyMC imputes."""
+    rng = _rng(25)
+    y = np.zeros(N)
+    for t in range(1, N):
+        y[t] = 0.6 * y[t - 1] + rng.normal(0.0, 0.5)
+    y[N // 2] = np.nan
+    with pm.Model() as model:
+        rho = pm.Normal("rho", 0.0, 0.5)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.AR("y", rho=[rho], sigma=sigma, init_dist=pm.Normal.dist(0.0, 1.0), observed=y)
+    return model, fit(model)
+
+
 def stochastic_volatility():
     """The gallery's stochastic volatility: a Gaussian random walk of log volatility."""
     rng = _rng(23)
@@ -567,7 +598,8 @@ FACTORISED: dict[str, Callable] = {
 }
 
 #: The gallery idioms that stopped the audit before issue 31 (observed pm.Data, initval=, a
-#: correlation matrix in var_names, coupled likelihoods), and stochastic volatility.
+#: correlation matrix in var_names, coupled likelihoods), stochastic volatility, and those
+#: found beside issue 39 (``pm.CAR``, an AR series with a missing value).
 GALLERY: dict[str, Callable] = {
     f.__name__: f
     for f in (
@@ -577,6 +609,8 @@ GALLERY: dict[str, Callable] = {
         ar_series,
         gp_marginal,
         stochastic_volatility,
+        car_areas,
+        ar_missing,
     )
 }
 

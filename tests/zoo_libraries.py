@@ -20,7 +20,7 @@ build the same likelihoods with PyMC alone, written as users write them:
 
 Each builder returns ``(model, idata)`` fitted as :func:`zoo.fit` fits. ``benchmarks/
 libraries/equivalence.py`` checks each hand-written log-density against the library's own at
-the same parameters. Not wired into ``tests/test_zoo.py`` yet.
+the same parameters. ``tests/test_zoo.py`` audits each (``test_library_model_audits``).
 """
 
 from __future__ import annotations
@@ -94,9 +94,9 @@ def local_level_model(y, sigma_level=None, sigma_obs=None) -> pm.Model:
     return model
 
 
-def local_level_kalman():
-    """Local level on the Nile, variances free: a hand-written Kalman filter (scan)."""
-    model = local_level_model(nile())
+def local_level_kalman(years: int | None = None):
+    """Local level on the Nile (its first ``years``), variances free: a Kalman filter (scan)."""
+    model = local_level_model(nile()[:years])
     return model, fit(model)
 
 
