@@ -307,8 +307,9 @@ def _epsilon_kernel(lw, index, n_bins, full, full0, smoothing):
                 d0 = abs(log_m[j] - full0[p, j])  # full-data bins are never empty
                 if d0 > best0:
                     best0 = d0
-            eps[i, p] = best
-            eps0[i, p] = best0
+            # no bin compared (NaN weights): no estimate, never the -1 it started at
+            eps[i, p] = best if best >= 0.0 else np.nan
+            eps0[i, p] = best0 if best0 >= 0.0 else np.nan
             argbin[i, p] = best_j
             draws[i, p] = ess[best_j]
     return eps, argbin, eps0, draws
