@@ -34,9 +34,10 @@ def test_neighbour_model_leaves_a_coupled_record_unobserved():
         return stats.norm.logpdf(m) + stats.multivariate_normal(m * np.ones(4), cov).logpdf(values)
 
     point = {"m": np.array(0.7), "edp_missing_y": np.array([5.0])}
-    # no record left out: the model's own density, the free value a standard normal apart
+    # no record left out: the model's own density, the free value apart (a normal of mean 1,
+    # unnormalised, so that a sampler starting at 0 sees a gradient)
     assert logp(point) == pytest.approx(
-        reference(0.7, y) + stats.norm.logpdf(5.0) + 0.5 * np.log(2 * np.pi)
+        reference(0.7, y) + stats.norm.logpdf(5.0, 1.0) + 0.5 * np.log(2 * np.pi)
     )
     with nb:
         pm.set_data({"edp_idx_y": np.array([2]), "edp_on_y": np.array([1.0])})
@@ -49,7 +50,7 @@ def test_neighbour_model_leaves_a_coupled_record_unobserved():
     with nb:
         pm.set_data({"edp_on_y": np.array([0.0]), "edp_alt_y": alt})
     assert logp(point) == pytest.approx(
-        reference(0.7, alt) + stats.norm.logpdf(5.0) + 0.5 * np.log(2 * np.pi), rel=1e-12
+        reference(0.7, alt) + stats.norm.logpdf(5.0, 1.0) + 0.5 * np.log(2 * np.pi), rel=1e-12
     )
 
 
