@@ -9,16 +9,15 @@ with an AR(1) covariance, ``pm.gp.Marginal`` with fixed kernel hyperparameters a
 mean, ``pm.AR`` with a constant and a known coefficient; each has an outlying record.
 """
 
-import inspect
 import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 import pytest
 from scipy import stats
+from zoo_libraries import kalman_terms
 
 import pymc_edp as edp
 from pymc_edp.model.compat import get_group
@@ -272,23 +271,7 @@ P0 = 4.0  # the filter's initial state variance
 
 def _kalman_terms(v, sigma_level, sigma_obs, level0):
     """A local-level Kalman filter, ``log p(y_t | y_1..y_t-1)`` per time step (a scan)."""
-
-    def step(y_t, a, p, s2l, s2o):
-        f = p + s2o
-        e = y_t - a
-        k = p / f
-        return a + k * e, p * (1 - k) + s2l, -0.5 * (pt.log(2 * np.pi * f) + e**2 / f)
-
-    new_api = "return_updates" in inspect.signature(pytensor.scan).parameters  # PyTensor 3
-    start = [pt.cast(pt.squeeze(level0), "float64"), pt.as_tensor(np.float64(P0)), None]
-    outputs = pytensor.scan(
-        step,
-        sequences=[v],
-        outputs_info=start,
-        non_sequences=[pt.squeeze(sigma_level) ** 2, pt.squeeze(sigma_obs) ** 2],
-        **({"return_updates": False} if new_api else {}),
-    )
-    return (outputs if new_api else outputs[0])[-1]
+    return kalman_terms(v, level0, sigma_level, sigma_obs, p0=P0)
 
 
 def _by_record(res) -> np.ndarray:
@@ -436,7 +419,7 @@ def _gauss_laplace_logp(v, mu):
 
 def _walk_reference(name, y, axis):
     """Exact B-EDP of the walk ``name`` on a grid ``axis`` of its one parameter."""
-    from reference.coupled_grid import bedp, grid_weights, skew_normal_logpdf, walk_log_lik
+    from reference.coupled_grid import bedp, joint_log_lik, skew_normal_logpdf, walk_log_lik
 
     nodes = np.linspace(y.min() - 8, y.max() + 8, 4001)
     p = axis[:, None]
@@ -459,14 +442,7 @@ def _walk_reference(name, y, axis):
                 stats.norm.logpdf(z[..., 0], 0, 10)
             )
 
-        full = joint(y[None, None, :])[:, 0]
-        loo = []
-        for i in range(y.size):
-            z = np.broadcast_to(y, (nodes.size, y.size)).copy()
-            z[:, i] = nodes
-            terms = joint(z[None])
-            top = terms.max(axis=1, keepdims=True)
-            loo.append(np.log((np.exp(terms - top) * grid_weights(nodes)).sum(axis=1)) + top[:, 0])
+        full, loo = joint_log_lik(y, joint, nodes)
     else:
         prior = stats.norm.logpdf(axis, 0, 3)
 
@@ -474,14 +450,7 @@ def _walk_reference(name, y, axis):
             smooth = np.abs(np.diff(z, axis=-1)).sum(axis=-1) / 0.5
             return stats.norm.logpdf(z, p[..., None], 2.0).sum(axis=-1) - smooth
 
-        full = joint(y[None, None, :])[:, 0]
-        loo = []
-        for i in range(y.size):
-            z = np.broadcast_to(y, (nodes.size, y.size)).copy()
-            z[:, i] = nodes
-            terms = joint(z[None])
-            top = terms.max(axis=1, keepdims=True)
-            loo.append(np.log((np.exp(terms - top) * grid_weights(nodes)).sum(axis=1)) + top[:, 0])
+        full, loo = joint_log_lik(y, joint, nodes)
     return bedp(prior, full, np.stack(loo), [axis], BINS)
 
 

@@ -64,6 +64,7 @@ def kalman_terms(y, level0, sigma_level, sigma_obs, p0=P0):
 
     # CustomDist hands its scalar parameters over with shape (1,)
     level0, sigma_level, sigma_obs = (pt.squeeze(v) for v in (level0, sigma_level, sigma_obs))
+    level0 = pt.cast(level0, "float64")  # the scan's state: a float level0 is float32
     _, _, ll = pytensor.scan(
         step,
         sequences=[y],

@@ -28,6 +28,7 @@ from pymc_edp.refit.options import (
 )
 from pymc_edp.refit.outcome import Refits
 from pymc_edp.refit.run import (
+    FAILED_REFITS,
     RefitProblem,
     RefitSetupError,
     refit_neighbours,
@@ -133,7 +134,7 @@ class Refitter:
             warm_start=short is not None,
         )
         if short is not None:  # a failed short refit is refitted at full length
-            refit_messages = [m for m in refit_messages if "refit(s) failed" not in m]
+            refit_messages = [m for m in refit_messages if FAILED_REFITS not in m]
         self.messages.extend(refit_messages)
         self.outcomes.update(run.outcomes)
         est = self.estimates

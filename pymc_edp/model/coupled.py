@@ -394,7 +394,7 @@ class CoupledLikelihood:
 
     def _quadrature(self, draws, fd, ats):
         """``f(y with y_e = at_e) - log integral of exp(f(y with y_e = t)) dt`` per element."""
-        q, g, h = fd["q"], fd["g"], fd["h"]
+        q, h = fd["q"], fd["h"]
         n_samples, n = q.shape
         y = self._data.ravel()
         # searched from each record's own value (in the support, near the mass), in steps of
@@ -403,7 +403,6 @@ class CoupledLikelihood:
         scale = np.where(good, 1.0 / np.sqrt(np.where(good, q, 1.0)), h)
         scale = np.clip(scale, h / 100, 100 * h)
         centre = np.broadcast_to(y, scale.shape)
-        del g
         s_of = np.repeat(np.arange(n_samples), n)
         e_of = np.tile(np.arange(n), n_samples)
 

@@ -125,8 +125,8 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
         clone.set_initval(clone[name], value)
     point = clone.initial_point()
     if coupled is None:
-        coupled = {rv.name: 1 for rv in _observed_rvs(clone, observed)}
-        coupled = {n: 1 for n in coupled if read_structure(clone, clone[n]).coupled}
+        rvs = _observed_rvs(clone, observed)
+        coupled = {rv.name: 1 for rv in rvs if read_structure(clone, rv).coupled}
     terms = []
     with clone:
         for rv in _observed_rvs(clone, observed):

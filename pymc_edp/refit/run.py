@@ -54,7 +54,11 @@ _log = logging.getLogger("pymc_edp")
 #: (``benchmarks/refit_records.py``) and the tests' reference.
 _OWN_RECORDS = True
 
+#: How the warning about failed refits begins (after their count).
+FAILED_REFITS = "refit(s) failed and kept their reweighted estimate"
+
 __all__ = [
+    "FAILED_REFITS",
     "RefitEstimate",
     "RefitInterrupted",
     "RefitProblem",
@@ -803,7 +807,7 @@ def _outcome_messages(
     messages = []
     if failed:
         messages.append(
-            f"{len(failed)} refit(s) failed and kept their reweighted estimate: "
+            f"{len(failed)} {FAILED_REFITS}: "
             + "; ".join(failed[:5])
             + ("..." if len(failed) > 5 else "")
         )

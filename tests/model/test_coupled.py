@@ -7,16 +7,15 @@ from the covariance (drop row and column ``i``). Tolerances are the routes' stat
 1e-8 for the Gaussian routes, 1e-7 for quadrature of smooth densities, 1e-4 with a kink.
 """
 
-import inspect
 import itertools
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 import pytest
 import xarray as xr
 from scipy import integrate, stats
+from zoo_libraries import kalman_terms
 
 from pymc_edp.model.coupled import CoupledLikelihood, record_logp
 from pymc_edp.model.loglik import NonFactorisedError
@@ -58,23 +57,7 @@ def _loo_by_quad(logf, y, i, at=None, points=None):
 # ---------------------------------------------------------------------------- models
 def _kalman_terms(y, sigma_level, sigma_obs):
     """A local-level Kalman filter: ``log p(y_t | y_1..y_t-1)``, one term per time step."""
-
-    def step(y_t, a, p, s2l, s2o):
-        f = p + s2o
-        v = y_t - a
-        k = p / f
-        return a + k * v, p * (1 - k) + s2l, -0.5 * (pt.log(2 * np.pi * f) + v**2 / f)
-
-    zero, p0 = pt.as_tensor(np.float64(0.0)), pt.as_tensor(np.float64(P0))
-    new_api = "return_updates" in inspect.signature(pytensor.scan).parameters  # PyTensor 3
-    outputs = pytensor.scan(
-        step,
-        sequences=[y],
-        outputs_info=[zero, p0, None],
-        non_sequences=[pt.squeeze(sigma_level) ** 2, pt.squeeze(sigma_obs) ** 2],
-        **({"return_updates": False} if new_api else {}),
-    )
-    return (outputs if new_api else outputs[0])[-1]
+    return kalman_terms(y, 0.0, sigma_level, sigma_obs, p0=P0)
 
 
 P0 = 10.0  # the filter's initial state variance

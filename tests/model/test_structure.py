@@ -4,14 +4,13 @@ The references are the models' definitions: a likelihood is factorised exactly w
 its terms reads its own record's value only. Every model is written as users write it.
 """
 
-import inspect
 import re
 
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 import pytest
+from zoo_libraries import kalman_terms
 
 from pymc_edp.model.structure import (
     likelihood_terms,
@@ -30,23 +29,7 @@ def _data(k, size=N):
 
 def _kalman_terms(y, sigma_level, sigma_obs):
     """A local-level Kalman filter: ``log p(y_t | y_1..y_t-1)``, one term per time step."""
-
-    def step(y_t, a, p, s2l, s2o):
-        f = p + s2o
-        v = y_t - a
-        k = p / f
-        return a + k * v, p * (1 - k) + s2l, -0.5 * (pt.log(2 * np.pi * f) + v**2 / f)
-
-    zero, big = pt.as_tensor(np.float64(0.0)), pt.as_tensor(np.float64(1e3))
-    new_api = "return_updates" in inspect.signature(pytensor.scan).parameters  # PyTensor 3
-    outputs = pytensor.scan(
-        step,
-        sequences=[y],
-        outputs_info=[zero, big, None],
-        non_sequences=[pt.squeeze(sigma_level) ** 2, pt.squeeze(sigma_obs) ** 2],
-        **({"return_updates": False} if new_api else {}),
-    )
-    return (outputs if new_api else outputs[0])[-1]
+    return kalman_terms(y, 0.0, sigma_level, sigma_obs, p0=1e3)
 
 
 def _skew_walk(v, sigma, alpha):

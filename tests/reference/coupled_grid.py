@@ -110,6 +110,24 @@ def walk_log_lik(y, log_step, missing=None, nodes=None):
     return base + integral + first
 
 
+def joint_log_lik(y, joint, nodes):
+    """``(full, loo)`` of any joint log-likelihood ``joint`` on a parameter grid.
+
+    ``joint(z)`` takes values ``z`` of shape ``(1, m, n)`` and returns ``(P, m)`` (the
+    parameter grid first). ``full`` is ``joint`` at ``y``; row ``i`` of ``loo`` integrates
+    ``y_i`` out on ``nodes`` (trapezoid rule), the other values fixed.
+    """
+    full = joint(y[None, None, :])[:, 0]
+    loo = []
+    for i in range(y.size):
+        z = np.broadcast_to(y, (nodes.size, y.size)).copy()
+        z[:, i] = nodes
+        terms = joint(z[None])
+        top = terms.max(axis=1, keepdims=True)
+        loo.append(np.log((np.exp(terms - top) * grid_weights(nodes)).sum(axis=1)) + top[:, 0])
+    return full, np.stack(loo)
+
+
 def skew_normal_logpdf(d, sigma, alpha):
     """``log SN(d; 0, sigma, alpha)``, stable far in the tails (``log_ndtr``)."""
     z = d / sigma
