@@ -252,7 +252,12 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     est = refitter.estimates
     n = est["eps"].shape[0]
     check = Verification.off(n, None)
+    # a refit estimated from its own draws (coupled records) takes the largest of its noisy
+    # (parameter, bin) log ratios: its z is compared at the family-wise level of z over them
     raw = not refitter.problem.density_ratio
+    n_pairs = int(np.sum(refitter.problem.bins.n_bins)) if raw else 0
+    if n_pairs > 1:
+        vopts = dataclasses.replace(vopts, z=family_z(vopts.z, n_pairs))
     eps = est.epsilon()
     eligible = np.isin(est["method"], ["psis", "moment_match"]) & np.isfinite(eps)
     if not eligible.any():
@@ -268,13 +273,6 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     rest = cand[vopts.top :]
     batch = np.concatenate([cand[: vopts.top], rest[resolvable[rest]]])
     batch = batch[: vopts.max_refits]
-    # a refit estimated from its own draws (coupled records) takes the largest of its noisy
-    # (parameter, bin) log ratios, all against the same full-data draws: its z is compared at
-    # the family-wise level of z over those of the first batch of refits, so that
-    # "reweighting is unreliable for this model" is said wrongly at most that often
-    n_family = int(np.sum(refitter.problem.bins.n_bins)) * batch.size if raw else 0
-    if n_family > 1:
-        vopts = dataclasses.replace(vopts, z=family_z(vopts.z, n_family))
     done, factor, n_short = 0, 1.0, 0
     short = short_options(refitter.settings.refit) if vopts.early_stop else None
     left = np.array([], dtype=np.int64)
@@ -315,7 +313,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
     short_draws = short.draws if short is not None else 0
     run = _Run(
-        vopts, done, left, pending, time.perf_counter() - start, n_short, short_draws, n_family
+        vopts, done, left, pending, time.perf_counter() - start, n_short, short_draws, n_pairs
     )
     return _verification_outcome(check, refitter.estimates, refitter.problem.neighbours, run)
 
@@ -426,7 +424,7 @@ class _Run:
     seconds: float
     n_short: int = 0  # refits that stopped early: their comparison was settled
     short_draws: int = 0
-    n_family: int = 0  # raw refits: the (refit, parameter, bin) triples z is family-wise over
+    n_pairs: int = 0  # raw refits: the (parameter, bin) pairs their maximum is taken over
 
     def short(self) -> str:
         """How many refits stopped early, for the note ("" for none)."""
@@ -439,11 +437,11 @@ class _Run:
 
     def threshold(self) -> str:
         """The z threshold, and why it is above the options' for raw refits."""
-        if not self.n_family:
+        if not self.n_pairs:
             return f"threshold {self.vopts.z:g}"
         return (
-            f"threshold {self.vopts.z:.2f}: the same level over the {self.n_family} (refit, "
-            "parameter, bin) log ratios of the first refits, each estimated from its own draws"
+            f"threshold {self.vopts.z:.2f}: the same level over the {self.n_pairs} (parameter, "
+            "bin) pairs whose largest log ratio a refit estimated from its own draws takes"
         )
 
     def budget(self) -> str:
