@@ -21,7 +21,7 @@ from pymc_edp.auditing.settings import Settings, Smoothing
 from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.base.common import resolve_seed
 from pymc_edp.base.validate import check_choice, check_int
-from pymc_edp.model.compat import check_container, load_in_memory
+from pymc_edp.model.compat import check_container, get_group, has_group, load_in_memory
 from pymc_edp.model.moment_match import MomentMatchOptions
 from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.pymc import check_model, fit_for_model, resolve_model
@@ -142,6 +142,8 @@ def audit(
     check_container(idata)
     idata = load_in_memory(idata)  # a fit opened lazily as a whole: all but the log-likelihood
     idata = fit_for_model(idata, model)  # e.g. the offsets bambi leaves out, recovered
+    if has_group(idata, "posterior"):  # refits sized like the fit unless told otherwise
+        settings = settings.sized_for(get_group(idata, "posterior"))
     inp = read_inputs(idata, model, settings, var_names=var_names, filter_vars=filter_vars)
     reweighted = reweight(inp, settings)
     problem = refit_problem(inp, settings, reweighted.estimates)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import time
+from dataclasses import dataclass, field
 
 from pymc_edp.base.common import COUNT_SMOOTHING
 from pymc_edp.base.validate import check_real
@@ -46,6 +48,12 @@ class Settings:
     seed: int  # the seed used (drawn afresh when none was given)
     seed_given: bool = True  # a fresh seed does not stop a rerun resuming
     progressbar: bool = True
+    #: When the audit started (:func:`time.monotonic`): its time budget counts from here.
+    started: float = field(default_factory=time.monotonic, compare=False)
+
+    def sized_for(self, posterior) -> Settings:
+        """These settings with the refits' unset sizes the audited fit's (RefitOptions.for_fit)."""
+        return dataclasses.replace(self, refit=self.refit.for_fit(posterior))
 
     @property
     def replace(self) -> bool:

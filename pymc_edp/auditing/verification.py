@@ -114,25 +114,47 @@ class Refitter:
     """Runs refits; its own copy of the estimates (``.estimates``) takes their values."""
 
     def __init__(self, problem: RefitProblem, settings: Settings, config: dict, est: Estimates):
-        self.problem, self.settings, self.config = problem, settings, config
+        # refit sizes the audit did not take from the fit: PyMC's
+        self.problem, self.settings, self.config = problem, settings.sized_for(None), config
         self.estimates = est.copy()
         self.outcomes: dict = {}
         self.messages: list[str] = []
+        # why refits stopped (Ctrl-C, the time budget), and those of the last run left out
+        self.stopped: str | None = None
+        self.missing: tuple[int, ...] = ()
+
+    @property
+    def deadline(self) -> float | None:
+        """When the audit's time budget (``VerifyOptions(time_budget=)``) ends, if it has one."""
+        vopts = self.settings.verify
+        if vopts is None or vopts.time_budget is None:
+            return None
+        return self.settings.started + vopts.time_budget
 
     def run(self, indices: np.ndarray, short: RefitOptions | None = None) -> None:
-        """Refit ``indices`` (short, warm-started: with ``short``); successes replace estimates."""
+        """Refit ``indices`` (short, warm-started: with ``short``); successes replace estimates.
+
+        After an interruption or past the deadline nothing more runs: ``stopped`` says why,
+        ``missing`` which of ``indices`` have no refit.
+        """
+        indices = np.asarray(indices, dtype=np.int64)
+        if self.stopped is not None:
+            self.missing = tuple(int(k) for k in indices)
+            return
         options, config = self.settings.refit, self.config
         if short is not None:
             options, config = short, {**config, **short.config(), "warm_start": True}
         run, refit_messages = refit_neighbours(
-            np.asarray(indices, dtype=np.int64),
+            indices,
             self.problem,
             options,
             random_seed=self.settings.seed,
             config=config,
             progressbar=self.settings.progressbar,
             warm_start=short is not None,
+            deadline=self.deadline,
         )
+        self.stopped, self.missing = run.stopped, run.missing
         if short is not None:  # a failed short refit is refitted at full length
             refit_messages = [m for m in refit_messages if FAILED_REFITS not in m]
         self.messages.extend(refit_messages)
@@ -186,7 +208,9 @@ def refit_and_verify(
     refitter = Refitter(problem, settings, _checkpoint_config(inp, settings), est)
     if to_refit.size:
         refitter.run(to_refit)
-        if not (refitter.estimates["method"] == "refit").any():
+        if refitter.stopped is not None:
+            messages.append(_stopped_message(refitter, to_refit, inp.factorised))
+        elif not (refitter.estimates["method"] == "refit").any():
             messages.append(
                 f"none of the {to_refit.size} refit(s) succeeded (see res.pointwise['status']): "
                 "every epsilon is a reweighting estimate"
@@ -199,7 +223,13 @@ def refit_and_verify(
     errors = errors_of(refitter.estimates)
     n = len(inp.neighbours)
     check = Verification.off(n, settings.verify_reason)
-    if settings.verify is not None:
+    if refitter.stopped is not None:  # the refits asked for are not all there: no verification
+        check = (
+            _all_refitted(refitter.estimates)
+            if not inp.factorised
+            else Verification.off(n, "unverified: the refits stopped (see the warnings)")
+        )
+    elif settings.verify is not None:
         if not inp.can_refit:
             check = Verification.off(n, "unverified: no model to refit (pass model=)")
         elif not inp.factorised:
@@ -213,6 +243,21 @@ def refit_and_verify(
     messages += [*refitter.messages, *check.messages]
     refits = Refits(refitter.outcomes) if refitter.outcomes else None
     return Verified(refitter.estimates, check, errors, refits, tuple(messages))
+
+
+def _stopped_message(refitter: Refitter, asked: np.ndarray, factorised: bool) -> str:
+    """What an interruption or the time budget left of the refits ``asked``."""
+    nbs, missing = refitter.problem.neighbours, np.asarray(refitter.missing, dtype=np.int64)
+    ran = asked.size - missing.size
+    keep = (
+        "they keep their reweighted estimates"
+        if factorised
+        else "they are not evaluated, so epsilon is a lower bound"
+    )
+    return (
+        f"{ran} of {asked.size} refits finished and {missing.size} did not "
+        f"({_labels(nbs, missing, 10)}): {keep}; {refitter.stopped}"
+    )
 
 
 def _checkpoint_config(inp: Inputs, settings: Settings) -> dict:
@@ -280,7 +325,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     # estimates they check: one that agrees confirms the estimate, which stays
     while batch.size:
         before = eps[batch].copy()
-        snapshot = refitter.estimates.copy() if raw else None
+        snapshot = refitter.estimates.copy()
         try:
             full = batch
             if short is not None:
@@ -288,13 +333,16 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
                 frac = short.draws / refitter.settings.refit.draws
                 full = _undecided(refitter.estimates, batch, before, se_before[batch], vopts, frac)
                 n_short += batch.size - full.size
-            if full.size:
+            if full.size and refitter.stopped is None:
                 refitter.run(full)
         except RefitSetupError as err:  # before any sampling: nothing to confirm with
             return _unverified(check, f"this model cannot be refitted ({err})")
+        if refitter.stopped is not None:  # interrupted, or out of time: what is there is kept
+            refitter.estimates = snapshot
+            return _cut_short(check, refitter, batch, done)
         done += batch.size
         factor = max(factor, _compare(check, refitter.estimates, batch, before, se_before, vopts))
-        if snapshot is not None:
+        if raw:
             for k in batch[check.code[batch] == VERIFY_AGREE]:
                 refitter.estimates.take_row(int(k), snapshot)
         if not (check.code == VERIFY_DISAGREE).any():
@@ -304,7 +352,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
         left = np.flatnonzero(todo)
         left = left[np.argsort(-eps[left], kind="stable")]
         budget = vopts.max_refits - done
-        late = vopts.time_budget is not None and time.perf_counter() - start > vopts.time_budget
+        late = refitter.deadline is not None and time.monotonic() > refitter.deadline
         if not left.size or budget <= 0 or late:
             break
         batch = left[: min(vopts.top, budget)]
@@ -312,9 +360,9 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     # pending: estimates at a limit a refit would resolve, that the budget left unrefitted
     pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
     short_draws = short.draws if short is not None else 0
-    run = _Run(
-        vopts, done, left, pending, time.perf_counter() - start, n_short, short_draws, n_pairs
-    )
+    seconds = time.perf_counter() - start
+    size = refitter.settings.refit.size()
+    run = _Run(vopts, done, left, pending, seconds, n_short, short_draws, n_pairs, size)
     return _verification_outcome(check, refitter.estimates, refitter.problem.neighbours, run)
 
 
@@ -344,6 +392,7 @@ def short_options(refit: RefitOptions) -> RefitOptions | None:
 
     None with ``build_model`` (no model to start warm from) or too few draws to shorten.
     """
+    refit = refit.for_fit()
     draws = max(_SHORT_MIN_DRAWS, int(refit.draws * _SHORT_FRACTION))
     if refit.build_model is not None or draws >= refit.draws:
         return None
@@ -425,6 +474,7 @@ class _Run:
     n_short: int = 0  # refits that stopped early: their comparison was settled
     short_draws: int = 0
     n_pairs: int = 0  # raw refits: the (parameter, bin) pairs their maximum is taken over
+    size: str = ""  # what each refit sampled (RefitOptions.size)
 
     def short(self) -> str:
         """How many refits stopped early, for the note ("" for none)."""
@@ -471,7 +521,10 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
         f"(worst: {nbs.labels[worst]}, {check.checked[worst]:.3f} estimated vs "
         f"{check.refit[worst]:.3f} refitted, z = {check.z[worst]:.1f})"
     )
-    refitted = f"verification refitted {run.done} neighbours, worst first, and uses their values"
+    each = f" ({run.size} each)" if run.size else ""
+    refitted = (
+        f"verification refitted {run.done} neighbours{each}, worst first, and uses their values"
+    )
     if run.left.size:
         for k in run.left:  # could still set epsilon: their estimates are lower bounds
             p = int(np.nanargmax(np.nan_to_num(est["eps"][k], nan=-np.inf)))
@@ -488,6 +541,27 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
         f"corrected by refits: {detail}; {refitted}, until no other could reach epsilon"
         f"{run.short()}",
         f"Reweighting is unreliable for this model: {detail}; {refitted}.",
+    )
+
+
+def _cut_short(check: Verification, refitter: Refitter, batch: np.ndarray, done: int):
+    """Unverified: an interruption or the budget stopped a batch; its refits are not used.
+
+    The estimates stay those before the batch; the note names the refits that finished
+    (kept in ``res.refits`` and the checkpoint) and those missing.
+    """
+    nbs = refitter.problem.neighbours
+    missing = np.asarray([k for k in batch if k in set(refitter.missing)], dtype=np.int64)
+    ran = np.asarray([k for k in batch if k not in set(missing)], dtype=np.int64)
+    reason = (
+        f"verification stopped after {done + ran.size} refit(s): of the last {batch.size}, "
+        f"{ran.size} finished ({_labels(nbs, ran, 10) or 'none'}) and {missing.size} did not "
+        f"({_labels(nbs, missing, 10)}); {refitter.stopped}"
+    )
+    return check.but(
+        "unverified",
+        f"unverified: {reason}",
+        f"the headline is unverified, epsilon rests on reweighting alone: {reason}",
     )
 
 
@@ -508,7 +582,7 @@ def _agreement(check: Verification, nbs, run: _Run, checked: int, n_failed: int)
     agree = (
         f"refitting the {checked} worst neighbours: their refits agree with the estimates "
         f"within Monte-Carlo error (largest |z| = {zmax:.1f}, {run.threshold()}; "
-        f"{run.seconds:.1f} s{run.short()})"
+        f"{run.size}{', ' if run.size else ''}{run.seconds:.1f} s{run.short()})"
     )
     pending = run.pending
     if pending.size:  # lower bounds the budget left: nothing confirms them

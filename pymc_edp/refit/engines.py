@@ -49,7 +49,13 @@ class RefitInterrupted(KeyboardInterrupt):
     ... except KeyboardInterrupt as err:
     ...     print(type(err).__name__, "-", err)
     RefitInterrupted - refits interrupted: 12 of 40 saved in ckpt
+
+    ``outcomes`` holds the refits that finished before it, by task index.
     """
+
+    def __init__(self, *args, outcomes: dict | None = None):
+        super().__init__(*args)
+        self.outcomes = dict(outcomes or {})
 
 
 @runtime_checkable

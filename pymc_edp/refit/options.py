@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -20,6 +22,8 @@ __all__ = [
 ]
 
 ESTIMATORS = ("pooled", "raw")
+#: Refit sizes when neither the options nor the fit give them (PyMC's ``pm.sample``).
+DEFAULT_SIZE = {"draws": 1000, "tune": 1000, "chains": 2}
 #: Per-neighbour verification codes (``pointwise["verification"]``, CF flag values).
 VERIFY_AGREE, VERIFY_DISAGREE, VERIFY_FAILED = 1, 2, 3
 VERIFICATION_MEANINGS = ("unchecked", "agrees", "disagrees", "failed")
@@ -51,8 +55,10 @@ class RefitOptions:
 
     Parameters
     ----------
-    draws, tune, chains : int, default 1000, 1000, 2
-        Per refit.
+    draws, tune, chains : int, optional
+        Per refit. Default: the audited fit's, as its posterior records them (draws and
+        chains per chain, ``tuning_steps``), else PyMC's 1000, 1000 and 2
+        (:meth:`for_fit`).
     engine : {"nutpie", "pymc", None}, default None
         Refit sampler; None picks nutpie when installed (PyMC for discrete latent
         variables). Either compiles the neighbour model once and swaps its data.
@@ -93,8 +99,8 @@ class RefitOptions:
     Examples
     --------
     >>> opts = edp.RefitOptions(draws=500, tune=500, max_refits=10)
-    >>> opts.chains, opts.estimator
-    (2, 'pooled')
+    >>> opts.chains, opts.for_fit().chains, opts.estimator
+    (None, 2, 'pooled')
     >>> edp.RefitOptions.coerce({"draws": 200}).draws
     200
     >>> edp.RefitOptions(verify={"top": 3}, retry={"divergent"}).verify.top
@@ -103,9 +109,9 @@ class RefitOptions:
     ((), ('divergent', 'failed'))
     """
 
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 2
+    draws: int | None = None
+    tune: int | None = None
+    chains: int | None = None
     engine: str | None = None
     executor: object = None
     checkpoint: str | os.PathLike | None = None
@@ -117,9 +123,9 @@ class RefitOptions:
     verify: VerifyOptions | Mapping | bool | None = None
 
     def __post_init__(self):
-        check_int(self.draws, "draws", 1)
-        check_int(self.tune, "tune", 0)
-        check_int(self.chains, "chains", 1)
+        check_int(self.draws, "draws", 1, allow_none=True)
+        check_int(self.tune, "tune", 0, allow_none=True)
+        check_int(self.chains, "chains", 1, allow_none=True)
         check_int(self.max_refits, "max_refits", 0, allow_none=True)
         check_choice(self.estimator, "estimator", ESTIMATORS)
         if self.engine is not None:
@@ -139,6 +145,36 @@ class RefitOptions:
     def coerce(cls, value: RefitOptions | Mapping | None) -> RefitOptions:
         """``value`` as options: None gives the defaults, a dict its fields."""
         return as_options(cls, value, "refit")
+
+    def for_fit(self, posterior=None) -> RefitOptions:
+        """These options with ``draws``, ``tune`` and ``chains`` left unset taken from the fit.
+
+        ``posterior``: the audited posterior (an xarray Dataset with ``chain`` and ``draw``
+        dimensions; its ``tuning_steps`` attribute, which PyMC and nutpie record); without
+        one, or where it does not say, PyMC's defaults.
+
+        Examples
+        --------
+        >>> post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((4, 500)))},
+        ...                   attrs={"tuning_steps": 300})
+        >>> opts = edp.RefitOptions(draws=200).for_fit(post)
+        >>> opts.draws, opts.tune, opts.chains
+        (200, 300, 4)
+        """
+        sizes = getattr(posterior, "sizes", {})
+        attrs = getattr(posterior, "attrs", {})
+        tuned = attrs.get("tuning_steps")
+        fit = dict(
+            draws=int(sizes.get("draw", DEFAULT_SIZE["draws"])),
+            tune=int(tuned) if isinstance(tuned, numbers.Integral) else DEFAULT_SIZE["tune"],
+            chains=int(sizes.get("chain", DEFAULT_SIZE["chains"])),
+        )
+        unset = {k: v for k, v in fit.items() if getattr(self, k) is None}
+        return dataclasses.replace(self, **unset) if unset else self
+
+    def size(self) -> str:
+        """What each refit samples, in words (after :meth:`for_fit`)."""
+        return f"{self.chains} chain(s) x {self.draws} draws after {self.tune} tuning steps"
 
     @property
     def retry_failed(self) -> bool:

@@ -207,6 +207,7 @@ def run_refits(
     progressbar: bool = True,
     retry_failed: bool = True,
     retry_divergent: bool = False,
+    deadline: float | None = None,
 ) -> dict[int, RefitOutcome]:
     """Run refit tasks, skipping those already checkpointed.
 
@@ -232,11 +233,19 @@ def run_refits(
         Sample a divergent refit again at a higher ``target_accept``
         (:func:`pymc_edp.refit.engines.stricter`), keeping the first run without divergences
         (or the last).
+    deadline : float, optional
+        A :func:`time.monotonic` time after which no refit starts; those left are missing
+        from the result (a refit under way finishes).
 
     Returns
     -------
     dict of int to RefitOutcome
-        By task index.
+        By task index: those restored and those run.
+
+    Raises
+    ------
+    RefitInterrupted
+        On Ctrl-C (or a refit cut short), with the refits that finished in ``outcomes``.
 
     Examples
     --------
@@ -268,31 +277,91 @@ def run_refits(
             todo.append(task)
     if retried:
         _log.info("retrying %d refit(s) that failed in an earlier run", retried)
-    if todo:
-        _log.info("refitting %d neighbour(s) (%d restored from checkpoint)", len(todo), len(done))
-        prints = {task.index: task.fingerprint for task in todo}
+    if not todo:
+        return done
+    pool = refit_pool(engine, len(todo)) if executor is None else None
+    width = _side_by_side(engine, len(todo)) if pool is not None else 1
+    _log.info(
+        "refitting %d neighbour(s)%s%s%s",
+        len(todo),
+        _size(engine),
+        f", {width} at a time" if width > 1 else "",
+        f" ({len(done)} restored from the checkpoint)" if done else "",
+    )
+    prints = {task.index: task.fingerprint for task in todo}
+    finished: dict[int, RefitOutcome] = {}
+    pace = _Pace(len(todo), width)
 
-        def on_result(i, out):
-            if checkpoint is not None:
-                checkpoint.save(out, prints.get(out.index))
+    def on_result(i, out):
+        if out is None:  # not started: the deadline had passed
+            return
+        finished[out.index] = out
+        if checkpoint is not None:
+            checkpoint.save(out, prints.get(out.index))
+        pace.finished(out)
 
-        pool = refit_pool(engine, len(todo)) if executor is None else None
-        try:
-            with _watching_interrupts():
-                results = map_tasks(
-                    partial(_run_one, engine, retry_divergent=retry_divergent),
-                    todo,
-                    executor=executor if pool is None else pool,
-                    progressbar=progressbar,
-                    description="EDP: refitting neighbours",
-                    on_result=on_result,
-                )
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-        for out in results:
-            done[out.index] = out
-    return done
+    run = partial(_run_one, engine, retry_divergent=retry_divergent)
+    if deadline is not None:
+        run = partial(_run_before, run, deadline)
+    try:
+        with _watching_interrupts():
+            map_tasks(
+                run,
+                todo,
+                executor=executor if pool is None else pool,
+                progressbar=progressbar,
+                description="EDP: refitting neighbours",
+                on_result=on_result,
+            )
+    except KeyboardInterrupt as err:
+        raise RefitInterrupted(*err.args, outcomes={**done, **finished}) from err
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    if len(finished) < len(todo):
+        left = len(todo) - len(finished)
+        _log.info("time budget spent: %d of %d refit(s) not started", left, len(todo))
+    return {**done, **finished}
+
+
+def _run_before(run, deadline: float, task: RefitTask) -> RefitOutcome | None:
+    """``run(task)``, or None once :func:`time.monotonic` has passed ``deadline``."""
+    return None if time.monotonic() > deadline else run(task)
+
+
+def _size(engine) -> str:
+    """What each refit samples, as the log says it ("" when the engine does not say)."""
+    draws, chains = getattr(engine, "draws", None), getattr(engine, "chains", None)
+    if draws is None or chains is None:
+        return ""
+    tune = getattr(engine, "tune", None)
+    return f" ({chains} chain(s) x {draws} draws" + (
+        f" after {tune} tuning steps each)" if tune is not None else ")"
+    )
+
+
+class _Pace:
+    """Logs the first refit's time and the time left; each later finish at DEBUG."""
+
+    def __init__(self, total: int, width: int):
+        self.total, self.width, self.seconds = total, max(1, width), []
+
+    def finished(self, out: RefitOutcome) -> None:
+        self.seconds.append(float(out.seconds))
+        n = len(self.seconds)
+        left = self.total - n
+        per = float(np.mean(self.seconds))
+        level = logging.INFO if n == 1 and left else logging.DEBUG
+        _log.log(
+            level,
+            "refit %d of %d (%s) took %.1f s: about %.0f s left for %d more",
+            n,
+            self.total,
+            out.label,
+            out.seconds,
+            per * left / self.width,
+            left,
+        )
 
 
 def refit_pool(engine, n_refits: int, cores: int | None = None):
@@ -303,14 +372,19 @@ def refit_pool(engine, n_refits: int, cores: int | None = None):
     ``RefitOptions(executor=)`` says otherwise (a process pool pays a start and a compile per
     worker).
     """
-    if not getattr(engine, "side_by_side", False) or n_refits < 2:
-        return None
-    cores = resolve_n_workers(-1) if cores is None else int(cores)
-    width = min(n_refits, cores // max(1, int(getattr(engine, "chains", 1))))
+    width = _side_by_side(engine, n_refits, cores)
     if width < 2:
         return None
     engine.compile()
     return concurrent.futures.ThreadPoolExecutor(width, thread_name_prefix="pymc_edp-refit")
+
+
+def _side_by_side(engine, n_refits: int, cores: int | None = None) -> int:
+    """How many refits :func:`refit_pool` runs at once (1: one after another)."""
+    if not getattr(engine, "side_by_side", False) or n_refits < 2:
+        return 1
+    cores = resolve_n_workers(-1) if cores is None else int(cores)
+    return max(1, min(n_refits, cores // max(1, int(getattr(engine, "chains", 1)))))
 
 
 @dataclass(frozen=True)
@@ -580,11 +654,17 @@ def _estimate(problem: RefitProblem, refit_draws, log_ratios_k, posterior, order
 
 @dataclass
 class RefitRun:
-    """Outcomes and estimates (:class:`RefitEstimate`, or None when failed) of the refits."""
+    """Outcomes and estimates (:class:`RefitEstimate`, or None when failed) of the refits.
+
+    ``missing``: the neighbours asked for that have neither (``stopped`` says why: an
+    interruption, or the deadline).
+    """
 
     outcomes: dict
     estimates: dict
     collection: Refits
+    missing: tuple[int, ...] = ()
+    stopped: str | None = None
 
 
 def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, warm: bool):
@@ -673,6 +753,7 @@ def refit_neighbours(
     config: dict,
     progressbar: bool = True,
     warm_start: bool = False,
+    deadline: float | None = None,
 ) -> tuple[RefitRun, list[str]]:
     """Refit neighbours ``to_refit`` and estimate their epsilon; used by :func:`audit`.
 
@@ -691,18 +772,23 @@ def refit_neighbours(
         Start every refit at full-data draws and tune for a quarter of ``options.tune``
         (:func:`pymc_edp.refit.warm.warm_tune`): the short verification refits. Not with
         ``build_model``.
+    deadline : float, optional
+        A :func:`time.monotonic` time after which no refit starts (:func:`run_refits`).
 
     Returns
     -------
     RefitRun
+        An interruption (Ctrl-C) or the deadline leaves ``missing`` refits, and ``stopped``
+        says which; the refits that finished are estimated and (with a checkpoint) saved.
     list of str
         Warnings: failed and divergent refits, damaged checkpoint files refitted.
     """
     messages: list[str] = []
+    options = options.for_fit()  # sizes left unset: PyMC's
     ll, nbs = problem.ll, problem.neighbours
-    missing = [n for n in ll.names if n not in problem.observed_y]
-    if missing:
-        raise RefitSetupError(f"cannot find the observed values of {missing} needed to refit")
+    absent = [n for n in ll.names if n not in problem.observed_y]
+    if absent:
+        raise RefitSetupError(f"cannot find the observed values of {absent} needed to refit")
     try:
         eng, loglik_fns = _engine_for(problem, options, messages, warm_start)
     except (ValueError, TypeError, NotImplementedError, ImportError) as err:
@@ -713,13 +799,20 @@ def refit_neighbours(
     tasks = _refit_tasks(
         problem, to_refit, random_seed, builder=options.build_model is not None, prints=prints
     )
-    outcomes = _run_checkpointed(eng, tasks, options, config, progressbar, messages)
+    stopped = None
+    try:
+        outcomes = _run_checkpointed(eng, tasks, options, config, progressbar, messages, deadline)
+    except RefitInterrupted as err:
+        outcomes, stopped = err.outcomes, str(err)
+    missing = tuple(int(k) for k in to_refit if int(k) not in outcomes)
+    if missing and stopped is None:
+        stopped = f"the time budget was spent before they started: {_resume(options)}"
     order = None
     if problem.draws is not None:
         order = np.argsort(problem.draws, axis=1, kind="stable")
     estimates: dict = {}
     failed = []
-    for k in map(int, to_refit):
+    for k in (int(k) for k in to_refit if int(k) in outcomes):
         out = outcomes[k]
         if out.posterior is None:
             estimates[k] = None
@@ -736,7 +829,8 @@ def refit_neighbours(
             )
         estimates[k] = _estimate(problem, refit_draws, log_ratios_k, out.posterior, order)
     messages.extend(_outcome_messages(failed, outcomes, options))
-    return RefitRun(outcomes, estimates, Refits(outcomes)), messages
+    run = RefitRun(outcomes, estimates, Refits(outcomes), missing, stopped if missing else None)
+    return run, messages
 
 
 def _refit_tasks(
@@ -765,6 +859,19 @@ def _refit_tasks(
     return tasks
 
 
+def _resume(options: RefitOptions) -> str:
+    """How a rerun finishes what an interruption or a time budget left."""
+    if options.checkpoint is None:
+        return (
+            "pass refit=RefitOptions(checkpoint=folder) to keep finished refits across "
+            "interruptions"
+        )
+    return (
+        f"the refits that finished are saved in {options.checkpoint}, and a rerun with the "
+        "same RefitOptions(checkpoint=...) refits only what is missing"
+    )
+
+
 def _run_checkpointed(
     eng: Engine,
     tasks: list[RefitTask],
@@ -772,6 +879,7 @@ def _run_checkpointed(
     config: dict,
     progressbar: bool,
     messages: list[str],
+    deadline: float | None = None,
 ) -> dict[int, RefitOutcome]:
     """:func:`run_refits` with ``options``' checkpoint; an interruption says how to resume."""
     ckpt = Checkpoint(options.checkpoint, config) if options.checkpoint is not None else None
@@ -784,17 +892,13 @@ def _run_checkpointed(
             progressbar=progressbar,
             retry_failed=options.retry_failed,
             retry_divergent=options.retry_divergent,
+            deadline=deadline,
         )
     except KeyboardInterrupt as err:
-        where = (
-            f"the refits that finished are saved in {options.checkpoint}, and a rerun with the "
-            "same checkpoint refits only what is missing"
-            if ckpt is not None
-            else "pass refit=RefitOptions(checkpoint=folder) to keep finished refits across "
-            "interruptions"
-        )
         detail = f" ({err})" if str(err) else ""
-        raise RefitInterrupted(f"refits interrupted{detail}: {where}") from err
+        outcomes = getattr(err, "outcomes", {})
+        message = f"refits interrupted{detail}: {_resume(options)}"
+        raise RefitInterrupted(message, outcomes=outcomes) from err
     finally:
         if ckpt is not None:
             messages.extend(ckpt.messages)

@@ -274,7 +274,7 @@ def tune_prior(
     """
     model = resolve_model(model) if build_model is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
-    opts = RefitOptions.coerce(refit)
+    opts = RefitOptions.coerce(refit).for_fit()  # no fit yet: PyMC's sizes unless given
     shared = dict(var_names=var_names, filter_vars=filter_vars, bins=bins, neighbour=neighbour)
     own = dict(method=method, smoothing=smoothing, chunks=chunks)
     target = dict(

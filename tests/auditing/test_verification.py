@@ -60,7 +60,8 @@ class FakeRefitter:
             neighbours=SimpleNamespace(labels=labels),
             density_ratio=True,  # pooled refits
         )
-        self.settings = SimpleNamespace(refit=RefitOptions())
+        self.settings = SimpleNamespace(refit=RefitOptions().for_fit())
+        self.stopped, self.missing, self.deadline = None, (), None  # never interrupted
 
     def run(self, batch, options=None):
         short = options is not None
@@ -291,7 +292,8 @@ class _NullRawRefitter:
         self.problem = SimpleNamespace(
             neighbours=SimpleNamespace(labels=labels), density_ratio=False, bins=self.bins
         )
-        self.settings = SimpleNamespace(refit=RefitOptions())
+        self.settings = SimpleNamespace(refit=RefitOptions().for_fit())
+        self.stopped, self.missing, self.deadline = None, (), None  # never interrupted
 
     def run(self, batch, options=None):
         from pymc_edp.base.binning import refit_estimate

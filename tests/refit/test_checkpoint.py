@@ -32,15 +32,13 @@ def test_interrupted_audit_resumes(outlier_model, tmp_path, monkeypatch):
 
     monkeypatch.setattr(engine_cls, "sample", flaky)
     ckpt = tmp_path / "ckpt"
-    with pytest.raises(KeyboardInterrupt):
-        edp.audit(
-            idata,
-            model,
-            bins=5,
-            method="refit",
-            **refit_kw(checkpoint=ckpt),
-        )
+    # the audit returns what it has: the seven refits, the rest reweighted, and says so
+    with pytest.warns(edp.EDPWarning, match=r"7 of 20 refits finished and 13 did not"):
+        cut = edp.audit(idata, model, bins=5, method="refit", **refit_kw(checkpoint=ckpt))
     assert len(list(ckpt.glob("refit_*.nc"))) == 7
+    assert (cut.pointwise["method"] == "refit").sum() == 7 and len(cut.refits) == 7
+    assert cut.verification == "unverified"
+    assert any("simulated kill after 7 refits" in w for w in cut.warnings)
     calls["n"] = 100  # no more interruptions; count the refits of the rerun
     res = edp.audit(idata, model, bins=5, method="refit", **refit_kw(checkpoint=ckpt))
     assert calls["n"] - 100 == 20 - 7
@@ -54,6 +52,73 @@ def test_interrupted_audit_resumes(outlier_model, tmp_path, monkeypatch):
             method="refit",
             **refit_kw(draws=500, checkpoint=ckpt),
         )
+
+
+def _interrupt_at(monkeypatch, call: int) -> dict:
+    """Ctrl-C (a real SIGINT) as nutpie refit number ``call`` starts; counts the refits."""
+    import os
+    import signal
+
+    original = engines.NutpieEngine.sample
+    calls = {"n": 0}
+
+    def sample(self, data, seed):
+        calls["n"] += 1
+        if calls["n"] == call:
+            os.kill(os.getpid(), signal.SIGINT)
+        return original(self, data, seed)
+
+    monkeypatch.setattr(engines.NutpieEngine, "sample", sample)
+    return calls
+
+
+def test_an_audit_interrupted_during_verification_returns_the_reweighted_result(
+    normal10, tmp_path, monkeypatch
+):
+    """Ctrl-C during the verification refits: the headline is "unverified", the estimates
+    are an uninterrupted ``method="psis"`` audit's, the note names the refits that finished
+    and those missing, and a rerun with the same checkpoint refits only what is missing."""
+    idata, model, _ = normal10
+    kw = dict(bins=5, random_seed=7, progressbar=False)
+    psis = edp.audit(idata, model, method="psis", **kw)
+    whole = edp.audit(idata, model, refit={**SMALL_OPTS, "checkpoint": tmp_path / "a"}, **kw)
+    assert whole.verification == "confirmed"
+    n_whole = len(list((tmp_path / "a").rglob("refit_*.nc")))
+    assert n_whole >= 5  # the short refits of the five worst, and any at full length
+
+    ckpt = tmp_path / "b"
+    calls = _interrupt_at(monkeypatch, 3)
+    with pytest.warns(edp.EDPWarning, match="the headline is unverified") as record:
+        cut = edp.audit(idata, model, refit={**SMALL_OPTS, "checkpoint": ckpt}, **kw)
+    assert calls["n"] == 3  # nothing started after the interrupt
+    assert cut.verification == "unverified"
+    np.testing.assert_array_equal(cut.pointwise["epsilon"], psis.pointwise["epsilon"])
+    assert cut.epsilon == psis.epsilon
+    assert set(cut.pointwise["method"].values) == {"psis"}
+    assert (cut.pointwise["verification"].values == 0).all()
+    note = cut.verification_note
+    assert "2 finished" in note and "3 did not" in note and "interrupted" in note, note
+    assert str(ckpt) in note and note.removeprefix("unverified: ") in str(record[0].message)
+    assert len(list(ckpt.rglob("refit_*.nc"))) == 2  # the interrupted refit is not kept
+    # the rerun resumes: every refit of the whole run but the two saved
+    calls["n"] = 100
+    again = edp.audit(idata, model, refit={**SMALL_OPTS, "checkpoint": ckpt}, **kw)
+    assert calls["n"] - 100 == n_whole - 2
+    assert again.verification == "confirmed" and again.epsilon == whole.epsilon
+
+
+def test_a_spent_time_budget_returns_the_reweighted_result(normal10):
+    """A budget spent before verification starts (1 microsecond): no refit runs, and the
+    result is the reweighted one, "unverified", its missing refits named."""
+    idata, model, _ = normal10
+    kw = dict(bins=5, random_seed=7, progressbar=False)
+    psis = edp.audit(idata, model, method="psis", **kw)
+    opts = {**SMALL_OPTS, "verify": {"time_budget": 1e-6}}
+    with pytest.warns(edp.EDPWarning, match="time budget was spent before they started"):
+        res = edp.audit(idata, model, refit=opts, **kw)
+    assert res.verification == "unverified" and res.refits is None
+    np.testing.assert_array_equal(res.pointwise["epsilon"], psis.pointwise["epsilon"])
+    assert "0 finished (none) and 5 did not" in res.verification_note
 
 
 def test_damaged_checkpoint_heals_itself(normal10, tmp_path, monkeypatch):

@@ -1,8 +1,11 @@
 """Tests of the refit and verification options (:mod:`pymc_edp.refit.options`)."""
 
+import numpy as np
+import pymc as pm
 import pytest
 
 import pymc_edp as edp
+from pymc_edp.model.compat import get_group
 from pymc_edp.refit.options import VerifyOptions
 
 
@@ -175,3 +178,47 @@ def test_refit_options_refuse_a_fork_pool_as_chunk_options_do(monkeypatch):
     finally:
         fork.shutdown()
         spawn.shutdown()
+
+
+def test_refit_sizes_default_to_the_fit():
+    """Unset draws, tune and chains are the posterior's; set ones stay; PyMC's without one."""
+    import xarray as xr
+
+    post = xr.Dataset(
+        {"mu": (("chain", "draw"), np.zeros((3, 150)))}, attrs={"tuning_steps": np.int64(120)}
+    )
+    opts = edp.RefitOptions().for_fit(post)
+    assert (opts.draws, opts.tune, opts.chains) == (150, 120, 3)
+    assert opts.size() == "3 chain(s) x 150 draws after 120 tuning steps"
+    kept = edp.RefitOptions(draws=40, chains=1).for_fit(post)
+    assert (kept.draws, kept.tune, kept.chains) == (40, 120, 1)
+    bare = edp.RefitOptions().for_fit(post.drop_attrs())  # no tuning_steps recorded
+    assert (bare.draws, bare.tune, bare.chains) == (150, 1000, 3)
+    assert edp.RefitOptions().for_fit().config()["draws"] == 1000
+    with pytest.raises(ValueError, match="draws"):
+        edp.RefitOptions(draws=0)
+
+
+def test_refits_use_the_posteriors_own_draws_and_chains():
+    """An audit's refits sample what the fit did: 3 chains x 300 draws after 100 tuning
+    steps here, said in the verification note."""
+    y = np.random.default_rng(5).normal(0.0, 1.0, 8)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 3.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+        idata = pm.sample(
+            300,
+            tune=100,
+            chains=3,
+            random_seed=2,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+        pm.compute_log_likelihood(idata, progressbar=False)
+    res = edp.audit(idata, model, bins=4, random_seed=1, progressbar=False)
+    assert res.refits is not None and len(res.refits) >= 1
+    for label in res.refits:
+        post = get_group(res.refits[label], "posterior")
+        assert dict(post.sizes)["chain"] == 3
+        assert dict(post.sizes)["draw"] in (300, 100)  # full length, or short (a quarter, >= 100)
+    assert "3 chain(s) x 300 draws after 100 tuning steps" in res.verification_note
