@@ -6,9 +6,19 @@ posterior move?" as a B-EDP epsilon; :func:`audit_release` audits what is publis
 differential-privacy guarantee (Charest & Han, 2017).
 """
 
+import logging
+
 from pymc_edp.model.compat import import_arviz
 
 import_arviz()
+
+# as PyMC does: INFO lines (what long work will cost, how far it is) reach the user unless
+# the application configured logging; logging.getLogger("pymc_edp").setLevel(...) quietens
+_log = logging.getLogger("pymc_edp")
+if not logging.root.handlers:
+    _log.setLevel(logging.INFO)
+    if not _log.handlers:
+        _log.addHandler(logging.StreamHandler())
 
 from pymc_edp import (  # noqa: E402
     conjugate,

@@ -67,7 +67,7 @@ def assemble(
     messages = [*fit, *first, *messages, *last]
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=3)
-        _log.info(msg)
+        _log.debug(msg)  # said once, as a warning
     interval = None
     if (~np.isnan(upper)).any() and np.isfinite(filled).any():
         interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)

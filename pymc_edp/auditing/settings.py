@@ -50,10 +50,29 @@ class Settings:
     progressbar: bool = True
     #: When the audit started (:func:`time.monotonic`): its time budget counts from here.
     started: float = field(default_factory=time.monotonic, compare=False)
+    #: The fit's sampling time (s) and its sampler steps (chains x (draws + tune)), if known.
+    fit_cost: tuple[float, int] | None = None
 
     def sized_for(self, posterior) -> Settings:
-        """These settings with the refits' unset sizes the audited fit's (RefitOptions.for_fit)."""
-        return dataclasses.replace(self, refit=self.refit.for_fit(posterior))
+        """These settings with the refits' unset sizes and the fit's cost from ``posterior``.
+
+        Sizes as :meth:`RefitOptions.for_fit`; the cost where it records ``sampling_time``.
+        """
+        refit = self.refit.for_fit(posterior)
+        fit_cost = self.fit_cost
+        seconds = getattr(posterior, "attrs", {}).get("sampling_time")
+        if posterior is not None and isinstance(seconds, float | int) and seconds > 0:
+            fit = RefitOptions().for_fit(posterior)
+            fit_cost = (float(seconds), fit.chains * (fit.draws + fit.tune))
+        return dataclasses.replace(self, refit=refit, fit_cost=fit_cost)
+
+    def refit_seconds(self) -> float | None:
+        """A refit's expected time: the fit's, scaled by its sampler steps (None: unknown)."""
+        if self.fit_cost is None or self.refit.draws is None:
+            return None
+        seconds, steps = self.fit_cost
+        r = self.refit
+        return seconds * r.chains * (r.draws + r.tune) / steps
 
     @property
     def replace(self) -> bool:

@@ -7,6 +7,7 @@ compares (:class:`pymc_edp.VerifyOptions`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from pymc_edp.refit.run import (
     starting_points,
 )
 
+_log = logging.getLogger("pymc_edp")
 _SEE_STATUS = " (see res.pointwise['status'])"
 _RAISE_BUDGET = "Raise the budget or use method='refit'."
 
@@ -144,6 +146,15 @@ class Refitter:
         options, config = self.settings.refit, self.config
         if short is not None:
             options, config = short, {**config, **short.config(), "warm_start": True}
+        each = self.settings.refit_seconds()
+        if short is None and each is not None:
+            _log.info(
+                "refitting %d neighbour(s), each about as long as sampling the fit (%.1f s "
+                "for its size): about %.0f s one after another",
+                indices.size,
+                each,
+                each * indices.size,
+            )
         run, refit_messages = refit_neighbours(
             indices,
             self.problem,

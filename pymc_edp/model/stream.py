@@ -698,7 +698,7 @@ class ModelColumns:
             )
         with np.errstate(invalid="ignore"):
             gap = float(np.nanmax(np.abs(whole - ref)))
-        _logger.info(
+        _logger.debug(
             "%s: the log-likelihood resized to a chunk of records is another formula than "
             "PyMC's graph of the whole data, differing by up to %.3g (rounding; e.g. %s); "
             "the streamed columns are those of the resized graph",

@@ -279,8 +279,7 @@ def run_refits(
         _log.info("retrying %d refit(s) that failed in an earlier run", retried)
     if not todo:
         return done
-    pool = refit_pool(engine, len(todo)) if executor is None else None
-    width = _side_by_side(engine, len(todo)) if pool is not None else 1
+    width = _side_by_side(engine, len(todo)) if executor is None else 1
     _log.info(
         "refitting %d neighbour(s)%s%s%s",
         len(todo),
@@ -288,6 +287,17 @@ def run_refits(
         f", {width} at a time" if width > 1 else "",
         f" ({len(done)} restored from the checkpoint)" if done else "",
     )
+    compile_model = getattr(engine, "compile", None)
+    if executor is None and callable(compile_model):  # once, before the refits are timed
+        start = time.perf_counter()
+        try:
+            compile_model()
+        except Exception as err:  # each refit meets it again, and records it as its outcome
+            _log.debug("compiling before the refits failed: %s", _brief(err))
+        else:
+            took = time.perf_counter() - start
+            _log.log(logging.INFO if took > 1.0 else logging.DEBUG, "compiled in %.1f s", took)
+    pool = refit_pool(engine, len(todo)) if executor is None else None
     prints = {task.index: task.fingerprint for task in todo}
     finished: dict[int, RefitOutcome] = {}
     pace = _Pace(len(todo), width)
@@ -334,10 +344,10 @@ def _size(engine) -> str:
     draws, chains = getattr(engine, "draws", None), getattr(engine, "chains", None)
     if draws is None or chains is None:
         return ""
-    tune = getattr(engine, "tune", None)
-    return f" ({chains} chain(s) x {draws} draws" + (
-        f" after {tune} tuning steps each)" if tune is not None else ")"
-    )
+    tune = getattr(engine, "tune_steps", getattr(engine, "tune", None))
+    warm = " (warm-started)" if getattr(engine, "warm", None) is not None else ""
+    after = f" after {tune} tuning steps{warm} each" if tune is not None else ""
+    return f" ({chains} chain(s) x {draws} draws{after})"
 
 
 class _Pace:
