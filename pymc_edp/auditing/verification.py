@@ -149,8 +149,8 @@ class Refitter:
         each = self.settings.refit_seconds()
         if short is None and each is not None:
             _log.info(
-                "refitting %d neighbour(s), each about as long as sampling the fit (%.1f s "
-                "for its size): about %.0f s one after another",
+                "expected cost: %d refit(s) of about %.1f s each (the fit's sampling time, "
+                "scaled to a refit's size), %.0f s one after another",
                 indices.size,
                 each,
                 each * indices.size,
