@@ -19,11 +19,11 @@ REFIT_KW = refit_kw()
 SMALL_KW = refit_kw(SMALL_OPTS)
 
 
-def sample(model, draws, chains=4, seed=1, **kw):
+def sample(model, draws, chains=4, seed=1, tune=1000, **kw):
     with model:
         idata = pm.sample(
             draws,
-            tune=1000,
+            tune=tune,
             chains=chains,
             cores=min(chains, 2),
             random_seed=seed,

@@ -562,8 +562,8 @@ def _cut_short(check: Verification, refitter: Refitter, batch: np.ndarray, done:
     (kept in ``res.refits`` and the checkpoint) and those missing.
     """
     nbs = refitter.problem.neighbours
-    missing = np.asarray([k for k in batch if k in set(refitter.missing)], dtype=np.int64)
-    ran = np.asarray([k for k in batch if k not in set(missing)], dtype=np.int64)
+    gone = np.isin(batch, np.asarray(refitter.missing, dtype=np.int64))
+    missing, ran = batch[gone], batch[~gone]
     reason = (
         f"verification stopped after {done + ran.size} refit(s): of the last {batch.size}, "
         f"{ran.size} finished ({_labels(nbs, ran, 10) or 'none'}) and {missing.size} did not "

@@ -56,8 +56,8 @@ class RefitOptions:
     Parameters
     ----------
     draws, tune, chains : int, optional
-        Per refit. Default: the audited fit's, as its posterior records them (draws and
-        chains per chain, ``tuning_steps``), else PyMC's 1000, 1000 and 2
+        Per refit. Default: the audited fit's, as its posterior records them (draws per
+        chain, chains, ``tuning_steps``), else PyMC's 1000, 1000 and 2
         (:meth:`for_fit`).
     engine : {"nutpie", "pymc", None}, default None
         Refit sampler; None picks nutpie when installed (PyMC for discrete latent

@@ -3,6 +3,7 @@
 import numpy as np
 import pymc as pm
 import pytest
+from refit_support import sample
 
 import pymc_edp as edp
 from pymc_edp.model.compat import get_group
@@ -206,15 +207,7 @@ def test_refits_use_the_posteriors_own_draws_and_chains():
     with pm.Model() as model:
         mu = pm.Normal("mu", 0.0, 3.0)
         pm.Normal("y", mu, 1.0, observed=y)
-        idata = pm.sample(
-            300,
-            tune=100,
-            chains=3,
-            random_seed=2,
-            progressbar=False,
-            compute_convergence_checks=False,
-        )
-        pm.compute_log_likelihood(idata, progressbar=False)
+    idata = sample(model, 300, chains=3, seed=2, tune=100)
     res = edp.audit(idata, model, bins=4, random_seed=1, progressbar=False)
     assert res.refits is not None and len(res.refits) >= 1
     for label in res.refits:
