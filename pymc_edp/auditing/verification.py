@@ -124,6 +124,8 @@ class Refitter:
         # why refits stopped (Ctrl-C, the time budget), and those of the last run left out
         self.stopped: str | None = None
         self.missing: tuple[int, ...] = ()
+        # what each full-length refit sampled, as the last run said it ("": none ran)
+        self.full_size = ""
 
     @property
     def deadline(self) -> float | None:
@@ -133,8 +135,13 @@ class Refitter:
             return None
         return self.settings.started + vopts.time_budget
 
-    def run(self, indices: np.ndarray, short: RefitOptions | None = None) -> None:
-        """Refit ``indices`` (short, warm-started: with ``short``); successes replace estimates.
+    def run(
+        self, indices: np.ndarray, short: RefitOptions | None = None, warm: bool = False
+    ) -> None:
+        """Refit ``indices``; successes replace estimates.
+
+        With ``short`` (options of short refits) or ``warm``, the refits start warm
+        (:func:`~pymc_edp.refit.warm.warm_start`).
 
         After an interruption or past the deadline nothing more runs: ``stopped`` says why,
         ``missing`` which of ``indices`` have no refit.
@@ -146,6 +153,8 @@ class Refitter:
         options, config = self.settings.refit, self.config
         if short is not None:
             options, config = short, {**config, **short.config(), "warm_start": True}
+        elif warm:
+            config = {**config, "warm_start": True}
         each = self.settings.refit_seconds()
         if short is None and each is not None:
             _log.info(
@@ -162,10 +171,12 @@ class Refitter:
             random_seed=self.settings.seed,
             config=config,
             progressbar=self.settings.progressbar,
-            warm_start=short is not None,
+            warm_start=short is not None or warm,
             deadline=self.deadline,
         )
         self.stopped, self.missing = run.stopped, run.missing
+        if short is None and run.size:
+            self.full_size = run.size
         if short is not None:  # a failed short refit is refitted at full length
             refit_messages = [m for m in refit_messages if FAILED_REFITS not in m]
         self.messages.extend(refit_messages)
@@ -331,6 +342,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     batch = batch[: vopts.max_refits]
     done, factor, n_short = 0, 1.0, 0
     short = short_options(refitter.settings.refit) if vopts.early_stop else None
+    warm = vopts.warm_start and refitter.settings.refit.build_model is None
     left = np.array([], dtype=np.int64)
     # refits estimated from their own draws only (coupled records) are noisier than the
     # estimates they check: one that agrees confirms the estimate, which stays
@@ -340,12 +352,19 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
         try:
             full = batch
             if short is not None:
-                refitter.run(batch, short)
+                # what sets the headline now: a short refit of it could not settle it
+                lead = before >= float(np.max(refitter.estimates.epsilon()))
+                first = batch[~lead]
+                if first.size:
+                    refitter.run(first, short)
                 frac = short.draws / refitter.settings.refit.draws
-                full = _undecided(refitter.estimates, batch, before, se_before[batch], vopts, frac)
-                n_short += batch.size - full.size
+                open_ = _undecided(
+                    refitter.estimates, first, before[~lead], se_before[first], vopts, frac
+                )
+                n_short += first.size - open_.size
+                full = batch[lead | np.isin(batch, open_)]
             if full.size and refitter.stopped is None:
-                refitter.run(full)
+                refitter.run(full, warm=warm)
         except RefitSetupError as err:  # before any sampling: nothing to confirm with
             return _unverified(check, f"this model cannot be refitted ({err})")
         if refitter.stopped is not None:  # interrupted, or out of time: what is there is kept
@@ -372,7 +391,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
     short_draws = short.draws if short is not None else 0
     seconds = time.perf_counter() - start
-    size = refitter.settings.refit.size()
+    size = refitter.full_size or refitter.settings.refit.size()
     run = _Run(vopts, done, left, pending, seconds, n_short, short_draws, n_pairs, size)
     return _verification_outcome(check, refitter.estimates, refitter.problem.neighbours, run)
 
@@ -562,7 +581,8 @@ def _cut_short(check: Verification, refitter: Refitter, batch: np.ndarray, done:
     (kept in ``res.refits`` and the checkpoint) and those missing.
     """
     nbs = refitter.problem.neighbours
-    gone = np.isin(batch, np.asarray(refitter.missing, dtype=np.int64))
+    # not refitted in this batch: interrupted, not started, or waiting for its full length
+    gone = ~np.isin(batch, np.fromiter(refitter.outcomes, dtype=np.int64))
     missing, ran = batch[gone], batch[~gone]
     reason = (
         f"verification stopped after {done + ran.size} refit(s): of the last {batch.size}, "

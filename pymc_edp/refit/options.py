@@ -228,8 +228,14 @@ class VerifyOptions:
     early_stop : bool, default True
         Refit short first (a quarter of the draws and tuning, warm-started,
         :func:`pymc_edp.refit.warm.warm_start`); keep a short refit that settles its
-        comparison and cannot set epsilon, refit the others at full length. Not with
+        comparison and cannot set epsilon, refit the others at full length. What sets
+        epsilon when a batch starts is refitted at full length at once. Not with
         ``build_model``.
+    warm_start : bool, default True
+        Start full-length verification refits warm too: at full-data draws, with the fit's
+        mass matrix, tuning a quarter as long (:func:`pymc_edp.refit.warm.warm_tune`).
+        ``False`` starts them at the model's initial point with the whole tuning. Refits of
+        ``method="refit"`` and of neighbours with k-hat above the threshold always start cold.
 
     Examples
     --------
@@ -245,6 +251,7 @@ class VerifyOptions:
     time_budget: float | None = None
     z: float = 3.0
     early_stop: bool = True
+    warm_start: bool = True
 
     def __post_init__(self):
         check_int(self.top, "top", 1)
@@ -259,6 +266,8 @@ class VerifyOptions:
         check_real(self.z, "z", positive=True)
         if not isinstance(self.early_stop, bool):
             raise TypeError(f"early_stop must be True or False, got {self.early_stop!r}")
+        if not isinstance(self.warm_start, bool):
+            raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}")
 
     @classmethod
     def coerce(cls, value: VerifyOptions | Mapping | None) -> VerifyOptions:

@@ -675,6 +675,9 @@ class RefitRun:
     collection: Refits
     missing: tuple[int, ...] = ()
     stopped: str | None = None
+    #: What each refit sampled, in words ("2 chain(s) x 1000 draws after 250 tuning steps,
+    #: warm-started"; "" when the engine does not say).
+    size: str = ""
 
 
 def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, warm: bool):
@@ -839,7 +842,10 @@ def refit_neighbours(
             )
         estimates[k] = _estimate(problem, refit_draws, log_ratios_k, out.posterior, order)
     messages.extend(_outcome_messages(failed, outcomes, options))
-    run = RefitRun(outcomes, estimates, Refits(outcomes), missing, stopped if missing else None)
+    size = _size(eng).strip()[1:-1].replace(" (warm-started) each", " each, warm-started")
+    run = RefitRun(
+        outcomes, estimates, Refits(outcomes), missing, stopped if missing else None, size
+    )
     return run, messages
 
 

@@ -62,10 +62,13 @@ class FakeRefitter:
         )
         self.settings = SimpleNamespace(refit=RefitOptions().for_fit())
         self.stopped, self.missing, self.deadline = None, (), None  # never interrupted
+        self.full_size, self.warm = "", []
 
-    def run(self, batch, options=None):
+    def run(self, batch, options=None, warm=False):
         short = options is not None
         (self.short_runs if short else self.runs).append([int(k) for k in batch])
+        if not short:
+            self.warm.append(warm)
         values, se = (self.short, 0.02) if short else (self.truth, 0.01)
         for k in batch:
             if np.isfinite(values[k]):
@@ -124,12 +127,14 @@ def test_a_failed_refit_of_the_headline_leaves_it_unverified():
 def test_short_refits_settle_what_cannot_set_epsilon():
     """Neighbours 2-4 agree by a margin and stay below the headline: their short refits stand.
 
-    Neighbour 0 sets epsilon and neighbour 1 (0.48 + 2 x 0.02 >= 0.5) could: both are refitted
-    at full length, so the refitted values that set epsilon are full-length ones.
+    Neighbour 0 sets epsilon: it is refitted at full length at once. Neighbour 1
+    (0.48 + 2 x 0.02 >= 0.5) could set it: refitted short, then at full length, so the
+    refitted values that set epsilon are full-length ones. Full-length refits start warm.
     """
     refitter = FakeRefitter(EPS)
     check = verify(VerifyOptions(top=5), refitter, ERRORS)
-    assert refitter.short_runs == [[0, 1, 2, 3, 4]] and refitter.runs == [[0, 1]]
+    assert refitter.short_runs == [[1, 2, 3, 4]] and refitter.runs == [[0, 1]]
+    assert refitter.warm == [True]
     assert check.status == "confirmed" and list(check.code[:5]) == [VERIFY_AGREE] * 5
     assert "3 settled by short refits of 250 draws per chain, warm-started" in check.note
     np.testing.assert_array_equal(
@@ -138,6 +143,9 @@ def test_short_refits_settle_what_cannot_set_epsilon():
     off = FakeRefitter(EPS)
     check = verify(VerifyOptions(top=5, early_stop=False), off, ERRORS)
     assert off.short_runs == [] and off.runs == [[0, 1, 2, 3, 4]] and "short" not in check.note
+    cold = FakeRefitter(EPS)
+    verify(VerifyOptions(top=5, warm_start=False), cold, ERRORS)
+    assert cold.short_runs == [[1, 2, 3, 4]] and cold.warm == [False]
 
 
 def test_a_short_refit_that_does_not_settle_it_is_refitted_whole():
@@ -217,7 +225,7 @@ class _ExactRefitter(FakeRefitter):
         self.estimates["eps"][:, 0] = estimate
         self.refit_se = np.asarray(refit_se, dtype=float)
 
-    def run(self, batch, options=None):
+    def run(self, batch, options=None, warm=False):
         (self.short_runs if options is not None else self.runs).append([int(k) for k in batch])
         for k in batch:
             self.estimates.set_row(k, _row(self.truth[k]), self.refit_se[k], "refit")
@@ -294,8 +302,9 @@ class _NullRawRefitter:
         )
         self.settings = SimpleNamespace(refit=RefitOptions().for_fit())
         self.stopped, self.missing, self.deadline = None, (), None  # never interrupted
+        self.full_size = ""
 
-    def run(self, batch, options=None):
+    def run(self, batch, options=None, warm=False):
         from pymc_edp.base.binning import refit_estimate
         from pymc_edp.base.mcse import refit_log_ratio_se
 
