@@ -36,14 +36,13 @@ import dataclasses
 import json
 import logging
 import os
-import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from stack import stack_versions
+from stack import format_table, run_json, stack_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAWS, TUNE, CHAINS = 1000, 1000, 2  # PyMC's defaults, the refits' defaults too
@@ -216,11 +215,7 @@ def _run_fresh(name: str, args, package: str | None = None) -> dict:
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     if package is not None:
         env["PYTHONPATH"] = os.pathsep.join([package, env.get("PYTHONPATH", "")])
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode or not lines:
-        return {"model": name, "error": (proc.stderr.strip().splitlines() or ["?"])[-1][:80]}
-    return json.loads(lines[-1])
+    return run_json(cmd, env, name)
 
 
 def table(rows: list[dict], markdown: bool) -> str:
@@ -273,14 +268,7 @@ def table(rows: list[dict], markdown: bool) -> str:
                 f"baseline {key} audit / fit: median {np.median(ratios):.2f}, "
                 f"max {ratios.max():.2f}"
             )
-    if markdown:
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(line) + " |" for line in body]
-    else:
-        width = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-        lines = ["  ".join(h.ljust(w) for h, w in zip(head, width, strict=True))]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(b, width, strict=True)) for b in body]
-    return "\n".join([*lines, "", *summary])
+    return "\n".join([*format_table(head, body, markdown), "", *summary])
 
 
 def main(argv=None) -> None:

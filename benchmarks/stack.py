@@ -7,6 +7,8 @@ finds this module.
 
 from __future__ import annotations
 
+import json
+import subprocess
 from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
@@ -24,6 +26,25 @@ def stack_versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[pkg] = "-"
     return out
+
+
+def run_json(cmd: list[str], env: dict, name: str) -> dict:
+    """The last JSON line ``cmd`` prints, or ``{"model": name, "error": ...}`` if it failed."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode or not lines:
+        return {"model": name, "error": (proc.stderr.strip().splitlines() or ["?"])[-1][:120]}
+    return json.loads(lines[-1])
+
+
+def format_table(head: list[str], body: list[list[str]], markdown: bool) -> list[str]:
+    """Lines of a Markdown table, or of one aligned in columns."""
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return lines + ["| " + " | ".join(b) + " |" for b in body]
+    width = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, width, strict=True))]
+    return lines + ["  ".join(c.ljust(w) for c, w in zip(b, width, strict=True)) for b in body]
 
 
 def stack_psislw(log_weights: np.ndarray, reff: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
