@@ -12,6 +12,7 @@ from pymc_edp.model.moment_match import MomentMatchOptions
 from pymc_edp.model.neighbours import NeighbourOptions
 from pymc_edp.model.reweight import ChunkOptions
 from pymc_edp.refit.options import RefitOptions, VerifyOptions
+from pymc_edp.refit.warm import warm_tune
 
 __all__ = ["Settings", "Smoothing"]
 
@@ -66,13 +67,17 @@ class Settings:
             fit_cost = (float(seconds), fit.chains * (fit.draws + fit.tune))
         return dataclasses.replace(self, refit=refit, fit_cost=fit_cost)
 
-    def refit_seconds(self) -> float | None:
-        """A refit's expected time: the fit's, scaled by its sampler steps (None: unknown)."""
+    def refit_seconds(self, warm: bool = False) -> float | None:
+        """A refit's expected time: the fit's, scaled by its sampler steps (None: unknown).
+
+        ``warm``: the refit tunes for :func:`~pymc_edp.refit.warm.warm_tune` steps.
+        """
         if self.fit_cost is None or self.refit.draws is None:
             return None
         seconds, steps = self.fit_cost
         r = self.refit
-        return seconds * r.chains * (r.draws + r.tune) / steps
+        tune = warm_tune(r.tune) if warm else r.tune
+        return seconds * r.chains * (r.draws + tune) / steps
 
     @property
     def replace(self) -> bool:

@@ -155,7 +155,7 @@ class Refitter:
             options, config = short, {**config, **short.config(), "warm_start": True}
         elif warm:
             config = {**config, "warm_start": True}
-        each = self.settings.refit_seconds()
+        each = self.settings.refit_seconds(warm)
         if short is None and each is not None:
             _log.info(
                 "expected cost: %d refit(s) of about %.1f s each (the fit's sampling time, "
@@ -216,6 +216,12 @@ def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, li
     return to_refit[:max_refits], [message]
 
 
+def _warm(settings: Settings) -> bool:
+    """Whether full-length refits start warm (``RefitOptions(warm_start=)``, a model)."""
+    refit = settings.refit
+    return bool(refit.warm_start) and refit.build_model is None
+
+
 def _labels(nbs, indices: np.ndarray, most: int) -> str:
     """The labels of the first ``most`` neighbours of ``indices``, "..." after more."""
     shown = ", ".join(str(nbs.labels[k]) for k in indices[:most])
@@ -229,7 +235,7 @@ def refit_and_verify(
     to_refit, messages = choose_refits(est.khat_now(), inp, settings)
     refitter = Refitter(problem, settings, _checkpoint_config(inp, settings), est)
     if to_refit.size:
-        refitter.run(to_refit)
+        refitter.run(to_refit, warm=settings.method == "auto" and _warm(settings))
         if refitter.stopped is not None:
             messages.append(_stopped_message(refitter, to_refit, inp.factorised))
         elif not (refitter.estimates["method"] == "refit").any():
@@ -342,7 +348,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     batch = batch[: vopts.max_refits]
     done, factor, n_short = 0, 1.0, 0
     short = short_options(refitter.settings.refit) if vopts.early_stop else None
-    warm = vopts.warm_start and refitter.settings.refit.build_model is None
+    warm = _warm(refitter.settings)
     left = np.array([], dtype=np.int64)
     # refits estimated from their own draws only (coupled records) are noisier than the
     # estimates they check: one that agrees confirms the estimate, which stays

@@ -156,6 +156,11 @@ class NutpieEngine(_EngineBase):
         """Compile the neighbour model now (before refits run side by side in threads)."""
         self._compiled()
 
+    @property
+    def is_compiled(self) -> bool:
+        """Whether this process has compiled the neighbour model already."""
+        return self.token in _COMPILED
+
     def restarted(self):
         """A copy starting every chain at the first of :attr:`starts`, or None."""
         if not self.starts or self.initial_point is not None or self.warm is not None:

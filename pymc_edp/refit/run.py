@@ -289,6 +289,8 @@ def run_refits(
     )
     compile_model = getattr(engine, "compile", None)
     if executor is None and callable(compile_model):  # once, before the refits are timed
+        if not getattr(engine, "is_compiled", True):
+            _log.info("compiling the neighbour model (once per model in this process)")
         start = time.perf_counter()
         try:
             compile_model()

@@ -186,11 +186,11 @@ def test_warm_refit_agrees_with_cold_and_the_exact_neighbour_posterior(normal20,
 def test_warm_verification_is_as_accurate_as_cold(case):
     """The headline refitted warm (issue 40) is as close to the exact epsilon as cold.
 
-    ``tests/reference/warm_verification.py`` (20 seeds, PyMC 6): RMSE against the exact
-    headline 0.014 warm and 0.019 cold for ``outlier`` (exact 2.683), 0.053 and 0.048 for
-    ``extreme`` (7.352). Here 4 seeds: each headline within 5% of the exact one (the refit
-    tolerance of ``tests/refit/test_run.py``), and the warm and cold means within 4 standard
-    errors of their difference.
+    ``python tests/reference/warm_verification.py 12`` (PyMC 6): RMSE against the exact
+    headline 0.016 warm and 0.020 cold for ``outlier`` (exact 2.683), 0.050 and 0.049 for
+    ``extreme`` (7.352), 0.197 and 0.194 for ``bernoulli`` (2.491). Here 4 seeds: each
+    headline within 5% of the exact one (the refit tolerance of ``tests/refit/test_run.py``),
+    and the warm and cold means within 4 standard errors of their difference.
     """
     import sys
     from pathlib import Path
