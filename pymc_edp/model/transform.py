@@ -76,7 +76,9 @@ def coupled_blocks(model, ll, neighbours, observed=None) -> dict[str, int]:
     return out
 
 
-def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None):
+def neighbour_model(
+    model, observed=None, coupled: dict[str, int] | None = None, replace: bool = True
+):
     """Clone ``model`` so that one compiled graph represents every neighbour dataset.
 
     A factorised likelihood's record is switched off by a weight: its term is the only one
@@ -95,6 +97,10 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
     coupled : dict of str to int, optional
         Coupled variables and the most values a neighbour leaves unobserved
         (:func:`coupled_blocks`); default: those the graph shows coupled, one value each.
+    replace : bool, default True
+        Whether neighbours may replace a factorised record's values (``edp_alt_*`` and
+        ``edp_v_*``, a second log-likelihood at the replacement values). ``False`` builds a
+        model that only removes records: its log density costs what the model's does.
 
     Returns
     -------
@@ -154,6 +160,9 @@ def neighbour_model(model, observed=None, coupled: dict[str, int] | None = None)
                 clone.compile_fn(logp, inputs=clone.value_vars, on_unused_input="ignore")(point)
             )
             dw = pm.Data(DW.format(rv.name), np.zeros(shape))
+            if not replace:  # the weighted term is the model's own: merged, computed once
+                terms.append(pt.sum(dw * logp))
+                continue
             alt = pm.Data(ALT.format(rv.name), data.copy())
             v = pm.Data(SWITCH.format(rv.name), np.zeros(shape))
             # pm.Data may hold the data in another dtype (int32 vs the value's int64)
@@ -262,6 +271,8 @@ class NeighbourDataMaker:
     record_shapes: dict
     builder: bool = False
     coupled: dict = field(default_factory=dict)
+    #: Whether the neighbour model takes replacement values (:func:`neighbour_model`).
+    replace: bool = True
 
     def __call__(self, index: int, label, changes: dict):
         """The data of neighbour ``index`` from its :func:`neighbour_changes`."""
@@ -282,8 +293,11 @@ class NeighbourDataMaker:
                 alt.reshape(n_v, -1)[local] = values
                 switch[local] = 1.0
             data[DW.format(name)] = dw.reshape(shape)
-            data[ALT.format(name)] = alt
-            data[SWITCH.format(name)] = switch.reshape(shape)
+            if self.replace:
+                data[ALT.format(name)] = alt
+                data[SWITCH.format(name)] = switch.reshape(shape)
+            elif values is not None:
+                raise ValueError("this neighbour model only removes records")
         return data
 
     def _unobserved(self, name: str, local: np.ndarray, values) -> dict:

@@ -186,10 +186,9 @@ class NutpieEngine(_EngineBase):
     def _with_data(self, data: dict):
         """The compiled model with ``data``, its chains starting at the warm start's draws."""
         compiled = self._compiled()
-        known = getattr(compiled, "shared_var_keys", None)
         base = self.base_data
-        if known is not None:  # data the compiled graph does not read are not in it
-            names = {getattr(var, "name", None) for var in known}
+        names = _shared_names(compiled)
+        if names is not None:  # data the compiled graph does not read are not in it
             base = {k: v for k, v in base.items() if k in names}
         compiled = compiled.with_data(**{**base, **data})
         warm = self.warm
@@ -284,6 +283,19 @@ class NutpieEngine(_EngineBase):
             coords={"chain": np.arange(n_chains), "draw": np.arange(n_draws), **used},
         )
         return ds, divergent
+
+
+def _shared_names(compiled) -> set | None:
+    """Names of the data a compiled nutpie model reads (None: it does not say).
+
+    nutpie 0.16.11 keys them by variable (``shared_var_keys``), earlier versions by name
+    (``shared_data``); ``with_data`` refuses any other name.
+    """
+    known = getattr(compiled, "shared_var_keys", None)
+    if known is not None:
+        return {getattr(var, "name", None) for var in known}
+    shared = getattr(compiled, "shared_data", None)
+    return set(shared) if isinstance(shared, dict) else None
 
 
 @dataclass

@@ -704,7 +704,11 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, wa
     try:
         coupled = coupled_blocks(model, problem.ll, problem.neighbours)
         nb_model, token = cached_neighbour_model(
-            model, problem.ll.names, coupled, build=neighbour_model
+            model,
+            problem.ll.names,
+            coupled,
+            build=neighbour_model,
+            replace=problem.candidates is not None,
         )
     except NonFactorisedError as err:
         raise ValueError(str(err)) from None
@@ -866,6 +870,7 @@ def _refit_tasks(
         record_shapes={n: tuple(ll.datasets[n].shape[2:]) for n in ll.names},
         builder=builder,
         coupled={} if builder else coupled_blocks(problem.model, ll, nbs),
+        replace=problem.candidates is not None,
     )
     tasks = []
     for k in map(int, to_refit):

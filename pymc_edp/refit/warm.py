@@ -35,7 +35,11 @@ def _forget(prefix: str) -> None:
 
 
 def cached_neighbour_model(
-    model, observed, coupled: dict[str, int] | None, build: Callable | None = None
+    model,
+    observed,
+    coupled: dict[str, int] | None,
+    build: Callable | None = None,
+    replace: bool = True,
 ):
     """``(neighbour model, token)`` of ``model``, built once per model by ``build``.
 
@@ -43,11 +47,16 @@ def cached_neighbour_model(
     cache. Kept by :func:`~pymc_edp.model.cache.per_model` (rebuilt when the model's
     structure changes, dropped with it). It holds data of its own (each refit sets its
     neighbour's): it is given the model's current ``pm.Data`` values here, and every refit
-    sets them again first (:func:`current_data`, the engines' ``base_data``).
+    sets them again first (:func:`current_data`, the engines' ``base_data``). ``replace``:
+    whether neighbours replace records (``build(..., replace=False)`` otherwise).
     """
+    from functools import partial
+
     from pymc_edp.model.transform import neighbour_model
 
     build = neighbour_model if build is None else build
+    if not replace:
+        build = partial(build, replace=False)
 
     def built():
         token = f"nb-{uuid.uuid4().hex}"
@@ -57,7 +66,7 @@ def cached_neighbour_model(
             pass
         return build(model, observed, coupled), token
 
-    key = ("neighbour model", tuple(observed), tuple(sorted((coupled or {}).items())))
+    key = ("neighbour model", tuple(observed), tuple(sorted((coupled or {}).items())), replace)
     nb_model, token = per_model(model, key, built)
     for name, value in current_data(model, nb_model).items():
         var = nb_model[name]

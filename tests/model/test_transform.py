@@ -146,3 +146,37 @@ def test_refit_tasks_hold_changes_not_full_data():
     )
     np.testing.assert_array_equal(removed["y1"], [0, 1, 4, 5])
     np.testing.assert_array_equal(removed.keep["y2"], [True, False, True])
+
+
+def test_a_removal_only_neighbour_model_has_the_model_density_and_no_replacement_data():
+    """``replace=False`` (removal audits, issue 40): no second log-likelihood at replacement
+    values; its density with record 1 removed is the data's without record 1, and its
+    compiled graph evaluates no more log-densities than the model's."""
+    from scipy import stats
+
+    y = np.array([0.3, -1.2, 2.5])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+    full = refit.neighbour_model(model)
+    nb = refit.neighbour_model(model, replace=False)
+    assert "edp_alt_y" in full.named_vars
+    assert {d.name for d in nb.data_vars} == {"edp_dw_y"}
+    maker = transform.NeighbourDataMaker({"y": y}, {"y": (3,)}, replace=False)
+    data = maker(1, 1, {"y": (np.array([1]), None)})
+    assert set(data) == {"edp_dw_y"}
+    with nb:
+        pm.set_data(data)
+    point = {"mu": np.array(0.4)}
+    expected = stats.norm.logpdf(0.4) + stats.norm.logpdf(y[[0, 2]], 0.4).sum()
+    assert nb.compile_logp()(point) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="only removes records"):
+        maker(1, 1, {"y": (np.array([1]), np.array([9.0]))})
+
+    def per_record_ops(m):  # (fused) elementwise operations reading the records' vectors
+        nodes = m.compile_logp().f.maker.fgraph.apply_nodes
+        return sum(
+            "Elemwise" in type(n.op).__name__ and any(i.ndim == 1 for i in n.inputs) for n in nodes
+        )
+
+    assert per_record_ops(nb) == per_record_ops(model) < per_record_ops(full)
