@@ -186,14 +186,6 @@ def test_the_default_audit_with_refits_after_set_data_audits_as_a_fresh_process(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    int(pm.__version__.split(".")[0]) < 6,
-    reason=(
-        "open on PyMC 5: every refit of the coupled AR's neighbour model fails with nutpie's "
-        "KeyError 'Unknown shared variable: y_obs', so the audit is 'unverified' (and says so)"
-    ),
-    strict=True,
-)
 def test_the_default_audit_of_a_coupled_ar_after_set_data_audits_as_a_fresh_process(tmp_path):
     """Refits with the record unobserved, on the cached neighbour model, as a fresh process's."""
     datasets = [_ar_data(1, 30, 0.6), _ar_data(2, 30, 0.3)]

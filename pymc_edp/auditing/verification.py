@@ -217,9 +217,9 @@ def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, li
 
 
 def _warm(settings: Settings) -> bool:
-    """Whether full-length refits start warm (``RefitOptions(warm_start=)``, a model)."""
-    refit = settings.refit
-    return bool(refit.warm_start) and refit.build_model is None
+    """Whether full-length refits start warm (``VerifyOptions(warm_start=)``, a model)."""
+    vopts = settings.verify if settings.verify is not None else VerifyOptions()
+    return bool(vopts.warm_start) and settings.refit.build_model is None
 
 
 def _labels(nbs, indices: np.ndarray, most: int) -> str:
@@ -348,7 +348,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     batch = batch[: vopts.max_refits]
     done, factor, n_short = 0, 1.0, 0
     short = short_options(refitter.settings.refit) if vopts.early_stop else None
-    warm = _warm(refitter.settings)
+    warm = vopts.warm_start and refitter.settings.refit.build_model is None
     left = np.array([], dtype=np.int64)
     # refits estimated from their own draws only (coupled records) are noisier than the
     # estimates they check: one that agrees confirms the estimate, which stays

@@ -85,13 +85,6 @@ class RefitOptions:
     retry : bool or collection of {"failed", "divergent"}, default True
         Refitted again: ``"failed"`` refits of an earlier run (with ``checkpoint``);
         ``"divergent"`` refits, at ``target_accept`` 0.95 then 0.99. ``True``: both.
-    warm_start : bool, default True
-        Under ``method="auto"``, refits (of neighbours whose k-hat is too high, and
-        verification's) start at full-data draws, with the fit's mass matrix (PyMC's NUTS),
-        and tune a quarter as long (:func:`pymc_edp.refit.warm.warm_tune`); ``False`` starts
-        them at the model's initial point with the whole tuning. Short verification refits
-        always start warm; ``method="refit"`` refits always start cold. Not with
-        ``build_model``.
     verify : VerifyOptions, dict or bool, optional
         How ``method="auto"`` confirms its headline by refits (:class:`VerifyOptions`).
         ``False`` turns it off; ``True`` or None verify under ``method="auto"``, and only
@@ -127,7 +120,6 @@ class RefitOptions:
     estimator: str = "pooled"
     sampler_kwargs: Mapping | None = None
     retry: bool | Collection[str] = True
-    warm_start: bool = True
     verify: VerifyOptions | Mapping | bool | None = None
 
     def __post_init__(self):
@@ -136,8 +128,6 @@ class RefitOptions:
         check_int(self.chains, "chains", 1, allow_none=True)
         check_int(self.max_refits, "max_refits", 0, allow_none=True)
         check_choice(self.estimator, "estimator", ESTIMATORS)
-        if not isinstance(self.warm_start, bool):
-            raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}")
         if self.engine is not None:
             check_choice(self.engine, "engine", ("nutpie", "pymc"))
         if self.build_model is not None and not callable(self.build_model):
@@ -241,6 +231,12 @@ class VerifyOptions:
         comparison and cannot set epsilon, refit the others at full length. What sets
         epsilon when a batch starts is refitted at full length at once. Not with
         ``build_model``.
+    warm_start : bool, default True
+        Under ``method="auto"``, refits (verification's, and those of neighbours whose k-hat
+        is too high) start at full-data draws, with the fit's mass matrix (PyMC's NUTS), and
+        tune a quarter as long (:func:`pymc_edp.refit.warm.warm_tune`); ``False`` starts them
+        at the model's initial point with the whole tuning. Short verification refits always
+        start warm; ``method="refit"`` refits always start cold. Not with ``build_model``.
 
     Examples
     --------
@@ -256,6 +252,7 @@ class VerifyOptions:
     time_budget: float | None = None
     z: float = 3.0
     early_stop: bool = True
+    warm_start: bool = True
 
     def __post_init__(self):
         check_int(self.top, "top", 1)
@@ -270,6 +267,8 @@ class VerifyOptions:
         check_real(self.z, "z", positive=True)
         if not isinstance(self.early_stop, bool):
             raise TypeError(f"early_stop must be True or False, got {self.early_stop!r}")
+        if not isinstance(self.warm_start, bool):
+            raise TypeError(f"warm_start must be True or False, got {self.warm_start!r}")
 
     @classmethod
     def coerce(cls, value: VerifyOptions | Mapping | None) -> VerifyOptions:

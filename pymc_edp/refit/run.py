@@ -287,18 +287,8 @@ def run_refits(
         f", {width} at a time" if width > 1 else "",
         f" ({len(done)} restored from the checkpoint)" if done else "",
     )
-    compile_model = getattr(engine, "compile", None)
-    if executor is None and callable(compile_model):  # once, before the refits are timed
-        if not getattr(engine, "is_compiled", True):
-            _log.info("compiling the neighbour model (once per model in this process)")
-        start = time.perf_counter()
-        try:
-            compile_model()
-        except Exception as err:  # each refit meets it again, and records it as its outcome
-            _log.debug("compiling before the refits failed: %s", _brief(err))
-        else:
-            took = time.perf_counter() - start
-            _log.log(logging.INFO if took > 1.0 else logging.DEBUG, "compiled in %.1f s", took)
+    if executor is None:  # once, before the refits are timed
+        _compile_first(engine)
     pool = refit_pool(engine, len(todo)) if executor is None else None
     prints = {task.index: task.fingerprint for task in todo}
     finished: dict[int, RefitOutcome] = {}
@@ -334,6 +324,23 @@ def run_refits(
         left = len(todo) - len(finished)
         _log.info("time budget spent: %d of %d refit(s) not started", left, len(todo))
     return {**done, **finished}
+
+
+def _compile_first(engine) -> None:
+    """Compile ``engine``'s model now, saying so when it is not compiled yet."""
+    compile_model = getattr(engine, "compile", None)
+    if not callable(compile_model):
+        return
+    if not getattr(engine, "is_compiled", True):
+        _log.info("compiling the neighbour model (once per model in this process)")
+    start = time.perf_counter()
+    try:
+        compile_model()
+    except Exception as err:  # each refit meets it again, and records it as its outcome
+        _log.debug("compiling before the refits failed: %s", _brief(err))
+    else:
+        took = time.perf_counter() - start
+        _log.log(logging.INFO if took > 1.0 else logging.DEBUG, "compiled in %.1f s", took)
 
 
 def _run_before(run, deadline: float, task: RefitTask) -> RefitOutcome | None:

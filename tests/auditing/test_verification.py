@@ -144,8 +144,7 @@ def test_short_refits_settle_what_cannot_set_epsilon():
     check = verify(VerifyOptions(top=5, early_stop=False), off, ERRORS)
     assert off.short_runs == [] and off.runs == [[0, 1, 2, 3, 4]] and "short" not in check.note
     cold = FakeRefitter(EPS)
-    cold.settings.refit = RefitOptions(warm_start=False).for_fit()
-    verify(VerifyOptions(top=5), cold, ERRORS)
+    verify(VerifyOptions(top=5, warm_start=False), cold, ERRORS)
     assert cold.short_runs == [[1, 2, 3, 4]] and cold.warm == [False]
 
 

@@ -4,7 +4,7 @@ The default audit refits the neighbour that sets epsilon at full length. Since i
 starts warm: at full-data draws, with the fit's mass matrix (PyMC) and a quarter of the
 tuning. This script measures what that does to the headline against the exact B-EDP of
 conjugate models, over audit seeds (the refits' seeds), warm against cold
-(``RefitOptions(warm_start=False)``) on the same fit:
+(``VerifyOptions(warm_start=False)``) on the same fit:
 
 - ``outlier``: y ~ N(mu, 1), mu ~ N(0, 10^2), 24 draws from N(0, 1) and a record at 6
   (removing it moves the posterior by 1.2 of its sds), B = 10;
@@ -66,7 +66,7 @@ def headlines(case: str, seeds) -> dict:
         out = {"exact": exact, "warm": [], "cold": []}
         for seed in seeds:
             for key, warm in (("warm", True), ("cold", False)):
-                opts = edp.RefitOptions(warm_start=warm)
+                opts = edp.RefitOptions(verify=edp.VerifyOptions(warm_start=warm))
                 res = edp.audit(
                     idata,
                     model,
