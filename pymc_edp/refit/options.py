@@ -236,7 +236,8 @@ class VerifyOptions:
         is too high) start at full-data draws, with the fit's mass matrix (PyMC's NUTS), and
         tune a quarter as long (:func:`pymc_edp.refit.warm.warm_tune`); ``False`` starts them
         at the model's initial point with the whole tuning. Short verification refits always
-        start warm; ``method="refit"`` refits always start cold. Not with ``build_model``.
+        start warm; ``method="refit"`` refits, and refits of groups (``groups=``), whose
+        posterior can move far from the fit's, always start cold. Not with ``build_model``.
 
     Examples
     --------

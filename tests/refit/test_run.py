@@ -104,8 +104,11 @@ def test_auto_refits_the_extreme_record(outlier_model):
     assert methods[-1] == "refit"
     assert np.all(methods[:-1] == "psis")
     assert auto.warnings == ()
-    # same seed per neighbour: auto's refit of the outlier is refit's refit of it
-    assert auto.pointwise["epsilon"].values[-1] == full.pointwise["epsilon"].values[-1]
+    # auto's refit of the outlier starts warm (issue 40), refit's cold: the same epsilon
+    # within their Monte-Carlo errors (~5% each)
+    assert auto.pointwise["epsilon"].values[-1] == pytest.approx(
+        full.pointwise["epsilon"].values[-1], rel=0.15
+    )
     exact = conjugate.normal_normal_edp(y, 1.0, 0.0, 10.0, 10, pointwise=True)
     # 2,000 full-data draws: ~5% MC error at this epsilon
     assert auto.pointwise["epsilon"].values[-1] == pytest.approx(exact[-1], rel=0.1)
