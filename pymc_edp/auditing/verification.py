@@ -216,22 +216,18 @@ def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, li
     return to_refit[:max_refits], [message]
 
 
-def _warm(settings: Settings) -> bool:
-    """Whether full-length refits start warm (``VerifyOptions(warm_start=)``)."""
-    vopts = settings.verify if settings.verify is not None else VerifyOptions()
-    return bool(vopts.warm_start) and _warm_allowed(settings)
+def _warm(vopts: VerifyOptions | None, settings) -> bool:
+    """Whether full-length refits start warm (``vopts.warm_start``, default True).
 
-
-def _warm_allowed(settings) -> bool:
-    """A model to start from, and neighbours of single records, not groups.
-
-    A group left out can move the posterior far from the full-data draws: warm refits of a
+    They need a model to start from, and neighbours of single records, not groups. A group
+    left out can move the posterior far from the full-data draws: warm refits of a
     hierarchical model's groups overstated the headline by 11% against a quadrature reference
     (``tests/test_auditing_verify.py::test_group_left_out_matches_the_quadrature_reference``),
     so groups are refitted cold.
     """
+    warm_start = True if vopts is None else vopts.warm_start
     groups = getattr(getattr(settings, "neighbour", None), "groups", None)
-    return settings.refit.build_model is None and groups is None
+    return warm_start and settings.refit.build_model is None and groups is None
 
 
 def _labels(nbs, indices: np.ndarray, most: int) -> str:
@@ -247,7 +243,7 @@ def refit_and_verify(
     to_refit, messages = choose_refits(est.khat_now(), inp, settings)
     refitter = Refitter(problem, settings, _checkpoint_config(inp, settings), est)
     if to_refit.size:
-        refitter.run(to_refit, warm=settings.method == "auto" and _warm(settings))
+        refitter.run(to_refit, warm=settings.method == "auto" and _warm(settings.verify, settings))
         if refitter.stopped is not None:
             messages.append(_stopped_message(refitter, to_refit, inp.factorised))
         elif not (refitter.estimates["method"] == "refit").any():
@@ -360,7 +356,7 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
     batch = batch[: vopts.max_refits]
     done, factor, n_short = 0, 1.0, 0
     short = short_options(refitter.settings.refit) if vopts.early_stop else None
-    warm = vopts.warm_start and _warm_allowed(refitter.settings)
+    warm = _warm(vopts, refitter.settings)
     left = np.array([], dtype=np.int64)
     # refits estimated from their own draws only (coupled records) are noisier than the
     # estimates they check: one that agrees confirms the estimate, which stays

@@ -348,15 +348,21 @@ def _run_before(run, deadline: float, task: RefitTask) -> RefitOutcome | None:
     return None if time.monotonic() > deadline else run(task)
 
 
-def _size(engine) -> str:
-    """What each refit samples, as the log says it ("" when the engine does not say)."""
+def refit_size(engine) -> str:
+    """What each refit of ``engine`` samples, in words ("" when the engine does not say)."""
     draws, chains = getattr(engine, "draws", None), getattr(engine, "chains", None)
     if draws is None or chains is None:
         return ""
     tune = getattr(engine, "tune_steps", getattr(engine, "tune", None))
-    warm = " (warm-started)" if getattr(engine, "warm", None) is not None else ""
-    after = f" after {tune} tuning steps{warm} each" if tune is not None else ""
-    return f" ({chains} chain(s) x {draws} draws{after})"
+    warm = ", warm-started" if getattr(engine, "warm", None) is not None else ""
+    after = f" after {tune} tuning steps each" if tune is not None else ""
+    return f"{chains} chain(s) x {draws} draws{after}{warm}"
+
+
+def _size(engine) -> str:
+    """:func:`refit_size` as the log says it, in parentheses."""
+    size = refit_size(engine)
+    return f" ({size})" if size else ""
 
 
 class _Pace:
@@ -855,9 +861,13 @@ def refit_neighbours(
             )
         estimates[k] = _estimate(problem, refit_draws, log_ratios_k, out.posterior, order)
     messages.extend(_outcome_messages(failed, outcomes, options))
-    size = _size(eng).strip()[1:-1].replace(" (warm-started) each", " each, warm-started")
     run = RefitRun(
-        outcomes, estimates, Refits(outcomes), missing, stopped if missing else None, size
+        outcomes,
+        estimates,
+        Refits(outcomes),
+        missing,
+        stopped if missing else None,
+        refit_size(eng),
     )
     return run, messages
 
