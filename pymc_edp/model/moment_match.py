@@ -139,7 +139,7 @@ def _sizes(shape) -> int:
 
 
 class ModelDensity:
-    """A PyMC model's densities at batches of unconstrained draws, compiled once.
+    """A PyMC model's densities at batches of unconstrained draws, each compiled once.
 
     Unconstrained draws are ``(n_dims, S)`` matrices: ``model.value_vars`` in order, each
     flattened in C order. ``names`` are the audited variables of :meth:`constrained`.
@@ -147,7 +147,6 @@ class ModelDensity:
 
     def __init__(self, model, names: Sequence[str]):
         import pytensor.tensor as pt
-        from pytensor.graph.replace import vectorize_graph
 
         self._model = weakref.ref(model)  # cached per model (pymc_edp.model.cache)
         discrete = [v.name for v in getattr(model, "discrete_value_vars", [])]
@@ -179,36 +178,49 @@ class ModelDensity:
         self.slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
         self.n_dims = int(bounds[-1])
 
-        flat = pt.matrix("edp_unconstrained", dtype="float64")
-        n = flat.shape[0]
-        batched = {
-            v: flat[:, sl].reshape((n, *shape)).astype(v.dtype)
+        self._input = pt.matrix("edp_unconstrained", dtype="float64")
+        n = self._input.shape[0]
+        self._batched = {
+            v: self._input[:, sl].reshape((n, *shape)).astype(v.dtype)
             for v, sl, shape in zip(self.value_vars, self.slices, self.shapes, strict=True)
         }
-
-        def compile_(inputs, outputs):
-            return self._compile(inputs, vectorize_graph(outputs, batched))
-
-        joint = model.logp(jacobian=True, sum=True)
-        self._logp = compile_([flat], joint)
-
         self.observed = [rv.name for rv in model.observed_RVs]
-        self._loglik, self._y_dtype = {}, {}
-        elems = []
-        for rv in model.observed_RVs:
+        self._y_dtype = {rv.name: model.rvs_to_values[rv].dtype for rv in model.observed_RVs}
+        #: compiled functions by name, each compiled when first used: an audit needs only
+        #: some (a removal with the model's own data never the data-input log-likelihoods)
+        self._functions: dict = {}
+
+    def _function(self, key: str):
+        """The compiled function ``key``, compiled on first use.
+
+        ``"logp"``, ``"joint"``, ``"constrained"`` or ``"loglik:<name>"``.
+        """
+        fn = self._functions.get(key)
+        if fn is not None:
+            return fn
+        import pytensor.tensor as pt
+        from pytensor.graph.replace import vectorize_graph
+
+        model, flat = self.model, self._input
+        inputs, outputs = [flat], None
+        if key == "logp":
+            outputs = model.logp(jacobian=True, sum=True)
+        elif key == "joint":
+            # the joint density and every log-likelihood at the model's data in one function:
+            # the likelihood terms are computed once and both summed and returned
+            # (a likelihood coupling all records: each record's leave-one-out conditional)
+            outputs = [model.logp(jacobian=True, sum=True)]
+            outputs += [record_logp(model, rv) for rv in model.observed_RVs]
+        elif key == "constrained":
+            outputs = list(model.replace_rvs_by_values([model[n] for n in self.names]))
+        else:
+            rv = model[key.removeprefix("loglik:")]
             data = model.rvs_to_values[rv]
             y_in = pt.tensor(name=f"{rv.name}_edp_y", dtype=data.dtype, shape=(None,) * data.ndim)
-            # a likelihood coupling all records: each record's leave-one-out conditional
-            elems.append(record_logp(model, rv))
-            self._loglik[rv.name] = compile_([flat, y_in], record_logp(model, rv, y_in))
-            self._y_dtype[rv.name] = data.dtype
-        # the joint density and every log-likelihood at the model's data in one function:
-        # the likelihood terms are computed once and both summed and returned
-        self._joint = compile_([flat], [joint, *elems])
-
-        targets = [model[n] for n in self.names]
-        graphs = model.replace_rvs_by_values(targets)
-        self._constrained = compile_([flat], list(graphs))
+            inputs, outputs = [flat, y_in], record_logp(model, rv, y_in)
+        fn = self._compile(inputs, vectorize_graph(outputs, self._batched))
+        self._functions[key] = fn
+        return fn
 
     @property
     def model(self):
@@ -233,12 +245,12 @@ class ModelDensity:
 
     def log_density(self, u: np.ndarray) -> np.ndarray:
         """Joint log density (prior, likelihood, potentials, Jacobians) at ``u``, shape (S,)."""
-        return np.asarray(self._logp(self._flat(u)), dtype=float).reshape(-1)
+        return np.asarray(self._function("logp")(self._flat(u)), dtype=float).reshape(-1)
 
     def log_density_and_likelihood(self, u: np.ndarray) -> tuple[np.ndarray, dict]:
         """:meth:`log_density` and ``{name: (S, n_records)}`` log-likelihoods, in one call."""
         flat = self._flat(u)
-        lp, *lls = self._joint(flat)
+        lp, *lls = self._function("joint")(flat)
         n = flat.shape[0]
         return np.asarray(lp, dtype=float).reshape(-1), {
             name: np.asarray(ll).reshape(n, -1)
@@ -252,13 +264,14 @@ class ModelDensity:
     def log_likelihood(self, name: str, u: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Elementwise log-likelihood of observed ``name`` at data ``y``, shape (S, n_records)."""
         flat = self._flat(u)
-        out = np.asarray(self._loglik[name](flat, np.asarray(y, dtype=self._y_dtype[name])))
+        fn = self._function(f"loglik:{name}")
+        out = np.asarray(fn(flat, np.asarray(y, dtype=self._y_dtype[name])))
         return out.reshape(flat.shape[0], -1)
 
     def constrained(self, u: np.ndarray) -> np.ndarray:
         """The audited variables at ``u``, ``(n_parameters, S)``, as ``posterior_matrix``."""
         flat = self._flat(u)
-        outs = self._constrained(flat)
+        outs = self._function("constrained")(flat)
         outs = outs if isinstance(outs, list | tuple) else [outs]
         rows = [np.asarray(o, dtype=float).reshape(flat.shape[0], -1).T for o in outs]
         return np.concatenate(rows, axis=0)
@@ -593,6 +606,16 @@ def moment_match_neighbours(
         }
 
 
+def _log_target(prep: _Prepared) -> Callable:
+    """The joint log density at draws.
+
+    From the fused function where it serves: one compile fewer in an audit's first call.
+    """
+    if not prep.fused:
+        return prep.density.log_density
+    return lambda x: prep.density.log_density_and_likelihood(x)[0]
+
+
 def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold, rows):
     """Moment-match one neighbour and bin its final weighted draws (the ``rows`` binned)."""
     n_samples = prep.draws.shape[1]
@@ -601,7 +624,7 @@ def _one_neighbour(prep, changes, bins, smoothing, reff, options, threshold, row
     log_ratio, both, lr0 = _log_ratio_fn(prep, changes)
     res = moment_match(
         prep.u,
-        prep.density.log_density,
+        _log_target(prep),
         log_ratio,
         reff=reff,
         khat_threshold=threshold,

@@ -294,6 +294,47 @@ def test_fused_evaluation_only_at_the_models_data(hier, monkeypatch):
         np.testing.assert_allclose(fused[k].eps, plain[k].eps, atol=1e-8)
 
 
+def test_a_removal_compiles_only_what_it_uses(hier, monkeypatch):
+    """Functions compile on first use.
+
+    Moment matching a removal at the model's own data compiles the fused density and
+    log-likelihood and the map back, not the joint density alone nor the data-input
+    log-likelihood (each ~1 s of an audit's first call).
+    """
+    model, idata, _ = hier
+    names = ["sigma", "beta"]
+    dens = ModelDensity(model, names)
+    compiled = []
+    compile_ = ModelDensity._compile
+
+    def counted(inputs, outputs):
+        compiled.append(len(inputs))
+        return compile_(inputs, outputs)
+
+    monkeypatch.setattr(dens, "_compile", counted)
+    assert dens._functions == {}  # nothing compiled by the constructor
+    grid = quantile_bins(posterior_matrix(get_group(idata, "posterior"), names)[0], 5)
+    out = moment_match_neighbours(
+        model, idata, [4], _remove, names=names, bins=grid, smoothing=0.01, reff=1.0,
+        density=dens, options={"khat_threshold": 0.0, "max_iters": 3},
+    )  # fmt: skip
+    assert out[4].iterations >= 1  # the draws moved: the map back was used
+    assert sorted(dens._functions) == ["constrained", "joint"]
+    # a replacement needs the data-input log-likelihood: compiled then, once
+    u = dens.unconstrained_from(get_group(idata, "posterior"))
+    before = len(compiled)
+    first = dens.log_likelihood("y", u, _y(idata))
+    second = dens.log_likelihood("y", u, _y(idata))
+    assert len(compiled) == before + 1 and sorted(dens._functions)[-1] == "loglik:y"
+    np.testing.assert_array_equal(first, second)
+    _, fused = dens.log_density_and_likelihood(u)
+    np.testing.assert_allclose(first, fused["y"], rtol=1e-12)
+
+
+def _y(idata):
+    return np.asarray(get_group(idata, "observed_data")["y"].values)
+
+
 def test_no_change_gives_zero_epsilon(hier):
     model, idata, y = hier
     draws = posterior_matrix(get_group(idata, "posterior"), ["sigma"])[0]
