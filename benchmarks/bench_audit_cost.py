@@ -12,7 +12,7 @@ Issue 33's table. For each zoo model (``tests/zoo.py``), a fresh Python process:
   neighbour model and moment matching's densities anew (what the model's cache holds is
   dropped first), every verification refit at full length (``early_stop=False``);
   measured after ``warm``;
-- refits run, tuning steps + draws per chain of each refit, and the
+- refits run, draws per chain of each refit (issue 40: sized from the fit), and the
   verification outcome;
 - per refit, for the neighbour that sets epsilon (``--per-refit``): a cold ``pm.sample`` of
   the neighbour model (compiling, ``tune=1000``, as a user refitting by hand would), and the
@@ -91,27 +91,17 @@ def _audit(idata, model, before: bool = False):
 
 
 def _draws_per_refit(res) -> str:
-    """How many refits ran at each ``tune + draws`` per chain (short verification refits
-    have a quarter of the draws after a quarter of the tuning)."""
-    import pymc_edp as edp
-
-    try:
-        from pymc_edp.refit.warm import warm_tune
-    except ImportError:  # a revision before issue 33: every refit at full length
-        warm_tune = None
+    """Refits by draws per chain, e.g. ``4x250 1x1000`` (short verification refits have a
+    quarter of the fit's draws; since issue 40 every refit of the default audit is sized from
+    the fit and tunes warm for a quarter of its tuning, groups' and cold fits' in full)."""
     if res.refits is None or not len(res.refits):
         return "-"
-    opts = edp.RefitOptions()
     counts: dict[int, int] = {}
     for out in res.refits._outcomes.values():
         if out.posterior is not None:
             d = int(out.posterior.sizes["draw"])
             counts[d] = counts.get(d, 0) + 1
-    parts = []
-    for d in sorted(counts):
-        tune = warm_tune(opts.tune) if warm_tune and d < opts.draws else opts.tune
-        parts.append(f"{counts[d]}x{tune}+{d}")
-    return " ".join(parts)
+    return " ".join(f"{counts[d]}x{d}" for d in sorted(counts))
 
 
 def _neighbour_data(model, idata, label):
@@ -221,7 +211,7 @@ def _run_fresh(name: str, args, package: str | None = None) -> dict:
 def table(rows: list[dict], markdown: bool) -> str:
     """The rows, and the median and maximum ratios of audit to fit."""
     head = ["model", "fit s", "cold s", "warm s", "before s", "cold/fit", "warm/fit"]
-    head += ["before/fit", "refits", "tune+draws", "verification", "epsilon"]
+    head += ["before/fit", "refits", "draws per refit", "verification", "epsilon"]
     base = any("baseline" in r for r in rows)
     if base:
         head += ["baseline cold/fit", "baseline warm/fit"]

@@ -644,7 +644,11 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
             raise ValueError(
                 f"ChunkOptions(log_likelihood='model') cannot stream ({detail}): use 'auto'"
             )
-        _log.info("computing the whole log_likelihood group: %s", reasons)
+        _log.info(
+            "computing the log_likelihood group whole, not streamed in chunks of records (as "
+            "exact, more memory; not an error): %s",
+            reasons,
+        )
         return None
     try:
         return model_log_likelihood(model, idata, names)
@@ -653,7 +657,11 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
             raise
         # the structural check passed but a chunk did not compute (or did not agree):
         # what "auto" promises, the group computed whole
-        _log.info("computing the whole log_likelihood group: %s", err.reason)
+        _log.info(
+            "computing the log_likelihood group whole, not streamed in chunks of records (as "
+            "exact, more memory; not an error): %s",
+            err.reason,
+        )
         return None
 
 
