@@ -212,7 +212,17 @@ def test_groups_of_a_coupled_likelihood_are_confirmed_by_refits(grouped):
     assert "Gaussian closed form" in line and "refits leave the record unobserved" in line
     assert res.verification in ("confirmed", "corrected"), res.verification_note
     exact = exact_epsilons(*reference, bins=5, groups=GROUPS)
-    np.testing.assert_allclose(res.pointwise["epsilon"].values, exact, rtol=0.10, atol=0.02)
+    eps = res.pointwise["epsilon"].values
+    refitted = res.pointwise["method"].values == "refit"
+    # the last group (k-hat 0.76) is refitted: its estimate from 4,000 refit draws has a
+    # standard deviation of 10% of exact over audit seeds (tests/reference/
+    # coupled_group_refits.py: mean 3.955, sd 0.371, exact 3.801), so it is held to three of
+    # its own standard errors; the reweighted groups (standard errors near 2%) to 10%
+    assert refitted.tolist() == [False, False, False, True]
+    np.testing.assert_allclose(eps[~refitted], exact[~refitted], rtol=0.10, atol=0.02)
+    se = res.pointwise["epsilon_mcse"].values[refitted]
+    assert np.all(se > 0) and np.all(se < 0.15 * exact[refitted]), se
+    assert np.all(np.abs(eps[refitted] - exact[refitted]) < 3 * se), (eps, exact, se)
 
 
 def _gp_estimated(y):
