@@ -42,7 +42,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from stack import format_table, run_json, stack_versions
+from stack import format_table, refits_by_draws, run_json, stack_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 DRAWS, TUNE, CHAINS = 1000, 1000, 2  # PyMC's defaults, the refits' defaults too
@@ -88,20 +88,6 @@ def _audit(idata, model, before: bool = False):
         refit = edp.RefitOptions(verify=edp.VerifyOptions(early_stop=not before))
     res = edp.audit(idata, model, random_seed=1, progressbar=False, refit=refit)
     return res, time.perf_counter() - t0
-
-
-def _draws_per_refit(res) -> str:
-    """Refits by draws per chain, e.g. ``4x250 1x1000`` (short verification refits have a
-    quarter of the fit's draws; since issue 40 every refit of the default audit is sized from
-    the fit and tunes warm for a quarter of its tuning, groups' and cold fits' in full)."""
-    if res.refits is None or not len(res.refits):
-        return "-"
-    counts: dict[int, int] = {}
-    for out in res.refits._outcomes.values():
-        if out.posterior is not None:
-            d = int(out.posterior.sizes["draw"])
-            counts[d] = counts.get(d, 0) + 1
-    return " ".join(f"{counts[d]}x{d}" for d in sorted(counts))
 
 
 def _neighbour_data(model, idata, label):
@@ -184,7 +170,7 @@ def one_model(name: str, draws: int, tune: int, per_refit: bool) -> dict:
     _, row["warm"] = _audit(idata, model)
     _, row["before"] = _audit(idata, model, before=True)
     row["refits"] = len(res.refits) if res.refits is not None else 0
-    row["draws per refit"] = _draws_per_refit(res)
+    row["draws per refit"] = refits_by_draws(res)
     row["verification"] = str(res.verification)
     row["epsilon"] = float(res.epsilon)
     if per_refit:

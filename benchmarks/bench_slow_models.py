@@ -43,7 +43,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from stack import format_table, run_json, stack_versions
+from stack import format_table, refits_by_draws, run_json, stack_versions
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -113,18 +113,6 @@ def _hooks():
     return prof.TIMES
 
 
-def _draws(res) -> str:
-    """Refits by draws per chain, e.g. ``4x125 1x500``."""
-    if res.refits is None or not len(res.refits):
-        return "-"
-    counts: dict[int, int] = {}
-    for out in res.refits._outcomes.values():
-        if out.posterior is not None:
-            d = int(out.posterior.sizes["draw"])
-            counts[d] = counts.get(d, 0) + 1
-    return " ".join(f"{counts[d]}x{d}" for d in sorted(counts)) or "-"
-
-
 def one_model(name: str, breakdown: bool) -> dict:
     """Fit, audit twice, in this process."""
     import pymc as pm
@@ -160,7 +148,7 @@ def one_model(name: str, breakdown: bool) -> dict:
     again = edp.audit(idata, model, random_seed=1, progressbar=False)
     row["next"] = time.perf_counter() - t0
     row["refits"] = len(res.refits) if res.refits is not None else 0
-    row["draws per refit"] = _draws(res)
+    row["draws per refit"] = refits_by_draws(res)
     row["fit draws"] = int(idata.posterior.sizes["draw"])
     row["verification"] = str(res.verification)
     row["epsilon"] = float(res.epsilon)

@@ -37,6 +37,22 @@ def run_json(cmd: list[str], env: dict, name: str) -> dict:
     return json.loads(lines[-1])
 
 
+def refits_by_draws(res) -> str:
+    """An audit's refits by draws per chain, e.g. ``4x250 1x1000`` ("-" without refits).
+
+    Short verification refits have a quarter of the fit's draws; since issue 40 refits are
+    sized from the fit.
+    """
+    if res.refits is None or not len(res.refits):
+        return "-"
+    counts: dict[int, int] = {}
+    for out in res.refits._outcomes.values():
+        if out.posterior is not None:
+            d = int(out.posterior.sizes["draw"])
+            counts[d] = counts.get(d, 0) + 1
+    return " ".join(f"{counts[d]}x{d}" for d in sorted(counts)) or "-"
+
+
 def format_table(head: list[str], body: list[list[str]], markdown: bool) -> list[str]:
     """Lines of a Markdown table, or of one aligned in columns."""
     if markdown:

@@ -623,6 +623,13 @@ def _record_dims(y: xr.DataArray, name: str, n_rec: int) -> tuple[list[str], dic
     return dims, coords
 
 
+#: Why the audit computes a log_likelihood group whole (INFO): not an error.
+_WHOLE_GROUP = (
+    "computing the log_likelihood group whole, not streamed in chunks of records (as exact, "
+    "more memory; not an error): %s"
+)
+
+
 def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | None:
     """The log-likelihood computed from the model chunk by chunk, when asked or best."""
     if source == "group":
@@ -644,11 +651,7 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
             raise ValueError(
                 f"ChunkOptions(log_likelihood='model') cannot stream ({detail}): use 'auto'"
             )
-        _log.info(
-            "computing the log_likelihood group whole, not streamed in chunks of records (as "
-            "exact, more memory; not an error): %s",
-            reasons,
-        )
+        _log.info(_WHOLE_GROUP, reasons)
         return None
     try:
         return model_log_likelihood(model, idata, names)
@@ -657,11 +660,7 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
             raise
         # the structural check passed but a chunk did not compute (or did not agree):
         # what "auto" promises, the group computed whole
-        _log.info(
-            "computing the log_likelihood group whole, not streamed in chunks of records (as "
-            "exact, more memory; not an error): %s",
-            err.reason,
-        )
+        _log.info(_WHOLE_GROUP, err.reason)
         return None
 
 
