@@ -83,10 +83,12 @@ def _audit(idata, model, before: bool = False):
     if before:
         _forget(model)
     t0 = time.perf_counter()
-    refit = None
-    if "early_stop" in {f.name for f in dataclasses.fields(edp.VerifyOptions)}:
-        refit = edp.RefitOptions(verify=edp.VerifyOptions(early_stop=not before))
-    res = edp.audit(idata, model, random_seed=1, progressbar=False, refit=refit)
+    kw = {}
+    if hasattr(edp, "Auto"):  # 0.9: verification is the method's
+        kw["method"] = edp.Auto(verify=edp.VerifyOptions(early_stop=not before))
+    elif "early_stop" in {f.name for f in dataclasses.fields(edp.VerifyOptions)}:
+        kw["refit"] = edp.RefitOptions(verify=edp.VerifyOptions(early_stop=not before))
+    res = edp.audit(idata, model, random_seed=1, progressbar=False, **kw)
     return res, time.perf_counter() - t0
 
 

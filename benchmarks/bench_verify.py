@@ -1,10 +1,10 @@
 """The cost of confirming the headline by refits (issue 20), measured in the same run.
 
 ``method="auto"`` refits the ``VerifyOptions().top`` neighbours with the largest estimated
-epsilons and compares (``RefitOptions(verify=)``). Two cases, each audited with verification (the
-default) and without it (``refit={"verify": False}``, the baseline), in the same process after a
-warm-up (imports, numba; not PyTensor's compilation of the neighbour model, which is part of
-what a user pays):
+epsilons and compares (``edp.Auto(verify=)``). Two cases, each audited with verification
+(the default) and without it (``method=edp.Auto(verify=False)``, the baseline), in the same
+process after a warm-up (imports, numba; not PyTensor's compilation of the neighbour model,
+which is part of what a user pays):
 
 * the demo: ``pymc-edp demo``'s survival model of the 69 heart-transplant patients
   (:func:`pymc_edp.cli.fit_demo_model`, nutpie, 2 x 1,000 draws). The figures are the audit
@@ -80,7 +80,9 @@ def measure(name: str, model, idata, repeats: int, var_names=None, fit_seconds=N
     start = time.perf_counter()
     edp.audit(idata, model, **kw)  # the first, cold verified audit
     cold = time.perf_counter() - start
-    t_off, off = timed(lambda: edp.audit(idata, model, refit={"verify": False}, **kw), repeats)
+    t_off, off = timed(
+        lambda: edp.audit(idata, model, method=edp.Auto(verify=False), **kw), repeats
+    )
     t_on, on = timed(lambda: edp.audit(idata, model, **kw), repeats)
     n_refits = int((on.pointwise["verification"].values > 0).sum())
     row = dict(

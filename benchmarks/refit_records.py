@@ -70,7 +70,7 @@ def _problem(model, y, neighbour: str = "remove"):
     import xarray as xr
 
     from pymc_edp.model.loglik import LogLikelihood
-    from pymc_edp.model.neighbours import Neighbours
+    from pymc_edp.model.neighbours import Neighbours, Replace
     from pymc_edp.refit.run import RefitProblem
 
     observed = xr.Dataset({"y": (("obs",), y)})
@@ -79,7 +79,9 @@ def _problem(model, y, neighbour: str = "remove"):
     replace = {}
     if neighbour == "replace":  # every record replaced by one far value
         replace = dict(
-            candidates={"y": np.full((1, y.size), float(y.max()) + 3.0)},
+            relation=Replace().with_candidates(
+                {"y": np.full((1, y.size), float(y.max()) + 3.0)}, []
+            ),
             worst_candidate=np.zeros(len(nbs), dtype=np.int64),
         )
     return RefitProblem(

@@ -31,9 +31,18 @@ from pymc_edp import (  # noqa: E402
     risk,
     tuning,
 )
-from pymc_edp.auditing import ChunkOptions, MomentMatchOptions, PerRecord, audit  # noqa: E402
+from pymc_edp.auditing import (  # noqa: E402
+    Auto,
+    ChunkOptions,
+    MomentMatch,
+    MomentMatchOptions,
+    PerRecord,
+    Psis,
+    Refit,
+    audit,
+)
 from pymc_edp.base.common import EDPWarning  # noqa: E402
-from pymc_edp.model.neighbours import NeighbourOptions  # noqa: E402
+from pymc_edp.model.neighbours import NeighbourOptions, Relation, Remove, Replace  # noqa: E402
 from pymc_edp.refit.options import RefitOptions, VerifyOptions  # noqa: E402
 from pymc_edp.release.auditing import audit_release  # noqa: E402
 from pymc_edp.release.options import ReleaseOptions  # noqa: E402
@@ -46,16 +55,23 @@ from pymc_edp.tuning.search import SearchOptions  # noqa: E402
 __version__ = "0.8.0"
 
 __all__ = [
+    "Auto",
     "ChunkOptions",
     "EDPResult",
     "EDPWarning",
+    "MomentMatch",
     "MomentMatchOptions",
     "NeighbourOptions",
     "PerRecord",
     "PriorTuningResult",
+    "Psis",
+    "Refit",
     "RefitOptions",
+    "Relation",
     "ReleaseOptions",
     "ReleaseResult",
+    "Remove",
+    "Replace",
     "SearchOptions",
     "VerifyOptions",
     "__version__",

@@ -383,8 +383,8 @@ def _audit_demo(args: argparse.Namespace, df: pd.DataFrame, say):
         tune=tune,
         chains=args.chains,
         engine=sampler,
-        verify=False if args.no_verify and args.method == "auto" else None,
     )
+    method = edp.Auto(verify=False) if args.no_verify and args.method == "auto" else args.method
     start = time.perf_counter()
     with warnings.catch_warnings():
         # the result keeps its diagnostics (res.warnings) and prints them with the table
@@ -394,7 +394,7 @@ def _audit_demo(args: argparse.Namespace, df: pd.DataFrame, say):
             model,
             var_names=var_names,
             bins=args.bins,
-            method=args.method,
+            method=method,
             neighbour="remove",
             refit=refit,
             random_seed=args.seed,

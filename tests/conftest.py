@@ -21,15 +21,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def pytest_collection_modifyitems(config, items):
     """With ``PYMC_EDP_SHARD=k/n``, keep every n-th test from the k-th (by node id).
 
-    .ci/run runs the slow tests split over its two stacks this way; unset, nothing changes.
+    .ci/run runs the slow tests split over its two stacks this way, except those marked
+    ``both_stacks``, which every shard keeps; unset, nothing changes.
     """
     shard = os.environ.get("PYMC_EDP_SHARD")
     if not shard:
         return
     k, n = (int(part) for part in shard.split("/"))
     order = {nodeid: i for i, nodeid in enumerate(sorted(item.nodeid for item in items))}
-    keep = [item for item in items if order[item.nodeid] % n == k]
-    drop = [item for item in items if order[item.nodeid] % n != k]
+
+    def kept(item) -> bool:
+        return item.get_closest_marker("both_stacks") is not None or order[item.nodeid] % n == k
+
+    keep = [item for item in items if kept(item)]
+    drop = [item for item in items if not kept(item)]
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -212,12 +212,14 @@ def test_groups_equal_presummed_records(rng):
         idata,
         bins=10,
         method="psis",
-        neighbour=edp.NeighbourOptions(groups="person", observed="y1"),
+        neighbour=edp.Remove(groups="person", observed="y1"),
         progressbar=False,
     )
     assert list(res1.pointwise["neighbour"].values) == ["ann", "bob", "cy"]
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_multivariate_rows_are_records(rng):
     """An MvNormal observation contributes one record per row."""
     y = rng.multivariate_normal([0.5, -0.5], [[1, 0.3], [0.3, 1]], size=12)
@@ -276,7 +278,7 @@ def test_replace_candidates_forms(rng):
         model,
         bins=5,
         method="psis",
-        neighbour=edp.NeighbourOptions("replace", replacements=[-3.0, 3.0]),
+        neighbour=edp.Replace([-3.0, 3.0]),
         progressbar=False,
     )
     lo = edp.audit(
@@ -284,7 +286,7 @@ def test_replace_candidates_forms(rng):
         model,
         bins=5,
         method="psis",
-        neighbour=edp.NeighbourOptions("replace", replacements=edp.PerRecord(np.full(6, -3.0))),
+        neighbour=edp.Replace(edp.PerRecord(np.full(6, -3.0))),
         progressbar=False,
     )
     hi = edp.audit(
@@ -292,9 +294,7 @@ def test_replace_candidates_forms(rng):
         model,
         bins=5,
         method="psis",
-        neighbour=edp.NeighbourOptions(
-            "replace", replacements={"y": edp.PerRecord(np.full((1, 6), 3.0))}
-        ),
+        neighbour=edp.Replace({"y": edp.PerRecord(np.full((1, 6), 3.0))}),
         progressbar=False,
     )
     # the worst case over candidates is the larger of the single-candidate audits
@@ -311,7 +311,7 @@ def test_replace_candidates_forms(rng):
         model,
         bins=5,
         method="psis",
-        neighbour=edp.NeighbourOptions("replace", replacements=edp.PerRecord(y)),
+        neighbour=edp.Replace(edp.PerRecord(y)),
         progressbar=False,
     )
     np.testing.assert_allclose(same.pointwise["epsilon"], 0.0, atol=1e-12)
@@ -341,6 +341,8 @@ def test_nan_log_likelihood(rng):
         edp.audit(idata, method="psis", progressbar=False)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @NOT_CONVERGED
 def test_non_factorised_fake_and_pymc(rng):
     mu = rng.normal(size=(2, 500))
@@ -377,7 +379,11 @@ def test_too_few_draws_for_bins(rng):
         ({"refit": {"max_refits": -1}}, ValueError, "max_refits"),
         ({"refit": {"draw": 10}}, TypeError, r"unknown refit option\(s\) \['draw'\]"),
         ({"refit": 10}, TypeError, "refit= takes a RefitOptions"),
-        ({"neighbour": {"replacements": [1.0]}}, ValueError, "only used with relation='replace'"),
+        (
+            {"neighbour": {"replacements": [1.0]}},
+            ValueError,
+            "replacements= are for a relation that replaces",
+        ),
         ({"neighbour": "replace"}, ValueError, "needs replacement values"),
     ],
 )
@@ -393,7 +399,7 @@ def test_replace_needs_model(rng):
         edp.audit(
             idata,
             method="psis",
-            neighbour=edp.NeighbourOptions("replace", replacements=[0.0]),
+            neighbour=edp.Replace([0.0]),
             progressbar=False,
         )
 
@@ -458,7 +464,7 @@ def test_non_integer_replacement_on_integer_data_is_refused(poisson_fit, value):
         edp.audit(
             idata,
             model,
-            neighbour=edp.NeighbourOptions("replace", replacements=[value]),
+            neighbour=edp.Replace([value]),
             bins=5,
             progressbar=False,
         )
@@ -476,11 +482,13 @@ def test_non_integer_replacement_under_an_integer_likelihood_is_refused_for_floa
         edp.audit(
             idata,
             model,
-            neighbour=edp.NeighbourOptions("replace", replacements=[2.5]),
+            neighbour=edp.Replace([2.5]),
             progressbar=False,
         )
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @NOT_CONVERGED
 def test_whole_number_floats_under_a_normal_accept_any_real_replacement():
     """Ages recorded as 44.0, 51.0, ...: a Normal likelihood is not truncated at 45.5."""
@@ -492,7 +500,7 @@ def test_whole_number_floats_under_a_normal_accept_any_real_replacement():
     res = edp.audit(
         idata,
         model,
-        neighbour=edp.NeighbourOptions("replace", replacements=[45.5]),
+        neighbour=edp.Replace([45.5]),
         bins=5,
         progressbar=False,
     )
@@ -501,7 +509,7 @@ def test_whole_number_floats_under_a_normal_accept_any_real_replacement():
     res45 = edp.audit(
         idata,
         model,
-        neighbour=edp.NeighbourOptions("replace", replacements=[45.0]),
+        neighbour=edp.Replace([45.0]),
         bins=5,
         progressbar=False,
     )
@@ -515,7 +523,7 @@ def test_replacement_outside_the_support_is_refused(poisson_fit):
         edp.audit(
             idata,
             model,
-            neighbour=edp.NeighbourOptions("replace", replacements=[-1]),
+            neighbour=edp.Replace([-1]),
             bins=5,
             progressbar=False,
         )
@@ -527,7 +535,7 @@ def test_length_of_replacements_never_decides_their_meaning(poisson_fit):
     kw = dict(bins=5, method="psis", progressbar=False)
 
     def replace(values):
-        return edp.NeighbourOptions("replace", replacements=values)
+        return edp.Replace(values)
 
     values = (y + 3).tolist()  # as many values as records: still candidates for every record
     as_list = edp.audit(idata, model, neighbour=replace(values), **kw)
@@ -674,6 +682,8 @@ def test_audit_arguments_never_crash_with_another_exception(data):
     assert np.isfinite(res.epsilon) or res.warnings
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @NOT_CONVERGED
 def test_random_seed_none_is_fresh_and_recorded(poisson_fit):
     """None draws a fresh seed (as pm.sample does), recorded so the run can be repeated."""
@@ -876,7 +886,7 @@ def test_records_inside_a_potential_are_refused_or_warned_about(rng):
     refused = r"Potential 'more_records' reads data.*single term.*CustomDist\(.more_records., mu"
     with pytest.raises(ValueError, match=refused):
         edp.audit(idata, with_data, bins=5, method="psis", progressbar=False)
-    only_y = edp.NeighbourOptions(observed="y")
+    only_y = edp.Remove(observed="y")
     with pytest.warns(edp.EDPWarning, match=r"Potential.*'more_records'.*no neighbour"):
         edp.audit(idata, with_data, bins=5, method="psis", neighbour=only_y, progressbar=False)
     with pm.Model() as penalty_only:  # a constraint on the parameters holds no records
@@ -981,6 +991,8 @@ def test_old_keywords_are_refused_by_python(rng, old):
         edp.audit(idata, method="psis", progressbar=False, **old)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("sampler", ["pymc", "nutpie"])
 def test_an_audit_of_a_badly_mixed_funnel_says_the_fit_has_not_converged(sampler):
     """Neal's funnel in its centred form, barely tuned: the audit's headline says what PyMC's

@@ -99,6 +99,8 @@ def _same_words_everywhere(res, tmp_path):
     return message
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_lkj_correlation_audits_its_free_elements(lkj_fit, tmp_path):
     idata, model, corr = lkj_fit
     res, said = _audit(idata, model)
@@ -123,6 +125,8 @@ def test_lkj_correlation_in_var_names(lkj_fit):
     assert f"'{corr}[0, 0]', '{corr}[1, 1]' of '{corr}' are constant" in said[0]
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_fixed_cutpoint_is_constant_not_a_data_copy(ordinal_fit, tmp_path):
     idata, model = ordinal_fit
     res, _ = _audit(idata, model)
@@ -138,25 +142,25 @@ def test_fixed_cutpoint_is_constant_not_a_data_copy(ordinal_fit, tmp_path):
 def test_cutpoints_in_var_names_through_moment_matching(ordinal_fit):
     """Moment matching bins the free elements of the draws it moves."""
     idata, model = ordinal_fit
-    chunks = {"moment_match": {"khat_threshold": 0.3}}
-    res, _ = _audit(idata, model, var_names="cutpoints", method="moment_match", chunks=chunks)
+    method = edp.MomentMatch({"khat_threshold": 0.3})
+    res, _ = _audit(idata, model, var_names="cutpoints", method=method)
     assert list(res.epsilon_by_var) == ["cutpoints"]
     assert res.parameters.sizes["parameter"] == 2
     assert "moment_match" in set(res.pointwise["method"].values.astype(str))
     assert not any("moment matching was not possible" in w for w in res.warnings)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_cutpoints_in_var_names_through_refits(ordinal_fit):
     """The refits that verify the headline bin the free elements of their draws."""
     idata, model = ordinal_fit
-    refit = {"verify": {"top": 1}, "draws": 300, "tune": 300}
     res, _ = _audit(
         idata,
         model,
         var_names="cutpoints",
-        method="auto",
-        refit=refit,
-        chunks={"moment_match": False},
+        method=edp.Auto(match=False, verify={"top": 1}),
+        refit={"draws": 300, "tune": 300},
     )
     assert list(res.epsilon_by_var) == ["cutpoints"]
     assert "refit" in set(res.pointwise["method"].values.astype(str))

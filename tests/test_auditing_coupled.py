@@ -141,7 +141,7 @@ def test_replacement_matches_exact(tmp_path):
         bins=BINS,
         random_seed=1,
         progressbar=False,
-        neighbour=edp.NeighbourOptions(relation="replace", replacements=-4.0),
+        neighbour=edp.Replace(-4.0),
     )
     exact = exact_epsilons(*reference, y, replacement=-4.0)
     assert int(np.argmax(res.pointwise["epsilon"].values)) == int(np.argmax(exact))
@@ -186,7 +186,7 @@ def test_groups_of_a_coupled_likelihood_reweight_by_their_block_conditional(grou
             random_seed=1,
             progressbar=False,
             method="psis",
-            neighbour=edp.NeighbourOptions(groups=GROUPS),
+            neighbour=edp.Remove(groups=GROUPS),
         )
     exact = exact_epsilons(*reference, bins=5, groups=GROUPS)
     # reweighted estimates (4,000 draws): within 10% of exact, as for single records
@@ -204,7 +204,7 @@ def test_groups_of_a_coupled_likelihood_are_confirmed_by_refits(grouped):
             bins=5,
             random_seed=1,
             progressbar=False,
-            neighbour=edp.NeighbourOptions(groups=GROUPS),
+            neighbour=edp.Remove(groups=GROUPS),
         )
     # the printout says what a record is, how it is reweighted, and that refits leave it
     # unobserved (estimated from their own draws: pooling would reuse the conditionals)

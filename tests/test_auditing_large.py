@@ -259,7 +259,7 @@ def test_a_million_records_pruned_and_streamed_have_an_interval(tmp_path):
     """10^6 records x 400 draws, streamed from the model and pruned: the headline has its
     interval, from the weights of the records that can set it (the only ones kept)."""
     idata, model = _streamed_regression(1_000_000, 400, seed=6)
-    res = edp.audit(idata, model, bins=10, progressbar=False, refit={"verify": False})
+    res = edp.audit(idata, model, bins=10, progressbar=False, method=edp.Auto(verify=False))
     assert (res.pointwise["method"].values == "pruned").sum() > 950_000
     assert res.log_weights.sizes["neighbour"] == TOP_WEIGHTS
     assert "verification turned off" in repr(res)
@@ -300,6 +300,8 @@ def _no_group(idata):
     )
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 # the outlying records' large replacements have k-hat near 0.7: a reliability warning, not
 # what is tested here
 @pytest.mark.filterwarnings("ignore:Pareto k-hat:pymc_edp.base.common.EDPWarning")
@@ -309,14 +311,14 @@ def test_streamed_replace_pruned_equals_unpruned(rng, case):
     if case == "flip":
         idata, model = _logistic(rng)
         idata = _no_group(idata)
-        neighbour = edp.NeighbourOptions("replace")
+        neighbour = edp.Replace()
     else:
         idata, model, y = _poisson(rng)
         if case == "candidates":
-            neighbour = edp.NeighbourOptions("replace", replacements=[0, 4, 12])
+            neighbour = edp.Replace([0, 4, 12])
         else:  # two replacements per record: y + 5 and max(y - 2, 0)
             values = np.stack([y + 5, np.maximum(y - 2, 0)])
-            neighbour = edp.NeighbourOptions("replace", replacements=edp.PerRecord(values))
+            neighbour = edp.Replace(edp.PerRecord(values))
     kw = dict(bins=10, method="psis", progressbar=False, neighbour=neighbour)
     model_kw = {"log_likelihood": "model"}
     full = edp.audit(idata, model, chunks={**model_kw, "prune": False}, **kw)
@@ -340,7 +342,7 @@ def test_streamed_replace_on_a_dask_cluster_gives_the_serial_numbers(rng):
         bins=10,
         method="psis",
         progressbar=False,
-        neighbour=edp.NeighbourOptions("replace", replacements=[1, 6]),
+        neighbour=edp.Replace([1, 6]),
     )
     opts = {"log_likelihood": "model", "memory": "2MiB"}
     serial = edp.audit(idata, model, chunks={**opts, "prune": False}, **kw)

@@ -52,17 +52,19 @@ def test_outlier_moment_matched_within_5_percent_of_exact(nn, bins):
     assert mm.method == "moment_match" and not mm.warnings
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_auto_moment_matches_before_refitting(nn):
     model, idata = nn
     res = edp.audit(
         idata,
         model,
-        method="auto",
+        method=edp.Auto(verify=False),
         bins=10,
         progressbar=False,
         random_seed=1,
         # no verification, which refits the worst neighbours: tests/test_auditing_verify.py
-        refit={"draws": 200, "tune": 200, "chains": 1, "verify": False},
+        refit={"draws": 200, "tune": 200, "chains": 1},
     )
     methods = res.pointwise["method"].values.astype(str)
     assert methods[OUTLIER] == "moment_match" and "refit" not in methods
@@ -70,18 +72,11 @@ def test_auto_moment_matches_before_refitting(nn):
     res0 = edp.audit(
         idata,
         model,
-        method="auto",
+        method=edp.Auto(match={"max_iters": 0}, verify=False),
         bins=10,
         progressbar=False,
         random_seed=1,
-        refit={
-            "draws": 300,
-            "tune": 300,
-            "chains": 1,
-            "engine": "pymc",
-            "verify": False,
-        },
-        chunks={"moment_match": {"max_iters": 0}},
+        refit={"draws": 300, "tune": 300, "chains": 1, "engine": "pymc"},
     )
     assert res0.pointwise["method"].values.astype(str)[OUTLIER] == "refit"
 

@@ -94,9 +94,9 @@ def test_gamma_gamma_is_audited_as_its_customdist(gamma_gamma):
 def test_gamma_gamma_refusals_come_before_any_work(gamma_gamma):
     model, idata = gamma_gamma
     with pytest.raises(ValueError, match="cannot replace a record of the Potential 'likelihood'"):
-        _audit(idata, model, neighbour=edp.NeighbourOptions("replace", replacements=[1.0]))
+        _audit(idata, model, neighbour=edp.Replace([1.0]))
     with pytest.raises(ValueError, match="records='elements' would split each record"):
-        _audit(idata, model, neighbour=edp.NeighbourOptions(records="elements"))
+        _audit(idata, model, neighbour=edp.Remove(records="elements"))
     x, z_mean = (pt.as_tensor(a) for a in zoo_libraries._spend())
     with pm.Model() as summed:  # the same likelihood summed to one term: no record to audit
         p, q, v = (

@@ -149,6 +149,8 @@ def _audits_after_set_data(tmp_path, name, datasets, kwargs, *, log_likelihood=F
     return same_process
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_a_factorised_regression_after_set_data_audits_as_a_fresh_process(tmp_path):
     """Its stored log-likelihood was refused as "shuffled draws" (compared with stale data)."""
     datasets = [
@@ -164,6 +166,8 @@ def test_a_factorised_regression_after_set_data_audits_as_a_fresh_process(tmp_pa
     assert len({float(a["epsilon"]) for a in audits}) == 3
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_a_coupled_ar_after_set_data_audits_as_a_fresh_process(tmp_path):
     """The conditionals p(y_i | y_-i) were computed around the first fit's series."""
     datasets = [_ar_data(1, 40, 0.6), _ar_data(2, 40, 0.3), _ar_data(3, 52, 0.5)]

@@ -111,7 +111,7 @@ def test_poisson_gamma_extreme_replacements():
         idata,
         model,
         bins=20,
-        neighbour=edp.NeighbourOptions("replace", replacements=[0, 30]),
+        neighbour=edp.Replace([0, 30]),
         random_seed=3,
         progressbar=False,
     )
@@ -191,16 +191,25 @@ def test_disagreement_escalates_and_a_budget_leaves_lower_bounds(centred):
         progressbar=False,
     )
     # no moment matching, no k-hat refits: verification alone
-    kw["chunks"] = {"moment_match": False}
     refit = {"max_refits": 0}
-    res, messages = recorded(idata=idata, model=model, refit={**refit, "verify": {"top": 1}}, **kw)
+    res, messages = recorded(
+        idata=idata,
+        model=model,
+        refit=refit,
+        method=edp.Auto(match=False, verify={"top": 1}),
+        **kw,
+    )
     assert any("Reweighting is unreliable for this model" in m for m in messages)
     code = res.pointwise["verification"].values
     assert (code == VERIFY_DISAGREE).any() and (code > 0).sum() > 1  # escalated
     assert res.verification == "corrected"
     assert res.epsilon == pytest.approx(ref.max(), rel=0.1)
     short, messages = recorded(
-        idata=idata, model=model, refit={**refit, "verify": {"top": 1, "max_refits": 1}}, **kw
+        idata=idata,
+        model=model,
+        refit=refit,
+        method=edp.Auto(match=False, verify={"top": 1, "max_refits": 1}),
+        **kw,
     )
     # the budget stops verification before every neighbour that could set epsilon (after a
     # disagreement), or every estimate that is a lower bound, is refitted: never "confirmed"
@@ -289,6 +298,8 @@ def test_a_model_that_cannot_be_refitted_is_reported_unverified(monkeypatch):
         edp.audit(idata, model, bins=10, method="refit", progressbar=False)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_short_refits_settle_the_others_and_the_headline_is_refitted_whole(tmp_path):
     """Early-stopped verification (issue 33) with real refits, and its checkpoint.
 
@@ -307,8 +318,8 @@ def test_short_refits_settle_the_others_and_the_headline_is_refitted_whole(tmp_p
     assert settled and f"{len(settled)} settled by short refits" in res.verification_note
     assert draws[int(res.worst_neighbour)] == 400 and draws[24] == 400  # the outlier
     assert (tmp_path / "ck" / "short").is_dir()
-    off = edp.RefitOptions(draws=400, tune=400, verify=edp.VerifyOptions(early_stop=False))
-    cold = edp.audit(idata, model, refit=off, **kw)
+    off = edp.Auto(verify=edp.VerifyOptions(early_stop=False))
+    cold = edp.audit(idata, model, method=off, refit=edp.RefitOptions(draws=400, tune=400), **kw)
     assert res.epsilon == cold.epsilon and res.worst_neighbour == cold.worst_neighbour
     again = edp.audit(idata, model, refit=edp.RefitOptions(**opts), **kw)
     assert again.epsilon == res.epsilon
@@ -363,6 +374,8 @@ def _clean(res, messages) -> None:
     assert res.verification in ("confirmed", "corrected"), res.verification_note
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_observed_pm_data_glm_audits_end_to_end(gallery_glm):
     """observed=pm.Data(...) (a cast of a shared variable under a discrete likelihood) is read
     by every path: the default audit refits and confirms, and its reweighted epsilon is that
@@ -380,6 +393,8 @@ def test_observed_pm_data_glm_audits_end_to_end(gallery_glm):
     assert np.isfinite(matched.epsilon)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_observed_pm_data_glm_streamed_and_replaced(gallery_glm):
     """The same model streamed from the model and under replacement neighbours."""
     family, model, idata = gallery_glm
@@ -393,9 +408,7 @@ def test_observed_pm_data_glm_streamed_and_replaced(gallery_glm):
         for source in ("model", "group")
     }
     assert psis["model"] == pytest.approx(psis["group"], rel=1e-6)
-    neighbour = (
-        "replace" if family == "logit" else edp.NeighbourOptions("replace", replacements=[0, 6])
-    )
+    neighbour = "replace" if family == "logit" else edp.Replace([0, 6])
     replaced, messages = recorded(neighbour=neighbour, **common)
     assert np.isfinite(replaced.epsilon) and replaced.epsilon > streamed.epsilon
     assert not any("refit(s) failed" in m for m in messages), messages
@@ -417,6 +430,8 @@ def _mixture_model(initval: bool):
     return model
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("initval", [True, False], ids=["initval", "sample_initvals"])
 def test_mixture_with_initial_values_audits_and_refits(initval):
     """Ordered component means need a starting point (their support point is -inf on the

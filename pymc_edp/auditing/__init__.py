@@ -16,14 +16,15 @@ from pymc_edp.auditing.assembly import assemble
 from pymc_edp.auditing.estimates import TOP_WEIGHTS
 from pymc_edp.auditing.inputs import read_inputs
 from pymc_edp.auditing.matching import match_moments
-from pymc_edp.auditing.reweighting import PRUNE_NEEDS_REWEIGHTING, reweight
+from pymc_edp.auditing.methods import Auto, Method, MomentMatch, Psis, Refit
+from pymc_edp.auditing.reweighting import reweight
 from pymc_edp.auditing.settings import Settings, Smoothing
 from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.base.common import resolve_seed
-from pymc_edp.base.validate import check_choice, check_int
+from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import check_container, get_group, has_group, load_in_memory
 from pymc_edp.model.moment_match import MomentMatchOptions
-from pymc_edp.model.neighbours import NeighbourOptions
+from pymc_edp.model.neighbours import Relation, Remove, Replace
 from pymc_edp.model.pymc import check_model, fit_for_model, resolve_model
 from pymc_edp.model.replace import PerRecord
 from pymc_edp.model.reweight import ChunkOptions
@@ -32,15 +33,19 @@ from pymc_edp.results.edp import EDPResult
 
 __all__ = [
     "TOP_WEIGHTS",
+    "Auto",
     "ChunkOptions",
+    "MomentMatch",
     "MomentMatchOptions",
     "PerRecord",
+    "Psis",
+    "Refit",
     "RefitOptions",
+    "Remove",
+    "Replace",
     "VerifyOptions",
     "audit",
 ]
-
-METHODS = ("auto", "psis", "moment_match", "refit")
 
 
 def audit(
@@ -50,8 +55,8 @@ def audit(
     var_names: str | Sequence[str] | None = None,
     filter_vars: str | None = None,
     bins: int = 20,
-    method: str = "auto",
-    neighbour: str | NeighbourOptions | Mapping = "remove",
+    method: str | Method = "auto",
+    neighbour: str | Relation | Mapping = "remove",
     smoothing: float | None = None,
     refit: RefitOptions | Mapping | None = None,
     chunks: ChunkOptions | Mapping | None = None,
@@ -80,26 +85,28 @@ def audit(
         As in ArviZ.
     bins : int, default 20
         Number of equal-probability bins ``B``. Always report it: epsilon grows with ``B``.
-    method : {"auto", "psis", "moment_match", "refit"}, default "auto"
-        ``"psis"`` reweights only; ``"moment_match"`` also moment-matches [4]_ the neighbours
-        whose k-hat exceeds ``min(1 - 1/log10(S), 0.7)``; ``"refit"`` refits every
-        neighbour. ``"auto"`` moment-matches, refits those still above the threshold and
-        verifies the headline by refitting the worst neighbours; without a model or builder
-        it reweights and warns. ``pointwise["method"]`` says which path each estimate took.
-    neighbour : {"remove", "replace"}, NeighbourOptions or dict, default "remove"
-        One record deleted (unbounded DP) or changed to each of its replacements, worst case
-        reported (bounded DP); :class:`pymc_edp.NeighbourOptions` also sets ``groups``,
-        ``replacements`` and ``observed``.
+    method : Auto, Psis, MomentMatch, Refit or their name, default "auto"
+        :class:`pymc_edp.Psis` reweights only; :class:`pymc_edp.MomentMatch` also
+        moment-matches [4]_ the neighbours whose k-hat exceeds ``min(1 - 1/log10(S), 0.7)``;
+        :class:`pymc_edp.Refit` refits every neighbour. :class:`pymc_edp.Auto`
+        moment-matches (``match=``), refits those still above the threshold and verifies
+        the headline by refitting the worst neighbours (``verify=``); without a model or
+        builder it reweights and warns. ``pointwise["method"]`` says which path each
+        estimate took.
+    neighbour : Remove, Replace, {"remove", "replace"} or dict, default "remove"
+        The neighbour relation: :class:`pymc_edp.Remove` deletes one record (unbounded DP),
+        :class:`pymc_edp.Replace` changes it to each of its replacements and reports the
+        worst (bounded DP); both take ``groups``, ``observed`` and ``records``.
     smoothing : float, optional
         Additive smoothing of bin probabilities in draws (Charest & Han's ``alpha``).
         Default: none for weighted estimates (it would cap every log ratio near
         ``log(S / (B alpha))``), 0.01 for counts (``RefitOptions(estimator="raw")``).
     refit : RefitOptions or dict, optional
-        How neighbours are refitted and ``method="auto"`` verified
-        (:class:`pymc_edp.RefitOptions`); ``res.verification`` says what was confirmed.
+        How neighbours are refitted (:class:`pymc_edp.RefitOptions`); ``res.verification``
+        says what was confirmed.
     chunks : ChunkOptions or dict, optional
         How large data is worked through: memory, executor, pruning, kept weights
-        (:data:`TOP_WEIGHTS`), log-likelihood source, moment matching.
+        (:data:`TOP_WEIGHTS`), log-likelihood source.
     random_seed : int or numpy.random.Generator, optional
         Seeds the refits (refit ``k`` from ``(random_seed, k)``, whatever their order);
         the seed used is ``res.random_seed``.
@@ -155,67 +162,24 @@ def audit(
 
 def check_options(*, bins, method, neighbour, smoothing, refit, chunks) -> dict:
     """The model-free settings of :func:`audit`, checked: fields of ``Settings``."""
-    opts = RefitOptions.coerce(refit)
-    check_choice(method, "method", METHODS)
-    neighbour = NeighbourOptions.coerce(neighbour)
-    bins = check_int(bins, "bins", 2)
-    smooth = Smoothing.of(smoothing)
-    verify, verify_reason = _verify_options(opts.verify, method)
-    chunk_opts = ChunkOptions.coerce(chunks)
-    if chunk_opts.moment_match is False and method == "moment_match":
-        raise ValueError("method='moment_match' with ChunkOptions(moment_match=False): choose one")
     return dict(
-        bins=bins,
-        method=method,
-        neighbour=neighbour,
-        smoothing=smooth,
-        refit=opts,
-        verify=verify,
-        verify_reason=verify_reason,
-        moment_match=chunk_opts.moment_match_options(),
-        chunks=chunk_opts,
+        bins=check_int(bins, "bins", 2),
+        method=Method.coerce(method),
+        neighbour=Relation.coerce(neighbour),
+        smoothing=Smoothing.of(smoothing),
+        refit=RefitOptions.coerce(refit),
+        chunks=ChunkOptions.coerce(chunks),
     )
 
 
 def check_settings(model, *, random_seed, progressbar, **options) -> Settings:
     """Every argument of :func:`audit` checked (``options``: those of :func:`check_options`)."""
     checked = check_options(**options)
-    method, opts, chunk_opts = checked["method"], checked["refit"], checked["chunks"]
     check_model(model)
-    if method == "refit" and model is None and opts.build_model is None:
-        raise ValueError(
-            "method='refit' needs the model (model=) or a builder "
-            "(refit=RefitOptions(build_model=...)) to refit the neighbour datasets"
-        )
-    if method == "moment_match" and model is None:
-        raise ValueError(
-            "method='moment_match' moves the draws with the model's joint density: pass model="
-        )
-    if chunk_opts.prune and method == "refit":
-        raise ValueError(PRUNE_NEEDS_REWEIGHTING)
+    checked["method"].check(model, checked["refit"].build_model, checked["chunks"].prune)
     return Settings(
         **checked,
         seed=resolve_seed(random_seed),
         seed_given=random_seed is not None,
         progressbar=progressbar,
     )
-
-
-def _verify_options(verify, method: str) -> tuple[VerifyOptions | None, str | None]:
-    """The verification options and, when it will not run, why."""
-    if verify is False:
-        return None, "unverified: verification turned off (RefitOptions(verify=False))"
-    if method != "auto":
-        if verify is not None:
-            raise ValueError(
-                f"RefitOptions(verify=...) confirms method='auto' by refitting its worst "
-                f"neighbours; with method={method!r} leave it out (method='refit' refits every "
-                "neighbour)"
-            )
-        why = {
-            "psis": "unverified: method='psis' reweights only",
-            "moment_match": "unverified: method='moment_match' does not refit",
-            "refit": "every neighbour refitted (method='refit')",
-        }
-        return None, why[method]
-    return VerifyOptions.coerce(None if verify is True else verify), None

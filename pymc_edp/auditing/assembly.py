@@ -51,7 +51,8 @@ def assemble(
     if labels.dtype.kind not in "biufUM":  # what netCDF can store
         labels = labels.astype(str)
     par_labels = np.asarray(inp.par_labels, dtype=str)
-    pointwise = _pointwise(est, filled, inp, par_labels, labels, settings.replace).assign(
+    replaces = settings.neighbour.replaces
+    pointwise = _pointwise(est, filled, inp, par_labels, labels, replaces).assign(
         epsilon_mcse=(NEIGHBOUR_DIM, se),
         epsilon_lower=(NEIGHBOUR_DIM, lower),
         epsilon_upper=(NEIGHBOUR_DIM, upper),
@@ -77,7 +78,7 @@ def assemble(
         pointwise=pointwise,
         parameters=parameters,
         bins=settings.bins,
-        neighbour=settings.neighbour_label,
+        neighbour=settings.neighbour.label,
         # what happened, not what was asked: every neighbour refitted, none, or some
         method=method_used(est["method"]),
         smoothing=float(smoothing),
@@ -197,7 +198,7 @@ def _pointwise(est: Estimates, filled, inp: Inputs, par_labels, labels, replace:
         coords={NEIGHBOUR_DIM: labels, PARAMETER_DIM: par_labels},
     )
     if replace:
-        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est["worst_cand"])
+        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est["worst_candidate"])
     return pointwise
 
 
@@ -254,7 +255,7 @@ def _reliability_messages(est: Estimates, inp: Inputs, settings: Settings, label
         order = np.flatnonzero(bad)[np.argsort(-khat[bad])][:5]
         worst = ", ".join(f"{labels[i]} ({khat[i]:.2f})" for i in order)
         advice = "refit them (method='auto' or 'refit') or draw more samples"
-        if settings.method == "auto" and not inp.can_refit:
+        if settings.method.refits_unreliable and not inp.can_refit:
             advice = "pass model= so that method='auto' refits them"
         first.append(
             f"Pareto k-hat above {threshold:.2f} for {int(bad.sum())} of {khat.size} "

@@ -56,7 +56,7 @@ class Estimates:
                 "limit": (both, np.zeros(shape, dtype=np.int8)),
                 "khat": (nb, nan),
                 "khat_mm": (nb, nan.copy()),
-                "worst_cand": (nb, np.zeros(n_neighbours, dtype=np.int64)),
+                "worst_candidate": (nb, np.zeros(n_neighbours, dtype=np.int64)),
                 "refit_mcse": (nb, nan.copy()),
                 "bound": (nb, nan.copy()),
                 "method": (nb, np.full(n_neighbours, "psis", dtype=object)),

@@ -24,7 +24,7 @@ from pymc_edp.model.loglik import (
     relative_efficiency,
 )
 from pymc_edp.model.moment_match import MatchInputs
-from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.model.neighbours import Neighbours, Relation
 from pymc_edp.model.potentials import Potentials, potentials_as_observed
 from pymc_edp.model.pymc import (
     check_log_likelihood_layout,
@@ -41,7 +41,7 @@ from pymc_edp.model.pymc import (
     reads_data,
     replacement_log_likelihood,
 )
-from pymc_edp.model.replace import candidates, check_support
+from pymc_edp.model.replace import check_support
 from pymc_edp.model.select import LeftOut, drop_data_copies, select_var_names
 from pymc_edp.model.stream import (
     StreamingUnavailableError,
@@ -75,8 +75,7 @@ class Inputs:
     messages: tuple[str, ...]
     neighbours: Neighbours
     observed_y: dict  # observed values of the audited (with a model: every) observed variable
-    candidates: dict  # replacement: candidate values per observed variable (else empty)
-    replacement_sets: list  # per candidate, the log-likelihood arrays at the replacements
+    relation: Relation  # the neighbour relation, its candidates bound to the data
     bins: binning.Bins  # cut from draws
     # what moment matching reads; its draws are posterior_matrix(posterior, names) (data
     # copies included) and its rows those that draws holds (None: all)
@@ -169,17 +168,17 @@ def read_inputs(
         try:
             ll = _with_block_conditionals(ll, neighbours, blocks, model, posterior, settings)
         except NonFactorisedError as err:
-            how = "replaced" if settings.replace else "unobserved"
+            how = "replaced" if settings.neighbour.replaces else "unobserved"
             factorised, blocks, routes = False, (), {}
             messages.append(f"{err}; every neighbour is refitted with its records {how}")
     if model is not None:
-        records = _potential_records(structures, routes, settings.replace, pots)
-    cands, replacement_sets = {}, [[]]
-    if settings.replace:
+        records = _potential_records(structures, routes, settings.neighbour.replaces, pots)
+    relation = settings.neighbour
+    if relation.replaces:
         for name in ll.names:  # the error of what cannot be found
             if name not in observed_y:
                 observed_values(idata, model, name)
-        cands, replacement_sets = _replacements(idata, model, ll, factorised, settings, observed_y)
+        relation = _with_candidates(idata, model, ll, factorised, relation, observed_y)
     return Inputs(
         model=model,
         posterior=posterior,
@@ -194,8 +193,7 @@ def read_inputs(
         messages=tuple(messages),
         neighbours=neighbours,
         observed_y=observed_y,
-        candidates=cands,
-        replacement_sets=replacement_sets,
+        relation=relation,
         bins=binning.quantile_bins(draws, settings.bins),
         match=MatchInputs(
             posterior,
@@ -265,7 +263,7 @@ def _check_records(ll: LogLikelihood) -> None:
     if ll.n_rows == 0:
         raise ValueError(
             f"the observed variable(s) {list(ll.names)} have zero records: check that the data "
-            "reached the model, or audit others (NeighbourOptions(observed=[...]))"
+            "reached the model, or audit others (edp.Remove(observed=[...]))"
         )
 
 
@@ -298,24 +296,24 @@ def _check_potentials(pots: Potentials, settings: Settings) -> None:
     if pots.unproven and chosen is None:
         raise ValueError(
             f"{pots.unproven[0].advice()}. To audit the observed variables' records only, "
-            "name them: NeighbourOptions(observed=[...])"
+            "name them: edp.Remove(observed=[...])"
         )
     audited = [n for n in pots.audited if chosen is None or n in chosen]
     if not audited:
         return
-    if settings.replace:
+    if settings.neighbour.replaces:
         p = pots.found[audited[0]]
         raise ValueError(
             f"neighbour='replace' cannot replace a record of the Potential {p.name!r}: a "
             f"record is a row of several arrays ({', '.join(p.arrays)}), with no one value "
             "to replace. Use neighbour='remove', or leave its records out of the neighbours "
-            "(NeighbourOptions('replace', observed=[...]) naming the observed variables)."
+            "(edp.Replace(..., observed=[...]) naming the observed variables)."
         )
     if settings.neighbour.records == "elements":
         raise ValueError(
             f"records='elements' would split each record of the Potential {audited[0]!r} "
             "(one element, reading one row of its data) into its values: use records='auto' "
-            "or 'rows', or leave it out (NeighbourOptions(observed=[...]))"
+            "or 'rows', or leave it out (edp.Remove(observed=[...]))"
         )
 
 
@@ -418,9 +416,9 @@ def _log_likelihood(idata, model, settings: Settings, observed_data, potentials=
             notes.append(
                 str(err) if "refitted" in str(err) else f"{err}; every neighbour is refitted"
             )
-        if settings.method in ("psis", "moment_match"):
+        if not settings.method.refits:
             raise ValueError(
-                f"method={settings.method!r} needs each record's log-likelihood or "
+                f"method={settings.method.name!r} needs each record's log-likelihood or "
                 f"conditional, and {str(err).rstrip('.')}. Or use method='refit' (or 'auto', "
                 "which then refits every neighbour)"
             ) from err
@@ -546,7 +544,7 @@ def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) 
 
     Needs removal, and neighbours whose blocks do not overlap.
     """
-    if settings.replace:
+    if settings.neighbour.replaces:
         raise NonFactorisedError(
             "a group of a coupled likelihood's records replaced together is not reweighted"
         )
@@ -678,17 +676,16 @@ def _observed_y(idata, model, ll: LogLikelihood) -> dict:
     return out
 
 
-def _replacements(idata, model, ll: LogLikelihood, factorised, settings: Settings, observed_y):
-    """Candidate values per variable, and per candidate the log-likelihood arrays at them."""
-    replacements = settings.neighbour.replacements
+def _with_candidates(idata, model, ll: LogLikelihood, factorised, relation, observed_y):
+    """``relation`` bound to its candidate values and the log-likelihood arrays at them."""
     cands = {}
     for name in ll.names:
         y = observed_y[name]
-        cands[name] = candidates(replacements, name, y, integer=integer_data(model, name, y))
+        cands[name] = relation.candidate_values(name, y, integer_data(model, name, y))
     if not factorised:
         if any(c.shape[0] != 1 for c in cands.values()):
             raise ValueError("without a factorised likelihood give one replacement per record")
-        return cands, []
+        return relation.with_candidates(cands, [])
     per_var = []
     for v, name in enumerate(ll.names):
         streamed = _streamed_replacements(idata, model, ll, v, cands[name])
@@ -705,7 +702,8 @@ def _replacements(idata, model, ll: LogLikelihood, factorised, settings: Setting
             )
         per_var.append(alt)
     n_cand = max(len(a) for a in per_var)
-    return cands, [[a[min(c, len(a) - 1)] for a in per_var] for c in range(n_cand)]
+    sets = [[a[min(c, len(a) - 1)] for a in per_var] for c in range(n_cand)]
+    return relation.with_candidates(cands, sets)
 
 
 def _streamed_replacements(idata, model, ll: LogLikelihood, v: int, values):

@@ -34,9 +34,8 @@ def match_moments(
 
     A neighbour takes the moment-matched estimate when its k-hat (``khat_mm``) fell.
     """
-    opts = settings.moment_match
-    asked = settings.method in ("auto", "moment_match") and opts is not None
-    if not (asked and inp.model is not None and inp.factorised):
+    opts = settings.method.moment_match
+    if not (opts is not None and inp.model is not None and inp.factorised):
         return Matched(est)
     bad = np.flatnonzero(est["khat"] > opts.threshold(inp.n_samples))
     if not bad.size:

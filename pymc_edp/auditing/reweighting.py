@@ -10,6 +10,7 @@ import numpy as np
 
 from pymc_edp.auditing.estimates import TOP_WEIGHTS, Estimates
 from pymc_edp.auditing.inputs import Inputs
+from pymc_edp.auditing.methods import PRUNE_NEEDS_REWEIGHTING
 from pymc_edp.auditing.settings import Settings
 from pymc_edp.base.parallel import map_tasks, progress_bar
 from pymc_edp.base.psis import khat_threshold
@@ -22,14 +23,9 @@ from pymc_edp.model.reweight import (
     tight_bound_chunk,
 )
 
-__all__ = ["PRUNE_NEEDS_REWEIGHTING", "Reweighted", "reweight", "unprune"]
+__all__ = ["Reweighted", "reweight", "unprune"]
 
 _log = logging.getLogger("pymc_edp")
-
-#: Why ``ChunkOptions(prune=True)`` is refused without reweighting.
-PRUNE_NEEDS_REWEIGHTING = (
-    "ChunkOptions(prune=True) needs reweighting: a factorised likelihood, not method='refit'"
-)
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,7 @@ def reweight(inp: Inputs, settings: Settings) -> Reweighted:
         bins=inp.bins,
         smoothing=settings.smoothing.weighted,
         reff=inp.reff,
-        replacement_sets=tuple(tuple(r) for r in inp.replacement_sets),
+        relation=inp.relation,
         keep_weights=bool(store_weights) and inp.factorised,
         keep_top=TOP_WEIGHTS if inp.factorised else 0,
     )
@@ -73,8 +69,9 @@ def reweight(inp: Inputs, settings: Settings) -> Reweighted:
         if pruning:
             # refits (method="auto") may replace the estimates of bad k-hat neighbours: only
             # the others give a lower bound on the final epsilon that pruning can stop at
-            refit_later = (settings.method == "auto" and inp.can_refit) or (
-                settings.method == "moment_match" and inp.model is not None
+            method = settings.method
+            refit_later = (method.refits_unreliable and inp.can_refit) or (
+                method.moment_match is not None and inp.model is not None
             )
             est = dataclasses.replace(est, pruned=_pruned_pass(rw, est, refit_later, settings))
             _log.info(_pruning_message(est, len(inp.neighbours)))
@@ -168,7 +165,7 @@ def _aligned(size: int, ll: LogLikelihood) -> int:
 
 
 #: What a chunk of :func:`pymc_edp.model.reweight.estimate_chunk` gives, as in :class:`Estimates`.
-_CHUNK_RESULTS = "eps argbin khat eps_unsmoothed bin_draws limit worst_cand bound".split()
+_CHUNK_RESULTS = "eps argbin khat eps_unsmoothed bin_draws limit worst_candidate bound".split()
 
 
 def _fill(est: Estimates, res, bar) -> None:
@@ -190,7 +187,7 @@ def _fill(est: Estimates, res, bar) -> None:
 def _pruning(settings: Settings, inp: Inputs, record_draws: int) -> bool:
     """Whether to prune: as asked, or (None) when the audit is large enough to matter."""
     prune = settings.chunks.prune
-    possible = inp.factorised and settings.method != "refit"
+    possible = inp.factorised and not settings.method.refits_all
     if prune and not possible:
         raise ValueError(PRUNE_NEEDS_REWEIGHTING)
     if prune is None:

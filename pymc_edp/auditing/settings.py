@@ -6,12 +6,12 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
+from pymc_edp.auditing.methods import Method
 from pymc_edp.base.common import COUNT_SMOOTHING
 from pymc_edp.base.validate import check_real
-from pymc_edp.model.moment_match import MomentMatchOptions
-from pymc_edp.model.neighbours import NeighbourOptions
+from pymc_edp.model.neighbours import Relation
 from pymc_edp.model.reweight import ChunkOptions
-from pymc_edp.refit.options import RefitOptions, VerifyOptions
+from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.warm import warm_tune
 
 __all__ = ["Settings", "Smoothing"]
@@ -38,13 +38,10 @@ class Settings:
     """Everything the stages need to know of the audit's parameters, checked."""
 
     bins: int
-    method: str  # as asked: "auto", "psis", "moment_match" or "refit"
-    neighbour: NeighbourOptions
+    method: Method
+    neighbour: Relation  # as asked, before its candidates are bound to the data
     smoothing: Smoothing
     refit: RefitOptions
-    verify: VerifyOptions | None  # None: no verification, for the reason verify_reason
-    verify_reason: str | None
-    moment_match: MomentMatchOptions | None  # None: no moment matching
     chunks: ChunkOptions
     seed: int  # the seed used (drawn afresh when none was given)
     seed_given: bool = True  # a fresh seed does not stop a rerun resuming
@@ -78,14 +75,3 @@ class Settings:
         r = self.refit
         tune = warm_tune(r.tune) if warm else r.tune
         return seconds * r.chains * (r.draws + tune) / steps
-
-    @property
-    def replace(self) -> bool:
-        """Whether neighbours replace records (bounded DP) rather than remove them."""
-        return self.neighbour.relation == "replace"
-
-    @property
-    def neighbour_label(self) -> str:
-        """The neighbour relation as the result reports it."""
-        relation = self.neighbour.relation
-        return relation if self.neighbour.groups is None else f"{relation} (groups)"

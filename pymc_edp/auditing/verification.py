@@ -60,9 +60,8 @@ def refit_problem(inp: Inputs, settings: Settings, est: Estimates) -> RefitProbl
         bins=inp.bins,
         smoothing=settings.smoothing.weighted,
         observed_y=inp.observed_y,
-        candidates=inp.candidates or None,
-        worst_candidate=est["worst_cand"],
-        replacement_sets=inp.replacement_sets if inp.factorised else None,
+        relation=inp.relation,
+        worst_candidate=est["worst_candidate"],
         draws=inp.draws,
         n_chains=inp.n_chains,
         count_smoothing=settings.smoothing.count,
@@ -130,7 +129,7 @@ class Refitter:
     @property
     def deadline(self) -> float | None:
         """When the audit's time budget (``VerifyOptions(time_budget=)``) ends, if it has one."""
-        vopts = self.settings.verify
+        vopts = self.settings.method.verify
         if vopts is None or vopts.time_budget is None:
             return None
         return self.settings.started + vopts.time_budget
@@ -192,9 +191,9 @@ class Refitter:
 def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, list[str]]:
     """Neighbours to refit, worst k-hat first, at most ``max_refits`` of them; and messages."""
     method, max_refits, nbs = settings.method, settings.refit.max_refits, inp.neighbours
-    if method == "refit" or not inp.factorised:
+    if method.refits_all or not inp.factorised:
         to_refit = np.arange(len(nbs))
-    elif method == "auto" and inp.can_refit:
+    elif method.refits_unreliable and inp.can_refit:
         to_refit = np.flatnonzero(khat > khat_threshold(inp.n_samples))
     else:
         return np.array([], dtype=np.int64), []
@@ -243,7 +242,8 @@ def refit_and_verify(
     to_refit, messages = choose_refits(est.khat_now(), inp, settings)
     refitter = Refitter(problem, settings, _checkpoint_config(inp, settings), est)
     if to_refit.size:
-        refitter.run(to_refit, warm=settings.method == "auto" and _warm(settings.verify, settings))
+        method = settings.method
+        refitter.run(to_refit, warm=method.refits_unreliable and _warm(method.verify, settings))
         if refitter.stopped is not None:
             messages.append(_stopped_message(refitter, to_refit, inp.factorised))
         elif not (refitter.estimates["method"] == "refit").any():
@@ -258,20 +258,20 @@ def refit_and_verify(
 
     errors = errors_of(refitter.estimates)
     n = len(inp.neighbours)
-    check = Verification.off(n, settings.verify_reason)
+    check = Verification.off(n, settings.method.unverified)
     if refitter.stopped is not None:  # the refits asked for are not all there: no verification
         check = (
             _all_refitted(refitter.estimates)
             if not inp.factorised
             else Verification.off(n, "unverified: the refits stopped (see the warnings)")
         )
-    elif settings.verify is not None:
+    elif settings.method.verify is not None:
         if not inp.can_refit:
             check = Verification.off(n, "unverified: no model to refit (pass model=)")
         elif not inp.factorised:
             check = _all_refitted(refitter.estimates)
         else:
-            check = verify(settings.verify, refitter, errors)
+            check = verify(settings.method.verify, refitter, errors)
             again = unprune(rw.reweighter, refitter.estimates, settings) if rw.pruning else None
             if again is not None:
                 refitter.estimates = again
@@ -300,8 +300,7 @@ def _checkpoint_config(inp: Inputs, settings: Settings) -> dict:
     """What the refits depend on, for the checkpoint (not bins or estimator: they serve all)."""
     return dict(
         settings.refit.config(),
-        neighbour=settings.neighbour.relation,
-        groups=None if settings.neighbour.groups is None else "given",
+        **settings.neighbour.fingerprint(),
         random_seed=settings.seed if settings.seed_given else None,
         labels=[str(x) for x in inp.neighbours.labels],
         var_names=list(inp.names),

@@ -90,8 +90,8 @@ def check_delta(value, name: str = "delta") -> float:
 def as_options(cls, value, argument: str):
     """``value`` as an instance of the frozen options dataclass ``cls``.
 
-    None gives the defaults, a dict its fields (unknown keys named in the error); anything
-    but an instance is a :class:`TypeError`.
+    None gives the defaults, a dict its fields (unknown keys named in the error, and where
+    they moved for those in ``cls.MOVED``); anything but an instance is a :class:`TypeError`.
 
     Examples
     --------
@@ -114,6 +114,9 @@ def as_options(cls, value, argument: str):
     if isinstance(value, Mapping):
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(value) - known)
+        moved = getattr(cls, "MOVED", {})  # options an earlier version took here
+        if any(k in moved for k in unknown):
+            raise TypeError("; ".join(f"{argument}={{{k!r}: ...}} {moved[k]}" for k in unknown))
         if unknown:
             raise TypeError(
                 f"unknown {argument} option(s) {unknown}; {cls.__name__} takes {sorted(known)}"

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["Neighbours", "RecordLayout"]
+from pymc_edp.model.replace import candidates
 
-#: What a record of a multivariate or coupled observation is (NeighbourOptions(records=)).
+__all__ = [
+    "RELATIONS",
+    "Neighbours",
+    "RecordLayout",
+    "Relation",
+    "Remove",
+    "Replace",
+    "neighbour_words",
+]
+
+#: What a record of a multivariate or coupled observation is (``Relation(records=)``).
 RECORDS = ("auto", "rows", "elements")
 
 
@@ -161,26 +172,26 @@ class Neighbours:
         return cls(labels, indptr, order.astype(np.int64), np.array(observed, dtype=object))
 
 
-#: Neighbour relations: remove a record (unbounded DP) or replace it (bounded DP).
-NEIGHBOUR_RELATIONS = ("remove", "replace")
+#: Relations by name (``neighbour="remove"``): every subclass of :class:`Relation` with a name.
+RELATIONS: dict[str, type[Relation]] = {}
 
 
-@dataclass(frozen=True)
-class NeighbourOptions:
+@dataclass(frozen=True, kw_only=True)
+class Relation:
     """What a neighbour dataset is: which records change, and how.
+
+    A relation acts on rows of the pointwise log-likelihood: one neighbour per record, or
+    one per individual with ``groups``. It owns its candidates (the data values a neighbour
+    tries, none for a removal), its log density ratio, its label and words, and its part of
+    a refit's fingerprint; the audit, the reweighter, the refits and release audits hold one
+    relation and loop over its candidates. :class:`Remove` and :class:`Replace` are the two
+    of the papers; a subclass with a ``name`` adds one (docs: "Adding a neighbour relation").
 
     Parameters
     ----------
-    relation : {"remove", "replace"}, default "remove"
-        ``"remove"`` deletes one record (unbounded DP); ``"replace"`` changes it to each of
-        ``replacements`` and reports the worst (bounded DP; refits use the worst).
     groups : str, array_like or dict, optional
         Leave-one-group-out: a coordinate name, one label per record, or
         ``{observed_name: labels}``; all of an individual's rows change together.
-    replacements : array_like, PerRecord or dict, optional
-        For ``"replace"``: candidate values each tried for every record;
-        :class:`pymc_edp.PerRecord` for values given record by record; or a dict per
-        observed variable. In the likelihood's support; default for 0/1 data: the flip.
     observed : str or list of str, optional
         Observed variables whose records define neighbours; default all.
     records : {"auto", "rows", "elements"}, default "auto"
@@ -191,32 +202,42 @@ class NeighbourOptions:
         ``"rows"`` the entries of the first axis; ``"elements"`` every value. The printout
         says what was taken (``res.records``).
 
+    References
+    ----------
+    .. [1] Charest, A.-S. and Han, Y. "On the Meaning and Limits of Empirical Differential
+       Privacy." Journal of Privacy and Confidentiality 7(3), 2017 (sec. 2: neighbours).
+
     Examples
     --------
-    >>> opts = edp.NeighbourOptions("replace", replacements=[0, 1], observed="y")
-    >>> opts.relation, opts.observed
-    ('replace', ('y',))
-    >>> edp.NeighbourOptions.coerce("remove").relation
-    'remove'
-    >>> edp.NeighbourOptions.coerce({"groups": "school"}).groups
-    'school'
+    >>> rel = edp.Relation.coerce({"relation": "replace", "replacements": [0, 1]})
+    >>> type(rel).__name__, rel.label, rel.n_candidates
+    ('Replace', 'replace', 1)
+    >>> edp.Relation.coerce("remove") == edp.Remove()
+    True
     """
 
-    relation: str = "remove"
     groups: object = None
-    replacements: object = None
     observed: str | tuple[str, ...] | None = None
     records: str = "auto"
+    #: Per candidate, the log-likelihood arrays at its values (:meth:`with_candidates`).
+    _logliks: tuple = field(default=((),), init=False, repr=False, compare=False)
+    #: Candidate values per observed variable, ``(C, *shape)`` (:meth:`with_candidates`).
+    _values: Mapping = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    #: The relation's name (``neighbour=name``) and what one neighbour is, in words.
+    name: ClassVar[str] = ""
+    words: ClassVar[str] = ""
+    #: Whether a neighbour's data carry new values (else its records are left out).
+    replaces: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            RELATIONS[cls.name] = cls
 
     def __post_init__(self):
-        if not isinstance(self.relation, str) or self.relation not in NEIGHBOUR_RELATIONS:
-            raise ValueError(
-                f"relation must be one of {NEIGHBOUR_RELATIONS}, got {self.relation!r}"
-            )
-        if self.replacements is not None and self.relation != "replace":
-            raise ValueError(
-                "NeighbourOptions(replacements=...) is only used with relation='replace'"
-            )
+        if type(self) is Relation or not self.name:
+            raise TypeError("Relation is a base class: use edp.Remove() or edp.Replace(...)")
         if self.records not in RECORDS:
             raise ValueError(f"records must be one of {RECORDS}, got {self.records!r}")
         observed = self.observed
@@ -224,38 +245,191 @@ class NeighbourOptions:
             observed = (observed,) if isinstance(observed, str) else tuple(observed)
             if not observed:
                 raise ValueError(
-                    "NeighbourOptions(observed=...) is empty: name at least one observed "
+                    f"{type(self).__name__}(observed=...) is empty: name at least one observed "
                     "variable, or pass None"
                 )
             object.__setattr__(self, "observed", observed)
 
     @classmethod
-    def coerce(cls, value: NeighbourOptions | Mapping | str | None) -> NeighbourOptions:
-        """``value`` as options: a relation name, a dict of the fields, or None (defaults)."""
-        if isinstance(value, str):
-            if value not in NEIGHBOUR_RELATIONS:
-                raise ValueError(f"neighbour must be one of {NEIGHBOUR_RELATIONS}, got {value!r}")
-            return cls(relation=value)
+    def coerce(cls, value: Relation | Mapping | str | None) -> Relation:
+        """``value`` as a relation: a relation, its name, a dict of its fields, or None.
+
+        A dict names the relation under ``"relation"`` (default ``"remove"``), as the
+        ``NeighbourOptions`` of version 0.8 did.
+        """
         if value is None:
-            return cls()
-        if isinstance(value, cls):
+            return Remove()
+        if isinstance(value, Relation):
             return value
+        if isinstance(value, str):
+            if value not in RELATIONS:
+                raise ValueError(f"neighbour must be one of {tuple(RELATIONS)}, got {value!r}")
+            return RELATIONS[value]()
         if isinstance(value, Mapping):
-            known = {"relation", "groups", "replacements", "observed", "records"}
-            unknown = sorted(set(value) - known)
-            if unknown:
-                raise TypeError(
-                    f"unknown neighbour option(s) {unknown}; NeighbourOptions takes "
-                    f"{sorted(known)}"
-                )
-            return cls(**value)
+            fields = dict(value)
+            return NeighbourOptions(**fields)
         raise TypeError(
-            "neighbour= takes 'remove', 'replace', a NeighbourOptions or a dict of its fields, "
-            f"got {type(value).__name__}"
+            "neighbour= takes edp.Remove(...), edp.Replace(...), a relation's name "
+            f"({', '.join(map(repr, RELATIONS))}) or a dict of its fields, got "
+            f"{type(value).__name__}"
         )
+
+    @property
+    def relation(self) -> str:
+        """The relation's name (what ``NeighbourOptions.relation`` was in version 0.8)."""
+        return self.name
+
+    @property
+    def label(self) -> str:
+        """The relation as results report it: its name, ``" (groups)"`` with groups."""
+        return self.name if self.groups is None else f"{self.name} (groups)"
 
     def neighbours(self, ll: RecordLayout) -> Neighbours:
         """The neighbours of the records ``ll``: one per record, or one per group."""
         if self.groups is None:
             return Neighbours.records(ll)
         return Neighbours.from_groups(ll, self.groups)
+
+    def fingerprint(self) -> dict[str, str | None]:
+        """The relation's part of the refits' checkpoint configuration.
+
+        Each neighbour's records and values are hashed with its refit
+        (:func:`~pymc_edp.refit.fingerprint.neighbour_fingerprint`); a subclass with
+        parameters adds them.
+        """
+        return {"neighbour": self.name, "groups": None if self.groups is None else "given"}
+
+    # candidates: the data values each neighbour tries, bound to the data by the audit
+
+    def candidate_values(self, name: str, y: np.ndarray, integer: bool) -> np.ndarray | None:
+        """Candidate data sets of observed variable ``name``, ``(C, *y.shape)``, or None.
+
+        None (a removal) leaves the neighbour's records out. ``integer``: whether the data
+        can only be integers.
+        """
+        return None
+
+    def with_candidates(self, values: Mapping, logliks) -> Relation:
+        """A copy bound to the data: its candidate values and their log-likelihoods.
+
+        ``values``: per observed variable, ``(C, *shape)``; ``logliks``: per candidate, the
+        log-likelihood arrays at its values (``[]``: none, as without a factorised
+        likelihood).
+        """
+        out = copy.copy(self)
+        object.__setattr__(out, "_values", dict(values))
+        object.__setattr__(out, "_logliks", tuple(tuple(a) for a in logliks) or ((),))
+        return out
+
+    @property
+    def n_candidates(self) -> int:
+        """Candidates each neighbour tries (the worst is reported); 1 for a removal."""
+        return len(self._logliks)
+
+    @property
+    def candidates(self) -> dict:
+        """Candidate values per observed variable, ``(C, *shape)`` (empty for a removal)."""
+        return dict(self._values)
+
+    def replacement(self, c: int) -> list | None:
+        """The log-likelihood arrays at candidate ``c``, per variable (None: a removal)."""
+        return list(self._logliks[c]) or None
+
+    def values(self, c: int) -> dict | None:
+        """Candidate ``c``'s data per observed variable (what its refit observes), or None."""
+        if not self._values:
+            return None
+        return {n: v[min(int(c), v.shape[0] - 1)] for n, v in self._values.items()}
+
+    def reads_rows_once(self) -> bool:
+        """Whether several candidates share one read of the neighbours' rows at the data."""
+        return self.n_candidates > 1 and bool(self._logliks[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Remove(Relation):
+    """One record (or one individual's rows) deleted: unbounded DP.
+
+    Examples
+    --------
+    >>> edp.Remove().label, edp.Remove(groups="school").label
+    ('remove', 'remove (groups)')
+    """
+
+    name: ClassVar[str] = "remove"
+    words: ClassVar[str] = "record removed"
+
+
+@dataclass(frozen=True)
+class Replace(Relation):
+    """One record changed to each of its replacements, the worst reported: bounded DP.
+
+    Parameters
+    ----------
+    replacements : array_like, PerRecord or dict, optional
+        Candidate values each tried for every record; :class:`pymc_edp.PerRecord` for
+        values given record by record; or a dict per observed variable. In the likelihood's
+        support; default for 0/1 data: the flip. Refits use each neighbour's worst.
+    groups, observed, records
+        As :class:`Relation`.
+
+    Examples
+    --------
+    >>> rel = edp.Replace([0, 1], observed="y")
+    >>> rel.label, rel.observed
+    ('replace', ('y',))
+    """
+
+    replacements: object = None
+
+    name: ClassVar[str] = "replace"
+    words: ClassVar[str] = "record replaced"
+    replaces: ClassVar[bool] = True
+
+    def candidate_values(self, name: str, y: np.ndarray, integer: bool) -> np.ndarray:
+        """The replacements of ``name`` (:func:`~pymc_edp.model.replace.candidates`)."""
+        return candidates(self.replacements, name, y, integer=integer)
+
+
+def neighbour_words(label: str) -> str:
+    """What one neighbour is, in words, from a result's relation label.
+
+    Examples
+    --------
+    >>> from pymc_edp.model.neighbours import neighbour_words
+    >>> neighbour_words("remove"), neighbour_words("replace (groups)")
+    ('record removed', "individual's records replaced")
+    """
+    name, groups = str(label).removesuffix(" (groups)"), str(label).endswith(" (groups)")
+    cls = RELATIONS.get(name)
+    if cls is None:
+        return str(label)
+    return cls.words.replace("record", "individual's records", 1) if groups else cls.words
+
+
+def NeighbourOptions(  # the class of version 0.8, kept as its constructor
+    relation: str = "remove", *, replacements=None, **fields
+) -> Relation:
+    """The relation named ``relation`` with ``fields``: version 0.8's spelling.
+
+    ``NeighbourOptions("replace", replacements=v, ...)`` is ``Replace(v, ...)``.
+
+    Examples
+    --------
+    >>> edp.NeighbourOptions("replace", replacements=[0, 1]) == edp.Replace([0, 1])
+    True
+    """
+    if not isinstance(relation, str) or relation not in RELATIONS:
+        raise ValueError(f"relation must be one of {tuple(RELATIONS)}, got {relation!r}")
+    cls = RELATIONS[relation]
+    unknown = sorted(set(fields) - {"groups", "observed", "records"})
+    if unknown:
+        raise TypeError(
+            f"unknown neighbour option(s) {unknown}; a relation takes groups, observed, "
+            "records (and replacements for 'replace')"
+        )
+    if replacements is not None:
+        if not cls.replaces:
+            raise ValueError(f"replacements= are for a relation that replaces, not {relation!r}")
+        fields["replacements"] = replacements
+    return cls(**fields)

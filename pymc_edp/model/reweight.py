@@ -38,7 +38,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -57,8 +57,7 @@ from pymc_edp.model.loglik import (
     neighbour_rows,
     smoothed_log_weights,
 )
-from pymc_edp.model.moment_match import MomentMatchOptions
-from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.model.neighbours import Neighbours, Relation, Remove
 
 __all__ = [
     "ChunkOptions",
@@ -84,7 +83,7 @@ def prune_margin(bound: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ChunkOptions:
-    """How the reweighting stage works: chunk memory, workers, pruning, moment matching.
+    """How the reweighting stage works: chunk memory, workers, pruning, kept weights.
 
     Parameters
     ----------
@@ -109,9 +108,6 @@ class ChunkOptions:
         ``"group"``: the ``log_likelihood`` group (lazily when it is). ``"model"``: computed
         from the model a chunk of records at a time, never held whole. ``"auto"``: the group
         if any, else the model.
-    moment_match : MomentMatchOptions, dict or False, optional
-        Moment matching of bad k-hat neighbours before any refit
-        (:class:`pymc_edp.MomentMatchOptions`); ``False`` leaves it out of ``method="auto"``.
 
     Examples
     --------
@@ -120,8 +116,6 @@ class ChunkOptions:
     4194
     >>> ChunkOptions.coerce({"prune": False, "log_likelihood": "model"}).prune
     False
-    >>> ChunkOptions(moment_match={"max_iters": 5}).moment_match_options().max_iters
-    5
     """
 
     memory: int | str = MEMORY_BUDGET
@@ -130,8 +124,13 @@ class ChunkOptions:
     prune: bool | None = None
     store_weights: bool | None = None
     log_likelihood: str = "auto"
-    moment_match: MomentMatchOptions | Mapping | bool | None = None
     memory_bytes: int = field(init=False, repr=False, compare=False)
+
+    #: Options of version 0.8 that moved (``ChunkOptions.coerce`` says where).
+    MOVED: ClassVar[dict[str, str]] = {
+        "moment_match": "moved to the method in 0.9: method=edp.Auto(match=...) or "
+        "edp.MomentMatch(...)"
+    }
 
     def __post_init__(self):
         object.__setattr__(self, "memory_bytes", parse_bytes(self.memory, "memory"))
@@ -146,13 +145,6 @@ class ChunkOptions:
                 "ChunkOptions(store_weights=True) keeps every neighbour's weights, but "
                 "prune=True skips neighbours: pass prune=False to reweight (and keep) them all"
             )
-        if not (self.moment_match is None or self.moment_match is False):
-            if self.moment_match is True:
-                raise TypeError(
-                    "ChunkOptions(moment_match=) takes MomentMatchOptions, a dict of its "
-                    "fields, False (no moment matching) or None (the defaults), not True"
-                )
-            object.__setattr__(self, "moment_match", MomentMatchOptions.coerce(self.moment_match))
         ex = self.executor
         if ex is not None and not (isinstance(ex, cf.Executor) or _is_dask_client(ex)):
             raise TypeError(
@@ -167,12 +159,6 @@ class ChunkOptions:
     def coerce(cls, value: ChunkOptions | Mapping | None) -> ChunkOptions:
         """``value`` as options: an instance, a dict of its fields, or None (defaults)."""
         return as_options(cls, value, "chunks")
-
-    def moment_match_options(self) -> MomentMatchOptions | None:
-        """The moment-matching options, or None when it is turned off (``False``)."""
-        if self.moment_match is False:
-            return None
-        return MomentMatchOptions.coerce(self.moment_match)
 
     def rows(self, n_samples: int) -> int:
         """Records per chunk at ``n_samples`` draws."""
@@ -199,7 +185,7 @@ class ChunkOutcome:
     eps_unsmoothed: np.ndarray  # (k, n_parameters), of the candidate that sets eps
     bin_draws: np.ndarray  # (k, n_parameters): effective draws in the bin that sets eps
     limit: np.ndarray  # (k, n_parameters) int8: pymc_edp.base.limits codes
-    worst_cand: np.ndarray
+    worst_candidate: np.ndarray
     bound: np.ndarray  # (k,) max - min of the log ratios, max over candidates
     weights_index: np.ndarray  # neighbours whose log-weights are returned
     log_weights: np.ndarray | None  # (len(weights_index), S) of the worst candidate
@@ -218,7 +204,7 @@ class Reweighter:
     bins: binning.Bins
     smoothing: float
     reff: float
-    replacement_sets: tuple = ((),)
+    relation: Relation = field(default_factory=Remove)
     keep_weights: bool = False
     keep_top: int = 0
 
@@ -228,13 +214,13 @@ class Reweighter:
         sub = self.neighbours.subset(index)
         return sub, 0, len(sub)
 
-    def _ratios(self, index, repl, base=None) -> np.ndarray:
+    def _ratios(self, index, c: int, base=None) -> np.ndarray:
         nb, start, stop = self._span(index)
-        return log_ratios(self.ll, nb, start, stop, list(repl) or None, base)
+        return log_ratios(self.ll, nb, start, stop, self.relation.replacement(c), base)
 
     def _base(self, index) -> np.ndarray | None:
         """The neighbours' rows at the data, read once for several replacement candidates."""
-        if len(self.replacement_sets) < 2 or not self.replacement_sets[0]:
+        if not self.relation.reads_rows_once():
             return None
         return neighbour_rows(self.ll, *self._span(index))
 
@@ -242,13 +228,12 @@ class Reweighter:
         """``max - min`` of each neighbour's log ratios (max over candidates): the cheap pass."""
         out = None
         base = None if isinstance(index, slice) else self._base(index)
-        for repl in self.replacement_sets:
+        for c in range(self.relation.n_candidates):
             if isinstance(index, slice):
-                b = log_ratio_range(
-                    self.ll, self.neighbours, index.start, index.stop, list(repl) or None
-                )
+                repl = self.relation.replacement(c)
+                b = log_ratio_range(self.ll, self.neighbours, index.start, index.stop, repl)
             else:
-                b = np.ptp(self._ratios(index, repl, base), axis=1)
+                b = np.ptp(self._ratios(index, c, base), axis=1)
             out = b if out is None else np.fmax(out, b)
         return out
 
@@ -259,7 +244,8 @@ class Reweighter:
         out = None
         simple = _single_rows(self.ll, nb, start, stop)
         base = None if simple is not None else self._base(index)
-        for repl in self.replacement_sets:
+        for c in range(self.relation.n_candidates):
+            repl = self.relation.replacement(c)
             if simple is not None:  # records of one variable: the (S, k) layout, no copy
                 v, cols = simple
                 array = self.ll.arrays[v]
@@ -275,7 +261,7 @@ class Reweighter:
                     lr = np.negative(block, out=block if own else None, dtype=np.float64)
                 b = mean_bound(lr, n_tail, axis=0, overwrite=True)
             else:
-                b = mean_bound(self._ratios(index, repl, base), n_tail, axis=1)
+                b = mean_bound(self._ratios(index, c, base), n_tail, axis=1)
             out = b if out is None else np.fmax(out, b)
         return out
 
@@ -292,11 +278,11 @@ class Reweighter:
         worst = np.zeros(k, dtype=np.int64)
         bound = np.full(k, -np.inf)
         keep = self.keep_weights or self.keep_top > 0
-        single = len(self.replacement_sets) == 1  # the weights kept are then lw itself
+        single = self.relation.n_candidates == 1  # the weights kept are then lw itself
         lw_keep = np.empty((k, self.bins.n_samples)) if keep and not single else None
         base = self._base(index)
-        for c, repl in enumerate(self.replacement_sets):
-            lr = self._ratios(index, repl, base)
+        for c in range(self.relation.n_candidates):
+            lr = self._ratios(index, c, base)
             spread = np.ptp(lr, axis=1)
             bound = np.fmax(bound, spread)
             lw, kh = smoothed_log_weights(lr, self.reff, spread)

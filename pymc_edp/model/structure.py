@@ -106,7 +106,7 @@ class Structure:
                 "the others, so no value can be removed or replaced on its own and a "
                 "neighbour of one record is not a dataset the model could have seen. Observe "
                 "several such vectors as the rows of an array (one row per record), or audit "
-                "other observed variables (NeighbourOptions(observed=[...]))."
+                "other observed variables (edp.Remove(observed=[...]))."
             )
 
     def describe(self) -> str:

@@ -7,6 +7,7 @@ import numbers
 import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from pymc_edp.base.parallel import fork_unsafe
 from pymc_edp.base.validate import as_options, check_choice, check_int, check_real
@@ -85,10 +86,6 @@ class RefitOptions:
     retry : bool or collection of {"failed", "divergent"}, default True
         Refitted again: ``"failed"`` refits of an earlier run (with ``checkpoint``);
         ``"divergent"`` refits, at ``target_accept`` 0.95 then 0.99. ``True``: both.
-    verify : VerifyOptions, dict or bool, optional
-        How ``method="auto"`` confirms its headline by refits (:class:`VerifyOptions`).
-        ``False`` turns it off; ``True`` or None verify under ``method="auto"``, and only
-        None is allowed with another method. Needs the model or ``build_model``.
 
     References
     ----------
@@ -103,8 +100,6 @@ class RefitOptions:
     (None, 2, 'pooled')
     >>> edp.RefitOptions.coerce({"draws": 200}).draws
     200
-    >>> edp.RefitOptions(verify={"top": 3}, retry={"divergent"}).verify.top
-    3
     >>> edp.RefitOptions(retry=False).retry, edp.RefitOptions().retry
     ((), ('divergent', 'failed'))
     """
@@ -120,7 +115,11 @@ class RefitOptions:
     estimator: str = "pooled"
     sampler_kwargs: Mapping | None = None
     retry: bool | Collection[str] = True
-    verify: VerifyOptions | Mapping | bool | None = None
+
+    #: Options of version 0.8 that moved (``RefitOptions.coerce`` says where).
+    MOVED: ClassVar[dict[str, str]] = {
+        "verify": "moved to the method in 0.9: method=edp.Auto(verify=...)"
+    }
 
     def __post_init__(self):
         check_int(self.draws, "draws", 1, allow_none=True)
@@ -138,8 +137,6 @@ class RefitOptions:
         unsafe = fork_unsafe(self.executor)
         if unsafe is not None:
             raise ValueError(f"RefitOptions(executor=...) {unsafe}")
-        if not (self.verify is None or isinstance(self.verify, bool)):
-            object.__setattr__(self, "verify", VerifyOptions.coerce(self.verify))
 
     @classmethod
     def coerce(cls, value: RefitOptions | Mapping | None) -> RefitOptions:

@@ -19,6 +19,7 @@ from pymc_edp.base import binning
 from pymc_edp.base.mcse import pooled_log_ratio_se, refit_log_ratio_se
 from pymc_edp.base.parallel import map_tasks, resolve_n_workers
 from pymc_edp.model.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
+from pymc_edp.model.neighbours import Relation, Remove
 from pymc_edp.model.stream import (
     ModelColumns,
     StreamingUnavailableError,
@@ -431,12 +432,10 @@ class RefitProblem:
         Additive smoothing of weighted (pooled) and of count (raw) estimates.
     observed_y : dict
         Observed values per observed variable.
-    candidates : dict, optional
-        For replacement: candidate values per observed variable, ``(C, *shape)``.
+    relation : Relation
+        The neighbour relation, its candidates bound to the data.
     worst_candidate : ndarray, optional
         Each neighbour's worst candidate (its refit uses that one).
-    replacement_sets : list, optional
-        Per candidate, the log-likelihood arrays at the replacement values.
     draws : ndarray, optional
         The full-data draws ``(parameter, sample)`` (for each refit's Monte-Carlo error).
     n_chains : int
@@ -459,9 +458,8 @@ class RefitProblem:
     bins: binning.Bins
     smoothing: float
     observed_y: dict
-    candidates: dict | None = None
+    relation: Relation = field(default_factory=Remove)
     worst_candidate: np.ndarray | None = None
-    replacement_sets: list | None = None
     draws: np.ndarray | None = None
     n_chains: int = 1
     count_smoothing: float = 0.01
@@ -470,18 +468,16 @@ class RefitProblem:
     starts: tuple = ()
     posterior: xr.Dataset | None = field(default=None, repr=False, compare=False)
 
+    def _worst(self, k: int) -> int:
+        return 0 if self.worst_candidate is None else int(self.worst_candidate[k])
+
     def candidate(self, k: int) -> dict | None:
         """Replacement values of neighbour ``k`` (its worst candidate), or None (removal)."""
-        if self.candidates is None:
-            return None
-        c = int(self.worst_candidate[k])
-        return {n: v[min(c, v.shape[0] - 1)] for n, v in self.candidates.items()}
+        return self.relation.values(self._worst(k))
 
     def full_log_ratio(self, k: int) -> np.ndarray:
         """Neighbour ``k``'s log density ratio at the full-data draws."""
-        repl = None
-        if self.replacement_sets:
-            repl = self.replacement_sets[int(self.worst_candidate[k])] or None
+        repl = self.relation.replacement(self._worst(k))
         return log_ratios(self.ll, self.neighbours, k, k + 1, repl)[0]
 
     #: Per observed variable, what computes its records at a refit's draws: a
@@ -721,7 +717,7 @@ def _engine_for(problem: RefitProblem, options: RefitOptions, messages: list, wa
             problem.ll.names,
             coupled,
             build=neighbour_model,
-            replace=problem.candidates is not None,
+            replace=problem.relation.replaces,
         )
     except NonFactorisedError as err:
         raise ValueError(str(err)) from None
@@ -887,7 +883,7 @@ def _refit_tasks(
         record_shapes={n: tuple(ll.datasets[n].shape[2:]) for n in ll.names},
         builder=builder,
         coupled={} if builder else coupled_blocks(problem.model, ll, nbs),
-        replace=problem.candidates is not None,
+        replace=problem.relation.replaces,
     )
     tasks = []
     for k in map(int, to_refit):

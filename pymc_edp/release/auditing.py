@@ -18,7 +18,7 @@ from pymc_edp.base.parallel import progress_bar
 from pymc_edp.base.validate import check_delta, check_int
 from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
-from pymc_edp.model.neighbours import NeighbourOptions
+from pymc_edp.model.neighbours import Relation
 from pymc_edp.model.pymc import fit_for_model, observed_values, resolve_model
 from pymc_edp.release import notes as release_notes
 from pymc_edp.release.kinds import Pair, ReleaseKind, release_kind
@@ -59,7 +59,7 @@ def audit_release(
     n_synthetic: int | None = None,
     statistic: Callable | None = None,
     bins: int = 20,
-    neighbour: str | NeighbourOptions | Mapping = "remove",
+    neighbour: str | Relation | Mapping = "remove",
     options: ReleaseOptions | Mapping | None = None,
     random_seed=None,
     progressbar: bool = True,
@@ -101,7 +101,7 @@ def audit_release(
         ``statistic(y) -> float`` of a synthetic dataset ``y``, published instead of it.
     bins : int, default 20
         Equal-probability bins of a published statistic (fewer when it takes fewer values).
-    neighbour : {"remove", "replace"}, NeighbourOptions or dict, default "remove"
+    neighbour : Remove, Replace, {"remove", "replace"} or dict, default "remove"
         As in :func:`pymc_edp.audit`; each replacement candidate is its own pair.
     options : ReleaseOptions or dict, optional
     random_seed : int or numpy.random.Generator, optional
@@ -230,14 +230,14 @@ class _Screen:
 
 def _pair_ratios(inp: Inputs, start: int, stop: int, candidate: int):
     """Raw log ratios ``(m, S)`` of neighbours ``start:stop`` at a candidate, weights, k-hats."""
-    repl = list(inp.replacement_sets[candidate]) or None
+    repl = inp.relation.replacement(candidate)
     lr = log_ratios(inp.ll, inp.neighbours, start, stop, repl)
     lw, kh = smoothed_log_weights(np.array(lr, dtype=float, order="C"), inp.reff)
     return lr, np.exp(lw), kh
 
 
 def _screen(kind, inp: Inputs, spec: _Spec, progressbar: bool) -> _Screen:
-    n, n_cand, grid = len(inp.neighbours), len(inp.replacement_sets), acc.DELTA_GRID
+    n, n_cand, grid = len(inp.neighbours), inp.relation.n_candidates, acc.DELTA_GRID
     out = _Screen(
         *(np.full((n, n_cand), -np.inf) for _ in range(4)),
         np.zeros((n, grid.size)),
@@ -488,7 +488,7 @@ def _assemble(inp, spec, opts, parts, notes, details, settings) -> ReleaseResult
         prob=opts.prob,
         lower_bound=bool(acc.resolution_limited(refined.contributing[best])),
         worst_neighbour=str(labels[refined.neighbour[best]]),
-        neighbour=settings.neighbour_label,
+        neighbour=settings.neighbour.label,
         pointwise=pointwise,
         curves=curves,
         refined=ref,

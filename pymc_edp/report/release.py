@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from pymc_edp.model.neighbours import neighbour_words
 from pymc_edp.report.headline import format_interval
 
 __all__ = ["POST_PROCESSING", "ReleaseFacts", "release_facts", "release_text"]
@@ -21,8 +22,6 @@ POST_PROCESSING = (
     "statistic of them), so a later level can be no less private than an earlier one: "
     "its epsilon is at most the earlier level's."
 )
-
-_NEIGHBOURS = {"remove": "one record removed", "replace": "one record replaced"}
 
 #: ``details`` keys shown, in this order, with their labels.
 _DETAILS = (
@@ -143,7 +142,7 @@ def release_facts(res: Any) -> ReleaseFacts:
         published=published,
         setting=(
             f"k = {int(res.k)} independent {plural}, neighbour: "
-            f"{_NEIGHBOURS.get(res.neighbour, res.neighbour)}"
+            f"one {neighbour_words(res.neighbour)}"
         ),
         epsilon=epsilon,
         interval=interval,

@@ -12,6 +12,7 @@ from pymc_edp.base.common import PARAMETER_DIM, TRIAL_DIM
 from pymc_edp.base.validate import check_probability
 from pymc_edp.diagnostics import continuous_limit, emi, empty_bins, epsilon_interval, epsilon_mcse
 from pymc_edp.diagnostics._common import refitted
+from pymc_edp.model.neighbours import neighbour_words
 from pymc_edp.report._common import AuditSummary, TuningSummary
 from pymc_edp.report.headline import format_interval, headline
 from pymc_edp.report.khat import khat_counts
@@ -32,8 +33,7 @@ MAX_ELEMENTS = 10
 
 def neighbour_kind(result: AuditSummary) -> str:
     """What one neighbour is, in words (``"record removed"``)."""
-    kinds = {"remove": "record removed", "replace": "record replaced"}
-    return kinds.get(result.neighbour, result.neighbour)
+    return neighbour_words(result.neighbour)
 
 
 def smoothing_text(result: AuditSummary) -> str:

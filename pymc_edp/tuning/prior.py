@@ -18,11 +18,12 @@ import xarray as xr
 from pymc_edp import diagnostics
 from pymc_edp.auditing import audit as run_audit
 from pymc_edp.auditing import check_options
+from pymc_edp.auditing.methods import Method
 from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
 from pymc_edp.base.validate import check_real
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
-from pymc_edp.model.neighbours import NeighbourOptions
+from pymc_edp.model.neighbours import Relation
 from pymc_edp.model.pymc import resolve_model
 from pymc_edp.model.reweight import ChunkOptions
 from pymc_edp.refit.engines import make_engine, resolve_engine
@@ -172,8 +173,8 @@ def tune_prior(
     var_names: str | Sequence[str] | None = None,
     filter_vars: str | None = None,
     bins: int = 20,
-    method: str = "auto",
-    neighbour: str | NeighbourOptions | Mapping = "remove",
+    method: str | Method = "auto",
+    neighbour: str | Relation | Mapping = "remove",
     smoothing: float | None = None,
     refit: RefitOptions | Mapping | None = None,
     chunks: ChunkOptions | Mapping | None = None,
@@ -361,10 +362,11 @@ class _Audits:
         self.search_kwargs = {**kwargs, "method": "psis", "refit": None}
         self.confirm_kwargs = {**kwargs, "refit": refit}
         checked = {k: v for k, v in self.confirm_kwargs.items() if k not in _SELECTION}
-        self.bins = check_options(**checked)["bins"]
+        checked = check_options(**checked)
+        self.bins = checked["bins"]
         self.search_advice = (
             " The search's epsilons there may be off; the confirmation audit uses "
-            f"method={self.confirm_kwargs['method']!r}."
+            f"method={checked['method'].name!r}."
         )
 
     def trial(self, idata, model, seed: int):

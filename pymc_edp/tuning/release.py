@@ -9,7 +9,7 @@ from scipy import stats
 
 from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import get_group
-from pymc_edp.model.neighbours import NeighbourOptions
+from pymc_edp.model.neighbours import Relation
 from pymc_edp.release.auditing import audit_release, check_release
 from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.release.synthetic import observed_name
@@ -47,7 +47,7 @@ class ReleaseAuditor:
             kwargs["n_synthetic"],
             kwargs["statistic"],
         )
-        NeighbourOptions.coerce(kwargs["neighbour"])
+        Relation.coerce(kwargs["neighbour"])
         self.bins = check_int(kwargs["bins"], "bins", 2)
         options = ReleaseOptions.coerce(kwargs["options"])
         # a synthetic release draws one observed variable; draws publish the posterior's

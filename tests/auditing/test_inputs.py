@@ -7,6 +7,7 @@ import pytest
 from pipeline_support import make_settings
 from support import set_group
 
+import pymc_edp as edp
 from pymc_edp.auditing.inputs import Inputs, read_inputs
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
@@ -25,7 +26,8 @@ def test_reads_draws_neighbours_and_bins(normal):
     np.testing.assert_array_equal(
         inp.observed_y["y"], get_group(normal, "observed_data")["y"].values
     )
-    assert inp.candidates == {} and inp.match.unconstrained is None
+    assert inp.relation == edp.Remove() and inp.relation.candidates == {}
+    assert inp.match.unconstrained is None
     assert inp.match.draws is inp.draws  # nothing dropped: one matrix
 
 

@@ -6,6 +6,7 @@ from support import OutlierNormal as ON
 
 from pymc_edp.auditing.inputs import read_inputs
 from pymc_edp.auditing.matching import match_moments
+from pymc_edp.auditing.methods import Auto
 from pymc_edp.auditing.reweighting import reweight
 from pymc_edp.auditing.verification import refit_problem
 
@@ -33,7 +34,7 @@ def test_the_outlier_is_moment_matched_into_new_estimates(outlier):
 
 def test_nothing_to_do_returns_the_same_estimates(outlier, normal):
     model, idata = outlier
-    for kwargs in ({"method": "psis"}, {"method": "auto", "chunks": {"moment_match": False}}):
+    for kwargs in ({"method": "psis"}, {"method": Auto(match=False)}):
         inp, settings, problem, est = _stages(model, idata, **kwargs)
         assert match_moments(inp, settings, problem, est).estimates is est
     inp, settings, problem, est = _stages(None, normal, method="auto")  # no model

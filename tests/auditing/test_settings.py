@@ -16,12 +16,13 @@ def test_smoothing_of():
 
 def test_settings_resolve_the_options():
     s = make_settings(method="auto", neighbour={"relation": "replace", "groups": "g"})
-    assert s.replace and s.neighbour_label == "replace (groups)"
+    assert s.neighbour == edp.Replace(groups="g") and s.neighbour.label == "replace (groups)"
     assert s.refit == edp.RefitOptions() and s.chunks == edp.ChunkOptions()
-    assert s.verify == edp.VerifyOptions() and s.verify_reason is None
-    assert s.moment_match == edp.MomentMatchOptions()
+    assert s.method == edp.Auto() and s.method.verify == edp.VerifyOptions()
+    assert s.method.unverified is None
+    assert s.method.moment_match == edp.MomentMatchOptions()
     assert s.seed_given and s.seed == 1
-    s = make_settings(refit={"verify": False}, chunks={"moment_match": False}, random_seed=None)
-    assert s.verify is None and "turned off" in s.verify_reason
-    assert s.moment_match is None and not s.seed_given
-    assert make_settings().neighbour_label == "remove"
+    s = make_settings(method=edp.Auto(verify=False, match=False), random_seed=None)
+    assert s.method.verify is None and "turned off" in s.method.unverified
+    assert s.method.moment_match is None and not s.seed_given
+    assert make_settings().neighbour.label == "remove"

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import numba
+import pytest
 
 from pymc_edp.base import binning, jit, mcse
 
@@ -26,6 +27,8 @@ def test_kernels_cache_in_the_user_folder_not_in_the_package():
     assert sum(c is jit._PackageCacheLocator for c in classes) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_other_code_keeps_numba_s_own_locator(tmp_path):
     """Only this package's files are redirected: a user's cached function stays in-tree."""
     (tmp_path / "mine.py").write_text(
@@ -46,6 +49,8 @@ def test_other_code_keeps_numba_s_own_locator(tmp_path):
     assert out[0] == "6" and Path(out[1]).resolve() == (tmp_path / "__pycache__").resolve()
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_a_users_numba_cache_dir_wins(tmp_path):
     code = "from pymc_edp.base import binning; print(binning._epsilon_kernel._cache._cache_path)"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}

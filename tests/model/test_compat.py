@@ -177,6 +177,8 @@ def test_no_private_arviz_names_in_the_package():
     assert hits == []
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_install_does_not_downgrade_the_stack(tmp_path):
     """``pip install --dry-run`` of this checkout into the current environment changes none
     of the PyMC stack's packages (no upper pins that exclude what is installed)."""

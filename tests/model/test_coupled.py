@@ -180,6 +180,8 @@ def _case_model(name, y):
     return model
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_non_gaussian_coupled_likelihood_is_integrated(name):
     _, params, scipy_logp, kinks = CASES[name]

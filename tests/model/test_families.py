@@ -471,7 +471,7 @@ def test_a_count_replacement_beyond_float64_is_refused_streamed_as_in_memory(pru
             "observed_data": observed,
         }
     )
-    neighbour = edp.NeighbourOptions("replace", replacements=[2, 2**63 - 1])
+    neighbour = edp.Replace([2, 2**63 - 1])
     kw = dict(bins=5, method="psis", progressbar=False, neighbour=neighbour)
     with pytest.raises(ValueError, match="outside the support") as held:
         edp.audit(stored, model, **kw)

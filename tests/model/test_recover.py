@@ -156,6 +156,8 @@ def schools_fit():
     return model, full, dropped
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_the_model_is_evaluated_at_recovered_draws_as_at_sampled_ones(schools_fit):
     model, full, dropped = schools_fit
     with pytest.raises(ValueError, match=r"lacks the model's free variable\(s\) \['z'\]"):
@@ -183,9 +185,8 @@ def test_an_audit_without_the_offsets_equals_one_with_them(schools_fit):
     model, full, dropped = schools_fit
     kw = dict(
         var_names=["mu", "tau", "theta"],
-        method="moment_match",
-        neighbour=edp.NeighbourOptions(relation="replace", replacements=[0.0]),
-        chunks=edp.ChunkOptions(moment_match={"khat_threshold": -10.0}),
+        method=edp.MomentMatch({"khat_threshold": -10.0}),
+        neighbour=edp.Replace([0.0]),
         random_seed=1,
         progressbar=False,
     )
@@ -222,9 +223,8 @@ def test_a_bambi_fit_is_audited_and_verified_without_its_offsets():
             idata,
             model.backend.model,
             var_names=params,
-            refit=edp.RefitOptions(
-                draws=300, tune=300, chains=2, verify=edp.VerifyOptions(top=2, max_refits=2)
-            ),
+            method=edp.Auto(verify=edp.VerifyOptions(top=2, max_refits=2)),
+            refit=edp.RefitOptions(draws=300, tune=300, chains=2),
             random_seed=1,
             progressbar=False,
         )

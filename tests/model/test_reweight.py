@@ -9,6 +9,7 @@ from scipy import stats
 from pymc_edp.base import binning
 from pymc_edp.model.compat import from_dict
 from pymc_edp.model.loglik import LogLikelihood, Neighbours
+from pymc_edp.model.neighbours import Remove, Replace
 from pymc_edp.model.reweight import ChunkOptions, Reweighter, prune_margin
 
 
@@ -18,14 +19,18 @@ def _reweighter(ll_values, draws, bins=10, smoothing=0.01, groups=None, replacem
 
     ll = LogLikelihood.from_dataset(get_group(ds, "log_likelihood"))
     nbs = Neighbours.records(ll) if groups is None else Neighbours.from_groups(ll, groups)
-    sets = ((),) if replacement is None else tuple((r,) for r in replacement)
+    relation = (
+        Remove()
+        if replacement is None
+        else Replace().with_candidates({}, [(r,) for r in replacement])
+    )
     return Reweighter(
         ll=ll,
         neighbours=nbs,
         bins=binning.quantile_bins(draws[None], bins),
         smoothing=smoothing,
         reff=1.0,
-        replacement_sets=sets,
+        relation=relation,
         keep_weights=True,
     )
 

@@ -57,6 +57,8 @@ class _Views(HTMLParser):
                 self.cells.append(data.strip())
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @NOT_CONVERGED
 def test_exported_notebook_shows_the_table_in_chromium(tmp_path, monkeypatch):
     script = _script()

@@ -44,7 +44,7 @@ def main(n_seeds: int = 12) -> None:
             random_seed=seed,
             progressbar=False,
             method="refit",
-            neighbour=edp.NeighbourOptions(groups=coupled.GROUPS),
+            neighbour=edp.Remove(groups=coupled.GROUPS),
         )
         rows.append(res.pointwise["epsilon"].values)
         print(seed, np.round(rows[-1], 3), flush=True)

@@ -66,13 +66,13 @@ def headlines(case: str, seeds) -> dict:
         out = {"exact": exact, "warm": [], "cold": []}
         for seed in seeds:
             for key, warm in (("warm", True), ("cold", False)):
-                opts = edp.RefitOptions(verify=edp.VerifyOptions(warm_start=warm))
+                method = edp.Auto(verify=edp.VerifyOptions(warm_start=warm))
                 res = edp.audit(
                     idata,
                     model,
                     bins=bins,
                     random_seed=int(seed),
-                    refit=opts,
+                    method=method,
                     progressbar=False,
                     **kw,
                 )

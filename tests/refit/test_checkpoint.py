@@ -17,6 +17,8 @@ from pymc_edp import refit
 from pymc_edp.refit import engines
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_interrupted_audit_resumes(outlier_model, tmp_path, monkeypatch):
     idata, model, _ = outlier_model
     reference = edp.audit(idata, model, bins=5, method="refit", **REFIT_KW)
@@ -72,6 +74,8 @@ def _interrupt_at(monkeypatch, call: int) -> dict:
     return calls
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_an_audit_interrupted_during_verification_returns_the_reweighted_result(
     normal10, tmp_path, monkeypatch
 ):
@@ -113,9 +117,9 @@ def test_a_spent_time_budget_returns_the_reweighted_result(normal10):
     idata, model, _ = normal10
     kw = dict(bins=5, random_seed=7, progressbar=False)
     psis = edp.audit(idata, model, method="psis", **kw)
-    opts = {**SMALL_OPTS, "verify": {"time_budget": 1e-6}}
+    method = edp.Auto(verify={"time_budget": 1e-6})
     with pytest.warns(edp.EDPWarning, match="time budget was spent before they started"):
-        res = edp.audit(idata, model, refit=opts, **kw)
+        res = edp.audit(idata, model, method=method, refit=SMALL_OPTS, **kw)
     assert res.verification == "unverified" and res.refits is None
     np.testing.assert_array_equal(res.pointwise["epsilon"], psis.pointwise["epsilon"])
     assert "0 finished (none) and 5 did not" in res.verification_note

@@ -158,6 +158,8 @@ def test_refits_of_another_model_or_data_are_redone(
     assert f"computed from {named} than this audit's" in text and not_named not in text
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.parametrize(
     ("neighbour", "named"),
     [

@@ -17,6 +17,8 @@ from pymc_edp import refit
 from pymc_edp.refit import engines
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_discrete_latent_variable_refits_with_pymc(caplog):
     import logging
 
@@ -69,6 +71,8 @@ def test_a_compound_step_refit_does_not_depend_on_the_refits_before_it():
         np.testing.assert_array_equal(first[name].values, again[name].values)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.filterwarnings("ignore:max_refits=2:pymc_edp.EDPWarning")
 @pytest.mark.parametrize("engine", ["nutpie", "pymc"])
 def test_integer_data_and_step_settings(engine):
@@ -96,6 +100,8 @@ def test_integer_data_and_step_settings(engine):
     assert set(res.pointwise["status"].values[refitted]) == {"ok"}
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_nutpie_raw_trace_equals_inference_data_path():
     """The fast arrow conversion gives the draws nutpie's own InferenceData holds."""
     pytest.importorskip("nutpie")
@@ -180,6 +186,8 @@ def test_pymc_engine_and_dask_give_the_same_result(outlier_model):
     )
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("engine", ["nutpie", "pymc"])
 def test_a_refit_that_cannot_start_starts_at_posterior_draws(engine):
     """Ordered means whose support point is -inf on the transformed scale: without initval
@@ -322,12 +330,8 @@ def test_a_bart_audit_verifies_by_refits():
         idata,
         model,
         var_names=["sigma"],
-        refit=edp.RefitOptions(
-            draws=200,
-            tune=200,
-            chains=2,
-            verify=edp.VerifyOptions(top=2, max_refits=2, early_stop=False),
-        ),
+        method=edp.Auto(verify=edp.VerifyOptions(top=2, max_refits=2, early_stop=False)),
+        refit=edp.RefitOptions(draws=200, tune=200, chains=2),
         random_seed=3,
         progressbar=False,
     )

@@ -1,5 +1,7 @@
 """Tests of the refit and verification options (:mod:`pymc_edp.refit.options`)."""
 
+import dataclasses
+
 import numpy as np
 import pymc as pm
 import pytest
@@ -48,53 +50,28 @@ def test_refit_options_retry_names_what_runs_again():
         edp.RefitOptions(retry={"flaky"})
 
 
-def test_verify_is_for_method_auto(rng):
+def test_verification_follows_the_method(rng):
     from test_auditing import fake_idata
 
     idata = fake_idata(rng)
-    with pytest.raises(ValueError, match=r"RefitOptions\(verify=...\) confirms method='auto'"):
-        edp.audit(idata, method="psis", refit={"verify": True}, progressbar=False)
     res = edp.audit(idata, method="psis", progressbar=False)
     assert res.verification == "unverified"
     assert res.verification_note == "unverified: method='psis' reweights only"
-    off = edp.audit(idata, refit=edp.RefitOptions(verify=False), progressbar=False)
-    assert "turned off (RefitOptions(verify=False))" in off.verification_note
+    off = edp.audit(idata, method=edp.Auto(verify=False), progressbar=False)
+    assert "turned off (edp.Auto(verify=False))" in off.verification_note
 
 
-# ------------------------------------------- options that were audit() parameters (issue 22)
-def test_refit_options_hold_verify_and_chunk_options_moment_match():
-    opts = edp.RefitOptions()
-    assert opts.verify is None
-    chunks = edp.ChunkOptions()
-    assert chunks.moment_match is None
-    assert chunks.moment_match_options() == edp.MomentMatchOptions()
-    # dicts become their options objects; True, False and None keep their meaning
-    opts = edp.RefitOptions(verify={"top": 2})
-    assert opts.verify == VerifyOptions(top=2)
-    chunks = edp.ChunkOptions(moment_match={"max_iters": 3})
-    assert chunks.moment_match == edp.MomentMatchOptions(max_iters=3)
-    assert edp.RefitOptions(verify=True).verify is True
-    off = edp.RefitOptions(verify=False)
-    assert off.verify is False
-    assert edp.ChunkOptions(moment_match=False).moment_match_options() is None
-    # verification does not enter what the refits depend on (the checkpoint)
-    assert off.config() == edp.RefitOptions().config()
-    with pytest.raises(TypeError, match="unknown verify option"):
-        edp.RefitOptions(verify={"k": 1})
-    with pytest.raises(TypeError, match="not True"):
-        edp.ChunkOptions(moment_match=True)
-    with pytest.raises(TypeError, match="unknown moment_match option"):
-        edp.ChunkOptions(moment_match={"iters": 1})
-
-
-def test_refit_options_checked_against_the_method_before_any_work(rng):
-    from test_auditing import fake_idata
-
-    idata = fake_idata(rng)
-    with pytest.raises(ValueError, match=r"moment_match=False\): choose one"):
-        edp.audit(idata, method="moment_match", chunks={"moment_match": False})
-    with pytest.raises(ValueError, match="confirms method='auto'"):
-        edp.audit(idata, method="refit", refit={"verify": {"top": 1}})
+# ------------------------------------ options that moved to the method (issue 41)
+def test_verify_and_moment_match_moved_to_the_method():
+    """0.8's RefitOptions(verify=) and ChunkOptions(moment_match=) say where they went."""
+    with pytest.raises(TypeError, match=r"refit=\{'verify': ...\} moved .*edp.Auto\(verify="):
+        edp.RefitOptions.coerce({"verify": False})
+    with pytest.raises(TypeError, match=r"chunks=\{'moment_match': ...\} moved .*Auto\(match="):
+        edp.ChunkOptions.coerce({"moment_match": False})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'verify'"):
+        edp.RefitOptions(verify=False)
+    assert "verify" not in {f.name for f in dataclasses.fields(edp.RefitOptions)}
+    assert "moment_match" not in {f.name for f in dataclasses.fields(edp.ChunkOptions)}
 
 
 def test_chunk_options_hold_the_scale_options():
@@ -112,40 +89,49 @@ def test_chunk_options_hold_the_scale_options():
         edp.ChunkOptions(prune=True, store_weights=True)
 
 
-def test_neighbour_options():
-    opts = edp.NeighbourOptions()
-    assert (opts.relation, opts.groups, opts.replacements, opts.observed) == (
+def test_neighbour_relations():
+    opts = edp.Remove()
+    assert (opts.relation, opts.groups, opts.observed, opts.records) == (
         "remove",
         None,
         None,
-        None,
+        "auto",
     )
-    assert edp.NeighbourOptions.coerce("replace") == edp.NeighbourOptions("replace")
-    assert edp.NeighbourOptions.coerce(None) == opts
-    assert edp.NeighbourOptions(observed="y").observed == ("y",)
-    assert edp.NeighbourOptions(observed=["y", "z"]).observed == ("y", "z")
-    assert edp.NeighbourOptions.coerce({"relation": "replace", "replacements": [0]}).replacements
+    assert edp.Relation.coerce("replace") == edp.Replace()
+    assert edp.Relation.coerce(None) == opts
+    assert edp.Remove(observed="y").observed == ("y",)
+    assert edp.Replace(observed=["y", "z"]).observed == ("y", "z")
+    assert edp.Relation.coerce({"relation": "replace", "replacements": [0]}) == edp.Replace([0])
+    # version 0.8's spelling builds the same relations
+    assert edp.NeighbourOptions() == edp.Remove()
+    assert edp.NeighbourOptions("replace", replacements=[0], groups="g") == edp.Replace(
+        [0], groups="g"
+    )
     with pytest.raises(ValueError, match="neighbour must be one of"):
-        edp.NeighbourOptions.coerce("swap")
+        edp.Relation.coerce("swap")
     with pytest.raises(ValueError, match="relation must be one of"):
         edp.NeighbourOptions("swap")
-    with pytest.raises(
-        ValueError, match=r"replacements=...\) is only used with relation='replace'"
-    ):
+    with pytest.raises(ValueError, match="replacements= are for a relation that replaces"):
         edp.NeighbourOptions(replacements=[0.0])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'replacements'"):
+        edp.Remove(replacements=[0.0])
     with pytest.raises(ValueError, match=r"observed=...\) is empty"):
-        edp.NeighbourOptions(observed=[])
+        edp.Remove(observed=[])
+    with pytest.raises(ValueError, match="records must be one of"):
+        edp.Replace(records="cells")
     with pytest.raises(TypeError, match="unknown neighbour option"):
-        edp.NeighbourOptions.coerce({"group": "school"})
+        edp.Relation.coerce({"group": "school"})
     with pytest.raises(TypeError, match="neighbour= takes"):
-        edp.NeighbourOptions.coerce(3)
+        edp.Relation.coerce(3)
+    with pytest.raises(TypeError, match="Relation is a base class"):
+        edp.Relation()
 
 
 def test_neighbour_options_are_checked_before_any_work(rng):
     from test_auditing import fake_idata
 
     idata = fake_idata(rng)
-    with pytest.raises(ValueError, match="only used with relation='replace'"):
+    with pytest.raises(ValueError, match="replacements= are for a relation that replaces"):
         edp.audit(idata, neighbour={"replacements": [0.0]}, method="psis")
     with pytest.raises(ValueError, match="is empty"):
         edp.audit(idata, neighbour={"observed": []}, method="psis")
@@ -200,6 +186,8 @@ def test_refit_sizes_default_to_the_fit():
         edp.RefitOptions(draws=0)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_refits_use_the_posteriors_own_draws_and_chains():
     """An audit's refits sample what the fit did: 3 chains x 300 draws after 100 tuning
     steps here, said in the verification note."""

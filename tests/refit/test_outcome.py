@@ -34,6 +34,8 @@ def test_refit_seeds_do_not_depend_on_order_or_resumption(tmp_path):
             assert float(run[k].posterior["mu"][0, 0]) == float(task.seed)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_failed_refit_is_recorded(outlier_model, monkeypatch):
     idata, model, _ = outlier_model
     original = engines.NutpieEngine.sample

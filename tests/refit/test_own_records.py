@@ -17,7 +17,7 @@ from refit_support import refit_kw
 
 import pymc_edp as edp
 from pymc_edp.model.loglik import LogLikelihood
-from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.model.neighbours import Neighbours, Remove, Replace
 from pymc_edp.model.pymc import elementwise_loglik
 from pymc_edp.refit import run
 from pymc_edp.refit.run import RefitProblem
@@ -62,7 +62,7 @@ def problem_of(model, observed: dict, groups=None, candidates=None, seed=0) -> R
         bins=None,
         smoothing=0.0,
         observed_y=observed,
-        candidates=candidates,
+        relation=Remove() if candidates is None else Replace().with_candidates(candidates, []),
         worst_candidate=worst,
     )
 

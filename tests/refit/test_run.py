@@ -95,9 +95,8 @@ def test_auto_refits_the_extreme_record(outlier_model):
         idata,
         model,
         bins=10,
-        method="auto",
-        chunks={"moment_match": False},
-        **refit_kw(verify=False),
+        method=edp.Auto(match=False, verify=False),
+        **REFIT_KW,
     )
     full = edp.audit(idata, model, bins=10, method="refit", **REFIT_KW)
     methods = auto.pointwise["method"].values
@@ -115,6 +114,8 @@ def test_auto_refits_the_extreme_record(outlier_model):
     assert auto.epsilon == pytest.approx(exact.max(), rel=0.1)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_pm_sample_with_nutpie_audited_end_to_end_with_refits():
     """What a PyMC 6 user runs: pm.sample through nutpie, pm.compute_log_likelihood, an
     audit with method="auto" that refits the bad-k-hat record (nutpie engine); every object
@@ -135,8 +136,7 @@ def test_pm_sample_with_nutpie_audited_end_to_end_with_refits():
         idata,
         model,
         bins=10,
-        method="auto",
-        chunks={"moment_match": False},
+        method=edp.Auto(match=False),
         **refit_kw(engine="nutpie"),
     )
     assert res.pointwise["pareto_k"].values[-1] > res.khat_threshold
@@ -519,6 +519,8 @@ def test_side_by_side_refits_give_the_serial_outcomes(monkeypatch):
         assert side[k].posterior.equals(out.posterior)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_nutpie_refits_side_by_side_equal_those_run_one_after_another(monkeypatch):
     """nutpie samples in threads of this process without the GIL: the same seeded draws."""
     from pymc_edp.refit import run

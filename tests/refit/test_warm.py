@@ -151,6 +151,8 @@ def _moments_agree(post, exact, draws):
     assert abs(tau.mean() - np.sqrt(2 / np.pi)) < 4.5 * 0.6 / np.sqrt(n_eff / 2)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.parametrize("kind", ["pymc", "nutpie"])
 def test_warm_refit_agrees_with_cold_and_the_exact_neighbour_posterior(normal20, kind):
     """Started at full-data draws ~9 sds from the neighbour posterior, after 100 tuning steps."""

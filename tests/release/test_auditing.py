@@ -40,6 +40,8 @@ def _sample(model, draws=2000, seed=1):
         )
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.filterwarnings("ignore::pymc_edp.EDPWarning")
 @pytest.mark.parametrize(("x", "expected"), [(2, 1.466), (0, np.log(11))])
 def test_charest_han_table1_from_a_generic_model(x, expected):
@@ -191,6 +193,8 @@ def test_a_synthetic_release_is_no_less_private_than_the_draws(build, neighbour)
     assert res.headline <= draws.interval[1] + slack
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @pytest.mark.filterwarnings("ignore::pymc_edp.EDPWarning")
 def test_a_statistic_is_no_less_private_than_its_dataset(tmp_path):
     model = _bernoulli_model(2, 8)

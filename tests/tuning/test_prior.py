@@ -67,7 +67,7 @@ def test_argument_validation(y100):
         tune_prior(model, audit={"refit": {"draws": 100}}, **kw)
     with pytest.raises(TypeError, match="unexpected keyword argument 'groups'"):
         tune_prior(model, groups="school", **kw)
-    with pytest.raises(ValueError, match="confirms method='auto'"):
+    with pytest.raises(TypeError, match=r"refit=\{'verify': ...\} moved"):
         tune_prior(model, method="psis", refit={"verify": True}, **kw)
     with pytest.raises(ValueError, match=r"k, delta: a release target's"):
         tune_prior(model, k=5, delta=1e-3, **kw)
