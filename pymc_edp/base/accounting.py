@@ -15,6 +15,7 @@ import numpy as np
 
 from pymc_edp.base import pld
 from pymc_edp.base.common import MIN_DRAWS_PER_BIN
+from pymc_edp.base.mcse import kish_ess
 
 __all__ = [
     "COARSE_POINTS",
@@ -137,8 +138,7 @@ def contributing_atoms(loss, prob, k: int, epsilon: float, interval: float) -> f
         d = pld.discretise(loss, prob, interval=interval, pessimistic=True, lower=cut)
         rest = np.asarray(d.self_compose(k - 1).delta(epsilon - x))
     c = p * rest
-    total = c.sum()
-    return float(total**2 / (c**2).sum()) if total > 0 else 0.0
+    return float(kish_ess(c)) if c.sum() > 0 else 0.0
 
 
 def resolution_limited(n_atoms: float) -> bool:

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from pymc_edp.base.binning import Bins
-from pymc_edp.base.mcse import _add_cut_point_terms, ess_mean
+from pymc_edp.base.mcse import _add_cut_point_terms, ess_mean, kish_ess_from_log
 from pymc_edp.base.psis import khat_threshold as _khat_threshold
 from pymc_edp.base.psis import psislw
 
@@ -293,7 +293,7 @@ def _match_draws(
         did_split = True
     else:
         reff_final = _reff_of(st.log_ratio, n_chains)
-    ess = min(1.0 / np.exp(2 * lwi).sum(), 1.0 / np.exp(2 * lwfi).sum()) * reff_final
+    ess = min(kish_ess_from_log(lw, normalised=True) for lw in (lwi, lwfi)) * reff_final
     return MatchedDraws(
         draws=cur,
         log_weights=lwi,

@@ -1,4 +1,4 @@
-"""Monte-Carlo error of weighted bin log-ratios: effective sample size, influence functions.
+"""Monte-Carlo error of bin log-ratios: effective sample sizes, influence functions, intervals.
 
 References
 ----------
@@ -22,8 +22,12 @@ __all__ = [
     "bin_log_ratio_se",
     "ess_mean",
     "interval_of_max",
+    "kish_ess",
+    "kish_ess_from_log",
     "leading_pairs",
     "max_interval",
+    "normal_interval",
+    "normal_quantile",
     "normalised_weights",
     "pooled_log_ratio_se",
     "refit_log_ratio_se",
@@ -135,6 +139,57 @@ def normalised_weights(log_weights: np.ndarray) -> np.ndarray:
     lw = np.atleast_2d(np.asarray(log_weights, dtype=float))
     w = np.exp(lw - lw.max(axis=-1, keepdims=True))
     return w / w.sum(axis=-1, keepdims=True)
+
+
+def kish_ess(weights: np.ndarray, axis: int = -1, *, normalised: bool = False) -> np.ndarray:
+    """Kish's effective sample size ``(sum w)^2 / sum w^2`` of weights along ``axis``.
+
+    Parameters
+    ----------
+    weights : array_like
+        Non-negative weights, not all zero, the draws along ``axis``.
+    axis : int, default -1
+    normalised : bool, default False
+        The weights sum to one: ``1 / sum w^2`` (their sum is not recomputed).
+
+    Returns
+    -------
+    ndarray
+        The shape of ``weights`` without ``axis``.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.mcse import kish_ess
+    >>> float(kish_ess(np.ones(4))), float(kish_ess(np.array([3.0, 1.0])))
+    (4.0, 1.6)
+    >>> kish_ess(np.array([[0.5, 0.5], [0.9, 0.1]]), normalised=True).round(3).tolist()
+    [2.0, 1.22]
+    """
+    w = np.asarray(weights, dtype=float)
+    if normalised:
+        return 1.0 / (w**2).sum(axis=axis)
+    return w.sum(axis=axis) ** 2 / (w**2).sum(axis=axis)
+
+
+def kish_ess_from_log(
+    log_weights: np.ndarray, axis: int = -1, *, normalised: bool = False
+) -> np.ndarray:
+    """:func:`kish_ess` of the weights ``exp(log_weights)``, their largest factored out.
+
+    With ``normalised`` (the weights sum to one), ``1 / sum exp(2 log_weights)``.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.mcse import kish_ess_from_log
+    >>> float(kish_ess_from_log(np.full(3, -800.0)))  # equal weights far below 1e-300
+    3.0
+    >>> round(float(kish_ess_from_log(np.log([0.5, 0.25, 0.25]), normalised=True)), 4)
+    2.6667
+    """
+    lw = np.asarray(log_weights, dtype=float)
+    if normalised:
+        return 1.0 / np.exp(2 * lw).sum(axis=axis)
+    return kish_ess(np.exp(lw - lw.max(axis=axis, keepdims=True)), axis=axis)
 
 
 def bin_log_ratio_se(
@@ -529,6 +584,48 @@ def leading_pairs(
     return dict(log_ratio=log_ratio, se=se, ess=ess, parameter=par, bin=jbin)
 
 
+def normal_quantile(prob: float, n: np.ndarray | int | None = None) -> float | np.ndarray:
+    """The standard normal quantile ``z`` of a central interval of probability ``prob``.
+
+    ``z = Phi^-1(1/2 + prob / 2)``. With ``n``, Bonferroni's over ``n`` intervals,
+    ``z_n = Phi^-1(1 - (1 - prob) / (2 n))``: all ``n`` hold with probability at least
+    ``prob``.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.mcse import normal_quantile
+    >>> float(normal_quantile(0.9)), float(normal_quantile(0.9, 1))
+    (1.6448536269514722, 1.6448536269514722)
+    >>> normal_quantile(0.9, np.array([2, 50])).round(3).tolist()
+    [1.96, 3.09]
+    """
+    from scipy.special import ndtri
+
+    if n is None:
+        return ndtri(0.5 + prob / 2)
+    return ndtri(1 - (1 - prob) / (2 * n))
+
+
+def normal_interval(
+    estimate: np.ndarray, se: np.ndarray, z: float | np.ndarray, *, floor: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The normal interval ``estimate +- z se``, its lower end raised to ``floor`` if given.
+
+    ``z`` from :func:`normal_quantile`. A NaN standard error gives a NaN interval.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.mcse import normal_interval
+    >>> lo, hi = normal_interval(np.array([2.0, 0.1]), np.array([0.5, 0.5]), 2.0, floor=0.0)
+    >>> lo.tolist(), hi.tolist()
+    ([1.0, 0.0], [3.0, 1.1])
+    """
+    lower, upper = estimate - z * se, estimate + z * se
+    if floor is not None:
+        lower = np.maximum(lower, floor)
+    return lower, upper
+
+
 def abs_interval(log_ratio: np.ndarray, se: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
     """Interval of each ``|l|`` from the normal interval ``l +- z se``; 0 below if it straddles 0.
 
@@ -539,7 +636,7 @@ def abs_interval(log_ratio: np.ndarray, se: np.ndarray, z: float) -> tuple[np.nd
     >>> lo.tolist(), hi.tolist()
     ([1.0, 0.0], [3.0, 1.1])
     """
-    lo, hi = log_ratio - z * se, log_ratio + z * se
+    lo, hi = normal_interval(log_ratio, se, z)
     upper = np.maximum(np.abs(lo), np.abs(hi))
     lower = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
     return lower, upper
@@ -579,11 +676,9 @@ def max_interval(
     >>> round(float(lo), 3), round(float(hi), 3)  # 50 ties: a lower end at z = 3.09
     (0.691, 1.164)
     """
-    from scipy.stats import norm
-
     est = np.asarray(estimate, dtype=float)
     se = np.asarray(se, dtype=float)
-    z = float(norm.ppf(0.5 + prob / 2))
+    z = float(normal_quantile(prob))
     if not signed:
         est = np.abs(est)
     lower, upper = abs_interval(est, se, z)
@@ -602,11 +697,9 @@ def _bonferroni_lower(intervals, valid, lower_nominal, prob):
     Contenders are counted at the Bonferroni level, so the set does not shrink exactly when
     the leader is too high; from all valid items the count only falls.
     """
-    from scipy.stats import norm
-
     m = np.maximum(valid.sum(axis=-1), 1)
     for _ in range(64):
-        z_m = norm.ppf(1 - (1 - prob) / (2 * m))
+        z_m = normal_quantile(prob, m)
         low, up = intervals(np.asarray(z_m, dtype=float))
         low = np.where(np.isnan(low), lower_nominal, low)
         best = np.where(valid, low, -np.inf).max(axis=-1)
@@ -648,8 +741,9 @@ def interval_of_max(
 
     def intervals(z_m):
         with np.errstate(invalid="ignore"):
-            low = np.where(np.isnan(se), lower, np.maximum(est - z_m * se, 0.0))
-            up = np.where(np.isnan(se) | np.isinf(upper), upper, est + z_m * se)
+            low, up = normal_interval(est, se, z_m, floor=0.0)
+            low = np.where(np.isnan(se), lower, low)
+            up = np.where(np.isnan(se) | np.isinf(upper), upper, up)
         return np.nan_to_num(low, nan=0.0), up
 
     lo = _bonferroni_lower(intervals, valid, np.nan_to_num(lower, nan=0.0), prob)

@@ -12,6 +12,7 @@ import numpy as np
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
+from pymc_edp.base.mcse import normal_quantile
 from pymc_edp.base.validate import check_probability
 
 if TYPE_CHECKING:
@@ -214,6 +215,4 @@ def scalar(value):
 
 def z_value(prob: float) -> float:
     """The standard normal quantile of a central interval of probability ``prob``."""
-    from scipy.stats import norm
-
-    return float(norm.ppf(0.5 + check_probability(prob) / 2))
+    return float(normal_quantile(check_probability(prob)))

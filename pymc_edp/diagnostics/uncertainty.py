@@ -6,7 +6,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base.common import NEIGHBOUR_DIM
-from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval
+from pymc_edp.base.mcse import interval_of_max, leading_pairs, max_interval, normal_interval
 from pymc_edp.diagnostics._common import (
     DEFAULT_CANDIDATES,
     INTERVAL_DIM,
@@ -82,8 +82,7 @@ def own_intervals(estimate, se, lower, upper, own, limited, z: float) -> None:
     (NaN without an error); rows ``limited`` (lower bounds) are open above.
     """
     with np.errstate(invalid="ignore"):
-        lower[own] = np.maximum(estimate[own] - z * se[own], 0.0)
-        upper[own] = estimate[own] + z * se[own]
+        lower[own], upper[own] = normal_interval(estimate[own], se[own], z, floor=0.0)
     upper[limited] = np.inf
 
 

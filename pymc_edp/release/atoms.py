@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from pymc_edp.base.mcse import kish_ess
+
 __all__ = [
     "LossAtoms",
     "Mixture",
@@ -147,6 +149,6 @@ def log_mean_bias(terms: np.ndarray, weights: np.ndarray | None = None, reff: fl
     w = np.full(t.shape[-1], 1.0 / t.shape[-1]) if weights is None else np.asarray(weights)
     mean = (w * t).sum(axis=-1)
     var = (w * (t - mean[..., None]) ** 2).sum(axis=-1)
-    ess = 1.0 / (w**2).sum(axis=-1) * reff
+    ess = kish_ess(w, normalised=True) * reff
     with np.errstate(divide="ignore", invalid="ignore"):
         return -var / (2 * ess * mean**2)

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from pymc_edp.base.mcse import kish_ess
 from pymc_edp.base.validate import check_choice
 from pymc_edp.release.atoms import (
     LossAtoms,
@@ -238,7 +239,7 @@ class DatasetRelease(_SyntheticRelease):
             **super().details(spec),
             "listed": bool(self.listed),
             "outputs": int(self.log_dens.shape[0]),
-            "mixture_draws": float(np.median(1.0 / (w**2).sum(axis=1))),
+            "mixture_draws": float(np.median(kish_ess(w, axis=1, normalised=True))),
         }
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from scipy import stats
-
+from pymc_edp.base.mcse import normal_quantile
 from pymc_edp.base.validate import check_int
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.neighbours import Relation
@@ -26,7 +25,7 @@ def release_mcse(res) -> float:
     ``(hi - lo) / 2 / Phi^-1((1 + prob) / 2)``; 0 if the interval is not finite.
     """
     lo, hi = res.interval
-    z = float(stats.norm.ppf((1.0 + res.prob) / 2.0))
+    z = float(normal_quantile(res.prob))
     mcse = (hi - lo) / 2.0 / z
     return float(mcse) if math.isfinite(mcse) and mcse >= 0 else 0.0
 

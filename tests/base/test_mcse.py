@@ -228,3 +228,55 @@ def test_interval_of_max_is_open_above_with_a_lower_bound():
     lo, hi = interval_of_max(est, se, lower, upper, 0.9)
     assert hi == np.inf and lo <= 3.0 - 1.645 * 0.1 + 1e-12
     assert np.isnan(interval_of_max(est[2:], se[2:], lower[2:], upper[2:] * np.nan, 0.9)[0])
+
+
+def test_kish_ess_closed_forms():
+    """Equal weights give n at any scale; ``(sum w)^2 / sum w^2`` otherwise, along ``axis``."""
+    from pymc_edp.base.mcse import kish_ess, kish_ess_from_log
+
+    assert kish_ess(np.ones(7)) == 7.0 and kish_ess(np.full(5, 1e-100)) == pytest.approx(5.0)
+    w = np.array([[3.0, 1.0, 0.0], [1.0, 1.0, 2.0]])
+    np.testing.assert_allclose(kish_ess(w), [16 / 10, 16 / 6], rtol=1e-15)
+    np.testing.assert_allclose(kish_ess(w.T, axis=0), kish_ess(w), rtol=0)
+    p = w / w.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(kish_ess(p, normalised=True), kish_ess(w), rtol=1e-15)
+    # from log weights: the largest factored out, so weights of e^-800 do not underflow
+    lw = np.log(w[1]) - 800.0
+    assert kish_ess_from_log(lw) == pytest.approx(16 / 6, rel=1e-15)
+    assert kish_ess_from_log(np.full((2, 9), -1e3)).tolist() == [9.0, 9.0]
+    with np.errstate(divide="ignore"):
+        lp = np.log(p)  # a zero weight: -inf
+    np.testing.assert_array_equal(
+        kish_ess_from_log(lp, normalised=True), 1.0 / np.exp(2 * lp).sum(axis=-1)
+    )
+
+
+def test_normal_quantile_closed_forms():
+    """``Phi^-1(1/2 + prob/2)``; with ``n``, Bonferroni's ``Phi^-1(1 - (1 - prob) / (2 n))``."""
+    from scipy.stats import norm
+
+    from pymc_edp.base.mcse import normal_quantile
+
+    assert normal_quantile(0.9) == 1.6448536269514722 == norm.ppf(0.95)
+    assert normal_quantile(0.95) == pytest.approx(1.959963984540054, rel=1e-15)
+    assert normal_quantile(0.0) == 0.0 and normal_quantile(1.0) == np.inf
+    for prob in (0.5, 0.8, 0.9, 0.99, 0.999):  # n = 1 is the central interval, to the bit
+        assert normal_quantile(prob, 1) == normal_quantile(prob) == norm.ppf((1 + prob) / 2)
+    n = np.array([1, 2, 50])
+    np.testing.assert_array_equal(normal_quantile(0.9, n), norm.ppf(1 - 0.1 / (2 * n)))
+
+
+def test_normal_interval_closed_forms():
+    from pymc_edp.base.mcse import normal_interval
+
+    est, se = np.array([2.0, 0.1, -1.0, 1.0]), np.array([0.5, 0.5, 0.25, np.nan])
+    lo, hi = normal_interval(est, se, 2.0)
+    np.testing.assert_array_equal(lo, [1.0, -0.9, -1.5, np.nan])
+    np.testing.assert_array_equal(hi, [3.0, 1.1, -0.5, np.nan])
+    lo0, hi0 = normal_interval(est, se, 2.0, floor=0.0)
+    np.testing.assert_array_equal(lo0, [1.0, 0.0, 0.0, np.nan])
+    np.testing.assert_array_equal(hi0, hi)
+    z = np.array([[1.0], [3.0]])  # one z per row (a Bonferroni level each)
+    lo2, hi2 = normal_interval(est[:2], se[:2], z)
+    np.testing.assert_allclose(lo2, [[1.5, -0.4], [0.5, -1.4]], rtol=1e-15)
+    np.testing.assert_allclose(hi2, [[2.5, 0.6], [3.5, 1.6]], rtol=1e-15)
