@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from pymc_edp.auditing.assembly import assemble
 from pymc_edp.auditing.estimates import TOP_WEIGHTS
-from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.inputs import read_fit, read_inputs
 from pymc_edp.auditing.matching import match_moments
 from pymc_edp.auditing.methods import Auto, Method, MomentMatch, Psis, Refit
 from pymc_edp.auditing.reweighting import reweight
@@ -22,10 +22,9 @@ from pymc_edp.auditing.settings import Settings, Smoothing
 from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.base.common import resolve_seed
 from pymc_edp.base.validate import check_int
-from pymc_edp.model.compat import check_container, get_group, has_group, load_in_memory
 from pymc_edp.model.moment_match import MomentMatchOptions
 from pymc_edp.model.neighbours import Relation, Remove, Replace
-from pymc_edp.model.pymc import check_model, fit_for_model, resolve_model
+from pymc_edp.model.pymc import check_model, resolve_model
 from pymc_edp.model.replace import PerRecord
 from pymc_edp.model.reweight import ChunkOptions
 from pymc_edp.refit.options import RefitOptions, VerifyOptions
@@ -146,12 +145,10 @@ def audit(
         random_seed=random_seed,
         progressbar=progressbar,
     )
-    check_container(idata)
-    idata = load_in_memory(idata)  # a fit opened lazily as a whole: all but the log-likelihood
-    idata = fit_for_model(idata, model)  # e.g. the offsets bambi leaves out, recovered
-    if has_group(idata, "posterior"):  # refits sized like the fit unless told otherwise
-        settings = settings.sized_for(get_group(idata, "posterior"))
-    inp = read_inputs(idata, model, settings, var_names=var_names, filter_vars=filter_vars)
+    fit = read_fit(idata, model)
+    if fit.has("posterior"):  # refits sized like the fit unless told otherwise
+        settings = settings.sized_for(fit.posterior)
+    inp = read_inputs(fit, model, settings, var_names=var_names, filter_vars=filter_vars)
     reweighted = reweight(inp, settings)
     problem = refit_problem(inp, settings, reweighted.estimates)
     matched = match_moments(inp, settings, problem, reweighted.estimates)

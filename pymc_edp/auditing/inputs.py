@@ -13,8 +13,8 @@ import xarray as xr
 from pymc_edp.auditing.settings import Settings
 from pymc_edp.base import binning
 from pymc_edp.base.common import MIN_DRAWS_PER_BIN
-from pymc_edp.model.compat import get_group, has_group
 from pymc_edp.model.convergence import FitConvergence, fit_convergence
+from pymc_edp.model.fit import Fit
 from pymc_edp.model.loglik import (
     COUPLED,
     RECORD_SIZE,
@@ -33,6 +33,7 @@ from pymc_edp.model.pymc import (
     check_not_scalar,
     elementwise_loglik,
     ensure_log_likelihood,
+    fit_for_model,
     imputed_positions,
     integer_data,
     observed_arrays,
@@ -105,8 +106,19 @@ class Inputs:
         return int(self.posterior.sizes.get("chain", 1))
 
 
+def read_fit(idata, model) -> Fit:
+    """What ``pm.sample`` returned, read once into a :class:`~pymc_edp.model.fit.Fit`.
+
+    Its groups are checked, a fit opened lazily as a whole is loaded but for its
+    log-likelihood, and what the model needs is recovered (bambi's offsets,
+    :func:`~pymc_edp.model.pymc.fit_for_model`). Nothing below the front doors takes
+    ``idata``.
+    """
+    return fit_for_model(Fit.read(idata), model)
+
+
 def read_inputs(
-    idata,
+    fit: Fit,
     model,
     settings: Settings,
     *,
@@ -114,18 +126,18 @@ def read_inputs(
     filter_vars: str | None = None,
 ) -> Inputs:
     """Posterior draws to bin, the pointwise log-likelihood and the neighbours, all checked."""
-    posterior = get_group(idata, "posterior")
-    observed_data = _group(idata, "observed_data")
+    posterior = fit.group("posterior")
+    observed_data = fit.observed_data
     pots = _potentials(model, settings)  # those of one term per record: observed variables
     model = pots.model
     if model is not None:
-        check_model_matches_data(model, observed_data, _group(idata, "constant_data"))
+        check_model_matches_data(model, observed_data, fit.constant_data)
     weighted = potential_records(model, posterior) if model is not None else {}
-    read = _posterior_draws(idata, model, posterior, var_names, filter_vars, pots.unproven)
+    read = _posterior_draws(fit, model, posterior, var_names, filter_vars, pots.unproven)
     draws, messages = read.draws, read.messages
     _check_draws_per_bin(draws.shape[1], settings.bins)
     ll, factorised, notes, structures, routes = _log_likelihood(
-        idata, model, settings, observed_data, pots.audited
+        fit, model, settings, observed_data, pots.audited
     )
     _check_records(ll)
     ll = _imputed_row_labels(ll, model, posterior, observed_data)
@@ -138,12 +150,12 @@ def read_inputs(
             f"the log_likelihood group has {ll.n_samples} draws, the posterior "
             f"{draws.shape[1]}: they must come from one sampling run"
         )
-    observed_y = _observed_y(idata, model, ll)
+    observed_y = _observed_y(fit, model, ll)
     if factorised:
         check_log_likelihood_layout(ll.datasets, ll.names, posterior, observed_data)
         # the stored group is read unless the log-likelihood is asked from the model
         source = settings.chunks.log_likelihood
-        from_group = has_group(idata, "log_likelihood") and source != "model"
+        from_group = fit.has("log_likelihood") and source != "model"
         if model is not None and from_group:
             check_log_likelihood_matches_model(
                 ll.datasets[list(ll.names)],
@@ -177,8 +189,8 @@ def read_inputs(
     if relation.replaces:
         for name in ll.names:  # the error of what cannot be found
             if name not in observed_y:
-                observed_values(idata, model, name)
-        relation = _with_candidates(idata, model, ll, factorised, relation, observed_y)
+                observed_values(fit, model, name)
+        relation = _with_candidates(fit, model, ll, factorised, relation, observed_y)
     return Inputs(
         model=model,
         posterior=posterior,
@@ -199,18 +211,14 @@ def read_inputs(
             posterior,
             read.match_draws,
             observed_y,
-            _group(idata, "unconstrained_posterior"),
+            fit.unconstrained_posterior,
             read.match_rows,
         ),
         left_out=read.left_out,
         blocks=blocks,
         records=tuple(records),
-        convergence=fit_convergence(posterior, read.names, _group(idata, "sample_stats")),
+        convergence=fit_convergence(posterior, read.names, fit.sample_stats),
     )
-
-
-def _group(idata, name: str) -> xr.Dataset | None:
-    return get_group(idata, name) if has_group(idata, name) else None
 
 
 class _Draws(NamedTuple):
@@ -224,7 +232,7 @@ class _Draws(NamedTuple):
     left_out: tuple[LeftOut, ...]
 
 
-def _posterior_draws(idata, model, posterior, var_names, filter_vars, unproven=()) -> _Draws:
+def _posterior_draws(fit, model, posterior, var_names, filter_vars, unproven=()) -> _Draws:
     """The audited draws without data copies and constant elements, and what was left out.
 
     ``unproven``: the Potentials reading data whose records are no neighbour (said here).
@@ -235,7 +243,7 @@ def _posterior_draws(idata, model, posterior, var_names, filter_vars, unproven=(
         all_draws,
         var_of,
         explicit=var_names is not None,
-        observed=observed_arrays(idata, model),
+        observed=observed_arrays(fit, model),
         labels=par_labels,
         reads_data=reads_data(model, names) if model is not None else None,
     )
@@ -368,7 +376,7 @@ def _check_draws_per_bin(n_samples: int, bins: int) -> None:
         )
 
 
-def _log_likelihood(idata, model, settings: Settings, observed_data, potentials=()):
+def _log_likelihood(fit, model, settings: Settings, observed_data, potentials=()):
     """``(ll, factorised, notes, structures, routes)``: the pointwise log-likelihood.
 
     Refits only (``factorised`` False): the records' layout. ``structures`` says per
@@ -385,16 +393,16 @@ def _log_likelihood(idata, model, settings: Settings, observed_data, potentials=
     observed = settings.neighbour.observed
     observed = None if observed is None else list(observed)
     source = settings.chunks.log_likelihood
-    posterior = get_group(idata, "posterior")
+    posterior = fit.group("posterior")
     structures = _structures(model, observed, settings.neighbour.records)
     routes: dict[str, str] = {}
     if not any(st.coupled for st in structures.values()):  # a coupled one is not streamed
-        streamed = _streamed_log_likelihood(idata, model, observed, source)
+        streamed = _streamed_log_likelihood(fit, model, observed, source)
         if streamed is not None:
             return streamed, True, [], structures, routes
     notes: list[str] = []
     try:
-        ll_ds = ensure_log_likelihood(idata, model, progressbar=False, also=potentials)
+        ll_ds = ensure_log_likelihood(fit, model, progressbar=False, also=potentials)
         if model is None:
             notes = _assumed_factorised(ll_ds, observed)
         else:
@@ -628,16 +636,16 @@ _WHOLE_GROUP = (
 )
 
 
-def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | None:
+def _streamed_log_likelihood(fit, model, observed, source) -> LogLikelihood | None:
     """The log-likelihood computed from the model chunk by chunk, when asked or best."""
     if source == "group":
-        if not has_group(idata, "log_likelihood"):
+        if not fit.has("log_likelihood"):
             raise ValueError(
                 "ChunkOptions(log_likelihood='group') but there is no 'log_likelihood' group: "
                 "run pm.compute_log_likelihood, or pass model= with log_likelihood='auto'"
             )
         return None
-    if source == "auto" and (has_group(idata, "log_likelihood") or model is None):
+    if source == "auto" and (fit.has("log_likelihood") or model is None):
         return None
     if model is None:
         raise ValueError("ChunkOptions(log_likelihood='model') needs the model: pass model=")
@@ -652,7 +660,7 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
         _log.info(_WHOLE_GROUP, reasons)
         return None
     try:
-        return model_log_likelihood(model, idata, names)
+        return model_log_likelihood(model, fit, names)
     except StreamingUnavailableError as err:
         if source == "model":
             raise
@@ -662,7 +670,7 @@ def _streamed_log_likelihood(idata, model, observed, source) -> LogLikelihood | 
         return None
 
 
-def _observed_y(idata, model, ll: LogLikelihood) -> dict:
+def _observed_y(fit, model, ll: LogLikelihood) -> dict:
     """Observed values of every observed variable that can be found (audited or modelled)."""
     names = list(ll.names)
     if model is not None:
@@ -670,13 +678,13 @@ def _observed_y(idata, model, ll: LogLikelihood) -> dict:
     out = {}
     for name in names:
         try:
-            out[name] = observed_values(idata, model, name)
+            out[name] = observed_values(fit, model, name)
         except ValueError:
             continue
     return out
 
 
-def _with_candidates(idata, model, ll: LogLikelihood, factorised, relation, observed_y):
+def _with_candidates(fit, model, ll: LogLikelihood, factorised, relation, observed_y):
     """``relation`` bound to its candidate values and the log-likelihood arrays at them."""
     cands = {}
     for name in ll.names:
@@ -688,11 +696,11 @@ def _with_candidates(idata, model, ll: LogLikelihood, factorised, relation, obse
         return relation.with_candidates(cands, [])
     per_var = []
     for v, name in enumerate(ll.names):
-        streamed = _streamed_replacements(idata, model, ll, v, cands[name])
+        streamed = _streamed_replacements(fit, model, ll, v, cands[name])
         if streamed is not None:
             per_var.append(streamed)
             continue
-        alt = replacement_log_likelihood(idata, model, name, cands[name])
+        alt = replacement_log_likelihood(fit, model, name, cands[name])
         check_support(alt, cands[name], name)
         n_v = ll.arrays[v].shape[1]
         if alt.shape[-1] != n_v:
@@ -706,7 +714,7 @@ def _with_candidates(idata, model, ll: LogLikelihood, factorised, relation, obse
     return relation.with_candidates(cands, sets)
 
 
-def _streamed_replacements(idata, model, ll: LogLikelihood, v: int, values):
+def _streamed_replacements(fit, model, ll: LogLikelihood, v: int, values):
     """Per candidate, the replacement log-likelihood computed from the model chunk by chunk.
 
     When the log-likelihood is lazy or the values exceed :data:`REPLACEMENTS_IN_MEMORY`,
@@ -721,5 +729,5 @@ def _streamed_replacements(idata, model, ll: LogLikelihood, v: int, values):
     if not hasattr(array, "with_observed"):
         if stream_supported(model, [name])[name] is not None:
             return None
-        array = model_log_likelihood(model, idata, [name]).arrays[0]
+        array = model_log_likelihood(model, fit, [name]).arrays[0]
     return [array.with_observed(c) for c in values]

@@ -250,12 +250,13 @@ def compute_log_likelihood(
 ) -> xr.Dataset:
     """Pointwise log-likelihood of ``model`` at the draws of ``data``, as a Dataset.
 
-    ``data`` is converted to the container the installed PyMC expects, never modified; a
+    ``data``: a posterior Dataset or a container holding one. It is converted to the
+    container the installed PyMC expects, never modified; a
     model with ``initval=`` is read through :func:`without_initial_values`.
     """
     import pymc as pm
 
-    posterior = get_group(data, "posterior")
+    posterior = data if isinstance(data, xr.Dataset) else get_group(data, "posterior")
     out = pm.compute_log_likelihood(
         make_container({"posterior": posterior}),
         var_names=None if var_names is None else list(var_names),

@@ -28,8 +28,9 @@ from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_log_masses, lo
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
 from pymc_edp.model.cache import per_model
-from pymc_edp.model.compat import PSIS_TAIL_RULE, get_group, has_group, observed_data
+from pymc_edp.model.compat import PSIS_TAIL_RULE, observed_data
 from pymc_edp.model.coupled import record_logp
+from pymc_edp.model.fit import Fit
 from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
 from pymc_edp.model.pymc import sampled_without_nuts
 from pymc_edp.model.recover import lacking_message
@@ -418,18 +419,18 @@ class MatchInputs:
     rows: np.ndarray | None = None
 
     @classmethod
-    def from_idata(cls, idata, model, names: Sequence[str]) -> MatchInputs:
-        """Read them from ``idata`` (and the model, for observed values it lacks)."""
+    def from_fit(cls, data, model, names: Sequence[str]) -> MatchInputs:
+        """Read them from a fit (and the model, for observed values it lacks).
+
+        ``data``: a :class:`~pymc_edp.model.fit.Fit` (or what :meth:`Fit.of` reads).
+        """
         from pymc_edp.model.pymc import observed_values
 
-        posterior = get_group(idata, "posterior")
-        unc = (
-            get_group(idata, "unconstrained_posterior")
-            if has_group(idata, "unconstrained_posterior")
-            else None
-        )
-        observed = {rv.name: observed_values(idata, model, rv.name) for rv in model.observed_RVs}
-        return cls(posterior, posterior_matrix(posterior, names)[0], observed, unc)
+        fit = Fit.of(data)
+        posterior = fit.group("posterior")
+        observed = {rv.name: observed_values(fit, model, rv.name) for rv in model.observed_RVs}
+        matrix = posterior_matrix(posterior, names)[0]
+        return cls(posterior, matrix, observed, fit.unconstrained_posterior)
 
 
 def _prepare(model, data: MatchInputs, names: Sequence[str], density) -> _Prepared:
@@ -599,7 +600,7 @@ def moment_match_neighbours(
     if not indices:
         return {}
     if not isinstance(idata, MatchInputs):
-        idata = MatchInputs.from_idata(idata, model, names)
+        idata = MatchInputs.from_fit(idata, model, names)
     prep = _prepare(model, idata, names, density)
     rows = np.arange(prep.draws.shape[0]) if idata.rows is None else np.asarray(idata.rows)
     n_par, n_samples = rows.size, prep.draws.shape[1]

@@ -11,14 +11,13 @@ import xarray as xr
 from pymc_edp.model.cache import per_model, share_data
 from pymc_edp.model.compat import (
     compute_log_likelihood,
-    get_group,
     graph_ancestors,
-    has_group,
     observed_data,
     step_methods,
     without_initial_values,
 )
 from pymc_edp.model.coupled import CoupledLikelihood
+from pymc_edp.model.fit import Fit
 from pymc_edp.model.loglik import NonFactorisedError
 from pymc_edp.model.recover import lacking_message, with_free_variables
 from pymc_edp.model.structure import read_structure
@@ -57,42 +56,53 @@ _NO_LOGLIK = (
 
 
 def ensure_log_likelihood(
-    idata, model=None, *, progressbar: bool = False, also: Sequence[str] = ()
+    data, model=None, *, progressbar: bool = False, also: Sequence[str] = ()
 ) -> xr.Dataset:
-    """The ``log_likelihood`` group of ``idata``, computed from ``model`` when missing.
+    """The fit's ``log_likelihood`` group, computed from ``model`` when missing.
 
-    ``also``: observed variables of ``model`` the group may lack (the user's Potentials
-    audited as observed variables, :mod:`pymc_edp.model.potentials`), computed and added.
+    ``data``: a :class:`~pymc_edp.model.fit.Fit` (or what :meth:`Fit.of` reads). ``also``:
+    observed variables of ``model`` the group may lack (the user's Potentials audited as
+    observed variables, :mod:`pymc_edp.model.potentials`), computed and added.
     """
-    if has_group(idata, "log_likelihood"):
-        group = get_group(idata, "log_likelihood")
+    fit = Fit.of(data)
+    if fit.has("log_likelihood"):
+        group = fit.log_likelihood
         missing = [name for name in also if name not in group]
         if not missing or model is None:
             return group
-        _check_posterior_has_free_rvs(idata, model)
-        extra = compute_log_likelihood(idata, model, var_names=missing, progressbar=progressbar)
+        posterior = _posterior_with_free_rvs(fit, model)
+        extra = compute_log_likelihood(
+            posterior, model, var_names=missing, progressbar=progressbar
+        )
         return group.assign({name: extra[name] for name in missing})
     if model is None:
         raise ValueError(_NO_LOGLIK)
-    _check_posterior_has_free_rvs(idata, model)
-    return compute_log_likelihood(idata, model, progressbar=progressbar)
+    return compute_log_likelihood(
+        _posterior_with_free_rvs(fit, model), model, progressbar=progressbar
+    )
 
 
-def _check_posterior_has_free_rvs(idata, model) -> None:
-    if not has_group(idata, "posterior"):
+def _posterior_with_free_rvs(fit: Fit, model) -> xr.Dataset:
+    """The fit's posterior, checked to hold the model's free variables."""
+    if not fit.has("posterior"):
         raise ValueError("the posterior container has no 'posterior' group")
-    posterior = get_group(idata, "posterior")
+    posterior = fit.posterior
     missing = [rv.name for rv in model.free_RVs if rv.name not in posterior]
     if missing:
         raise ValueError(
             lacking_message(posterior, missing, "the log-likelihood cannot be evaluated")
         )
+    return posterior
 
 
-def observed_values(idata, model, name: str) -> np.ndarray:
-    """The observed data of variable ``name``, from ``observed_data`` or else the model."""
-    if idata is not None and has_group(idata, "observed_data"):
-        observed = get_group(idata, "observed_data")
+def observed_values(data, model, name: str) -> np.ndarray:
+    """The observed data of variable ``name``, from ``observed_data`` or else the model.
+
+    ``data``: a :class:`~pymc_edp.model.fit.Fit` (or what :meth:`Fit.of` reads), or None.
+    """
+    fit = None if data is None else Fit.of(data)
+    if fit is not None and fit.has("observed_data"):
+        observed = fit.observed_data
         if name in observed:
             return np.asarray(observed[name].values)
     data = observed_data(model, name)
@@ -274,10 +284,11 @@ def model_observed(model) -> dict[str, np.ndarray]:
     return out
 
 
-def observed_arrays(idata, model) -> dict[str, np.ndarray]:
-    """Observed data by name: the ``observed_data`` group, else the model's."""
-    if has_group(idata, "observed_data"):
-        ds = get_group(idata, "observed_data")
+def observed_arrays(data, model) -> dict[str, np.ndarray]:
+    """Observed data by name: the fit's ``observed_data`` group, else the model's."""
+    fit = Fit.of(data)
+    if fit.has("observed_data"):
+        ds = fit.observed_data
         return {str(k): np.asarray(ds[k].values) for k in ds.data_vars}
     return model_observed(model) if model is not None else {}
 
@@ -686,8 +697,8 @@ def fitted_by_bambi(posterior: xr.Dataset) -> bool:
     return posterior.attrs.get("modeling_interface") == "bambi"
 
 
-def fit_for_model(idata, model):
-    """``idata`` with what evaluating ``model`` at its draws needs, checked.
+def fit_for_model(data, model) -> Fit:
+    """The fit with what evaluating ``model`` at its draws needs, checked.
 
     The free variables the posterior leaves out are recovered where its deterministics
     determine them (:func:`pymc_edp.model.recover.with_free_variables`: bambi's offsets). A
@@ -697,33 +708,36 @@ def fit_for_model(idata, model):
 
     Examples
     --------
+    >>> from pymc_edp.model.fit import Fit
     >>> from pymc_edp.model.pymc import fit_for_model
-    >>> fit_for_model(idata, None) is idata
+    >>> fit = Fit.read(idata)
+    >>> fit_for_model(fit, None) is fit
     True
     """
+    fit = Fit.of(data)
     if model is None:
-        return idata
-    idata, _ = with_free_variables(idata, model)
-    if not has_group(idata, "posterior"):
-        return idata
-    posterior = get_group(idata, "posterior")
+        return fit
+    fit, _ = with_free_variables(fit, model)
+    if not fit.has("posterior"):
+        return fit
+    posterior = fit.posterior
     if not fitted_by_bambi(posterior):
-        return idata
-    if not has_group(idata, "log_likelihood"):
+        return fit
+    if not fit.has("log_likelihood"):
         raise ValueError(
             "this posterior comes from bambi and has no log_likelihood group, against which "
             f"the audit checks that its draws are the PyMC model's ({BAMBI_CENTRED}). Run "
             "bambi's model.compute_log_likelihood(idata) before auditing."
         )
-    ll = get_group(idata, "log_likelihood")
+    ll = fit.log_likelihood
     observed = {}
     for name in ll.data_vars:
         try:
-            observed[name] = observed_values(idata, model, name)
+            observed[name] = observed_values(fit, model, name)
         except ValueError:
             continue
     check_log_likelihood_matches_model(ll, posterior, model, observed)
-    return idata
+    return fit
 
 
 def check_log_likelihood_matches_model(
@@ -780,7 +794,7 @@ def check_log_likelihood_matches_model(
         )
 
 
-def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> np.ndarray:
+def replacement_log_likelihood(data, model, name: str, values: np.ndarray) -> np.ndarray:
     """``(n_candidates, n_samples, n_records)`` log-likelihood of ``name`` at other data values.
 
     Candidate ``c`` replaces every record by ``values[c]``; one evaluation per candidate, as
@@ -791,9 +805,8 @@ def replacement_log_likelihood(idata, model, name: str, values: np.ndarray) -> n
             "neighbour='replace' needs p(y' | theta) at the replacement values, so it needs "
             "the model: pass model= to pymc_edp.audit"
         )
-    _check_posterior_has_free_rvs(idata, model)
+    posterior = _posterior_with_free_rvs(Fit.of(data), model)
     fn = elementwise_loglik(model, name)
-    posterior = get_group(idata, "posterior")
     return np.stack([fn(posterior, v) for v in np.asarray(values)])
 
 

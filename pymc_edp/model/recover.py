@@ -22,7 +22,8 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model.cache import per_model
-from pymc_edp.model.compat import get_group, graph_ancestors, has_group, with_group
+from pymc_edp.model.compat import graph_ancestors
+from pymc_edp.model.fit import Fit
 
 _log = logging.getLogger("pymc_edp")
 
@@ -97,19 +98,20 @@ def lacking_message(posterior: xr.Dataset, missing, needs: str) -> str:
     )
 
 
-def with_free_variables(idata, model):
-    """``(idata, recovery)``: ``idata``'s posterior completed by :func:`recover_free_variables`.
+def with_free_variables(data, model) -> tuple[Fit, Recovery | None]:
+    """``(fit, recovery)``: the fit's posterior completed by :func:`recover_free_variables`.
 
-    ``idata`` itself is not changed; it is returned as is when nothing is missing or there
-    is no model.
+    ``data``: a :class:`~pymc_edp.model.fit.Fit` (or what :meth:`Fit.of` reads). It is not
+    changed; it is returned as is when nothing is missing or there is no model.
     """
-    if model is None or not has_group(idata, "posterior"):
-        return idata, None
-    posterior = get_group(idata, "posterior")
+    fit = Fit.of(data)
+    if model is None or not fit.has("posterior"):
+        return fit, None
+    posterior = fit.posterior
     recovery = recover_free_variables(posterior, model)
     if recovery.posterior is posterior:
-        return idata, recovery
-    return with_group(idata, "posterior", recovery.posterior), recovery
+        return fit, recovery
+    return fit.replace(posterior=recovery.posterior), recovery
 
 
 def recover_free_variables(posterior: xr.Dataset, model) -> Recovery:

@@ -17,7 +17,8 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model import families as _families
-from pymc_edp.model.compat import get_group, graph_ancestors, without_initial_values
+from pymc_edp.model.compat import graph_ancestors, without_initial_values
+from pymc_edp.model.fit import Fit
 from pymc_edp.model.loglik import SAMPLE_DIMS, LogLikelihood
 from pymc_edp.model.products import exact_products
 from pymc_edp.model.recover import lacking_message
@@ -774,8 +775,8 @@ def _normalise(key, size: int, what: str):
     return np.where(arr < 0, arr + size, arr), False
 
 
-def _posterior(idata) -> xr.Dataset:
-    posterior = idata if isinstance(idata, xr.Dataset) else get_group(idata, "posterior")
+def _posterior(data) -> xr.Dataset:
+    posterior = data if isinstance(data, xr.Dataset) else Fit.of(data).group("posterior")
     for dim in SAMPLE_DIMS:
         if dim not in posterior.dims:
             raise ValueError(f"the posterior lacks the sample dimension {dim!r}")
@@ -857,7 +858,7 @@ def model_log_likelihood(
     Parameters
     ----------
     model : pymc.Model
-    idata : xarray.DataTree, arviz.InferenceData or xarray.Dataset
+    idata : Fit, xarray.Dataset, xarray.DataTree or arviz.InferenceData
         Holding the model's free variables in ``posterior`` (or that group).
     names : sequence of str, optional
         Observed variables; default all.

@@ -11,15 +11,14 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.auditing import check_settings
-from pymc_edp.auditing.inputs import Inputs, read_inputs
+from pymc_edp.auditing.inputs import Inputs, read_fit, read_inputs
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
 from pymc_edp.base.parallel import progress_bar
 from pymc_edp.base.validate import check_delta, check_int
-from pymc_edp.model.compat import check_container, load_in_memory
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.model.neighbours import Relation
-from pymc_edp.model.pymc import fit_for_model, observed_values, resolve_model
+from pymc_edp.model.pymc import observed_values, resolve_model
 from pymc_edp.release import notes as release_notes
 from pymc_edp.release.kinds import Pair, ReleaseKind, release_kind
 from pymc_edp.release.options import ReleaseOptions
@@ -150,10 +149,8 @@ def audit_release(
         random_seed=random_seed,
         progressbar=progressbar,
     )
-    check_container(idata)
-    idata = load_in_memory(idata)
-    idata = fit_for_model(idata, model)  # e.g. the offsets bambi leaves out, recovered
-    inp = read_inputs(idata, model, settings, var_names=var_names, filter_vars=filter_vars)
+    fit = read_fit(idata, model)
+    inp = read_inputs(fit, model, settings, var_names=var_names, filter_vars=filter_vars)
     if not inp.factorised:
         raise ValueError(
             "audit_release needs a factorised pointwise log-likelihood (one term per record): "

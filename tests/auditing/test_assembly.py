@@ -8,7 +8,7 @@ from scipy import stats
 
 import pymc_edp as edp
 from pymc_edp.auditing.assembly import assemble
-from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.inputs import read_fit, read_inputs
 from pymc_edp.auditing.reweighting import reweight
 from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.model.compat import from_dict
@@ -16,7 +16,7 @@ from pymc_edp.model.compat import from_dict
 
 def test_stages_put_together_are_the_audit(normal):
     settings = make_settings()
-    inp = read_inputs(normal, None, settings)
+    inp = read_inputs(read_fit(normal, None), None, settings)
     rw = reweight(inp, settings)
     verified = refit_and_verify(
         inp, settings, refit_problem(inp, settings, rw.estimates), rw.estimates, rw

@@ -8,14 +8,14 @@ from pipeline_support import make_settings
 from support import set_group
 
 import pymc_edp as edp
-from pymc_edp.auditing.inputs import Inputs, read_inputs
+from pymc_edp.auditing.inputs import Inputs, read_fit, read_inputs
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.moment_match import MatchInputs
 
 
 def test_reads_draws_neighbours_and_bins(normal):
-    inp = read_inputs(normal, None, make_settings(), var_names=["mu"])
+    inp = read_inputs(read_fit(normal, None), None, make_settings(), var_names=["mu"])
     assert isinstance(inp, Inputs)
     with pytest.raises(dataclasses.FrozenInstanceError):
         inp.draws = None
@@ -33,9 +33,9 @@ def test_reads_draws_neighbours_and_bins(normal):
 
 def test_match_inputs_are_what_moment_matching_would_read(outlier):
     model, idata = outlier
-    inp = read_inputs(idata, model, make_settings(model))
+    inp = read_inputs(read_fit(idata, model), model, make_settings(model))
     mine = inp.match
-    theirs = MatchInputs.from_idata(idata, model, inp.names)
+    theirs = MatchInputs.from_fit(idata, model, inp.names)
     np.testing.assert_array_equal(mine.draws, theirs.draws)
     assert set(mine.observed) == set(theirs.observed) == {"y"}
     np.testing.assert_array_equal(mine.observed["y"], theirs.observed["y"])
@@ -43,7 +43,7 @@ def test_match_inputs_are_what_moment_matching_would_read(outlier):
 
 def test_neighbour_options_are_applied(normal):
     groups = np.repeat(np.arange(4), 2)
-    inp = read_inputs(normal, None, make_settings(neighbour={"groups": groups}))
+    inp = read_inputs(read_fit(normal, None), None, make_settings(neighbour={"groups": groups}))
     assert len(inp.neighbours) == 4
     np.testing.assert_array_equal(inp.neighbours.n_rows, 2)
 
@@ -51,14 +51,14 @@ def test_neighbour_options_are_applied(normal):
 def test_data_copies_are_left_out_with_a_message(normal):
     post = get_group(normal, "posterior")
     set_group(normal, "posterior", post.assign(c=post["mu"] * 0 + 3.0))
-    inp = read_inputs(normal, None, make_settings())
+    inp = read_inputs(read_fit(normal, None), None, make_settings())
     assert "c" not in inp.names and any("'c'" in m or "c" in m for m in inp.messages)
     np.testing.assert_array_equal(inp.match.draws, posterior_matrix(post, inp.names)[0])
 
 
 def test_too_few_draws_per_bin_is_refused(normal):
     with pytest.raises(ValueError, match="too few draws"):
-        read_inputs(normal, None, make_settings(bins=200))
+        read_inputs(read_fit(normal, None), None, make_settings(bins=200))
 
 
 def _empty_fit(names_sizes):
@@ -74,11 +74,13 @@ def _empty_fit(names_sizes):
 def test_an_observed_variable_without_records_is_named_before_any_work():
     # issue 32: an audit of zero records ended in 'argmax of an empty sequence'
     with pytest.raises(ValueError, match=r"\['y'\] have zero records"):
-        read_inputs(_empty_fit([("y", 0)]), None, make_settings(bins=5))
+        read_inputs(read_fit(_empty_fit([("y", 0)]), None), None, make_settings(bins=5))
 
 
 def test_an_empty_variable_beside_others_is_no_neighbour_of_its_own():
-    inp = read_inputs(_empty_fit([("y", 4), ("z", 0)]), None, make_settings(bins=5))
+    inp = read_inputs(
+        read_fit(_empty_fit([("y", 4), ("z", 0)]), None), None, make_settings(bins=5)
+    )
     assert len(inp.neighbours) == 4
 
 
@@ -129,13 +131,15 @@ def test_imputed_records_are_labelled_by_their_rows_in_the_data(rng, dims):
     # "auto" computes the group whole rather than failing, and the records are the rows
     # of y: the outlier, row 27, is labelled 27 ("r27"), not its position 24
     model, idata = _imputed_fit(rng, dims)
-    inp = read_inputs(idata, model, make_settings(model), var_names=["a", "b"])
+    inp = read_inputs(read_fit(idata, model), model, make_settings(model), var_names=["a", "b"])
     assert inp.ll.names == ("y_observed",) and inp.ll.n_rows == 27
     expected = [i for i in range(30) if i not in (3, 10, 20)]
     labels = [f"r{i}" for i in expected] if dims else expected
     assert list(inp.neighbours.labels) == labels
     # the same rows without the model: the columns of the joined y the draws never change
-    inp = read_inputs(set_loglik(idata, model), None, make_settings(), var_names=["a", "b"])
+    inp = read_inputs(
+        read_fit(set_loglik(idata, model), None), None, make_settings(), var_names=["a", "b"]
+    )
     assert list(inp.neighbours.labels) == labels
 
 
@@ -166,7 +170,7 @@ def test_a_potential_weighting_observed_records_names_them_as_mis_measured(rng):
         coords=coords,
         dims={"y": ["obs"]},
     )
-    inp = read_inputs(idata, model, make_settings(model))
+    inp = read_inputs(read_fit(idata, model), model, make_settings(model))
     (said,) = [m for m in inp.messages if "Potential" in m]
     assert "'weights'" in said and "records r4, r9 of 'y'" in said and "mis-measured" in said
     assert "pm.CustomDist" in said and "no neighbour" not in said

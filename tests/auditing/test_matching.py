@@ -4,7 +4,7 @@ import numpy as np
 from pipeline_support import make_settings
 from support import OutlierNormal as ON
 
-from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.inputs import read_fit, read_inputs
 from pymc_edp.auditing.matching import match_moments
 from pymc_edp.auditing.methods import Auto
 from pymc_edp.auditing.reweighting import reweight
@@ -13,7 +13,7 @@ from pymc_edp.auditing.verification import refit_problem
 
 def _stages(model, idata, **kwargs):
     settings = make_settings(model, **kwargs)
-    inp = read_inputs(idata, model, settings)
+    inp = read_inputs(read_fit(idata, model), model, settings)
     est = reweight(inp, settings).estimates
     return inp, settings, refit_problem(inp, settings, est), est
 

@@ -5,13 +5,13 @@ import pytest
 from pipeline_support import make_settings
 
 import pymc_edp as edp
-from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.inputs import read_fit, read_inputs
 from pymc_edp.auditing.reweighting import reweight, unprune
 
 
 def test_reweight_gives_the_audits_estimates(normal):
     settings = make_settings()
-    inp = read_inputs(normal, None, settings)
+    inp = read_inputs(read_fit(normal, None), None, settings)
     out = reweight(inp, settings)
     assert not out.pruning and out.estimates.log_weights.shape == (8, 1000)
     res = edp.audit(normal, bins=10, method="psis", progressbar=False)
@@ -21,9 +21,9 @@ def test_reweight_gives_the_audits_estimates(normal):
 
 
 def test_pruning_keeps_the_maximum(normal):
-    full = reweight(read_inputs(normal, None, make_settings()), make_settings())
+    full = reweight(read_inputs(read_fit(normal, None), None, make_settings()), make_settings())
     settings = make_settings(chunks={"prune": True, "memory": "64KiB"})
-    pruned = reweight(read_inputs(normal, None, settings), settings)
+    pruned = reweight(read_inputs(read_fit(normal, None), None, settings), settings)
     assert pruned.pruning and pruned.estimates.log_weights is None
     est = pruned.estimates
     assert est.epsilon().max() == full.estimates.epsilon().max()
@@ -33,4 +33,4 @@ def test_pruning_keeps_the_maximum(normal):
 def test_store_weights_and_pruning_conflict(normal):
     settings = make_settings(chunks={"prune_above": 10, "store_weights": True})
     with pytest.raises(ValueError, match=r"ChunkOptions\(prune=False\)"):
-        reweight(read_inputs(normal, None, settings), settings)
+        reweight(read_inputs(read_fit(normal, None), None, settings), settings)

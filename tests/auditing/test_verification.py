@@ -8,7 +8,7 @@ import pytest
 from pipeline_support import make_settings
 
 from pymc_edp.auditing.estimates import Errors, Estimates
-from pymc_edp.auditing.inputs import read_inputs
+from pymc_edp.auditing.inputs import read_fit, read_inputs
 from pymc_edp.auditing.reweighting import reweight
 from pymc_edp.auditing.verification import (
     Verification,
@@ -191,11 +191,11 @@ def test_verification_records():
 
 
 def test_choose_refits(normal):
-    inp = read_inputs(normal, None, make_settings())
+    inp = read_inputs(read_fit(normal, None), None, make_settings())
     khat = np.linspace(0.0, 1.4, 8)
     assert choose_refits(khat, inp, make_settings())[0].size == 0  # psis: none
     builder = {"build_model": lambda data: None}
-    inp = read_inputs(normal, None, make_settings(method="refit", refit=builder))
+    inp = read_inputs(read_fit(normal, None), None, make_settings(method="refit", refit=builder))
     to_refit, messages = choose_refits(khat, inp, make_settings(method="refit", refit=builder))
     np.testing.assert_array_equal(to_refit, np.arange(8)[::-1])  # worst k-hat first
     settings = make_settings(method="refit", refit={**builder, "max_refits": 3})
@@ -205,7 +205,7 @@ def test_choose_refits(normal):
 
 def test_nothing_to_refit_or_verify(normal):
     settings = make_settings()
-    inp = read_inputs(normal, None, settings)
+    inp = read_inputs(read_fit(normal, None), None, settings)
     rw = reweight(inp, settings)
 
     out = refit_and_verify(

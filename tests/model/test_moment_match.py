@@ -264,7 +264,7 @@ def test_fused_evaluation_only_at_the_models_data(hier, monkeypatch):
     from pymc_edp.model.moment_match import MatchInputs, _prepare
 
     def prepare(data):  # what moment matching reads, read once from data
-        return _prepare(model, MatchInputs.from_idata(data, model, names), names, dens)
+        return _prepare(model, MatchInputs.from_fit(data, model, names), names, dens)
 
     model, idata, y = hier
     names = ["sigma", "beta"]

@@ -169,7 +169,7 @@ def test_the_model_is_evaluated_at_recovered_draws_as_at_sampled_ones(schools_fi
     np.testing.assert_allclose(ll_rec, ll_full, rtol=1e-10, atol=1e-10)
     density = ModelDensity(model, ["mu", "tau", "theta"])
     np.testing.assert_allclose(
-        density.unconstrained_from(get_group(completed, "posterior")),
+        density.unconstrained_from(completed.posterior),
         density.unconstrained_from(get_group(full, "posterior")),
         rtol=1e-10,
         atol=1e-10,
