@@ -17,7 +17,7 @@ import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["fork_unsafe", "map_tasks", "progress_bar", "resolve_n_workers"]
+__all__ = ["check_executor", "fork_unsafe", "map_tasks", "progress_bar", "resolve_n_workers"]
 
 _log = logging.getLogger(__name__)
 
@@ -34,6 +34,34 @@ def resolve_n_workers(n: int) -> int:
     if n < 0:
         n = cores + 1 + n
     return max(int(n), 1)
+
+
+def check_executor(executor, where: str):
+    """``executor`` checked for ``where`` (``"ChunkOptions"``): what :func:`map_tasks` takes.
+
+    None, an int (a local process pool of that many workers, ``-1`` all cores), a
+    ``concurrent.futures.Executor`` or a dask ``Client``; a process pool that would ``fork``
+    where it is unsafe (:func:`fork_unsafe`) is refused.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.parallel import check_executor
+    >>> check_executor(2, "ChunkOptions")
+    2
+    """
+    ok = executor is None or isinstance(executor, cf.Executor) or _is_dask_client(executor)
+    if not ok and not (isinstance(executor, int) and not isinstance(executor, bool)):
+        raise TypeError(
+            f"{where}(executor=...) must be None, an int (a local process pool of that many "
+            "workers), a concurrent.futures.Executor or a dask.distributed.Client, not "
+            f"{type(executor).__name__}"
+        )
+    if isinstance(executor, int) and executor == 0:
+        raise ValueError(f"{where}(executor=0): give a worker count >= 1, or -1 for all cores")
+    unsafe = fork_unsafe(executor)
+    if unsafe is not None:
+        raise ValueError(f"{where}(executor=...) {unsafe}")
+    return executor
 
 
 def _numba_threading_layer() -> tuple[str, str | None]:

@@ -35,7 +35,6 @@ References
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -44,7 +43,7 @@ import numpy as np
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import MEMORY_BUDGET, parse_bytes
-from pymc_edp.base.parallel import _is_dask_client, fork_unsafe
+from pymc_edp.base.parallel import check_executor, resolve_n_workers
 from pymc_edp.base.psis import psis_tail_length
 from pymc_edp.base.validate import as_options, check_choice, check_real
 from pymc_edp.model.compat import PSIS_TAIL_RULE
@@ -90,10 +89,11 @@ class ChunkOptions:
     memory : int or str, default "512MiB"
         Working memory of one chunk of records (bytes, or ``"2GiB"``): about
         ``memory / (8 * 8 * S)`` records, per worker.
-    executor : concurrent.futures.Executor or dask.distributed.Client, optional
-        Where chunks run; default here. Dask workers read or compute their own chunks'
-        log-likelihood. A ``ProcessPoolExecutor`` must not ``fork`` where numba's threads
-        are GNU OpenMP (:func:`pymc_edp.base.parallel.fork_unsafe`).
+    executor : None, int, concurrent.futures.Executor or dask.distributed.Client, optional
+        Where chunks run; default here. An int: a local process pool of that many workers
+        (-1: all cores), as in :class:`pymc_edp.RefitOptions`. Dask workers read or compute
+        their own chunks' log-likelihood. A ``ProcessPoolExecutor`` must not ``fork`` where
+        numba's threads are GNU OpenMP (:func:`pymc_edp.base.parallel.fork_unsafe`).
     prune_above : float, default 1e8
         ``prune=None`` prunes above this many records x draws.
     prune : bool, optional
@@ -145,15 +145,7 @@ class ChunkOptions:
                 "ChunkOptions(store_weights=True) keeps every neighbour's weights, but "
                 "prune=True skips neighbours: pass prune=False to reweight (and keep) them all"
             )
-        ex = self.executor
-        if ex is not None and not (isinstance(ex, cf.Executor) or _is_dask_client(ex)):
-            raise TypeError(
-                "ChunkOptions(executor=...) must be None, a concurrent.futures.Executor or a "
-                f"dask.distributed.Client, not {type(ex).__name__}"
-            )
-        unsafe = fork_unsafe(ex)
-        if unsafe is not None:
-            raise ValueError(f"ChunkOptions(executor=...) {unsafe}")
+        check_executor(self.executor, "ChunkOptions")
 
     @classmethod
     def coerce(cls, value: ChunkOptions | Mapping | None) -> ChunkOptions:
@@ -169,6 +161,8 @@ class ChunkOptions:
         ex = self.executor
         if ex is None:
             return 1
+        if isinstance(ex, int):
+            return resolve_n_workers(ex)
         if hasattr(ex, "nthreads"):  # dask Client
             return max(1, sum(ex.nthreads().values()))
         return max(1, int(getattr(ex, "_max_workers", 1)))

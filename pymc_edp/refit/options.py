@@ -9,7 +9,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pymc_edp.base.parallel import fork_unsafe
+from pymc_edp.base.parallel import check_executor
 from pymc_edp.base.validate import as_options, check_choice, check_int, check_real
 
 __all__ = [
@@ -134,9 +134,7 @@ class RefitOptions:
         if self.sampler_kwargs is not None and not isinstance(self.sampler_kwargs, Mapping):
             raise TypeError("sampler_kwargs must be a dict of keyword arguments for the sampler")
         object.__setattr__(self, "retry", _retry_kinds(self.retry))
-        unsafe = fork_unsafe(self.executor)
-        if unsafe is not None:
-            raise ValueError(f"RefitOptions(executor=...) {unsafe}")
+        check_executor(self.executor, "RefitOptions")
 
     @classmethod
     def coerce(cls, value: RefitOptions | Mapping | None) -> RefitOptions:

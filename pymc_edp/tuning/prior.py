@@ -45,7 +45,7 @@ class _Sampler:
     builds (and compiles) a new model per trial.
     """
 
-    def __init__(self, engine, opts: RefitOptions, *, model=None, name=None, build_model=None):
+    def __init__(self, engine, opts: RefitOptions, *, model=None, name=None, model_at=None):
         self.model, self.name = model, name
         common = dict(draws=opts.draws, tune=opts.tune, chains=opts.chains, var_names=())
         if model is not None:
@@ -53,7 +53,7 @@ class _Sampler:
             self.engine = make_engine(engine, model=model, **common)
         else:
             self.engine = make_engine(
-                engine, build_model=lambda value: build_model(float(value)), **common
+                engine, build_model=lambda value: model_at(float(value)), **common
             )
 
     def model_at(self, value: float) -> dict | float:
@@ -108,7 +108,7 @@ def _check_hyperparameter(model, name: str) -> float:
     if not isinstance(var, SharedVariable) or var not in model.data_vars:
         raise TypeError(
             f"{name!r} must be a pm.Data variable so that the model compiles once; declare "
-            f"the prior strength as pm.Data({name!r}, value) or pass build_model="
+            f"the prior strength as pm.Data({name!r}, value) or pass model_at="
         )
     value = np.asarray(var.get_value())
     if value.size != 1:
@@ -137,28 +137,28 @@ def _refuse_unused(given: dict, whose: str) -> None:
         raise ValueError(f"{', '.join(unused)}: {whose} settings, not used here")
 
 
-def _sampler(model, hyperparameter, build_model, initial, opts: RefitOptions):
+def _sampler(model, hyperparameter, model_at, initial, opts: RefitOptions):
     """The trial sampler, the untuned value and the original value to restore (or None)."""
-    if (model is None) == (build_model is None):
-        raise ValueError("pass either model= (with hyperparameter=) or build_model=")
+    if (model is None) == (model_at is None):
+        raise ValueError("pass either model= (with hyperparameter=) or model_at=")
     if model is not None and hyperparameter is None:
         raise ValueError("model= needs hyperparameter=, the name of its pm.Data prior strength")
-    if build_model is not None and hyperparameter is not None:
-        raise ValueError("hyperparameter= is only used with model=, not build_model=")
-    # the builder form defaults to nutpie too (refits through build_model default to PyMC)
+    if model_at is not None and hyperparameter is not None:
+        raise ValueError("hyperparameter= is only used with model=, not model_at=")
+    # the builder form defaults to nutpie too (refits through a builder default to PyMC)
     engine = resolve_engine(opts.engine, model=model)
     if model is not None:
         original = _check_hyperparameter(model, hyperparameter)
         initial = original if initial is None else initial
     else:
-        if not callable(build_model):
-            raise TypeError("build_model must be callable: build_model(value) -> pm.Model")
+        if not callable(model_at):
+            raise TypeError("model_at must be callable: model_at(value) -> pm.Model")
         if initial is None:
-            raise ValueError("build_model= needs initial=, the untuned value of the strength")
+            raise ValueError("model_at= needs initial=, the untuned value of the strength")
         original = None
     what = "initial (the untuned value of the hyperparameter)"
     initial = check_real(initial, what, positive=True)
-    sampler = _Sampler(engine, opts, model=model, name=hyperparameter, build_model=build_model)
+    sampler = _Sampler(engine, opts, model=model, name=hyperparameter, model_at=model_at)
     return sampler, initial, original
 
 
@@ -166,7 +166,7 @@ def tune_prior(
     model=None,
     *,
     hyperparameter: str | None = None,
-    build_model: Callable[[float], object] | None = None,
+    model_at: Callable[[float], object] | None = None,
     target_epsilon: float,
     initial: float | None = None,
     bracket: tuple[float, float] | None = None,
@@ -203,13 +203,15 @@ def tune_prior(
         (set it to ``res.value`` to keep the tuned prior). Default: the enclosing model.
     hyperparameter : str, optional
         Name of that ``pm.Data`` variable; required with ``model``.
-    build_model : callable, optional
-        ``build_model(value) -> pm.Model`` in place of ``model`` (a new model per trial).
+    model_at : callable, optional
+        ``model_at(value) -> pm.Model``, the model at a prior strength, in place of ``model``
+        (a new model per trial). Not ``RefitOptions(build_model=)``, which builds a
+        neighbour's model from its data.
     target_epsilon : float
         Target epsilon (> 0): B-EDP, or with ``release`` the release's at ``delta``.
     initial : float, optional
         The untuned value: start of the search and reference of the utility cost.
-        Default: the hyperparameter's value; required with ``build_model``.
+        Default: the hyperparameter's value; required with ``model_at``.
     bracket : (float, float), optional
         ``(low, high)`` values known to straddle the target; default: found by stepping.
     var_names, filter_vars, bins, neighbour, method, smoothing, refit, chunks
@@ -273,7 +275,7 @@ def tune_prior(
     ...                      release="draws", k=5, delta=1e-3, random_seed=1)  # doctest: +SKIP
     >>> res.epsilon, res.audit.interval  # doctest: +SKIP
     """
-    model = resolve_model(model) if build_model is None else model
+    model = resolve_model(model) if model_at is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
     opts = RefitOptions.coerce(refit).for_fit()  # no fit yet: PyMC's sizes unless given
     shared = dict(var_names=var_names, filter_vars=filter_vars, bins=bins, neighbour=neighbour)
@@ -295,7 +297,7 @@ def tune_prior(
         auditor = ReleaseAuditor({**shared, **target}, model)
     sopts = SearchOptions.coerce(search)
     bracket = _bracket(bracket)
-    sampler, initial, original = _sampler(model, hyperparameter, build_model, initial, opts)
+    sampler, initial, original = _sampler(model, hyperparameter, model_at, initial, opts)
     seed = resolve_seed(random_seed)
     search_seed, confirm_seed, refit_seed = _split_seed(seed)
     sign = {"auto": 0, "increasing": 1, "decreasing": -1}[sopts.direction]

@@ -34,3 +34,12 @@ def test_store_weights_and_pruning_conflict(normal):
     settings = make_settings(chunks={"prune_above": 10, "store_weights": True})
     with pytest.raises(ValueError, match=r"ChunkOptions\(prune=False\)"):
         reweight(read_inputs(read_fit(normal, None), None, settings), settings)
+
+
+@pytest.mark.slow
+def test_an_int_executor_is_a_process_pool_with_the_same_numbers(normal):
+    """``ChunkOptions(executor=2)`` means what ``RefitOptions(executor=2)`` does (issue 41)."""
+    serial = edp.audit(normal, bins=10, method="psis", progressbar=False)
+    chunks = {"executor": 2, "memory": "64KiB"}  # several chunks, on two worker processes
+    pooled = edp.audit(normal, bins=10, method="psis", chunks=chunks, progressbar=False)
+    np.testing.assert_array_equal(pooled.pointwise["epsilon"], serial.pointwise["epsilon"])

@@ -74,6 +74,22 @@ def test_verify_and_moment_match_moved_to_the_method():
     assert "moment_match" not in {f.name for f in dataclasses.fields(edp.ChunkOptions)}
 
 
+def test_executor_has_one_meaning_in_both_options():
+    """None, an int (a local process pool), an Executor or a dask Client, in both."""
+    import os
+
+    assert edp.ChunkOptions(executor=2).n_workers() == 2
+    assert edp.ChunkOptions(executor=-1).n_workers() == (os.cpu_count() or 1)
+    assert edp.RefitOptions(executor=2).executor == 2
+    for options in (edp.ChunkOptions, edp.RefitOptions):
+        with pytest.raises(TypeError, match=r"must be None, an int \(a local process pool"):
+            options(executor="threads")
+        with pytest.raises(TypeError, match="must be None, an int"):
+            options(executor=True)
+        with pytest.raises(ValueError, match=r"executor=0\): give a worker count"):
+            options(executor=0)
+
+
 def test_chunk_options_hold_the_scale_options():
     opts = edp.ChunkOptions()
     assert (opts.prune, opts.store_weights, opts.log_likelihood) == (None, None, "auto")

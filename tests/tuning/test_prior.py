@@ -60,7 +60,7 @@ def test_argument_validation(y100):
     with pytest.raises(ValueError, match="method"):
         tune_prior(model, hyperparameter="sigma0", target_epsilon=0.3, method="exact")
     with pytest.raises(ValueError, match="initial"):
-        tune_prior(build_model=lambda v: model, target_epsilon=0.3)
+        tune_prior(model_at=lambda v: model, target_epsilon=0.3)
     kw = dict(hyperparameter="sigma0", target_epsilon=0.3)
     # issue 34: audit's keywords are tune_prior's own (refit= once), not an AuditOptions
     with pytest.raises(TypeError, match="unexpected keyword argument 'audit'"):
@@ -239,7 +239,7 @@ def test_tune_prior_concentration_direction_detected(y100):
 def test_tune_prior_builder_form_with_bracket(y100):
     with pytest.warns(EDPWarning, match="leaks information"):
         res = tune_prior(
-            build_model=lambda s: _normal_model(y100, s),
+            model_at=lambda s: _normal_model(y100, s),
             initial=math.sqrt(3.0),
             target_epsilon=0.3,
             bracket=(0.08, 0.2),
