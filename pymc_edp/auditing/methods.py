@@ -10,6 +10,7 @@ method").
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -116,14 +117,15 @@ def _match_options(value) -> MomentMatchOptions | None:
     return MomentMatchOptions.coerce(value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class MomentMatch(Method):
     """Reweighting, with the neighbours whose k-hat is too high moment-matched [1]_.
 
     Parameters
     ----------
     options : MomentMatchOptions or dict, optional
-        How (:class:`pymc_edp.MomentMatchOptions`).
+        How (:class:`pymc_edp.MomentMatchOptions`); its fields can also be given as
+        keywords, ``MomentMatch(max_iters=5)``.
 
     References
     ----------
@@ -132,17 +134,22 @@ class MomentMatch(Method):
 
     Examples
     --------
-    >>> edp.MomentMatch({"max_iters": 5}).moment_match.max_iters
+    >>> edp.MomentMatch({"max_iters": 5}) == edp.MomentMatch(max_iters=5)
+    True
+    >>> edp.MomentMatch(max_iters=5).moment_match.max_iters
     5
     """
 
-    options: MomentMatchOptions | Mapping | None = None
+    options: MomentMatchOptions
 
     name: ClassVar[str] = "moment_match"
     unverified: ClassVar[str] = "unverified: method='moment_match' does not refit"
 
-    def __post_init__(self):
-        object.__setattr__(self, "options", MomentMatchOptions.coerce(self.options))
+    def __init__(self, options: MomentMatchOptions | Mapping | None = None, **fields):
+        options = MomentMatchOptions.coerce(options)
+        if fields:  # MomentMatch(max_iters=5): the options' own fields
+            options = MomentMatchOptions.coerce({**dataclasses.asdict(options), **fields})
+        object.__setattr__(self, "options", options)
 
     @property
     def moment_match(self) -> MomentMatchOptions:

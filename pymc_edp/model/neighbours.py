@@ -346,15 +346,25 @@ class Relation:
         return self.n_candidates > 1 and bool(self._logliks[0])
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Remove(Relation):
     """One record (or one individual's rows) deleted: unbounded DP.
 
+    Parameters
+    ----------
+    groups : str, array_like or dict, optional
+        Leave-one-group-out (as :class:`Relation`): ``Remove("school")`` removes each
+        school's rows together.
+    observed, records
+        As :class:`Relation`.
+
     Examples
     --------
-    >>> edp.Remove().label, edp.Remove(groups="school").label
+    >>> edp.Remove().label, edp.Remove("school").label
     ('remove', 'remove (groups)')
     """
+
+    groups: object = field(default=None, kw_only=False)
 
     name: ClassVar[str] = "remove"
     words: ClassVar[str] = "record removed"

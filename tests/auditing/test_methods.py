@@ -28,6 +28,9 @@ def test_names_give_the_methods_and_their_defaults():
     assert not edp.Psis().refits and not edp.MomentMatch().refits
     assert edp.Refit().refits_all and edp.Refit().moment_match is None
     assert edp.MomentMatch({"max_iters": 3}).moment_match == edp.MomentMatchOptions(max_iters=3)
+    assert edp.MomentMatch(max_iters=3, split=False) == edp.MomentMatch(
+        edp.MomentMatchOptions(max_iters=3, split=False)
+    )
     off = edp.Auto(match=False, verify=False)
     assert off.moment_match is None and off.verify is None and "turned off" in off.unverified
     assert edp.Auto(verify={"top": 2}).verify == edp.VerifyOptions(top=2)

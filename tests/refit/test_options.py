@@ -116,6 +116,8 @@ def test_neighbour_relations():
     assert edp.Relation.coerce("replace") == edp.Replace()
     assert edp.Relation.coerce(None) == opts
     assert edp.Remove(observed="y").observed == ("y",)
+    assert edp.Remove("school") == edp.Remove(groups="school")  # groups: the rows it acts on
+    assert edp.Remove("school").label == "remove (groups)"
     assert edp.Replace(observed=["y", "z"]).observed == ("y", "z")
     assert edp.Relation.coerce({"relation": "replace", "replacements": [0]}) == edp.Replace([0])
     # version 0.8's spelling builds the same relations
