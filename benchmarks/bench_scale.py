@@ -15,7 +15,7 @@ log-likelihood, not building the posterior):
   ``pm.compute_log_likelihood`` (n x S float64 in memory) then
   ``audit(chunks={"prune": False})``;
   n = 1e5 only (1e6 would need 32 GB).
-- ``streamed``: ``audit(model=..., chunks={"log_likelihood": "model", "prune": False})``.
+- ``streamed``: ``audit(model=..., log_likelihood="model", chunks={"prune": False})``.
 - ``pruned``: the same with ``"prune": True``.
 - ``zarr``: the log-likelihood stored as float32 in a zarr store (written beforehand, not
   timed), opened lazily with dask chunks and audited with ``chunks={"prune": True}``.
@@ -385,7 +385,7 @@ def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
     m_small, i_small = build_logistic(2000, n_draws) if logistic else build(2000, n_draws)
     neighbour = "replace" if case.startswith("logistic-replace") else "remove"
     kw = dict(bins=20, method="psis", progressbar=False, neighbour=neighbour)
-    edp.audit(i_small, m_small, chunks={"prune": True, "log_likelihood": "model"}, **kw)
+    edp.audit(i_small, m_small, chunks={"prune": True}, log_likelihood="model", **kw)
     client = cluster = None
     if case == "dask":  # a running cluster, as a user has one (start-up not timed)
         from distributed import Client, LocalCluster
@@ -397,7 +397,8 @@ def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
         edp.audit(
             i_small,
             m_small,
-            chunks={"executor": client, "log_likelihood": "model", "prune": True},
+            chunks={"executor": client, "prune": True},
+            log_likelihood="model",
             **kw,
         )
     with PeakRSS() as rss:
@@ -406,24 +407,25 @@ def run_case(case: str, n: int, n_draws: int, zarr_path: str | None) -> dict:
             ll = compute_log_likelihood(idata, model, progressbar=False)
             set_group(idata, "log_likelihood", ll)
             t_ll = time.perf_counter() - t0
-            res = edp.audit(idata, chunks={"log_likelihood": "group", "prune": False}, **kw)
+            res = edp.audit(idata, log_likelihood="group", chunks={"prune": False}, **kw)
         elif case in ("streamed", "pruned", "logistic", "logistic-replace"):
-            chunks = {"log_likelihood": "model", "prune": case != "streamed"}
-            res = edp.audit(idata, model, chunks=chunks, **kw)
+            chunks = {"prune": case != "streamed"}
+            res = edp.audit(idata, model, chunks=chunks, log_likelihood="model", **kw)
         elif case == "logistic-replace-full":
-            chunks = {"log_likelihood": "model", "prune": False}
-            res = edp.audit(idata, model, chunks=chunks, **kw)
+            chunks = {"prune": False}
+            res = edp.audit(idata, model, chunks=chunks, log_likelihood="model", **kw)
         elif case == "zarr":
             import xarray as xr
 
             lazy = xr.open_zarr(zarr_path, consolidated=False)
             set_group(idata, "log_likelihood", lazy)
-            res = edp.audit(idata, chunks={"log_likelihood": "group", "prune": True}, **kw)
+            res = edp.audit(idata, log_likelihood="group", chunks={"prune": True}, **kw)
         elif case == "dask":
             res = edp.audit(
                 idata,
                 model,
-                chunks={"executor": client, "log_likelihood": "model", "prune": True},
+                chunks={"executor": client, "prune": True},
+                log_likelihood="model",
                 **kw,
             )
         else:

@@ -385,6 +385,7 @@ def test_too_few_draws_for_bins(rng):
             "replacements= are for a relation that replaces",
         ),
         ({"neighbour": "replace"}, ValueError, "needs replacement values"),
+        ({"log_likelihood": "disk"}, ValueError, "log_likelihood must be one of"),
     ],
 )
 def test_argument_errors(rng, kwargs, err, match):
@@ -847,9 +848,7 @@ def test_a_log_likelihood_of_other_draws_is_refused_with_the_model(rng, how):
         edp.audit(_with_log_likelihood(idata, bad), model, **kw)
     # the right group passes the check, and gives the audit of the model's own log-likelihood
     good = edp.audit(_with_log_likelihood(idata, ll), model, **kw)
-    from_model = edp.audit(
-        _with_log_likelihood(idata, ll), model, chunks={"log_likelihood": "model"}, **kw
-    )
+    from_model = edp.audit(_with_log_likelihood(idata, ll), model, log_likelihood="model", **kw)
     assert good.epsilon == pytest.approx(from_model.epsilon, rel=1e-9)
 
 
@@ -981,7 +980,6 @@ def test_tune_prior_checks_audits_settings_before_sampling(rng, monkeypatch):
         {"moment_match": False},
         {"store_weights": True},
         {"prune": False},
-        {"log_likelihood": "group"},
     ],
 )
 def test_old_keywords_are_refused_by_python(rng, old):

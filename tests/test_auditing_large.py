@@ -154,7 +154,7 @@ def test_streamed_from_model_equals_the_group(rng):
     idata, model = _logistic(rng, n=600)
     kw = dict(bins=10, method="psis", progressbar=False)
     stored = edp.audit(idata, model, **kw)
-    streamed = edp.audit(idata, model, chunks={"log_likelihood": "model"}, **kw)
+    streamed = edp.audit(idata, model, log_likelihood="model", **kw)
     np.testing.assert_allclose(
         streamed.pointwise["epsilon"], stored.pointwise["epsilon"], rtol=1e-9
     )
@@ -162,14 +162,14 @@ def test_streamed_from_model_equals_the_group(rng):
         streamed.pointwise["pareto_k"], stored.pointwise["pareto_k"], rtol=1e-9
     )
     with pytest.raises(ValueError, match="log_likelihood='model'"):
-        edp.audit(idata, chunks={"log_likelihood": "model"}, **kw)
+        edp.audit(idata, log_likelihood="model", **kw)
 
 
 def test_group_source_requires_the_group(rng):
     idata, model = _logistic(rng, n=50)
     post = from_dict({"posterior": dict(get_group(idata, "posterior").data_vars)})
     with pytest.raises(ValueError, match="no 'log_likelihood' group"):
-        edp.audit(post, model, chunks={"log_likelihood": "group"}, bins=5, progressbar=False)
+        edp.audit(post, model, log_likelihood="group", bins=5, progressbar=False)
 
 
 def test_lazy_zarr_group_is_read_chunk_by_chunk(rng, tmp_path):
@@ -319,10 +319,11 @@ def test_streamed_replace_pruned_equals_unpruned(rng, case):
         else:  # two replacements per record: y + 5 and max(y - 2, 0)
             values = np.stack([y + 5, np.maximum(y - 2, 0)])
             neighbour = edp.Replace(edp.PerRecord(values))
-    kw = dict(bins=10, method="psis", progressbar=False, neighbour=neighbour)
-    model_kw = {"log_likelihood": "model"}
-    full = edp.audit(idata, model, chunks={**model_kw, "prune": False}, **kw)
-    pruned = edp.audit(idata, model, chunks={**model_kw, "prune": True, "memory": "4MiB"}, **kw)
+    kw = dict(
+        bins=10, method="psis", progressbar=False, neighbour=neighbour, log_likelihood="model"
+    )
+    full = edp.audit(idata, model, chunks={"prune": False}, **kw)
+    pruned = edp.audit(idata, model, chunks={"prune": True, "memory": "4MiB"}, **kw)
     assert _same(pruned, full) > 0
     kept = pruned.pointwise["method"].values != "pruned"
     np.testing.assert_array_equal(
@@ -330,7 +331,7 @@ def test_streamed_replace_pruned_equals_unpruned(rng, case):
         full.pointwise["worst_replacement"].values[kept],
     )
     # the same audit from replacement log-likelihoods held in memory (PyMC's own graph)
-    held = edp.audit(idata, model, chunks={**model_kw, "prune": False, "memory": "1GiB"}, **kw)
+    held = edp.audit(idata, model, chunks={"prune": False, "memory": "1GiB"}, **kw)
     np.testing.assert_allclose(held.pointwise["epsilon"], full.pointwise["epsilon"], rtol=1e-9)
 
 
@@ -343,8 +344,9 @@ def test_streamed_replace_on_a_dask_cluster_gives_the_serial_numbers(rng):
         method="psis",
         progressbar=False,
         neighbour=edp.Replace([1, 6]),
+        log_likelihood="model",
     )
-    opts = {"log_likelihood": "model", "memory": "2MiB"}
+    opts = {"memory": "2MiB"}
     serial = edp.audit(idata, model, chunks={**opts, "prune": False}, **kw)
     with (
         distributed.LocalCluster(

@@ -399,11 +399,11 @@ def test_observed_pm_data_glm_streamed_and_replaced(gallery_glm):
     """The same model streamed from the model and under replacement neighbours."""
     family, model, idata = gallery_glm
     common = dict(idata=idata, model=model, refit=GALLERY_REFIT, random_seed=1, progressbar=False)
-    streamed, messages = recorded(chunks=edp.ChunkOptions(log_likelihood="model"), **common)
+    streamed, messages = recorded(log_likelihood="model", **common)
     _clean(streamed, messages)
     psis = {
         source: edp.audit(
-            idata, model, method="psis", chunks={"log_likelihood": source}, progressbar=False
+            idata, model, method="psis", log_likelihood=source, progressbar=False
         ).epsilon
         for source in ("model", "group")
     }

@@ -21,7 +21,8 @@ from pymc_edp.auditing.reweighting import reweight
 from pymc_edp.auditing.settings import Settings, Smoothing
 from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.base.common import resolve_seed
-from pymc_edp.base.validate import check_int
+from pymc_edp.base.validate import check_choice, check_int
+from pymc_edp.model.fit import LOG_LIKELIHOOD_SOURCES
 from pymc_edp.model.moment_match import MomentMatchOptions
 from pymc_edp.model.neighbours import Relation, Remove, Replace
 from pymc_edp.model.pymc import check_model, resolve_model
@@ -59,6 +60,7 @@ def audit(
     smoothing: float | None = None,
     refit: RefitOptions | Mapping | None = None,
     chunks: ChunkOptions | Mapping | None = None,
+    log_likelihood: str = "auto",
     random_seed=None,
     progressbar: bool = True,
 ) -> EDPResult:
@@ -105,7 +107,11 @@ def audit(
         says what was confirmed.
     chunks : ChunkOptions or dict, optional
         How large data is worked through: memory, executor, pruning, kept weights
-        (:data:`TOP_WEIGHTS`), log-likelihood source.
+        (:data:`TOP_WEIGHTS`).
+    log_likelihood : {"auto", "group", "model"}, default "auto"
+        Where the pointwise log-likelihood comes from: the fit's ``log_likelihood`` group
+        (lazily when it is), the model a chunk of records at a time (never held whole), or
+        ``"auto"``: the group if any, else the model.
     random_seed : int or numpy.random.Generator, optional
         Seeds the refits (refit ``k`` from ``(random_seed, k)``, whatever their order);
         the seed used is ``res.random_seed``.
@@ -134,6 +140,7 @@ def audit(
     True
     """
     model = resolve_model(model)
+    check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
     settings = check_settings(
         model,
         bins=bins,
@@ -145,7 +152,7 @@ def audit(
         random_seed=random_seed,
         progressbar=progressbar,
     )
-    fit = read_fit(idata, model)
+    fit = read_fit(idata, model, log_likelihood)
     if fit.has("posterior"):  # refits sized like the fit unless told otherwise
         settings = settings.sized_for(fit.posterior)
     inp = read_inputs(fit, model, settings, var_names=var_names, filter_vars=filter_vars)

@@ -106,15 +106,16 @@ class Inputs:
         return int(self.posterior.sizes.get("chain", 1))
 
 
-def read_fit(idata, model) -> Fit:
+def read_fit(idata, model, log_likelihood: str = "auto") -> Fit:
     """What ``pm.sample`` returned, read once into a :class:`~pymc_edp.model.fit.Fit`.
 
     Its groups are checked, a fit opened lazily as a whole is loaded but for its
     log-likelihood, and what the model needs is recovered (bambi's offsets,
     :func:`~pymc_edp.model.pymc.fit_for_model`). Nothing below the front doors takes
-    ``idata``.
+    ``idata``. ``log_likelihood``: where the pointwise log-likelihood comes from
+    (:data:`~pymc_edp.model.fit.LOG_LIKELIHOOD_SOURCES`).
     """
-    return fit_for_model(Fit.read(idata), model)
+    return fit_for_model(Fit.read(idata, log_likelihood), model)
 
 
 def read_inputs(
@@ -154,7 +155,7 @@ def read_inputs(
     if factorised:
         check_log_likelihood_layout(ll.datasets, ll.names, posterior, observed_data)
         # the stored group is read unless the log-likelihood is asked from the model
-        source = settings.chunks.log_likelihood
+        source = fit.log_likelihood_source
         from_group = fit.has("log_likelihood") and source != "model"
         if model is not None and from_group:
             check_log_likelihood_matches_model(
@@ -392,7 +393,7 @@ def _log_likelihood(fit, model, settings: Settings, observed_data, potentials=()
     """
     observed = settings.neighbour.observed
     observed = None if observed is None else list(observed)
-    source = settings.chunks.log_likelihood
+    source = fit.log_likelihood_source
     posterior = fit.group("posterior")
     structures = _structures(model, observed, settings.neighbour.records)
     routes: dict[str, str] = {}
@@ -638,25 +639,18 @@ _WHOLE_GROUP = (
 
 def _streamed_log_likelihood(fit, model, observed, source) -> LogLikelihood | None:
     """The log-likelihood computed from the model chunk by chunk, when asked or best."""
-    if source == "group":
-        if not fit.has("log_likelihood"):
-            raise ValueError(
-                "ChunkOptions(log_likelihood='group') but there is no 'log_likelihood' group: "
-                "run pm.compute_log_likelihood, or pass model= with log_likelihood='auto'"
-            )
+    if source == "group":  # the fit has the group (Fit checks)
         return None
     if source == "auto" and (fit.has("log_likelihood") or model is None):
         return None
     if model is None:
-        raise ValueError("ChunkOptions(log_likelihood='model') needs the model: pass model=")
+        raise ValueError("log_likelihood='model' needs the model: pass model=")
     names = observed or [rv.name for rv in model.observed_RVs]
     reasons = {k: v for k, v in stream_supported(model, names).items() if v is not None}
     if reasons:
         if source == "model":
             detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
-            raise ValueError(
-                f"ChunkOptions(log_likelihood='model') cannot stream ({detail}): use 'auto'"
-            )
+            raise ValueError(f"log_likelihood='model' cannot stream ({detail}): use 'auto'")
         _log.info(_WHOLE_GROUP, reasons)
         return None
     try:

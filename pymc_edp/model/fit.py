@@ -13,9 +13,15 @@ from dataclasses import dataclass
 
 import xarray as xr
 
+from pymc_edp.base.validate import check_choice
 from pymc_edp.model.compat import check_container, get_group, group_names, load_in_memory
 
-__all__ = ["GROUPS", "Fit"]
+__all__ = ["GROUPS", "LOG_LIKELIHOOD_SOURCES", "Fit"]
+
+#: Where the pointwise log-likelihood comes from (``audit(log_likelihood=)``): the fit's
+#: group where there is one, else the model (``"auto"``); the group; the model, a chunk of
+#: records at a time.
+LOG_LIKELIHOOD_SOURCES = ("auto", "group", "model")
 
 #: The groups an audit reads.
 GROUPS = (
@@ -45,6 +51,8 @@ class Fit:
         Divergences, tree depth, energy.
     unconstrained_posterior : xarray.Dataset, optional
         The draws on the sampler's scale, where kept.
+    log_likelihood_source : {"auto", "group", "model"}, default "auto"
+        Where the pointwise log-likelihood comes from (:data:`LOG_LIKELIHOOD_SOURCES`).
 
     Examples
     --------
@@ -62,14 +70,28 @@ class Fit:
     log_likelihood: xr.Dataset | None = None
     sample_stats: xr.Dataset | None = None
     unconstrained_posterior: xr.Dataset | None = None
+    log_likelihood_source: str = "auto"
+
+    def __post_init__(self):
+        check_choice(self.log_likelihood_source, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
+        if self.log_likelihood_source == "group" and self.log_likelihood is None:
+            raise ValueError(
+                "log_likelihood='group' but there is no 'log_likelihood' group: run "
+                "pm.compute_log_likelihood, or pass model= with log_likelihood='auto'"
+            )
 
     @classmethod
-    def read(cls, idata, what: str = "idata") -> Fit:
-        """The groups of ``idata``, checked; lazy groups but the log-likelihood loaded."""
+    def read(cls, idata, log_likelihood: str = "auto", what: str = "idata") -> Fit:
+        """The groups of ``idata``, checked; lazy groups but the log-likelihood loaded.
+
+        ``log_likelihood``: its source (:data:`LOG_LIKELIHOOD_SOURCES`).
+        """
+        check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
         check_container(idata, what)
         data = load_in_memory(idata)
         names = set(group_names(data))
-        return cls(**{g: get_group(data, g) for g in GROUPS if g in names})
+        groups = {g: get_group(data, g) for g in GROUPS if g in names}
+        return cls(**groups, log_likelihood_source=log_likelihood)
 
     @classmethod
     def of(cls, data) -> Fit:

@@ -789,7 +789,7 @@ def check_log_likelihood_matches_model(
             f"model's log-likelihood at that draw is {computed[k, j]:.6g}. It must come from "
             "the same sampling run, in the same order (shuffled draws or swapped chains give "
             "a wrong epsilon). Recompute it with pm.compute_log_likelihood(idata, model=model), "
-            "or audit with chunks=ChunkOptions(log_likelihood='model') to compute it from the "
+            "or audit with log_likelihood='model' to compute it from the "
             "model."
         )
 

@@ -45,7 +45,7 @@ from pymc_edp.base import binning
 from pymc_edp.base.common import MEMORY_BUDGET, parse_bytes
 from pymc_edp.base.parallel import check_executor, resolve_n_workers
 from pymc_edp.base.psis import psis_tail_length
-from pymc_edp.base.validate import as_options, check_choice, check_real
+from pymc_edp.base.validate import as_options, check_real
 from pymc_edp.model.compat import PSIS_TAIL_RULE
 from pymc_edp.model.loglik import (
     LogLikelihood,
@@ -71,8 +71,6 @@ __all__ = [
 #: place), PSIS's sort buffers, the stored weights, the log-likelihood read and the model's
 #: intermediates when it is computed from the model.
 WORKING_ARRAYS = 8
-#: Where the pointwise log-likelihood comes from (``ChunkOptions(log_likelihood=)``).
-LOG_LIKELIHOOD_SOURCES = ("auto", "group", "model")
 
 
 def prune_margin(bound: np.ndarray) -> np.ndarray:
@@ -104,17 +102,13 @@ class ChunkOptions:
         Keep every neighbour's smoothed log-weights (``n_neighbours x S``) for diagnostics.
         Default: yes unless the audit prunes or streams; then those of the ``TOP_WEIGHTS``
         largest epsilons (what intervals and MCSE need). ``True`` needs ``prune=False``.
-    log_likelihood : {"auto", "group", "model"}, default "auto"
-        ``"group"``: the ``log_likelihood`` group (lazily when it is). ``"model"``: computed
-        from the model a chunk of records at a time, never held whole. ``"auto"``: the group
-        if any, else the model.
 
     Examples
     --------
     >>> from pymc_edp.model.reweight import ChunkOptions
     >>> ChunkOptions(memory="1GiB").rows(4000)
     4194
-    >>> ChunkOptions.coerce({"prune": False, "log_likelihood": "model"}).prune
+    >>> ChunkOptions.coerce({"prune": False, "memory": "1GiB"}).prune
     False
     """
 
@@ -123,13 +117,13 @@ class ChunkOptions:
     prune_above: float = 1e8
     prune: bool | None = None
     store_weights: bool | None = None
-    log_likelihood: str = "auto"
     memory_bytes: int = field(init=False, repr=False, compare=False)
 
     #: Options of version 0.8 that moved (``ChunkOptions.coerce`` says where).
     MOVED: ClassVar[dict[str, str]] = {
         "moment_match": "moved to the method in 0.9: method=edp.Auto(match=...) or "
-        "edp.MomentMatch(...)"
+        "edp.MomentMatch(...)",
+        "log_likelihood": "moved to the reading of the fit in 0.9: audit(..., log_likelihood=...)",
     }
 
     def __post_init__(self):
@@ -139,7 +133,6 @@ class ChunkOptions:
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
                 raise TypeError(f"{name} must be True, False or None, got {value!r}")
-        check_choice(self.log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
         if self.store_weights and self.prune:
             raise ValueError(
                 "ChunkOptions(store_weights=True) keeps every neighbour's weights, but "

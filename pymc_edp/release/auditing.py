@@ -15,7 +15,8 @@ from pymc_edp.auditing.inputs import Inputs, read_fit, read_inputs
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
 from pymc_edp.base.parallel import progress_bar
-from pymc_edp.base.validate import check_delta, check_int
+from pymc_edp.base.validate import check_choice, check_delta, check_int
+from pymc_edp.model.fit import LOG_LIKELIHOOD_SOURCES
 from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.model.neighbours import Relation
 from pymc_edp.model.pymc import observed_values, resolve_model
@@ -60,6 +61,7 @@ def audit_release(
     bins: int = 20,
     neighbour: str | Relation | Mapping = "remove",
     options: ReleaseOptions | Mapping | None = None,
+    log_likelihood: str = "auto",
     random_seed=None,
     progressbar: bool = True,
 ) -> ReleaseResult:
@@ -103,6 +105,8 @@ def audit_release(
     neighbour : Remove, Replace, {"remove", "replace"} or dict, default "remove"
         As in :func:`pymc_edp.audit`; each replacement candidate is its own pair.
     options : ReleaseOptions or dict, optional
+    log_likelihood : {"auto", "group", "model"}, default "auto"
+        Where the pointwise log-likelihood comes from, as in :func:`pymc_edp.audit`.
     random_seed : int or numpy.random.Generator, optional
         Seeds the sampled outputs and the bootstrap (``res.random_seed``).
     progressbar : bool, default True
@@ -134,6 +138,7 @@ def audit_release(
     """
     model = resolve_model(model)
     opts = ReleaseOptions.coerce(options)
+    check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
     spec = check_release(release, k, delta, observed, n_synthetic, statistic)
     spec = dataclasses.replace(spec, bins=bins, var_names=var_names)
     if spec.release.synthetic:
@@ -149,7 +154,7 @@ def audit_release(
         random_seed=random_seed,
         progressbar=progressbar,
     )
-    fit = read_fit(idata, model)
+    fit = read_fit(idata, model, log_likelihood)
     inp = read_inputs(fit, model, settings, var_names=var_names, filter_vars=filter_vars)
     if not inp.factorised:
         raise ValueError(

@@ -20,8 +20,9 @@ from pymc_edp.auditing import audit as run_audit
 from pymc_edp.auditing import check_options
 from pymc_edp.auditing.methods import Method
 from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
-from pymc_edp.base.validate import check_real
+from pymc_edp.base.validate import check_choice, check_real
 from pymc_edp.model.compat import get_group
+from pymc_edp.model.fit import LOG_LIKELIHOOD_SOURCES
 from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.neighbours import Relation
 from pymc_edp.model.pymc import resolve_model
@@ -178,6 +179,7 @@ def tune_prior(
     smoothing: float | None = None,
     refit: RefitOptions | Mapping | None = None,
     chunks: ChunkOptions | Mapping | None = None,
+    log_likelihood: str = "auto",
     release: str | None = None,
     k: int = 1,
     delta: float = 1e-5,
@@ -214,10 +216,11 @@ def tune_prior(
         Default: the hyperparameter's value; required with ``model_at``.
     bracket : (float, float), optional
         ``(low, high)`` values known to straddle the target; default: found by stepping.
-    var_names, filter_vars, bins, neighbour, method, smoothing, refit, chunks
+    var_names, filter_vars, bins, neighbour, method, smoothing, refit, chunks, log_likelihood
         As in :func:`pymc_edp.audit`, for every audit; ``method`` is the confirmation's
         (the search reweights), ``refit`` also samples every trial, ``var_names`` are also
-        the variables whose utility cost is reported. With ``release``, the first four are
+        the variables whose utility cost is reported. With ``release``, ``var_names``,
+        ``filter_vars``, ``bins``, ``neighbour`` and ``log_likelihood`` are
         :func:`pymc_edp.audit_release`'s and ``method``, ``smoothing``, ``chunks`` unused.
     release, k, delta, observed, n_synthetic, statistic, options
         A release target, as in :func:`pymc_edp.audit_release`: its headline is tuned, its
@@ -278,7 +281,13 @@ def tune_prior(
     model = resolve_model(model) if model_at is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
     opts = RefitOptions.coerce(refit).for_fit()  # no fit yet: PyMC's sizes unless given
-    shared = dict(var_names=var_names, filter_vars=filter_vars, bins=bins, neighbour=neighbour)
+    shared = dict(
+        var_names=var_names,
+        filter_vars=filter_vars,
+        bins=bins,
+        neighbour=neighbour,
+        log_likelihood=log_likelihood,
+    )
     own = dict(method=method, smoothing=smoothing, chunks=chunks)
     target = dict(
         release=release,
@@ -363,7 +372,9 @@ class _Audits:
     def __init__(self, kwargs: dict, refit: RefitOptions):
         self.search_kwargs = {**kwargs, "method": "psis", "refit": None}
         self.confirm_kwargs = {**kwargs, "refit": refit}
-        checked = {k: v for k, v in self.confirm_kwargs.items() if k not in _SELECTION}
+        read = (*_SELECTION, "log_likelihood")  # checked by the audits' reading of the fit
+        checked = {k: v for k, v in self.confirm_kwargs.items() if k not in read}
+        check_choice(kwargs["log_likelihood"], "log_likelihood", LOG_LIKELIHOOD_SOURCES)
         checked = check_options(**checked)
         self.bins = checked["bins"]
         self.search_advice = (

@@ -409,8 +409,9 @@ def test_the_audit_equals_the_pytensor_only_audit_in_any_chunking(monkeypatch):
     kw = dict(bins=5, method="psis", progressbar=False, neighbour="replace")
 
     def epsilons(memory):
-        chunks = {"log_likelihood": "model", "prune": False, "memory": memory}
-        return edp.audit(idata, model, chunks=chunks, **kw).pointwise["epsilon"].values
+        chunks = {"prune": False, "memory": memory}
+        res = edp.audit(idata, model, chunks=chunks, log_likelihood="model", **kw)
+        return res.pointwise["epsilon"].values
 
     one, small = epsilons("1GiB"), epsilons("40KiB")  # one chunk; chunks of 5 records
     monkeypatch.setattr(families, "recognise", lambda graph: None)
@@ -477,7 +478,7 @@ def test_a_count_replacement_beyond_float64_is_refused_streamed_as_in_memory(pru
         edp.audit(stored, model, **kw)
     assert "9223372036854775807" in str(held.value)
     with pytest.raises(ValueError, match="outside the support"):
-        edp.audit(idata, model, chunks={"log_likelihood": "model", "prune": prune}, **kw)
+        edp.audit(idata, model, log_likelihood="model", chunks={"prune": prune}, **kw)
 
 
 # --------------------------------------------------- a family is one entry (issue 34)

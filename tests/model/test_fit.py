@@ -56,3 +56,14 @@ def test_a_lazy_fit_is_loaded_but_for_its_log_likelihood():
     fit = Fit.read(lazy)
     assert fit.posterior["mu"].chunks is None
     assert fit.log_likelihood["y"].chunks is not None
+
+
+def test_the_log_likelihood_source_is_the_fits():
+    data = _container()
+    assert Fit.read(data).log_likelihood_source == "auto"
+    assert Fit.read(data, "model").log_likelihood_source == "model"
+    with pytest.raises(ValueError, match="log_likelihood must be one of"):
+        Fit.read(data, "disk")
+    posterior_only = Fit.read(data).replace(log_likelihood=None)
+    with pytest.raises(ValueError, match="log_likelihood='group' but there is no"):
+        posterior_only.replace(log_likelihood_source="group")

@@ -90,8 +90,9 @@ def test_chunk_options():
     assert ChunkOptions.coerce({"memory": 2**20}).memory_bytes == 2**20
     with pytest.raises(ValueError, match="not a size"):
         ChunkOptions(memory="lots")
+    assert ChunkOptions(executor=4).n_workers() == 4  # a process pool, as RefitOptions'
     with pytest.raises(TypeError, match="executor"):
-        ChunkOptions(executor=4)
+        ChunkOptions(executor="four")
     with pytest.raises(ValueError, match="prune_above"):
         ChunkOptions(prune_above=-1)
 

@@ -91,16 +91,19 @@ def test_executor_has_one_meaning_in_both_options():
 
 
 def test_chunk_options_hold_the_scale_options():
+    """Memory, executor, pruning and weights: nothing else (issue 41)."""
+    fields = {f.name for f in dataclasses.fields(edp.ChunkOptions) if f.init}
+    assert fields == {"memory", "executor", "prune_above", "prune", "store_weights"}
     opts = edp.ChunkOptions()
-    assert (opts.prune, opts.store_weights, opts.log_likelihood) == (None, None, "auto")
+    assert (opts.prune, opts.store_weights) == (None, None)
     opts = edp.ChunkOptions.coerce({"prune": False, "store_weights": True})
     assert opts.prune is False and opts.store_weights is True
     with pytest.raises(TypeError, match=r"prune must be True, False or None.*'yes'"):
         edp.ChunkOptions(prune="yes")
     with pytest.raises(TypeError, match="store_weights must be True, False or None"):
         edp.ChunkOptions(store_weights=1)
-    with pytest.raises(ValueError, match="log_likelihood must be one of"):
-        edp.ChunkOptions(log_likelihood="disk")
+    with pytest.raises(TypeError, match=r"chunks=\{'log_likelihood': ...\} moved"):
+        edp.ChunkOptions.coerce({"log_likelihood": "model"})
     with pytest.raises(ValueError, match=r"store_weights=True\) keeps every"):
         edp.ChunkOptions(prune=True, store_weights=True)
 
