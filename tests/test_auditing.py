@@ -806,8 +806,8 @@ def test_tune_prior_takes_the_model_of_the_with_block():
         with pytest.raises(KeyError, match="no variable 'nope'"):
             edp.tune_prior(hyperparameter="nope", target_epsilon=0.3, progressbar=False)
         # ... but never with a builder, which builds its own models
-        with pytest.raises(ValueError, match="build_model= needs initial="):
-            edp.tune_prior(build_model=lambda v: None, target_epsilon=0.3, progressbar=False)
+        with pytest.raises(ValueError, match="model_at= needs initial="):
+            edp.tune_prior(model_at=lambda v: None, target_epsilon=0.3, progressbar=False)
     with pytest.raises(ValueError, match="pass either model="):
         edp.tune_prior(hyperparameter="sigma0", target_epsilon=0.3, progressbar=False)
 
@@ -946,7 +946,7 @@ def test_audit_release_and_tune_prior_spell_audits_settings_as_audit():
     }
     release = inspect.signature(edp.audit_release).parameters
     shared = [p for p in release if p in params and p not in skip]
-    assert shared == ["var_names", "filter_vars", "bins", "neighbour"]
+    assert shared == ["var_names", "filter_vars", "bins", "neighbour", "log_likelihood"]
     assert {n: release[n].default for n in shared} == {n: params[n].default for n in shared}
 
 

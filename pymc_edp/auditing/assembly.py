@@ -47,18 +47,14 @@ def assemble(
     smoothing = settings.smoothing.weighted
     messages = [*messages, *_limit_messages(est, inp.neighbours.labels, inp.par_labels, smoothing)]
     lower, upper, se = intervals(est, verified.errors)
-    labels = np.asarray(inp.neighbours.labels)
-    if labels.dtype.kind not in "biufUM":  # what netCDF can store
-        labels = labels.astype(str)
-    par_labels = np.asarray(inp.par_labels, dtype=str)
-    replaces = settings.neighbour.replaces
-    pointwise = _pointwise(est, filled, inp, par_labels, labels, replaces).assign(
+    labels, par_labels = est.labels, est.par_labels
+    pointwise = _pointwise(est, filled, inp, settings.neighbour.replaces).assign(
         epsilon_mcse=(NEIGHBOUR_DIM, se),
         epsilon_lower=(NEIGHBOUR_DIM, lower),
         epsilon_upper=(NEIGHBOUR_DIM, upper),
         **_verification_vars(verified.verification),
     )
-    parameters = _parameters(est, filled, par_labels, labels, inp)
+    parameters = _parameters(est, filled, inp)
     threshold = khat_threshold(inp.n_samples)
     first, last = _reliability_messages(est, inp, settings, labels, threshold)
     # the fit's own convergence first: every other number inherits it (not repeated when
@@ -166,44 +162,41 @@ def _with_noise_floor(result: EDPResult) -> EDPResult:
     return dataclasses.replace(result, noise_floor=floor)
 
 
-def _pointwise(est: Estimates, filled, inp: Inputs, par_labels, labels, replace: bool):
-    """The per-neighbour table ``res.pointwise``."""
-    nbs, eps = inp.neighbours, est["eps"]
-    worst_par = np.argmax(filled, axis=1)
-    rows = np.arange(eps.shape[0])
-    limit = limits.worst_code(est["limit"], eps)
+def _pointwise(est: Estimates, filled, inp: Inputs, replace: bool) -> xr.Dataset:
+    """The per-neighbour table ``res.pointwise``: the estimates' table, renamed and reduced."""
+    t, nbs = est.table, inp.neighbours
+    # each neighbour's row at its worst parameter
+    worst = xr.DataArray(np.argmax(filled, axis=1), dims=NEIGHBOUR_DIM)
+    at_worst = t[["eps", "bin_draws", "argbin"]].isel({PARAMETER_DIM: worst}, drop=True)
+    flags = limits.flag_attrs(LIMIT_DOC)
     pointwise = xr.Dataset(
         {
-            "epsilon": (NEIGHBOUR_DIM, eps[rows, worst_par]),
-            "epsilon_parameter": ((NEIGHBOUR_DIM, PARAMETER_DIM), eps),
-            "lower_bound": (NEIGHBOUR_DIM, est["limit"].any(axis=1)),
-            "limit": (NEIGHBOUR_DIM, limit, limits.flag_attrs(LIMIT_DOC)),
-            "limit_parameter": (
-                (NEIGHBOUR_DIM, PARAMETER_DIM),
-                est["limit"],
-                limits.flag_attrs(LIMIT_DOC),
-            ),
-            "bin_draws": (NEIGHBOUR_DIM, est["bin_draws"][rows, worst_par]),
-            "pareto_k": (NEIGHBOUR_DIM, est["khat"]),
-            "pareto_k_moment_match": (NEIGHBOUR_DIM, est["khat_mm"]),
-            "worst_parameter": (NEIGHBOUR_DIM, par_labels[worst_par]),
-            "worst_bin": (NEIGHBOUR_DIM, est["argbin"][rows, worst_par]),
+            "epsilon": at_worst["eps"],
+            "epsilon_parameter": t["eps"],
+            "lower_bound": t["limit"].any(PARAMETER_DIM),
+            "limit": (NEIGHBOUR_DIM, limits.worst_code(est["limit"], est["eps"]), flags),
+            "limit_parameter": t["limit"].assign_attrs(flags),
+            "bin_draws": at_worst["bin_draws"],
+            "pareto_k": t["khat"],
+            "pareto_k_moment_match": t["khat_mm"],
+            "worst_parameter": (NEIGHBOUR_DIM, est.par_labels[worst.values]),
+            "worst_bin": at_worst["argbin"],
             "n_rows": (NEIGHBOUR_DIM, nbs.n_rows),
             "observed": (NEIGHBOUR_DIM, np.asarray(nbs.observed, dtype=str)),
-            "method": (NEIGHBOUR_DIM, np.asarray(est["method"], dtype=str)),
-            "status": (NEIGHBOUR_DIM, np.asarray(est["status"], dtype=str)),
-            "refit_mcse": (NEIGHBOUR_DIM, est["refit_mcse"]),
-            "epsilon_bound": (NEIGHBOUR_DIM, est["bound"]),
-        },
-        coords={NEIGHBOUR_DIM: labels, PARAMETER_DIM: par_labels},
+            "method": t["method"].astype(str),
+            "status": t["status"].astype(str),
+            "refit_mcse": t["refit_mcse"],
+            "epsilon_bound": t["bound"],
+        }
     )
     if replace:
-        pointwise["worst_replacement"] = (NEIGHBOUR_DIM, est["worst_candidate"])
+        pointwise["worst_replacement"] = t["worst_candidate"]
     return pointwise
 
 
-def _parameters(est: Estimates, filled, par_labels, labels, inp: Inputs) -> xr.Dataset:
+def _parameters(est: Estimates, filled, inp: Inputs) -> xr.Dataset:
     """The per-parameter table ``res.parameters``."""
+    labels, par_labels = est.labels, est.par_labels
     worst_nb = np.argmax(filled, axis=0)
     cols = np.arange(est["eps"].shape[1])
     eps = est["eps"][worst_nb, cols]

@@ -22,13 +22,15 @@ __all__ = ["TOP_WEIGHTS", "Errors", "Estimates", "intervals", "method_used", "pa
 TOP_WEIGHTS = 32
 
 
-@dataclass(frozen=True)
+@dataclass
 class Estimates:
     """Per-neighbour results: reweighting's, then moment matching's and refits' rows.
 
-    ``table`` holds them over ``neighbour`` (and ``parameter``, see :meth:`empty`);
-    ``est[name]`` is a variable's array, written in place only by the stage that made the
-    estimates (by :meth:`copy`).
+    ``table`` holds them over ``neighbour`` and ``parameter``, with their labels as
+    coordinates (see :meth:`empty`), so the result's tables are renamings of it.
+    ``est[name]`` is a variable's array. Estimates are written in place, and only by the
+    stage that made them: a stage that changes what it was given works on its own
+    :meth:`copy`, so every stage's input stays as it was.
     """
 
     table: xr.Dataset
@@ -37,14 +39,19 @@ class Estimates:
     pruned: np.ndarray  # neighbours skipped because their bound is below epsilon
 
     @classmethod
-    def empty(cls, n_neighbours: int, n_parameters: int, n_samples: int, keep_weights: bool):
+    def empty(cls, neighbours, parameters, n_samples: int, keep_weights: bool):
         """Nothing estimated yet (epsilon -inf, k-hat NaN), every method ``"psis"``.
 
-        ``eps_unsmoothed`` says when smoothing binds, ``bin_draws`` are the effective draws
-        in the decisive bin, ``limit`` :mod:`pymc_edp.base.limits` codes; ``khat_mm`` is
-        after moment matching, ``refit_mcse`` the error of a refit's or moment match's own
-        estimate, ``bound`` bounds ``eps`` (NaN: not attempted / computed).
+        ``neighbours`` and ``parameters`` are the labels of the rows and columns (or their
+        numbers: labelled ``0, 1, ...``). ``eps_unsmoothed`` says when smoothing binds,
+        ``bin_draws`` are the effective draws in the decisive bin, ``limit``
+        :mod:`pymc_edp.base.limits` codes; ``khat_mm`` is after moment matching,
+        ``refit_mcse`` the error of a refit's or moment match's own estimate, ``bound``
+        bounds ``eps`` (NaN: not attempted / computed).
         """
+        labels = _labels(neighbours)
+        par_labels = np.asarray(_labels(parameters), dtype=str)
+        n_neighbours, n_parameters = labels.size, par_labels.size
         both, nb = (NEIGHBOUR_DIM, PARAMETER_DIM), NEIGHBOUR_DIM
         shape, nan = (n_neighbours, n_parameters), np.full(n_neighbours, np.nan)
         table = xr.Dataset(
@@ -61,10 +68,21 @@ class Estimates:
                 "bound": (nb, nan.copy()),
                 "method": (nb, np.full(n_neighbours, "psis", dtype=object)),
                 "status": (nb, np.full(n_neighbours, "", dtype=object)),
-            }
+            },
+            coords={NEIGHBOUR_DIM: labels, PARAMETER_DIM: par_labels},
         )
         log_weights = np.empty((n_neighbours, n_samples)) if keep_weights else None
         return cls(table, log_weights, {}, np.array([], dtype=np.int64))
+
+    @property
+    def labels(self) -> np.ndarray:
+        """The neighbours' labels (what netCDF can store)."""
+        return self.table[NEIGHBOUR_DIM].values
+
+    @property
+    def par_labels(self) -> np.ndarray:
+        """The parameters' labels."""
+        return self.table[PARAMETER_DIM].values
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.table.variables[name].values
@@ -112,6 +130,14 @@ class Estimates:
         kept = {int(k): self.kept[int(k)] for k in keys[rows]}
         self.kept.clear()
         self.kept.update(kept)
+
+
+def _labels(value) -> np.ndarray:
+    """Labels from a count (``0, 1, ...``) or labels, as netCDF can store them."""
+    if isinstance(value, int | np.integer):
+        return np.arange(int(value))
+    labels = np.asarray(value)
+    return labels if labels.dtype.kind in "biufUM" else labels.astype(str)
 
 
 def method_used(method: np.ndarray) -> str:

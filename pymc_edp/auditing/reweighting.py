@@ -64,7 +64,7 @@ def reweight(inp: Inputs, settings: Settings) -> Reweighted:
         keep_weights=bool(store_weights) and inp.factorised,
         keep_top=TOP_WEIGHTS if inp.factorised else 0,
     )
-    est = Estimates.empty(n_nb, inp.bins.index.shape[0], inp.n_samples, rw.keep_weights)
+    est = Estimates.empty(inp.neighbours.labels, inp.par_labels, inp.n_samples, rw.keep_weights)
     if inp.factorised:
         if pruning:
             # refits (method="auto") may replace the estimates of bad k-hat neighbours: only

@@ -70,3 +70,11 @@ def test_intervals_of_own_and_reweighted_estimates():
     assert se[0] == 0.1 and lower[0] == 1.0 - 1.6448536269514722 * 0.1
     assert upper[1] == np.inf and lower[1] == 0.3 and se[1] == 0.05
     assert np.isnan(lower[2]) and np.isnan(upper[2])  # refitted without an error
+
+
+def test_the_table_carries_the_labels_the_result_renames():
+    est = Estimates.empty(np.array(["a", "b"], dtype=object), ["mu", "tau"], 10, False)
+    assert list(est.labels) == ["a", "b"] and est.labels.dtype.kind == "U"  # netCDF-ready
+    assert list(est.par_labels) == ["mu", "tau"]
+    assert list(est.table["eps"].coords) == ["neighbour", "parameter"]
+    assert list(Estimates.empty(3, 1, 10, False).labels) == [0, 1, 2]
