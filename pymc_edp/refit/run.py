@@ -18,8 +18,8 @@ import xarray as xr
 from pymc_edp.base import binning
 from pymc_edp.base.mcse import pooled_log_ratio_se, refit_log_ratio_se
 from pymc_edp.base.parallel import map_tasks, resolve_n_workers
-from pymc_edp.model.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
-from pymc_edp.model.neighbours import Relation, Remove
+from pymc_edp.core.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
+from pymc_edp.core.neighbours import Relation, Remove
 from pymc_edp.model.stream import (
     ModelColumns,
     StreamingUnavailableError,
