@@ -90,8 +90,11 @@ def test_chunk_options():
     assert ChunkOptions.coerce({"memory": 2**20}).memory_bytes == 2**20
     with pytest.raises(ValueError, match="not a size"):
         ChunkOptions(memory="lots")
+    assert ChunkOptions(executor=4).executor == 4  # a local pool of 4, as in RefitOptions
     with pytest.raises(TypeError, match="executor"):
-        ChunkOptions(executor=4)
+        ChunkOptions(executor="4")
+    with pytest.raises(ValueError, match="executor=0"):
+        ChunkOptions(executor=0)
     with pytest.raises(ValueError, match="prune_above"):
         ChunkOptions(prune_above=-1)
 
