@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 
 #: The folders of the package, lowest layer first.
 LAYERS: tuple[str, ...] = (
+    "runtime",
     "base",
     "core",
     "model",

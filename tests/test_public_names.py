@@ -18,7 +18,13 @@ from collections import defaultdict
 import pymc_edp
 
 #: Packages that hold the implementation and are not imported from by users.
-INTERNAL = ("pymc_edp.base", "pymc_edp.core", "pymc_edp.model", "pymc_edp.auditing")
+INTERNAL = (
+    "pymc_edp.runtime",
+    "pymc_edp.base",
+    "pymc_edp.core",
+    "pymc_edp.model",
+    "pymc_edp.auditing",
+)
 
 #: Immutable values compared by name as well as identity: equal small ints or interned
 #: strings are one object without being one name.

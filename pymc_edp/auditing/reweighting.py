@@ -12,7 +12,6 @@ from pymc_edp.auditing.estimates import TOP_WEIGHTS, Estimates
 from pymc_edp.auditing.inputs import Inputs
 from pymc_edp.auditing.methods import PRUNE_NEEDS_REWEIGHTING
 from pymc_edp.auditing.settings import Settings
-from pymc_edp.base.parallel import map_tasks, progress_bar
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.core.loglik import LogLikelihood
 from pymc_edp.core.reweight import (
@@ -22,6 +21,7 @@ from pymc_edp.core.reweight import (
     prune_margin,
     tight_bound_chunk,
 )
+from pymc_edp.runtime.parallel import map_tasks, progress_bar
 
 __all__ = ["Reweighted", "reweight", "unprune"]
 

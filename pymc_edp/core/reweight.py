@@ -43,7 +43,6 @@ import numpy as np
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import MEMORY_BUDGET, parse_bytes
-from pymc_edp.base.parallel import check_executor, resolve_n_workers
 from pymc_edp.base.psis import PSIS_TAIL_RULE, psis_tail_length
 from pymc_edp.base.validate import as_options, check_choice, check_real
 from pymc_edp.core.loglik import (
@@ -56,6 +55,7 @@ from pymc_edp.core.loglik import (
     smoothed_log_weights,
 )
 from pymc_edp.core.neighbours import Neighbours, Relation, Remove
+from pymc_edp.runtime.parallel import check_executor, resolve_n_workers
 
 __all__ = [
     "ChunkOptions",
@@ -92,7 +92,7 @@ class ChunkOptions:
         Where chunks run; default here. An int: a local process pool of that many workers
         (-1: all cores), as in :class:`pymc_edp.RefitOptions`. Dask workers read or compute
         their own chunks' log-likelihood. A ``ProcessPoolExecutor`` must not ``fork`` where
-        numba's threads are GNU OpenMP (:func:`pymc_edp.base.parallel.fork_unsafe`).
+        numba's threads are GNU OpenMP (:func:`pymc_edp.runtime.parallel.fork_unsafe`).
     prune_above : float, default 1e8
         ``prune=None`` prunes above this many records x draws.
     prune : bool, optional

@@ -105,7 +105,7 @@ def test_chunk_options_refuse_a_fork_pool_the_kernels_break():
     import concurrent.futures as cf
     import multiprocessing
 
-    from pymc_edp.base.parallel import _numba_threading_layer
+    from pymc_edp.runtime.parallel import _numba_threading_layer
 
     if _numba_threading_layer() != ("omp", "GNU"):
         pytest.skip("numba's threading layer here is fork-safe")
