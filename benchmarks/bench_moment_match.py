@@ -103,8 +103,8 @@ def main(argv=None) -> None:
     import pymc_edp as edp
     from pymc_edp.base.binning import quantile_bins
     from pymc_edp.base.psis import khat_threshold
+    from pymc_edp.core.loglik import posterior_matrix, relative_efficiency
     from pymc_edp.model.compat import get_group
-    from pymc_edp.model.loglik import posterior_matrix, relative_efficiency
     from pymc_edp.model.moment_match import ModelDensity, moment_match_neighbours
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

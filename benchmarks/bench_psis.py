@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from pymc_edp.model.compat import PSIS_TAIL_RULE
+from pymc_edp.base.psis import PSIS_TAIL_RULE
 
 warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing", category=FutureWarning)
 

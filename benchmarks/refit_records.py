@@ -69,8 +69,8 @@ def default_engine() -> str:
 def _problem(model, y, neighbour: str = "remove"):
     import xarray as xr
 
-    from pymc_edp.model.loglik import LogLikelihood
-    from pymc_edp.model.neighbours import Neighbours, Replace
+    from pymc_edp.core.loglik import LogLikelihood
+    from pymc_edp.core.neighbours import Neighbours, Replace
     from pymc_edp.refit.run import RefitProblem
 
     observed = xr.Dataset({"y": (("obs",), y)})

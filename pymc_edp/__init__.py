@@ -42,7 +42,7 @@ from pymc_edp.auditing import (  # noqa: E402
     audit,
 )
 from pymc_edp.base.common import EDPWarning  # noqa: E402
-from pymc_edp.model.neighbours import NeighbourOptions, Relation, Remove, Replace  # noqa: E402
+from pymc_edp.core.neighbours import NeighbourOptions, Relation, Remove, Replace  # noqa: E402
 from pymc_edp.refit.options import RefitOptions, VerifyOptions  # noqa: E402
 from pymc_edp.release.auditing import audit_release  # noqa: E402
 from pymc_edp.release.options import ReleaseOptions  # noqa: E402

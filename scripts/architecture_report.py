@@ -1,7 +1,8 @@
 """The package's shape in numbers: the import graph, lines by folder, the fit's path.
 
 * **Import graph** (read from the source, as ``scripts/check_layers.py`` does): modules and
-  layers, import edges between modules, edges between folders, upward imports, cycles.
+  layers, import edges between modules, edges between folders, imports crossing the layers
+  (upward, or sideways between side wings), cycles.
 * **Lines by folder** (``wc -l`` of the package's Python files).
 * **The path of ``audit``'s fit**: an audit of the README's quick-start model (100 records,
   ``method="auto"`` with its verification refits, then ``neighbour="replace"`` with
@@ -33,7 +34,7 @@ def _checker():
 
 
 def import_graph() -> dict:
-    """Modules, layers, import edges (module and folder level), upward imports, cycles."""
+    """Modules, layers, import edges (module and folder level), crossing imports, cycles."""
     chk = _checker()
     paths = sorted(chk.ROOT.rglob("*.py"))
     modules = {chk.module_name(p) for p in paths}
@@ -46,14 +47,14 @@ def import_graph() -> dict:
             fa, fb = a.split(".")[1:2] or ["top"], b.split(".")[1:2] or ["top"]
             if fa != fb:
                 folder_edges[(fa[0], fb[0])] += 1
-            if chk.layer_of(b) > chk.layer_of(a):
+            if chk.crossing(a, b) is not None:
                 upward += 1
     return {
         "modules": len(modules),
         "layers": len(chk.layer_names()),
         "import edges": edges,
         "folder pairs importing": len(folder_edges),
-        "upward imports": upward,
+        "upward or sideways imports": upward,
         "cycles": len(chk.cycles(graph)),
     }
 

@@ -16,8 +16,8 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_edp as edp
+from pymc_edp.core.select import CONSTANT, DATA_COPY, left_out_message
 from pymc_edp.model.compat import get_group
-from pymc_edp.model.select import CONSTANT, DATA_COPY, left_out_message
 
 SAMPLE_KW = {"progressbar": False, "compute_convergence_checks": False}
 

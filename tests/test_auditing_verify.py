@@ -274,8 +274,8 @@ def test_regression_of_100000_records_streamed_with_an_outlier(tmp_path):
 
 def test_a_model_that_cannot_be_refitted_is_reported_unverified(monkeypatch):
     """Verification needs a neighbour model; when none can be built the audit says so."""
+    from pymc_edp.core.loglik import NonFactorisedError
     from pymc_edp.model.compat import from_dict
-    from pymc_edp.model.loglik import NonFactorisedError
     from pymc_edp.refit import run
 
     y = np.random.default_rng(3).normal(size=20)

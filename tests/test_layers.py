@@ -1,8 +1,9 @@
 """The package's layering holds, and the pictures of it are the tree.
 
 ``scripts/check_layers.py`` passes, and catches a violation (an upward import, a cycle, a
-folder that has no layer, a stray top-level module); ``docs/architecture.md`` and README's
-"Layout" draw the layers in the check's order, each with the modules its folder holds.
+side wing importing another or used from too low, a folder that has no layer, a stray
+top-level module); ``docs/architecture.md`` and README's "Layout" draw the layers in the
+check's order, each with the modules its folder holds.
 """
 
 import importlib.util
@@ -40,7 +41,7 @@ def _package(tmp_path: Path, folders) -> Path:
 
 
 def test_checker_finds_upward_imports_and_cycles(checker, tmp_path, monkeypatch, capsys):
-    pkg = _package(tmp_path, checker.LAYERS)
+    pkg = _package(tmp_path, checker.folders())
     (pkg / "base" / "a.py").write_text(
         textwrap.dedent(
             """
@@ -84,22 +85,74 @@ def test_checker_finds_upward_imports_and_cycles(checker, tmp_path, monkeypatch,
 def test_a_folder_is_a_layer_and_nothing_else_sits_at_the_top(
     checker, tmp_path, monkeypatch, capsys
 ):
-    pkg = _package(tmp_path, [*checker.LAYERS[:-1], "extras"])
+    folders = checker.folders()
+    pkg = _package(tmp_path, [*folders[:-1], "extras"])
     (pkg / "helpers.py").write_text("")
     (pkg / "cli.py").write_text("import pymc_edp\n")
     monkeypatch.setattr(checker, "ROOT", pkg)
     assert checker.main() == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("pymc_edp/extras/ is in no layer: give it its place in LAYERS")
-    assert f"layer {checker.LAYERS[-1]!r} is not a folder of pymc_edp" in out
+    assert f"layer {folders[-1]!r} is not a folder of pymc_edp" in out
     assert any(line.startswith("pymc_edp/helpers.py sits at the top") for line in out)
     assert len(out) == 3
     # with the folders right, the same package passes
     shutil.rmtree(pkg / "extras")
     (pkg / "helpers.py").unlink()
-    (pkg / checker.LAYERS[-1]).mkdir()
-    (pkg / checker.LAYERS[-1] / "__init__.py").write_text("import pymc_edp.base\n")
+    (pkg / folders[-1]).mkdir()
+    (pkg / folders[-1] / "__init__.py").write_text("import pymc_edp.base\n")
     assert checker.main() == 0
+
+
+def test_side_wings_import_neither_each_other_nor_above_their_footing(
+    checker, tmp_path, monkeypatch, capsys
+):
+    wing = checker.Wing
+    monkeypatch.setattr(
+        checker,
+        "WINGS",
+        (wing(("left",), on="core", used_from="plots"), wing(("low", "high"), on="core")),
+    )
+    pkg = _package(tmp_path, checker.folders())
+    assert checker.folders().index("left") < checker.folders().index("model")
+    (pkg / "left" / "a.py").write_text("import pymc_edp.high.b\nimport pymc_edp.core\n")
+    (pkg / "low" / "c.py").write_text("from pymc_edp.model import d\n")
+    (pkg / "model" / "d.py").write_text("")
+    (pkg / "high" / "b.py").write_text("from pymc_edp.low import c\n")  # its own lower folder
+    (pkg / "report" / "e.py").write_text("import pymc_edp.left\n")  # below plots
+    (pkg / "plots" / "f.py").write_text("import pymc_edp.left.a\n")  # its first user
+    (pkg / "tuning" / "g.py").write_text("import pymc_edp.high\n")  # for the top modules only
+    (pkg / "__init__.py").write_text("import pymc_edp.high, pymc_edp.left\n")
+    monkeypatch.setattr(checker, "ROOT", pkg)
+    assert checker.main() == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "pymc_edp/left/a.py:1: pymc_edp.left.a (side wing left) imports pymc_edp.high.b "
+        "(side wing high), another side wing: side wings do not import each other",
+        "pymc_edp/low/c.py:1: pymc_edp.low.c (side wing low) imports pymc_edp.model.d "
+        "(layer model), which is above core, the layer side wing low/high stands on",
+        "pymc_edp/report/e.py:1: pymc_edp.report.e (layer report) imports pymc_edp.left "
+        "(side wing left), a side wing only plots and the layers above it may import",
+        "pymc_edp/tuning/g.py:1: pymc_edp.tuning.g (layer tuning) imports pymc_edp.high "
+        "(side wing high), a side wing only the top modules may import",
+    ]
+
+
+def test_a_side_wing_stands_on_the_main_chain_below_its_users(
+    checker, tmp_path, monkeypatch, capsys
+):
+    wing = checker.Wing
+    wings = (wing(("query",), on="plots", used_from="core"), wing(("risk",), on="nowhere"))
+    monkeypatch.setattr(checker, "WINGS", wings)
+    monkeypatch.setattr(checker, "LAYERS", (*checker.LAYERS, "risk"))
+    pkg = _package(tmp_path, ["query", *checker.LAYERS])  # LAYERS ends with risk
+    monkeypatch.setattr(checker, "ROOT", pkg)
+    assert checker.main() == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "folder 'risk' is placed twice",
+        "side wing query is used from 'core', which is not a layer of LAYERS above 'plots'",
+        "side wing risk stands on 'nowhere', which is not in LAYERS",
+    ]
 
 
 def _copy_of_package(tmp_path: Path) -> Path:
@@ -195,7 +248,7 @@ def tree_layers(checker) -> list[tuple[str, set[str]]]:
     """The same, read from the package: every folder's modules, top first."""
     root = REPO / "pymc_edp"
     rows = [(f"{m}.py", set()) for m in reversed(checker.TOP)]
-    for folder in reversed(checker.LAYERS):
+    for folder in reversed(checker.folders()):
         rows.append((f"{folder}/", {p.stem for p in (root / folder).glob("*.py")} - {"__init__"}))
     return rows
 

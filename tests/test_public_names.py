@@ -4,7 +4,8 @@ Every object a package namespace exports (``pymc_edp``, ``pymc_edp.query``,
 ``pymc_edp.risk``, ...: a package whose ``__init__`` defines ``__all__``) is listed in the
 ``__all__`` of exactly one of them, so the documentation, the examples and the users spell it
 one way. Modules may list their own names in their ``__all__`` (they are not namespaces), and
-the internal layers (:mod:`pymc_edp.base`, :mod:`pymc_edp.model`, ...) are not namespaces.
+the internal layers (:mod:`pymc_edp.base`, :mod:`pymc_edp.core`, :mod:`pymc_edp.model`, ...)
+are not namespaces.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from collections import defaultdict
 import pymc_edp
 
 #: Packages that hold the implementation and are not imported from by users.
-INTERNAL = ("pymc_edp.base", "pymc_edp.model", "pymc_edp.auditing")
+INTERNAL = (
+    "pymc_edp.runtime",
+    "pymc_edp.base",
+    "pymc_edp.core",
+    "pymc_edp.model",
+    "pymc_edp.auditing",
+)
 
 #: Immutable values compared by name as well as identity: equal small ints or interned
 #: strings are one object without being one name.

@@ -22,12 +22,12 @@ from pymc_edp.auditing.settings import Settings, Smoothing
 from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.base.common import resolve_seed
 from pymc_edp.base.validate import check_choice, check_int
+from pymc_edp.core.neighbours import Relation, Remove, Replace
+from pymc_edp.core.replace import PerRecord
+from pymc_edp.core.reweight import ChunkOptions
 from pymc_edp.model.fit import LOG_LIKELIHOOD_SOURCES
 from pymc_edp.model.moment_match import MomentMatchOptions
-from pymc_edp.model.neighbours import Relation, Remove, Replace
 from pymc_edp.model.pymc import check_model, resolve_model
-from pymc_edp.model.replace import PerRecord
-from pymc_edp.model.reweight import ChunkOptions
 from pymc_edp.refit.options import RefitOptions, VerifyOptions
 from pymc_edp.results.edp import EDPResult
 

@@ -18,7 +18,7 @@ from pymc_edp.base import limits
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, WEIGHT_INDEX, EDPWarning
 from pymc_edp.base.mcse import interval_of_max
 from pymc_edp.base.psis import khat_threshold
-from pymc_edp.model.reweight import prune_margin
+from pymc_edp.core.reweight import prune_margin
 from pymc_edp.refit.options import VERIFICATION_MEANINGS
 from pymc_edp.results.edp import EDPResult
 

@@ -10,9 +10,9 @@ import xarray as xr
 
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM
 from pymc_edp.base.mcse import leading_pairs, max_interval
+from pymc_edp.core.reweight import top_rows
 from pymc_edp.diagnostics._common import z_value
 from pymc_edp.diagnostics.uncertainty import STORED_PROB, own_intervals
-from pymc_edp.model.reweight import top_rows
 
 __all__ = ["TOP_WEIGHTS", "Errors", "Estimates", "intervals", "method_used", "pair_errors"]
 

@@ -13,9 +13,7 @@ import xarray as xr
 from pymc_edp.auditing.settings import Settings
 from pymc_edp.base import binning
 from pymc_edp.base.common import MIN_DRAWS_PER_BIN
-from pymc_edp.model.convergence import FitConvergence, fit_convergence
-from pymc_edp.model.fit import Fit
-from pymc_edp.model.loglik import (
+from pymc_edp.core.loglik import (
     COUPLED,
     RECORD_SIZE,
     LogLikelihood,
@@ -23,8 +21,12 @@ from pymc_edp.model.loglik import (
     posterior_matrix,
     relative_efficiency,
 )
+from pymc_edp.core.neighbours import Neighbours, Relation
+from pymc_edp.core.replace import check_support
+from pymc_edp.core.select import LeftOut, drop_data_copies, select_var_names
+from pymc_edp.model.convergence import FitConvergence, fit_convergence
+from pymc_edp.model.fit import Fit
 from pymc_edp.model.moment_match import MatchInputs
-from pymc_edp.model.neighbours import Neighbours, Relation
 from pymc_edp.model.potentials import Potentials, potentials_as_observed
 from pymc_edp.model.pymc import (
     check_log_likelihood_layout,
@@ -42,8 +44,6 @@ from pymc_edp.model.pymc import (
     reads_data,
     replacement_log_likelihood,
 )
-from pymc_edp.model.replace import check_support
-from pymc_edp.model.select import LeftOut, drop_data_copies, select_var_names
 from pymc_edp.model.stream import (
     StreamingUnavailableError,
     model_log_likelihood,

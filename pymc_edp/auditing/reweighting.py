@@ -12,16 +12,16 @@ from pymc_edp.auditing.estimates import TOP_WEIGHTS, Estimates
 from pymc_edp.auditing.inputs import Inputs
 from pymc_edp.auditing.methods import PRUNE_NEEDS_REWEIGHTING
 from pymc_edp.auditing.settings import Settings
-from pymc_edp.base.parallel import map_tasks, progress_bar
 from pymc_edp.base.psis import khat_threshold
-from pymc_edp.model.loglik import LogLikelihood
-from pymc_edp.model.reweight import (
+from pymc_edp.core.loglik import LogLikelihood
+from pymc_edp.core.reweight import (
     Reweighter,
     bound_chunk,
     estimate_chunk,
     prune_margin,
     tight_bound_chunk,
 )
+from pymc_edp.runtime.parallel import map_tasks, progress_bar
 
 __all__ = ["Reweighted", "reweight", "unprune"]
 
@@ -107,7 +107,7 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
 
     Every neighbour is bounded (one cheap pass), then reweighted in decreasing order of the
     bound, a wave of chunks at a time, each screened first by the tighter mean bound
-    (:func:`pymc_edp.model.reweight.mean_bound`). The epsilon it stops at is the largest
+    (:func:`pymc_edp.core.reweight.mean_bound`). The epsilon it stops at is the largest
     that refits cannot replace.
     """
     chunks, enabled, n_nb = settings.chunks, settings.progressbar, len(rw.neighbours)
@@ -128,7 +128,7 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
     # from a stored (dask) group full chunks, as each read decompresses whole stored chunks
     stored = any(getattr(a, "chunks", None) for a in rw.ll.arrays)
     step = size if stored else min(size, max(16, size // 64))
-    screened = []  # skipped by the tighter bound (module docstring of model.reweight)
+    screened = []  # skipped by the tighter bound (module docstring of core.reweight)
     with progress_bar(n_nb, description="EDP: reweighting records", enabled=enabled) as bar:
         while done < n_nb and prune_margin(est["bound"][order[done]]) >= lower:
             todo = order[done : done + step * chunks.n_workers()]
@@ -164,7 +164,7 @@ def _aligned(size: int, ll: LogLikelihood) -> int:
     return c if c <= 4 * size else size
 
 
-#: What a chunk of :func:`pymc_edp.model.reweight.estimate_chunk` gives, as in :class:`Estimates`.
+#: What a chunk of :func:`pymc_edp.core.reweight.estimate_chunk` gives, as in :class:`Estimates`.
 _CHUNK_RESULTS = "eps argbin khat eps_unsmoothed bin_draws limit worst_candidate bound".split()
 
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pymc_edp.auditing.methods import Method
 from pymc_edp.base.common import COUNT_SMOOTHING
 from pymc_edp.base.validate import check_real
-from pymc_edp.model.neighbours import Relation
-from pymc_edp.model.reweight import ChunkOptions
+from pymc_edp.core.neighbours import Relation
+from pymc_edp.core.reweight import ChunkOptions
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.warm import warm_tune
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
@@ -19,6 +20,7 @@ __all__ = [
     "WEIGHT_INDEX",
     "EDPWarning",
     "chunk_slices",
+    "installed_major",
     "parse_bytes",
     "resolve_seed",
     "rows_per_chunk",
@@ -107,6 +109,21 @@ class EDPWarning(UserWarning):
     >>> [w.category.__name__ for w in caught]
     ['EDPWarning']
     """
+
+
+def installed_major(package: str) -> int:
+    """Major version of the installed ``package`` (0 when it is absent), without importing it.
+
+    Examples
+    --------
+    >>> from pymc_edp.base.common import installed_major
+    >>> installed_major("numpy") >= 1, installed_major("no-such-package-here")
+    (True, 0)
+    """
+    try:
+        return int(version(package).split(".")[0])
+    except (PackageNotFoundError, ValueError):  # pragma: no cover - broken installs
+        return 0
 
 
 def rows_per_chunk(n_samples: int, factor: int = 1) -> int:

@@ -12,8 +12,11 @@ import math
 import numba
 import numpy as np
 
+from pymc_edp.base.common import installed_major
+
 __all__ = [
     "KHAT_CLASSES",
+    "PSIS_TAIL_RULE",
     "TAIL_RULES",
     "khat_classes",
     "khat_table",
@@ -24,6 +27,11 @@ __all__ = [
 
 #: Tail-length rules: ArviZ 0.23's ``psislw`` and arviz_stats' (ArviZ 1.x) PSIS.
 TAIL_RULES = ("arviz", "arviz_stats")
+#: The tail rule of the installed ArviZ, so that k-hats match the stack the user has: ArviZ
+#: 0.23's ``psislw`` takes ``ceil(min(S / 5, 3 sqrt(S / r_eff)))`` draws, arviz_stats'
+#: ``floor(3 sqrt(S / r_eff))`` (``floor(S / 5)`` when ``S r_eff <= 225``). ArviZ's version is
+#: read from its metadata; ArviZ is not imported.
+PSIS_TAIL_RULE = "arviz_stats" if installed_major("arviz") >= 1 else "arviz"
 
 _EPS = float(np.finfo(np.float64).eps)
 _CUTOFFMIN = float(np.log(np.finfo(np.float64).tiny))

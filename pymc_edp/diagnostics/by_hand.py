@@ -14,9 +14,9 @@ import xarray as xr
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import PARAMETER_DIM
+from pymc_edp.core.loglik import posterior_matrix
 from pymc_edp.diagnostics._common import AuditData, bins_of, neighbour_position
 from pymc_edp.model.compat import get_group
-from pymc_edp.model.loglik import posterior_matrix
 
 __all__ = ["refit_epsilon"]
 

@@ -1,7 +1,9 @@
 """Every difference between the two supported PyMC stacks, in one place.
 
 PyMC 5 / PyTensor 2 / ArviZ 0.23 (``InferenceData``) and PyMC 6 / PyTensor 3 / ArviZ 1.x
-(``xarray.DataTree``, ``arviz_stats``): nothing outside this module branches on a version.
+(``xarray.DataTree``, ``arviz_stats``): nothing outside this module branches on a version,
+but for the PSIS tail rule of the installed ArviZ, a kernel's choice that
+:data:`pymc_edp.base.psis.PSIS_TAIL_RULE` makes for the PyMC-free layers.
 Containers may be ``InferenceData``, ``xarray.DataTree`` or anything with their group
 interface, on either stack.
 """
@@ -9,14 +11,14 @@ interface, on either stack.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 import xarray as xr
 
+from pymc_edp.base.common import installed_major
+
 __all__ = [
     "ARVIZ_1",
-    "PSIS_TAIL_RULE",
     "check_container",
     "compute_log_likelihood",
     "ess",
@@ -49,20 +51,8 @@ ARVIZ_TRAP_HELP = (
 )
 
 
-def _major(package: str) -> int:
-    try:
-        return int(version(package).split(".")[0])
-    except (PackageNotFoundError, ValueError):  # pragma: no cover - broken installs
-        return 0
-
-
 #: ArviZ 1.x (``arviz_base`` / ``arviz_stats``, DataTree) rather than 0.23 (InferenceData).
-ARVIZ_1 = _major("arviz") >= 1
-
-#: How the PSIS tail length is chosen: ArviZ 0.23's ``psislw`` takes
-#: ``ceil(min(S / 5, 3 sqrt(S / r_eff)))`` draws, arviz_stats' ``floor(3 sqrt(S / r_eff))``
-#: (``floor(S / 5)`` when ``S r_eff <= 225``). k-hats match the stack the user has.
-PSIS_TAIL_RULE = "arviz_stats" if ARVIZ_1 else "arviz"
+ARVIZ_1 = installed_major("arviz") >= 1
 
 
 def import_arviz():

@@ -44,6 +44,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base.quadrature import log_integrals
+from pymc_edp.core.loglik import NonFactorisedError
 from pymc_edp.model.cache import share_data
 from pymc_edp.model.compat import without_initial_values
 from pymc_edp.model.conditional import (
@@ -53,7 +54,6 @@ from pymc_edp.model.conditional import (
     is_student_t,
     student_t_conditional,
 )
-from pymc_edp.model.loglik import NonFactorisedError
 from pymc_edp.model.structure import (
     Structure,
     likelihood_terms,

@@ -25,13 +25,14 @@ import xarray as xr
 
 from pymc_edp.base.affine import moment_match, moved_log_ratio_se, one_thread, split_halves
 from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_log_masses, log_bin_masses
+from pymc_edp.base.psis import PSIS_TAIL_RULE
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
+from pymc_edp.core.loglik import SAMPLE_DIMS, posterior_matrix
 from pymc_edp.model.cache import per_model
-from pymc_edp.model.compat import PSIS_TAIL_RULE, observed_data
+from pymc_edp.model.compat import observed_data
 from pymc_edp.model.coupled import record_logp
 from pymc_edp.model.fit import Fit
-from pymc_edp.model.loglik import SAMPLE_DIMS, posterior_matrix
 from pymc_edp.model.pymc import sampled_without_nuts
 from pymc_edp.model.recover import lacking_message
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from pymc_edp.core.loglik import NonFactorisedError
 from pymc_edp.model.cache import per_model, share_data
 from pymc_edp.model.compat import (
     compute_log_likelihood,
@@ -18,7 +19,6 @@ from pymc_edp.model.compat import (
 )
 from pymc_edp.model.coupled import CoupledLikelihood
 from pymc_edp.model.fit import Fit
-from pymc_edp.model.loglik import NonFactorisedError
 from pymc_edp.model.recover import lacking_message, with_free_variables
 from pymc_edp.model.structure import read_structure
 

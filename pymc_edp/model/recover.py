@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from pymc_edp.core.select import RECOVERED
 from pymc_edp.model.cache import per_model
 from pymc_edp.model.compat import graph_ancestors
 from pymc_edp.model.fit import Fit
@@ -28,16 +29,12 @@ from pymc_edp.model.fit import Fit
 _log = logging.getLogger("pymc_edp")
 
 __all__ = [
-    "RECOVERED",
     "Recovery",
     "lacking_message",
     "recover_free_variables",
-    "recovered_names",
     "with_free_variables",
 ]
 
-#: Attribute of a recovered posterior variable: the deterministics it was solved from.
-RECOVERED = "pymc_edp_recovered_from"
 #: Attribute of a posterior whose missing free variables could not be recovered: why.
 _UNRECOVERED = "pymc_edp_unrecovered"
 #: Most unknowns solved draw by draw by a dense least-squares solve (coupled unknowns).
@@ -54,7 +51,7 @@ class Recovery:
     ----------
     posterior : xarray.Dataset
         The posterior with the recovered variables (marked by the attribute
-        :data:`RECOVERED`).
+        :data:`~pymc_edp.core.select.RECOVERED`).
     recovered : dict of str to tuple of str
         Each recovered free variable and the deterministics it was solved from.
     unrecovered : dict of str to str
@@ -64,11 +61,6 @@ class Recovery:
     posterior: xr.Dataset
     recovered: dict = field(default_factory=dict)
     unrecovered: dict = field(default_factory=dict)
-
-
-def recovered_names(posterior: xr.Dataset) -> list[str]:
-    """The variables of ``posterior`` that were recovered, not sampled."""
-    return [name for name, da in posterior.data_vars.items() if RECOVERED in da.attrs]
 
 
 def lacking_message(posterior: xr.Dataset, missing, needs: str) -> str:

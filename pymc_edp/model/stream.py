@@ -16,10 +16,10 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from pymc_edp.core.loglik import SAMPLE_DIMS, LogLikelihood
 from pymc_edp.model import families as _families
 from pymc_edp.model.compat import graph_ancestors, without_initial_values
 from pymc_edp.model.fit import Fit
-from pymc_edp.model.loglik import SAMPLE_DIMS, LogLikelihood
 from pymc_edp.model.products import exact_products
 from pymc_edp.model.recover import lacking_message
 from pymc_edp.model.structure import read_structure

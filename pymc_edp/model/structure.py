@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pymc_edp.core.neighbours import RECORDS
 from pymc_edp.model.compat import graph_ancestors, graph_toposort
-from pymc_edp.model.neighbours import RECORDS
 
 __all__ = [
     "RECORDS",

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pymc_edp.core.loglik import COUPLED, RECORD_SIZE, NonFactorisedError
 from pymc_edp.model.compat import (
     graph_ancestors,
     initial_values,
     observed_data,
     without_initial_values,
 )
-from pymc_edp.model.loglik import COUPLED, RECORD_SIZE, NonFactorisedError
 from pymc_edp.model.structure import holds_values, likelihood_terms, read_structure
 
 _log = logging.getLogger("pymc_edp")
@@ -62,7 +62,7 @@ def _observed_rvs(model, names=None):
 def coupled_blocks(model, ll, neighbours, observed=None) -> dict[str, int]:
     """``{name: values}``: coupled observed variables, and the most values a neighbour changes.
 
-    Coupled: the log-likelihood variable says so (:data:`~pymc_edp.model.loglik.COUPLED`),
+    Coupled: the log-likelihood variable says so (:data:`~pymc_edp.core.loglik.COUPLED`),
     as the audit read it from the graph.
     """
     names = set(ll.names if observed is None else observed)

@@ -29,7 +29,6 @@ from pymc_edp.base.hockey import (
     smallest_epsilon,
     total_risk,
 )
-from pymc_edp.base.parallel import progress_bar
 from pymc_edp.base.query_kernels import (
     bottleneck_distance,
     hausdorff_distance,
@@ -39,6 +38,7 @@ from pymc_edp.base.query_kernels import (
 from pymc_edp.base.validate import as_options
 from pymc_edp.query.density import DensityModel, select_density
 from pymc_edp.query.independence import independence_check
+from pymc_edp.runtime.parallel import progress_bar
 
 __all__ = ["DEFAULT_EPSILONS", "ProfileOptions", "epsilon_at", "privacy_profile"]
 

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp.base.parallel import map_tasks, resolve_n_workers
 from pymc_edp.base.validate import check_int
+from pymc_edp.runtime.parallel import map_tasks, resolve_n_workers
 
 __all__ = ["as_databases", "query_samples"]
 
@@ -190,7 +190,7 @@ def query_samples(
         Evaluate with and without ``i`` on one database and draw with the same random
         stream: both distributions are unchanged, their difference much less noisy.
     executor : None, int, concurrent.futures.Executor or dask.distributed.Client
-        See :func:`pymc_edp.base.parallel.map_tasks`.
+        See :func:`pymc_edp.runtime.parallel.map_tasks`.
     chunk_size : int, optional
         Individuals per task (default: a whole database when serial, else about four tasks
         per worker).

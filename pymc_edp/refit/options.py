@@ -9,8 +9,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pymc_edp.base.parallel import check_executor
 from pymc_edp.base.validate import as_options, check_choice, check_int, check_real
+from pymc_edp.runtime.parallel import check_executor
 
 __all__ = [
     "ESTIMATORS",

@@ -17,9 +17,8 @@ import xarray as xr
 
 from pymc_edp.base import binning
 from pymc_edp.base.mcse import pooled_log_ratio_se, refit_log_ratio_se
-from pymc_edp.base.parallel import map_tasks, resolve_n_workers
-from pymc_edp.model.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
-from pymc_edp.model.neighbours import Relation, Remove
+from pymc_edp.core.loglik import LogLikelihood, NonFactorisedError, log_ratios, posterior_matrix
+from pymc_edp.core.neighbours import Relation, Remove
 from pymc_edp.model.stream import (
     ModelColumns,
     StreamingUnavailableError,
@@ -45,6 +44,7 @@ from pymc_edp.refit.fingerprint import AuditFingerprint
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.refit.outcome import RefitOutcome, Refits, RefitTask, jsonable, refit_seed
 from pymc_edp.refit.warm import WarmStart, cached_neighbour_model, current_data, warm_start
+from pymc_edp.runtime.parallel import map_tasks, resolve_n_workers
 
 _log = logging.getLogger("pymc_edp")
 
@@ -222,7 +222,7 @@ def run_refits(
     tasks : list of RefitTask
         ``data`` may be a callable returning the data.
     executor : optional
-        Where refits run (:func:`pymc_edp.base.parallel.map_tasks`); by default serially, or
+        Where refits run (:func:`pymc_edp.runtime.parallel.map_tasks`); by default serially, or
         in threads where the engine allows (:func:`refit_pool`).
     checkpoint : Checkpoint, optional
         Restores saved outcomes and saves new ones with their task's ``fingerprint``; damaged

@@ -14,17 +14,17 @@ from pymc_edp.auditing import check_settings
 from pymc_edp.auditing.inputs import Inputs, read_fit, read_inputs
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
-from pymc_edp.base.parallel import progress_bar
 from pymc_edp.base.validate import check_choice, check_delta, check_int
+from pymc_edp.core.loglik import log_ratios, smoothed_log_weights
+from pymc_edp.core.neighbours import Relation
 from pymc_edp.model.fit import LOG_LIKELIHOOD_SOURCES
-from pymc_edp.model.loglik import log_ratios, smoothed_log_weights
-from pymc_edp.model.neighbours import Relation
 from pymc_edp.model.pymc import observed_values, resolve_model
 from pymc_edp.release import notes as release_notes
 from pymc_edp.release.kinds import Pair, ReleaseKind, release_kind
 from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.release.synthetic import observed_name
 from pymc_edp.results.release import ReleaseResult
+from pymc_edp.runtime.parallel import progress_bar
 
 __all__ = ["audit_release", "check_release"]
 

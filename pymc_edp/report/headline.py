@@ -13,8 +13,8 @@ import numpy as np
 
 from pymc_edp.base import limits
 from pymc_edp.base.common import NEIGHBOUR_DIM
+from pymc_edp.core.select import left_out_message
 from pymc_edp.diagnostics import epsilon_interval
-from pymc_edp.model.select import left_out_message
 from pymc_edp.report._common import AuditSummary
 
 __all__ = ["Headline", "format_interval", "headline", "noise_caution"]
@@ -39,7 +39,7 @@ class Headline:
     caution : str
         The noise statement ("" when there is nothing to say).
     left_out : str
-        What was not binned and why (:func:`pymc_edp.model.select.left_out_message`).
+        What was not binned and why (:func:`pymc_edp.core.select.left_out_message`).
     fit : str
         What PyMC's convergence checks find ("" for nothing): the audit's warning, or what
         the sampler already reported

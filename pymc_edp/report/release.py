@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from pymc_edp.model.neighbours import neighbour_words
+from pymc_edp.core.neighbours import neighbour_words
 from pymc_edp.report.headline import format_interval
 
 __all__ = ["POST_PROCESSING", "ReleaseFacts", "release_facts", "release_text"]

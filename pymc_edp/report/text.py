@@ -10,9 +10,9 @@ import numpy as np
 
 from pymc_edp.base.common import PARAMETER_DIM, TRIAL_DIM
 from pymc_edp.base.validate import check_probability
+from pymc_edp.core.neighbours import neighbour_words
 from pymc_edp.diagnostics import continuous_limit, emi, empty_bins, epsilon_interval, epsilon_mcse
 from pymc_edp.diagnostics._common import refitted
-from pymc_edp.model.neighbours import neighbour_words
 from pymc_edp.report._common import AuditSummary, TuningSummary
 from pymc_edp.report.headline import format_interval, headline
 from pymc_edp.report.khat import khat_counts

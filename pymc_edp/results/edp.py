@@ -13,10 +13,10 @@ import xarray as xr
 from pymc_edp import diagnostics, plots, report
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_int
+from pymc_edp.core.select import LeftOut, left_out_from_json, left_out_to_json
 from pymc_edp.diagnostics.uncertainty import STORED_PROB
 from pymc_edp.model.compat import get_group, group_names
 from pymc_edp.model.convergence import FitConvergence
-from pymc_edp.model.select import LeftOut, left_out_from_json, left_out_to_json
 from pymc_edp.plots.html import edp_result_html
 
 __all__ = ["AUDIT_GROUP", "EDPResult"]
@@ -114,7 +114,7 @@ class EDPResult:
     verification, verification_note : str
         ``"confirmed"``, ``"corrected"``, ``"incomplete"`` (a lower bound), ``"refit"`` or
         ``"unverified"``; the note says what was done or why not.
-    left_out : tuple of pymc_edp.model.select.LeftOut
+    left_out : tuple of pymc_edp.core.select.LeftOut
         What was not binned, and why.
     convergence : pymc_edp.model.convergence.FitConvergence, optional
         R-hat, ESS and divergences of the fit, judged by PyMC's convergence checks; every

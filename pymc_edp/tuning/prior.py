@@ -21,12 +21,12 @@ from pymc_edp.auditing import check_options
 from pymc_edp.auditing.methods import Method
 from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
 from pymc_edp.base.validate import check_choice, check_real
+from pymc_edp.core.loglik import posterior_matrix
+from pymc_edp.core.neighbours import Relation
+from pymc_edp.core.reweight import ChunkOptions
 from pymc_edp.model.compat import get_group
 from pymc_edp.model.fit import LOG_LIKELIHOOD_SOURCES
-from pymc_edp.model.loglik import posterior_matrix
-from pymc_edp.model.neighbours import Relation
 from pymc_edp.model.pymc import resolve_model
-from pymc_edp.model.reweight import ChunkOptions
 from pymc_edp.refit.engines import make_engine, resolve_engine
 from pymc_edp.refit.options import RefitOptions
 from pymc_edp.release.options import ReleaseOptions

@@ -7,8 +7,8 @@ import math
 
 from pymc_edp.base.mcse import normal_quantile
 from pymc_edp.base.validate import check_int
+from pymc_edp.core.neighbours import Relation
 from pymc_edp.model.compat import get_group
-from pymc_edp.model.neighbours import Relation
 from pymc_edp.release.auditing import audit_release, check_release
 from pymc_edp.release.options import ReleaseOptions
 from pymc_edp.release.synthetic import observed_name

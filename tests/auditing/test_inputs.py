@@ -9,8 +9,8 @@ from support import set_group
 
 import pymc_edp as edp
 from pymc_edp.auditing.inputs import Inputs, read_fit, read_inputs
+from pymc_edp.core.loglik import posterior_matrix
 from pymc_edp.model.compat import get_group
-from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.moment_match import MatchInputs
 
 

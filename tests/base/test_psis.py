@@ -15,6 +15,7 @@ from scipy import stats
 from support import stack_psislw
 
 from pymc_edp.base.psis import (
+    PSIS_TAIL_RULE,
     _dot_scaled,
     _exp_parts,
     _heapsort,
@@ -25,7 +26,7 @@ from pymc_edp.base.psis import (
     psis_tail_length,
     psislw,
 )
-from pymc_edp.model.compat import ARVIZ_1, PSIS_TAIL_RULE
+from pymc_edp.model.compat import ARVIZ_1
 
 # Both implementations do the same floating-point operations except for summation order
 # (pairwise in NumPy, sequential here), a product-of-8 logarithm in the GPD profile

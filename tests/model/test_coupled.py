@@ -17,8 +17,8 @@ import xarray as xr
 from scipy import integrate, stats
 from zoo_libraries import kalman_terms
 
+from pymc_edp.core.loglik import NonFactorisedError
 from pymc_edp.model.coupled import CoupledLikelihood, record_logp
-from pymc_edp.model.loglik import NonFactorisedError
 from pymc_edp.model.structure import read_structure
 
 N = 12

@@ -14,17 +14,16 @@ from scipy import stats
 from support import OutlierNormal as ON
 
 from pymc_edp.base.binning import epsilon_estimates, quantile_bins, refit_estimate
-from pymc_edp.base.psis import psislw
+from pymc_edp.base.psis import PSIS_TAIL_RULE, psislw
 from pymc_edp.conjugate import normal_normal_edp, normal_normal_posterior
+from pymc_edp.core.loglik import posterior_matrix
 from pymc_edp.model.compat import (
     ARVIZ_1,
-    PSIS_TAIL_RULE,
     from_dict,
     get_group,
     has_group,
     make_container,
 )
-from pymc_edp.model.loglik import posterior_matrix
 from pymc_edp.model.moment_match import (
     ModelDensity,
     MomentMatchOptions,
@@ -436,7 +435,7 @@ def test_eight_schools_khat_agrees_with_arviz_stats():
 
     from arviz_stats import loo, loo_moment_match
 
-    from pymc_edp.model.loglik import relative_efficiency
+    from pymc_edp.core.loglik import relative_efficiency
 
     data, model, y, sigma = _eight_schools()
     post = get_group(data, "posterior")
@@ -505,7 +504,7 @@ def test_eight_schools_epsilon_agrees_with_refits():
     """
     from pymc_edp.base.binning import pooled_log_weights
     from pymc_edp.base.mcse import pooled_log_ratio_se
-    from pymc_edp.model.loglik import relative_efficiency
+    from pymc_edp.core.loglik import relative_efficiency
 
     data, model, y, sigma = _eight_schools()
     post = get_group(data, "posterior")

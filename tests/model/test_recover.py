@@ -9,12 +9,12 @@ import pytest
 import xarray as xr
 
 import pymc_edp as edp
+from pymc_edp.core.loglik import relative_efficiency
+from pymc_edp.core.select import RECOVERED, recovered_names, select_var_names
 from pymc_edp.model import recover
 from pymc_edp.model.compat import get_group, make_container
-from pymc_edp.model.loglik import relative_efficiency
 from pymc_edp.model.moment_match import ModelDensity
 from pymc_edp.model.pymc import ensure_log_likelihood
-from pymc_edp.model.select import select_var_names
 
 SCHOOLS_Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 SCHOOLS_SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
@@ -58,8 +58,8 @@ def test_a_non_centred_offset_is_recovered_exactly_with_its_dims():
     assert list(got["school"].values) == list("ABCDEFGH")
     # z = (theta - mu) / tau: exact to rounding (theta is stored to 1 ulp)
     np.testing.assert_allclose(got.values, z, rtol=1e-12, atol=1e-12)
-    assert recover.recovered_names(rec.posterior) == ["z"]
-    assert "theta" in got.attrs[recover.RECOVERED]
+    assert recovered_names(rec.posterior) == ["z"]
+    assert "theta" in got.attrs[RECOVERED]
     assert "z" not in post  # the input is not changed
 
 

@@ -16,8 +16,8 @@ import pymc as pm
 import pytest
 from support import take_columns
 
+from pymc_edp.core.loglik import LogLikelihood
 from pymc_edp.model.compat import compute_log_likelihood, from_dict
-from pymc_edp.model.loglik import LogLikelihood
 from pymc_edp.model.stream import (
     ModelColumns,
     StreamingUnavailableError,

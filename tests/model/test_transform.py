@@ -120,7 +120,7 @@ def test_neighbour_model_censored_likelihood():
 def test_refit_tasks_hold_changes_not_full_data():
     """A task keeps its neighbour's rows only; full pm.Data vectors appear when it runs."""
 
-    from pymc_edp.model.loglik import LogLikelihood, Neighbours
+    from pymc_edp.core.loglik import LogLikelihood, Neighbours
 
     ll = LogLikelihood.from_dataset(
         xr.Dataset(

@@ -164,7 +164,7 @@ def test_refit_options_refuse_a_fork_pool_as_chunk_options_do(monkeypatch):
     import concurrent.futures as cf
     import multiprocessing
 
-    from pymc_edp.base import parallel
+    from pymc_edp.runtime import parallel
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("no fork here")

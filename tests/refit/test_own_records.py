@@ -16,8 +16,8 @@ import xarray as xr
 from refit_support import refit_kw
 
 import pymc_edp as edp
-from pymc_edp.model.loglik import LogLikelihood
-from pymc_edp.model.neighbours import Neighbours, Remove, Replace
+from pymc_edp.core.loglik import LogLikelihood
+from pymc_edp.core.neighbours import Neighbours, Remove, Replace
 from pymc_edp.model.pymc import elementwise_loglik
 from pymc_edp.refit import run
 from pymc_edp.refit.run import RefitProblem

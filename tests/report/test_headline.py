@@ -70,7 +70,7 @@ def test_format_interval_and_lines():
 
 def test_what_was_left_out_is_said_in_the_words_of_the_warning(nn_result):
     """Issue 31: the printout, the HTML view and the warning name the left-out elements."""
-    from pymc_edp.model.select import LeftOut, left_out_message
+    from pymc_edp.core.select import LeftOut, left_out_message
     from pymc_edp.plots.html import edp_result_html
     from pymc_edp.report import edp_result_text
 

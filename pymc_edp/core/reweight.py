@@ -1,7 +1,7 @@
 """Reweighting neighbours chunk by chunk, and pruning those that cannot set epsilon.
 
 A chunk of neighbours is the unit of work: read (or compute) its log-likelihood rows, form
-the log ratios (:func:`pymc_edp.model.loglik.log_ratios`), smooth and bin them, drop them.
+the log ratios (:func:`pymc_edp.core.loglik.log_ratios`), smooth and bin them, drop them.
 
 Pruning. Every reweighted bin ratio ``P'(b) / P(b)`` is a mean of weights over their
 overall mean, and Pareto-smoothed weights stay inside ``[min_s r_s, max_s r_s]``;
@@ -43,11 +43,9 @@ import numpy as np
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import MEMORY_BUDGET, parse_bytes
-from pymc_edp.base.parallel import check_executor, resolve_n_workers
-from pymc_edp.base.psis import psis_tail_length
+from pymc_edp.base.psis import PSIS_TAIL_RULE, psis_tail_length
 from pymc_edp.base.validate import as_options, check_real
-from pymc_edp.model.compat import PSIS_TAIL_RULE
-from pymc_edp.model.loglik import (
+from pymc_edp.core.loglik import (
     LogLikelihood,
     _read,
     is_lazy,
@@ -56,7 +54,8 @@ from pymc_edp.model.loglik import (
     neighbour_rows,
     smoothed_log_weights,
 )
-from pymc_edp.model.neighbours import Neighbours, Relation, Remove
+from pymc_edp.core.neighbours import Neighbours, Relation, Remove
+from pymc_edp.runtime.parallel import check_executor, resolve_n_workers
 
 __all__ = [
     "ChunkOptions",
@@ -91,7 +90,7 @@ class ChunkOptions:
         Where chunks run; default here. An int: a local process pool of that many workers
         (-1: all cores), as in :class:`pymc_edp.RefitOptions`. Dask workers read or compute
         their own chunks' log-likelihood. A ``ProcessPoolExecutor`` must not ``fork`` where
-        numba's threads are GNU OpenMP (:func:`pymc_edp.base.parallel.fork_unsafe`).
+        numba's threads are GNU OpenMP (:func:`pymc_edp.runtime.parallel.fork_unsafe`).
     prune_above : float, default 1e8
         ``prune=None`` prunes above this many records x draws.
     prune : bool, optional
@@ -105,7 +104,7 @@ class ChunkOptions:
 
     Examples
     --------
-    >>> from pymc_edp.model.reweight import ChunkOptions
+    >>> from pymc_edp.core.reweight import ChunkOptions
     >>> ChunkOptions(memory="1GiB").rows(4000)
     4194
     >>> ChunkOptions.coerce({"prune": False, "memory": "1GiB"}).prune
@@ -309,7 +308,7 @@ def mean_bound(
 
     Examples
     --------
-    >>> from pymc_edp.model.reweight import mean_bound
+    >>> from pymc_edp.core.reweight import mean_bound
     >>> z = np.random.default_rng(0).normal(size=(1, 4000)) * 0.01
     >>> bool(mean_bound(z, 190)[0] < 0.6 * np.ptp(z))
     True
@@ -339,7 +338,7 @@ def top_rows(eps: np.ndarray, limited: np.ndarray, top: int) -> np.ndarray:
 
     Examples
     --------
-    >>> from pymc_edp.model.reweight import top_rows
+    >>> from pymc_edp.core.reweight import top_rows
     >>> top_rows(np.array([0.1, 3.0, 0.2, 2.0]), np.array([True, False, False, False]), 1)
     array([0, 1])
     """

@@ -8,7 +8,7 @@ numba's ``cache=True`` writes into ``site-packages/pymc_edp/base/__pycache__``, 
 Examples
 --------
 >>> from pathlib import Path
->>> from pymc_edp.base import jit
+>>> from pymc_edp.runtime import jit
 >>> jit.install()  # done on import of pymc_edp.base; a second call changes nothing
 >>> Path(jit.cache_dir()).name.startswith("base_")  # this package's kernels' folder
 True

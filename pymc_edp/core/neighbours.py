@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp.model.replace import candidates
+from pymc_edp.core.replace import candidates
 
 __all__ = [
     "RELATIONS",
@@ -30,7 +30,7 @@ RECORDS = ("auto", "rows", "elements")
 class RecordLayout(Protocol):
     """The records of every observed variable, laid end to end as rows.
 
-    What :class:`~pymc_edp.model.loglik.LogLikelihood` satisfies: ``names`` in order,
+    What :class:`~pymc_edp.core.loglik.LogLikelihood` satisfies: ``names`` in order,
     ``offsets`` of each variable's first row (``len(names) + 1`` long), ``datasets`` with dims
     ``("chain", "draw", *record_dims)``.
     """
@@ -397,7 +397,7 @@ class Replace(Relation):
     replaces: ClassVar[bool] = True
 
     def candidate_values(self, name: str, y: np.ndarray, integer: bool) -> np.ndarray:
-        """The replacements of ``name`` (:func:`~pymc_edp.model.replace.candidates`)."""
+        """The replacements of ``name`` (:func:`~pymc_edp.core.replace.candidates`)."""
         return candidates(self.replacements, name, y, integer=integer)
 
 
@@ -406,7 +406,7 @@ def neighbour_words(label: str) -> str:
 
     Examples
     --------
-    >>> from pymc_edp.model.neighbours import neighbour_words
+    >>> from pymc_edp.core.neighbours import neighbour_words
     >>> neighbour_words("remove"), neighbour_words("replace (groups)")
     ('record removed', "individual's records replaced")
     """

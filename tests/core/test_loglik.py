@@ -4,15 +4,14 @@ import xarray as xr
 from support import loglik_dataset, stack_psislw
 
 from pymc_edp.base.limits import LOG_RATIO_RESOLUTION
-from pymc_edp.base.psis import psislw
-from pymc_edp.model.compat import PSIS_TAIL_RULE
-from pymc_edp.model.loglik import (
+from pymc_edp.base.psis import PSIS_TAIL_RULE, psislw
+from pymc_edp.core.loglik import (
     LogLikelihood,
     log_ratios,
     relative_efficiency,
     smoothed_log_weights,
 )
-from pymc_edp.model.neighbours import Neighbours
+from pymc_edp.core.neighbours import Neighbours
 
 
 def _weights(ll, nbs, reff=1.0, replacement=None):

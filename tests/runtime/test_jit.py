@@ -1,4 +1,4 @@
-"""Where the kernels' compiled code is cached (:mod:`pymc_edp.base.jit`)."""
+"""Where the kernels' compiled code is cached (:mod:`pymc_edp.runtime.jit`)."""
 
 import os
 import subprocess
@@ -9,7 +9,8 @@ from pathlib import Path
 import numba
 import pytest
 
-from pymc_edp.base import binning, jit, mcse
+from pymc_edp.base import binning, mcse
+from pymc_edp.runtime import jit
 
 
 def test_kernels_cache_in_the_user_folder_not_in_the_package():

@@ -45,7 +45,7 @@ def check_executor(executor, where: str):
 
     Examples
     --------
-    >>> from pymc_edp.base.parallel import check_executor
+    >>> from pymc_edp.runtime.parallel import check_executor
     >>> check_executor(2, "ChunkOptions")
     2
     """
@@ -122,7 +122,7 @@ def fork_unsafe(executor: Any) -> str | None:
     Examples
     --------
     >>> import concurrent.futures as cf, multiprocessing
-    >>> from pymc_edp.base.parallel import fork_unsafe
+    >>> from pymc_edp.runtime.parallel import fork_unsafe
     >>> pool = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     >>> fork_unsafe(pool) is None
     True

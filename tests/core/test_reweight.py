@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from pymc_edp.base import binning
+from pymc_edp.core.loglik import LogLikelihood, Neighbours
+from pymc_edp.core.neighbours import Remove, Replace
+from pymc_edp.core.reweight import ChunkOptions, Reweighter, prune_margin
 from pymc_edp.model.compat import from_dict
-from pymc_edp.model.loglik import LogLikelihood, Neighbours
-from pymc_edp.model.neighbours import Remove, Replace
-from pymc_edp.model.reweight import ChunkOptions, Reweighter, prune_margin
 
 
 def _reweighter(ll_values, draws, bins=10, smoothing=0.01, groups=None, replacement=None):
@@ -90,9 +90,12 @@ def test_chunk_options():
     assert ChunkOptions.coerce({"memory": 2**20}).memory_bytes == 2**20
     with pytest.raises(ValueError, match="not a size"):
         ChunkOptions(memory="lots")
-    assert ChunkOptions(executor=4).n_workers() == 4  # a process pool, as RefitOptions'
+    assert ChunkOptions(executor=4).executor == 4  # a local pool of 4, as in RefitOptions
+    assert ChunkOptions(executor=4).n_workers() == 4
     with pytest.raises(TypeError, match="executor"):
-        ChunkOptions(executor="four")
+        ChunkOptions(executor="4")
+    with pytest.raises(ValueError, match="executor=0"):
+        ChunkOptions(executor=0)
     with pytest.raises(ValueError, match="prune_above"):
         ChunkOptions(prune_above=-1)
 
@@ -103,7 +106,7 @@ def test_chunk_options_refuse_a_fork_pool_the_kernels_break():
     import concurrent.futures as cf
     import multiprocessing
 
-    from pymc_edp.base.parallel import _numba_threading_layer
+    from pymc_edp.runtime.parallel import _numba_threading_layer
 
     if _numba_threading_layer() != ("omp", "GNU"):
         pytest.skip("numba's threading layer here is fork-safe")
@@ -123,10 +126,9 @@ def test_chunk_options_refuse_a_fork_pool_the_kernels_break():
 def test_mean_bound_is_never_below_the_smoothed_epsilon(rng, reff, n_bins):
     """The second screen of pruning bounds epsilon after PSIS and binning, heavy tails too."""
     from pymc_edp.base import binning
-    from pymc_edp.base.psis import psis_tail_length
-    from pymc_edp.model.compat import PSIS_TAIL_RULE
-    from pymc_edp.model.loglik import smoothed_log_weights
-    from pymc_edp.model.reweight import mean_bound
+    from pymc_edp.base.psis import PSIS_TAIL_RULE, psis_tail_length
+    from pymc_edp.core.loglik import smoothed_log_weights
+    from pymc_edp.core.reweight import mean_bound
 
     s = 2000
     draws = rng.normal(size=(3, s))
@@ -146,7 +148,7 @@ def test_mean_bound_is_never_below_the_smoothed_epsilon(rng, reff, n_bins):
 
 
 def test_mean_bound_of_non_finite_rows_is_infinite():
-    from pymc_edp.model.reweight import mean_bound
+    from pymc_edp.core.reweight import mean_bound
 
     lr = np.zeros((3, 50))
     lr[1, 3] = np.nan

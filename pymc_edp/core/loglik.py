@@ -26,10 +26,9 @@ from scipy.special import logsumexp
 
 from pymc_edp.base.limits import LOG_RATIO_RESOLUTION
 from pymc_edp.base.mcse import ess_mean
-from pymc_edp.base.psis import psislw
-from pymc_edp.model.compat import PSIS_TAIL_RULE
-from pymc_edp.model.neighbours import Neighbours
-from pymc_edp.model.recover import recovered_names
+from pymc_edp.base.psis import PSIS_TAIL_RULE, psislw
+from pymc_edp.core.neighbours import Neighbours
+from pymc_edp.core.select import recovered_names
 
 __all__ = [
     "COUPLED",

@@ -1,11 +1,11 @@
-"""Tests of pymc_edp.model.neighbours: which rows each record or individual changes."""
+"""Tests of pymc_edp.core.neighbours: which rows each record or individual changes."""
 
 import numpy as np
 import pytest
 import support
 
-from pymc_edp.model.loglik import LogLikelihood
-from pymc_edp.model.neighbours import RELATIONS, Neighbours, neighbour_words
+from pymc_edp.core.loglik import LogLikelihood
+from pymc_edp.core.neighbours import RELATIONS, Neighbours, neighbour_words
 
 
 def loglik_dataset(rng):

@@ -1,10 +1,10 @@
-"""Tests of the posterior variables an audit bins (:mod:`pymc_edp.model.select`)."""
+"""Tests of the posterior variables an audit bins (:mod:`pymc_edp.core.select`)."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from pymc_edp.model.select import (
+from pymc_edp.core.select import (
     CONSTANT,
     DATA_COPY,
     LeftOut,

@@ -1,9 +1,9 @@
-"""Tests of pymc_edp.model.replace: the replacement data sets of ``neighbour="replace"``."""
+"""Tests of pymc_edp.core.replace: the replacement data sets of ``neighbour="replace"``."""
 
 import numpy as np
 import pytest
 
-from pymc_edp.model.replace import PerRecord, candidates, check_support
+from pymc_edp.core.replace import PerRecord, candidates, check_support
 
 
 def test_binary_data_default_to_the_flipped_value():

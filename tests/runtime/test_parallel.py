@@ -1,11 +1,11 @@
-"""Tests of the executor layer pymc_edp.base.parallel.map_tasks."""
+"""Tests of the executor layer pymc_edp.runtime.parallel.map_tasks."""
 
 import concurrent.futures as cf
 import time
 
 import pytest
 
-from pymc_edp.base.parallel import map_tasks, progress_bar, resolve_n_workers
+from pymc_edp.runtime.parallel import map_tasks, progress_bar, resolve_n_workers
 
 
 def _square(x):
@@ -158,7 +158,7 @@ def test_fork_unsafe_names_a_fork_pool_where_numba_s_openmp_threads_break_it():
     # parallel kernel is terminated and the pool breaks (BrokenProcessPool)
     import multiprocessing
 
-    from pymc_edp.base.parallel import _numba_threading_layer, fork_unsafe
+    from pymc_edp.runtime.parallel import _numba_threading_layer, fork_unsafe
 
     if _numba_threading_layer() != ("omp", "GNU"):
         pytest.skip("numba's threading layer here is fork-safe")
@@ -207,7 +207,7 @@ def test_own_pool_forks_only_where_the_kernels_survive_it(monkeypatch, layer):
     import multiprocessing
     from multiprocessing import forkserver
 
-    from pymc_edp.base import parallel
+    from pymc_edp.runtime import parallel
 
     if multiprocessing.get_start_method() != "fork":
         pytest.skip("processes do not fork by default here")

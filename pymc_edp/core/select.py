@@ -10,16 +10,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_edp.model.recover import recovered_names
-
 __all__ = [
     "CONSTANT",
     "DATA_COPY",
+    "RECOVERED",
     "LeftOut",
     "drop_data_copies",
     "left_out_from_json",
     "left_out_message",
     "left_out_to_json",
+    "recovered_names",
     "select_var_names",
     "unconstrained_copies",
 ]
@@ -32,6 +32,10 @@ DATA_COPY = "data copy"
 #: unit diagonal of an LKJ correlation matrix is 1 up to the last bit of a float).
 CONSTANT_RTOL = 1e-12
 
+#: Attribute of a posterior variable recovered from deterministics, not sampled
+#: (:mod:`pymc_edp.model.recover`): the deterministics it was solved from.
+RECOVERED = "pymc_edp_recovered_from"
+
 #: PyMC names the value variable of a transformed ``x`` ``x_<transform>__`` (``sigma_log__``).
 _VALUE_VAR = re.compile(r"^(?P<base>.+)_(?P<transform>[A-Za-z0-9]+)__$")
 
@@ -41,7 +45,7 @@ def unconstrained_copies(names) -> list[str]:
 
     Examples
     --------
-    >>> from pymc_edp.model.select import unconstrained_copies
+    >>> from pymc_edp.core.select import unconstrained_copies
     >>> unconstrained_copies(["lam", "lam_log__", "p_logodds__", "x__"])
     ['lam_log__']
     """
@@ -52,6 +56,20 @@ def unconstrained_copies(names) -> list[str]:
         if m and m.group("base") in names:
             out.append(name)
     return out
+
+
+def recovered_names(posterior: xr.Dataset) -> list[str]:
+    """The variables of ``posterior`` that were recovered, not sampled (:data:`RECOVERED`).
+
+    Examples
+    --------
+    >>> from pymc_edp.core.select import RECOVERED, recovered_names
+    >>> post = xr.Dataset({"a": ("draw", [1.0, 2.0]), "b": ("draw", [0.0, 1.0])})
+    >>> post["b"].attrs[RECOVERED] = "a"
+    >>> recovered_names(post)
+    ['b']
+    """
+    return [name for name, da in posterior.data_vars.items() if RECOVERED in da.attrs]
 
 
 def select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str]:
@@ -119,7 +137,7 @@ class LeftOut:
 
     Examples
     --------
-    >>> from pymc_edp.model.select import LeftOut
+    >>> from pymc_edp.core.select import LeftOut
     >>> print(LeftOut("cutpoints", "constant", ("cutpoints[0]",), "0 in every draw").sentence())
     'cutpoints[0]' of 'cutpoints' is constant (0 in every draw): a constant carries no \
 information about any record (its epsilon is exactly 0) and cannot be binned; the other \
@@ -158,7 +176,7 @@ def left_out_message(left_out) -> str:
 
     Examples
     --------
-    >>> from pymc_edp.model.select import LeftOut, left_out_message
+    >>> from pymc_edp.core.select import LeftOut, left_out_message
     >>> left_out_message([LeftOut("y", "data copy", (), "it is an observed variable")])[:52]
     "Left out of the audit: 'y' is a copy of the data (it"
     """
@@ -229,7 +247,7 @@ def drop_data_copies(
 
     Examples
     --------
-    >>> from pymc_edp.model.select import drop_data_copies
+    >>> from pymc_edp.core.select import drop_data_copies
     >>> rng = np.random.default_rng(0)
     >>> draws = np.vstack([np.zeros(50), rng.normal(size=(2, 50))])
     >>> keep, _, left = drop_data_copies(
