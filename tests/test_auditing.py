@@ -763,6 +763,8 @@ def test_audit_takes_the_model_of_the_with_block_replace():
         edp.audit(idata, bins=5, method="psis", neighbour="replace", progressbar=False)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 @NOT_CONVERGED
 def test_audit_takes_the_model_of_the_with_block_refit(poisson_fit):
     idata, model, _ = poisson_fit

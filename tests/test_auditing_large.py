@@ -335,6 +335,8 @@ def test_streamed_replace_pruned_equals_unpruned(rng, case):
     np.testing.assert_allclose(held.pointwise["epsilon"], full.pointwise["epsilon"], rtol=1e-9)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_streamed_replace_on_a_dask_cluster_gives_the_serial_numbers(rng):
     """Workers compute their chunks' replacement columns (pickling: tests/model/test_stream)."""
     distributed = pytest.importorskip("distributed")

@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import pytest
 from pipeline_support import make_settings
 from scipy import stats
 
@@ -14,6 +15,8 @@ from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.model.compat import from_dict
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_stages_put_together_are_the_audit(normal):
     settings = make_settings()
     inp = read_inputs(read_fit(normal, None), None, settings)

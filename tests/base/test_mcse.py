@@ -79,6 +79,7 @@ def test_ess_mean_matches_the_stack(rng):
     assert mine[2] == 2000  # constant row, as ArviZ
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bin_index", [0, 3, 9])
 def test_pooled_log_ratio_se_matches_replicate_spread(bin_index):
     """The pooled (multiple importance sampling) estimate's error is its sampling spread.

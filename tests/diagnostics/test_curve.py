@@ -9,6 +9,7 @@ from pymc_edp.conjugate import normal_normal_edp
 from pymc_edp.model.compat import from_dict
 
 
+@pytest.mark.slow
 def test_curve_from_stored_weights(nn_result):
     res = nn_result
     bins = [5, 10, 20, 50, 100]

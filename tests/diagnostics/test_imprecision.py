@@ -35,6 +35,7 @@ def test_emi_and_empty_bins_table2_setting(bb_model):
     assert float(sens.sel(smoothing=0.0)) > float(sens.sel(smoothing=1.0))
 
 
+@pytest.mark.slow
 def test_emi_is_no_verdict_on_a_reweighted_estimate():
     """3,000 records: epsilon is within 2 EMI, yet the reweighting estimate is precise.
 

@@ -94,6 +94,8 @@ def kalman():
     return model, y
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_a_kalman_filter_is_checked_gaussian_and_exact(kalman):
     model, y = kalman
     lik = _likelihood(model)

@@ -35,6 +35,8 @@ def _noisy_sum(df, rng):
     return df["x"].sum() + rng.normal()
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_randomised_query_reproducible_and_executor_independent(rng, make_databases):
     dbs = make_databases(rng, n_db=6, n_ind=5)
     kw = dict(id_col="id", n_draws=3, random_seed=42, progressbar=False)

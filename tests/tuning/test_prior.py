@@ -95,6 +95,7 @@ def _iid_normal_idata(y, sigma0, n_chains, n_draws, seed):
     return from_dict({"posterior": {"mu": mu}, "log_likelihood": {"y": ll}})
 
 
+@pytest.mark.slow
 def test_mcse_matches_replicate_spread(y100):
     # 30 independent posteriors: the spread of their epsilons is the true MC error; its
     # estimate from 30 replicates has a relative standard error of about 13%, so the mean
@@ -286,6 +287,8 @@ def test_confirmation_refits_and_its_mcse(rng):
     assert float(se["estimate_i"][worst]) == pytest.approx(res.epsilon)
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_tune_prior_compiles_the_log_likelihood_once_and_audits_at_each_value(y100, monkeypatch):
     """Issue 39 item 4: the caches follow pm.Data without compiling again per trial.
 

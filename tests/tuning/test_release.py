@@ -79,6 +79,8 @@ def test_release_target_kwargs_are_audit_release_arguments():
     assert ReleaseAuditor(small).trial_kwargs()["options"].n_bootstrap == 20
 
 
+@pytest.mark.slow
+@pytest.mark.both_stacks
 def test_tune_prior_to_a_draws_release_target(y50, tmp_path):
     """k = 5 posterior draws at epsilon <= 1.5, delta = 1e-3, neighbour "remove"."""
     model = _normal_model(y50)
