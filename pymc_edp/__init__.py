@@ -34,6 +34,7 @@ from pymc_edp import (  # noqa: E402
 from pymc_edp.auditing import (  # noqa: E402
     Auto,
     ChunkOptions,
+    Method,
     MomentMatch,
     MomentMatchOptions,
     PerRecord,
@@ -59,6 +60,7 @@ __all__ = [
     "ChunkOptions",
     "EDPResult",
     "EDPWarning",
+    "Method",
     "MomentMatch",
     "MomentMatchOptions",
     "NeighbourOptions",

@@ -35,6 +35,7 @@ __all__ = [
     "TOP_WEIGHTS",
     "Auto",
     "ChunkOptions",
+    "Method",
     "MomentMatch",
     "MomentMatchOptions",
     "PerRecord",

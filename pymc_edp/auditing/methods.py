@@ -34,7 +34,13 @@ class Method:
     """How an audit estimates its neighbour posteriors (subclass to add a method).
 
     A subclass sets ``name`` and the class flags, and overrides :attr:`moment_match`,
-    :attr:`verify` and :meth:`check` where it differs.
+    :attr:`verify` and :meth:`check` where it differs (docs: "Adding an audit method").
+
+    Examples
+    --------
+    >>> method = edp.Method.coerce("auto")
+    >>> type(method).__name__, method.refits, method.verify.top
+    ('Auto', True, 5)
     """
 
     name: ClassVar[str] = ""
