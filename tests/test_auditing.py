@@ -970,6 +970,9 @@ def test_tune_prior_checks_audits_settings_before_sampling(rng, monkeypatch):
         edp.tune_prior(model, method="exact", **kw)
     with pytest.raises(ValueError, match="bins must be"):
         edp.tune_prior(model, bins=1, **kw)
+    for release in (None, "draws"):  # an audit's target and a release's
+        with pytest.raises(ValueError, match="log_likelihood must be one of"):
+            edp.tune_prior(model, release=release, log_likelihood="disk", **kw)
 
 
 @pytest.mark.parametrize(

@@ -21,11 +21,10 @@ from pymc_edp.auditing.reweighting import reweight
 from pymc_edp.auditing.settings import Settings, Smoothing
 from pymc_edp.auditing.verification import refit_and_verify, refit_problem
 from pymc_edp.base.common import resolve_seed
-from pymc_edp.base.validate import check_choice, check_int
+from pymc_edp.base.validate import check_int
 from pymc_edp.core.neighbours import Relation, Remove, Replace
 from pymc_edp.core.replace import PerRecord
 from pymc_edp.core.reweight import ChunkOptions
-from pymc_edp.model.fit import LOG_LIKELIHOOD_SOURCES
 from pymc_edp.model.moment_match import MomentMatchOptions
 from pymc_edp.model.pymc import check_model, resolve_model
 from pymc_edp.refit.options import RefitOptions, VerifyOptions
@@ -141,7 +140,6 @@ def audit(
     True
     """
     model = resolve_model(model)
-    check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
     settings = check_settings(
         model,
         bins=bins,

@@ -115,8 +115,9 @@ def as_options(cls, value, argument: str):
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(value) - known)
         moved = getattr(cls, "MOVED", {})  # options an earlier version took here
-        if any(k in moved for k in unknown):
-            raise TypeError("; ".join(f"{argument}={{{k!r}: ...}} {moved[k]}" for k in unknown))
+        gone = [k for k in unknown if k in moved]
+        if gone:
+            raise TypeError("; ".join(f"{argument}={{{k!r}: ...}} {moved[k]}" for k in gone))
         if unknown:
             raise TypeError(
                 f"unknown {argument} option(s) {unknown}; {cls.__name__} takes {sorted(known)}"

@@ -266,8 +266,7 @@ class Relation:
                 raise ValueError(f"neighbour must be one of {tuple(RELATIONS)}, got {value!r}")
             return RELATIONS[value]()
         if isinstance(value, Mapping):
-            fields = dict(value)
-            return NeighbourOptions(**fields)
+            return NeighbourOptions(**value)
         raise TypeError(
             "neighbour= takes edp.Remove(...), edp.Replace(...), a relation's name "
             f"({', '.join(map(repr, RELATIONS))}) or a dict of its fields, got "

@@ -113,10 +113,6 @@ class Fit:
             raise ValueError(f"the posterior container has no {name!r} group")
         return ds
 
-    def get(self, name: str) -> xr.Dataset | None:
-        """Group ``name``, or None."""
-        return getattr(self, name, None)
-
     def replace(self, **groups: xr.Dataset | None) -> Fit:
         """A copy with ``groups`` replaced."""
         return dataclasses.replace(self, **groups)

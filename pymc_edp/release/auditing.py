@@ -14,10 +14,9 @@ from pymc_edp.auditing import check_settings
 from pymc_edp.auditing.inputs import Inputs, read_fit, read_inputs
 from pymc_edp.base import accounting as acc
 from pymc_edp.base.common import NEIGHBOUR_DIM, EDPWarning
-from pymc_edp.base.validate import check_choice, check_delta, check_int
+from pymc_edp.base.validate import check_delta, check_int
 from pymc_edp.core.loglik import log_ratios, smoothed_log_weights
 from pymc_edp.core.neighbours import Relation
-from pymc_edp.model.fit import LOG_LIKELIHOOD_SOURCES
 from pymc_edp.model.pymc import observed_values, resolve_model
 from pymc_edp.release import notes as release_notes
 from pymc_edp.release.kinds import Pair, ReleaseKind, release_kind
@@ -138,7 +137,6 @@ def audit_release(
     """
     model = resolve_model(model)
     opts = ReleaseOptions.coerce(options)
-    check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
     spec = check_release(release, k, delta, observed, n_synthetic, statistic)
     spec = dataclasses.replace(spec, bins=bins, var_names=var_names)
     if spec.release.synthetic:

@@ -281,6 +281,8 @@ def tune_prior(
     model = resolve_model(model) if model_at is None else model
     target_epsilon = check_real(target_epsilon, "target_epsilon", positive=True)
     opts = RefitOptions.coerce(refit).for_fit()  # no fit yet: PyMC's sizes unless given
+    # checked here, before any sampling, for the audits and the release audits alike
+    check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
     shared = dict(
         var_names=var_names,
         filter_vars=filter_vars,
@@ -372,9 +374,8 @@ class _Audits:
     def __init__(self, kwargs: dict, refit: RefitOptions):
         self.search_kwargs = {**kwargs, "method": "psis", "refit": None}
         self.confirm_kwargs = {**kwargs, "refit": refit}
-        read = (*_SELECTION, "log_likelihood")  # checked by the audits' reading of the fit
+        read = (*_SELECTION, "log_likelihood")  # tune_prior checked the source
         checked = {k: v for k, v in self.confirm_kwargs.items() if k not in read}
-        check_choice(kwargs["log_likelihood"], "log_likelihood", LOG_LIKELIHOOD_SOURCES)
         checked = check_options(**checked)
         self.bins = checked["bins"]
         self.search_advice = (

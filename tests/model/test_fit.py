@@ -22,7 +22,7 @@ def test_read_takes_every_group_and_nothing_else():
     data = _container()
     fit = Fit.read(data)
     assert fit.has("posterior") and fit.has("log_likelihood") and fit.has("observed_data")
-    assert not fit.has("sample_stats") and fit.get("sample_stats") is None
+    assert not fit.has("sample_stats") and fit.sample_stats is None
     xr.testing.assert_identical(fit.group("posterior"), get_group(data, "posterior"))
     with pytest.raises(ValueError, match="no 'constant_data' group"):
         fit.group("constant_data")

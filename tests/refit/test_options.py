@@ -68,6 +68,9 @@ def test_verify_and_moment_match_moved_to_the_method():
         edp.RefitOptions.coerce({"verify": False})
     with pytest.raises(TypeError, match=r"chunks=\{'moment_match': ...\} moved .*Auto\(match="):
         edp.ChunkOptions.coerce({"moment_match": False})
+    # a moved key beside a misspelt one: where the moved one went, not a KeyError
+    with pytest.raises(TypeError, match=r"chunks=\{'moment_match': ...\} moved"):
+        edp.ChunkOptions.coerce({"moment_match": False, "memroy": "1GiB"})
     with pytest.raises(TypeError, match="unexpected keyword argument 'verify'"):
         edp.RefitOptions(verify=False)
     assert "verify" not in {f.name for f in dataclasses.fields(edp.RefitOptions)}
