@@ -84,8 +84,8 @@ def namespace() -> dict:
         "samples": _small_query_samples().copy(deep=True),
         "tuned": tuning_result(
             trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
-            utility=xr.Dataset(
-                {"mean_shift": ("parameter", [0.05])}, coords={"parameter": ["mu"]}
+            utility=xr.DataTree.from_dict(
+                {"mu": xr.Dataset({"mean_shift": 0.05, "audited": True})}
             ),
             warnings=("a caveat",),
         ),

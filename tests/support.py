@@ -118,7 +118,7 @@ def tuning_result(**changes):
         monotone=True,
         stopped="tolerance",
         trials=xr.Dataset(),
-        utility=xr.Dataset(),
+        utility=xr.DataTree(),
     )
     kw.update(changes)
     return edp.PriorTuningResult(**kw)

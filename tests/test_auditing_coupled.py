@@ -286,7 +286,8 @@ def _kalman_terms(v, sigma_level, sigma_obs, level0):
 
 def _by_record(res) -> np.ndarray:
     """``(neighbour, parameter)`` epsilons of a scalar-parameter audit."""
-    return res.pointwise["epsilon_parameter"].transpose("neighbour", "parameter").values
+    nodes = res.parameters.children.values()
+    return np.stack([node["epsilon_neighbour"].values for node in nodes], axis=1)
 
 
 def _check_against(res, exact: np.ndarray, top: str = "exact") -> None:

@@ -18,6 +18,7 @@ from pymc_edp.base import limits
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, WEIGHT_INDEX, EDPWarning
 from pymc_edp.base.mcse import interval_of_max
 from pymc_edp.base.psis import khat_threshold
+from pymc_edp.core.loglik import by_variable
 from pymc_edp.core.reweight import prune_margin
 from pymc_edp.refit.options import VERIFICATION_MEANINGS
 from pymc_edp.results.edp import EDPResult
@@ -47,7 +48,7 @@ def assemble(
     smoothing = settings.smoothing.weighted
     messages = [*messages, *_limit_messages(est, inp.neighbours.labels, inp.par_labels, smoothing)]
     lower, upper, se = intervals(est, verified.errors)
-    labels, par_labels = est.labels, est.par_labels
+    labels = est.labels
     pointwise = _pointwise(est, filled, inp, settings.neighbour.replaces).assign(
         epsilon_mcse=(NEIGHBOUR_DIM, se),
         epsilon_lower=(NEIGHBOUR_DIM, lower),
@@ -70,7 +71,6 @@ def assemble(
         interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)
     result = EDPResult(
         epsilon=float(filled.max()) if np.isfinite(filled).any() else float("nan"),
-        epsilon_by_var=_by_var(parameters, inp),
         pointwise=pointwise,
         parameters=parameters,
         bins=settings.bins,
@@ -84,12 +84,7 @@ def assemble(
         warnings=tuple(messages),
         n_chains=inp.n_chains,
         log_weights=_log_weights(est, labels),
-        draws=xr.DataArray(
-            inp.draws,
-            dims=(PARAMETER_DIM, SAMPLE_DIM),
-            coords={PARAMETER_DIM: par_labels},
-            name="draws",
-        ),
+        draws=_draws(inp),
         refits=verified.refits,
         mc_interval90=interval,
         random_seed=settings.seed,
@@ -103,20 +98,10 @@ def assemble(
     return _with_noise_floor(result)
 
 
-def _by_var(parameters: xr.Dataset, inp: Inputs) -> xr.Dataset:
-    """Each audited variable's elements' epsilons over its own dims (NaN: left out)."""
-    eps = parameters["epsilon"].values
-    rows = np.arange(eps.size) if inp.match.rows is None else inp.match.rows
-    by_var, start = {}, 0  # rows index the audited variables' elements laid end to end
-    for name in inp.names:
-        element = inp.posterior[name].isel(chain=0, draw=0, drop=True)
-        flat = np.full(element.size, np.nan)
-        mine = (rows >= start) & (rows < start + element.size)
-        flat[rows[mine] - start] = eps[mine]
-        by_var[name] = (element.dims, flat.reshape(element.shape))
-        start += element.size
-    coords = {d: inp.posterior[d] for v in by_var.values() for d in v[0] if d in inp.posterior}
-    return xr.Dataset(by_var, coords=coords)
+def _draws(inp: Inputs) -> xr.Dataset:
+    """The audited variables' full-data draws over their own dims and ``sample``."""
+    post = inp.posterior[list(inp.names)].stack({SAMPLE_DIM: ("chain", "draw")})
+    return post.drop_vars(["chain", "draw", SAMPLE_DIM]).transpose(..., SAMPLE_DIM).drop_attrs()
 
 
 def _log_weights(est: Estimates, labels: np.ndarray) -> xr.DataArray | None:
@@ -167,15 +152,14 @@ def _pointwise(est: Estimates, filled, inp: Inputs, replace: bool) -> xr.Dataset
     t, nbs = est.table, inp.neighbours
     # each neighbour's row at its worst parameter
     worst = xr.DataArray(np.argmax(filled, axis=1), dims=NEIGHBOUR_DIM)
-    at_worst = t[["eps", "bin_draws", "argbin"]].isel({PARAMETER_DIM: worst}, drop=True)
+    at_worst = t[["eps", "bin_draws", "argbin"]].isel({PARAMETER_DIM: worst})
+    at_worst = at_worst.drop_vars(PARAMETER_DIM)
     flags = limits.flag_attrs(LIMIT_DOC)
     pointwise = xr.Dataset(
         {
             "epsilon": at_worst["eps"],
-            "epsilon_parameter": t["eps"],
             "lower_bound": t["limit"].any(PARAMETER_DIM),
             "limit": (NEIGHBOUR_DIM, limits.worst_code(est["limit"], est["eps"]), flags),
-            "limit_parameter": t["limit"].assign_attrs(flags),
             "bin_draws": at_worst["bin_draws"],
             "pareto_k": t["khat"],
             "pareto_k_moment_match": t["khat_mm"],
@@ -194,32 +178,28 @@ def _pointwise(est: Estimates, filled, inp: Inputs, replace: bool) -> xr.Dataset
     return pointwise
 
 
-def _parameters(est: Estimates, filled, inp: Inputs) -> xr.Dataset:
-    """The per-parameter table ``res.parameters``."""
-    labels, par_labels = est.labels, est.par_labels
+def _parameters(est: Estimates, filled, inp: Inputs) -> xr.DataTree:
+    """The per-parameter tables ``res.parameters``: one per variable, over its own dims."""
     worst_nb = np.argmax(filled, axis=0)
     cols = np.arange(est["eps"].shape[1])
     eps = est["eps"][worst_nb, cols]
     # pruning keeps the overall maximum exact; a parameter's own maximum is exact only where
     # it is at least every pruned neighbour's bound
     pruned_bound = float(np.max(est["bound"][est.pruned], initial=-np.inf))
-    return xr.Dataset(
-        {
-            "epsilon": (PARAMETER_DIM, eps),
-            "exact": (PARAMETER_DIM, ~(prune_margin(np.full_like(eps, pruned_bound)) > eps)),
-            "lower_bound": (PARAMETER_DIM, est["limit"].any(axis=0)),
-            "limit": (
-                PARAMETER_DIM,
-                limits.worst_code(est["limit"].T, est["eps"].T),
-                limits.flag_attrs(LIMIT_DOC),
-            ),
-            "worst_neighbour": (PARAMETER_DIM, labels[worst_nb]),
-            "worst_bin": (PARAMETER_DIM, est["argbin"][worst_nb, cols]),
-            "n_bins": (PARAMETER_DIM, inp.bins.n_bins),
-            "var_name": (PARAMETER_DIM, np.asarray(inp.var_of, dtype=str)),
-        },
-        coords={PARAMETER_DIM: par_labels},
-    )
+    flags = limits.flag_attrs(LIMIT_DOC)
+    columns = {
+        "epsilon": ((), eps),
+        "exact": ((), ~(prune_margin(np.full_like(eps, pruned_bound)) > eps)),
+        "lower_bound": ((), est["limit"].any(axis=0)),
+        "limit": ((), limits.worst_code(est["limit"].T, est["eps"].T), flags),
+        "worst_neighbour": ((), est.labels[worst_nb]),
+        "worst_bin": ((), est["argbin"][worst_nb, cols]),
+        "n_bins": ((), inp.bins.n_bins),
+        "epsilon_neighbour": ((NEIGHBOUR_DIM,), est["eps"]),
+        "limit_neighbour": ((NEIGHBOUR_DIM,), est["limit"], flags),
+    }
+    elements = {n: inp.posterior[n].isel(chain=0, draw=0, drop=True) for n in inp.names}
+    return by_variable(columns, elements, inp.match.rows, {NEIGHBOUR_DIM: est.labels})
 
 
 def _verification_vars(check: Verification) -> dict:

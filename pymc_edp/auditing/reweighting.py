@@ -201,7 +201,7 @@ def _pruning_message(est: Estimates, n_neighbours: int) -> str:
     return (
         f"pruned {est.pruned.size} of {n_neighbours} neighbours whose bound (at most "
         f"{np.max(est['bound'][est.pruned]):.3g}, in pointwise['epsilon_bound']) is below "
-        "the epsilon found: epsilon is exact, a parameter's own where parameters['exact']"
+        "the epsilon found: epsilon is exact, a parameter's own where parameters[var]['exact']"
     )
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import logsumexp
 
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM
 from pymc_edp.base.limits import LOG_RATIO_RESOLUTION
 from pymc_edp.base.mcse import ess_mean
 from pymc_edp.base.psis import PSIS_TAIL_RULE, psislw
@@ -35,6 +36,9 @@ __all__ = [
     "RECORD_SIZE",
     "LogLikelihood",
     "NonFactorisedError",
+    "by_variable",
+    "element_labels",
+    "flat_view",
     "is_lazy",
     "log_ratio_range",
     "log_ratios",
@@ -50,8 +54,9 @@ SAMPLE_DIMS = ("chain", "draw")
 COUPLED, RECORD_SIZE = "edp_coupled", "edp_record_size"
 
 
-def _element_labels(da: xr.DataArray, dims: Sequence[str]) -> list[str]:
-    """ArviZ-style labels ``name[a, b]`` for every element of ``da`` over ``dims``."""
+def element_labels(da: xr.DataArray, dims: Sequence[str] | None = None) -> list[str]:
+    """ArviZ-style labels ``name[a, b]`` for every element of ``da`` over ``dims`` (its own)."""
+    dims = da.dims if dims is None else dims
     if not dims:
         return [str(da.name)]
     values = [np.asarray(da[d].values) for d in dims]
@@ -78,9 +83,82 @@ def posterior_matrix(posterior: xr.Dataset, names: Sequence[str]):
         values = np.asarray(da.values, dtype=float)
         values = values.reshape(-1, values.shape[-2] * values.shape[-1])
         rows.append(values)
-        labels.extend(_element_labels(da, extra))
+        labels.extend(element_labels(da, extra))
         var_of.extend([name] * values.shape[0])
     return np.concatenate(rows, axis=0), labels, var_of
+
+
+#: Where a per-variable table marks its elements that were audited (the others were left out).
+AUDITED = "audited"
+#: Dims of a per-variable table that are not the variable's own.
+_NOT_ELEMENT_DIMS = (NEIGHBOUR_DIM, SAMPLE_DIM)
+
+
+def _fill(values: np.ndarray):
+    """What a left-out element holds: NaN, False, "" or -1, by dtype."""
+    kind = np.asarray(values).dtype.kind
+    return {"f": np.nan, "b": False, "U": "", "O": "", "S": ""}.get(kind, -1)
+
+
+def by_variable(
+    columns: Mapping[str, tuple],
+    elements: Mapping[str, xr.DataArray],
+    rows=None,
+    coords: Mapping | None = None,
+) -> xr.DataTree:
+    """Per-parameter columns as one Dataset per variable, over its own dims and coords.
+
+    Parameters
+    ----------
+    columns : mapping of str to (dims, values) or (dims, values, attrs)
+        ``values``' last axis runs over the audited elements, ``dims`` names the others.
+    elements : mapping of str to xarray.DataArray
+        Per variable, one draw of it (its dims and coords). Laid end to end (as
+        :func:`posterior_matrix`), its elements' positions ``rows`` are the audited ones
+        (None: all). Left-out elements hold NaN, False, "" or -1, and ``audited`` False.
+    coords : mapping, optional
+        Coordinates of ``columns``' other dims.
+    """
+    sizes = [elements[n].size for n in elements]
+    rows = np.arange(sum(sizes)) if rows is None else np.asarray(rows)
+    tree, start = {}, 0
+    for (name, element), size in zip(elements.items(), sizes, strict=True):
+        mine = (rows >= start) & (rows < start + size)
+        at = rows[mine] - start
+        audited = np.zeros(size, dtype=bool)
+        audited[at] = True
+        ds = {AUDITED: (element.dims, audited.reshape(element.shape))}
+        for key, (dims, values, *attrs) in columns.items():
+            values = np.asarray(values)
+            full = np.full((*values.shape[:-1], size), _fill(values), dtype=values.dtype)
+            full[..., at] = values[..., mine]
+            shape = (*values.shape[:-1], *element.shape)
+            ds[key] = ((*dims, *element.dims), full.reshape(shape), *attrs)
+        own = {d: element[d] for d in element.dims if d in element.coords}
+        tree[name] = xr.Dataset(ds, coords={**own, **(coords or {})})
+        start += size
+    return xr.DataTree.from_dict(tree)
+
+
+def flat_view(tables: Mapping[str, xr.Dataset]) -> xr.Dataset:
+    """Per-variable tables as one over ``parameter``: ArviZ-style labels, only audited elements.
+
+    ``tables`` maps each variable to its Dataset (a node of :func:`by_variable`'s tree);
+    ``var_name`` says whose element each row is.
+    """
+    parts = [xr.Dataset(coords={PARAMETER_DIM: np.array([], dtype=str)})]
+    for name, ds in tables.items():
+        ds = ds.to_dataset() if isinstance(ds, xr.DataTree) else ds
+        own = list(ds[AUDITED].dims)
+        labels = element_labels(ds[AUDITED].rename(name))
+        flat = ds.drop_vars(own, errors="ignore")
+        flat = flat.stack({PARAMETER_DIM: own}) if own else flat.expand_dims(PARAMETER_DIM)
+        flat = flat.drop_vars([c for c in flat.coords if c not in _NOT_ELEMENT_DIMS])
+        flat = flat.assign_coords({PARAMETER_DIM: labels})
+        flat = flat.assign(var_name=(PARAMETER_DIM, np.full(len(labels), name)))
+        parts.append(flat.isel({PARAMETER_DIM: np.flatnonzero(flat[AUDITED].values)}))
+    out = xr.concat(parts[len(parts) > 1 :], PARAMETER_DIM, coords="minimal", join="outer")
+    return out.drop_vars(AUDITED, errors="ignore").transpose(PARAMETER_DIM, ...)
 
 
 @dataclass(frozen=True)
@@ -211,7 +289,7 @@ class LogLikelihood:
         """ArviZ-style label of every row, e.g. ``y[3]``."""
         labels: list[str] = []
         for name in self.names:
-            labels.extend(_element_labels(self.datasets[name], self.record_dims(name)))
+            labels.extend(element_labels(self.datasets[name], self.record_dims(name)))
         return labels
 
     def gather(self, rows: np.ndarray, arrays: Sequence[np.ndarray] | None = None) -> np.ndarray:

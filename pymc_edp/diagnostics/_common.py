@@ -6,17 +6,16 @@ above them) and keep what they compute in the result's own cache (:func:`cache_o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+import xarray as xr
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
 from pymc_edp.base.mcse import normal_quantile
 from pymc_edp.base.validate import check_probability
-
-if TYPE_CHECKING:
-    import xarray as xr
+from pymc_edp.core.loglik import AUDITED, flat_view
 
 #: (parameter, bin) pairs per neighbour whose intervals enter the interval of the maximum.
 DEFAULT_CANDIDATES = 5
@@ -35,11 +34,11 @@ class AuditData(Protocol):
     @property
     def pointwise(self) -> xr.Dataset: ...
     @property
-    def parameters(self) -> xr.Dataset: ...
+    def parameters(self) -> xr.DataTree: ...
     @property
     def log_weights(self) -> xr.DataArray | None: ...
     @property
-    def draws(self) -> xr.DataArray | None: ...
+    def draws(self) -> xr.Dataset | None: ...
     @property
     def bins(self) -> int: ...
     @property
@@ -146,6 +145,14 @@ def neighbour_weights(result: AuditData, neighbour: Any = None) -> tuple[np.ndar
     return lw[at], i, neighbour
 
 
+def flat_parameters(result: AuditData) -> xr.Dataset:
+    """``result.parameters`` as one table over ``parameter``: the audited elements' rows."""
+    cache = cache_of(result)
+    if "flat_parameters" not in cache:
+        cache["flat_parameters"] = flat_view(result.parameters.children)
+    return cache["flat_parameters"]
+
+
 def draws_of(result: AuditData) -> np.ndarray:
     """The full-data draws ``(parameter, sample)`` the bins were cut from."""
     if result.draws is None:
@@ -153,7 +160,9 @@ def draws_of(result: AuditData) -> np.ndarray:
             "this diagnostic needs the full-data draws the bins were cut from "
             "(result.draws), which this result does not carry"
         )
-    return np.asarray(result.draws.transpose(PARAMETER_DIM, ...).values, dtype=float)
+    audited = {n: node[AUDITED] for n, node in result.parameters.children.items()}
+    tables = {n: xr.Dataset({"draws": result.draws[n], AUDITED: a}) for n, a in audited.items()}
+    return np.asarray(flat_view(tables)["draws"].transpose(PARAMETER_DIM, ...).values, float)
 
 
 def cache_of(result: AuditData) -> dict:

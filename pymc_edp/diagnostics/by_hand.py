@@ -15,7 +15,7 @@ import xarray as xr
 from pymc_edp.base import binning
 from pymc_edp.base.common import PARAMETER_DIM
 from pymc_edp.core.loglik import posterior_matrix
-from pymc_edp.diagnostics._common import AuditData, bins_of, neighbour_position
+from pymc_edp.diagnostics._common import AuditData, bins_of, flat_parameters, neighbour_position
 from pymc_edp.model.compat import get_group
 
 __all__ = ["refit_epsilon"]
@@ -25,7 +25,7 @@ def _refit_draws(result: AuditData, refit_posterior) -> np.ndarray:
     """The refit's draws ``(parameter, sample)`` in the order of the audit's parameters."""
     if not isinstance(refit_posterior, xr.Dataset):
         refit_posterior = get_group(refit_posterior, "posterior")
-    var_of = [str(v) for v in result.parameters["var_name"].values]
+    var_of = [str(v) for v in flat_parameters(result)["var_name"].values]
     names = list(dict.fromkeys(var_of))
     missing = [n for n in names if n not in refit_posterior.data_vars]
     if missing:
@@ -36,7 +36,7 @@ def _refit_draws(result: AuditData, refit_posterior) -> np.ndarray:
         )
     draws, labels, _ = posterior_matrix(refit_posterior, names)
     row = {label: i for i, label in enumerate(labels)}
-    wanted = [str(p) for p in result.parameters[PARAMETER_DIM].values]
+    wanted = [str(p) for p in flat_parameters(result)[PARAMETER_DIM].values]
     absent = [p for p in wanted if p not in row]
     if absent:
         raise KeyError(
@@ -103,7 +103,7 @@ def refit_epsilon(result: AuditData, refit_posterior, neighbour: Any = None) -> 
         nb = int(b.n_bins[p])
         full[p, :nb] = b.counts[p, :nb] / b.n_samples
         share[p, :nb] = np.bincount(idx[p], minlength=nb)[:nb] / refit.shape[1]
-    labels = result.parameters[PARAMETER_DIM].values
+    labels = flat_parameters(result)[PARAMETER_DIM].values
     attrs = {
         "epsilon": float(np.max(est.eps)),
         "bins": int(result.bins),

@@ -15,6 +15,7 @@ from pymc_edp.diagnostics._common import (
     bins_of,
     cached,
     draws_of,
+    flat_parameters,
     n_bins_of,
     refitted,
     weights_of,
@@ -80,7 +81,7 @@ def _emi(result: AuditData, n_bins: int) -> xr.Dataset:
     value = float(out.max())
     return xr.Dataset(
         {"emi": ((), value), "emi_parameter": (PARAMETER_DIM, out)},
-        coords={PARAMETER_DIM: result.parameters[PARAMETER_DIM].values},
+        coords={PARAMETER_DIM: flat_parameters(result)[PARAMETER_DIM].values},
         attrs={
             "n_draws": int(first.size),
             "bins": n_bins,
@@ -137,8 +138,8 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
             "neighbours_with_empty": (PARAMETER_DIM, nb_empty),
         },
         coords={
-            PARAMETER_DIM: result.parameters[PARAMETER_DIM].values,
-            "var_name": (PARAMETER_DIM, result.parameters["var_name"].values),
+            PARAMETER_DIM: flat_parameters(result)[PARAMETER_DIM].values,
+            "var_name": (PARAMETER_DIM, flat_parameters(result)["var_name"].values),
         },
         attrs={
             "smoothing": result.smoothing,

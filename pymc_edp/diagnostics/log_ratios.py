@@ -9,7 +9,13 @@ import xarray as xr
 
 from pymc_edp.base import binning
 from pymc_edp.base.common import PARAMETER_DIM
-from pymc_edp.diagnostics._common import AuditData, bins_of, n_bins_of, neighbour_weights
+from pymc_edp.diagnostics._common import (
+    AuditData,
+    bins_of,
+    flat_parameters,
+    n_bins_of,
+    neighbour_weights,
+)
 
 __all__ = ["bin_log_ratios"]
 
@@ -49,7 +55,7 @@ def bin_log_ratios(
         ratios,
         dims=(PARAMETER_DIM, "bin"),
         coords={
-            PARAMETER_DIM: result.parameters[PARAMETER_DIM].values,
+            PARAMETER_DIM: flat_parameters(result)[PARAMETER_DIM].values,
             "bin": np.arange(ratios.shape[1]),
         },
         name="log_ratio",

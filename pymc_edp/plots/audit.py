@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.base import binning
-from pymc_edp.base.common import MIN_DRAWS_PER_BIN, NEIGHBOUR_DIM
+from pymc_edp.base.common import MIN_DRAWS_PER_BIN, NEIGHBOUR_DIM, PARAMETER_DIM
 from pymc_edp.base.mcse import normalised_weights
 from pymc_edp.diagnostics import (
     DEFAULT_CURVE_BINS,
@@ -25,6 +25,8 @@ from pymc_edp.diagnostics import (
     epsilon_interval,
 )
 from pymc_edp.diagnostics._common import (
+    draws_of,
+    flat_parameters,
     kept_weights,
     listing,
     neighbour_maximum,
@@ -534,13 +536,13 @@ def plot_neighbour_posterior(
     i, neighbour = neighbour_position(result, neighbour)
     if parameter is None:
         parameter = str(pw["worst_parameter"].values[i])
-    names = result.draws["parameter"].values
-    if not np.any(names.astype(str) == str(parameter)):
+    names = flat_parameters(result)[PARAMETER_DIM].values.astype(str)
+    if not np.any(names == str(parameter)):
         raise KeyError(
             f"no parameter {parameter!r} in this result; pass one of its parameters "
-            f"(res.parameters['parameter']): {listing(names)}"
+            f"(res.summary().index): {listing(names)}"
         )
-    draws = np.asarray(result.draws.sel(parameter=str(parameter)).values, dtype=float)
+    draws = draws_of(result)[int(np.flatnonzero(names == str(parameter))[0])]
     w = normalised_weights(neighbour_weights(result, neighbour)[0][0])[0]
     ax = get_axes(ax, figsize=figsize, default_figsize=(6.4, 4.0))
     edges = np.linspace(draws.min(), draws.max(), n_hist + 1)

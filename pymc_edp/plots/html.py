@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from pymc_edp.base.common import NEIGHBOUR_DIM
+from pymc_edp.core.loglik import flat_view
+from pymc_edp.diagnostics._common import flat_parameters
 from pymc_edp.plots.audit import KHAT_COLORS, neighbour_methods, pointwise_epsilons
 from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
 from pymc_edp.report import Headline, format_interval, headline, khat_counts
@@ -275,7 +277,7 @@ def _view_warnings(result: AuditSummary, head: Headline) -> tuple[str, ...]:
 
 
 def _parameter_table(result: AuditSummary) -> str:
-    ds = result.parameters
+    ds = flat_parameters(result)
     eps = np.asarray(ds["epsilon"].values, dtype=float)
     names = np.asarray(ds["parameter"].values).astype(str)
     cols = {
@@ -288,7 +290,7 @@ def _parameter_table(result: AuditSummary) -> str:
         cols = {"lower bound": np.where(flags, "yes", ""), **cols}
     header = ["parameter", "ε", *[k for k, v in cols.items() if v is not None]]
     rows: list[list | str] = []
-    for shown, note in parameter_rows(result):  # as the printout: long variables cut short
+    for shown, note in parameter_rows(ds):  # as the printout: long variables cut short
         rows += [
             [names[i], _num(eps[i]), *[v[i] for v in cols.values() if v is not None]]
             for i in shown
@@ -372,7 +374,9 @@ def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
     body = (
         _kv(_epsilon_items(result, head))
         + _section(
-            "ε by parameter", _parameter_table(result), count=result.parameters.sizes["parameter"]
+            "ε by parameter",
+            _parameter_table(result),
+            count=flat_parameters(result).sizes["parameter"],
         )
         + _section(
             "ε by neighbour",
@@ -490,7 +494,7 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
         + ("" if result.monotone else "; ε NOT monotone over the evaluated values"),
     }
     items = [(name, tuned), *((key, _e(value)) for key, value in text.items())]
-    utility = result.utility
+    utility = flat_view(result.utility.children).drop_vars("var_name", errors="ignore")
     body = (
         _kv(items)
         + _section(

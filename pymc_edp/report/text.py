@@ -7,12 +7,13 @@ The headline's sentences are :func:`pymc_edp.report.headline`'s and the k-hat ta
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
 from pymc_edp.base.common import PARAMETER_DIM, TRIAL_DIM
 from pymc_edp.base.validate import check_probability
 from pymc_edp.core.neighbours import neighbour_words
 from pymc_edp.diagnostics import continuous_limit, emi, empty_bins, epsilon_interval, epsilon_mcse
-from pymc_edp.diagnostics._common import refitted
+from pymc_edp.diagnostics._common import flat_parameters, refitted
 from pymc_edp.report._common import AuditSummary, TuningSummary
 from pymc_edp.report.headline import format_interval, headline
 from pymc_edp.report.khat import khat_counts
@@ -41,8 +42,8 @@ def smoothing_text(result: AuditSummary) -> str:
     return f"{result.smoothing:g}" if result.smoothing > 0 else "none"
 
 
-def parameter_rows(result: AuditSummary, most: int = MAX_ELEMENTS) -> list[tuple[np.ndarray, str]]:
-    """The rows of the parameter table the views list, variable by variable.
+def parameter_rows(table: xr.Dataset, most: int = MAX_ELEMENTS) -> list[tuple[np.ndarray, str]]:
+    """The rows of the flat parameter table the views list, variable by variable.
 
     A variable of at most ``most`` elements has every row, in order; a longer one its
     ``most`` largest epsilons, largest first (NaN last), and a note of how many more there
@@ -51,22 +52,22 @@ def parameter_rows(result: AuditSummary, most: int = MAX_ELEMENTS) -> list[tuple
     Returns
     -------
     list of (ndarray, str)
-        Per variable, in the order of ``result.parameters``: its rows' positions in
-        ``result.parameters`` and the note ("" when every row is listed).
+        Per variable, in the order of ``table`` (``epsilon`` and ``var_name`` over
+        ``parameter``): its rows' positions in ``table`` and the note ("" when every row
+        is listed).
 
     Examples
     --------
-    >>> from types import SimpleNamespace
     >>> eps = np.r_[0.1, np.arange(12) / 10]
     >>> ds = xr.Dataset({"epsilon": ("parameter", eps),
     ...                  "var_name": ("parameter", ["a"] + ["mu"] * 12)})
-    >>> (a, _), (mu, note) = parameter_rows(SimpleNamespace(parameters=ds), most=3)
+    >>> (a, _), (mu, note) = parameter_rows(ds, most=3)
     >>> a.tolist(), mu.tolist()
     ([0], [12, 11, 10])
     >>> note
     "... and 9 more elements of mu (res.epsilon_by_var['mu'])"
     """
-    ds = result.parameters
+    ds = table
     names = np.asarray(ds["var_name"].values).astype(str)
     eps = np.nan_to_num(np.asarray(ds["epsilon"].values, dtype=float), nan=-np.inf)
     out = []
@@ -127,7 +128,7 @@ def _parameter_lines(result: AuditSummary) -> list[str]:
     df = result.summary().drop(columns="var_name")
     if not df["lower_bound"].any():
         df = df.drop(columns="lower_bound")
-    groups = parameter_rows(result)
+    groups = parameter_rows(flat_parameters(result))
     shown = np.concatenate([rows for rows, _ in groups])
     table = df.iloc[shown].to_string(float_format=lambda x: f"{x:.3f}").splitlines()
     at = len(table) - shown.size  # the header's lines
@@ -163,12 +164,12 @@ def _pruning_lines(result: AuditSummary) -> list[str]:
         "max log r - min log r is below epsilon (pointwise['epsilon_bound']): "
         "epsilon is exact; they have no k-hat."
     ]
-    parameters = result.parameters
+    parameters = flat_parameters(result)
     if "exact" in parameters and not bool(parameters["exact"].all()):
         labels = parameters[PARAMETER_DIM].values[~parameters["exact"].values]
         lines.append(
             f"The epsilons of {', '.join(map(str, labels[:5]))}"
-            f"{'...' if labels.size > 5 else ''} are lower bounds (parameters['exact']); "
+            f"{'...' if labels.size > 5 else ''} are lower bounds (parameters[var]['exact']); "
             "audit with prune=False for their exact values."
         )
     return lines

@@ -11,9 +11,11 @@ import pandas as pd
 import xarray as xr
 
 from pymc_edp import diagnostics, plots, report
-from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, WEIGHT_INDEX
+from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, WEIGHT_INDEX
 from pymc_edp.base.validate import check_int
+from pymc_edp.core.loglik import by_variable, element_labels
 from pymc_edp.core.select import LeftOut, left_out_from_json, left_out_to_json
+from pymc_edp.diagnostics._common import flat_parameters
 from pymc_edp.diagnostics.uncertainty import STORED_PROB
 from pymc_edp.model.compat import get_group, group_names
 from pymc_edp.model.convergence import FitConvergence
@@ -65,9 +67,69 @@ def _int_or_none(value):
     return None if value is None else int(value)
 
 
-#: Prefix of ``epsilon_by_var``'s variables and dims in :meth:`EDPResult.to_dataset`, apart
-#: from the tables' (a posterior dim may be named ``parameter``).
-_BY_VAR = "by_var_"
+#: Prefixes of the per-variable tables' and draws' names, and of the variables' dims, in
+#: :meth:`EDPResult.to_dataset` (apart from the per-neighbour table's: a posterior dim may be
+#: named ``neighbour``); ``by_var_`` and ``parameter_`` in format 1 (flat tables).
+_PAR, _DRAWS = "parameters.", "draws."
+#: Format of :meth:`EDPResult.to_dataset`: 2 keeps each variable's dims (1: flat tables).
+_FORMAT = 2
+
+
+def _encoded(da: xr.DataArray) -> xr.DataArray:
+    """A per-variable array with its own dims named as in the saved Dataset."""
+    return da.rename({d: _PAR + d for d in da.dims if d not in (NEIGHBOUR_DIM, SAMPLE_DIM)})
+
+
+def _decoded(ds: xr.Dataset, prefix: str) -> dict[str, xr.DataArray]:
+    """The arrays ``prefix + name`` of a saved Dataset, with their own dims' names back."""
+    out = {}
+    for v in [v for v in ds.data_vars if v.startswith(prefix)]:
+        da = ds[v]
+        da = da.drop_vars([c for c in da.coords if not set(da[c].dims) <= set(da.dims)])
+        da = da.rename({d: d[len(_PAR) :] for d in da.dims if d.startswith(_PAR)})
+        out[v[len(prefix) :]] = da.astype(str) if da.dtype.kind in "OS" else da
+    return out
+
+
+def _legacy(ds: xr.Dataset, pointwise: xr.Dataset) -> tuple[xr.DataTree, xr.Dataset | None]:
+    """The per-variable tables and draws of a format-1 Dataset (flat ``parameter`` tables)."""
+    flat = ds[[v for v in ds.data_vars if v.startswith("parameter_")]]
+    flat = flat.rename({v: v[len("parameter_") :] for v in flat.data_vars})
+    by_var = ds[[v for v in ds.data_vars if v.startswith("by_var_")]]
+    by_var = by_var.rename({n: n[len("by_var_") :] for n in [*by_var.variables, *by_var.dims]})
+    elements = {n: by_var[n].drop_vars(NEIGHBOUR_DIM, errors="ignore") for n in by_var}
+    if not elements:  # saved before the variables' dims were kept: over the flat labels
+        var_of = flat["var_name"].values.astype(str)
+        for n in dict.fromkeys(var_of):
+            mine = flat[PARAMETER_DIM].values[var_of == n].astype(str)
+            one = mine.tolist() == [n]
+            elements[n] = xr.DataArray(0.0) if one else xr.DataArray(mine, dims=PARAMETER_DIM)
+            elements[n] = elements[n].assign_coords(None if one else {PARAMETER_DIM: mine})
+    labels = [
+        lab
+        for n, da in elements.items()
+        for lab in (
+            da.values.tolist() if PARAMETER_DIM in da.dims else element_labels(da.rename(n))
+        )
+    ]
+    rows = pd.Index(labels).get_indexer(flat[PARAMETER_DIM].values.astype(str))
+    cols = {
+        v: ((), da.values.astype(str) if da.dtype.kind in "OS" else da.values, dict(da.attrs))
+        for v, da in flat.data_vars.items()
+        if v != "var_name"
+    }
+    for v in ("epsilon", "limit"):
+        if f"pointwise_{v}_parameter" in ds:
+            da = ds[f"pointwise_{v}_parameter"].transpose(NEIGHBOUR_DIM, PARAMETER_DIM)
+            cols[f"{v}_neighbour"] = ((NEIGHBOUR_DIM,), da.values, dict(da.attrs))
+    coords = {NEIGHBOUR_DIM: pointwise[NEIGHBOUR_DIM].values}
+    tree = by_variable(cols, elements, rows, coords)
+    draws = None
+    if "draws" in ds:
+        values = ds["draws"].transpose(SAMPLE_DIM, PARAMETER_DIM).values
+        nodes = by_variable({"draws": ((SAMPLE_DIM,), values)}, elements, rows)
+        draws = xr.Dataset({n: nodes[n]["draws"] for n in elements}).transpose(..., SAMPLE_DIM)
+    return tree, draws
 
 
 @dataclass(frozen=True)
@@ -78,19 +140,19 @@ class EDPResult:
     ----------
     epsilon : float
         B-EDP epsilon: the maximum over parameters, their elements and neighbours.
-    epsilon_by_var : xarray.Dataset
-        Each audited variable's elements' epsilon over its own dims (NaN if left out).
     pointwise : xarray.Dataset
-        Per ``neighbour``: ``epsilon`` (and ``epsilon_parameter`` per parameter),
-        ``pareto_k``, ``worst_parameter``, ``worst_bin``, ``n_rows``, ``observed``,
-        ``method``, a refit's ``status`` and ``refit_mcse``, ``lower_bound``, ``limit``
-        (CF flags of :mod:`pymc_edp.base.limits`), ``bin_draws``, ``epsilon_mcse``,
-        ``epsilon_lower`` and ``epsilon_upper`` (90% interval where a neighbour can set
-        epsilon), ``verification`` (CF flags) with ``verify_*``, ``worst_replacement``.
-    parameters : xarray.Dataset
-        Per ``parameter`` (scalar element): ``epsilon``, ``lower_bound``, ``limit``,
-        ``worst_neighbour``, ``worst_bin``, ``n_bins`` (after merging tied edges), ``exact``
-        (False where pruning makes it a bound), ``var_name``.
+        Per ``neighbour``: ``epsilon``, ``pareto_k``, ``worst_parameter``, ``worst_bin``,
+        ``n_rows``, ``observed``, ``method``, a refit's ``status`` and ``refit_mcse``,
+        ``lower_bound``, ``limit`` (CF flags of :mod:`pymc_edp.base.limits`), ``bin_draws``,
+        ``epsilon_mcse``, ``epsilon_lower`` and ``epsilon_upper`` (90% interval where a
+        neighbour can set epsilon), ``verification`` (CF flags) with ``verify_*``,
+        ``worst_replacement``.
+    parameters : xarray.DataTree
+        One node per audited variable, over its own dims and coords: ``epsilon``,
+        ``lower_bound``, ``limit``, ``worst_neighbour``, ``worst_bin``, ``n_bins`` (after
+        merging tied edges), ``exact`` (False where pruning makes it a bound), ``audited``
+        (False: left out, see ``left_out``), and per ``neighbour`` ``epsilon_neighbour``
+        and ``limit_neighbour``. :meth:`summary` is its flat view, one row per element.
     bins, neighbour, method : int, str, str
         The requested ``B``, ``"remove"`` or ``"replace"``, how neighbours were obtained.
     smoothing, count_smoothing : float
@@ -101,9 +163,10 @@ class EDPResult:
     khat_threshold : float
         ``min(1 - 1 / log10(S), 0.7)``.
     warnings : tuple of str
-    log_weights, draws : xarray.DataArray, optional
-        Smoothed normalised log-weights ``(neighbour, sample)`` and full-data draws
-        ``(parameter, sample)``.
+    log_weights : xarray.DataArray, optional
+        Smoothed normalised log-weights ``(neighbour, sample)``.
+    draws : xarray.Dataset, optional
+        The audited variables' full-data draws, over their own dims and ``sample``.
     refits : pymc_edp.refit.Refits, optional
     mc_interval90 : (float, float), optional
         90% Monte-Carlo interval of epsilon (upper end ``inf`` for a lower bound).
@@ -141,6 +204,8 @@ class EDPResult:
     (10, 'remove', 'psis', 2000, 4)
     >>> round(float(res.epsilon_by_var["mu"]), 3)
     0.75...
+    >>> res.parameters["mu"]["epsilon_neighbour"].dims
+    ('neighbour',)
     >>> res.pointwise["epsilon"].dims
     ('neighbour',)
     >>> print(res)  # doctest: +ELLIPSIS
@@ -155,9 +220,8 @@ class EDPResult:
     """
 
     epsilon: float
-    epsilon_by_var: xr.Dataset
     pointwise: xr.Dataset
-    parameters: xr.Dataset
+    parameters: xr.DataTree
     bins: int
     neighbour: str
     method: str
@@ -168,7 +232,7 @@ class EDPResult:
     warnings: tuple = ()
     n_chains: int = 1
     log_weights: xr.DataArray | None = field(default=None, repr=False, compare=False)
-    draws: xr.DataArray | None = field(default=None, repr=False, compare=False)
+    draws: xr.Dataset | None = field(default=None, repr=False, compare=False)
     refits: object | None = field(default=None, repr=False, compare=False)
     mc_interval90: tuple | None = field(default=None, compare=False)
     noise_floor: float | None = field(default=None, compare=False)
@@ -181,6 +245,17 @@ class EDPResult:
     records: tuple[str, ...] = ()
     # What the diagnostics computed from this result: never saved, compared nor copied.
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def epsilon_by_var(self) -> xr.Dataset:
+        """Each audited variable's epsilon over its own dims (NaN where left out).
+
+        Examples
+        --------
+        >>> res.epsilon_by_var["mu"].dims
+        ()
+        """
+        return xr.Dataset({n: node["epsilon"] for n, node in self.parameters.children.items()})
 
     @property
     def n_neighbours(self) -> int:
@@ -232,22 +307,10 @@ class EDPResult:
         >>> round(float(df.loc["mu", "epsilon"]), 3)
         0.75...
         """
-        ds = self.parameters
-        df = pd.DataFrame(
-            {
-                "var_name": ds["var_name"].values.astype(str),
-                "epsilon": ds["epsilon"].values,
-                "lower_bound": (
-                    ds["lower_bound"].values.astype(bool)
-                    if "lower_bound" in ds
-                    else np.zeros(ds.sizes[PARAMETER_DIM], dtype=bool)
-                ),
-                "worst_neighbour": ds["worst_neighbour"].values,
-                "worst_bin": ds["worst_bin"].values,
-                "n_bins": ds["n_bins"].values,
-            },
-            index=pd.Index(ds[PARAMETER_DIM].values.astype(str), name=PARAMETER_DIM),
-        )
+        ds = flat_parameters(self)
+        columns = ["var_name", "epsilon", "lower_bound", "worst_neighbour", "worst_bin", "n_bins"]
+        df = ds[columns].to_dataframe()[columns]
+        df.index = df.index.astype(str)
         return df
 
     def most_exposed(self, k: int = 5) -> pd.DataFrame:
@@ -318,25 +381,26 @@ class EDPResult:
         >>> ds = res.to_dataset()
         >>> ds.attrs["bins"], ds.attrs["neighbour"]
         (10, 'remove')
-        >>> "pointwise_epsilon" in ds, "parameter_epsilon" in ds
+        >>> "pointwise_epsilon" in ds, "parameters.mu.epsilon" in ds
         (True, True)
         >>> "log_weights" in ds, "log_weights" in res.to_dataset(include_weights=True)
         (False, True)
         """
         pointwise = self.pointwise if include_weights else self._pointwise_with_intervals()
         pw = pointwise.rename({v: f"pointwise_{v}" for v in pointwise.data_vars})
-        par = self.parameters.rename({v: f"parameter_{v}" for v in self.parameters.data_vars})
-        by_var = self.epsilon_by_var
-        by_var = by_var.rename({n: _BY_VAR + n for n in [*by_var.variables, *by_var.dims]})
-        ds = xr.merge([pw, par, by_var], combine_attrs="drop")
-        for src in (pw, par):  # merging drops the variables' own attributes (CF flags)
-            for v in src.data_vars:
+        tables = {
+            f"{_PAR}{name}.{v}": _encoded(node[v])
+            for name, node in self.parameters.children.items()
+            for v in node.data_vars
+        }
+        if include_weights and self.draws is not None:
+            tables.update({_DRAWS + n: _encoded(self.draws[n]) for n in self.draws.data_vars})
+        ds = xr.merge([pw, xr.Dataset(tables)], combine_attrs="drop")
+        for src in (pw, tables):  # merging drops the variables' own attributes (CF flags)
+            for v in src if isinstance(src, dict) else src.data_vars:
                 ds[v].attrs = dict(src[v].attrs)
-        if include_weights:
-            if self.log_weights is not None:
-                ds["log_weights"] = _kept_weights_to_store(self.log_weights)
-            if self.draws is not None:
-                ds["draws"] = self.draws
+        if include_weights and self.log_weights is not None:
+            ds["log_weights"] = _kept_weights_to_store(self.log_weights)
         ds.attrs = {k: getattr(self, k) for k in self._ATTRS}
         ds.attrs["epsilon"] = self.epsilon
         ds.attrs["warnings"] = json.dumps(list(self.warnings))
@@ -354,7 +418,7 @@ class EDPResult:
         ds.attrs["convergence"] = json.dumps(
             None if self.convergence is None else self.convergence.to_dict()
         )
-        ds.attrs["pymc_edp_result"] = 1
+        ds.attrs["pymc_edp_result"] = _FORMAT
         return ds
 
     def _pointwise_with_intervals(self) -> xr.Dataset:
@@ -399,38 +463,27 @@ class EDPResult:
         if "pymc_edp_result" not in ds.attrs:
             raise ValueError("this Dataset was not written by EDPResult.to_dataset")
         pw_vars = [v for v in ds.data_vars if v.startswith("pointwise_")]
-        par_vars = [v for v in ds.data_vars if v.startswith("parameter_")]
         pointwise = ds[pw_vars].rename({v: v[len("pointwise_") :] for v in pw_vars})
-        parameters = ds[par_vars].rename({v: v[len("parameter_") :] for v in par_vars})
-        pointwise = pointwise.drop_dims(
-            [d for d in pointwise.dims if d not in (NEIGHBOUR_DIM, PARAMETER_DIM)]
-        )
-        parameters = parameters.drop_vars(
-            [c for c in parameters.coords if NEIGHBOUR_DIM in parameters[c].dims]
-        )
-        for obj in (pointwise, parameters):
-            obj.attrs = {}
+        pointwise = pointwise.drop_dims([d for d in pointwise.dims if d != NEIGHBOUR_DIM])
+        pointwise.attrs = {}
         for v in ("worst_parameter", "observed", "method", "status"):
             if v in pointwise:
                 pointwise[v] = pointwise[v].astype(str)
-        for obj, names in ((pointwise, ("lower_bound",)), (parameters, ("lower_bound", "exact"))):
-            for v in names:
-                if v in obj:  # netCDF has no booleans: written as integers
-                    obj[v] = obj[v].astype(bool)
-        parameters["var_name"] = parameters["var_name"].astype(str)
+        if "lower_bound" in pointwise:  # netCDF has no booleans: written as integers
+            pointwise["lower_bound"] = pointwise["lower_bound"].astype(bool)
         a = ds.attrs
-        by_var = ds[[v for v in ds.data_vars if v.startswith(_BY_VAR)]]
-        by_var = by_var.drop_vars([c for c in by_var.coords if not c.startswith(_BY_VAR)])
-        if by_var.data_vars:
-            by_var = by_var.rename(
-                {n: n[len(_BY_VAR) :] for n in [*by_var.variables, *by_var.dims]}
-            )
-            by_var.attrs = {}
-        else:  # written before epsilon_by_var kept the variables' dims: their maxima
-            by_var = xr.Dataset({k: float(v) for k, v in json.loads(a["epsilon_by_var"]).items()})
+        if int(a["pymc_edp_result"]) < 2:
+            parameters, draws = _legacy(ds, pointwise)
+        else:
+            nodes = {}
+            for key, da in _decoded(ds, _PAR).items():
+                name, v = key.rsplit(".", 1)
+                nodes.setdefault(name, {})[v] = da
+            parameters = xr.DataTree.from_dict({n: xr.Dataset(v) for n, v in nodes.items()})
+            draws = _decoded(ds, _DRAWS)
+            draws = xr.Dataset(draws) if draws else None
         return cls(
             epsilon=float(a["epsilon"]),
-            epsilon_by_var=by_var,
             pointwise=pointwise,
             parameters=parameters,
             bins=int(a["bins"]),
@@ -443,7 +496,7 @@ class EDPResult:
             warnings=tuple(json.loads(a["warnings"])),
             n_chains=int(a.get("n_chains", 1)),
             log_weights=_kept_weights_read(ds["log_weights"]) if "log_weights" in ds else None,
-            draws=ds["draws"] if "draws" in ds else None,
+            draws=draws,
             mc_interval90=_tuple_or_none(json.loads(a.get("mc_interval90", "null"))),
             noise_floor=_float_or_none(json.loads(a.get("noise_floor", "null"))),
             random_seed=_int_or_none(json.loads(a.get("random_seed", "null"))),
@@ -672,7 +725,7 @@ class EDPResult:
 
         Examples
         --------
-        >>> same = {"mu": res.draws.values.reshape(4, -1)}  # the full-data draws themselves
+        >>> same = {"mu": res.draws["mu"].values.reshape(4, -1)}  # the full-data draws themselves
         >>> check = res.refit_epsilon(same, "Choate")
         >>> round(check.attrs["epsilon"], 6), check["edges"].sizes["edge"]
         (0.0, 9)

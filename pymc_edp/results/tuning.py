@@ -8,6 +8,7 @@ import pandas as pd
 import xarray as xr
 
 from pymc_edp.base.common import TRIAL_DIM
+from pymc_edp.core.loglik import flat_view
 from pymc_edp.plots.html import tuning_result_html
 from pymc_edp.report import tuning_result_text
 from pymc_edp.results.edp import EDPResult
@@ -98,7 +99,7 @@ class PriorTuningResult:
     monotone: bool
     stopped: str
     trials: xr.Dataset
-    utility: xr.Dataset
+    utility: xr.DataTree
     warnings: tuple = ()
     audit: EDPResult | None = field(default=None, repr=False, compare=False)
     idata: object | None = field(default=None, repr=False, compare=False)
@@ -111,8 +112,8 @@ class PriorTuningResult:
         return (self.epsilon - self.target_epsilon) / self.target_epsilon
 
     def summary(self) -> pd.DataFrame:
-        """The utility cost, one row per audited scalar parameter."""
-        df = self.utility.to_dataframe()
+        """The utility cost, one row per audited scalar parameter (ArviZ-style labels)."""
+        df = flat_view(self.utility.children).drop_vars("var_name").to_dataframe()
         df.index = df.index.astype(str)
         return df
 

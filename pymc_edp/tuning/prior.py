@@ -19,9 +19,9 @@ from pymc_edp import diagnostics
 from pymc_edp.auditing import audit as run_audit
 from pymc_edp.auditing import check_options
 from pymc_edp.auditing.methods import Method
-from pymc_edp.base.common import PARAMETER_DIM, EDPWarning, resolve_seed
+from pymc_edp.base.common import EDPWarning, resolve_seed
 from pymc_edp.base.validate import check_choice, check_real
-from pymc_edp.core.loglik import posterior_matrix
+from pymc_edp.core.loglik import by_variable, posterior_matrix
 from pymc_edp.core.neighbours import Relation
 from pymc_edp.core.reweight import ChunkOptions
 from pymc_edp.model.compat import get_group
@@ -75,8 +75,10 @@ class _Sampler:
         return idata, model
 
 
-def _utility(untuned, tuned, names: Sequence[str]) -> xr.Dataset:
-    d0, labels, _ = posterior_matrix(get_group(untuned, "posterior"), names)
+def _utility(untuned, tuned, names: Sequence[str]) -> xr.DataTree:
+    """Per variable, over its own dims: posterior mean and sd untuned and tuned, and shift."""
+    post = get_group(untuned, "posterior")
+    d0, labels, _ = posterior_matrix(post, names)
     d1, labels1, _ = posterior_matrix(get_group(tuned, "posterior"), names)
     if list(labels) != list(labels1):
         raise ValueError("the tuned and untuned posteriors have different parameters")
@@ -85,19 +87,17 @@ def _utility(untuned, tuned, names: Sequence[str]) -> xr.Dataset:
     with np.errstate(divide="ignore", invalid="ignore"):
         shift_sd = (m1 - m0) / s0
         ratio = s1 / s0
-    dim = PARAMETER_DIM
-    return xr.Dataset(
-        {
-            "mean_untuned": (dim, m0),
-            "sd_untuned": (dim, s0),
-            "mean_tuned": (dim, m1),
-            "sd_tuned": (dim, s1),
-            "mean_shift": (dim, m1 - m0),
-            "mean_shift_sd": (dim, shift_sd),
-            "sd_ratio": (dim, ratio),
-        },
-        coords={dim: np.asarray(labels, dtype=str)},
-    )
+    columns = {
+        "mean_untuned": m0,
+        "sd_untuned": s0,
+        "mean_tuned": m1,
+        "sd_tuned": s1,
+        "mean_shift": m1 - m0,
+        "mean_shift_sd": shift_sd,
+        "sd_ratio": ratio,
+    }
+    elements = {n: post[n].isel(chain=0, draw=0, drop=True) for n in names}
+    return by_variable({k: ((), v) for k, v in columns.items()}, elements)
 
 
 def _check_hyperparameter(model, name: str) -> float:

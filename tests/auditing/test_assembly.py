@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import xarray as xr
 from pipeline_support import make_settings
 from scipy import stats
 
@@ -34,7 +35,7 @@ def test_stages_put_together_are_the_audit(normal):
         ref = edp.audit(normal, bins=10, method="psis", random_seed=1, progressbar=False)
     assert res.epsilon == ref.epsilon and res.method == "psis" and res.neighbour == "remove"
     np.testing.assert_array_equal(res.pointwise["epsilon"], ref.pointwise["epsilon"])
-    np.testing.assert_array_equal(res.parameters["epsilon"], ref.parameters["epsilon"])
+    xr.testing.assert_identical(res.parameters, ref.parameters)
     assert res.random_seed == 1 and res.noise_floor == ref.noise_floor
     # the verified estimates are left as they were
     assert (
@@ -142,16 +143,35 @@ def test_epsilon_by_var_has_the_posterior_dims_and_coords(rng, tmp_path):
     assert list(by_var) == ["mu", "theta"] and by_var["mu"].dims == ()
     assert by_var["theta"].dims == ("arm",)
     assert list(by_var["arm"].values) == ["a", "b", "c"]
-    par = res.parameters["epsilon"]
-    assert float(by_var["mu"]) == float(par.sel(parameter="mu"))
+    par = res.summary()["epsilon"]
+    assert float(by_var["mu"]) == par["mu"]
     for arm in ("a", "b"):
-        assert by_var["theta"].sel(arm=arm) == par.sel(parameter=f"theta[{arm}]")
+        assert by_var["theta"].sel(arm=arm) == par[f"theta[{arm}]"]
     assert np.isnan(by_var["theta"].sel(arm="c"))  # constant: left out
+    assert res.parameters["theta"]["audited"].values.tolist() == [True, True, False]
+    assert res.parameters["theta"]["worst_neighbour"].sel(arm="c") == ""
+    assert "theta[c]" not in par.index
     path = tmp_path / "res.nc"
     res.to_netcdf(path)
     for back in (edp.EDPResult.from_netcdf(path), edp.EDPResult.from_datatree(res.to_datatree())):
         assert back.epsilon_by_var.identical(by_var)
-    # files written when the attribute held each variable's maximum as JSON still read
-    old = res.to_dataset().drop_vars(["by_var_mu", "by_var_theta", "by_var_arm"])
-    old.attrs["epsilon_by_var"] = '{"mu": 0.5, "theta": 0.75}'
-    assert edp.EDPResult.from_dataset(old).epsilon_by_var["theta"] == 0.75
+    # files written before the variables' dims were kept (flat tables, each variable's
+    # maximum as JSON) read over the flat labels
+    old = _format0(res.to_dataset())
+    back = edp.EDPResult.from_dataset(old).epsilon_by_var
+    assert back["theta"].dims == ("parameter",) and back["mu"].dims == ()
+    assert back["theta"]["parameter"].values.tolist() == ["theta[a]", "theta[b]"]
+    np.testing.assert_array_equal(back["theta"], by_var["theta"].sel(arm=["a", "b"]))
+    assert float(back["mu"]) == float(by_var["mu"])
+
+
+def _format0(ds):
+    """A format-2 Dataset as the first versions wrote it: flat tables, maxima as JSON."""
+    flat = edp.EDPResult.from_dataset(ds).summary()
+    old = ds[[v for v in ds.data_vars if v.startswith("pointwise_")]]
+    old = old.drop_dims([d for d in old.dims if d != "neighbour"])
+    for v in ("epsilon", "worst_neighbour", "worst_bin", "n_bins", "var_name"):
+        old[f"parameter_{v}"] = ("parameter", flat[v].values)
+    old = old.assign_coords(parameter=flat.index.values)
+    old.attrs = {**ds.attrs, "pymc_edp_result": 1, "epsilon_by_var": '{"mu": 0.5}'}
+    return old

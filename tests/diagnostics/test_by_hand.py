@@ -98,7 +98,7 @@ def test_with_tied_draws_one_over_b_gives_a_wrong_epsilon():
 def test_a_refit_of_the_full_data_itself_gives_zero():
     rng = np.random.default_rng(3)
     res = audited(rng.normal(*posterior(Y), (2, 1_000)))
-    same = res.draws.values.reshape(2, -1)
+    same = res.draws["mu"].values.reshape(2, -1)
     check = res.refit_epsilon({"mu": same})
     assert check.attrs["epsilon"] == pytest.approx(0.0, abs=1e-12)
     assert "audit_epsilon" not in check.attrs

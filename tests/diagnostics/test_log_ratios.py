@@ -55,7 +55,7 @@ def test_several_parameters_and_chains(rng):
         coords={"coef": ["a", "b"]},
     )
     res = edp.audit(idata, bins=10, method="psis", progressbar=False)
-    assert res.parameters.sizes["parameter"] == 3
+    assert res.parameters["beta"]["epsilon"].sizes == {"coef": 2} and len(res.summary()) == 3
     se = res.mcse()
     np.testing.assert_allclose(se["estimate_i"], res.pointwise["epsilon"], rtol=1e-12)
     assert np.all(np.isfinite(se["epsilon_i"])) and np.all(se["ess_i"] > 0)

@@ -83,8 +83,11 @@ def _audits(data):
 
 def _assert_identical(a, b):
     assert a.epsilon == pytest.approx(b.epsilon, rel=1e-12, abs=1e-12)
-    for name in ("epsilon", "pareto_k", "epsilon_parameter"):
+    for name in ("epsilon", "pareto_k"):
         np.testing.assert_allclose(a.pointwise[name], b.pointwise[name], rtol=1e-12, atol=1e-12)
+    for name, node in a.parameters.children.items():
+        other = b.parameters[name]["epsilon_neighbour"]
+        np.testing.assert_allclose(node["epsilon_neighbour"], other, rtol=1e-12, atol=1e-12)
     for name in ("worst_bin", "worst_parameter"):
         np.testing.assert_array_equal(a.pointwise[name], b.pointwise[name])
     np.testing.assert_array_equal(a.pointwise["neighbour"], b.pointwise["neighbour"])

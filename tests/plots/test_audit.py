@@ -376,7 +376,7 @@ def test_neighbour_posterior_overlays_the_reweighted_histogram(diag_result):
     ax = diag_result.plot_neighbour_posterior(n_hist=40)
     worst = diag_result.worst_neighbour
     i = int(np.flatnonzero(diag_result.pointwise["neighbour"].values == worst)[0])
-    draws = diag_result.draws.sel(parameter="mu").values
+    draws = diag_result.draws["mu"].values
     weights = normalised_weights(diag_result.log_weights.values[i])[0]
     edges = np.linspace(draws.min(), draws.max(), 41)
     full, _ = np.histogram(draws, edges, density=True)

@@ -128,7 +128,7 @@ def test_audit_html_shows_epsilon_interval_table_khat_and_warnings(audit_result)
     mu = page.row("mu")
     assert mu[1] == f"{res.epsilon:.3f}"
     assert mu[2] == str(res.worst_neighbour)
-    assert mu[4] == str(int(res.parameters["n_bins"].values[0]))
+    assert mu[4] == str(int(res.parameters["mu"]["n_bins"]))
     # the k-hat table, and how each neighbour posterior was obtained
     thr = f"{res.khat_threshold:.2f}"
     assert page.row(f"(-Inf, {thr}]")[1:3] == ["good", "98"]
@@ -229,9 +229,8 @@ def _tuning_result(audit=None):
                 "stage": ("trial", ["initial", "bracket", "root", "final"]),
             }
         ),
-        utility=xr.Dataset(
-            {"mean_shift": ("parameter", [0.05]), "sd_ratio": ("parameter", [0.8])},
-            coords={"parameter": ["mu"]},
+        utility=xr.DataTree.from_dict(
+            {"mu": xr.Dataset({"mean_shift": 0.05, "sd_ratio": 0.8, "audited": True})}
         ),
         warnings=(LEAKAGE_CAVEAT, "epsilon is not monotone <here>"),
         audit=audit,
@@ -275,7 +274,7 @@ def test_tuning_html_of_the_docstring_example_without_epsilons():
     res = dataclasses.replace(
         _tuning_result(),
         trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
-        utility=xr.Dataset(),
+        utility=xr.DataTree(),
         warnings=(),
     )
     page = Page(res._repr_html_())

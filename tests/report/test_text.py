@@ -8,6 +8,7 @@ import xarray as xr
 from support import regression_audit, tuning_result
 
 import pymc_edp as edp
+from pymc_edp.diagnostics._common import flat_parameters
 from pymc_edp.report import diagnose, edp_result_text, headline, tuning_result_text
 from pymc_edp.report.text import MAX_ELEMENTS, parameter_rows
 
@@ -15,7 +16,7 @@ from pymc_edp.report.text import MAX_ELEMENTS, parameter_rows
 def _tuning(**changes):
     kw = dict(
         trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
-        utility=xr.Dataset({"mean_shift": ("parameter", [0.05])}, coords={"parameter": ["mu"]}),
+        utility=xr.DataTree.from_dict({"mu": xr.Dataset({"mean_shift": 0.05, "audited": True})}),
         warnings=("a caveat",),
     )
     return tuning_result(**(kw | changes))
@@ -39,18 +40,19 @@ def test_the_printout_says_what_pruning_skipped(nn_result):
     method[:3] = "pruned"
     khat = pw["pareto_k"].values.copy()
     khat[:3] = np.nan
-    exact = np.zeros(nn_result.parameters.sizes["parameter"], dtype=bool)
     res = dataclasses.replace(
         nn_result,
         pointwise=pw.assign(
             method=("neighbour", method.astype(str)), pareto_k=("neighbour", khat)
         ),
-        parameters=nn_result.parameters.assign(exact=("parameter", exact)),
+        parameters=nn_result.parameters.map_over_datasets(
+            lambda ds: ds.assign(exact=ds["exact"] & False) if "exact" in ds else ds
+        ),
         warnings=("first", "second"),
     )
     text = edp_result_text(res)
     assert f"Pruned: 3 of {res.n_neighbours} neighbours" in text
-    assert "are lower bounds (parameters['exact'])" in text
+    assert "are lower bounds (parameters[var]['exact'])" in text
     assert any(ln.startswith("not computed (pruned, refit)") for ln in text.splitlines())
     assert text.endswith("Warnings:\n- first\n- second")
 
@@ -152,14 +154,15 @@ def test_a_long_vector_lists_its_most_exposed_elements_then_the_headline(long_ve
 
 
 def test_parameter_rows_keeps_short_variables_whole_and_in_order(nn_result, long_vector):
-    [(rows, note)] = parameter_rows(nn_result)
+    [(rows, note)] = parameter_rows(flat_parameters(nn_result))
     assert rows.tolist() == [0] and note == ""
-    groups = parameter_rows(long_vector, most=3)
+    table = flat_parameters(long_vector)
+    groups = parameter_rows(table, most=3)
     assert [len(rows) for rows, _ in groups] == [1, 1, 3]
     assert [note.split(" of ")[-1] for _, note in groups] == [
         "",
         "",
         "mu (res.epsilon_by_var['mu'])",
     ]
-    assert "... and 1 more element of mu" in parameter_rows(long_vector, most=199)[2][1]
-    assert parameter_rows(long_vector, most=200)[2][1] == ""
+    assert "... and 1 more element of mu" in parameter_rows(table, most=199)[2][1]
+    assert parameter_rows(table, most=200)[2][1] == ""

@@ -1,4 +1,5 @@
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,7 +105,7 @@ NOT_SAVED = {
 
 def _same_value(a, b):
     """Equal, and of the same type (tuples: element by element)."""
-    if isinstance(a, (xr.Dataset, xr.DataArray)):
+    if isinstance(a, (xr.Dataset, xr.DataArray, xr.DataTree)):
         xr.testing.assert_identical(b, a)
         return
     assert type(b) is type(a)
@@ -341,3 +342,55 @@ def test_a_round_trip_without_weights_keeps_every_interval_there_was(large_audit
             assert ds.attrs["note"].startswith("28 of 60 neighbours have no")
             assert "'store_weights': True, 'prune': False" in ds.attrs["note"]
     assert "note" not in full.interval().attrs and "note" not in full.mcse().attrs
+
+
+def test_per_parameter_data_keep_the_posterior_dims(result):
+    """Tables, per-neighbour epsilons and draws are over each variable's own dims and coords."""
+    theta = result.parameters["theta"]
+    assert theta["epsilon"].dims == ("arm",) and list(theta["arm"].values) == ["a", "b", "c"]
+    assert theta["epsilon_neighbour"].dims == ("neighbour", "arm")
+    assert result.parameters["mu"]["epsilon"].dims == ()
+    assert result.draws["theta"].dims == ("arm", "sample")
+    # the flat view is the same numbers, labelled
+    df = result.summary()
+    for arm in "abc":
+        assert df.loc[f"theta[{arm}]", "epsilon"] == float(theta["epsilon"].sel(arm=arm))
+        worst = theta["epsilon_neighbour"].sel(arm=arm).max("neighbour")
+        assert float(worst) == df.loc[f"theta[{arm}]", "epsilon"]
+    eps = [n["epsilon_neighbour"].values.reshape(10, -1) for n in result.parameters.leaves]
+    np.testing.assert_array_equal(np.hstack(eps).max(1), result.pointwise["epsilon"].values)
+    xr.testing.assert_identical(result.epsilon_by_var["theta"], theta["epsilon"].rename("theta"))
+
+
+def test_a_result_saved_by_0_8_reads_back(tmp_path):
+    """A format-1 file (flat tables) reads into today's layout: each flat row in its place.
+
+    The file was written by ``tests/reference/audit_format1.py`` with pymc_edp 0.8.
+    """
+    path = Path(__file__).parent / "data" / "audit_format1.nc"
+    old = EDPResult.from_netcdf(path)
+    with xr.open_dataset(path) as ds:
+        flat = ds.load()
+    assert flat.attrs["pymc_edp_result"] == 1
+    rows = {"mu": ("mu", {}), "theta[a]": ("theta", {"arm": "a"})}
+    rows["theta[b]"] = ("theta", {"arm": "b"})
+    assert list(flat["parameter"].values) == list(rows)
+    for label, (name, at) in rows.items():
+        node, row = old.parameters[name].to_dataset().sel(at), flat.sel(parameter=label)
+        for v in ("epsilon", "worst_bin", "n_bins", "exact", "limit"):
+            assert node[v].item() == row[f"parameter_{v}"].item()
+        assert node["worst_neighbour"].item() == str(row["parameter_worst_neighbour"].item())
+        np.testing.assert_array_equal(
+            node["epsilon_neighbour"], row["pointwise_epsilon_parameter"]
+        )
+        np.testing.assert_array_equal(old.draws[name].sel(at), row["draws"])
+    # the constant element left out: in its place, marked and empty
+    c = old.parameters["theta"].to_dataset().sel(arm="c")
+    assert not c["audited"] and np.isnan(c["epsilon"]) and c["worst_neighbour"] == ""
+    assert old.summary().index.tolist() == list(rows)
+    assert old.parameters["theta"]["limit"].attrs["flag_meanings"].startswith("none")
+    old.to_netcdf(tmp_path / "again.nc", include_weights=True)
+    again = EDPResult.from_netcdf(tmp_path / "again.nc")
+    assert again.to_dataset().attrs["pymc_edp_result"] == 2
+    xr.testing.assert_identical(again.parameters, old.parameters)
+    xr.testing.assert_identical(again.draws, old.draws)

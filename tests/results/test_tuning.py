@@ -7,9 +7,8 @@ from pymc_edp.results.tuning import LEAKAGE_CAVEAT
 
 
 def test_result_summary_is_tabular():
-    ds = xr.Dataset(
-        {"mean_untuned": ("parameter", [1.0]), "sd_untuned": ("parameter", [1.0])},
-        coords={"parameter": ["mu"]},
+    ds = xr.DataTree.from_dict(
+        {"mu": xr.Dataset({"mean_untuned": 1.0, "sd_untuned": 1.0, "audited": True})}
     )
     res = tuning_result(
         value=0.1,
@@ -21,4 +20,5 @@ def test_result_summary_is_tabular():
         warnings=(LEAKAGE_CAVEAT,),
     )
     assert list(res.summary().index) == ["mu"]
+    assert list(res.summary().columns) == ["mean_untuned", "sd_untuned"]
     assert res.relative_error == 0.0

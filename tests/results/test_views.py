@@ -44,7 +44,7 @@ def test_the_methods_return_what_the_functions_return(res):
     assert res.curve((5, 10), prob=None).equals(diag.epsilon_curve(res, (5, 10), prob=None))
     assert res.delta_profile([0.1, 0.5]).equals(diag.delta_profile(res, [0.1, 0.5]))
     assert res.bin_log_ratios().equals(diag.bin_log_ratios(res))
-    same = {"mu": res.draws.values.reshape(res.n_chains, -1)}
+    same = {"mu": res.draws["mu"].values.reshape(res.n_chains, -1)}
     assert res.refit_epsilon(same).equals(diag.refit_epsilon(res, same))
     assert res.diagnose(0.8) == edp.report.diagnose(res, 0.8)
     assert repr(res) == edp.report.edp_result_text(res)
@@ -54,7 +54,7 @@ def test_the_methods_return_what_the_functions_return(res):
 def test_the_tuning_result_prints_with_the_report():
     tuned = tuning_result(
         trials=xr.Dataset({"value": ("trial", [1.73, 1.2])}),
-        utility=xr.Dataset({"mean_shift": ("parameter", [0.05])}, coords={"parameter": ["mu"]}),
+        utility=xr.DataTree.from_dict({"mu": xr.Dataset({"mean_shift": 0.05, "audited": True})}),
     )
     assert repr(tuned) == edp.report.tuning_result_text(tuned)
     assert _strip(tuned._repr_html_()) == _strip(tuning_result_html(tuned))

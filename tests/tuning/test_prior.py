@@ -201,7 +201,8 @@ def test_tune_prior_normal_normal_meets_target_exactly(y100):
         # mean to about sd / 70
         m1, s1 = normal_normal_posterior(y100, SIGMA, MU0, res.value)
         m0, s0 = normal_normal_posterior(y100, SIGMA, MU0, math.sqrt(3.0))
-        u = res.utility.sel(parameter="mu")
+        u = res.utility["mu"]
+        assert u["sd_ratio"].dims == ()
         assert float(u["sd_tuned"]) == pytest.approx(s1, rel=0.05)
         assert float(u["sd_untuned"]) == pytest.approx(s0, rel=0.05)
         assert abs(float(u["mean_tuned"]) - m1) < 0.1 * s1

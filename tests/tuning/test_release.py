@@ -112,8 +112,8 @@ def test_tune_prior_to_a_draws_release_target(y50, tmp_path):
     assert res.initial_epsilon > 1.5
     assert res.direction == "increasing"
     assert "audit_release" in res.method
-    assert list(res.utility["parameter"].values) == ["mu"]
-    assert float(res.utility["sd_ratio"].sel(parameter="mu")) < 1
+    assert list(res.utility.children) == ["mu"]
+    assert float(res.utility["mu"]["sd_ratio"]) < 1
     assert "leaks information" in repr(res)
     # the model is left as it was given
     assert float(model["sigma0"].get_value()) == pytest.approx(SIGMA0)
