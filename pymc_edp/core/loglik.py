@@ -118,6 +118,18 @@ def by_variable(
         (None: all). Left-out elements hold NaN, False, "" or -1, and ``audited`` False.
     coords : mapping, optional
         Coordinates of ``columns``' other dims.
+
+    Examples
+    --------
+    Two variables' epsilons, ``theta``'s last element left out:
+
+    >>> elements = {"mu": xr.DataArray(0.0),
+    ...             "theta": xr.DataArray([0.0] * 3, dims="arm", coords={"arm": list("abc")})}
+    >>> tree = by_variable({"epsilon": ((), [0.5, 0.2, 0.3])}, elements, rows=[0, 1, 2])
+    >>> tree["theta"]["epsilon"].values.tolist(), tree["theta"]["audited"].values.tolist()
+    ([0.2, 0.3, nan], [True, True, False])
+    >>> flat_view(tree.children)["epsilon"].to_series().to_dict()
+    {'mu': 0.5, 'theta[a]': 0.2, 'theta[b]': 0.3}
     """
     sizes = [elements[n].size for n in elements]
     rows = np.arange(sum(sizes)) if rows is None else np.asarray(rows)
