@@ -18,7 +18,7 @@ from pymc_edp.base import limits
 from pymc_edp.base.common import NEIGHBOUR_DIM, PARAMETER_DIM, SAMPLE_DIM, WEIGHT_INDEX, EDPWarning
 from pymc_edp.base.mcse import interval_of_max
 from pymc_edp.base.psis import khat_threshold
-from pymc_edp.core.loglik import by_variable
+from pymc_edp.core.loglik import by_variable, elements_of, own_dims
 from pymc_edp.core.reweight import prune_margin
 from pymc_edp.refit.options import VERIFICATION_MEANINGS
 from pymc_edp.results.edp import EDPResult
@@ -100,8 +100,9 @@ def assemble(
 
 def _draws(inp: Inputs) -> xr.Dataset:
     """The audited variables' full-data draws over their own dims and ``sample``."""
-    post = inp.posterior[list(inp.names)].stack({SAMPLE_DIM: ("chain", "draw")})
-    return post.drop_vars(["chain", "draw", SAMPLE_DIM]).transpose(..., SAMPLE_DIM).drop_attrs()
+    post = xr.Dataset({n: own_dims(inp.posterior[n], n) for n in inp.names})
+    post = post.stack({SAMPLE_DIM: ("chain", "draw")})
+    return post.drop_vars(["chain", "draw", SAMPLE_DIM]).transpose(..., SAMPLE_DIM)
 
 
 def _log_weights(est: Estimates, labels: np.ndarray) -> xr.DataArray | None:
@@ -198,7 +199,7 @@ def _parameters(est: Estimates, filled, inp: Inputs) -> xr.DataTree:
         "epsilon_neighbour": ((NEIGHBOUR_DIM,), est["eps"]),
         "limit_neighbour": ((NEIGHBOUR_DIM,), est["limit"], flags),
     }
-    elements = {n: inp.posterior[n].isel(chain=0, draw=0, drop=True) for n in inp.names}
+    elements = elements_of(inp.posterior, inp.names)
     return by_variable(columns, elements, inp.match.rows, {NEIGHBOUR_DIM: est.labels})
 
 

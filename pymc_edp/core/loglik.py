@@ -38,6 +38,7 @@ __all__ = [
     "NonFactorisedError",
     "by_variable",
     "element_labels",
+    "elements_of",
     "flat_view",
     "is_lazy",
     "log_ratio_range",
@@ -98,6 +99,19 @@ def _fill(values: np.ndarray):
     """What a left-out element holds: NaN, False, "" or -1, by dtype."""
     kind = np.asarray(values).dtype.kind
     return {"f": np.nan, "b": False, "U": "", "O": "", "S": ""}.get(kind, -1)
+
+
+def own_dims(da: xr.DataArray, name: str) -> xr.DataArray:
+    """``da`` with its dims named as the per-variable tables have them.
+
+    A dim named as the tables' own (``neighbour``, ``sample``) becomes ``<name>_<dim>``.
+    """
+    return da.rename({d: f"{name}_{d}" for d in da.dims if d in _NOT_ELEMENT_DIMS})
+
+
+def elements_of(posterior: xr.Dataset, names: Sequence[str]) -> dict[str, xr.DataArray]:
+    """One draw of each variable, its dims as :func:`by_variable` takes them."""
+    return {n: own_dims(posterior[n].isel(chain=0, draw=0, drop=True), n) for n in names}
 
 
 def by_variable(

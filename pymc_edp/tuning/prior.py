@@ -21,7 +21,7 @@ from pymc_edp.auditing import check_options
 from pymc_edp.auditing.methods import Method
 from pymc_edp.base.common import EDPWarning, resolve_seed
 from pymc_edp.base.validate import check_choice, check_real
-from pymc_edp.core.loglik import by_variable, posterior_matrix
+from pymc_edp.core.loglik import by_variable, elements_of, posterior_matrix
 from pymc_edp.core.neighbours import Relation
 from pymc_edp.core.reweight import ChunkOptions
 from pymc_edp.model.compat import get_group
@@ -96,7 +96,7 @@ def _utility(untuned, tuned, names: Sequence[str]) -> xr.DataTree:
         "mean_shift_sd": shift_sd,
         "sd_ratio": ratio,
     }
-    elements = {n: post[n].isel(chain=0, draw=0, drop=True) for n in names}
+    elements = elements_of(post, names)
     return by_variable({k: ((), v) for k, v in columns.items()}, elements)
 
 

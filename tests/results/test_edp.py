@@ -394,3 +394,29 @@ def test_a_result_saved_by_0_8_reads_back(tmp_path):
     assert again.to_dataset().attrs["pymc_edp_result"] == 2
     xr.testing.assert_identical(again.parameters, old.parameters)
     xr.testing.assert_identical(again.draws, old.draws)
+
+
+def test_a_posterior_dim_named_neighbour_is_renamed_in_the_tables(rng, tmp_path):
+    """A variable's own dim ``neighbour`` would clash with the tables': ``<var>_neighbour``."""
+    y = rng.normal(0, 1, 6)
+    mu = rng.normal(y.sum() / 7, 1 / np.sqrt(7), (2, 500))
+    w = mu[..., None] + rng.normal(0, 0.1, (2, 500, 2))
+    idata = from_dict(
+        {
+            "posterior": {"mu": mu, "w": w},
+            "log_likelihood": {"y": stats.norm.logpdf(y, mu[..., None], 1)},
+        },
+        coords={"neighbour": ["a", "b"]},
+        dims={"w": ["neighbour"]},
+    )
+    res = edp.audit(idata, bins=5, method="psis", progressbar=False)
+    assert res.parameters["w"]["epsilon_neighbour"].dims == ("neighbour", "w_neighbour")
+    assert res.pointwise.sizes["neighbour"] == 6 and res.draws["w"].dims == (
+        "w_neighbour",
+        "sample",
+    )
+    assert list(res.summary().index) == ["mu", "w[a]", "w[b]"]
+    res.to_netcdf(tmp_path / "res.nc", include_weights=True)
+    back = EDPResult.from_netcdf(tmp_path / "res.nc")
+    xr.testing.assert_identical(back.parameters, res.parameters)
+    xr.testing.assert_identical(back.draws, res.draws)
