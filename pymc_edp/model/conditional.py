@@ -21,22 +21,21 @@ import numpy as np
 __all__ = [
     "block_log_conditionals",
     "conditional_logp",
-    "gaussian_derivatives",
     "gaussian_derivatives_of",
     "is_student_t",
     "student_t_conditional",
 ]
 
 
-def _derivatives(logp, data):
-    """Gradient ``g`` (flat) and Hessian ``H`` (``n x n``) of ``logp`` in ``data``."""
+def gaussian_derivatives_of(logp, values):
+    """Graphs of the gradient and Hessian of ``logp`` in ``values``: ``(n,)`` and ``(n, n)``."""
     import pytensor.tensor as pt
     from pytensor.gradient import grad, jacobian
 
-    g = grad(pt.sum(logp), data).ravel()
+    g = grad(pt.sum(logp), values).ravel()
     n = g.shape[0]
-    h = jacobian(g, data, vectorize=True).reshape((n, n))
-    return g, h
+    h = jacobian(g, values, vectorize=True).reshape((n, n))
+    return [g, h]
 
 
 def conditional_logp(logp, value, at):
@@ -59,30 +58,10 @@ def conditional_logp(logp, value, at):
     """
     import pytensor.tensor as pt
 
-    g, h = _derivatives(logp, value)
+    g, h = gaussian_derivatives_of(logp, value)
     q = -pt.diagonal(h)
     mean = value.ravel() + g / q
     return 0.5 * pt.log(q / (2 * np.pi)) - 0.5 * q * (at.ravel() - mean) ** 2
-
-
-def gaussian_derivatives_of(logp, values):
-    """Graphs of the gradient and Hessian of ``logp`` in ``values``: ``(n,)`` and ``(n, n)``."""
-    return list(_derivatives(logp, values))
-
-
-def gaussian_derivatives(model, rv):
-    """Graphs of the gradient and Hessian of ``rv``'s log-likelihood in its observed values.
-
-    Both at the model's data, flat over the records: ``(n,)`` and ``(n, n)``.
-    """
-    import pytensor.tensor as pt
-    from pytensor.graph.replace import clone_replace
-
-    value = model.rvs_to_values[rv]
-    (logp,) = model.logp(vars=[rv], sum=False)
-    data = pt.tensor(name="edp_conditioned", dtype=value.dtype, shape=value.type.shape)
-    (logp,) = clone_replace([logp], replace={value: data})
-    return clone_replace(list(_derivatives(logp, data)), replace={data: value})
 
 
 def block_log_conditionals(g: np.ndarray, h: np.ndarray, blocks) -> np.ndarray:

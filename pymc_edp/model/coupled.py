@@ -36,7 +36,6 @@ References
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 
@@ -71,8 +70,6 @@ __all__ = [
     "CoupledLikelihood",
     "record_logp",
 ]
-
-_log = logging.getLogger("pymc_edp")
 
 ROUTES = ("student_t", "gaussian", "gaussian (checked)", "quadrature", "refit")
 #: Nats by which ``f`` may depart from its quadratic expansion (rounding of a sum of terms).
@@ -233,29 +230,25 @@ class CoupledLikelihood:
                 )
             rows = np.arange(self._data.size).reshape(-1, size)
             at_data = self.blocks(posterior, list(rows))
-            n_samples = at_data.shape[0]
-            note = self._note(self.route, time.perf_counter() - start, [np.empty(n_samples)])
+            note = self._note(time.perf_counter() - start, at_data.shape[0])
             return Conditionals(at_data, (), self.route, note)
         draws = _posterior_draws(posterior, self.free, self.dtypes)
         ats = tuple(np.asarray(a, dtype=self._data.dtype).reshape(self._data.shape) for a in ats)
-        if self.route in ("student_t", "gaussian"):
+        if self.symbolic:
             at_data, at = self._symbolic_conditionals(draws, ats)
-            note = self._note(self.route, time.perf_counter() - start, draws)
-            return Conditionals(at_data, at, self.route, note)
-        fd = self._differences(draws)
-        if self._quadratic(draws, fd):
-            route = "gaussian (checked)"
-            at_data, at = self._checked_conditionals(fd, ats)
         else:
-            route = "quadrature"
-            at_data, at = self._quadrature(draws, fd, ats)
-        self.route = route
-        return Conditionals(
-            at_data, at, route, self._note(route, time.perf_counter() - start, draws)
-        )
+            fd = self._differences(draws)
+            if self._quadratic(draws, fd):
+                route = "gaussian (checked)"
+                at_data, at = self._checked_conditionals(fd, ats)
+            else:
+                route = "quadrature"
+                at_data, at = self._quadrature(draws, fd, ats)
+            self.route = route
+        note = self._note(time.perf_counter() - start, _n_samples(draws))
+        return Conditionals(at_data, at, self.route, note)
 
-    def _note(self, route: str, seconds: float, draws) -> str:
-        n_samples = draws[0].shape[0] if draws else 1
+    def _note(self, seconds: float, n_samples: int) -> str:
         how = {
             "student_t": "the Student-t closed form",
             "gaussian": "the Gaussian closed form (a quadratic form in its values, proven from "
@@ -263,7 +256,7 @@ class CoupledLikelihood:
             "gaussian (checked)": "the Gaussian closed form (exactly quadratic in each "
             "record's direction at every posterior draw, checked)",
             "quadrature": f"adaptive quadrature (relative error under {QUADRATURE_RTOL:g})",
-        }[route]
+        }[self.route]
         return (
             f"{self.structure.describe()}; each record reweighted by p(y_i | y_-i, theta), "
             f"by {how} ({self.structure.n_records} records x {n_samples} draws in "
@@ -273,18 +266,16 @@ class CoupledLikelihood:
     # ------------------------------------------------------------------ symbolic
     def _symbolic_conditionals(self, draws, ats):
         import pytensor.tensor as pt
+        from pytensor.graph.replace import clone_replace
 
         if self._symbolic is None:
             at = pt.tensor(name=f"{self.name}_at", dtype=self._y.dtype, shape=self._y.type.shape)
-            graph = self.record_graph(at)
             value = self._model.rvs_to_values[self._rv]
-            from pytensor.graph.replace import clone_replace
-
-            (graph,) = clone_replace([graph], replace={value: self._y})
+            (graph,) = clone_replace([self.record_graph(at)], replace={value: self._y})
             self._symbolic = self._compile(
                 [*self._values, self._y, at], graph, on_unused_input="ignore"
             )
-        n_samples = draws[0].shape[0] if draws else 1
+        n_samples = _n_samples(draws)
         y = self._data
         outs = []
         for target in (y, *ats):
@@ -330,24 +321,32 @@ class CoupledLikelihood:
                 ]
         return np.where(np.isnan(out), -np.inf, out)
 
-    def _shifted(self, draws, s_index, elements, offsets) -> np.ndarray:
-        """``f`` at draws ``s_index`` with element ``elements`` moved by ``offsets`` (flat)."""
+    def _shifted(self, draws, s_index, elements, offsets, placed=False) -> np.ndarray:
+        """``f`` at draws ``s_index`` with flat ``elements`` moved by (or set to) ``offsets``."""
         y = self._data.ravel()
         Y = np.broadcast_to(y, (s_index.size, y.size)).copy()
-        Y[np.arange(s_index.size), elements] += offsets
+        if placed:
+            Y[np.arange(s_index.size), elements] = offsets
+        else:
+            Y[np.arange(s_index.size), elements] += offsets
         return self._evaluate(draws, s_index, Y.reshape(-1, *self._data.shape))
+
+    def _plus_minus(self, draws, n_samples: int, h: float):
+        """``f`` with each element moved by ``+h`` and by ``-h``: two ``(S, n)`` arrays."""
+        n = self._data.size
+        ss, ee = np.repeat(np.arange(n_samples), n), np.tile(np.arange(n), n_samples)
+        return [
+            self._shifted(draws, ss, ee, np.full(ss.size, step)).reshape(n_samples, n)
+            for step in (h, -h)
+        ]
 
     def _differences(self, draws) -> dict:
         """``f`` at the data, and central differences of step ``h`` along every element."""
-        n_samples = draws[0].shape[0] if draws else 1
-        n = self._data.size
+        n_samples = _n_samples(draws)
         h = _step(self._data)
         s = np.arange(n_samples)
         f0 = self._evaluate(draws, s, np.broadcast_to(self._data, (n_samples, *self._data.shape)))
-        ss = np.repeat(s, n)
-        ee = np.tile(np.arange(n), n_samples)
-        plus = self._shifted(draws, ss, ee, np.full(ss.size, h)).reshape(n_samples, n)
-        minus = self._shifted(draws, ss, ee, np.full(ss.size, -h)).reshape(n_samples, n)
+        plus, minus = self._plus_minus(draws, n_samples, h)
         g = (plus - minus) / (2 * h)
         q = -(plus - 2 * f0[:, None] + minus) / h**2
         return {"f0": f0, "g": g, "q": q, "h": h}
@@ -363,9 +362,7 @@ class CoupledLikelihood:
             return False
         n_samples, n = q.shape
         h = fd["h"] / 2
-        ss, ee = np.repeat(np.arange(n_samples), n), np.tile(np.arange(n), n_samples)
-        plus = self._shifted(draws, ss, ee, np.full(ss.size, h)).reshape(n_samples, n)
-        minus = self._shifted(draws, ss, ee, np.full(ss.size, -h)).reshape(n_samples, n)
+        plus, minus = self._plus_minus(draws, n_samples, h)
         q_half = -(plus - 2 * f0[:, None] + minus) / h**2
         tol = QUADRATIC_ATOL + 1e-12 * np.abs(f0[:, None])
         if not np.all(np.abs(q_half - q) * h**2 <= 4 * tol):
@@ -407,7 +404,7 @@ class CoupledLikelihood:
         e_of = np.tile(np.arange(n), n_samples)
 
         def logf(ids, t):
-            return self._placed(draws, s_of[ids], e_of[ids], t)
+            return self._shifted(draws, s_of[ids], e_of[ids], t, placed=True)
 
         res = log_integrals(logf, centre.ravel(), scale.ravel(), rtol=QUADRATURE_RTOL)
         log_z = res.log_z.reshape(n_samples, n)
@@ -422,15 +419,9 @@ class CoupledLikelihood:
         outs = [fd["f0"][:, None] - log_z]
         for target in ats:
             t = np.broadcast_to(np.asarray(target, dtype=float).ravel(), (n_samples, n)).ravel()
-            outs.append(self._placed(draws, s_of, e_of, t).reshape(n_samples, n) - log_z)
+            placed = self._shifted(draws, s_of, e_of, t, placed=True)
+            outs.append(placed.reshape(n_samples, n) - log_z)
         return outs[0], tuple(outs[1:])
-
-    def _placed(self, draws, s_index, elements, values) -> np.ndarray:
-        """``f`` at draws ``s_index`` with element ``elements`` set to ``values`` (flat)."""
-        y = self._data.ravel()
-        Y = np.broadcast_to(y, (s_index.size, y.size)).copy()
-        Y[np.arange(s_index.size), elements] = values
-        return self._evaluate(draws, s_index, Y.reshape(-1, *self._data.shape))
 
     # ------------------------------------------------------------------ blocks
     def blocks(self, posterior: xr.Dataset, blocks) -> np.ndarray:
@@ -445,7 +436,7 @@ class CoupledLikelihood:
         blocks = [np.asarray(b, dtype=np.int64) for b in blocks]
         self._data = self.data
         draws = _posterior_draws(posterior, self.free, self.dtypes)
-        n_samples = draws[0].shape[0] if draws else 1
+        n_samples = _n_samples(draws)
         if self.route == "gaussian":
             if self._blocks_fn is None:
                 graphs = gaussian_derivatives_of(self._total, self._y)
@@ -457,7 +448,7 @@ class CoupledLikelihood:
                 g, h = self._blocks_fn(*(d[s] for d in draws), self._data)
                 out[s] = block_log_conditionals(np.asarray(g), np.asarray(h), blocks)
             return out
-        if self.route in ("gaussian (checked)",):
+        if self.route == "gaussian (checked)":
             fd = self._differences(draws)
             if self._quadratic(draws, fd) and self._block_quadratic(draws, fd, blocks):
                 return self._block_conditionals(draws, fd, blocks)
@@ -470,7 +461,7 @@ class CoupledLikelihood:
 
     def _pairs(self, draws, blocks, h):
         """``f`` at ``y + h e_i + h e_j`` for every pair ``i <= j`` of every block."""
-        n_samples = draws[0].shape[0] if draws else 1
+        n_samples = _n_samples(draws)
         pairs = [(i, j) for b in blocks for k, i in enumerate(b) for j in b[k:]]
         pi = np.array([p[0] for p in pairs], dtype=np.int64)
         pj = np.array([p[1] for p in pairs], dtype=np.int64)
@@ -487,12 +478,7 @@ class CoupledLikelihood:
         """Per block, ``(S, k, k)`` precision from second differences (exact: quadratic)."""
         h, f0 = fd["h"], fd["f0"]
         n_samples = f0.size
-        y = self._data.ravel()
-        single = {}
-        for b in blocks:
-            for i in b:
-                single[int(i)] = None
-        idx = np.array(sorted(single), dtype=np.int64)
+        idx = np.array(sorted({int(i) for b in blocks for i in b}), dtype=np.int64)
         ss = np.repeat(np.arange(n_samples), idx.size)
         plus = self._shifted(draws, ss, np.tile(idx, n_samples), np.full(ss.size, h))
         plus = dict(zip(idx.tolist(), plus.reshape(n_samples, idx.size).T, strict=True))
@@ -510,7 +496,6 @@ class CoupledLikelihood:
                         val = -(both[(i, j)] - plus[i] - plus[j] + f0) / h**2
                     q[:, a, c] = q[:, c, a] = val
             out.append(q)
-        del y
         return out
 
     def _block_quadratic(self, draws, fd, blocks) -> bool:
@@ -590,6 +575,10 @@ def record_logp(model, rv, at=None, records: str = "auto"):
     if at is None:
         return logp
     return clone_replace([logp], replace={model.rvs_to_values[rv]: at})[0]
+
+
+def _n_samples(draws) -> int:
+    return draws[0].shape[0] if draws else 1
 
 
 def _check_draws(draws, n_samples: int) -> np.ndarray:

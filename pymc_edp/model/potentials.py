@@ -12,14 +12,10 @@ gather by a data index). Arrays of another length (a lookup table, a vector of c
 are read as fixed values, and must not be aligned with the records either.
 
 Such a Potential *is* the likelihood of its records, and :func:`potentials_as_observed`
-writes it as one: an observed ``pm.CustomDist`` of the Potential's name whose values are the
-records' data (the arrays side by side, one row per record) and whose log-density is the
-Potential with each array replaced by its columns. The joint density, hence the posterior,
-is unchanged; every stage of the audit (the pointwise log-likelihood, reweighting, moment
-matching, the neighbour model of refits and verification) then sees the records as those
-of an observed variable. Switching element ``i`` off (the neighbour model's per-record
-weight) is removing record ``i`` exactly: the graph proves no other element, and no other
-term, reads its data.
+writes it as one, an observed ``pm.CustomDist``: the posterior is unchanged, and every stage
+of the audit sees the records as those of an observed variable. Switching element ``i`` off
+is removing record ``i`` exactly: the graph proves no other element, and no other term,
+reads its data.
 
 A Potential that reads data but is not proven so (summed to one term, reading other rows)
 is not audited: :attr:`PotentialLikelihood.advice` says how to write it as
@@ -28,19 +24,22 @@ is not audited: :attr:`PotentialLikelihood.advice` says how to write it as
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pymc_edp.model.cache import per_model, share_data
-from pymc_edp.model.compat import (
-    graph_ancestors,
-    initial_values,
-    observed_data,
-    without_initial_values,
+from pymc_edp.model.compat import graph_ancestors, initial_values, without_initial_values
+from pymc_edp.model.structure import (
+    _Dep,
+    _propagate,
+    _Unreadable,
+    holds_values,
+    observed_node,
+    read_structure,
 )
-from pymc_edp.model.structure import _Dep, _propagate, _Unreadable, holds_values, read_structure
 
 __all__ = [
     "PotentialLikelihood",
@@ -196,16 +195,13 @@ def _read_potential(model, pot) -> PotentialLikelihood | None:
         return None  # a constant: no parameter's posterior depends on it
     shape = _shape(model, pot, graph)
     common = dict(name=name, _graph=graph, _params=params)
-    if shape is None:
-        described = tuple(_label(a) for a in arrays)
-        why = "its shape cannot be read"
-        return PotentialLikelihood(shape=(), arrays=described, n_records=0, proven=False,
-                                   reason=why, **common)  # fmt: skip
-    if len(shape) == 0 or int(np.prod(shape)) <= 1:
-        described = tuple(_label(a) for a in arrays)
+    if shape is None or int(np.prod(shape)) <= 1:
         why = "it is a single term for all its records"
-        return PotentialLikelihood(shape=shape, arrays=described, n_records=0, proven=False,
-                                   reason=why, **common)  # fmt: skip
+        if shape is None:
+            why = "its shape cannot be read"
+        described = tuple(_label(a) for a in arrays)
+        return PotentialLikelihood(shape=shape or (), arrays=described, n_records=0,
+                                   proven=False, reason=why, **common)  # fmt: skip
     n = int(shape[0])
     records = [a for a in arrays if a.ndim >= 1 and _length(a) == n]
     others = [a for a in arrays if a not in records]
@@ -234,20 +230,16 @@ def _read_potential(model, pot) -> PotentialLikelihood | None:
 
 
 def _read_elsewhere(model, pot, records) -> str | None:
-    """The first other term of the joint density reading one of ``records``, or None.
-
-    Switching a record's element off removes the record only when no prior, likelihood or
-    other Potential reads its data (the same array, or an equal one: PyMC merges equal
-    constants).
-    """
-    others = [(f"the Potential {p.name!r}", p) for p in model.potentials if p is not pot]
-    graphs = [(name, g) for (name, _), g in zip(
-        others, model.replace_rvs_by_values([p for _, p in others]), strict=True
-    )]  # fmt: skip
+    """The first other term of the joint density reading ``records`` (or equal constants)."""
+    others = [p for p in model.potentials if p is not pot]
+    graphs = [
+        (f"the Potential {p.name!r}", g)
+        for p, g in zip(others, model.replace_rvs_by_values(others), strict=True)
+    ]
     for rv in (*model.free_RVs, *model.observed_RVs):
         graphs.append((f"the log-density of {rv.name!r}", rv))
     for name, graph in graphs:
-        if not isinstance(graph, tuple) and graph in model.basic_RVs:
+        if graph in model.basic_RVs:
             (graph,) = model.logp(vars=[graph], jacobian=False, sum=False)
         if any(_same_array(v, r) for v in graph_ancestors([graph]) for r in records):
             return name
@@ -269,9 +261,7 @@ def _same_array(var, record) -> bool:
 def _reads_observed_values(model, seen) -> bool:
     """Whether a graph reads an observed variable's data (its values, or an equal constant)."""
     for rv in model.observed_RVs:
-        value = model.rvs_to_values[rv]
-        data = observed_data(model, rv.name)
-        data = None if data is None else np.asarray(data)
+        value, data = observed_node(model, rv)
         if any(holds_values(v, value, data) for v in seen):
             return True
     return False
@@ -445,16 +435,10 @@ def _as_observed(model, found: dict) -> Potentials:
         rv = _add_custom_dist(model, new, p)
         st = read_structure(new, rv)
         if st.coupled:  # the rewritten graph must say so too; never guess
-            kept[p.name] = _replace(p, proven=False, reason=st.reason)
+            kept[p.name] = dataclasses.replace(p, proven=False, reason=st.reason)
             return _as_observed(model, {**found, **kept})
         kept[p.name] = p
     return Potentials(new, {**found, **kept})
-
-
-def _replace(p: PotentialLikelihood, **changes) -> PotentialLikelihood:
-    import dataclasses
-
-    return dataclasses.replace(p, **changes)
 
 
 def _without_potentials(model, names: set):

@@ -93,15 +93,14 @@ def lacking_message(posterior: xr.Dataset, missing, needs: str) -> str:
 def with_free_variables(data, model) -> tuple[Fit, Recovery | None]:
     """``(fit, recovery)``: the fit's posterior completed by :func:`recover_free_variables`.
 
-    ``data``: a :class:`~pymc_edp.model.fit.Fit` (or what :meth:`Fit.of` reads). It is not
-    changed; it is returned as is when nothing is missing or there is no model.
+    ``data``: what :meth:`~pymc_edp.model.fit.Fit.of` reads; not changed, and returned as is
+    when nothing is missing or there is no model.
     """
     fit = Fit.of(data)
     if model is None or not fit.has("posterior"):
         return fit, None
-    posterior = fit.posterior
-    recovery = recover_free_variables(posterior, model)
-    if recovery.posterior is posterior:
+    recovery = recover_free_variables(fit.posterior, model)
+    if recovery.posterior is fit.posterior:
         return fit, recovery
     return fit.replace(posterior=recovery.posterior), recovery
 
@@ -185,7 +184,7 @@ def _solve(posterior, model, free, missing) -> tuple[dict, list[str]]:
     )
     if target.shape[1] != fn.n_rows(given):
         raise _NotRecovered(f"the posterior's {sources} do not have the model's shapes")
-    # what was stored or computed in single precision is checked to its precision
+    # double precision agrees to rounding (the same draws); single precision to its own
     dtypes = [posterior[name].dtype for name in sources] + [g.dtype for g in given]
     single = any(np.dtype(d).itemsize < 8 for d in [*dtypes, *fn.dtypes])
     u = _affine_solve(fn, given, target, ", ".join(sources), rtol=1e-3 if single else 1e-6)
@@ -202,9 +201,6 @@ def _sources(posterior, model, missing) -> list[str]:
         found = wanted & set(graph_ancestors([det]))
         if found:
             depends[det.name] = found
-    if not depends:
-        names = [rv.name for rv in missing]
-        raise _NotRecovered(f"no deterministic the posterior holds depends on {names}")
     sizes = {name: int(np.prod(posterior[name].shape[2:], dtype=np.int64)) for name in depends}
     chosen, covered = [], set()
     for name in sorted(depends, key=lambda n: (sizes[n], n)):
@@ -360,9 +356,7 @@ def _dense_solve(coef, rows, residual: np.ndarray, p: int, what: str) -> np.ndar
 def _check(fn: _Deterministics, given, target, u, coef, rows, what: str, rtol: float) -> None:
     """Refuse ``u`` unless it reproduces ``target`` and the map is affine around it.
 
-    ``rtol`` is relative to the values compared: 1e-6 in double precision (the stored
-    deterministics were computed from the same draws: they agree to rounding), 1e-3 where
-    anything was stored or computed in single precision.
+    ``rtol`` is relative to the values compared (:func:`_solve` picks it by precision).
     """
     at = fn(given, u)
     if not np.all(np.abs(at - target) <= rtol * (np.abs(at) + np.abs(target)) + 1e-300):
@@ -393,11 +387,11 @@ def _data_array(posterior: xr.Dataset, model, rv, draws: np.ndarray, sources) ->
             coords[dim] = np.asarray(model.coords[dim])
         elif dim in posterior.dims:  # a dimension of another size: not this one
             raise _NotRecovered(f"its dimension {dim!r} does not have the posterior's size")
+    if "chain" in posterior.coords and "draw" in posterior.coords:
+        coords = {"chain": posterior["chain"].values, "draw": posterior["draw"].values, **coords}
     return xr.DataArray(
         draws.reshape(n_chain, n_draw, *shape),
         dims=("chain", "draw", *dims),
-        coords={"chain": posterior["chain"].values, "draw": posterior["draw"].values, **coords}
-        if "chain" in posterior.coords and "draw" in posterior.coords
-        else coords,
+        coords=coords,
         attrs={RECOVERED: ", ".join(sources)},
     )

@@ -179,7 +179,7 @@ def _const(var):
 
 
 def _is_full_slice(entry, length) -> bool:
-    """Whether a basic index entry (a slice) takes a whole axis, in order."""
+    """Whether an index entry is a slice taking a whole axis, in order."""
     if not isinstance(entry, slice):
         return False
     parts = []
@@ -285,15 +285,11 @@ def _advanced_subtensor(node, deps) -> _Dep:
 _LINEAR_CORE = {"SolveTriangular", "Solve", "CholeskySolve", "Dot", "MatMul", "Dot22"}
 
 
-def _parse_signature(signature: str):
-    from pytensor.tensor.utils import _parse_gufunc_signature
-
-    return _parse_gufunc_signature(signature)
-
-
 def _core(node, deps, signature: str, linear: bool, batch_ndim: int) -> _Dep:
     """A core (linear-algebra) operation: batch axes broadcast, core axes by their letters."""
-    inputs_sig, outputs_sig = _parse_signature(signature)
+    from pytensor.tensor.utils import _parse_gufunc_signature
+
+    inputs_sig, outputs_sig = _parse_gufunc_signature(signature)
     (out_sig,) = outputs_sig
     out = node.outputs[0]
     batch = []
@@ -395,26 +391,20 @@ def _apply(node, deps) -> list[_Dep | None]:
     if name in _JOINS:
         return _JOINS[name](node, deps)
     if name == "Blockwise":
+        from pytensor.tensor.utils import _parse_gufunc_signature
+
         if len(outs) != 1:
             raise _Unreadable(f"{_opname(node)} with several outputs")
-        batch_ndim = outs[0].ndim - len(_parse_signature(op.signature)[1][0])
+        batch_ndim = outs[0].ndim - len(_parse_gufunc_signature(op.signature)[1][0])
         linear = type(op.core_op).__name__ in _LINEAR_CORE
         return [_core(node, deps, op.signature, linear, batch_ndim)]
     if name in ("Dot", "Dot22", "MatMul") and all(v.ndim == 2 for v in node.inputs):
         return [_core(node, deps, "(m,n),(n,k)->(m,k)", True, 0)]
-    if _has_inner_graph(op):  # OpFromGraph, and PyTensor 3's logsumexp, softmax, ...
+    from pytensor.compile.builders import OpFromGraph
+
+    if isinstance(op, OpFromGraph):  # and PyTensor 3's logsumexp, softmax, ...
         return _inner(op, node, deps)
     raise _Unreadable(f"{_opname(node)} on the values")
-
-
-def _make_vector(node, deps) -> list[_Dep]:
-    """Scalars stacked: the vector's one axis is no value's."""
-    merged, why = set(), ""
-    for d in deps:
-        if d is not None:
-            merged |= d.merged
-            why = why or d.why
-    return [_Dep((None,), frozenset(merged), why)]
 
 
 def _join(node, deps) -> list[_Dep]:
@@ -443,13 +433,12 @@ def _split(node, deps) -> list[_Dep]:
     return [piece] * len(node.outputs)
 
 
+def _make_vector(node, deps) -> list[_Dep]:
+    """Scalars stacked: the vector's one axis is no value's."""
+    return [_combine(deps, 1, "stacked scalars")]
+
+
 _JOINS = {"MakeVector": _make_vector, "Join": _join, "Split": _split}
-
-
-def _has_inner_graph(op) -> bool:
-    from pytensor.compile.builders import OpFromGraph
-
-    return isinstance(op, OpFromGraph)
 
 
 def _join_axis(node):
@@ -487,11 +476,7 @@ def _propagate(start: dict, outputs) -> dict:
 
 # ---------------------------------------------------------------------------- terms
 def holds_values(node, value, data) -> bool:
-    """``node`` is ``value`` or a constant equal to its data.
-
-    PyMC merges equal constants: a log-density may read another variable's equal array
-    where the values go.
-    """
+    """``node`` is ``value`` or a constant equal to its data (PyMC merges equal constants)."""
     if node is value:
         return True
     c = _const(node)
@@ -509,9 +494,8 @@ def likelihood_terms(model, rv, logps: dict | None = None) -> dict[str, object]:
 
     ``rv``'s own elementwise log-density, and those of other observed variables and
     Potentials that read the same values (a lag taken through a Deterministic), in value
-    space. Each variable's log-density is built on its own (``logps`` keeps them by name):
-    PyMC merges equal constants across the graphs of several variables, which would mix
-    one's data with another's.
+    space. Each is built on its own (``logps`` keeps them by name): PyMC would merge equal
+    constants across several variables' graphs, mixing one's data with another's.
     """
     logps = {} if logps is None else logps
     value, data = observed_node(model, rv)
@@ -564,8 +548,8 @@ def values_as_input(graphs: list, value, data, name: str):
 def _lag(c: np.ndarray, d: np.ndarray, most: int = 5) -> int:
     """The shift (1 to ``most``, either way) at which ``c`` runs along ``d``, or 0.
 
-    At least three values in a row must be equal, and not all the same: the data copied to
-    a covariate with a lag, not values a covariate shares by chance.
+    At least three values in a row equal and not all the same: the data copied with a lag,
+    not values shared by chance.
     """
     for k in (*range(1, most + 1), *range(-1, -most - 1, -1)):
         a = c[k:] if k > 0 else c[: c.size + k]
@@ -646,13 +630,10 @@ def read_structure(model, rv, records: str = "auto", logps: dict | None = None) 
     >>> read_structure(m, m["z"]).reason
     'one log-density term for all its values'
     """
-    from pymc_edp.model.compat import observed_data
-
     if records not in RECORDS:
         raise ValueError(f"records must be one of {RECORDS}, got {records!r}")
     name = rv.name
-    value = model.rvs_to_values[rv]
-    data = observed_data(model, name)
+    value, data = observed_node(model, rv)
     shape = tuple(np.shape(data)) if data is not None else tuple(value.type.shape)
     if any(s is None for s in shape):
         raise ValueError(f"the shape of the observed values of {name!r} is not known")
@@ -691,12 +672,16 @@ def read_structure(model, rv, records: str = "auto", logps: dict | None = None) 
     return Structure(name, factorised, record_ndim, shape, reason, others, constrained)
 
 
+def _term_per_row(own, shape) -> bool:
+    """The log-density has one term per row: its shape is the values' leading axes'."""
+    return own.ndim >= 1 and len(shape) > own.ndim and own.type.shape == tuple(shape[: own.ndim])
+
+
 def _own_structure(own, value, data, name, shape) -> tuple[bool, int, str]:
     """``(factorised, term axes, reason)`` of a variable's own elementwise log-density."""
     ndim = len(shape)
-    terms_shape = tuple(own.type.shape)
-    one_row = own.ndim >= 1 and ndim > own.ndim and terms_shape == tuple(shape[: own.ndim])
-    single = all(d == 1 for d in terms_shape) and np.prod(shape) > 1 and not one_row
+    one_row = _term_per_row(own, shape)
+    single = all(d == 1 for d in own.type.shape) and np.prod(shape) > 1 and not one_row
     if own.ndim == 0 or single:
         return False, 0, "one log-density term for all its values"
     try:
@@ -724,8 +709,7 @@ def _record_ndim(records, factorised, k, ndim, shape, own) -> int:
     if factorised:
         rows = int(np.prod(shape[:k], dtype=np.int64))
         return ndim if rows == 1 and k < ndim else k
-    terms_shape = tuple(own.type.shape)
-    if own.ndim >= 1 and ndim > own.ndim and terms_shape == tuple(shape[: own.ndim]):
+    if _term_per_row(own, shape):
         rows = int(np.prod(shape[: own.ndim], dtype=np.int64))
         if rows > 1:
             return own.ndim
@@ -756,24 +740,20 @@ def _degree(node, degs) -> float:
     if name in ("Shape", "Shape_i", "MakeSlice"):
         return 0
     first = degs[0] if degs else 0
-    if name in ("CheckAndRaise", "Assert", "CheckParameterValue", "SpecifyShape", "Alloc"):
-        return first
-    if name in ("ScalarFromTensor", "TensorFromScalar", "ViewOp", "DimShuffle"):
-        return first
-    if isinstance(op, DimShuffle):
+    passed = ("CheckAndRaise", "Assert", "CheckParameterValue", "SpecifyShape", "Alloc")
+    passed += ("ScalarFromTensor", "TensorFromScalar", "ViewOp", "DimShuffle")
+    if name in passed or isinstance(op, DimShuffle):
         return first
     if isinstance(op, Elemwise):
         return _elemwise_degree(op.scalar_op, node, degs)
     if isinstance(op, CAReduce):
         return first if type(op.scalar_op).__name__ == "Add" else _poly_or_not(degs)
-    if name in ("Subtensor", "AdvancedSubtensor", "AdvancedSubtensor1"):
+    if name in ("Subtensor", "AdvancedSubtensor", "AdvancedSubtensor1", "Split"):
         return first if all(d == 0 for d in degs[1:]) else _NOT_POLY
     if name in ("IncSubtensor", "AdvancedIncSubtensor", "AdvancedIncSubtensor1"):
         return max(degs[:2]) if all(d == 0 for d in degs[2:]) else _NOT_POLY
     if name in ("Join", "MakeVector"):
         return max(degs)
-    if name == "Split":
-        return first if all(d == 0 for d in degs[1:]) else _NOT_POLY
     if name == "Reshape":
         return first if degs[1] == 0 else _NOT_POLY
     core = type(getattr(op, "core_op", op)).__name__

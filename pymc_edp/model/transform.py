@@ -18,22 +18,14 @@ References
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pymc_edp.core.loglik import COUPLED, RECORD_SIZE, NonFactorisedError
-from pymc_edp.model.compat import (
-    graph_ancestors,
-    initial_values,
-    observed_data,
-    without_initial_values,
-)
-from pymc_edp.model.structure import holds_values, likelihood_terms, read_structure
-
-_log = logging.getLogger("pymc_edp")
+from pymc_edp.model.compat import graph_ancestors, initial_values, without_initial_values
+from pymc_edp.model.structure import holds_values, likelihood_terms, observed_node, read_structure
 
 __all__ = [
     "NeighbourData",
@@ -49,7 +41,7 @@ MISSING, WHERE, ON = "edp_missing_{}", "edp_idx_{}", "edp_on_{}"
 
 
 def _observed_rvs(model, names=None):
-    obs = [rv for rv in model.observed_RVs]
+    obs = list(model.observed_RVs)
     if names is not None:
         wanted = set(names)
         unknown = wanted - {rv.name for rv in obs}
@@ -130,14 +122,13 @@ def neighbour_model(
     for name, value in initial_values(model).items():
         clone.set_initval(clone[name], value)
     point = clone.initial_point()
+    rvs = _observed_rvs(clone, observed)
     if coupled is None:
-        rvs = _observed_rvs(clone, observed)
         coupled = {rv.name: 1 for rv in rvs if read_structure(clone, rv).coupled}
     terms = []
     with clone:
-        for rv in _observed_rvs(clone, observed):
-            value = clone.rvs_to_values[rv]
-            data = observed_data(clone, rv.name)
+        for rv in rvs:
+            value, data = observed_node(clone, rv)
             if data is None:
                 raise TypeError(
                     f"the observed values of {rv.name!r} are not data (a constant or pm.Data) "
