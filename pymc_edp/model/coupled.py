@@ -334,7 +334,7 @@ class CoupledLikelihood:
     def _plus_minus(self, draws, n_samples: int, h: float):
         """``f`` with each element moved by ``+h`` and by ``-h``: two ``(S, n)`` arrays."""
         n = self._data.size
-        ss, ee = np.repeat(np.arange(n_samples), n), np.tile(np.arange(n), n_samples)
+        ss, ee = _grid(np.arange(n_samples), np.arange(n))
         return [
             self._shifted(draws, ss, ee, np.full(ss.size, step)).reshape(n_samples, n)
             for step in (h, -h)
@@ -352,11 +352,7 @@ class CoupledLikelihood:
         return {"f0": f0, "g": g, "q": q, "h": h}
 
     def _quadratic(self, draws, fd) -> bool:
-        """Whether ``f`` is exactly quadratic along every element at the draws (checked).
-
-        At every draw, the curvature from steps ``h`` and ``h / 2`` agree; at the check
-        draws (:func:`_check_draws`), ``f`` equals its expansion at :data:`_OFFSETS`.
-        """
+        """Whether ``f`` is exactly quadratic along every element (see the module docstring)."""
         q, g, f0 = fd["q"], fd["g"], fd["f0"]
         if not (np.all(np.isfinite(q)) and np.all(q > 0) and np.all(np.isfinite(f0))):
             return False
@@ -369,7 +365,7 @@ class CoupledLikelihood:
             return False
         rows = _check_draws(draws, n_samples)
         sd = 1.0 / np.sqrt(q[rows])
-        ss, ee = np.repeat(rows, n), np.tile(np.arange(n), rows.size)
+        ss, ee = _grid(rows, np.arange(n))
         for c in _OFFSETS:
             t = c * sd
             got = self._shifted(draws, ss, ee, t.ravel()).reshape(rows.size, n)
@@ -400,8 +396,7 @@ class CoupledLikelihood:
         scale = np.where(good, 1.0 / np.sqrt(np.where(good, q, 1.0)), h)
         scale = np.clip(scale, h / 100, 100 * h)
         centre = np.broadcast_to(y, scale.shape)
-        s_of = np.repeat(np.arange(n_samples), n)
-        e_of = np.tile(np.arange(n), n_samples)
+        s_of, e_of = _grid(np.arange(n_samples), np.arange(n))
 
         def logf(ids, t):
             return self._shifted(draws, s_of[ids], e_of[ids], t, placed=True)
@@ -479,8 +474,8 @@ class CoupledLikelihood:
         h, f0 = fd["h"], fd["f0"]
         n_samples = f0.size
         idx = np.array(sorted({int(i) for b in blocks for i in b}), dtype=np.int64)
-        ss = np.repeat(np.arange(n_samples), idx.size)
-        plus = self._shifted(draws, ss, np.tile(idx, n_samples), np.full(ss.size, h))
+        ss, ee = _grid(np.arange(n_samples), idx)
+        plus = self._shifted(draws, ss, ee, np.full(ss.size, h))
         plus = dict(zip(idx.tolist(), plus.reshape(n_samples, idx.size).T, strict=True))
         both = self._pairs(draws, blocks, h)
         out = []
@@ -581,12 +576,13 @@ def _n_samples(draws) -> int:
     return draws[0].shape[0] if draws else 1
 
 
-def _check_draws(draws, n_samples: int) -> np.ndarray:
-    """The draws at which the quadratic expansion is checked.
+def _grid(rows: np.ndarray, elements: np.ndarray):
+    """Every ``(draw, element)`` pair of ``rows`` and ``elements``, flat: two arrays."""
+    return np.repeat(rows, elements.size), np.tile(elements, rows.size)
 
-    Spread over the chains, and where each parameter's elements are smallest and largest
-    (where a shape such as a skewness is farthest from the bulk's).
-    """
+
+def _check_draws(draws, n_samples: int) -> np.ndarray:
+    """Draws spread over the chains, and where each parameter is smallest and largest."""
     rows = [np.linspace(0, n_samples - 1, min(CHECK_DRAWS, n_samples)).astype(int)]
     for d in draws:
         flat = np.asarray(d, dtype=float).reshape(n_samples, -1)

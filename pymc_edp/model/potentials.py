@@ -203,7 +203,7 @@ def _read_potential(model, pot) -> PotentialLikelihood | None:
         return PotentialLikelihood(shape=shape or (), arrays=described, n_records=0,
                                    proven=False, reason=why, **common)  # fmt: skip
     n = int(shape[0])
-    records = [a for a in arrays if a.ndim >= 1 and _length(a) == n]
+    records = [a for a in arrays if a.ndim >= 1 and len(_value(a)) == n]
     others = [a for a in arrays if a not in records]
     described = tuple(_label(a) for a in (*records, *others))
     proven, reason = _elementwise(graph, records, others, n)
@@ -279,10 +279,6 @@ def _value(var) -> np.ndarray:
     return np.asarray(var.data)
 
 
-def _length(var) -> int:
-    return int(np.shape(_value(var))[0])
-
-
 def _data_arrays(graph, seen) -> list:
     """Constants and shared arrays (more than one numeric element) whose values ``graph`` reads."""
     from pytensor.graph.basic import Constant
@@ -300,14 +296,11 @@ def _data_arrays(graph, seen) -> list:
     for var in seen:
         if var.owner is not None or not isinstance(var.type, TensorType):
             continue
-        if not (isinstance(var, Constant) or _is_shared(var)):
+        if not (isinstance(var, Constant) or _is_shared(var)) or shape_only.get(var, False):
             continue
         value = _value(var)
-        if value.size < 2 or value.dtype.kind not in "biuf":
-            continue
-        if shape_only.get(var, False):
-            continue
-        out.append(var)
+        if value.size >= 2 and value.dtype.kind in "biuf":
+            out.append(var)
     return sorted(out, key=lambda v: (not _is_shared(v), v.name or "", id(v)))
 
 
@@ -457,10 +450,7 @@ def _without_potentials(model, names: set):
 
 
 def _stacked(records) -> tuple[np.ndarray, list]:
-    """The record arrays side by side, ``(n, columns)``, and each one's columns and dtype.
-
-    A single vector is its own data, ``(n,)``: each record one value.
-    """
+    """The record arrays side by side, ``(n, columns)`` (a single vector: ``(n,)``), and layout."""
     values = [_value(v) for v in records]
     if len(values) == 1 and values[0].ndim == 1:
         return values[0].copy(), [(records[0], None, None, 1, values[0].dtype)]

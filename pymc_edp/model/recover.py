@@ -238,8 +238,7 @@ class _Deterministics:
         flat = pt.concatenate([pt.cast(o.reshape((n, -1)), "float64") for o in outs], axis=1)
         inputs = [batch[holders[rv]] for rv in [*self.given, *self.missing]]
         self._fn = pm_compile(inputs, flat, on_unused_input="ignore")
-        shapes = _shapes(model, self.missing)
-        self.shapes = [tuple(int(d) for d in s) for s in shapes]
+        self.shapes = _shapes(model, self.missing)
         self.sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
         self.n_unknowns = int(sum(self.sizes))
         self.dtypes = [rv.dtype for rv in self.missing]
@@ -275,7 +274,7 @@ def _shapes(model, missing) -> list[tuple]:
     point = model.initial_point()
     values = list(model.value_vars)
     fn = pm_compile(values, [rv.shape for rv in missing], on_unused_input="ignore")
-    return [tuple(np.asarray(s)) for s in fn(*(point[v.name] for v in values))]
+    return [tuple(int(d) for d in np.asarray(s)) for s in fn(*(point[v.name] for v in values))]
 
 
 def _draws(da: xr.DataArray, dtype) -> np.ndarray:
@@ -288,11 +287,7 @@ def _draws(da: xr.DataArray, dtype) -> np.ndarray:
 def _affine_solve(
     fn: _Deterministics, given: list, target: np.ndarray, what: str, rtol: float
 ) -> np.ndarray:
-    """The unknowns ``(S, p)`` with ``fn(given, u) = target``, where ``fn`` is affine in ``u``.
-
-    The columns of ``A`` that depend on disjoint elements are probed together (the structure
-    read at the first draw); every draw is then solved exactly and checked.
-    """
+    """The unknowns ``(S, p)`` with ``fn(given, u) = target``, ``fn`` affine in ``u``, checked."""
     n_samples, n_rows = target.shape
     p = fn.n_unknowns
     if (p + 1) * n_rows > MAX_PROBE:
@@ -354,10 +349,7 @@ def _dense_solve(coef, rows, residual: np.ndarray, p: int, what: str) -> np.ndar
 
 
 def _check(fn: _Deterministics, given, target, u, coef, rows, what: str, rtol: float) -> None:
-    """Refuse ``u`` unless it reproduces ``target`` and the map is affine around it.
-
-    ``rtol`` is relative to the values compared (:func:`_solve` picks it by precision).
-    """
+    """Refuse ``u`` unless it reproduces ``target`` and the map is affine around it."""
     at = fn(given, u)
     if not np.all(np.abs(at - target) <= rtol * (np.abs(at) + np.abs(target)) + 1e-300):
         raise _NotRecovered(f"the posterior's {what} are not an affine function of them")

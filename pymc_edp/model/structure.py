@@ -574,18 +574,11 @@ def _copies_read(graphs, value, data, exclude) -> list[str]:
     seen = graph_ancestors(replaced)
     out = []
     if value.owner is not None:
-        roots = [
-            v
-            for v in graph_ancestors([value])
-            if v.owner is None
-            and np.size(v.get_value(borrow=True) if isinstance(v, SharedVariable) else _const(v))
-            > 1
-        ]
-        out += [
-            f"{r.name or type(r).__name__} (the data its values are taken from)"
-            for r in roots
-            if r in set(seen)
-        ]
+        shown = set(seen)
+        for v in graph_ancestors([value]):
+            array = v.get_value(borrow=True) if isinstance(v, SharedVariable) else _const(v)
+            if v.owner is None and np.size(array) > 1 and v in shown:
+                out.append(f"{v.name or type(v).__name__} (the data its values are taken from)")
     if data is not None and np.asarray(data).dtype.kind == "f":
         for v in seen:
             c = _const(v)

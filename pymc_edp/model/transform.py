@@ -167,12 +167,8 @@ def neighbour_model(
 def _unobserved_term(name: str, reading: list, value, data: np.ndarray, block: int):
     """Potential turning the log-density terms ``reading`` the values into the neighbour's.
 
-    ``block`` values are left unobserved or replaced. An unobserved value is the observed
-    one plus a free offset ``edp_missing_<name>`` the sampler integrates out (flat over the
-    reals; for discrete values, uniform over plus or minus five times the data's range),
-    starting at 0, whatever the data; an offset that no neighbour uses is apart from
-    everything (a normal of mean 1 and sd 1, so that its gradient at the start is not 0, or
-    uniform).
+    ``block`` values are left unobserved (the data plus a free offset, from 0) or replaced;
+    an offset that no neighbour uses is apart from everything.
     """
     import pymc as pm
     import pytensor.tensor as pt
