@@ -126,7 +126,6 @@ def extreme_rows(a) -> tuple[int, ...]:
 
 @numba.njit(**_JIT)
 def _half_erfc(z, out):  # pragma: no cover - compiled
-    """``0.5 * erfc(z)`` with the C library's erfc (the one PyTensor's compiled code calls)."""
     flat_z = z.ravel()
     flat_o = out.ravel()
     for i in range(flat_z.size):
@@ -136,7 +135,6 @@ def _half_erfc(z, out):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _lgamma(x, out):  # pragma: no cover - compiled
-    """``lgamma`` of the C library elementwise (PyTensor's ``gammaln``)."""
     flat_x = x.ravel()
     flat_o = out.ravel()
     for i in range(flat_x.size):
@@ -322,7 +320,7 @@ def lgamma(x) -> np.ndarray:
 
 
 def half_erfc(z) -> np.ndarray:
-    """``0.5 * erfc(z)`` with the C library's ``erfc``, float64."""
+    """``0.5 * erfc(z)`` with the C library's ``erfc`` (PyTensor's compiled code's), float64."""
     z = np.ascontiguousarray(z, dtype=np.float64)
     return _half_erfc(z, np.empty_like(z))
 

@@ -44,6 +44,8 @@ _FAST_MEAN_MIN = 1e-2
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
+#: ``1 / k!`` for ``k = 13, ..., 0``: Horner's order of exp's degree-13 Taylor polynomial.
+_EXP_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(13, -1, -1))
 # ``error_model="numpy"``: float division by zero gives inf/nan as in NumPy instead of raising.
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
@@ -243,20 +245,9 @@ def _exp_parts(x, ref, mant, expo):  # pragma: no cover - compiled
         t = min(max(x[i] - ref, -708.0), 709.0)
         k = math.floor(t * _LOG2E + 0.5)
         r = (t - k * _LN2_HI) - k * _LN2_LO
-        p = 1.0 / 6227020800.0  # 1/13!
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 1.0 / 2.0
-        p = p * r + 1.0
-        p = p * r + 1.0
+        p = _EXP_TAYLOR[0]
+        for c in _EXP_TAYLOR[1:]:
+            p = p * r + c
         mant[i] = p
         expo[i] = (np.int64(k) + 1023) << 52
 

@@ -75,13 +75,9 @@ _WG = np.array(
 def _gk15_tables():
     nodes = np.concatenate([-_XGK[:-1], _XGK[::-1]])  # 15 nodes on [-1, 1], ascending
     kronrod = np.concatenate([_WGK[:-1], _WGK[::-1]])
-    gauss = np.zeros(15)
     gauss_half = np.zeros(8)
-    gauss_half[1:7:2] = _WG[:3]
-    gauss_half[7] = _WG[3]
-    gauss[:7] = gauss_half[:-1]
-    gauss[7:] = gauss_half[::-1]
-    return nodes, kronrod, gauss
+    gauss_half[1::2] = _WG
+    return nodes, kronrod, np.concatenate([gauss_half[:-1], gauss_half[::-1]])
 
 
 #: ``(nodes, Kronrod weights, Gauss weights)`` of the 15-point rule on [-1, 1].
