@@ -77,7 +77,6 @@ class Family:
     range: Callable | None = None
 
 
-# ------------------------------------------------------------------------ numba kernels
 # Parameters are 2-d arrays broadcastable to the block's (S, k): a[s if rows else 0, j * cols]
 # with ``rows = a.shape[0] > 1`` and ``cols = a.shape[1] > 1``. Kernels that finish a block
 # return how many of its values are not finite.
@@ -325,7 +324,6 @@ def half_erfc(z) -> np.ndarray:
     return _half_erfc(z, np.empty_like(z))
 
 
-# ------------------------------------------------------------------------------ helpers
 def _softplus_t(q, cache=None) -> np.ndarray:
     """``log1p(exp(-|q|))``, NumPy's SIMD exp/log1p; kept in ``cache`` for the same ``q``."""
     if cache is not None and cache.get("softplus_q") is q:
@@ -372,7 +370,6 @@ def _in(x, single: bool):
     return x.astype(np.float32).astype(np.float64) if single else x
 
 
-# ----------------------------------------------------------------------------- families
 def _normal(y, out, params, *, single, **_):
     mu, sigma = params
     if not (_finite(sigma) and np.all(sigma > 0)):
@@ -597,7 +594,6 @@ def logp(
         return fam.logp(y, out, params, link=link, style=style, cache=cache, single=single)
 
 
-# ------------------------------------------------------------------------------- ranges
 class RangeState:
     """The range over draws of each record's log-density, one block of draws at a time.
 
