@@ -339,10 +339,8 @@ class AuditFingerprint:
             graph, data = model_fingerprint(model)
         if build_model is not None:
             graph = f"{graph}+{builder_fingerprint(build_model)}"
-        self.model = hashlib.sha256(graph.encode()).hexdigest()[:16]
-        self.data = hashlib.sha256(f"{data}+{data_fingerprint(observed)}".encode()).hexdigest()[
-            :16
-        ]
+        self.model = _short(hashlib.sha256(graph.encode()))
+        self.data = _short(hashlib.sha256(f"{data}+{data_fingerprint(observed)}".encode()))
 
     def of(self, changes: Mapping[str, tuple]) -> dict[str, str]:
         """The full fingerprint of the refit of a neighbour with these ``changes``."""
