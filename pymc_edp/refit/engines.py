@@ -134,7 +134,8 @@ class _EngineBase:
         keep = [v for v in self.var_names if v in post] or list(post.data_vars)
         post = post[keep].load()
         stats = get_group(idata, "sample_stats") if has_group(idata, "sample_stats") else {}
-        return post, int(stats["diverging"].sum()) if "diverging" in stats else 0
+        div = int(stats["diverging"].sum()) if "diverging" in stats else 0
+        return post, div
 
 
 @dataclass
@@ -288,7 +289,10 @@ class NutpieEngine(_EngineBase):
 
 
 def _shared_names(compiled) -> set | None:
-    """Names of the data a compiled nutpie model reads (``with_data`` refuses others), or None."""
+    """Names of the data a compiled nutpie model reads (``with_data`` refuses others), or None.
+
+    By variable (``shared_var_keys``) from nutpie 0.16.11, by name (``shared_data``) before.
+    """
     known = getattr(compiled, "shared_var_keys", None)
     if known is not None:
         return {getattr(var, "name", None) for var in known}

@@ -204,9 +204,6 @@ def run_refits(
 ) -> dict[int, RefitOutcome]:
     """Run refit tasks, skipping those already checkpointed.
 
-    Each outcome is saved as it completes, so a rerun with the same checkpoint refits only
-    what is missing, what failed (unless ``retry_failed=False``) and what was found damaged.
-
     Parameters
     ----------
     engine
@@ -217,8 +214,9 @@ def run_refits(
         Where refits run (:func:`pymc_edp.runtime.parallel.map_tasks`); by default serially, or
         in threads where the engine allows (:func:`refit_pool`).
     checkpoint : Checkpoint, optional
-        Restores saved outcomes and saves new ones with their task's ``fingerprint``; damaged
-        or differently fingerprinted ones are refitted and described in its ``messages``.
+        Restores saved outcomes and saves each new one as it completes, with its task's
+        ``fingerprint``; damaged or differently fingerprinted ones are refitted and described
+        in its ``messages``.
     progressbar : bool, default True
     retry_failed : bool, default True
         Refit again neighbours whose saved outcome is an ``"error"``.
@@ -412,6 +410,7 @@ class RefitProblem:
     draws : ndarray, optional
         The full-data draws ``(parameter, sample)`` (for each refit's Monte-Carlo error).
     n_chains : int
+        Chains of the full-data draws.
     density_ratio : bool
         Whether ``ll`` gives each neighbour's log density ratio (pooling needs it).
     rows : ndarray of int, optional
@@ -510,7 +509,7 @@ class RefitProblem:
             if own is None:  # no row of this neighbour: never read
                 n_v = int(self.ll.offsets[v + 1] - self.ll.offsets[v])
                 at = alt = np.broadcast_to(0.0, (n_samples, n_v))
-            elif isinstance(own, str):  # not streamable: every record, as before
+            elif isinstance(own, str):  # not streamable: every record
                 at = loglik_fns[name](posterior, self.observed_y[name])
                 alt = None if cand is None else loglik_fns[name](posterior, cand[name])
             else:

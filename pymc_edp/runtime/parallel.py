@@ -347,14 +347,11 @@ def map_tasks(
         func = functools.partial(func, shared)
     if isinstance(executor, bool):
         raise TypeError("executor must be None, an int, an Executor or a dask Client")
-    if isinstance(executor, int):
-        n_workers = min(resolve_n_workers(executor), max(n, 1))
-        if n_workers == 1:
-            iterator = _iter_serial(func, tasks)
-        else:
-            iterator = _start_pool(func, tasks, n_workers)
-    elif executor is None:
+    n_workers = min(resolve_n_workers(executor), max(n, 1)) if isinstance(executor, int) else None
+    if executor is None or n_workers == 1:
         iterator = _iter_serial(func, tasks)
+    elif n_workers is not None:
+        iterator = _start_pool(func, tasks, n_workers)
     elif isinstance(executor, cf.Executor):
         iterator = _start_executor(func, tasks, executor)
     elif _is_dask_client(executor):
