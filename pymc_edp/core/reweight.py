@@ -350,16 +350,6 @@ def top_rows(eps: np.ndarray, limited: np.ndarray, top: int) -> np.ndarray:
     return np.sort(np.concatenate([best, extra]))
 
 
-def estimate_chunk(reweighter: Reweighter, index) -> ChunkOutcome:
-    """:meth:`Reweighter.estimate` as a plain function (a task for an executor)."""
-    return reweighter.estimate(index)
-
-
-def tight_bound_chunk(reweighter: Reweighter, index) -> np.ndarray:
-    """:meth:`Reweighter.tight_bound` as a plain function (a task for an executor)."""
-    return reweighter.tight_bound(index)
-
-
 def _single_rows(ll: LogLikelihood, nb: Neighbours, start: int, stop: int):
     """``(variable, columns)`` if neighbours ``start:stop`` are single records of one variable."""
     lo, hi = nb.indptr[start], nb.indptr[stop]
@@ -374,8 +364,3 @@ def _single_rows(ll: LogLikelihood, nb: Neighbours, start: int, stop: int):
     if cols[-1] - cols[0] == cols.size - 1 and np.all(np.diff(cols) == 1):
         return v, slice(int(cols[0]), int(cols[-1]) + 1)
     return v, cols
-
-
-def bound_chunk(reweighter: Reweighter, index) -> np.ndarray:
-    """:meth:`Reweighter.bound` as a plain function (a task for an executor)."""
-    return reweighter.bound(index)
