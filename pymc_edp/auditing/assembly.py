@@ -200,14 +200,9 @@ def _parameters(est: Estimates, filled, inp: Inputs) -> xr.DataTree:
 
 def _verification_vars(check: Verification) -> dict:
     """The per-neighbour record of the verification, for ``res.pointwise``."""
+    doc = "whether a refit confirmed this neighbour's estimate"
     return {
-        "verification": (
-            NEIGHBOUR_DIM,
-            check.code,
-            limits.flag_attrs(
-                "whether a refit confirmed this neighbour's estimate", VERIFICATION_MEANINGS
-            ),
-        ),
+        "verification": (NEIGHBOUR_DIM, check.code, limits.flag_attrs(doc, VERIFICATION_MEANINGS)),
         "verify_checked": (NEIGHBOUR_DIM, check.checked),
         "verify_refit": (NEIGHBOUR_DIM, check.refit),
         "verify_z": (NEIGHBOUR_DIM, check.z),

@@ -71,13 +71,14 @@ class Neighbours:
         lengths = np.diff(self.indptr)[index]
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         starts = self.indptr[index]
-        rows = (
-            np.concatenate([self.rows[a : a + m] for a, m in zip(starts, lengths, strict=True)])
-            if index.size and not np.all(lengths == 1)
-            else self.rows[starts]
-            if index.size
-            else self.rows[:0]
-        )
+        if not index.size:
+            rows = self.rows[:0]
+        elif np.all(lengths == 1):
+            rows = self.rows[starts]
+        else:
+            rows = np.concatenate(
+                [self.rows[a : a + m] for a, m in zip(starts, lengths, strict=True)]
+            )
         return Neighbours(self.labels[index], indptr, rows, self.observed[index])
 
     def __len__(self) -> int:

@@ -236,15 +236,11 @@ class Reweighter:
                 v, cols = simple
                 array = self.ll.arrays[v]
                 block = _read(array, cols)
-                # computed (or read) for this call: a float64 block can be the work array
-                own = is_lazy(array) and block.dtype == np.float64 and block.flags.writeable
                 if repl:
                     alt = _read(repl[v], cols)
-                    mine = is_lazy(repl[v]) and alt.dtype == np.float64 and alt.flags.writeable
-                    work = alt if mine else None
-                    lr = np.subtract(alt, block, out=work, dtype=np.float64)
+                    lr = np.subtract(alt, block, out=_scratch(repl[v], alt), dtype=np.float64)
                 else:
-                    lr = np.negative(block, out=block if own else None, dtype=np.float64)
+                    lr = np.negative(block, out=_scratch(array, block), dtype=np.float64)
                 b = mean_bound(lr, n_tail, axis=0, overwrite=True)
             else:
                 b = mean_bound(self._ratios(index, c, base), n_tail, axis=1)
@@ -348,6 +344,12 @@ def top_rows(eps: np.ndarray, limited: np.ndarray, top: int) -> np.ndarray:
     rest = order[top:]
     extra = rest[np.asarray(limited)[rest]][:top]
     return np.sort(np.concatenate([best, extra]))
+
+
+def _scratch(array, block: np.ndarray) -> np.ndarray | None:
+    """``block`` when it was computed (or read) for this call in float64: a work array."""
+    own = is_lazy(array) and block.dtype == np.float64 and block.flags.writeable
+    return block if own else None
 
 
 def _single_rows(ll: LogLikelihood, nb: Neighbours, start: int, stop: int):
