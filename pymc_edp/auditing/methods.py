@@ -114,9 +114,7 @@ class Psis(Method):
 def _match_options(value) -> MomentMatchOptions | None:
     if value is False:
         return None
-    if value is True or value is None:
-        return MomentMatchOptions()
-    return MomentMatchOptions.coerce(value)
+    return MomentMatchOptions.coerce(None if value is True else value)
 
 
 @dataclass(frozen=True, init=False)

@@ -199,7 +199,7 @@ def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, li
     if max_refits is None or to_refit.size <= max_refits:
         return to_refit, []
     left = to_refit[max_refits:]
-    names = _labels(nbs, left, 10)
+    names = _labels(nbs, left)
     if inp.factorised:
         message = (
             f"max_refits={max_refits}: {left.size} neighbour(s) left to reweighting ({names})"
@@ -224,7 +224,7 @@ def _warm(vopts: VerifyOptions | None, settings) -> bool:
     return warm_start and settings.refit.build_model is None and groups is None
 
 
-def _labels(nbs, indices: np.ndarray, most: int) -> str:
+def _labels(nbs, indices: np.ndarray, most: int = 10) -> str:
     """The labels of the first ``most`` neighbours of ``indices``, "..." after more."""
     shown = ", ".join(str(nbs.labels[k]) for k in indices[:most])
     return shown + ("..." if indices.size > most else "")
@@ -287,7 +287,7 @@ def _stopped_message(refitter: Refitter, asked: np.ndarray, factorised: bool) ->
     )
     return (
         f"{ran} of {asked.size} refits finished and {missing.size} did not "
-        f"({_labels(nbs, missing, 10)}): {keep}; {refitter.stopped}"
+        f"({_labels(nbs, missing)}): {keep}; {refitter.stopped}"
     )
 
 
@@ -394,8 +394,6 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
         if not left.size or budget <= 0 or late:
             break
         batch = left[: min(vopts.top, budget)]
-    # left: unchecked neighbours that could still set epsilon when the budget stopped it;
-    # pending: estimates at a limit a refit would resolve, that the budget left unrefitted
     pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
     short_draws = short.draws if short is not None else 0
     seconds = time.perf_counter() - start
@@ -587,8 +585,8 @@ def _cut_short(check: Verification, refitter: Refitter, batch: np.ndarray, done:
     missing, ran = batch[gone], batch[~gone]
     reason = (
         f"verification stopped after {done + ran.size} refit(s): of the last {batch.size}, "
-        f"{ran.size} finished ({_labels(nbs, ran, 10) or 'none'}) and {missing.size} did not "
-        f"({_labels(nbs, missing, 10)}); {refitter.stopped}"
+        f"{ran.size} finished ({_labels(nbs, ran) or 'none'}) and {missing.size} did not "
+        f"({_labels(nbs, missing)}); {refitter.stopped}"
     )
     return check.but(
         "unverified",
