@@ -261,9 +261,8 @@ def beta_binomial_synthesizer_matrix(
 ) -> xr.DataArray:
     """Transition matrix ``P(x_synthetic | x)`` of the Beta-Binomial synthesizer.
 
-    The synthesizer draws ``p ~ Beta(alpha + x, beta + n - x)`` and releases
-    ``x_synthetic ~ Binomial(n_synthetic, p)`` (``n_synthetic`` defaults to ``n``); with
-    ``log=True``, log-probabilities (no underflow for large ``n_synthetic``).
+    The synthesizer is :class:`~pymc_edp.conjugate.BetaBinomialSynthesizer` (``n_synthetic``
+    defaults to ``n``); ``log=True`` gives log-probabilities (no underflow for large ``n_s``).
 
     Returns
     -------
@@ -273,11 +272,9 @@ def beta_binomial_synthesizer_matrix(
 
     References
     ----------
-    .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
-       Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1,
+    .. [1] Charest, A.-S. and Han, Y. (2017). *J. Privacy and Confidentiality* 7(3), Sec. 3.1,
        Table 1.
-    .. [2] Abowd, J. M. and Vilhuber, L. (2008). "How protective are synthetic data?"
-       *Privacy in Statistical Databases*, 239-246.
+    .. [2] Abowd, J. M. and Vilhuber, L. (2008). *Privacy in Statistical Databases*, 239-246.
 
     Examples
     --------
