@@ -148,8 +148,7 @@ def _khat_lines(result: AuditSummary) -> list[str]:
         label = f"{rng:>12}   ({cls})"
         lines.append(f"{label:<28}{count:>7}{pct:>8.1f}%")
     if counts.not_computed:
-        label = "not computed (pruned, refit)"
-        lines.append(f"{label:<28}{counts.not_computed:>7}")
+        lines.append(f"{'not computed (pruned, refit)':<28}{counts.not_computed:>7}")
     return lines
 
 
