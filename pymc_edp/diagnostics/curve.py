@@ -73,9 +73,7 @@ def _continuous_limit(result: AuditData) -> xr.Dataset:
     lr = lw[worst] - logsumexp(lw[worst]) + np.log(n_samples)
     a = np.abs(lr)
     levels = [k for k in (6, 4, 2) if n_samples >> k >= 16]
-    growth = np.nan
-    diverges = False
-    note = ""
+    growth, diverges, note = np.nan, False, ""
     if len(levels) == 3:
         mean_max = {}
         for k in levels:
@@ -175,10 +173,7 @@ def epsilon_curve(
     n_samples = lw.shape[1]
     alpha = float(result.smoothing if smoothing is None else smoothing)
     labels = result.pointwise[NEIGHBOUR_DIM].values
-    eps = np.full(grid.size, np.nan)
-    mcse = np.full(grid.size, np.nan)
-    lower = np.full(grid.size, np.nan)
-    upper = np.full(grid.size, np.nan)
+    eps, mcse, lower, upper = (np.full(grid.size, np.nan) for _ in range(4))
     worst = np.empty(grid.size, dtype=labels.dtype)
     skipped = []
     for g, b in enumerate(grid):

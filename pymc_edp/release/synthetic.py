@@ -13,12 +13,7 @@ import xarray as xr
 from pymc_edp.model.compat import graph_ancestors
 from pymc_edp.model.pymc import elementwise_loglik, observed_values
 
-__all__ = [
-    "SyntheticData",
-    "discrete_support",
-    "observed_name",
-    "posterior_subset",
-]
+__all__ = ["SyntheticData", "discrete_support", "observed_name", "posterior_subset"]
 
 #: Likelihoods whose records take finitely many values, and how to list them.
 _FINITE = {"bernoulli": "binary", "binomial": "binomial", "categorical": "categorical"}

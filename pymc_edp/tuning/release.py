@@ -38,14 +38,8 @@ class ReleaseAuditor:
     """
 
     def __init__(self, kwargs: dict, model=None):
-        spec = check_release(
-            kwargs["release"],
-            kwargs["k"],
-            kwargs["delta"],
-            kwargs["observed"],
-            kwargs["n_synthetic"],
-            kwargs["statistic"],
-        )
+        names = ("release", "k", "delta", "observed", "n_synthetic", "statistic")
+        spec = check_release(*(kwargs[name] for name in names))
         Relation.coerce(kwargs["neighbour"])
         self.bins = check_int(kwargs["bins"], "bins", 2)
         options = ReleaseOptions.coerce(kwargs["options"])
