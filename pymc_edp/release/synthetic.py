@@ -78,10 +78,7 @@ def posterior_subset(posterior: xr.Dataset, index: np.ndarray) -> xr.Dataset:
 
 
 class SyntheticData:
-    """Synthetic datasets of observed variable ``name`` drawn from ``posterior``, and density.
-
-    ``size`` is the records per dataset (default the data's ``n``).
-    """
+    """Synthetic datasets of ``size`` records (default ``n``) of ``name``, and their density."""
 
     def __init__(self, model, name: str, posterior: xr.Dataset, size: int | None = None):
         self.model, self.name, self.posterior = model, name, posterior

@@ -337,8 +337,10 @@ class EDPResult:
         return edp_result_html(self)
 
     # ------------------------------------------------------------ round trip
+    #: The fields :meth:`to_dataset` stores as they are (the others as JSON).
     _ATTRS = tuple(
-        "bins neighbour method smoothing n_samples reff khat_threshold n_chains".split()
+        "epsilon bins neighbour method smoothing n_samples reff khat_threshold n_chains "
+        "count_smoothing verification verification_note".split()
     )
 
     def to_dataset(self, *, include_weights: bool = False) -> xr.Dataset:
@@ -379,7 +381,6 @@ class EDPResult:
         if include_weights and self.log_weights is not None:
             ds["log_weights"] = _kept_weights_to_store(self.log_weights)
         ds.attrs = {k: getattr(self, k) for k in self._ATTRS}
-        ds.attrs["epsilon"] = self.epsilon
         ds.attrs["warnings"] = json.dumps(list(self.warnings))
         ds.attrs["mc_interval90"] = json.dumps(
             None if self.mc_interval90 is None else [float(v) for v in self.mc_interval90]
@@ -387,9 +388,6 @@ class EDPResult:
         ds.attrs["noise_floor"] = json.dumps(_or_none(float, self.noise_floor))
         # JSON keeps None apart from a seed, and seeds above netCDF's 32-bit integers
         ds.attrs["random_seed"] = json.dumps(_or_none(int, self.random_seed))
-        ds.attrs["count_smoothing"] = self.count_smoothing
-        ds.attrs["verification"] = self.verification
-        ds.attrs["verification_note"] = self.verification_note
         ds.attrs["left_out"] = left_out_to_json(self.left_out)
         ds.attrs["records"] = json.dumps(list(self.records))
         ds.attrs["convergence"] = json.dumps(

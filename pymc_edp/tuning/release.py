@@ -20,10 +20,7 @@ TRIAL_BOOTSTRAP = 50
 
 
 def release_mcse(res) -> float:
-    """Monte-Carlo error of a release headline: its interval's half width over its z.
-
-    ``(hi - lo) / 2 / Phi^-1((1 + prob) / 2)``; 0 if the interval is not finite.
-    """
+    """Monte-Carlo error of a release headline: its interval's half width over its z (or 0)."""
     lo, hi = res.interval
     z = float(normal_quantile(res.prob))
     mcse = (hi - lo) / 2.0 / z
