@@ -75,10 +75,8 @@ def _continuous_limit(result: AuditData) -> xr.Dataset:
     levels = [k for k in (6, 4, 2) if n_samples >> k >= 16]
     growth, diverges, note = np.nan, False, ""
     if len(levels) == 3:
-        mean_max = {}
-        for k in levels:
-            step = 2**k
-            mean_max[k] = float(np.mean([a[o::step].max() for o in range(step)]))
+        # mean over the 2**k thinned subsamples of each one's maximum
+        mean_max = {k: float(np.mean([a[o :: 2**k].max() for o in range(2**k)])) for k in levels}
         early = mean_max[4] - mean_max[6]
         late = mean_max[2] - mean_max[4]
         growth = late / 2
