@@ -162,13 +162,12 @@ class ReleaseResult:
 
     def to_dataset(self) -> xr.Dataset:
         """Everything as one dataset (parts prefixed, scalars in attributes)."""
-        out = xr.Dataset(
-            {
-                f"{part}__{name}": da
-                for part in _PARTS
-                for name, da in getattr(self, part).data_vars.items()
-            }
-        )
+        data = {}
+        for part in _PARTS:
+            ds = getattr(self, part)
+            for name, da in ds.data_vars.items():
+                data[f"{part}__{name}"] = da
+        out = xr.Dataset(data)
         scalars = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _PARTS}
         out.attrs["pymc_edp_release"] = json.dumps(scalars, default=_jsonable)
         return out
