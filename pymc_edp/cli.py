@@ -9,6 +9,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Sequence
@@ -300,10 +301,9 @@ def _save_figure(res, path: Path, top: int) -> None:
     from pymc_edp.plots import plot_pointwise_epsilon
 
     fig = Figure(figsize=(9.0, 4.4), layout="constrained")
-    ax = fig.add_subplot()
     plot_pointwise_epsilon(
         res,
-        ax=ax,
+        ax=fig.add_subplot(),
         labels=top,
         xlabel="patient id",
         title=(
@@ -332,25 +332,15 @@ def _run_demo(args: argparse.Namespace, out: TextIO) -> int:
     say("Model: Weibull survival time, right-censored, log scale linear in standardised age")
     res, seconds = _audit_demo(args, df, say)
     head = headline(res)
-    say(f"Audited {res.n_neighbours} neighbours in {seconds:.1f} s")
-    say("")
-    say(repr(res))
-    say("")
-    say(_reading(res, df, head))
-    say("")
+    say(f"Audited {res.n_neighbours} neighbours in {seconds:.1f} s\n")
+    say(f"{res!r}\n")
+    say(f"{_reading(res, df, head)}\n")
     if args.top > 0:
         table = _exposed_table(res, df, args.top)
         say(f"The {len(table)} most exposed patients (largest epsilon when removed):")
-        say(
-            table.to_string(
-                index=False,
-                formatters={
-                    "epsilon": "{:.3f}".format,
-                    "pareto_k": "{:.3f}".format,
-                    "age": "{:.1f}".format,
-                },
-            )
-        )
+        formats = {"epsilon": "{:.3f}", "pareto_k": "{:.3f}", "age": "{:.1f}"}
+        formatters = {column: spec.format for column, spec in formats.items()}
+        say(table.to_string(index=False, formatters=formatters))
         say("")
     return _write_demo(args, res, say)
 
@@ -378,12 +368,7 @@ def _audit_demo(args: argparse.Namespace, df: pd.DataFrame, say):
         f"seed {args.seed}, in {time.perf_counter() - start:.1f} s"
     )
     say(_posterior_line(idata, var_names))
-    refit = edp.RefitOptions(
-        draws=args.draws,
-        tune=tune,
-        chains=args.chains,
-        engine=sampler,
-    )
+    refit = edp.RefitOptions(draws=args.draws, tune=tune, chains=args.chains, engine=sampler)
     method = edp.Auto(verify=False) if args.no_verify and args.method == "auto" else args.method
     start = time.perf_counter()
     with warnings.catch_warnings():
@@ -411,8 +396,6 @@ def _write_demo(args: argparse.Namespace, res, say) -> int:
         args.output.mkdir(parents=True, exist_ok=True)
         res.to_netcdf(result_path)
     except OSError as err:  # checked before sampling, but a disk can fill: keep the result
-        import tempfile
-
         fallback = Path(tempfile.mkdtemp(prefix="pymc_edp_demo_")) / RESULT_FILENAME
         res.to_netcdf(fallback)
         say(f"Could not write into {args.output} ({err}); the result is saved as {fallback}")
@@ -473,8 +456,6 @@ def check_demo_args(args: argparse.Namespace) -> str | None:
 
 def _output_problem(folder: Path) -> str | None:
     """Why the results could not be written into ``folder`` (created if missing), or None."""
-    import tempfile
-
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         return f"--output {folder} is a file, not a folder: name a folder for the results"

@@ -89,11 +89,8 @@ def audit(
     method : Auto, Psis, MomentMatch, Refit or their name, default "auto"
         :class:`pymc_edp.Psis` reweights only; :class:`pymc_edp.MomentMatch` also
         moment-matches [4]_ the neighbours whose k-hat exceeds ``min(1 - 1/log10(S), 0.7)``;
-        :class:`pymc_edp.Refit` refits every neighbour. :class:`pymc_edp.Auto`
-        moment-matches (``match=``), refits those still above the threshold and verifies
-        the headline by refitting the worst neighbours (``verify=``); without a model or
-        builder it reweights and warns. ``pointwise["method"]`` says which path each
-        estimate took.
+        :class:`pymc_edp.Refit` refits every neighbour; :class:`pymc_edp.Auto` does all
+        three and verifies the headline. ``pointwise["method"]`` says which path each took.
     neighbour : Remove, Replace, {"remove", "replace"} or dict, default "remove"
         The neighbour relation: :class:`pymc_edp.Remove` deletes one record (unbounded DP),
         :class:`pymc_edp.Replace` changes it to each of its replacements and reports the

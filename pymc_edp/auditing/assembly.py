@@ -33,10 +33,7 @@ LIMIT_DOC = "resolution limit of the estimate (non-zero: a lower bound)"
 def assemble(
     inp: Inputs, settings: Settings, verified: Verified, messages: list[str]
 ) -> EDPResult:
-    """The :class:`EDPResult`, its warnings issued (for the caller of ``audit``) and kept.
-
-    In order: the fit's convergence, unreliable weights, ``messages``, merged bins.
-    """
+    """The :class:`EDPResult`, its warnings issued (for the caller of ``audit``) and kept."""
     est = verified.estimates.copy()
     if not inp.factorised:  # no weights: a neighbour without a successful refit has nothing
         unevaluated = est["method"] != "refit"
@@ -58,14 +55,13 @@ def assemble(
     parameters = _parameters(est, filled, inp)
     threshold = khat_threshold(inp.n_samples)
     first, last = _reliability_messages(est, inp, settings, labels, threshold)
-    # the fit's own convergence first: every other number inherits it (not repeated when
-    # the sampler ran PyMC's checks; the printout still says it)
+    # the fit's own convergence first: every other number inherits it
     fit_warning = inp.convergence.message() if inp.convergence else ""
     fit = [fit_warning] if fit_warning else []
     messages = [*fit, *first, *messages, *last]
     for msg in messages:
         warnings.warn(msg, EDPWarning, stacklevel=3)
-        _log.debug(msg)  # said once, as a warning
+        _log.debug(msg)
     interval = None
     if (~np.isnan(upper)).any() and np.isfinite(filled).any():
         interval = interval_of_max(filled.max(axis=1), se, lower, upper, 0.9)
@@ -75,7 +71,6 @@ def assemble(
         parameters=parameters,
         bins=settings.bins,
         neighbour=settings.neighbour.label,
-        # what happened, not what was asked: every neighbour refitted, none, or some
         method=method_used(est["method"]),
         smoothing=float(smoothing),
         n_samples=inp.n_samples,
@@ -205,14 +200,9 @@ def _parameters(est: Estimates, filled, inp: Inputs) -> xr.DataTree:
 
 def _verification_vars(check: Verification) -> dict:
     """The per-neighbour record of the verification, for ``res.pointwise``."""
+    doc = "whether a refit confirmed this neighbour's estimate"
     return {
-        "verification": (
-            NEIGHBOUR_DIM,
-            check.code,
-            limits.flag_attrs(
-                "whether a refit confirmed this neighbour's estimate", VERIFICATION_MEANINGS
-            ),
-        ),
+        "verification": (NEIGHBOUR_DIM, check.code, limits.flag_attrs(doc, VERIFICATION_MEANINGS)),
         "verify_checked": (NEIGHBOUR_DIM, check.checked),
         "verify_refit": (NEIGHBOUR_DIM, check.refit),
         "verify_z": (NEIGHBOUR_DIM, check.z),

@@ -78,14 +78,11 @@ class Inputs:
     observed_y: dict  # observed values of the audited (with a model: every) observed variable
     relation: Relation  # the neighbour relation, its candidates bound to the data
     bins: binning.Bins  # cut from draws
-    # what moment matching reads; its draws are posterior_matrix(posterior, names) (data
-    # copies included) and its rows those that draws holds (None: all)
-    match: MatchInputs
+    match: MatchInputs  # what moment matching reads: all draws, and the rows draws holds
     left_out: tuple[LeftOut, ...] = ()  # variables and constant elements not binned, and why
     convergence: FitConvergence | None = None  # of the fit, on the audited variables
     # coupled variables whose neighbours remove blocks of records: their log-likelihood holds
-    # each block's joint conditional on its first record (0 on the others), which the
-    # model's per-record conditionals (moment matching, refits) do not give
+    # each block's joint conditional on its first record (0 on the others)
     blocks: tuple[str, ...] = ()
     # per observed variable audited: what a record is, and how its neighbours were obtained
     records: tuple[str, ...] = ()
@@ -109,11 +106,8 @@ class Inputs:
 def read_fit(idata, model, log_likelihood: str = "auto") -> Fit:
     """What ``pm.sample`` returned, read once into a :class:`~pymc_edp.model.fit.Fit`.
 
-    Its groups are checked, a fit opened lazily as a whole is loaded but for its
-    log-likelihood, and what the model needs is recovered (bambi's offsets,
-    :func:`~pymc_edp.model.pymc.fit_for_model`). Nothing below the front doors takes
-    ``idata``. ``log_likelihood``: where the pointwise log-likelihood comes from
-    (:data:`~pymc_edp.model.fit.LOG_LIKELIHOOD_SOURCES`).
+    Nothing below the front doors takes ``idata``. ``log_likelihood``: where the pointwise
+    log-likelihood comes from (:data:`~pymc_edp.model.fit.LOG_LIKELIHOOD_SOURCES`).
     """
     return fit_for_model(Fit.read(idata, log_likelihood), model)
 
@@ -142,7 +136,6 @@ def read_inputs(
     )
     _check_records(ll)
     ll = _imputed_row_labels(ll, model, posterior, observed_data)
-    records = notes if model is None else []  # without the model: what was assumed
     if model is not None:
         messages.extend(notes)
     messages.extend(_potential_messages(weighted, ll))
@@ -154,9 +147,7 @@ def read_inputs(
     observed_y = _observed_y(fit, model, ll)
     if factorised:
         check_log_likelihood_layout(ll.datasets, ll.names, posterior, observed_data)
-        # the stored group is read unless the log-likelihood is asked from the model
-        source = fit.log_likelihood_source
-        from_group = fit.has("log_likelihood") and source != "model"
+        from_group = fit.has("log_likelihood") and fit.log_likelihood_source != "model"
         if model is not None and from_group:
             check_log_likelihood_matches_model(
                 ll.datasets[list(ll.names)],
@@ -184,6 +175,7 @@ def read_inputs(
             how = "replaced" if settings.neighbour.replaces else "unobserved"
             factorised, blocks, routes = False, (), {}
             messages.append(f"{err}; every neighbour is refitted with its records {how}")
+    records = notes  # without the model: what was assumed
     if model is not None:
         records = _potential_records(structures, routes, settings.neighbour.replaces, pots)
     relation = settings.neighbour
@@ -277,11 +269,7 @@ def _check_records(ll: LogLikelihood) -> None:
 
 
 def _potentials(model, settings: Settings) -> Potentials:
-    """The model the audit reads: its Potentials of one term per record as observed variables.
-
-    Refuses, before any work, Potentials whose records cannot be audited
-    (:func:`_check_potentials`).
-    """
+    """The model the audit reads: its Potentials of one term per record as observed variables."""
     if model is None:
         return Potentials(None, {})
     pots = potentials_as_observed(model)
@@ -290,12 +278,7 @@ def _potentials(model, settings: Settings) -> Potentials:
 
 
 def _check_potentials(pots: Potentials, settings: Settings) -> None:
-    """Refuse, before any work, what the records of a Potential cannot give.
-
-    A Potential reading data whose records are not proven (unless the neighbours are named
-    from the other observed variables: then a warning); replacing a Potential's record
-    (several arrays, no one value); a Potential's record split into its values.
-    """
+    """Refuse, before any work, what the records of a Potential cannot give."""
     chosen = settings.neighbour.observed
     if pots.unproven and not pots.model.observed_RVs:
         raise ValueError(
@@ -380,16 +363,10 @@ def _check_draws_per_bin(n_samples: int, bins: int) -> None:
 def _log_likelihood(fit, model, settings: Settings, observed_data, potentials=()):
     """``(ll, factorised, notes, structures, routes)``: the pointwise log-likelihood.
 
-    Refits only (``factorised`` False): the records' layout. ``structures`` says per
-    observed variable what a record is (read from the graph, with the model), ``routes``
-    how each coupled variable's conditionals were computed (by name). ``potentials``:
-    observed variables of ``model`` that are the user's Potentials, which a stored
-    ``log_likelihood`` group lacks (computed here).
-
-    With the model, the graph says whether each observed variable's records are coupled
-    (:func:`~pymc_edp.model.structure.read_structure`); those are reweighted by their
-    leave-one-out conditionals, or, where no exact route exists, every neighbour is
-    refitted with its record unobserved.
+    Refits only (``factorised`` False): the records' layout. ``structures``: what a record
+    is per observed variable (from the graph); ``routes``: how each coupled variable's
+    conditionals were computed. ``potentials``: the user's Potentials among the observed
+    variables, which a stored ``log_likelihood`` group lacks.
     """
     observed = settings.neighbour.observed
     observed = None if observed is None else list(observed)
@@ -416,8 +393,7 @@ def _log_likelihood(fit, model, settings: Settings, observed_data, potentials=()
         if coupled:
             check_not_scalar(observed_data, err)
         builder = settings.refit.build_model is not None
-        # no exact reweighting route (discrete coupled values, a block that is not
-        # Gaussian): refits of the model with the record unobserved, or the user's builder
+        # no exact reweighting route: refits with the record unobserved, or by the builder
         automatic = model is not None and coupled
         if not (builder or automatic) or not (coupled or "no 'log_likelihood' group" in str(err)):
             raise
@@ -461,11 +437,7 @@ def _record_lines(structures: dict, routes: dict, replace: bool) -> list[str]:
 
 
 def _structures(model, observed, records: str) -> dict[str, Structure]:
-    """What a record is for every audited observed variable, read from the model's graph.
-
-    Refuses, before any work, records that cannot change on their own (components of a
-    simplex).
-    """
+    """What a record is for every audited observed variable, read from the model's graph."""
     if model is None:
         return {}
     names = [rv.name for rv in model.observed_RVs]
@@ -492,10 +464,9 @@ def _assumed_factorised(ll_ds: xr.Dataset, observed) -> list[str]:
 
 
 def _imputed_row_labels(ll: LogLikelihood, model, posterior, observed_data) -> LogLikelihood:
-    """``ll`` with the records of an imputed variable labelled by their rows in its data.
+    """``ll`` with an imputed variable's records labelled by their rows in its data.
 
-    PyMC numbers them by position among the observed values
-    (:func:`~pymc_edp.model.pymc.imputed_positions`): record 24 may be row 27 of ``y``.
+    PyMC numbers them among the observed values: record 24 may be row 27 of ``y``.
     """
     datasets = ll.datasets
     for name in ll.names:
@@ -549,10 +520,7 @@ def _data_rows(joined: str, positions: np.ndarray, model, posterior) -> np.ndarr
 
 
 def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) -> LogLikelihood:
-    """``ll`` with each block's ``log p(y_b | y_-b, theta)`` on its first row, 0 on the others.
-
-    Needs removal, and neighbours whose blocks do not overlap.
-    """
+    """``ll`` with each block's ``log p(y_b | y_-b, theta)`` on its first row, 0 on the others."""
     if settings.neighbour.replaces:
         raise NonFactorisedError(
             "a group of a coupled likelihood's records replaced together is not reweighted"
@@ -583,11 +551,10 @@ def _with_block_conditionals(ll, neighbours, names, model, posterior, settings) 
 def _coupled_conditionals(
     posterior, model, ll_ds, observed, observed_data, structures, settings: Settings
 ) -> tuple[xr.Dataset, dict[str, str]]:
-    """``ll_ds`` with every coupled variable's records by their leave-one-out conditionals.
+    """``ll_ds`` with each coupled variable's records by their leave-one-out conditionals.
 
-    E.g. ``pm.AR``, an ``MvNormal`` over records, a Kalman filter written one term per time
-    step (:mod:`pymc_edp.model.coupled`); raises :class:`NonFactorisedError` where no
-    reweighting route is exact. Also returns, by name, how each was computed.
+    Also returns how each was computed, by name; raises :class:`NonFactorisedError` where
+    no reweighting route is exact (:mod:`pymc_edp.model.coupled`).
     """
     coupled, routes = {}, {}
     for name, st in structures.items():
@@ -597,12 +564,12 @@ def _coupled_conditionals(
         fn = elementwise_loglik(model, name, settings.neighbour.records)
         cond = fn.conditionals(posterior)
         n_rec = st.record_ndim
-        dims, coords = _record_dims(y, name, n_rec)
+        dims = list(y.dims[:n_rec])
         shape = (posterior.sizes["chain"], posterior.sizes["draw"], *st.value_shape[:n_rec])
         coupled[name] = xr.DataArray(
             cond.at_data.reshape(shape),
             dims=("chain", "draw", *dims),
-            coords=coords,
+            coords={d: y[d].values for d in dims if d in y.coords},
             attrs={COUPLED: 1, RECORD_SIZE: st.record_size, "edp_route": cond.route},
         )
         routes[name] = cond.note
@@ -621,13 +588,6 @@ def _observed_array(observed_data, model, name: str) -> xr.DataArray:
         return observed_data[name]
     values = observed_values(None, model, name)
     return xr.DataArray(values, dims=[f"{name}_dim_{i}" for i in range(np.ndim(values))])
-
-
-def _record_dims(y: xr.DataArray, name: str, n_rec: int) -> tuple[list[str], dict]:
-    """The record dims (the first ``n_rec`` of the data's) and their coordinates."""
-    dims = list(y.dims[:n_rec])
-    coords = {d: y[d].values for d in dims if d in y.coords}
-    return dims, coords
 
 
 #: Why the audit computes a log_likelihood group whole (INFO): not an error.
@@ -658,8 +618,6 @@ def _streamed_log_likelihood(fit, model, observed, source) -> LogLikelihood | No
     except StreamingUnavailableError as err:
         if source == "model":
             raise
-        # the structural check passed but a chunk did not compute (or did not agree):
-        # what "auto" promises, the group computed whole
         _log.info(_WHOLE_GROUP, err.reason)
         return None
 
@@ -711,9 +669,8 @@ def _with_candidates(fit, model, ll: LogLikelihood, factorised, relation, observ
 def _streamed_replacements(fit, model, ll: LogLikelihood, v: int, values):
     """Per candidate, the replacement log-likelihood computed from the model chunk by chunk.
 
-    When the log-likelihood is lazy or the values exceed :data:`REPLACEMENTS_IN_MEMORY`,
-    else (or when it cannot be streamed) None. The choice depends on the data only, never on
-    the chunk options, so a pruned and a full audit compute the same numbers.
+    Only when the log-likelihood is lazy or the values exceed
+    :data:`REPLACEMENTS_IN_MEMORY` (the data decide, never the chunk options), else None.
     """
     name = ll.names[v]
     array = ll.arrays[v]

@@ -1,11 +1,7 @@
 """How an audit estimates its neighbour posteriors: one object per method.
 
-``method="auto"`` and the other names still work: :meth:`Method.coerce` turns them into
-:class:`Auto`, :class:`Psis`, :class:`MomentMatch` or :class:`Refit`. A method says whether
-neighbours are moment-matched (and how), which are refitted, whether the headline is
-verified by refits (and how) and, when it is not, why; what it needs of the model is
-checked before any work. A subclass with a ``name`` adds one (docs: "Adding an audit
-method").
+A method says whether neighbours are moment-matched (and how), which are refitted, whether
+the headline is verified by refits (and how) and, when it is not, why.
 """
 
 from __future__ import annotations
@@ -118,9 +114,7 @@ class Psis(Method):
 def _match_options(value) -> MomentMatchOptions | None:
     if value is False:
         return None
-    if value is True or value is None:
-        return MomentMatchOptions()
-    return MomentMatchOptions.coerce(value)
+    return MomentMatchOptions.coerce(None if value is True else value)
 
 
 @dataclass(frozen=True, init=False)

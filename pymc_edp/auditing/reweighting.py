@@ -14,13 +14,7 @@ from pymc_edp.auditing.methods import PRUNE_NEEDS_REWEIGHTING
 from pymc_edp.auditing.settings import Settings
 from pymc_edp.base.psis import khat_threshold
 from pymc_edp.core.loglik import LogLikelihood
-from pymc_edp.core.reweight import (
-    Reweighter,
-    bound_chunk,
-    estimate_chunk,
-    prune_margin,
-    tight_bound_chunk,
-)
+from pymc_edp.core.reweight import Reweighter, prune_margin
 from pymc_edp.runtime.parallel import map_tasks, progress_bar
 
 __all__ = ["Reweighted", "reweight", "unprune"]
@@ -89,9 +83,8 @@ def _run(rw: Reweighter, settings: Settings) -> dict:
 def _estimate(rw: Reweighter, est: Estimates, tasks, total: int, settings, enabled) -> None:
     """Reweight the neighbours of ``tasks`` (``total`` of them) into ``est``."""
     with progress_bar(total, description="EDP: reweighting records", enabled=enabled) as bar:
-        map_tasks(
-            estimate_chunk, tasks, on_result=lambda _, r: _fill(est, r, bar), **_run(rw, settings)
-        )
+        run = _run(rw, settings)
+        map_tasks(Reweighter.estimate, tasks, on_result=lambda _, r: _fill(est, r, bar), **run)
     if est.kept:
         est.trim_kept()
 
@@ -105,10 +98,9 @@ def _slices(rw: Reweighter, settings: Settings) -> list[slice]:
 def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Settings):
     """The neighbours pruned (sorted): reweighting stops when the next bound is below epsilon.
 
-    Every neighbour is bounded (one cheap pass), then reweighted in decreasing order of the
-    bound, a wave of chunks at a time, each screened first by the tighter mean bound
-    (:func:`pymc_edp.core.reweight.mean_bound`). The epsilon it stops at is the largest
-    that refits cannot replace.
+    Neighbours are reweighted in decreasing order of their bound, a wave of chunks at a
+    time, each screened first by :func:`pymc_edp.core.reweight.mean_bound`; the epsilon it
+    stops at is the largest that refits cannot replace.
     """
     chunks, enabled, n_nb = settings.chunks, settings.progressbar, len(rw.neighbours)
     run = _run(rw, settings)
@@ -119,7 +111,7 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
             est["bound"][slices[i]] = b
             bar.advance(b.size)
 
-        map_tasks(bound_chunk, slices, on_result=got_bound, **run)
+        map_tasks(Reweighter.bound, slices, on_result=got_bound, **run)
     order = np.argsort(-est["bound"], kind="stable")
     threshold = khat_threshold(rw.bins.n_samples)
     lower, done = -np.inf, 0
@@ -136,13 +128,13 @@ def _pruned_pass(rw: Reweighter, est: Estimates, refit_later: bool, settings: Se
             step = min(2 * step, size)
             done += todo.size
             if np.isfinite(lower):
-                tight = map_tasks(tight_bound_chunk, tasks, **run)
+                tight = map_tasks(Reweighter.tight_bound, tasks, **run)
                 skip = [t[prune_margin(b) < lower] for t, b in zip(tasks, tight, strict=True)]
                 tasks = [t[prune_margin(b) >= lower] for t, b in zip(tasks, tight, strict=True)]
                 screened.extend(skip)
                 bar.advance(sum(t.size for t in skip))
                 tasks = [t for t in tasks if t.size]
-            for res in map_tasks(estimate_chunk, tasks, **run):
+            for res in map_tasks(Reweighter.estimate, tasks, **run):
                 _fill(est, res, bar)
                 final = res.eps.max(axis=1)
                 if refit_later:  # bad k-hat estimates may yet be replaced by refits
@@ -164,7 +156,7 @@ def _aligned(size: int, ll: LogLikelihood) -> int:
     return c if c <= 4 * size else size
 
 
-#: What a chunk of :func:`pymc_edp.core.reweight.estimate_chunk` gives, as in :class:`Estimates`.
+#: What a chunk of :meth:`Reweighter.estimate` gives, as in :class:`Estimates`.
 _CHUNK_RESULTS = "eps argbin khat eps_unsmoothed bin_draws limit worst_candidate bound".split()
 
 

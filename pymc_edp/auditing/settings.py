@@ -52,10 +52,7 @@ class Settings:
     fit_cost: tuple[float, int] | None = None
 
     def sized_for(self, posterior) -> Settings:
-        """These settings with the refits' unset sizes and the fit's cost from ``posterior``.
-
-        Sizes as :meth:`RefitOptions.for_fit`; the cost where it records ``sampling_time``.
-        """
+        """These settings with the refits' unset sizes and the fit's cost from ``posterior``."""
         refit = self.refit.for_fit(posterior)
         fit_cost = self.fit_cost
         seconds = getattr(posterior, "attrs", {}).get("sampling_time")

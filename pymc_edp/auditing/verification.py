@@ -139,11 +139,9 @@ class Refitter:
     ) -> None:
         """Refit ``indices``; successes replace estimates.
 
-        With ``short`` (options of short refits) or ``warm``, the refits start warm
-        (:func:`~pymc_edp.refit.warm.warm_start`).
-
-        After an interruption or past the deadline nothing more runs: ``stopped`` says why,
-        ``missing`` which of ``indices`` have no refit.
+        ``short`` (short refits' options) or ``warm`` start them warm. After an interruption
+        or past the deadline nothing more runs: ``stopped`` says why, ``missing`` which of
+        ``indices`` have no refit.
         """
         indices = np.asarray(indices, dtype=np.int64)
         if self.stopped is not None:
@@ -201,7 +199,7 @@ def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, li
     if max_refits is None or to_refit.size <= max_refits:
         return to_refit, []
     left = to_refit[max_refits:]
-    names = _labels(nbs, left, 10)
+    names = _labels(nbs, left)
     if inp.factorised:
         message = (
             f"max_refits={max_refits}: {left.size} neighbour(s) left to reweighting ({names})"
@@ -218,18 +216,15 @@ def choose_refits(khat, inp: Inputs, settings: Settings) -> tuple[np.ndarray, li
 def _warm(vopts: VerifyOptions | None, settings) -> bool:
     """Whether full-length refits start warm (``vopts.warm_start``, default True).
 
-    They need a model to start from, and neighbours of single records, not groups. A group
-    left out can move the posterior far from the full-data draws: warm refits of a
-    hierarchical model's groups overstated the headline by 11% against a quadrature reference
-    (``tests/test_auditing_verify.py::test_group_left_out_matches_the_quadrature_reference``),
-    so groups are refitted cold.
+    Not with a builder (no model to start from), nor for groups: a group left out can move
+    the posterior far from the full-data draws, so groups are refitted cold.
     """
     warm_start = True if vopts is None else vopts.warm_start
     groups = getattr(getattr(settings, "neighbour", None), "groups", None)
     return warm_start and settings.refit.build_model is None and groups is None
 
 
-def _labels(nbs, indices: np.ndarray, most: int) -> str:
+def _labels(nbs, indices: np.ndarray, most: int = 10) -> str:
     """The labels of the first ``most`` neighbours of ``indices``, "..." after more."""
     shown = ", ".join(str(nbs.labels[k]) for k in indices[:most])
     return shown + ("..." if indices.size > most else "")
@@ -292,7 +287,7 @@ def _stopped_message(refitter: Refitter, asked: np.ndarray, factorised: bool) ->
     )
     return (
         f"{ran} of {asked.size} refits finished and {missing.size} did not "
-        f"({_labels(nbs, missing, 10)}): {keep}; {refitter.stopped}"
+        f"({_labels(nbs, missing)}): {keep}; {refitter.stopped}"
     )
 
 
@@ -323,10 +318,10 @@ def _all_refitted(est: Estimates) -> Verification:
 def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verification:
     """Refit the worst neighbours, compare, and on disagreement refit more (worst first).
 
-    Each refit replaces the (reweighted or moment-matched) estimate it checks, and disagrees
-    with it beyond ``z`` combined standard errors. After a disagreement every unchecked
-    neighbour whose upper end, scaled by the largest underestimate seen, reaches the
-    headline is refitted, in batches of ``top``, within ``max_refits`` and ``time_budget``.
+    A refit replaces the estimate it checks, and disagrees with it beyond ``z`` combined
+    standard errors. After a disagreement every unchecked neighbour whose upper end, scaled
+    by the largest underestimate seen, reaches the headline is refitted, in batches of
+    ``top``, within ``max_refits`` and ``time_budget``.
     """
     start = time.perf_counter()
     est = refitter.estimates
@@ -399,8 +394,6 @@ def verify(vopts: VerifyOptions, refitter: Refitter, errors: Errors) -> Verifica
         if not left.size or budget <= 0 or late:
             break
         batch = left[: min(vopts.top, budget)]
-    # left: unchecked neighbours that could still set epsilon when the budget stopped it;
-    # pending: estimates at a limit a refit would resolve, that the budget left unrefitted
     pending = np.flatnonzero(eligible & (check.code == 0) & resolvable)
     short_draws = short.draws if short is not None else 0
     seconds = time.perf_counter() - start
@@ -446,11 +439,9 @@ def short_options(refit: RefitOptions) -> RefitOptions | None:
 def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, frac: float):
     """The neighbours of ``batch`` whose short refits leave it open: refitted at full length.
 
-    A short refit settles its comparison when it agrees by a margin,
-    ``|refit - estimate| + 2 se_refit <= z sqrt(se_estimate^2 + se_full^2)`` with
-    ``se_full = se_refit sqrt(frac)`` (a full-length refit's error; the root as in
-    :func:`_combined_se`), and its upper end
-    ``refit + 2 se_refit`` is below the headline; every other is refitted at full length.
+    A short refit settles when ``|refit - estimate| + 2 se_refit`` is within ``z``
+    :func:`_combined_se` of the estimate's and a full-length refit's (``se_refit sqrt(frac)``)
+    errors, and ``refit + 2 se_refit`` is below the headline.
     """
     headline = float(np.max(est.epsilon()))
     full = []
@@ -469,13 +460,9 @@ def _undecided(est: Estimates, batch, before, se_before, vopts: VerifyOptions, f
 def _combined_se(se_estimate, se_refit) -> float:
     """``sqrt(se_estimate^2 + se_refit^2)`` (NaN as 0), at least the resolution of a log ratio.
 
-    An estimate whose log ratios are constant over the draws (a record the parameters do not
-    depend on) is exact: its Monte-Carlo error is 0, and so is a pooled refit's, and both
-    epsilons are 0 up to rounding (1e-14 against 0). Their difference is then rounding, not
-    disagreement: the error is floored at
-    :data:`~pymc_edp.base.limits.LOG_RATIO_RESOLUTION` (1.5e-8), what float64 resolves of a
-    log ratio. A floor from Monte-Carlo error instead (a raw refit's, about
-    ``1 / sqrt(draws in a bin)``) would hide real disagreements of precise estimates.
+    Exact estimates (log ratios constant over the draws, error 0) differ by rounding only:
+    the floor :data:`~pymc_edp.base.limits.LOG_RATIO_RESOLUTION` keeps that from being a
+    disagreement (a Monte-Carlo floor would hide real disagreements of precise estimates).
     """
     s0 = np.nan_to_num(float(se_estimate), nan=0.0, posinf=np.inf)
     s1 = np.nan_to_num(float(se_refit), nan=0.0, posinf=np.inf)
@@ -590,8 +577,7 @@ def _verification_outcome(check: Verification, est: Estimates, nbs, run: _Run) -
 def _cut_short(check: Verification, refitter: Refitter, batch: np.ndarray, done: int):
     """Unverified: an interruption or the budget stopped a batch; its refits are not used.
 
-    The estimates stay those before the batch; the note names the refits that finished
-    (kept in ``res.refits`` and the checkpoint) and those missing.
+    The note names the refits that finished (kept in ``res.refits``) and those missing.
     """
     nbs = refitter.problem.neighbours
     # not refitted in this batch: interrupted, not started, or waiting for its full length
@@ -599,8 +585,8 @@ def _cut_short(check: Verification, refitter: Refitter, batch: np.ndarray, done:
     missing, ran = batch[gone], batch[~gone]
     reason = (
         f"verification stopped after {done + ran.size} refit(s): of the last {batch.size}, "
-        f"{ran.size} finished ({_labels(nbs, ran, 10) or 'none'}) and {missing.size} did not "
-        f"({_labels(nbs, missing, 10)}); {refitter.stopped}"
+        f"{ran.size} finished ({_labels(nbs, ran) or 'none'}) and {missing.size} did not "
+        f"({_labels(nbs, missing)}); {refitter.stopped}"
     )
     return check.but(
         "unverified",

@@ -94,20 +94,19 @@ def compose_pair(
     loss: np.ndarray, prob: np.ndarray, k: int, interval: float, *, lower: bool = True
 ) -> Composed:
     """Discretise both orderings of one pair (atoms ``(2, A)``) and compose each ``k`` times."""
-    out = {}
-    for bound, pessimistic in (("upper", True), ("lower", False)):
-        if bound == "lower" and not lower:
-            out[bound] = None
-            continue
-        plds = []
-        for o in range(2):
-            cut = _lower_cut(loss[o], prob[o])
-            d = pld.discretise(
-                loss[o], prob[o], interval=interval, pessimistic=pessimistic, lower=cut
-            )
-            plds.append(d.self_compose(k))
-        out[bound] = tuple(plds)
-    return Composed(out["upper"], out["lower"], interval)
+
+    def both(pessimistic):
+        return tuple(
+            _discretise(loss[o], prob[o], interval, pessimistic).self_compose(k) for o in (0, 1)
+        )
+
+    return Composed(both(True), both(False) if lower else None, interval)
+
+
+def _discretise(loss, prob, interval, pessimistic=True) -> pld.DiscretePLD:
+    """One ordering on the grid, losses below :func:`_lower_cut` raised to it."""
+    cut = _lower_cut(loss, prob)
+    return pld.discretise(loss, prob, interval=interval, pessimistic=pessimistic, lower=cut)
 
 
 def epsilon_curve(loss: np.ndarray, prob: np.ndarray, deltas: np.ndarray) -> np.ndarray:
@@ -134,9 +133,8 @@ def contributing_atoms(loss, prob, k: int, epsilon: float, interval: float) -> f
     if k == 1:
         rest = np.clip(-np.expm1(epsilon - x), 0.0, None)
     else:
-        cut = _lower_cut(loss, prob)
-        d = pld.discretise(loss, prob, interval=interval, pessimistic=True, lower=cut)
-        rest = np.asarray(d.self_compose(k - 1).delta(epsilon - x))
+        d = _discretise(loss, prob, interval).self_compose(k - 1)
+        rest = np.asarray(d.delta(epsilon - x))
     c = p * rest
     return float(kish_ess(c)) if c.sum() > 0 else 0.0
 

@@ -101,12 +101,9 @@ def split_halves(n_samples: int, n_chains: int = 1) -> np.ndarray:
 
 @contextmanager
 def one_thread() -> Iterator[None]:
-    """Run numba's parallel kernels on the calling thread only, inside the block.
-
-    On one row (PSIS, ESS) the thread pool's fork-join costs more than the work.
-    """
+    """Run numba's parallel kernels on this thread only: on one row fork-join costs more."""
     before = numba.get_num_threads()
-    if before == 1:  # already serial (e.g. nested): nothing to set or restore
+    if before == 1:  # already serial (e.g. nested)
         yield
         return
     numba.set_num_threads(1)
@@ -229,10 +226,6 @@ def moment_match(
     log_target_and_ratio : callable, optional
         Both callbacks in one evaluation.
 
-    Returns
-    -------
-    MatchedDraws
-
     Examples
     --------
     Full posterior N(0, 1), neighbour N(3.5, 1):
@@ -315,19 +308,11 @@ def _values_at_draws(
     u, log_target_full, log_ratio, log_target_and_ratio, log_target_draws, log_ratio_draws
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(log target, log ratio)`` at the draws ``u``: the ones given, or computed."""
-    n_samples = u.shape[1]
     if log_target_draws is None and log_ratio_draws is None:
-        log_target_draws, log_ratio_draws = log_target_and_ratio(u)
-    lp0 = np.asarray(
-        log_target_full(u) if log_target_draws is None else log_target_draws, dtype=float
-    )
-    lr0 = np.asarray(log_ratio(u) if log_ratio_draws is None else log_ratio_draws, dtype=float)
-    if lp0.shape != (n_samples,) or lr0.shape != (n_samples,):
-        raise ValueError(
-            f"the log density and log ratio at the draws must have shape ({n_samples},), got "
-            f"{lp0.shape} and {lr0.shape}"
-        )
-    return lp0, lr0
+        return _both(log_target_and_ratio, u, u.shape[1])
+    lp0 = log_target_full(u) if log_target_draws is None else log_target_draws
+    lr0 = log_ratio(u) if log_ratio_draws is None else log_ratio_draws
+    return _checked(lp0, lr0, u.shape[1])
 
 
 @dataclass
@@ -381,7 +366,10 @@ def _match_loop(
 
 
 def _both(log_target_and_ratio, x, n):
-    lp, lr = log_target_and_ratio(x)
+    return _checked(*log_target_and_ratio(x), n)
+
+
+def _checked(lp, lr, n):
     lp, lr = np.asarray(lp, dtype=float), np.asarray(lr, dtype=float)
     if lp.shape != (n,) or lr.shape != (n,):
         raise ValueError(
@@ -394,10 +382,7 @@ def _split(
     u, lp0, lr0, moved_all, lp_moved_all, lr_moved_all, shift, matrix, log_target_full, reff,
     tail_rule, n_chains,
 ):  # fmt: skip
-    """Split step: transform half the draws, weight by the mixture proposal.
-
-    The moved half is taken from ``moved_all``; only ``T^-1`` of the other half is evaluated.
-    """
+    """Split step: half the draws moved (from ``moved_all``), weighted by the mixture proposal."""
     n_samples = u.shape[1]
     mean = u.mean(axis=1, keepdims=True)
     sign, logdet = np.linalg.slogdet(matrix)

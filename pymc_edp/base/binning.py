@@ -181,10 +181,6 @@ def epsilon_estimates(
     smoothing : float, default 0.0
         Additive smoothing of both probabilities (:func:`smoothed_log_probabilities`).
 
-    Returns
-    -------
-    EpsilonEstimate
-
     Examples
     --------
     All mass moved out of the lowest of 4 bins but for one draw weighted ``e^-30``: the

@@ -65,29 +65,24 @@ def parse_bytes(value, name: str = "memory") -> int:
     >>> parse_bytes("512MiB"), parse_bytes("2 GB"), parse_bytes(1024)
     (536870912, 2000000000, 1024)
     """
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a number of bytes or a string like '1GiB'")
     not_a_size = ValueError(
         f"{name}={value!r} is not a size: give bytes or a string like '512MiB', '2GB' "
         "(units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)"
     )
-    if isinstance(value, numbers.Real):
-        if not math.isfinite(value):
-            raise not_a_size
-        out = int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        amount = value
     elif isinstance(value, str):
         text = value.strip().lower().replace(" ", "")
         digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-        unit = text[len(digits) :]
         try:
-            amount = float(digits) * _UNITS[unit]
+            amount = float(digits) * _UNITS[text[len(digits) :]]
         except (KeyError, ValueError):
             raise not_a_size from None
-        if not math.isfinite(amount):
-            raise not_a_size
-        out = int(amount)
     else:
         raise TypeError(f"{name} must be a number of bytes or a string like '1GiB'")
+    if not math.isfinite(amount):
+        raise not_a_size
+    out = int(amount)
     if out <= 0:
         raise ValueError(f"{name} must be positive (at least one byte), got {value!r}")
     return out

@@ -45,30 +45,25 @@ class Family:
     name : str
         Its key in :data:`FAMILIES`.
     rv_op : str
-        Class name of its random variable op in ``pytensor.tensor.random.basic``
-        (``"NormalRV"``), how :mod:`pymc_edp.model.families` recognises it.
+        Class name of its op in ``pytensor.tensor.random.basic`` (``"NormalRV"``).
     params : tuple of str
-        The op's distribution parameters in order; the last one, ``q``, may come through a
-        link.
+        The op's parameters in order; the last, ``q``, may come through a link.
     logp : callable
-        ``logp(y, out, params, *, link, style, cache, single)``: writes the ``(S, k)``
-        log-densities into ``out`` and returns it, or returns None (block unhandled).
-        ``y`` is ``(k,)``, ``params`` are 2-d float64 arrays broadcastable to ``out``,
-        ``style`` the PyMC major version, ``cache`` a dict kept between the blocks of one
-        chunk (or None), ``single[i]`` whether parameter ``i`` was float32. Runs under
-        ``np.errstate(all="ignore")``.
+        ``logp(y, out, params, *, link, style, cache, single)``: the ``(S, k)`` log-densities
+        written into ``out``, or None. ``y`` is ``(k,)``, ``params`` 2-d float64 arrays
+        broadcastable to ``out``, ``style`` the PyMC major version, ``cache`` a dict kept
+        between the blocks of one chunk (or None), ``single[i]`` whether parameter ``i`` was
+        float32. Runs under ``np.errstate(all="ignore")``.
     links : tuple of str
         The links of ``q`` that ``logp`` accepts.
-    peel : tuple of str
-        Graph patterns peeled off ``q``, tried in order (see
-        :data:`pymc_edp.model.families.PATTERNS`); ``peel_pymc5`` replaces them under
-        PyMC 5 when given.
+    peel, peel_pymc5 : tuple of str
+        Graph patterns peeled off ``q`` in order (:data:`pymc_edp.model.families.PATTERNS`);
+        ``peel_pymc5``, if given, replaces ``peel`` under PyMC 5.
     mode : callable, optional
-        ``mode(link, y, params) -> (k,)``: where the log-density peaks in ``q``, for a
-        family whose draws enter only through a concave ``q`` (the four-reduction range).
+        ``mode(link, y, params) -> (k,)``: where the log-density peaks in a concave ``q``.
     range : callable, optional
         ``range(state, params, out) -> bool or None``: a fused :meth:`RangeState.update`
-        (None: not for this link, use the generic one).
+        (None: not for this link).
     """
 
     name: str
@@ -82,8 +77,6 @@ class Family:
     range: Callable | None = None
 
 
-_INF = np.inf
-# ------------------------------------------------------------------------ numba kernels
 # Parameters are 2-d arrays broadcastable to the block's (S, k): a[s if rows else 0, j * cols]
 # with ``rows = a.shape[0] > 1`` and ``cols = a.shape[1] > 1``. Kernels that finish a block
 # return how many of its values are not finite.
@@ -92,10 +85,7 @@ _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 @numba.njit(**_JIT)
 def _minmax(a, b, mn, mx):  # pragma: no cover - compiled
-    """Column min / max of ``a`` (S, k), or of ``b - a``, folded into ``mn``, ``mx``.
-
-    False if a value is not finite. ``b`` is None for ``a`` itself (pruned when compiled).
-    """
+    """Fold column min / max of ``a`` (``b - a`` unless ``b`` is None) in; False if not finite."""
     n_s, k = a.shape
     bad = 0
     for s in range(n_s):
@@ -125,10 +115,7 @@ def _bracket(a, mode, mn, mx, lo, hi):  # pragma: no cover - compiled
 
 
 def extreme_rows(a) -> tuple[int, ...]:
-    """The rows (draws) of the smallest and largest values of a 2-d block.
-
-    Where a hand-written link loses most precision: the draws fast columns are checked at.
-    """
+    """Rows (draws) of the smallest and largest values of a 2-d block: where a link loses most."""
     a = np.asarray(a)
     if a.ndim != 2 or a.shape[0] <= 1 or a.size == 0:
         return ()
@@ -138,7 +125,6 @@ def extreme_rows(a) -> tuple[int, ...]:
 
 @numba.njit(**_JIT)
 def _half_erfc(z, out):  # pragma: no cover - compiled
-    """``0.5 * erfc(z)`` with the C library's erfc (the one PyTensor's compiled code calls)."""
     flat_z = z.ravel()
     flat_o = out.ravel()
     for i in range(flat_z.size):
@@ -148,7 +134,6 @@ def _half_erfc(z, out):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _lgamma(x, out):  # pragma: no cover - compiled
-    """``lgamma`` of the C library elementwise (PyTensor's ``gammaln``)."""
     flat_x = x.ravel()
     flat_o = out.ravel()
     for i in range(flat_x.size):
@@ -164,10 +149,7 @@ def _at(a, s, j):  # pragma: no cover - compiled
 
 @numba.njit(inline="always", **_JIT)
 def _log_probs(a, b, s, j, logit):  # pragma: no cover - compiled
-    """``(log p, log(1 - p))`` at ``(s, j)``, from ``(q, log1p(exp(-|q|)))`` if ``logit``.
-
-    Else ``a``, ``b`` are ``log p`` and ``log(1 - p)`` themselves.
-    """
+    """``(log p, log(1 - p))`` at ``(s, j)``: ``(a, b)``; logit: from ``(q, log1p(e^-|q|))``."""
     if logit:
         x, t = a[s, j], b[s, j]
         return -(max(-x, 0.0) + t), -(max(x, 0.0) + t)
@@ -337,12 +319,11 @@ def lgamma(x) -> np.ndarray:
 
 
 def half_erfc(z) -> np.ndarray:
-    """``0.5 * erfc(z)`` with the C library's ``erfc``, float64."""
+    """``0.5 * erfc(z)`` with the C library's ``erfc`` (PyTensor's compiled code's), float64."""
     z = np.ascontiguousarray(z, dtype=np.float64)
     return _half_erfc(z, np.empty_like(z))
 
 
-# ------------------------------------------------------------------------------ helpers
 def _softplus_t(q, cache=None) -> np.ndarray:
     """``log1p(exp(-|q|))``, NumPy's SIMD exp/log1p; kept in ``cache`` for the same ``q``."""
     if cache is not None and cache.get("softplus_q") is q:
@@ -356,11 +337,7 @@ def _softplus_t(q, cache=None) -> np.ndarray:
 
 
 def _probabilities(q, link: str, cache=None):
-    """The ``(a, b)`` of :func:`_log_probs` for the block ``q``; None if ``p`` is outside [0, 1].
-
-    Link ``logit``: ``(q, t)``; ``erfc`` or ``identity``: ``(log p, log(1 - p))`` (PyTensor's
-    ``log1p(-p)``).
-    """
+    """The ``(a, b)`` of :func:`_log_probs` for the block ``q``; None if ``p`` is not in [0, 1]."""
     if link == "logit":
         return q, _softplus_t(q, cache)
     if link == "identity" and not np.all((q >= 0) & (q <= 1)):
@@ -389,15 +366,10 @@ def _integral(y) -> bool:
 
 
 def _in(x, single: bool):
-    """``x`` rounded to float32 when the parameter it is computed from is float32.
-
-    PyTensor computes a function of float32 parameters alone (``sigma=1.5`` is a float32
-    constant) in float32.
-    """
+    """``x`` rounded to float32 if its parameter is: PyTensor computes in float32 then."""
     return x.astype(np.float32).astype(np.float64) if single else x
 
 
-# ----------------------------------------------------------------------------- families
 def _normal(y, out, params, *, single, **_):
     mu, sigma = params
     if not (_finite(sigma) and np.all(sigma > 0)):
@@ -501,11 +473,7 @@ def _negative_binomial(y, out, params, *, link, style, cache, **_):
 
 
 def _negbin_binomln(y, n, cache):
-    """``binomln(y + n - 1, y)`` as ``(table, index)``: ``table[s, index[j]]``.
-
-    With one ``n`` for all records, a table of the distinct observed values (kept in
-    ``cache`` while ``n`` is unchanged); else per record.
-    """
+    """``binomln(y + n - 1, y) = table[s, index[j]]``: per distinct ``y`` if ``n`` is shared."""
     if n.shape[1] != 1:
         yy = y[None, :]
         table = _c2((lgamma(yy + n) - lgamma(yy + 1.0)) - lgamma(n))
@@ -548,31 +516,15 @@ def _negbin_range(state, params, out=None) -> bool | None:
     return _r_negbin_logit(y, y2, n, table, index[:k], index[k:], q, t, state.mn, state.mx)
 
 
-_BINARY_LINKS = ("logit", "erfc", "identity")
+_BINARY = {"links": ("logit", "erfc", "identity"), "peel": ("sigmoid", "half_erfc")}
 #: The families of the fast path by name (adding one touches only this module).
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
         Family("normal", "NormalRV", ("mu", "sigma"), _normal),
         Family("student_t", "StudentTRV", ("nu", "mu", "sigma"), _student_t),
-        Family(
-            "bernoulli",
-            "BernoulliRV",
-            ("q",),
-            _bernoulli,
-            links=_BINARY_LINKS,
-            peel=("sigmoid", "half_erfc"),
-            mode=_binary_mode,
-        ),
-        Family(
-            "binomial",
-            "BinomialRV",
-            ("n", "q"),
-            _binomial,
-            links=_BINARY_LINKS,
-            peel=("sigmoid", "half_erfc"),
-            mode=_binary_mode,
-        ),
+        Family("bernoulli", "BernoulliRV", ("q",), _bernoulli, mode=_binary_mode, **_BINARY),
+        Family("binomial", "BinomialRV", ("n", "q"), _binomial, mode=_binary_mode, **_BINARY),
         Family(
             "poisson",
             "PoissonRV",
@@ -642,7 +594,6 @@ def logp(
         return fam.logp(y, out, params, link=link, style=style, cache=cache, single=single)
 
 
-# ------------------------------------------------------------------------------- ranges
 class RangeState:
     """The range over draws of each record's log-density, one block of draws at a time.
 
@@ -679,7 +630,9 @@ class RangeState:
                 self.fixed = [np.broadcast_to(p, (1, k)) for p in params[:-1]]
         if self.scalar:
             q = params[-1]
-            self.ok = _bracket(_full(q, (q.shape[0], k)), self.mode, *self._acc())
+            self.ok = _bracket(
+                _full(q, (q.shape[0], k)), self.mode, self.mn, self.mx, self.lo, self.hi
+            )
             return self.ok
         if self.fam.range is not None:
             ok = self.fam.range(self, raw, out)
@@ -697,9 +650,6 @@ class RangeState:
             self.ok = other is not None and _minmax(cols, other, self.mn, self.mx)
         return self.ok
 
-    def _acc(self):
-        return self.mn, self.mx, self.lo, self.hi
-
     def result(self) -> np.ndarray | None:
         """``(k,)`` ranges: at least the range of :func:`logp`'s columns; None: unhandled."""
         if not self.ok or self.scalar is None:
@@ -707,8 +657,8 @@ class RangeState:
         if not self.scalar:
             return self.mx - self.mn
         mn, mx = self.mn, self.mx
-        lo = np.where(self.lo == -_INF, mn, self.lo)
-        hi = np.where(self.hi == _INF, mx, self.hi)
+        lo = np.where(self.lo == -np.inf, mn, self.lo)
+        hi = np.where(self.hi == np.inf, mx, self.hi)
         points = np.stack([mn, mx, lo, hi])  # (4, k): the draws' q that attain min and max
         kw = {"style": self.style}
         f = logp(self.family, self.link, self.y, [*self.fixed, points], **kw)

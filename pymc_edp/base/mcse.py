@@ -35,10 +35,7 @@ __all__ = [
 
 
 def _split_chains(x: np.ndarray, n_chains: int) -> np.ndarray:
-    """``(rows, S)`` chain-major draws as ``(rows, 2 n_chains, S / (2 n_chains))`` halves.
-
-    As :func:`arviz.ess`, the middle draw of an odd chain is dropped.
-    """
+    """Chain-major ``(rows, S)`` as ``(rows, 2 n_chains, S / (2 n_chains))`` (as arviz.ess)."""
     rows, n_samples = x.shape
     n_draws = n_samples // n_chains
     x = x[:, : n_chains * n_draws].reshape(rows, n_chains, n_draws)
@@ -310,10 +307,7 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
 
 
 def _window_size(bins: Bins, parameter: int | None, n_samples: int, n_local: int | None) -> int:
-    """Draws averaged for ``r(q)``: ``clip(sqrt(S), 10, 200)``, at most half the smallest bin.
-
-    Smallest bin of ``parameter`` (of all when None); wider windows bias a steep ``r(q)``.
-    """
+    """Draws averaged for ``r(q)``: ``clip(sqrt(S), 10, 200)``, at most half the smallest bin."""
     if n_local is None:
         params = range(bins.counts.shape[0]) if parameter is None else [parameter]
         smallest = min(int(bins.counts[q, : bins.n_bins[q]].min()) for q in params)
@@ -322,11 +316,7 @@ def _window_size(bins: Bins, parameter: int | None, n_samples: int, n_local: int
 
 
 def _cut_points(bins: Bins, parameter: int, bin_index: int, n_local: int):
-    """Yield a bin's interior edges as ``(edge, rank, sign, window)``.
-
-    ``rank`` draws lie below the cut, ``sign`` is +1 at the upper edge, ``window`` slices
-    the sorted draws around the cut.
-    """
+    """A bin's interior edges: ``(edge, draws below it, +1 if upper, slice of sorted draws)``."""
     n_samples = bins.index.shape[1]
     cum = np.concatenate([[0], np.cumsum(bins.counts[parameter])])
     for edge, sign in ((bin_index + 1, 1.0), (bin_index, -1.0)):
@@ -339,10 +329,7 @@ def _cut_points(bins: Bins, parameter: int, bin_index: int, n_local: int):
 def _add_cut_point_terms(
     psi, theta, bins, parameter, bin_index, *, draws, order, n_local, weights=None
 ):
-    """Add each cut point's ``sign r(q) (F - 1[theta_s < q])`` to ``psi`` in place.
-
-    ``r(q)``: share of (weighted) ``theta`` in the window around the cut over the window's.
-    """
+    """Add each cut point's ``sign r(q) (F - 1[theta_s < q])`` to ``psi`` in place."""
     p = parameter
     n_samples = psi.shape[0]
     n_local = _window_size(bins, p, n_samples, n_local)
@@ -504,10 +491,7 @@ def pooled_log_ratio_se(
 
 
 def _pooled_influence(lr, log_c, ind, n_full, m_f, m_n) -> np.ndarray:
-    """:func:`pooled_log_ratio_se`'s ``phi``, computed in log space and rescaled by ``min d``.
-
-    Nothing overflows when log ratios span thousands.
-    """
+    """:func:`pooled_log_ratio_se`'s ``phi``, in log space rescaled by ``min d`` (no overflow)."""
     n1, n2 = n_full, lr.size - n_full
     log_d = np.logaddexp(np.log(n1) + log_c, np.log(n2) + lr)
     u = np.exp(log_d.min() - log_d)  # K / d, K = min d
@@ -551,9 +535,7 @@ def leading_pairs(
     max_bins = bins.counts.shape[1]
     n_pairs = bins.counts.shape[0] * max_bins
     k = int(min(candidates, n_pairs))
-    log_ratio = np.full((n, k), np.nan)
-    se = np.full((n, k), np.nan)
-    ess = np.full((n, k), np.nan)
+    out = {name: np.full((n, k), np.nan) for name in ("log_ratio", "se", "ess")}
     par = np.zeros((n, k), dtype=np.int64)
     jbin = np.zeros((n, k), dtype=np.int64)
     for sl in chunk_slices(n, n_samples, factor=8):
@@ -564,24 +546,15 @@ def leading_pairs(
             top = np.argpartition(-flat, k - 1, axis=1)[:, :k]
         else:
             top = np.tile(np.arange(n_pairs), (flat.shape[0], 1))
-        # leading pair first
         top = np.take_along_axis(top, np.argsort(-np.take_along_axis(flat, top, 1), 1), 1)
         p, j = np.divmod(top, max_bins)
         valid = j < bins.n_bins[p]
-        lr, s, e = bin_log_ratio_se(
-            lw[sl],
-            bins,
-            np.where(valid, p, 0),
-            np.where(valid, j, 0),
-            order=order,
-            smoothing=smoothing,
-            n_chains=n_chains,
-        )
-        log_ratio[sl] = np.where(valid, lr, np.nan)
-        se[sl] = np.where(valid, s, np.nan)
-        ess[sl] = np.where(valid, e, np.nan)
+        p0, j0 = np.where(valid, p, 0), np.where(valid, j, 0)
+        kw = {"order": order, "smoothing": smoothing, "n_chains": n_chains}
+        for name, v in zip(out, bin_log_ratio_se(lw[sl], bins, p0, j0, **kw), strict=True):
+            out[name][sl] = np.where(valid, v, np.nan)
         par[sl], jbin[sl] = p, j
-    return dict(log_ratio=log_ratio, se=se, ess=ess, parameter=par, bin=jbin)
+    return dict(**out, parameter=par, bin=jbin)
 
 
 def normal_quantile(prob: float, n: np.ndarray | int | None = None) -> float | np.ndarray:
@@ -676,8 +649,7 @@ def max_interval(
     >>> round(float(lo), 3), round(float(hi), 3)  # 50 ties: a lower end at z = 3.09
     (0.691, 1.164)
     """
-    est = np.asarray(estimate, dtype=float)
-    se = np.asarray(se, dtype=float)
+    est, se = np.asarray(estimate, dtype=float), np.asarray(se, dtype=float)
     z = float(normal_quantile(prob))
     if not signed:
         est = np.abs(est)
@@ -692,11 +664,7 @@ def max_interval(
 
 
 def _bonferroni_lower(intervals, valid, lower_nominal, prob):
-    """The largest lower end at the contenders' Bonferroni level (see :func:`max_interval`).
-
-    Contenders are counted at the Bonferroni level, so the set does not shrink exactly when
-    the leader is too high; from all valid items the count only falls.
-    """
+    """The largest lower end at the contenders' Bonferroni level (see :func:`max_interval`)."""
     m = np.maximum(valid.sum(axis=-1), 1)
     for _ in range(64):
         z_m = normal_quantile(prob, m)
@@ -730,10 +698,7 @@ def interval_of_max(
     >>> round(lo, 3), hi  # the second is a lower bound (open above): both contend
     (1.804, inf)
     """
-    est = np.asarray(estimate, dtype=float)
-    se = np.asarray(se, dtype=float)
-    lower = np.asarray(lower, dtype=float)
-    upper = np.asarray(upper, dtype=float)
+    est, se, lower, upper = (np.asarray(a, dtype=float) for a in (estimate, se, lower, upper))
     valid = ~np.isnan(upper)
     if not valid.any():
         return float("nan"), float("nan")

@@ -27,10 +27,8 @@ __all__ = [
 
 #: Tail-length rules: ArviZ 0.23's ``psislw`` and arviz_stats' (ArviZ 1.x) PSIS.
 TAIL_RULES = ("arviz", "arviz_stats")
-#: The tail rule of the installed ArviZ, so that k-hats match the stack the user has: ArviZ
-#: 0.23's ``psislw`` takes ``ceil(min(S / 5, 3 sqrt(S / r_eff)))`` draws, arviz_stats'
-#: ``floor(3 sqrt(S / r_eff))`` (``floor(S / 5)`` when ``S r_eff <= 225``). ArviZ's version is
-#: read from its metadata; ArviZ is not imported.
+#: The tail rule of the installed ArviZ (:func:`psis_tail_length`), so that k-hats match the
+#: user's stack; its version is read from its metadata, ArviZ is not imported.
 PSIS_TAIL_RULE = "arviz_stats" if installed_major("arviz") >= 1 else "arviz"
 
 _EPS = float(np.finfo(np.float64).eps)
@@ -46,6 +44,8 @@ _FAST_MEAN_MIN = 1e-2
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
+#: ``1 / k!`` for ``k = 13, ..., 0``: Horner's order of exp's degree-13 Taylor polynomial.
+_EXP_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(13, -1, -1))
 # ``error_model="numpy"``: float division by zero gives inf/nan as in NumPy instead of raising.
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
@@ -142,12 +142,8 @@ def _heapsort(hv, hi, n):  # pragma: no cover - compiled
     for p in range(n // 2 - 1, -1, -1):
         _sift_down(hv, hi, p, n)
     for end in range(n - 1, 0, -1):
-        tv = hv[0]
-        ti = hi[0]
-        hv[0] = hv[end]
-        hi[0] = hi[end]
-        hv[end] = tv
-        hi[end] = ti
+        hv[0], hv[end] = hv[end], hv[0]
+        hi[0], hi[end] = hi[end], hi[0]
         _sift_down(hv, hi, 0, end)
 
 
@@ -162,11 +158,7 @@ def _mean_log1p(neg_b, ary, n):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _mean_log1p_fast(neg_b, ary, n):  # pragma: no cover - compiled
-    """``mean(log1p(neg_b * ary[:n]))`` taking one ``log`` per product of 8 factors.
-
-    Absolute error a few ``eps``; the caller falls back to :func:`_mean_log1p` when the
-    mean is small or a product could leave the float range.
-    """
+    """``mean(log1p(neg_b * ary[:n]))`` taking one ``log`` per product of 8 factors (see above)."""
     acc = 0.0
     n8 = n - n % 8
     for i in range(0, n8, 8):
@@ -182,10 +174,7 @@ def _mean_log1p_fast(neg_b, ary, n):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def _gpdfit(ary, n, work):  # pragma: no cover - compiled
-    """Zhang-Stephens fit of a generalized Pareto distribution to ``ary[:n]`` (sorted).
-
-    Returns ``(k, sigma)`` as ``arviz.stats.stats._gpdfit``; ``work`` is ``(4, m_max)`` scratch.
-    """
+    """ArviZ's Zhang-Stephens GPD fit ``(k, sigma)`` of sorted ``ary[:n]``; ``work`` is scratch."""
     m_est = 30 + int(math.sqrt(n))
     b_ary = work[0]
     k_ary = work[1]
@@ -256,20 +245,9 @@ def _exp_parts(x, ref, mant, expo):  # pragma: no cover - compiled
         t = min(max(x[i] - ref, -708.0), 709.0)
         k = math.floor(t * _LOG2E + 0.5)
         r = (t - k * _LN2_HI) - k * _LN2_LO
-        p = 1.0 / 6227020800.0  # 1/13!
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 1.0 / 2.0
-        p = p * r + 1.0
-        p = p * r + 1.0
+        p = _EXP_TAYLOR[0]
+        for c in _EXP_TAYLOR[1:]:
+            p = p * r + c
         mant[i] = p
         expo[i] = (np.int64(k) + 1023) << 52
 
@@ -326,9 +304,7 @@ def _psis_row(src, dst, n_tail, normalize, buf, expo, tv, ti, ary, work):  # pra
         buf[i] = x
     # cutoff: the (M+1)-th largest value, floored at log(tiny); the tail is strictly above
     thr = _select(buf, n_samples - n_tail - 1)
-    xcutoff = thr
-    if _CUTOFFMIN > xcutoff:
-        xcutoff = _CUTOFFMIN
+    xcutoff = max(thr, _CUTOFFMIN)
     tail_len = 0
     for i in range(n_samples):
         x = dst[i]
@@ -414,10 +390,6 @@ def psis_tail_length(n_samples: int, reff: float = 1.0, rule: str = "arviz") -> 
         ``"arviz"`` (ArviZ 0.23's ``psislw``): ``ceil(min(S / 5, 3 sqrt(S / reff)))``.
         ``"arviz_stats"`` (ArviZ 1.x): ``floor(3 sqrt(S / reff))`` when ``S reff > 225``,
         else ``floor(S / 5)``.
-
-    Returns
-    -------
-    int
 
     Examples
     --------

@@ -75,13 +75,9 @@ _WG = np.array(
 def _gk15_tables():
     nodes = np.concatenate([-_XGK[:-1], _XGK[::-1]])  # 15 nodes on [-1, 1], ascending
     kronrod = np.concatenate([_WGK[:-1], _WGK[::-1]])
-    gauss = np.zeros(15)
     gauss_half = np.zeros(8)
-    gauss_half[1:7:2] = _WG[:3]
-    gauss_half[7] = _WG[3]
-    gauss[:7] = gauss_half[:-1]
-    gauss[7:] = gauss_half[::-1]
-    return nodes, kronrod, gauss
+    gauss_half[1::2] = _WG
+    return nodes, kronrod, np.concatenate([gauss_half[:-1], gauss_half[::-1]])
 
 
 #: ``(nodes, Kronrod weights, Gauss weights)`` of the 15-point rule on [-1, 1].
@@ -106,14 +102,9 @@ def _evaluate(logf, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
 def _search(logf, centre, scale, *, half_width, max_rounds, counts):
     """Per problem ``(a, b, peak, grids)``: where all but exp(-TAIL) of the mass lies.
 
-    ``peak`` is the highest grid value, ``grids`` the final grid ``(t, f, step)`` inside
-    ``[a, b]`` (None where nothing was found).
-
-    The grid is uniform over ``half_width`` steps of ``scale`` about the centre, then
-    doubles its steps outwards. A peak between grid points (or a support narrower than a
-    step) refines it, centred at the parabola through the three highest points with their
-    curvature's scale; a maximum in the outer part moves it there; mass at its ends adds
-    outer points.
+    ``peak`` is the highest grid value, ``grids`` the final grid ``(t, f, step)`` in ``[a, b]``
+    (None where nothing was found): uniform over ``half_width`` steps of ``scale`` about the
+    centre, then doubling its steps outwards.
     """
     m = centre.size
     centre, scale = centre.astype(float).copy(), scale.astype(float).copy()
@@ -282,11 +273,8 @@ def log_integrals(
 def _first_panels(logf, grids, panel_steps, n_evals):
     """Flat ``(problem, lower, upper)`` first panels, from each problem's search grid.
 
-    Every ``panel_steps``-th point of the grid's uniform part and every point of its
-    doubling part is an edge, so that a panel is never much wider than the scale at which the
-    peak was resolved (a spike in a wide panel would fool the rules' error estimate). Where
-    the support ends between two grid points (``f = -inf`` on one side), the edge is found by
-    bisection and the panel stops there, so that no panel holds a jump.
+    Edges: every ``panel_steps``-th point of the uniform part, every point of the doubling
+    part (a spike in a wide panel would fool the error estimate), and the support's edges.
     """
     pid, lo, hi = [], [], []
     inside, outside, owner = [], [], []

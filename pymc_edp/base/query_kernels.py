@@ -33,11 +33,6 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------------------
-# Empirical-CDF differencing
-# ----------------------------------------------------------------------------------------
-
-
 def ecdf_density(points: ArrayLike, grid: ArrayLike, *, window: int | None = None) -> NDArray:
     """Density by differencing the empirical CDF over ``window`` order statistics.
 
@@ -75,11 +70,6 @@ def ecdf_density(points: ArrayLike, grid: ArrayLike, *, window: int | None = Non
     out = out.reshape((*pts.shape[:-1], g.size))
     mass = trapezoid_mass(out, g)
     return out / np.where(mass > 0, mass, 1.0)[..., None]
-
-
-# ----------------------------------------------------------------------------------------
-# Hockey-stick divergence between densities on a grid (Theorem 1 / Algorithm 2)
-# ----------------------------------------------------------------------------------------
 
 
 def trapezoid_mass(f: ArrayLike, x: ArrayLike) -> NDArray:
@@ -130,8 +120,7 @@ def hockey_stick_delta_grid(
         Rescale ``p`` and ``q`` to unit mass on ``x`` first, so that the grid's truncation
         does not masquerade as a privacy loss.
     direction : {"both", "forward", "backward"}
-        ``"forward"`` returns only ``int (p - e^eps q)_+``, ``"backward"`` only
-        ``int (q - e^eps p)_+``.
+        As in :func:`pymc_edp.base.hockey.hockey_stick_delta`.
 
     Returns
     -------
@@ -174,11 +163,6 @@ def hockey_stick_delta_grid(
     return out[..., 0] if scalar else out
 
 
-# ----------------------------------------------------------------------------------------
-# Noise calibration (section 6)
-# ----------------------------------------------------------------------------------------
-
-
 def hausdorff_distance(a: ArrayLike, b: ArrayLike) -> float:
     """Hausdorff distance between two finite sets of reals (or of points in R^d).
 
@@ -188,10 +172,6 @@ def hausdorff_distance(a: ArrayLike, b: ArrayLike) -> float:
     Parameters
     ----------
     a, b : array_like, shape (n,) / (m,) or (n, d) / (m, d)
-
-    Returns
-    -------
-    float
 
     Examples
     --------
@@ -224,10 +204,6 @@ def bottleneck_distance(a: ArrayLike, b: ArrayLike) -> float:
     Parameters
     ----------
     a, b : array_like, shape (n,)
-
-    Returns
-    -------
-    float
 
     Examples
     --------

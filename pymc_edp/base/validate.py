@@ -29,10 +29,10 @@ def check_int(value, name: str, minimum: int | None = None, *, allow_none: bool 
     """``value`` as an ``int`` (``>= minimum``); booleans and non-integers are refused."""
     if value is None and allow_none:
         return None
-    ok = not isinstance(value, bool) and isinstance(value, numbers.Integral)
-    if not ok and isinstance(value, numbers.Real) and float(value).is_integer():
-        ok = not isinstance(value, bool)
-    if not ok or (minimum is not None and value < minimum):
+    integral = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and float(value).is_integer()
+    )
+    if isinstance(value, bool) or not integral or (minimum is not None and value < minimum):
         bound = "" if minimum is None else f" >= {minimum}"
         raise ValueError(f"{name} must be an integer{bound}, got {value!r}")
     return int(value)
@@ -114,7 +114,7 @@ def as_options(cls, value, argument: str):
     if isinstance(value, Mapping):
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(value) - known)
-        moved = getattr(cls, "MOVED", {})  # options an earlier version took here
+        moved = getattr(cls, "MOVED", {})
         gone = [k for k in unknown if k in moved]
         if gone:
             raise TypeError("; ".join(f"{argument}={{{k!r}: ...}} {moved[k]}" for k in gone))

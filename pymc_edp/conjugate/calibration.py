@@ -32,6 +32,7 @@ from scipy import special
 
 from pymc_edp.base.validate import check_int, check_real
 from pymc_edp.conjugate.posteriors import (
+    _transition,
     beta_binomial_synthesizer_matrix,
     dirichlet_multinomial_log_pmf,
 )
@@ -166,10 +167,9 @@ class BetaBinomialSynthesizer(_BetaPriorSynthesizer):
         )
 
     def build_model(self, x: int, n: int) -> pm.Model:
-        """PyMC model of the synthesizer run on ``x`` successes out of ``n`` records.
+        """PyMC model of the synthesizer on ``x`` successes out of ``n`` records.
 
-        It holds ``p ~ Beta(alpha + x, beta + n - x)`` (the posterior, by conjugacy) and
-        ``x_synthetic ~ Binomial(n_synthetic, p)``; forward sampling runs the mechanism.
+        Forward sampling runs the mechanism (``p`` is the posterior, by conjugacy).
         """
         import pymc as pm
 
@@ -200,8 +200,7 @@ def beta_binomial_synthesizer_prior(
 
     References
     ----------
-    .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
-       Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1.
+    .. [1] Charest, A.-S. and Han, Y. (2017). *J. Privacy and Confidentiality* 7(3), Sec. 3.1.
 
     Examples
     --------
@@ -215,14 +214,18 @@ def beta_binomial_synthesizer_prior(
     return _calibrated_beta(BetaBinomialSynthesizer, epsilon, n_synthetic, prior_mean)
 
 
-def _calibrated_beta(cls, epsilon, n_synthetic, prior_mean, *, per_record=False):
-    """``cls`` with the prior making it exactly epsilon-DP; ``per_record``: Bernoulli's."""
+def _smallest_parameter(epsilon, n_synthetic, *, per_record=False) -> tuple[float, int]:
+    """``(a, n_s)``: the smallest prior parameter making the synthesizer exactly epsilon-DP."""
     eps = check_real(epsilon, "epsilon", positive=True)
     n_s = check_int(n_synthetic, "n_synthetic", 1)
-    if per_record:  # epsilon = n_s log(1 + 1 / a)
-        a_min = _calibrated_parameter(1.0, eps / n_s, eps, n_s, "1 / (e^(eps / n_s) - 1)")
-    else:  # epsilon = log(1 + n_s / a)
-        a_min = _calibrated_parameter(n_s, eps, eps, n_s, "n_s / (e^eps - 1)")
+    if per_record:  # Bernoulli: epsilon = n_s log(1 + 1 / a)
+        return _calibrated_parameter(1.0, eps / n_s, eps, n_s, "1 / (e^(eps / n_s) - 1)"), n_s
+    return _calibrated_parameter(n_s, eps, eps, n_s, "n_s / (e^eps - 1)"), n_s
+
+
+def _calibrated_beta(cls, epsilon, n_synthetic, prior_mean, *, per_record=False):
+    """``cls`` with the Beta prior making it exactly epsilon-DP."""
+    a_min, n_s = _smallest_parameter(epsilon, n_synthetic, per_record=per_record)
     alpha, beta = _split_by_mean(a_min, prior_mean)
     return cls(alpha=alpha, beta=beta, n_synthetic=n_s)
 
@@ -282,19 +285,14 @@ class BernoulliSynthesizer(_BetaPriorSynthesizer):
             + k * log_p
             + (n_s - k) * log_q
         )
-        return xr.DataArray(
-            log_pmf if log else np.exp(log_pmf),
-            dims=("x", "x_synthetic"),
-            coords={"x": np.arange(n + 1), "x_synthetic": np.arange(n_s + 1)},
-            name="log_transition" if log else "transition",
-            attrs={"alpha": self.alpha, "beta": self.beta, "n": n, "n_synthetic": n_s},
-        )
+        coords = {"x": np.arange(n + 1), "x_synthetic": np.arange(n_s + 1)}
+        attrs = {"alpha": self.alpha, "beta": self.beta, "n": n, "n_synthetic": n_s}
+        return _transition(log_pmf, log, coords, attrs)
 
     def build_model(self, x: int, n: int) -> pm.Model:
-        """PyMC model of the synthesizer run on ``x`` ones out of ``n`` records.
+        """PyMC model of the synthesizer on ``x`` ones out of ``n`` records.
 
-        It holds the synthesis probability ``p``, the records ``y_synthetic ~ Bernoulli(p)``
-        and their sum ``x_synthetic``; forward sampling runs the mechanism.
+        Forward sampling runs the mechanism: ``p``, ``y_synthetic`` and their sum ``x_synthetic``.
         """
         import pymc as pm
 
@@ -318,9 +316,8 @@ def bernoulli_synthesizer_prior(
 
     References
     ----------
-    .. [1] McClure, D. and Reiter, J. P. (2012). "Differential Privacy and Statistical
-       Disclosure Risk Measures: An Investigation with Binary Synthetic Data."
-       *Transactions on Data Privacy* 5, Sec. 3.1 and Appendix A.
+    .. [1] McClure, D. and Reiter, J. P. (2012). *Transactions on Data Privacy* 5, Sec. 3.1
+       and Appendix A.
 
     Examples
     --------
@@ -427,7 +424,6 @@ class DirichletMultinomialSynthesizer:
         """
         rows = self.datasets(n)
         cols = _compositions(self.n_synthetic, self.n_categories)
-        n_s = self.n_synthetic
         log_pmf = dirichlet_multinomial_log_pmf(np.asarray(self.alpha)[None, :] + rows, cols)
 
         def index(counts: np.ndarray, dim: str) -> xr.Coordinates:
@@ -437,21 +433,11 @@ class DirichletMultinomialSynthesizer:
                 pd.MultiIndex.from_arrays(levels, names=names), dim
             )
 
-        coords = index(rows, "x").merge(index(cols, "x_synthetic"))
-        return xr.DataArray(
-            log_pmf if log else np.exp(log_pmf),
-            dims=("x", "x_synthetic"),
-            coords=coords.coords,
-            name="log_transition" if log else "transition",
-            attrs={"n": int(n), "n_synthetic": n_s},
-        )
+        coords = index(rows, "x").merge(index(cols, "x_synthetic")).coords
+        return _transition(log_pmf, log, coords, {"n": int(n), "n_synthetic": self.n_synthetic})
 
     def build_model(self, counts: Sequence[int] | np.ndarray) -> pm.Model:
-        """PyMC model of the synthesizer run on the category ``counts``.
-
-        It holds ``p ~ Dirichlet(alpha + counts)`` and
-        ``x_synthetic ~ Multinomial(n_synthetic, p)``; forward sampling runs the mechanism.
-        """
+        """PyMC model of the synthesizer on the category ``counts`` (forward sampling runs it)."""
         import pymc as pm
 
         c = np.asarray(counts)
@@ -486,8 +472,7 @@ def dirichlet_multinomial_synthesizer_prior(
 
     References
     ----------
-    .. [1] Machanavajjhala, A., Kifer, D., Abowd, J., Gehrke, J. and Vilhuber, L. (2008).
-       "Privacy: Theory meets practice on the map." *ICDE 2008*, 277-286.
+    .. [1] Machanavajjhala, A. et al. (2008). *ICDE 2008*, 277-286.
 
     Examples
     --------
@@ -498,11 +483,9 @@ def dirichlet_multinomial_synthesizer_prior(
     >>> [round(a, 4) for a in syn.alpha], round(syn.epsilon, 4)
     ([2.9099, 4.3648, 7.2747], 1.0)
     """
-    eps = check_real(epsilon, "epsilon", positive=True)
-    n_s = check_int(n_synthetic, "n_synthetic", 1)
+    a_min, n_s = _smallest_parameter(epsilon, n_synthetic)
     if (n_categories is None) == (prior_mean is None):
         raise ValueError("Give exactly one of `n_categories` and `prior_mean`.")
-    a_min = _calibrated_parameter(n_s, eps, eps, n_s, "n_s / (e^eps - 1)")
     if prior_mean is None:
         k = check_int(n_categories, "n_categories", 2)
         alpha = (a_min,) * k
@@ -560,9 +543,8 @@ class LaplaceMechanism:
     def log_density(self, output, value) -> np.ndarray:
         """Log density of releasing ``output`` when the true query value is ``value``."""
         b = self.scale
-        return -np.abs(np.asarray(output, dtype=float) - np.asarray(value, dtype=float)) / b - (
-            np.log(2.0 * b)
-        )
+        diff = np.asarray(output, dtype=float) - np.asarray(value, dtype=float)
+        return -np.abs(diff) / b - np.log(2.0 * b)
 
     def build_model(self, value: float | np.ndarray) -> pm.Model:
         """PyMC model releasing ``released ~ Laplace(value, scale)`` (elementwise)."""
@@ -579,8 +561,7 @@ def laplace_mechanism(epsilon: float, sensitivity: float) -> LaplaceMechanism:
 
     References
     ----------
-    .. [1] Dwork, C., McSherry, F., Nissim, K. and Smith, A. (2006). "Calibrating noise to
-       sensitivity in private data analysis." *TCC 2006*, 265-284.
+    .. [1] Dwork, C., McSherry, F., Nissim, K. and Smith, A. (2006). *TCC 2006*, 265-284.
 
     Examples
     --------

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 import xarray as xr
-from scipy import special
+from scipy import special, stats
 
 from pymc_edp.base.validate import check_choice
 
@@ -77,7 +77,6 @@ def _as_bins(bins: int | Sequence[int]) -> tuple[np.ndarray, bool]:
     if not np.issubdtype(arr.dtype, np.integer):
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             raise ValueError(f"`bins` must hold integers, got {bins!r}.")
-        arr = arr.astype(np.int64)
     if np.any(arr < 1):
         raise ValueError(f"`bins` must be >= 1, got {bins!r}.")
     return arr.astype(np.int64), scalar
@@ -103,6 +102,17 @@ def _epsilon(out: np.ndarray, scalar: bool, pointwise: bool) -> float | np.ndarr
         return out[:, 0] if scalar else out
     eps = out.max(axis=0)
     return float(eps[0]) if scalar else eps
+
+
+def _transition(log_pmf: np.ndarray, log: bool, coords, attrs: dict) -> xr.DataArray:
+    """The ``(x, x_synthetic)`` transition matrix from its log, or the log itself."""
+    return xr.DataArray(
+        log_pmf if log else np.exp(log_pmf),
+        dims=("x", "x_synthetic"),
+        coords=coords,
+        name="log_transition" if log else "transition",
+        attrs=attrs,
+    )
 
 
 def _beta_quantiles(a: float, b: float, q: np.ndarray) -> np.ndarray:
@@ -251,9 +261,8 @@ def beta_binomial_synthesizer_matrix(
 ) -> xr.DataArray:
     """Transition matrix ``P(x_synthetic | x)`` of the Beta-Binomial synthesizer.
 
-    The synthesizer draws ``p ~ Beta(alpha + x, beta + n - x)`` and releases
-    ``x_synthetic ~ Binomial(n_synthetic, p)`` (``n_synthetic`` defaults to ``n``); with
-    ``log=True``, log-probabilities (no underflow for large ``n_synthetic``).
+    The synthesizer is :class:`~pymc_edp.conjugate.BetaBinomialSynthesizer` (``n_synthetic``
+    defaults to ``n``); ``log=True`` gives log-probabilities (no underflow for large ``n_s``).
 
     Returns
     -------
@@ -263,11 +272,9 @@ def beta_binomial_synthesizer_matrix(
 
     References
     ----------
-    .. [1] Charest, A.-S. and Han, Y. (2017). "On the Meaning and Limits of Empirical
-       Differential Privacy." *Journal of Privacy and Confidentiality* 7(3), Sec. 3.1,
+    .. [1] Charest, A.-S. and Han, Y. (2017). *J. Privacy and Confidentiality* 7(3), Sec. 3.1,
        Table 1.
-    .. [2] Abowd, J. M. and Vilhuber, L. (2008). "How protective are synthetic data?"
-       *Privacy in Statistical Databases*, 239-246.
+    .. [2] Abowd, J. M. and Vilhuber, L. (2008). *Privacy in Statistical Databases*, 239-246.
 
     Examples
     --------
@@ -291,19 +298,13 @@ def beta_binomial_synthesizer_matrix(
     # epsilon), precise for huge ones (tiny epsilon); see dirichlet_multinomial_log_pmf
     a = np.column_stack([alpha + x, beta + (n - x)])
     log_pmf = dirichlet_multinomial_log_pmf(a, np.column_stack([k, n_s - k]))
-    return xr.DataArray(
-        log_pmf if log else np.exp(log_pmf),
-        dims=("x", "x_synthetic"),
-        coords={"x": np.arange(n + 1), "x_synthetic": np.arange(n_s + 1)},
-        name="log_transition" if log else "transition",
-        attrs={"alpha": float(alpha), "beta": float(beta), "n": n, "n_synthetic": n_s},
-    )
+    coords = {"x": np.arange(n + 1), "x_synthetic": np.arange(n_s + 1)}
+    attrs = {"alpha": float(alpha), "beta": float(beta), "n": n, "n_synthetic": n_s}
+    return _transition(log_pmf, log, coords, attrs)
 
 
 def _gamma_log_bin_probs(edges: np.ndarray, shape: np.ndarray, rate: float) -> np.ndarray:
     """Log P(edges[j] < lam <= edges[j+1]) under Gamma(shape, rate); ``shape`` on axis 0."""
-    from scipy import stats
-
     a = np.asarray(shape, dtype=float)[..., None]
     x = edges * rate
     log_cdf = stats.gamma.logcdf(x, a)
@@ -374,8 +375,6 @@ def poisson_gamma_edp(
             raise ValueError("`replacements` must be non-negative integer counts.")
         shape_nb = shape - y[:, None] + rep
         rate_nb = rate
-    from scipy import stats
-
     out = np.empty((n, b_arr.size))
     for m, n_bins in enumerate(b_arr):
         q = np.arange(1, n_bins) / n_bins
@@ -384,6 +383,12 @@ def poisson_gamma_edp(
         other = _gamma_log_bin_probs(edges[None, :], shape_nb, rate_nb)
         out[:, m] = np.max(_max_abs_log_ratio(other, base[None, None, :]), axis=1)
     return _epsilon(out, scalar, pointwise)
+
+
+def _normal_posterior(y, sig, mu0, sigma0) -> tuple[float, float]:
+    """Posterior mean and precision of mu."""
+    prec = 1.0 / sigma0**2 + np.sum(1.0 / sig**2)
+    return (mu0 / sigma0**2 + np.sum(y / sig**2)) / prec, prec
 
 
 def _normal_inputs(y, sigma, mu0, sigma0) -> tuple[np.ndarray, np.ndarray]:
@@ -423,9 +428,7 @@ def normal_normal_posterior(
     >>> normal_normal_posterior([1.0, 2.0, 3.0], sigma=1.0, mu0=0.0, sigma0=1.0)
     (1.5, 0.5)
     """
-    y, sig = _normal_inputs(y, sigma, mu0, sigma0)
-    prec = 1.0 / sigma0**2 + np.sum(1.0 / sig**2)
-    mean = (mu0 / sigma0**2 + np.sum(y / sig**2)) / prec
+    mean, prec = _normal_posterior(*_normal_inputs(y, sigma, mu0, sigma0), mu0, sigma0)
     return float(mean), float(1.0 / np.sqrt(prec))
 
 
@@ -500,8 +503,7 @@ def normal_normal_edp(
     b_arr, scalar = _as_bins(bins)
 
     var_i = sig**2
-    prec = 1.0 / sigma0**2 + np.sum(1.0 / var_i)
-    mean = (mu0 / sigma0**2 + np.sum(y / var_i)) / prec
+    mean, prec = _normal_posterior(y, sig, mu0, sigma0)
     sd = 1.0 / np.sqrt(prec)
 
     if neighbour == "remove":

@@ -254,8 +254,7 @@ class LogLikelihood:
         """Record layout from ``observed_data``, with zero placeholders (refits only).
 
         A record is an entry of each variable's first dimension, or as its ``structures``
-        (:class:`~pymc_edp.model.structure.Structure`) say; coupled ones are marked
-        (:data:`COUPLED`).
+        say; coupled ones are marked (:data:`COUPLED`).
         """
         names = list(observed.data_vars) if names is None else list(names)
         unknown = [n for n in names if n not in observed.data_vars]
@@ -336,15 +335,11 @@ class LogLikelihood:
         return out
 
     def __getstate__(self):
-        # what a worker needs: the values (or what computes them) and the records' layout;
-        # the source group's n x S values would be pickled whole (and a broadcast
-        # placeholder materialised), so only one draw of it travels, for labels and dims
+        # a worker needs the values and the records' layout: one draw of the source group
+        # travels (for labels and dims), not its n x S values
         state = dict(self.__dict__)
         state["datasets"] = self.datasets.isel(chain=[0], draw=[0])
         return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
 
     @property
     def lazy(self) -> bool:
@@ -353,11 +348,7 @@ class LogLikelihood:
 
 
 def _columns(da: xr.DataArray):
-    """``(chain * draw, n_rows)`` view of one log-likelihood variable.
-
-    In its dtype (:meth:`LogLikelihood.gather` converts a chunk at a time); a dask-backed
-    variable stays lazy.
-    """
+    """``(chain * draw, n_rows)`` view of one log-likelihood variable (dask stays lazy)."""
     if is_lazy(da.data):
         data = da.data
         return data.reshape(data.shape[0] * data.shape[1], -1)
@@ -445,12 +436,10 @@ def smoothed_log_weights(
     reff : float
         Relative MCMC efficiency for the PSIS tail length.
     spread : ndarray, shape (k,), optional
-        ``max - min`` of each row. Rows where it is at most
-        :data:`~pymc_edp.base.limits.LOG_RATIO_RESOLUTION` (a record replaced by its own
-        value, or one the parameters do not depend on, constant up to rounding) are not
-        smoothed: their weights are the normalised ratios, within ``e^(+-1.5e-8)`` of
-        uniform, and their k-hat ``-inf``. A Pareto tail fitted to rounding noise gives
-        k-hat ``inf`` or NaN weights.
+        ``max - min`` of each row. Rows constant up to
+        :data:`~pymc_edp.base.limits.LOG_RATIO_RESOLUTION` are not smoothed (a Pareto tail
+        fitted to rounding noise gives k-hat ``inf`` or NaN weights): their weights are the
+        normalised ratios and their k-hat ``-inf``.
 
     Returns
     -------
@@ -477,8 +466,8 @@ def log_ratio_range(
 ) -> np.ndarray:
     """``(stop - start,)`` ``max_s - min_s`` of :func:`log_ratios`, cheaply.
 
-    Records are read in the stored ``(S, k)`` layout, without :func:`log_ratios`' transposed
-    copy, with the same bits (a range is exact); other neighbours go through it.
+    Single consecutive records are read in the stored ``(S, k)`` layout, without a
+    transposed copy (same bits); other neighbours go through :func:`log_ratios`.
     """
     lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
     rows = neighbours.rows[lo:hi]
@@ -531,9 +520,8 @@ def log_ratios(
 
     Up to a constant, at ``ll``'s draws: minus the neighbour's rows summed (removal), or the
     log-likelihood at the ``replacement`` values (per variable, ``(S, n_rows_v)``) minus that
-    at the data. The one place a neighbour's log ratio is formed. ``base``, for replacement,
-    is :func:`neighbour_rows` read once for several candidates (not modified). The result is
-    C-contiguous and the caller's.
+    at the data. ``base``: :func:`neighbour_rows`, read once for several candidates (not
+    modified). The result is C-contiguous and the caller's.
     """
     lo, hi = neighbours.indptr[start], neighbours.indptr[stop]
     rows = neighbours.rows[lo:hi]

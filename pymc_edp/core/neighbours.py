@@ -30,9 +30,7 @@ RECORDS = ("auto", "rows", "elements")
 class RecordLayout(Protocol):
     """The records of every observed variable, laid end to end as rows.
 
-    What :class:`~pymc_edp.core.loglik.LogLikelihood` satisfies: ``names`` in order,
-    ``offsets`` of each variable's first row (``len(names) + 1`` long), ``datasets`` with dims
-    ``("chain", "draw", *record_dims)``.
+    What :class:`~pymc_edp.core.loglik.LogLikelihood` satisfies (see there).
     """
 
     names: tuple[str, ...]
@@ -73,13 +71,14 @@ class Neighbours:
         lengths = np.diff(self.indptr)[index]
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         starts = self.indptr[index]
-        rows = (
-            np.concatenate([self.rows[a : a + m] for a, m in zip(starts, lengths, strict=True)])
-            if index.size and not np.all(lengths == 1)
-            else self.rows[starts]
-            if index.size
-            else self.rows[:0]
-        )
+        if not index.size:
+            rows = self.rows[:0]
+        elif np.all(lengths == 1):
+            rows = self.rows[starts]
+        else:
+            rows = np.concatenate(
+                [self.rows[a : a + m] for a, m in zip(starts, lengths, strict=True)]
+            )
         return Neighbours(self.labels[index], indptr, rows, self.observed[index])
 
     def __len__(self) -> int:
@@ -113,8 +112,7 @@ class Neighbours:
     def from_groups(cls, ll: RecordLayout, groups) -> Neighbours:
         """One neighbour per individual: all its rows in all observed variables.
 
-        ``groups`` is a coordinate on every variable's records, one label per row (all variables
-        end to end), or ``{observed_name: labels}`` shaped like each variable's records.
+        ``groups``: as :class:`Relation`'s, one label per row of all variables end to end.
         """
         per_row = []
         for name in ll.names:
@@ -182,10 +180,9 @@ class Relation:
 
     A relation acts on rows of the pointwise log-likelihood: one neighbour per record, or
     one per individual with ``groups``. It owns its candidates (the data values a neighbour
-    tries, none for a removal), its log density ratio, its label and words, and its part of
-    a refit's fingerprint; the audit, the reweighter, the refits and release audits hold one
-    relation and loop over its candidates. :class:`Remove` and :class:`Replace` are the two
-    of the papers; a subclass with a ``name`` adds one (docs: "Adding a neighbour relation").
+    tries, none for a removal), its label and words, and its part of a refit's fingerprint.
+    :class:`Remove` and :class:`Replace` are the two of the papers; a subclass with a
+    ``name`` adds one (docs: "Adding a neighbour relation").
 
     Parameters
     ----------
@@ -254,8 +251,7 @@ class Relation:
     def coerce(cls, value: Relation | Mapping | str | None) -> Relation:
         """``value`` as a relation: a relation, its name, a dict of its fields, or None.
 
-        A dict names the relation under ``"relation"`` (default ``"remove"``), as the
-        ``NeighbourOptions`` of version 0.8 did.
+        A dict names the relation under ``"relation"`` (default ``"remove"``).
         """
         if value is None:
             return Remove()
@@ -290,21 +286,13 @@ class Relation:
         return Neighbours.from_groups(ll, self.groups)
 
     def fingerprint(self) -> dict[str, str | None]:
-        """The relation's part of the refits' checkpoint configuration.
-
-        Each neighbour's records and values are hashed with its refit
-        (:func:`~pymc_edp.refit.fingerprint.neighbour_fingerprint`); a subclass with
-        parameters adds them.
-        """
+        """The relation's part of the refits' checkpoint configuration (subclasses add theirs)."""
         return {"neighbour": self.name, "groups": None if self.groups is None else "given"}
 
-    # candidates: the data values each neighbour tries, bound to the data by the audit
-
     def candidate_values(self, name: str, y: np.ndarray, integer: bool) -> np.ndarray | None:
-        """Candidate data sets of observed variable ``name``, ``(C, *y.shape)``, or None.
+        """Candidate data sets of observed variable ``name``, ``(C, *y.shape)``; None: a removal.
 
-        None (a removal) leaves the neighbour's records out. ``integer``: whether the data
-        can only be integers.
+        ``integer``: whether the data can only be integers.
         """
         return None
 
@@ -312,8 +300,7 @@ class Relation:
         """A copy bound to the data: its candidate values and their log-likelihoods.
 
         ``values``: per observed variable, ``(C, *shape)``; ``logliks``: per candidate, the
-        log-likelihood arrays at its values (``[]``: none, as without a factorised
-        likelihood).
+        log-likelihood arrays at its values (``[]``: none, without a factorised likelihood).
         """
         out = copy.copy(self)
         object.__setattr__(out, "_values", dict(values))

@@ -27,16 +27,6 @@ class PerRecord:
     values: object
 
 
-def _is_integer_valued(values: np.ndarray) -> bool:
-    values = np.asarray(values)
-    if values.dtype.kind in "biu":
-        return True
-    if values.dtype.kind != "f":
-        return False
-    finite = values[np.isfinite(values)]
-    return bool(np.all(finite == np.round(finite)))
-
-
 def candidates(
     replacements, name: str, observed: np.ndarray, *, integer: bool | None = None
 ) -> np.ndarray:
@@ -87,8 +77,8 @@ def candidates(
         ).copy()
     if arr.shape[0] == 0:
         raise ValueError(f"replacements for {name!r} are empty: give at least one value")
-    if integer and not _is_integer_valued(arr):
-        bad = arr[np.isfinite(arr) & (arr != np.round(arr))]  # float: ints are integer-valued
+    bad = arr[np.isfinite(arr) & (arr != np.round(arr))] if arr.dtype.kind == "f" else arr[:0]
+    if integer and bad.size:
         raise ValueError(
             f"the data of {name!r} can only be integers (integer data, or a likelihood with "
             f"integer support) but replacements contain non-integer values (e.g. "

@@ -236,15 +236,11 @@ class Reweighter:
                 v, cols = simple
                 array = self.ll.arrays[v]
                 block = _read(array, cols)
-                # computed (or read) for this call: a float64 block can be the work array
-                own = is_lazy(array) and block.dtype == np.float64 and block.flags.writeable
                 if repl:
                     alt = _read(repl[v], cols)
-                    mine = is_lazy(repl[v]) and alt.dtype == np.float64 and alt.flags.writeable
-                    work = alt if mine else None
-                    lr = np.subtract(alt, block, out=work, dtype=np.float64)
+                    lr = np.subtract(alt, block, out=_scratch(repl[v], alt), dtype=np.float64)
                 else:
-                    lr = np.negative(block, out=block if own else None, dtype=np.float64)
+                    lr = np.negative(block, out=_scratch(array, block), dtype=np.float64)
                 b = mean_bound(lr, n_tail, axis=0, overwrite=True)
             else:
                 b = mean_bound(self._ratios(index, c, base), n_tail, axis=1)
@@ -350,14 +346,10 @@ def top_rows(eps: np.ndarray, limited: np.ndarray, top: int) -> np.ndarray:
     return np.sort(np.concatenate([best, extra]))
 
 
-def estimate_chunk(reweighter: Reweighter, index) -> ChunkOutcome:
-    """:meth:`Reweighter.estimate` as a plain function (a task for an executor)."""
-    return reweighter.estimate(index)
-
-
-def tight_bound_chunk(reweighter: Reweighter, index) -> np.ndarray:
-    """:meth:`Reweighter.tight_bound` as a plain function (a task for an executor)."""
-    return reweighter.tight_bound(index)
+def _scratch(array, block: np.ndarray) -> np.ndarray | None:
+    """``block`` when it was computed (or read) for this call in float64: a work array."""
+    own = is_lazy(array) and block.dtype == np.float64 and block.flags.writeable
+    return block if own else None
 
 
 def _single_rows(ll: LogLikelihood, nb: Neighbours, start: int, stop: int):
@@ -374,8 +366,3 @@ def _single_rows(ll: LogLikelihood, nb: Neighbours, start: int, stop: int):
     if cols[-1] - cols[0] == cols.size - 1 and np.all(np.diff(cols) == 1):
         return v, slice(int(cols[0]), int(cols[-1]) + 1)
     return v, cols
-
-
-def bound_chunk(reweighter: Reweighter, index) -> np.ndarray:
-    """:meth:`Reweighter.bound` as a plain function (a task for an executor)."""
-    return reweighter.bound(index)

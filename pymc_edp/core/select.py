@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -50,12 +51,7 @@ def unconstrained_copies(names) -> list[str]:
     ['lam_log__']
     """
     names = list(names)
-    out = []
-    for name in names:
-        m = _VALUE_VAR.match(name)
-        if m and m.group("base") in names:
-            out.append(name)
-    return out
+    return [n for n in names if (m := _VALUE_VAR.match(n)) and m.group("base") in names]
 
 
 def recovered_names(posterior: xr.Dataset) -> list[str]:
@@ -79,7 +75,6 @@ def select_var_names(posterior: xr.Dataset, var_names, filter_vars) -> list[str]
     ``"like"`` (substrings) or ``"regex"``. Free variables recovered from deterministics
     (:mod:`pymc_edp.model.recover`) are not the fit's own and are never selected.
     """
-    # variables recovered for evaluating the model (bambi's offsets) are not the user's
     available = [a for a in posterior.data_vars if a not in set(recovered_names(posterior))]
     if var_names is None:
         copies = set(unconstrained_copies(available))
@@ -187,17 +182,7 @@ def left_out_message(left_out) -> str:
 
 def left_out_to_json(left_out) -> str:
     """:class:`LeftOut` records as JSON text (for a netCDF attribute)."""
-    return json.dumps(
-        [
-            {
-                "variable": lo.variable,
-                "reason": lo.reason,
-                "elements": list(lo.elements),
-                "detail": lo.detail,
-            }
-            for lo in left_out
-        ]
-    )
+    return json.dumps([dataclasses.asdict(lo) for lo in left_out])
 
 
 def left_out_from_json(text: str) -> tuple[LeftOut, ...]:

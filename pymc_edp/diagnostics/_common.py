@@ -53,12 +53,17 @@ class AuditData(Protocol):
     def worst_neighbour(self) -> Any: ...
 
 
+def _methods(result: AuditData) -> np.ndarray:
+    """``pointwise["method"]`` as strings ("" for every neighbour of an audit without it)."""
+    pw = result.pointwise
+    if "method" not in pw:
+        return np.full(pw.sizes[NEIGHBOUR_DIM], "")
+    return np.asarray(pw["method"].values).astype(str)
+
+
 def was_pruned(result: AuditData) -> bool:
     """Whether the audit pruned neighbours (``pointwise["method"]`` is ``"pruned"`` somewhere)."""
-    if "method" not in result.pointwise:
-        return False
-    method = np.asarray(result.pointwise["method"].values).astype(str)
-    return bool(np.any(method == "pruned"))
+    return bool(np.any(_methods(result) == "pruned"))
 
 
 def keep_weights_advice(result: AuditData) -> str:
@@ -147,10 +152,7 @@ def neighbour_weights(result: AuditData, neighbour: Any = None) -> tuple[np.ndar
 
 def flat_parameters(result: AuditData) -> xr.Dataset:
     """``result.parameters`` as one table over ``parameter``: the audited elements' rows."""
-    cache = cache_of(result)
-    if "flat_parameters" not in cache:
-        cache["flat_parameters"] = flat_view(result.parameters.children)
-    return cache["flat_parameters"]
+    return cached(result, "flat_parameters", lambda: flat_view(result.parameters.children))
 
 
 def draws_of(result: AuditData) -> np.ndarray:
@@ -208,14 +210,8 @@ def neighbour_coords(result: AuditData) -> dict:
 
 
 def refitted(result: AuditData) -> np.ndarray:
-    """True for the neighbours whose epsilon came from their own draws (refit or moment match).
-
-    Their error is ``pointwise["refit_mcse"]``, not their stored weights'.
-    """
-    if "method" in result.pointwise:
-        method = np.asarray(result.pointwise["method"].values).astype(str)
-        return np.isin(method, ["refit", "moment_match"])
-    return np.zeros(result.pointwise.sizes[NEIGHBOUR_DIM], dtype=bool)
+    """True for the neighbours whose epsilon came from their own draws (refit or moment match)."""
+    return np.isin(_methods(result), ["refit", "moment_match"])
 
 
 def scalar(value):

@@ -73,14 +73,10 @@ def _continuous_limit(result: AuditData) -> xr.Dataset:
     lr = lw[worst] - logsumexp(lw[worst]) + np.log(n_samples)
     a = np.abs(lr)
     levels = [k for k in (6, 4, 2) if n_samples >> k >= 16]
-    growth = np.nan
-    diverges = False
-    note = ""
+    growth, diverges, note = np.nan, False, ""
     if len(levels) == 3:
-        mean_max = {}
-        for k in levels:
-            step = 2**k
-            mean_max[k] = float(np.mean([a[o::step].max() for o in range(step)]))
+        # mean over the 2**k thinned subsamples of each one's maximum
+        mean_max = {k: float(np.mean([a[o :: 2**k].max() for o in range(2**k)])) for k in levels}
         early = mean_max[4] - mean_max[6]
         late = mean_max[2] - mean_max[4]
         growth = late / 2
@@ -175,10 +171,7 @@ def epsilon_curve(
     n_samples = lw.shape[1]
     alpha = float(result.smoothing if smoothing is None else smoothing)
     labels = result.pointwise[NEIGHBOUR_DIM].values
-    eps = np.full(grid.size, np.nan)
-    mcse = np.full(grid.size, np.nan)
-    lower = np.full(grid.size, np.nan)
-    upper = np.full(grid.size, np.nan)
+    eps, mcse, lower, upper = (np.full(grid.size, np.nan) for _ in range(4))
     worst = np.empty(grid.size, dtype=labels.dtype)
     skipped = []
     for g, b in enumerate(grid):

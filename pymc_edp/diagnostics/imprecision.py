@@ -56,7 +56,6 @@ def emi(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
 
 
 def _emi(result: AuditData, n_bins: int) -> xr.Dataset:
-    """Uncached :func:`emi`."""
     draws = draws_of(result)
     n_par, n_samples = draws.shape
     n_chains = max(int(result.n_chains), 1)
@@ -121,9 +120,7 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
     b = bins_of(result, n_bins)
     n, n_samples = lw.shape
     n_par = b.counts.shape[0]
-    empty = np.zeros(n_par, dtype=np.int64)
-    sparse = np.zeros(n_par, dtype=np.int64)
-    nb_empty = np.zeros(n_par, dtype=np.int64)
+    empty, sparse, nb_empty = (np.zeros(n_par, dtype=np.int64) for _ in range(3))
     valid = np.arange(b.counts.shape[1])[None, :] < b.n_bins[:, None]
     for sl in chunk_slices(n, n_samples, factor=2):
         log_mass = binning.log_bin_probabilities(lw[sl], b) + np.log(n_samples)
@@ -131,6 +128,7 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
         empty += zero.sum(axis=(0, 2))
         sparse += ((log_mass < 0) & valid).sum(axis=(0, 2))
         nb_empty += zero.any(axis=2).sum(axis=0)
+    flat = flat_parameters(result)
     return xr.Dataset(
         {
             "n_empty": (PARAMETER_DIM, empty),
@@ -138,8 +136,8 @@ def empty_bins(result: AuditData, *, bins: int | None = None) -> xr.Dataset:
             "neighbours_with_empty": (PARAMETER_DIM, nb_empty),
         },
         coords={
-            PARAMETER_DIM: flat_parameters(result)[PARAMETER_DIM].values,
-            "var_name": (PARAMETER_DIM, flat_parameters(result)["var_name"].values),
+            PARAMETER_DIM: flat[PARAMETER_DIM].values,
+            "var_name": (PARAMETER_DIM, flat["var_name"].values),
         },
         attrs={
             "smoothing": result.smoothing,

@@ -32,10 +32,7 @@ STORED_PROB = 0.9
 def leading_pair_errors(
     result: AuditData, n_bins: int, candidates: int, smoothing: float | None = None
 ) -> dict:
-    """Estimates, standard errors and ESS of the leading (parameter, bin) pairs.
-
-    Over the neighbours whose weights the result keeps (``rows``: their positions).
-    """
+    """Estimates, standard errors and ESS of the kept ``rows``' leading (parameter, bin) pairs."""
     alpha = float(result.smoothing if smoothing is None else smoothing)
 
     def compute():
@@ -55,10 +52,7 @@ def leading_pair_errors(
 
 
 def refit_errors(result: AuditData) -> dict:
-    """``{neighbour index: (estimate, se)}`` of the refitted neighbours' own estimates.
-
-    The audit stores each refit's delta-method error in ``pointwise["refit_mcse"]``.
-    """
+    """``{neighbour index: (estimate, se)}`` of the refitted neighbours' own estimates."""
     if "refit_mcse" not in result.pointwise:
         return {}
     se = np.asarray(result.pointwise["refit_mcse"].values, dtype=float)

@@ -1,15 +1,12 @@
 """What pymc_edp compiles from a user's model, kept for as long as the model lives.
 
-Built once per model and :func:`structure_key` (``tune_prior`` audits one model many times
-at other ``pm.Data`` values; nothing is compiled again). Weakly keyed by the model; a cached
-value must not hold the model itself (hold a :func:`weakref.ref`).
-
-A cached value never holds data of its own: whatever it compiled reads the model's current
-``pm.Data`` values at every call, so that after ``pm.set_data`` an audit equals a fresh
-process's. Functions compiled from the model itself do; those compiled from a clone (PyMC's
-model rewrites, e.g. ``remove_value_transforms``, deep-copy every shared variable) do once
-:func:`share_data` has given the clone's copies the model's storage. A clone that must hold
-other values (the refits' neighbour model) takes :func:`current_data` before each use.
+Built once per model and :func:`structure_key` (``tune_prior`` audits one model at many
+``pm.Data`` values), weakly keyed by the model: a cached value must not hold the model (hold a
+:func:`weakref.ref`), nor data of its own. What it compiled reads the model's current
+``pm.Data`` at every call, so that after ``pm.set_data`` an audit equals a fresh process's:
+functions compiled from a clone (PyMC's model rewrites deep-copy every shared variable) do
+once :func:`share_data` has given the clone the model's storage. A clone that must hold other
+values (the refits' neighbour model) takes :func:`current_data` before each use.
 """
 
 from __future__ import annotations
@@ -27,11 +24,7 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _storage(model) -> dict[tuple[str, str], Any]:
-    """The model's shared variables that PyMC's clones copy, by kind and name.
-
-    Its named shared variables (``pm.Data``) and the lengths of its coordinates; not random
-    generators, which a clone rightly keeps apart.
-    """
+    """The model's ``pm.Data`` and coordinate lengths, by kind and name (not its generators)."""
     from pytensor.compile.sharedvalue import SharedVariable
 
     out = {
@@ -48,10 +41,9 @@ def _storage(model) -> dict[tuple[str, str], Any]:
 def share_data(model, clone):
     """``clone`` with its copies of ``model``'s ``pm.Data`` reading ``model``'s storage.
 
-    Each copy (matched by name, and of the same type) takes its original's container, as
-    PyTensor's own ``SharedVariable.clone`` does: what is compiled from ``clone`` afterwards
-    reads the model's current values, whatever ``pm.set_data`` did since. Call it before
-    compiling anything from ``clone``; ``clone`` must never be given data of its own.
+    Each copy (matched by name and type) takes its original's container, as
+    ``SharedVariable.clone`` does. Call it before compiling anything from ``clone``, which must
+    never be given data of its own.
 
     Examples
     --------
@@ -73,10 +65,7 @@ def share_data(model, clone):
 
 
 def current_data(model, clone) -> dict[str, np.ndarray]:
-    """``model``'s ``pm.Data`` values now (copies), by name, for those ``clone`` also has.
-
-    What a clone holding data of its own (the refits' neighbour model) takes before each use.
-    """
+    """``model``'s ``pm.Data`` values now (copies), by name, for those ``clone`` also has."""
     names = set(clone.named_vars)
     return {
         var.name: np.array(var.get_value(borrow=True))
@@ -118,8 +107,7 @@ def per_model(model, key: Hashable, build: Callable[[], Any]) -> Any:
     """``build()`` once per ``model``, ``key`` and :func:`structure_key`.
 
     What ``build`` returns must read the model's ``pm.Data`` at each use (see the module's
-    notes): it is reused whatever their values. Values built for the model's earlier
-    structure (other data shapes) are dropped.
+    notes). Values built for the model's earlier structure are dropped.
     """
     try:
         entry = _CACHE.setdefault(model, {})

@@ -1,11 +1,9 @@
 """Every difference between the two supported PyMC stacks, in one place.
 
 PyMC 5 / PyTensor 2 / ArviZ 0.23 (``InferenceData``) and PyMC 6 / PyTensor 3 / ArviZ 1.x
-(``xarray.DataTree``, ``arviz_stats``): nothing outside this module branches on a version,
-but for the PSIS tail rule of the installed ArviZ, a kernel's choice that
-:data:`pymc_edp.base.psis.PSIS_TAIL_RULE` makes for the PyMC-free layers.
-Containers may be ``InferenceData``, ``xarray.DataTree`` or anything with their group
-interface, on either stack.
+(``xarray.DataTree``, ``arviz_stats``): nothing outside this module branches on a version
+but :data:`pymc_edp.base.psis.PSIS_TAIL_RULE`, for the PyMC-free layers. Containers may be
+``InferenceData``, ``xarray.DataTree`` or anything with their group interface.
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ __all__ = [
     "rhat",
     "stack_loo",
     "step_methods",
-    "with_group",
     "without_initial_values",
 ]
 
@@ -67,10 +64,6 @@ def import_arviz():
 
 
 # ------------------------------------------------------------------------- containers
-def _is_datatree(data) -> bool:
-    return isinstance(data, xr.DataTree)
-
-
 def group_names(data) -> list[str]:
     """Names of the groups of an ``InferenceData`` or ``DataTree``.
 
@@ -80,7 +73,7 @@ def group_names(data) -> list[str]:
     >>> "posterior" in group_names(idata)
     True
     """
-    if _is_datatree(data):
+    if isinstance(data, xr.DataTree):
         return list(data.children)
     groups = getattr(data, "groups", None)
     if callable(groups):
@@ -135,15 +128,13 @@ def _is_chunked(dataset: xr.Dataset) -> bool:
 def load_in_memory(data, *, keep_lazy: tuple[str, ...] = ("log_likelihood",)):
     """``data`` with every dask-backed group loaded, except those in ``keep_lazy``.
 
-    A fit opened lazily as a whole has small posterior and data groups the diagnostics need
-    in memory, and a large log-likelihood group streamed chunk by chunk. Returns a shallow
-    copy when anything is loaded; ``data`` is not changed.
+    A shallow copy when anything is loaded; ``data`` is not changed.
     """
     names = group_names(data)
     lazy = [g for g in names if g not in keep_lazy and _is_chunked(get_group(data, g))]
     if not lazy:
         return data
-    if _is_datatree(data):
+    if isinstance(data, xr.DataTree):
         out = data.copy(deep=False)
         for g in lazy:
             out[g] = xr.DataTree(get_group(data, g).compute())
@@ -151,29 +142,6 @@ def load_in_memory(data, *, keep_lazy: tuple[str, ...] = ("log_likelihood",)):
     az = import_arviz()
     groups = {g: get_group(data, g) for g in names}
     groups.update({g: groups[g].compute() for g in lazy})
-    return az.InferenceData(**groups)
-
-
-def with_group(data, name: str, dataset: xr.Dataset):
-    """A shallow copy of ``data`` whose group ``name`` is ``dataset``; ``data`` is not changed.
-
-    Examples
-    --------
-    >>> from pymc_edp.model.compat import from_dict, get_group, with_group
-    >>> data = from_dict({"posterior": {"mu": np.zeros((2, 5))}})
-    >>> post = get_group(data, "posterior").assign(tau=lambda ds: ds["mu"] + 1.0)
-    >>> sorted(get_group(with_group(data, "posterior", post), "posterior").data_vars)
-    ['mu', 'tau']
-    >>> sorted(get_group(data, "posterior").data_vars)
-    ['mu']
-    """
-    if _is_datatree(data):
-        out = data.copy(deep=False)
-        out[name] = xr.DataTree(dataset)
-        return out
-    az = import_arviz()
-    groups = {g: get_group(data, g) for g in group_names(data)}
-    groups[name] = dataset
     return az.InferenceData(**groups)
 
 
@@ -204,34 +172,28 @@ def from_dict(groups: Mapping[str, Mapping], *, coords=None, dims=None):
 
 
 # ----------------------------------------------------------------------- statistics
+def _stats(name: str):
+    """``arviz_stats.<name>`` (ArviZ 1.x) or ``arviz.<name>`` (0.23)."""
+    if ARVIZ_1:
+        import arviz_stats
+
+        return getattr(arviz_stats, name)
+    return getattr(import_arviz(), name)
+
+
 def ess(dataset: xr.Dataset, method: str = "mean") -> xr.Dataset:
     """The stack's effective sample size of every variable of a ``(chain, draw)`` Dataset."""
-    if ARVIZ_1:
-        from arviz_stats import ess as _ess
-
-        return _ess(dataset, method=method)
-    az = import_arviz()
-    return az.ess(dataset, method=method)
+    return _stats("ess")(dataset, method=method)
 
 
 def rhat(dataset: xr.Dataset, method: str = "rank") -> xr.Dataset:
     """The stack's R-hat (rank-normalised split by default) of a ``(chain, draw)`` Dataset."""
-    if ARVIZ_1:
-        from arviz_stats import rhat as _rhat
-
-        return _rhat(dataset, method=method)
-    az = import_arviz()
-    return az.rhat(dataset, method=method)
+    return _stats("rhat")(dataset, method=method)
 
 
 def stack_loo(data, var_name: str | None = None):
     """The stack's own pointwise PSIS-LOO: ``arviz_stats.loo`` (1.x) or ``az.loo`` (0.23)."""
-    if ARVIZ_1:
-        from arviz_stats import loo
-
-        return loo(data, pointwise=True, var_name=var_name)
-    az = import_arviz()
-    return az.loo(data, pointwise=True, var_name=var_name)
+    return _stats("loo")(data, pointwise=True, var_name=var_name)
 
 
 # --------------------------------------------------------------------------- PyMC
@@ -240,9 +202,7 @@ def compute_log_likelihood(
 ) -> xr.Dataset:
     """Pointwise log-likelihood of ``model`` at the draws of ``data``, as a Dataset.
 
-    ``data``: a posterior Dataset or a container holding one. It is converted to the
-    container the installed PyMC expects, never modified; a
-    model with ``initval=`` is read through :func:`without_initial_values`.
+    ``data``: a posterior Dataset or a container holding one (not modified).
     """
     import pymc as pm
 
@@ -290,9 +250,8 @@ def graph_toposort(outputs) -> list:
 def observed_data(model, name: str):
     """The numeric values ``model`` holds for observed variable ``name``, or None.
 
-    ``observed=pm.Data(...)`` is cast to the likelihood's dtype (``Cast{int64}(y_obs)``), so
-    the value is evaluated as a graph over constants and shared variables; None when it
-    depends on anything else.
+    A graph over constants and shared variables (``observed=pm.Data(...)`` cast to the
+    likelihood's dtype) is evaluated; None when it depends on anything else.
 
     Examples
     --------
@@ -355,8 +314,8 @@ def initial_values(model) -> dict:
 def without_initial_values(model):
     """A shallow view of ``model`` without its ``initval=`` values, for PyMC's model rewrites.
 
-    ``clone_model`` and ``remove_value_transforms`` refuse initial values, which matter only
-    to where a sampler starts. Put them back on a clone with :func:`initial_values`.
+    ``clone_model`` and ``remove_value_transforms`` refuse them; :func:`initial_values` puts
+    them back on a clone.
 
     Examples
     --------

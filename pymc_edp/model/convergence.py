@@ -1,13 +1,11 @@
 """Whether the audited fit itself has converged, by PyMC's own checks and in its words.
 
 Every epsilon inherits the Monte-Carlo error and bias of unconverged draws.
-:func:`fit_convergence` reads the diagnostics of the audited variables with the stack's
-estimators and judges them as ``pm.sample`` does (``pymc.stats.convergence``): R-hat above
-:data:`RHAT_THRESHOLD`, bulk ESS below :data:`ESS_PER_CHAIN` per chain (neither with one chain
-or under :data:`MIN_DRAWS` draws per chain), any divergence. ``pm.sample`` runs these checks
-and logs what they find; a fit it sampled is not warned about again (the printout still says
-it). A fit from a sampler that does not run them (nutpie, or one the fit does not record) gets
-PyMC's messages as the audit's warning.
+:func:`fit_convergence` judges the audited variables as ``pm.sample`` does
+(``pymc.stats.convergence``): R-hat above :data:`RHAT_THRESHOLD`, bulk ESS below
+:data:`ESS_PER_CHAIN` per chain (neither with one chain or under :data:`MIN_DRAWS` draws per
+chain), any divergence. A fit ``pm.sample`` checked is not warned about again; one from a
+sampler that does not (nutpie, or unrecorded) gets PyMC's messages as the audit's warning.
 """
 
 from __future__ import annotations
@@ -38,11 +36,9 @@ ESS_PER_CHAIN = 100
 #: Fewer draws per chain than this are too few for PyMC to check R-hat and ESS.
 MIN_DRAWS = 100
 #: Samplers (the posterior's ``inference_library``) whose PyMC entry points run PyMC's
-#: convergence checks when sampling (``compute_convergence_checks=True``, the default, which
-#: the fit does not record), each with the posterior attribute that marks the entry point:
+#: convergence checks (by default), each with the posterior attribute marking the entry point:
 #: ``pm.sample`` and ``pm.sample_smc`` ("pymc"), ``pm.sample`` with ``nuts_sampler="numpyro"``
-#: or ``"blackjax"`` (``tuning_steps``; numpyro's own sampling records none). Not nutpie:
-#: ``pm.sample(nuts_sampler="nutpie")`` skips the checks.
+#: or ``"blackjax"`` (``tuning_steps``; numpyro's own sampling records none). Not nutpie.
 CHECKED_BY: dict[str, str | None] = {
     "pymc": None,
     "numpyro": "tuning_steps",
@@ -249,7 +245,7 @@ def _extreme(stats: xr.Dataset, largest: bool) -> tuple[float | None, str | None
         values = np.asarray(stats[var].values, dtype=float).ravel()
         values = values[np.isfinite(values)]
         if not values.size:
-            continue  # e.g. a constant element: no R-hat, no ESS
+            continue  # e.g. a constant element
         value = float(values.max() if largest else values.min())
         if best is None or (value > best if largest else value < best):
             best, name = value, str(var)
@@ -261,8 +257,7 @@ def fit_convergence(
 ) -> FitConvergence:
     """R-hat, bulk and tail ESS of the variables ``names``, and the fit's divergences.
 
-    ``sample_stats``' ``diverging`` is counted when there is one; the sampler and whether it
-    ran PyMC's checks are read from ``posterior.attrs`` (:func:`checked_by`).
+    The sampler and whether it ran PyMC's checks are read by :func:`checked_by`.
 
     Examples
     --------

@@ -1,12 +1,10 @@
 """Fast streamed log-likelihoods of the GLM families of :data:`pymc_edp.base.glm.FAMILIES`.
 
 :func:`recognise` finds the family of a streaming graph's observed variable by its random
-variable op, builds the graph of its parameters per (draw, record) (``eta = X @ beta``,
-one product), peels a link off the last one (:data:`PATTERNS`) and compiles that; the
-kernels of :mod:`pymc_edp.base.glm` then compute the log-densities and ranges instead of
-PyTensor's elementwise graph. :class:`FastLogLik` returns None for what the kernels do not
-handle, and :class:`~pymc_edp.model.stream.ModelColumns` checks its columns against
-PyTensor's (``rtol = atol = 1e-12``), falling back where they differ.
+variable op, compiles the graph of its parameters per (draw, record) with a link peeled off
+the last one (:data:`PATTERNS`); the kernels of :mod:`pymc_edp.base.glm` then compute the
+log-densities and ranges. :class:`FastLogLik` returns None for what they do not handle, and
+:class:`~pymc_edp.model.stream.ModelColumns` falls back to PyTensor where they differ.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ import threading
 import numpy as np
 
 from pymc_edp.base import glm
+from pymc_edp.model.products import exact_products
 
 __all__ = ["Compiled", "FastLogLik", "recognise"]
 
@@ -71,8 +70,7 @@ class FastLogLik:
     def compute(self, theta, chunk, extremes: set | None = None) -> np.ndarray | None:
         """``(S, k)`` float64 log-likelihood of per-record ``chunk`` at draws ``theta``, or None.
 
-        ``extremes`` receives the draws of the chunk's smallest and largest log-density and
-        last parameter.
+        ``extremes`` receives the draws of the extremes of the log-density and last parameter.
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -98,9 +96,8 @@ class FastLogLik:
     def range(self, theta, chunk, alt_y=None, extremes: set | None = None) -> np.ndarray | None:
         """``(k,)`` range over draws of each record's log-likelihood (or log ratio at ``alt_y``).
 
-        At least the range of :meth:`compute`'s columns, up to rounding; None if unhandled.
-        ``extremes`` receives the draws of the most extreme values (of ``q`` where the range
-        reduces it, else of the log-density).
+        That of :meth:`compute`'s columns up to rounding; None if unhandled. ``extremes``
+        receives the draws of the extreme values (of ``q`` where reduced, else the log-density).
         """
         n_draws = int(theta[0].shape[0])
         k = int(chunk[0].shape[0])
@@ -284,37 +281,25 @@ def _recognise(graph) -> FastLogLik | None:
     batched = vectorize_graph(params, dict(zip(graph.values, graph.draw_inputs, strict=True)))
     if any(b.ndim > 2 for b in batched):
         return None
-    batched = [_in_order(b) for b in batched]
+    batched = [exact_products(b) for b in batched]  # the streamed graph's bits
     inputs = [*graph.draw_inputs, *graph.data_inputs]
     return FastLogLik(
         family.name, link, style, inputs, list(batched), graph.check_bounds, len(graph.draw_inputs)
     )
 
 
-def _in_order(var):
-    """``var`` with its products summed in order, as the streamed graph has them (same bits)."""
-    try:
-        from pymc_edp.model.products import exact_products
-    except ImportError:  # pragma: no cover - BLAS products
-        return var
-    return exact_products(var)
-
-
 class Compiled:
     """Holder of a compiled function, shared by the copies of one column object.
 
     Pickles empty, keeping its identity within one pickle, so a worker's copies compile once.
-    A PyTensor function keeps intermediates in its storage, so each thread gets its own
-    ``Function.copy`` (the same compiled code).
+    Each thread gets its own ``Function.copy`` (a function keeps intermediates in its storage).
     """
 
     __slots__ = ("_local", "_lock", "fn", "told")
 
     def __init__(self):
-        #: the function compiled first (called by the thread that compiled it)
-        self.fn = None
-        #: whether the kernels' disagreement with PyTensor has been logged
-        self.told = False
+        self.fn = None  # compiled first, by the thread calling it
+        self.told = False  # whether the kernels' disagreement has been logged
         self._local = threading.local()
         self._lock = threading.Lock()
 
@@ -335,11 +320,7 @@ class Compiled:
 
 
 def _compile(inputs, outputs, check_bounds: bool):
-    """``pm.compile`` as a model with ``check_bounds`` would.
-
-    Under PyTensor 3 with a C compiler the parameter graph is compiled with the C VM, where
-    the in-order product costs a third of its numba cost; else the default backend.
-    """
+    """``pm.compile`` as a model with ``check_bounds`` would, by the C VM where there is one."""
     import pymc as pm
     from pymc.pytensorf import compile as pm_compile
 

@@ -1,9 +1,8 @@
 """The fit as the audit reads it, once: the groups of what ``pm.sample`` returned, typed.
 
-:meth:`Fit.read` checks the container (PyMC 6's ``xarray.DataTree`` or PyMC 5's
-``arviz.InferenceData``) and takes its groups as xarray Datasets; nothing below the front
-doors sees the container itself. A fit opened lazily as a whole is loaded, all but its
-log-likelihood, which is streamed chunk by chunk.
+:meth:`Fit.read` checks the container (``xarray.DataTree`` or ``arviz.InferenceData``) and
+takes its groups as Datasets; nothing below the front doors sees the container. A lazy fit is
+loaded, all but its log-likelihood, which is streamed chunk by chunk.
 """
 
 from __future__ import annotations
@@ -82,10 +81,7 @@ class Fit:
 
     @classmethod
     def read(cls, idata, log_likelihood: str = "auto", what: str = "idata") -> Fit:
-        """The groups of ``idata``, checked; lazy groups but the log-likelihood loaded.
-
-        ``log_likelihood``: its source (:data:`LOG_LIKELIHOOD_SOURCES`).
-        """
+        """The groups of ``idata``, checked; ``log_likelihood``: its source."""
         check_choice(log_likelihood, "log_likelihood", LOG_LIKELIHOOD_SOURCES)
         check_container(idata, what)
         data = load_in_memory(idata)

@@ -1,11 +1,9 @@
 """Moment matching of neighbour posteriors for any PyMC model.
 
-:class:`ModelDensity` compiles from the user's ``pm.Model``, vectorised over draws, the
-joint log density in the unconstrained space, every observed variable's elementwise
-log-likelihood with the observed values as an input (removals, replacements and groups are
-log ratios of it) and the map back to the audited parameters. :func:`moment_match_neighbours`
-repairs the neighbours whose PSIS k-hat is bad (:func:`pymc_edp.base.affine.moment_match`)
-and bins each as reweighting and refits do.
+:class:`ModelDensity` compiles from the ``pm.Model``, vectorised over draws, the joint log
+density in the unconstrained space, the elementwise log-likelihoods (whose log ratios are the
+neighbours) and the map back to the audited parameters. :func:`moment_match_neighbours`
+repairs the neighbours whose PSIS k-hat is bad and bins each as reweighting and refits do.
 
 References
 ----------
@@ -18,7 +16,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
@@ -28,13 +26,14 @@ from pymc_edp.base.binning import Bins, assign_bins, epsilon_from_log_masses, lo
 from pymc_edp.base.psis import PSIS_TAIL_RULE
 from pymc_edp.base.psis import khat_threshold as default_khat_threshold
 from pymc_edp.base.validate import as_options, check_int, check_real
-from pymc_edp.core.loglik import SAMPLE_DIMS, posterior_matrix
+from pymc_edp.core.loglik import posterior_matrix
 from pymc_edp.model.cache import per_model
 from pymc_edp.model.compat import observed_data
 from pymc_edp.model.coupled import record_logp
 from pymc_edp.model.fit import Fit
 from pymc_edp.model.pymc import sampled_without_nuts
 from pymc_edp.model.recover import lacking_message
+from pymc_edp.model.stream import _sample_array
 
 __all__ = [
     "MatchInputs",
@@ -188,15 +187,10 @@ class ModelDensity:
         }
         self.observed = [rv.name for rv in model.observed_RVs]
         self._y_dtype = {rv.name: model.rvs_to_values[rv].dtype for rv in model.observed_RVs}
-        #: compiled functions by name, each compiled when first used: an audit needs only
-        #: some (a removal with the model's own data never the data-input log-likelihoods)
-        self._functions: dict = {}
+        self._functions: dict = {}  # compiled when first used: an audit needs only some
 
     def _function(self, key: str):
-        """The compiled function ``key``, compiled on first use.
-
-        ``"logp"``, ``"joint"``, ``"constrained"`` or ``"loglik:<name>"``.
-        """
+        """Compiled function ``"logp"``, ``"joint"``, ``"constrained"`` or ``"loglik:<name>"``."""
         fn = self._functions.get(key)
         if fn is not None:
             return fn
@@ -208,9 +202,8 @@ class ModelDensity:
         if key == "logp":
             outputs = model.logp(jacobian=True, sum=True)
         elif key == "joint":
-            # the joint density and every log-likelihood at the model's data in one function:
-            # the likelihood terms are computed once and both summed and returned
-            # (a likelihood coupling all records: each record's leave-one-out conditional)
+            # the joint density and every log-likelihood (coupled: each record's leave-one-out
+            # conditional) at the model's data, the terms computed once
             outputs = [model.logp(jacobian=True, sum=True)]
             outputs += [record_logp(model, rv) for rv in model.observed_RVs]
         elif key == "constrained":
@@ -284,8 +277,8 @@ class ModelDensity:
     ) -> np.ndarray:
         """The posterior draws in the unconstrained space, ``(n_dims, S)`` chain-major.
 
-        From ``unconstrained`` (or the posterior, where PyMC 5's ``include_transformed`` puts
-        them) where it holds a value variable, else mapped by the value variable's transform.
+        From ``unconstrained`` (or the posterior, PyMC 5's ``include_transformed``) where it
+        holds a value variable, else by the value variable's transform.
         """
         unc = xr.Dataset() if unconstrained is None else unconstrained
         model = self.model
@@ -318,7 +311,7 @@ class ModelDensity:
         return np.concatenate(blocks, axis=0)
 
     def _forward_transforms(self, which: list[int], posterior: xr.Dataset) -> list[np.ndarray]:
-        """Apply the forward transforms of value variables ``which`` to the posterior draws."""
+        """The forward transforms of value variables ``which`` at the posterior draws."""
         import pytensor.tensor as pt
         from pytensor.graph.replace import clone_replace, vectorize_graph
 
@@ -337,8 +330,7 @@ class ModelDensity:
             out = transform.forward(holders[rv], *rv.owner.inputs)
             (out,) = clone_replace([out], replace=holders)
             outputs.append(out)
-        draws = {}
-        batch = {}
+        draws, batch = {}, {}
         for rv, h in holders.items():
             arr = _sample_array(posterior[rv.name]).astype(rv.dtype)
             draws[rv] = arr
@@ -348,13 +340,6 @@ class ModelDensity:
         res = fn(*(draws[rv] for rv in holders))
         n = next(iter(draws.values())).shape[0]
         return [np.asarray(r, dtype=float).reshape(n, -1).T for r in res]
-
-
-def _sample_array(da: xr.DataArray) -> np.ndarray:
-    """``(S, *shape)`` chain-major values of a posterior variable."""
-    extra = [d for d in da.dims if d not in SAMPLE_DIMS]
-    arr = np.asarray(da.transpose(*SAMPLE_DIMS, *extra).values)
-    return arr.reshape(-1, *arr.shape[2:])
 
 
 def _sample_matrix(da: xr.DataArray, shape) -> np.ndarray:
@@ -380,14 +365,10 @@ class _Prepared:
     order: np.ndarray
     n_chains: int
     fused: bool = False
-    log_lik_input: dict | None = None
+    log_lik_input: dict = field(default_factory=dict)
 
     def log_target(self, x: np.ndarray) -> np.ndarray:
-        """The joint log density at ``x``.
-
-        From the fused function where it serves, which an audit compiles anyway: one compile
-        fewer in its first call.
-        """
+        """The joint log density at ``x``, from the fused function where it serves."""
         if not self.fused:
             return self.density.log_density(x)
         return self.density.log_density_and_likelihood(x)[0]
@@ -396,8 +377,6 @@ class _Prepared:
         """Log-likelihood of ``name`` at the draws; ``input_``: from the data-input function."""
         if not (input_ and self.fused):
             return self.log_lik[name]
-        if self.log_lik_input is None:
-            self.log_lik_input = {}
         if name not in self.log_lik_input:
             y = self.observed[name]
             self.log_lik_input[name] = self.density.log_likelihood(name, self.u, y)
@@ -408,9 +387,9 @@ class _Prepared:
 class MatchInputs:
     """What moment matching reads from a fit, read once.
 
-    ``draws`` is ``posterior_matrix(posterior, names)``; ``observed`` holds every observed
-    variable's values; ``unconstrained`` the ``unconstrained_posterior`` group, if any;
-    ``rows`` the rows of ``draws`` the bins were cut from (None: all).
+    ``draws`` is ``posterior_matrix(posterior, names)``; ``observed`` every observed variable's
+    values; ``unconstrained`` the ``unconstrained_posterior`` group; ``rows`` the rows of
+    ``draws`` the bins were cut from (None: all).
     """
 
     posterior: xr.Dataset
@@ -421,10 +400,7 @@ class MatchInputs:
 
     @classmethod
     def from_fit(cls, data, model, names: Sequence[str]) -> MatchInputs:
-        """Read them from a fit (and the model, for observed values it lacks).
-
-        ``data``: a :class:`~pymc_edp.model.fit.Fit` (or what :meth:`Fit.of` reads).
-        """
+        """Read them from ``data`` (as :meth:`Fit.of`), else the model for observed values."""
         from pymc_edp.model.pymc import observed_values
 
         fit = Fit.of(data)
@@ -447,8 +423,7 @@ def _prepare(model, data: MatchInputs, names: Sequence[str], density) -> _Prepar
             "observed_data for them and the model holds none"
         )
     observed = {name: np.asarray(data.observed[name]) for name in density.observed}
-    # when the posterior's observed data are the model's own, one compiled call gives the
-    # joint density and every log-likelihood (the neighbours' log ratios) at once
+    # the posterior's observed data are the model's: one call gives density and log-likelihoods
     fused = all(_same_values(y, density.model_data(name)) for name, y in observed.items())
     if fused:
         lp, log_lik = density.log_density_and_likelihood(u)
@@ -517,8 +492,7 @@ def _log_ratio_fn(prep: _Prepared, changes: Mapping) -> tuple[Callable, Callable
     def log_ratio(x: np.ndarray, at_draws: bool = False, log_lik=None) -> np.ndarray:
         total = np.zeros(np.shape(x)[1])
         for name, local, y, y_alt in parts:
-            # a replaced record's two terms come from the same compiled function, so that an
-            # unchanged value cancels exactly; a removal uses the fused one where given
+            # a replaced record's two terms from one function, so that an unchanged value cancels
             replaced = y_alt is not None
             if at_draws:
                 base = prep.log_lik_at_draws(name, replaced)
@@ -560,8 +534,7 @@ def moment_match_neighbours(
 
     The full-data draws are moved in the unconstrained space
     (:func:`pymc_edp.base.affine.moment_match`), mapped to the audited parameters and binned
-    in the full-data bins; the epsilon comes from
-    :func:`pymc_edp.base.binning.epsilon_from_log_masses`, as reweighting's and refits'.
+    in the full-data bins, as reweighting and refits do.
 
     Parameters
     ----------

@@ -8,19 +8,15 @@ product by :class:`InOrderMatmul` (:func:`pymc_edp.base.products.matmul_in_order
 from __future__ import annotations
 
 import numpy as np
+from pytensor.graph.op import Op
 
 from pymc_edp.base.products import matmul2, matmul3, matmul_in_order
+from pymc_edp.model.compat import graph_toposort
 
 __all__ = ["InOrderMatmul", "exact_products"]
 
 
-def _op_class():
-    from pytensor.graph.op import Op
-
-    return Op
-
-
-class InOrderMatmul(_op_class()):
+class InOrderMatmul(Op):
     """``matmul(a, b)`` (NumPy semantics, float64), each element summed in order."""
 
     __props__ = ()
@@ -74,20 +70,12 @@ def _is_product(node) -> bool:
     return all(getattr(v, "dtype", None) == "float64" for v in (*node.inputs, *node.outputs))
 
 
-def _toposort(outputs):
-    try:
-        from pytensor.graph.traversal import io_toposort
-    except ImportError:  # pragma: no cover - PyTensor < 2.31
-        from pytensor.graph.basic import io_toposort
-    return io_toposort([], outputs)
-
-
 def exact_products(output):
     """``output`` with every float64 ``dot`` / ``matmul`` an :class:`InOrderMatmul` (new graph)."""
     from pytensor.graph.replace import clone_replace
 
     for _ in range(1000):  # one product replaced per pass, upstream first
-        node = next((n for n in _toposort([output]) if _is_product(n)), None)
+        node = next((n for n in graph_toposort([output]) if _is_product(n)), None)
         if node is None:
             return output
         a, b = node.inputs

@@ -58,11 +58,10 @@ _NO_LOGLIK = (
 def ensure_log_likelihood(
     data, model=None, *, progressbar: bool = False, also: Sequence[str] = ()
 ) -> xr.Dataset:
-    """The fit's ``log_likelihood`` group, computed from ``model`` when missing.
+    """The ``log_likelihood`` group of ``data`` (as :meth:`Fit.of`), computed when missing.
 
-    ``data``: a :class:`~pymc_edp.model.fit.Fit` (or what :meth:`Fit.of` reads). ``also``:
-    observed variables of ``model`` the group may lack (the user's Potentials audited as
-    observed variables, :mod:`pymc_edp.model.potentials`), computed and added.
+    ``also``: observed variables it may lack (Potentials audited as observed variables,
+    :mod:`pymc_edp.model.potentials`), computed and added.
     """
     fit = Fit.of(data)
     if fit.has("log_likelihood"):
@@ -96,10 +95,7 @@ def _posterior_with_free_rvs(fit: Fit, model) -> xr.Dataset:
 
 
 def observed_values(data, model, name: str) -> np.ndarray:
-    """The observed data of variable ``name``, from ``observed_data`` or else the model.
-
-    ``data``: a :class:`~pymc_edp.model.fit.Fit` (or what :meth:`Fit.of` reads), or None.
-    """
+    """The observed data of ``name``: ``data``'s ``observed_data`` (if any), else the model's."""
     fit = None if data is None else Fit.of(data)
     if fit is not None and fit.has("observed_data"):
         observed = fit.observed_data
@@ -121,11 +117,10 @@ _OBSERVED_PART, _UNOBSERVED_PART = "_observed", "_unobserved"
 def imputed_positions(model, posterior, observed, name: str):
     """``(joined, positions)`` of the observed part ``name`` of an imputed variable, or None.
 
-    PyMC splits ``y`` with missing values into ``y_observed`` (the observed entries, end to
-    end), ``y_unobserved`` and the deterministic ``y`` joining them; ``positions`` are the
-    flat (C-order) positions of ``name``'s records in ``joined``'s data. Read from the
-    model's mask, else (no model) from the posterior's columns of ``joined`` that are constant
-    and equal to ``observed``.
+    PyMC splits ``y`` with missing values into ``y_observed``, ``y_unobserved`` and the
+    deterministic ``y`` joining them; ``positions`` are the flat (C-order) positions of
+    ``name``'s records in ``joined``: from the model's mask, else from the posterior's
+    columns of ``joined`` constant and equal to ``observed``.
     """
     if not name.endswith(_OBSERVED_PART):
         return None
@@ -137,7 +132,7 @@ def imputed_positions(model, posterior, observed, name: str):
 
 
 def _mask_positions(model, name: str, joined: str):
-    """Positions of ``name``'s values in ``joined``, from the index that places them."""
+    """Positions of ``name``'s values in ``joined``, from the index placing them."""
     from pytensor.graph.basic import Constant
     from pytensor.tensor.subtensor import AdvancedIncSubtensor
 
@@ -170,10 +165,10 @@ def _constant_positions(posterior, joined: str, observed: np.ndarray):
     """Columns of ``joined`` equal at every draw to the observed values, in order."""
     if joined not in posterior or joined + _UNOBSERVED_PART not in posterior:
         return None
-    da = posterior[joined]
-    rec = [d for d in da.dims if d not in ("chain", "draw")]
-    values = np.asarray(da.transpose("chain", "draw", *rec).values)
-    values = values.reshape(-1, int(np.prod(values.shape[2:], dtype=np.int64)))
+    from pymc_edp.model.stream import _sample_array
+
+    values = _sample_array(posterior[joined])
+    values = values.reshape(values.shape[0], -1)
     constant = np.all(values == values[:1], axis=0)
     positions = np.flatnonzero(constant)
     if positions.size != observed.size or not np.array_equal(
@@ -184,9 +179,7 @@ def _constant_positions(posterior, joined: str, observed: np.ndarray):
 
 
 def resolve_model(model=None):
-    """``model``, else the model of the enclosing ``with`` block, else None.
-
-    As :func:`pymc.modelcontext`, without an error outside a model context.
+    """``model``, else the model of the enclosing ``with`` block, else None (no error).
 
     Examples
     --------
@@ -228,8 +221,7 @@ def check_model(model, what: str = "model") -> None:
 def assigned_steps(model) -> dict[str, type]:
     """``{free variable: step method class}`` as ``pm.sample`` assigns them.
 
-    By the step methods' competence, among PyMC's and those libraries add (pymc-bart's
-    PGBART).
+    By competence, among PyMC's and those libraries add (pymc-bart's PGBART).
 
     Examples
     --------
@@ -242,7 +234,7 @@ def assigned_steps(model) -> dict[str, type]:
     """
     from pymc.vartypes import discrete_types
 
-    methods = step_methods()  # with those libraries add
+    methods = step_methods()
     out = {}
     for value in model.value_vars:
         rv = model.values_to_rvs[value]
@@ -252,12 +244,11 @@ def assigned_steps(model) -> dict[str, type]:
 
 
 def sampled_without_nuts(model) -> dict[str, str]:
-    """``{free variable: step method}`` for those PyMC's ``pm.sample`` gives no NUTS.
+    """``{free variable: step method}`` for those ``pm.sample`` gives no NUTS.
 
-    PyMC's own choice (the step methods' competence, as ``pm.sample`` assigns them):
-    discrete variables, and those a library's step method claims, as pymc-bart's PGBART
-    does a ``BART`` variable. Their draws do not follow the gradient of the model's density
-    (a BART variable's log-density is 0: its prior is over trees); nutpie cannot sample them.
+    As :func:`assigned_steps`: discrete variables, and those a library's step method claims
+    (pymc-bart's PGBART, a ``BART`` variable). Their draws do not follow the model density's
+    gradient; nutpie cannot sample them.
 
     Examples
     --------
@@ -275,10 +266,15 @@ def sampled_without_nuts(model) -> dict[str, str]:
 
 def model_observed(model) -> dict[str, np.ndarray]:
     """Observed values held by ``model``, by observed variable name."""
+    return _known_observed(None, model, [rv.name for rv in model.observed_RVs])
+
+
+def _known_observed(data, model, names) -> dict[str, np.ndarray]:
+    """:func:`observed_values` of those ``names`` it finds."""
     out = {}
-    for rv in model.observed_RVs:
+    for name in names:
         try:
-            out[rv.name] = observed_values(None, model, rv.name)
+            out[name] = observed_values(data, model, name)
         except ValueError:
             continue
     return out
@@ -294,11 +290,7 @@ def observed_arrays(data, model) -> dict[str, np.ndarray]:
 
 
 def integer_data(model, name: str, observed) -> bool:
-    """Whether observed variable ``name`` can only take integer values.
-
-    Integer-dtype data, or a discrete likelihood whatever the data's dtype (whole-number
-    floats under a continuous likelihood are not).
-    """
+    """Whether observed ``name`` can only take integers: integer data or a discrete likelihood."""
     if np.asarray(observed).dtype.kind in "biu":
         return True
     var = model.named_vars.get(name) if model is not None else None
@@ -355,9 +347,7 @@ def check_model_matches_data(
 ) -> None:
     """Refuse a model whose data are not those the draws were sampled with.
 
-    Its observed values against ``observed_data``, its ``pm.Data`` against
-    ``constant_data``: after ``pm.set_data``, refits and log-likelihoods would silently use
-    other data than the posterior's.
+    Its observed values against ``observed_data``, its ``pm.Data`` against ``constant_data``.
     """
     checks = []
     if observed_data is not None:
@@ -386,10 +376,9 @@ def check_model_matches_data(
 class ElementwiseLogLik:
     """Compiled elementwise log-likelihood of observed variable ``name`` at any data and draws.
 
-    Compiled once with the observed value as an input, vectorised over draws (or looped). A
-    likelihood that couples its records (:func:`~pymc_edp.model.structure.read_structure`)
-    gives each record's leave-one-out conditional density instead
-    (:class:`~pymc_edp.model.coupled.CoupledLikelihood`, by its route).
+    Vectorised over draws (or looped). A likelihood coupling its records
+    (:func:`~pymc_edp.model.structure.read_structure`) gives each record's leave-one-out
+    conditional instead (:class:`~pymc_edp.model.coupled.CoupledLikelihood`).
     """
 
     def __init__(self, model, name: str, records: str = "auto"):
@@ -406,7 +395,6 @@ class ElementwiseLogLik:
         self._name = name
         value = umodel.rvs_to_values[rv]
         self.structure = read_structure(umodel, rv, records)
-        #: the records are coupled: each record's leave-one-out conditional instead
         self.coupled = self.structure.coupled
         self.free = [v.name for v in umodel.free_RVs]
         values = [umodel.rvs_to_values[v] for v in umodel.free_RVs]
@@ -442,10 +430,9 @@ class ElementwiseLogLik:
         return self._conditionals.conditionals(posterior, ats)
 
     def blocks(self, posterior: xr.Dataset, blocks) -> np.ndarray:
-        """``(n_samples, len(blocks))`` ``log p(y_b | y_-b, theta)`` of a coupled likelihood.
+        """``(n_samples, len(blocks))`` ``log p(y_b | y_-b, theta)``, ``blocks`` of flat indices.
 
-        ``blocks`` are flat element indices. Raises :class:`NonFactorisedError` where the
-        likelihood has no block conditionals (factorised, or not Gaussian).
+        :class:`NonFactorisedError` where there are none (factorised, or not Gaussian).
         """
         if not self.coupled:
             raise NonFactorisedError(
@@ -456,7 +443,6 @@ class ElementwiseLogLik:
         return self._conditionals.blocks(posterior, blocks)
 
     def _draws(self, posterior: xr.Dataset) -> list[np.ndarray]:
-        """Every free variable's draws, ``(n_samples, ...)`` in the model's dtypes."""
         from pymc_edp.model.stream import _posterior_draws
 
         return _posterior_draws(posterior, self.free, self.dtypes)
@@ -491,9 +477,8 @@ class ElementwiseLogLik:
 def potentials_with_data(model) -> list[str]:
     """Names of the model's ``pm.Potential`` terms that depend on data arrays.
 
-    Records entering the posterior only through a Potential are no neighbour of an audit. A
-    Potential on a data array (a constant of more than one element, or ``pm.Data``) is taken
-    to hold such records; one on the parameters alone is not.
+    Records entering the posterior only through a Potential are no neighbour of an audit; a
+    Potential on a constant of more than one element or a ``pm.Data`` is taken to hold some.
 
     Examples
     --------
@@ -525,10 +510,9 @@ POTENTIAL_DRAWS = 3
 def potential_records(model, posterior=None) -> dict[str, dict[str, np.ndarray | None]]:
     """``{potential: {observed variable: records}}`` for Potentials that read observed data.
 
-    A Potential reading an observed variable's values (``pm.Potential((w - 1) * pm.logp(y,
-    y_data))``) holds part of a record's likelihood when its gradient in that record is not
-    zero at some posterior draws (:data:`POTENTIAL_DRAWS`). ``records`` is a boolean mask
-    over the data (C order), or None for every record (no ``posterior``, or no gradient).
+    A record is held where the Potential's gradient in it is not zero at some posterior draws
+    (:data:`POTENTIAL_DRAWS`); ``records`` is a C-order boolean mask, or None for every
+    record (no ``posterior``, or no gradient).
 
     Examples
     --------
@@ -584,7 +568,7 @@ def _records_in(model, potential: str, name: str, posterior) -> np.ndarray | Non
         (graph,) = umodel.replace_rvs_by_values([umodel[potential]])
         nodes = _data_read(umodel, graph)[name]
         first = nodes[0]
-        if not first.dtype.startswith("float"):  # a gradient in counts is no answer
+        if not first.dtype.startswith("float"):
             return None
         y = pt.tensor(dtype=first.dtype, shape=first.type.shape, name=f"{name}_data")
         (graph,) = clone_replace([graph], replace=dict.fromkeys(nodes, y), rebuild_strict=False)
@@ -605,11 +589,10 @@ def _records_in(model, potential: str, name: str, posterior) -> np.ndarray | Non
 
 
 def reads_data(model, names) -> dict[str, bool]:
-    """Per model variable in ``names`` (not observed), whether the model computes it from data.
+    """Per unobserved model variable in ``names``, whether the model computes it from data.
 
-    Data: an observed variable's values, a ``pm.Data``, or a constant array equal to one of
-    them or a float array of observed values; not the index arrays and scalars inside a
-    distribution (an LKJ unit diagonal, a cutpoint fixed at 0).
+    Data: observed values, a ``pm.Data``, a constant array equal to one, or a float array of
+    observed values; not a distribution's index arrays and scalars (a cutpoint fixed at 0).
 
     Examples
     --------
@@ -658,11 +641,7 @@ def reads_data(model, names) -> dict[str, bool]:
 
 
 def elementwise_loglik(model, name: str, records: str = "auto") -> ElementwiseLogLik:
-    """The :class:`ElementwiseLogLik` of ``name``, compiled once per model (and reused).
-
-    Kept by :func:`~pymc_edp.model.cache.per_model`; it reads the model's current
-    ``pm.Data`` at every call.
-    """
+    """The :class:`ElementwiseLogLik` of ``name``, compiled once per model (``per_model``)."""
     key = ("ElementwiseLogLik", name, records)
     return per_model(model, key, lambda: ElementwiseLogLik(model, name, records))
 
@@ -700,11 +679,10 @@ def fitted_by_bambi(posterior: xr.Dataset) -> bool:
 def fit_for_model(data, model) -> Fit:
     """The fit with what evaluating ``model`` at its draws needs, checked.
 
-    The free variables the posterior leaves out are recovered where its deterministics
-    determine them (:func:`pymc_edp.model.recover.with_free_variables`: bambi's offsets). A
-    posterior bambi returned is evaluated by the model only after its stored log-likelihood
-    (bambi's own) has been checked against the model's at these draws: bambi reports an
-    uncentred intercept of a model sampled with centred predictors.
+    Free variables the posterior lacks are recovered from its deterministics
+    (:func:`pymc_edp.model.recover.with_free_variables`). A bambi posterior's stored
+    log-likelihood is first checked against the model's (bambi reports an uncentred
+    intercept of a model sampled with centred predictors).
 
     Examples
     --------
@@ -730,12 +708,7 @@ def fit_for_model(data, model) -> Fit:
             "bambi's model.compute_log_likelihood(idata) before auditing."
         )
     ll = fit.log_likelihood
-    observed = {}
-    for name in ll.data_vars:
-        try:
-            observed[name] = observed_values(fit, model, name)
-        except ValueError:
-            continue
+    observed = _known_observed(fit, model, list(ll.data_vars))
     check_log_likelihood_matches_model(ll, posterior, model, observed)
     return fit
 
@@ -745,9 +718,8 @@ def check_log_likelihood_matches_model(
 ) -> None:
     """Refuse a stored log-likelihood that is not the model's at these posterior draws.
 
-    Shuffled draws or swapped chains silently give a wrong epsilon: :data:`CHECKED_DRAWS`
-    draws of every observed variable are recomputed and compared (float32 storage allowed
-    for); variables the model cannot evaluate here are not checked.
+    :data:`CHECKED_DRAWS` draws of every observed variable the model can evaluate are
+    recomputed and compared (float32 storage allowed for).
     """
     n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
     picks = sorted({(0, 0), (n_chain // 2, n_draw // 2), (n_chain - 1, n_draw - 1)})
@@ -762,7 +734,7 @@ def check_log_likelihood_matches_model(
             fn = elementwise_loglik(model, name)
             computed = fn(sub, observed[name])
         except (KeyError, ValueError):
-            continue  # e.g. a posterior without every free variable: nothing to compare
+            continue  # e.g. a posterior without every free variable
         da = log_likelihood[name]
         rec = [d for d in da.dims if d not in ("chain", "draw")]
         stored = np.asarray(
@@ -797,8 +769,7 @@ def check_log_likelihood_matches_model(
 def replacement_log_likelihood(data, model, name: str, values: np.ndarray) -> np.ndarray:
     """``(n_candidates, n_samples, n_records)`` log-likelihood of ``name`` at other data values.
 
-    Candidate ``c`` replaces every record by ``values[c]``; one evaluation per candidate, as
-    record ``i``'s term depends on its own value only.
+    Candidate ``c`` replaces every record by ``values[c]``.
     """
     if model is None:
         raise ValueError(
@@ -837,7 +808,7 @@ def check_log_likelihood_layout(ll_ds, names, posterior, observed_data) -> None:
         if observed_data is not None and name in observed_data:
             rec = tuple(da.sizes[d] for d in da.dims if d not in ("chain", "draw"))
             obs = tuple(observed_data[name].shape)
-            # a multivariate observation has one term per row: the leading dims must agree
+            # a multivariate observation has one term per row
             if len(rec) > len(obs) or rec != obs[: len(rec)]:
                 raise ValueError(
                     f"the log_likelihood of {name!r} has records of shape {rec} but "

@@ -1,11 +1,9 @@
 """The pointwise log-likelihood computed from the model, a chunk of records at a time.
 
 :class:`ModelColumns` holds what :func:`pymc.compute_log_likelihood`'s ``n x S`` array is
-computed from (PyMC's elementwise log-likelihood graph of one observed variable, compiled
-once and vectorised over draws, the draws, the per-record data) and computes any columns on
-demand (``columns[:, lo:hi]``, ``columns[:, idx]``). Every input whose leading length is
-the number of records is taken as per-record and fed the chunk's slice; as that is a guess,
-the chunked computation is checked once against the full one (``check=True``).
+computed from (the compiled elementwise graph, the draws, the per-record data) and computes
+any columns on demand. Every input whose leading length is the number of records is taken as
+per-record; as that is a guess, the chunked computation is checked once against the full one.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import xarray as xr
 
 from pymc_edp.core.loglik import SAMPLE_DIMS, LogLikelihood
 from pymc_edp.model import families as _families
-from pymc_edp.model.compat import graph_ancestors, without_initial_values
+from pymc_edp.model.compat import graph_ancestors, graph_toposort, without_initial_values
 from pymc_edp.model.fit import Fit
 from pymc_edp.model.products import exact_products
 from pymc_edp.model.recover import lacking_message
@@ -41,8 +39,8 @@ _CHECK_BYTES = 64 * 2**20
 _FAST_RTOL, _FAST_ATOL = 1e-12, 1e-12
 #: Fixed (seeded) draws each chunk of fast columns is checked at, besides its extremes.
 _VERIFY_DRAWS = 2
-#: Largest difference between the streamed graph and PyMC's own, on the same data, taken
-#: for rounding (two formulas of one log-density, e.g. ``pm.Truncated``'s normalisation).
+#: Largest difference from PyMC's own graph on the same data taken for rounding (two formulas
+#: of one log-density, e.g. ``pm.Truncated``'s normalisation).
 _GRAPH_RTOL, _GRAPH_ATOL = 1e-6, 1e-6
 
 _logger = logging.getLogger("pymc_edp")
@@ -79,11 +77,11 @@ def _root_value(var) -> np.ndarray | None:
 
 
 class _Graph:
-    """The streaming graph of one observed variable (symbolic; nothing compiled).
+    """The symbolic streaming graph of one observed variable.
 
-    ``draw_inputs`` have a leading draw axis (unbatched when not ``vectorised``);
-    ``data_inputs`` are the per-record inputs, the observed values first, ``data`` their full
-    values and ``labels`` their names for messages; ``output`` is the ``(S, k)`` log-likelihood.
+    ``draw_inputs`` have a leading draw axis (unless not ``vectorised``); ``data_inputs`` are
+    the per-record inputs, observed values first, with full values ``data`` and names
+    ``labels``; ``output`` is the ``(S, k)`` log-likelihood.
     """
 
     def __init__(self, model, name: str):
@@ -108,7 +106,7 @@ class _Graph:
         self.n = int(y.shape[0])
         y_new, logp_new, self.rv_new = _resized_logp(umodel, rv, value, name)
         replace, inputs, data, labels = _per_record_inputs(logp_new, y_new, self.n)
-        inputs = [y_new, *inputs]  # the observed values first
+        inputs = [y_new, *inputs]
         data = [np.asarray(y, dtype=value.dtype), *data]
         labels = [name, *labels]
         self.replaced = {value: y_new, **replace}
@@ -123,13 +121,13 @@ class _Graph:
         values = [umodel.rvs_to_values[v] for v in free_rvs]
         self.free = [v.name for v in free_rvs]
         self.free_dtypes = [v.dtype for v in values]
-        self.values = values  # the free variables' value variables (unbatched)
+        self.values = values
         self.data_inputs, self.data, self.labels = inputs, data, labels
         self.draw_inputs, self.output, self.vectorised = _vectorised(values, logp_new)
 
 
 def _elementwise_logp(umodel, rv, value, name: str):
-    """``(logp, y)``: the elementwise log-likelihood and observed values; one term per record."""
+    """``(logp, y)``: the elementwise log-likelihood, one term per record, and observed values."""
     (logp,) = umodel.logp(vars=[rv], sum=False)
     if logp.ndim != 1 or value.ndim < 1:
         raise StreamingUnavailableError(
@@ -168,11 +166,7 @@ def _resized_logp(umodel, rv, value, name: str):
 
 
 def _constants_folded(rv):
-    """``rv`` with its constant-expression parameters given as constants.
-
-    Resizing wraps a constant in ops (``ExpandDims(inf)``) that PyMC's graph has folded, and
-    some ``logp`` read their parameters' values (``pm.Truncated``'s infinite bound).
-    """
+    """``rv`` with its constant-expression parameters folded, as some ``logp`` read them."""
     import pytensor.tensor as pt
     from pytensor.graph.basic import Constant
 
@@ -203,11 +197,7 @@ def _chunk_input(var, name: str):
 
 
 def _per_record_inputs(logp_new, y_new, n: int):
-    """``(replace, inputs, data, labels)`` of the per-record inputs besides ``y_new``.
-
-    Each constant or ``pm.Data`` of leading length ``n`` becomes a new input of any length
-    (``replace`` maps the old one to it).
-    """
+    """``(replace, inputs, data, labels)``: every constant or data of leading length ``n``."""
     replace, inputs, data, labels = {}, [], [], []
     for var in graph_ancestors([logp_new]):
         if var.owner is not None or var is y_new or getattr(var, "ndim", 0) < 1:
@@ -231,10 +221,9 @@ def _low_precision(var) -> bool:
 def _folded(logp_new, inputs, data, n: int):
     """``(logp_new, new_inputs, new_data)``: parts computed from float32 data alone, computed once.
 
-    PyTensor folds constant expressions with NumPy before compiling; fed as inputs, the same
-    float32 part would be computed by the backend, whose ``log`` rounds differently (up to
-    6e-8). Such parts are computed here as the folding would and fed as per-record inputs;
-    float64 parts agree to rounding and stay in the graph.
+    PyTensor folds constant expressions with NumPy, whose float32 ``log`` rounds otherwise
+    than the backend's (up to 6e-8): such parts are computed here as the folding would and fed
+    as per-record inputs. Float64 parts agree to rounding and stay in the graph.
     """
     import pytensor
     from pytensor.compile.mode import Mode
@@ -243,15 +232,10 @@ def _folded(logp_new, inputs, data, n: int):
 
     if not inputs:
         return logp_new, [], []
-    try:
-        from pytensor.graph.traversal import io_toposort
-    except ImportError:  # pragma: no cover - PyTensor < 2.31
-        from pytensor.graph.basic import io_toposort
-
     per_record = set(inputs)
     data_only: dict = {}  # var -> whether it depends on a per-record input
     consumers_outside: set = set()
-    for node in io_toposort([], [logp_new]):
+    for node in graph_toposort([logp_new]):
         flags = []
         for var in node.inputs:
             if var in data_only:
@@ -334,7 +318,7 @@ def _vectorised(values, logp_new):
         out = vectorize_graph(logp_new, dict(zip(values, batched, strict=True)))
         if values and out.ndim != 2:  # pragma: no cover - defensive
             raise ValueError("vectorised log-likelihood is not 2-d")
-        # products summed in order: a record's terms never depend on the chunk it is in
+        # products summed in order: a record's terms never depend on its chunk
         return batched, exact_products(out), True
     except Exception:  # pragma: no cover - depends on the model's ops
         return values, logp_new, False
@@ -344,11 +328,9 @@ def _vectorised(values, logp_new):
 class ModelColumns:
     """``(S, n)`` elementwise log-likelihood of one observed variable, computed on demand.
 
-    Read like an ``(n_samples, n_records)`` array: ``columns[:, lo:hi]``, ``columns[:, idx]``
-    and ``columns[:, i]`` return ndarrays (samples chain-major); ``np.asarray(columns)``
-    computes everything. Built by :func:`model_log_likelihood`. Pickles without its compiled
-    function (compiled again on first use), so a worker can compute its own chunks; the
-    compiled function is per thread.
+    Indexed as an ``(n_samples, n_records)`` array (samples chain-major), returning ndarrays;
+    ``np.asarray(columns)`` computes everything. Built by :func:`model_log_likelihood`.
+    Pickles without its compiled function (compiled again per thread on first use).
 
     Attributes
     ----------
@@ -367,9 +349,8 @@ class ModelColumns:
 
     Notes
     -----
-    A recognised GLM likelihood (:mod:`pymc_edp.model.families`) is computed by fused kernels
-    from its parameters, each chunk checked against PyTensor at a few draws; ``fast=False``
-    keeps PyTensor's graph only.
+    A recognised GLM likelihood (:mod:`pymc_edp.model.families`) is computed by fused kernels,
+    each chunk checked against PyTensor at a few draws; ``fast=False`` uses PyTensor only.
     """
 
     ndim = 2
@@ -400,7 +381,6 @@ class ModelColumns:
             raise ValueError(f"the draws of {self.free} are not all {n_samples} samples long")
         self.shape = (int(n_samples), int(graph.n))
         self._fn = _families.Compiled()
-        # fused kernels for a recognised GLM family (None: PyTensor's graph only)
         self._fast = _families.recognise(graph) if fast else None
 
     # -- array protocol ------------------------------------------------------------------
@@ -418,7 +398,7 @@ class ModelColumns:
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def __getitem__(self, key) -> np.ndarray:
-        """Columns ``key[1]`` at draws ``key[0]``, as NumPy indexing of an ``(S, n)`` array."""
+        """Columns ``key[1]`` at draws ``key[0]``, as NumPy indexes an ``(S, n)`` array."""
         if not isinstance(key, tuple):
             key = (key,)
         if len(key) == 1:
@@ -436,10 +416,7 @@ class ModelColumns:
         return out
 
     def with_observed(self, values) -> ModelColumns:
-        """The same log-likelihood at other observed values, ``log p(y' | theta)``.
-
-        ``values`` is shaped like the observed data, or a scalar for every record.
-        """
+        """The log-likelihood at observed ``values`` (shaped like the data, or a scalar)."""
         y = self._data[0]
         new = np.asarray(values, dtype=y.dtype)
         if new.ndim == 0:
@@ -470,9 +447,8 @@ class ModelColumns:
     def range_of(self, columns, other: ModelColumns | None = None) -> np.ndarray:
         """``(n_columns,)`` ``max_s - min_s`` of each column, or of ``other - self`` (replacement).
 
-        The pruning bound of each record: the same bits as reducing the computed columns, or by a
-        recognised family's kernels the range of their values (equal up to rounding). Not finite
-        where a column is not.
+        The same bits as reducing the computed columns, or, by a family's kernels, equal up to
+        rounding; infinite where a column is not finite.
         """
         cols, _ = _normalise(columns, self.shape[1], "record")
         draws = slice(0, self.shape[0])
@@ -487,16 +463,12 @@ class ModelColumns:
             block = np.subtract(alt, block, dtype=np.float64)
         with np.errstate(invalid="ignore"):  # -inf - -inf: a record outside the support
             out = block.max(axis=0).astype(np.float64) - block.min(axis=0).astype(np.float64)
-        # not finite (-inf or NaN columns): never pruned, so its reweighting says what is wrong
+        # never pruned, so that its reweighting says what is wrong
         out[~np.isfinite(out)] = np.inf
         return out
 
     def _fast_range(self, cols, other: ModelColumns | None) -> tuple[np.ndarray | None, bool]:
-        """``(range, disagreed)``: :meth:`range_of` by the kernels.
-
-        ``(None, False)`` where they do not apply, ``(None, True)`` where they disagree with
-        PyTensor at the checked draws.
-        """
+        """``(range, disagreed)``: :meth:`range_of` by the kernels (None: not, or disagreed)."""
         fast = self.__dict__.get("_fast")
         if fast is None or self.dtype != np.float64 or not self._draws or not self.shape[0]:
             return None, False
@@ -541,11 +513,7 @@ class ModelColumns:
         )
 
     def _compute(self, draws, cols, dtype=None, fast: bool = True) -> np.ndarray:
-        """``(len(draws), len(cols))`` in ``dtype``.
-
-        By the kernels when ``fast`` and they agree with PyTensor at the checked draws, else by
-        PyTensor.
-        """
+        """``(len(draws), len(cols))`` in ``dtype``, by the kernels where ``fast`` and checked."""
         dtype = self.dtype if dtype is None else np.dtype(dtype)
         n_draws = _length(draws, self.shape[0])
         n_cols = _length(cols, self.shape[1])
@@ -557,7 +525,6 @@ class ModelColumns:
         if fast_ll is not None and theta and self._vectorised:
             extremes: set = set()
             out = fast_ll.compute(theta, chunk, extremes)
-            # else a chunk the kernels do not handle, or where they disagree: PyTensor's
             if out is not None:
                 picks = self._verify_picks(extremes, n_draws)
                 sub = [t[picks] for t in theta]
@@ -673,9 +640,8 @@ class ModelColumns:
     def _check_graph(self, picks, got, ref, close, detail: str) -> None:
         """Tell a layout error from rounding where the chunked ``got`` differ from PyMC's ``ref``.
 
-        If the chunks differ from one call on all records, a per-record input is wrong (an error);
-        else the resized graph is another formula of the same log-density, accepted up to
-        :data:`_GRAPH_RTOL` with one ``INFO`` line.
+        Chunks differing from one call on all records: a wrong per-record input (an error);
+        else another formula of the log-density, accepted up to :data:`_GRAPH_RTOL`.
         """
         n = self.shape[1]
         whole = self._compute(picks, slice(0, n), np.float64, fast=False)
@@ -714,7 +680,7 @@ class ModelColumns:
         for cols in chunks:
             try:
                 got = self._fast.compute(theta, [a[cols] for a in self._data])
-            except Exception as err:  # any failure: PyTensor only
+            except Exception as err:
                 ok, reason = False, f"{type(err).__name__}: {err}"
             else:
                 if got is None:  # a chunk the kernels leave to PyTensor
@@ -737,7 +703,6 @@ def _compile(inputs, output, check_bounds: bool):
     import pymc as pm
     from pymc.pytensorf import compile as pm_compile
 
-    # pm.compile reads check_bounds from the model context; this one holds nothing else
     with pm.Model(check_bounds=check_bounds):
         return pm_compile(inputs, output, on_unused_input="ignore")
 
@@ -792,21 +757,24 @@ def _posterior_draws(
         raise ValueError(
             lacking_message(posterior, missing, "the log-likelihood cannot be evaluated")
         )
-    out = []
-    for name, dtype in zip(names, dtypes, strict=True):
-        da = posterior[name]
-        extra = [d for d in da.dims if d not in SAMPLE_DIMS]
-        arr = np.asarray(da.transpose(*SAMPLE_DIMS, *extra).values, dtype=dtype)
-        out.append(np.ascontiguousarray(arr.reshape(-1, *arr.shape[2:])))
-    return out
+    return [
+        np.ascontiguousarray(_sample_array(posterior[name]), dtype=dtype)
+        for name, dtype in zip(names, dtypes, strict=True)
+    ]
+
+
+def _sample_array(da: xr.DataArray) -> np.ndarray:
+    """``(S, *shape)`` chain-major values of a posterior variable."""
+    extra = [d for d in da.dims if d not in SAMPLE_DIMS]
+    arr = np.asarray(da.transpose(*SAMPLE_DIMS, *extra).values)
+    return arr.reshape(-1, *arr.shape[2:])
 
 
 # -------------------------------------------------------------------------- public API
 def stream_supported(model, names: Sequence[str] | None = None) -> dict[str, str | None]:
     """Which observed variables' log-likelihood can be streamed, without compiling.
 
-    Cannot see an input of leading length n that is not per-record, which
-    :func:`model_log_likelihood` (``check=True``) catches.
+    An input of leading length n that is not per-record only :func:`model_log_likelihood` sees.
 
     Parameters
     ----------

@@ -1,10 +1,8 @@
 """Plots of an audit: per-record epsilon, epsilon against B, bin log ratios, the (ε, δ) profile.
 
-Every function reads a result through ``pymc_edp.report._common.AuditSummary`` (the
-diagnostics plots need its stored weights), draws on ``ax`` (a new figure of ``figsize``
-inches when None) and returns the axes; k-hat classes are
-:func:`pymc_edp.report.khat_counts`'s. Without matplotlib (the ``plots`` extra) they raise
-ImportError.
+Each reads an ``AuditSummary`` (those of the diagnostics need its stored weights), draws on
+``ax`` (a new figure of ``figsize`` inches when None) and returns the axes; k-hat classes are
+:func:`pymc_edp.report.khat_counts`'s. Without matplotlib they raise ImportError.
 """
 
 from __future__ import annotations
@@ -139,7 +137,7 @@ def plot_pointwise_epsilon(
     ax = get_axes(ax, figsize=figsize, default_figsize=(9.0, 4.2))
     x, default_xlabel = _pointwise_positions(names, eps.size, dim)
     kwargs = {"s": 28, "linewidths": 0.6, "edgecolors": "white", "zorder": 3}
-    kwargs.update(scatter_kwargs or {})
+    kwargs |= scatter_kwargs or {}
     _scatter_by_khat(ax, x, eps, counts, kwargs)
     refit = neighbour_methods(pointwise, dim) == "refit"
     _outline(ax, x, eps, refit, "refitted", s=kwargs["s"] * 3)
@@ -162,7 +160,6 @@ def plot_pointwise_epsilon(
     n_labels = min(int(labels), int(finite.sum()))
     if n_labels > 0:
         order = np.argsort(-np.where(finite, eps, -np.inf), kind="stable")[:n_labels]
-        # where no label covers a marker or another label
         place_labels(
             ax, x, eps, order, [str(names[i]) for i in order], marker_size=kwargs["s"], zorder=6
         )
@@ -194,7 +191,7 @@ def pointwise_epsilons(pointwise: xr.Dataset, dim: str) -> tuple[np.ndarray, np.
 
 
 def _pointwise_positions(names: np.ndarray, n: int, dim: str) -> tuple[np.ndarray, str]:
-    """The x of every neighbour (its label if numeric and increasing) and the x label."""
+    """Every neighbour's x (its label if numeric and increasing) and the x label."""
     numeric = names.dtype.kind in "iuf" and names.size == n
     if numeric and (names.size < 2 or np.all(np.diff(names.astype(float)) > 0)):
         return names.astype(float), f"{dim} ({n} records)"
@@ -204,7 +201,7 @@ def _pointwise_positions(names: np.ndarray, n: int, dim: str) -> tuple[np.ndarra
 def _scatter_by_khat(
     ax: Axes, x: np.ndarray, eps: np.ndarray, counts: KhatCounts | None, kwargs: dict
 ) -> None:
-    """The points, one scatter per k-hat class, labelled with the class's count."""
+    """One scatter per k-hat class, labelled with its count."""
     if counts is None:
         ax.scatter(x, eps, color=color(0), **kwargs)
         return
@@ -213,13 +210,8 @@ def _scatter_by_khat(
         sel = counts.classes == cls
         if cls != "good" and not sel.any():
             continue
-        ax.scatter(
-            x[sel],
-            eps[sel],
-            color=KHAT_COLORS[cls],
-            label=f"{cls} ({bounds[cls]}): {counts.count(cls)}",
-            **kwargs,
-        )
+        label = f"{cls} ({bounds[cls]}): {counts.count(cls)}"
+        ax.scatter(x[sel], eps[sel], color=KHAT_COLORS[cls], label=label, **kwargs)
 
 
 def _outline(
@@ -240,7 +232,7 @@ def _outline(
 
 
 def _pointwise_title(title: bool | str, overall: float, bound: bool, bins: Any) -> str | None:
-    """The title of :func:`plot_pointwise_epsilon`: given, automatic (``True``) or none."""
+    """The title: given, automatic (``True``) or none."""
     if isinstance(title, str):
         return title
     if not title:
@@ -309,11 +301,10 @@ def plot_epsilon_curve(
         zorder=3,
     )
     if exact is not None:
-        ex = (
-            np.array([exact[int(v)] for v in b])
-            if isinstance(exact, dict)
-            else np.asarray(exact, dtype=float)
-        )
+        if isinstance(exact, dict):
+            ex = np.array([exact[int(v)] for v in b])
+        else:
+            ex = np.asarray(exact, dtype=float)
         ax.scatter(b, ex, marker="x", s=40, color=color(1), label="exact", zorder=4)
     lim = curve.attrs.get("continuous_limit")
     if lim is not None and np.isfinite(lim):
@@ -341,10 +332,9 @@ def plot_epsilon_intervals(
     ax: Axes | None = None,
     figsize: tuple[float, float] | None = None,
 ) -> Axes:
-    """Per-record epsilon with its Monte-Carlo interval, coloured by Pareto k-hat.
+    """Per-record epsilon with its interval (:func:`pymc_edp.diagnostics.epsilon_interval`).
 
-    The intervals are :func:`pymc_edp.diagnostics.epsilon_interval`'s; the ``labels``
-    highest are annotated, and epsilon's interval is shaded.
+    Coloured by Pareto k-hat; the ``labels`` highest are annotated, epsilon's interval shaded.
 
     Examples
     --------
@@ -376,14 +366,8 @@ def plot_epsilon_intervals(
         if not sel.any():
             continue
         ax.vlines(x[sel], lo[sel], hi[sel], color=KHAT_COLORS[cls], lw=1.0, alpha=0.7, zorder=2)
-        ax.scatter(
-            x[sel],
-            est[sel],
-            color=KHAT_COLORS[cls],
-            s=18,
-            zorder=3,
-            label=f"k-hat {cls}: {int(sel.sum())}",
-        )
+        label = f"k-hat {cls}: {int(sel.sum())}"
+        ax.scatter(x[sel], est[sel], color=KHAT_COLORS[cls], s=18, zorder=3, label=label)
     if open_above.any():
         ax.scatter(
             x[open_above],
@@ -418,10 +402,10 @@ def plot_bin_log_ratios(
     figsize: tuple[float, float] | None = None,
     cmap: str = "RdBu_r",
 ) -> Axes:
-    """The bin log ratios ``log P_i(b) - log P(b)`` of one neighbour: bars, or a heatmap.
+    """The bin log ratios ``log P_i(b) - log P(b)`` of one neighbour.
 
-    The largest in absolute value (the neighbour's epsilon) is outlined. One parameter gives
-    bars, several a heatmap (one row each, colours symmetric about 0).
+    Bars for one parameter, else a heatmap (a row each, colours symmetric about 0); the
+    largest in absolute value (the neighbour's epsilon) is outlined.
 
     Parameters
     ----------
@@ -457,13 +441,8 @@ def plot_bin_log_ratios(
         bins = np.arange(1, n_bins + 1)
         ok = np.isfinite(v)
         ax.bar(
-            bins[ok],
-            v[ok],
-            width=0.8,
-            color=np.where(v[ok] >= 0, color(0), color(3)),
-            zorder=2,
+            bins[ok], v[ok], width=0.8, color=np.where(v[ok] >= 0, color(0), color(3)), zorder=2
         )
-        # the bar that sets epsilon, outlined
         ax.bar([bins[j]], [v[j]], width=0.8, fill=False, edgecolor=TEXT_COLOR, lw=1.4, zorder=3)
         reference_line(ax, 0.0, color=TEXT_COLOR, lw=0.8)
         ax.set_xticks(bins[:: max(1, n_bins // 10)])
@@ -476,13 +455,9 @@ def plot_bin_log_ratios(
         return ax
     ax = get_axes(ax, figsize=figsize, default_figsize=(7.0, 1.6 + 0.35 * n_par), grid=False)
     vmax = float(np.nanmax(np.abs(values))) or 1.0
+    masked = np.ma.masked_invalid(values)
     im = ax.imshow(
-        np.ma.masked_invalid(values),
-        aspect="auto",
-        cmap=cmap,
-        vmin=-vmax,
-        vmax=vmax,
-        interpolation="nearest",
+        masked, aspect="auto", cmap=cmap, vmin=-vmax, vmax=vmax, interpolation="nearest"
     )
     ax.add_patch(Rectangle((j - 0.5, p - 0.5), 1, 1, fill=False, ec="0.1", lw=1.6))
     ax.set_yticks(np.arange(n_par))
@@ -506,10 +481,9 @@ def plot_neighbour_posterior(
     figsize: tuple[float, float] | None = None,
     n_hist: int = 60,
 ) -> Axes:
-    """Overlay the full-data posterior and one neighbour's (reweighted) posterior.
+    """Histograms of the full-data posterior and one neighbour's (reweighted) posterior.
 
-    Histograms of the full-data draws, the neighbour's weighted; faint lines are the audit's
-    bin edges.
+    Faint lines are the audit's bin edges.
 
     Parameters
     ----------
@@ -623,7 +597,7 @@ def plot_delta_profile(
 
 
 def _overview_bins(result: AuditSummary, bins: Any) -> list[int]:
-    """The B grid of the overview's curve: the defaults and the audit's B that the draws allow."""
+    """The overview curve's B: the defaults and the audit's B that the draws allow."""
     if bins is not None:
         return [int(b) for b in bins]
     grid = {int(b) for b in DEFAULT_CURVE_BINS} | {int(result.bins)}
@@ -647,11 +621,11 @@ def plot_overview(
     curve_bins: Any = None,
     labels: int = 3,
 ) -> np.ndarray:
-    """The figures to look at first, on one 2 x 2 figure: what ``res.plot()`` draws.
+    """The figures to look at first, on one 2 x 2 figure (``res.plot()``).
 
     :func:`plot_pointwise_epsilon`, :func:`plot_epsilon_curve`, and the worst neighbour's
-    :func:`plot_bin_log_ratios` and :func:`plot_neighbour_posterior`. Those that need weights
-    the result did not keep (the curve needs every neighbour's) hold a note instead.
+    :func:`plot_bin_log_ratios` and :func:`plot_neighbour_posterior`; a note instead of those
+    that need weights the result did not keep (the curve needs every neighbour's).
 
     Parameters
     ----------

@@ -1,9 +1,9 @@
 """HTML views of the results for Jupyter (their ``_repr_html_``), as xarray's and ArviZ's.
 
-A header, the numbers first, then collapsible sections (tables, an inline SVG figure,
-warnings). Self-contained: one ``<style>`` scoped under :data:`CSS_CLASS` that follows
-JupyterLab's theme (dark included), no script, no external resource; every text from a
-result is escaped. The figure is left out when matplotlib is not installed.
+A header, the numbers, then collapsible sections (tables, an inline SVG figure left out
+without matplotlib, warnings). Self-contained: one ``<style>`` scoped under
+:data:`CSS_CLASS` that follows JupyterLab's theme (dark included), no script or external
+resource; every text from a result is escaped.
 """
 
 from __future__ import annotations
@@ -22,15 +22,10 @@ from pymc_edp.base.common import NEIGHBOUR_DIM
 from pymc_edp.core.loglik import flat_view
 from pymc_edp.diagnostics._common import flat_parameters
 from pymc_edp.plots.audit import KHAT_COLORS, neighbour_methods, pointwise_epsilons
-from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, color, style_axes
+from pymc_edp.plots.style import REFERENCE_COLOR, TEXT_COLOR, annotate, color, style_axes
 from pymc_edp.report import Headline, format_interval, headline, khat_counts
 from pymc_edp.report._common import AuditSummary, TuningSummary
-from pymc_edp.report.text import (
-    neighbour_kind,
-    parameter_rows,
-    smoothing_text,
-    tuning_heading,
-)
+from pymc_edp.report.text import neighbour_kind, parameter_rows, smoothing_text, tuning_heading
 
 __all__ = [
     "CSS",
@@ -47,12 +42,10 @@ CSS_CLASS = "pedp-wrap"
 #: Rows shown in a table of trials or utility costs (the parameter table lists at most
 #: :data:`pymc_edp.report.text.MAX_ELEMENTS` elements of a variable).
 MAX_TABLE_ROWS = 25
-#: Neighbours drawn one by one in the inline figure; beyond this, sorted epsilons at
-#: log-spaced ranks (the figure's size does not grow with the data).
+#: Neighbours drawn one by one in the inline figure (:func:`epsilon_svg`).
 MAX_POINTS = 150
 
-#: The stylesheet included (once) in every view: ``style.css`` beside this module, without
-#: its comments.
+#: The stylesheet of every view: ``style.css`` beside this module, without its comments.
 _STYLE_FILE = resources.files("pymc_edp.plots").joinpath("style.css")
 CSS = re.sub(r"/\*.*?\*/\n?", "", _STYLE_FILE.read_text(encoding="utf-8"), flags=re.S)
 
@@ -79,10 +72,7 @@ def _kv(items: Sequence[tuple[str, str]]) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any] | str]) -> str:
-    """A table of escaped cells (numbers should be formatted to strings first).
-
-    A row given as a string is a note across the table.
-    """
+    """A table of escaped cells (numbers formatted first); a string row is a note across it."""
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join(
         f'<tr><td colspan="{len(header)}" class="pedp-muted">{_e(row)}</td></tr>'
@@ -210,15 +200,8 @@ def epsilon_svg(
                 )
             i = int(np.nanargmax(np.where(finite, eps, -np.inf)))
             right = x[i] > 0.7 * max(eps.size - 1, 1)
-            ax.annotate(
-                str(labels[i]),
-                (x[i], eps[i]),
-                xytext=(-4 if right else 4, 2),
-                textcoords="offset points",
-                ha="right" if right else "left",
-                va="bottom",
-                color=TEXT_COLOR,
-            )
+            offset = (-4 if right else 4, 2)
+            annotate(ax, str(labels[i]), (x[i], eps[i]), offset=offset, fontsize="medium")
             ax.set_xlim(-0.5 - 0.02 * eps.size, eps.size - 0.5 + 0.02 * eps.size)
             ax.set_xlabel("neighbour (data order)", color=TEXT_COLOR)
         else:
@@ -237,24 +220,26 @@ def epsilon_svg(
     return _svg(draw, figsize)
 
 
+def _caution(text: str) -> str:
+    return f'<span class="pedp-caution">{_e(text)}</span>'
+
+
 def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]]:
     value = f'<span class="pedp-eps">{_e(_num(result.epsilon))}</span>'
     if head.lower_bound:
-        value += ' <span class="pedp-caution">' + _e("a lower bound") + "</span>"
+        value += " " + _caution("a lower bound")
     items = [("ε (B-EDP)", value)]
     if head.fit:
-        items.append(("fit", '<span class="pedp-caution">' + _e(head.fit) + "</span>"))
+        items.append(("fit", _caution(head.fit)))
     if head.interval is not None:
         items.append(("90% Monte-Carlo interval", _e(format_interval(head.interval))))
     items.append(("verification", _e(head.verification)))
     if head.caution:
-        items.append(("caution", '<span class="pedp-caution">' + _e(head.caution) + "</span>"))
+        items.append(("caution", _caution(head.caution)))
     if head.left_out:
         items.append(("left out", _e(head.left_out)))
-    for line in head.records:
-        items.append(("records", _e(line)))
-    items.append(("worst neighbour", _e(result.worst_neighbour)))
-    items.append(("bins B", _e(result.bins)))
+    items += [("records", _e(line)) for line in head.records]
+    items += [("worst neighbour", _e(result.worst_neighbour)), ("bins B", _e(result.bins))]
     neighbours = (
         f"{result.n_neighbours} ({neighbour_kind(result)}); {result.n_samples} posterior "
         f"draws in {getattr(result, 'n_chains', 1)} chain(s); smoothing = {smoothing_text(result)}"
@@ -264,10 +249,7 @@ def _epsilon_items(result: AuditSummary, head: Headline) -> list[tuple[str, str]
 
 
 def _view_warnings(result: AuditSummary, head: Headline) -> tuple[str, ...]:
-    """The audit's warnings and the headline's lower-bound and noise notes, each once.
-
-    What was left out and the fit's convergence are shown beside epsilon, not here.
-    """
+    """The warnings not shown beside epsilon, and the headline's lower-bound and noise notes."""
     out = [w for w in result.warnings if w not in (head.left_out, head.fit)]
     if head.lower_bound and not any("lower bound" in w for w in out):
         out += [f"Lower bound: {line}" for line in head.limit_lines]
@@ -280,39 +262,28 @@ def _parameter_table(result: AuditSummary) -> str:
     ds = flat_parameters(result)
     eps = np.asarray(ds["epsilon"].values, dtype=float)
     names = np.asarray(ds["parameter"].values).astype(str)
-    cols = {
-        "worst neighbour": ds["worst_neighbour"].values if "worst_neighbour" in ds else None,
-        "worst bin": ds["worst_bin"].values if "worst_bin" in ds else None,
-        "bins": ds["n_bins"].values if "n_bins" in ds else None,
-    }
+    fields = {"worst neighbour": "worst_neighbour", "worst bin": "worst_bin", "bins": "n_bins"}
+    cols = {label: ds[field].values for label, field in fields.items() if field in ds}
     if "lower_bound" in ds and bool(np.any(ds["lower_bound"].values)):
         flags = np.asarray(ds["lower_bound"].values, dtype=bool)
         cols = {"lower bound": np.where(flags, "yes", ""), **cols}
-    header = ["parameter", "ε", *[k for k, v in cols.items() if v is not None]]
     rows: list[list | str] = []
-    for shown, note in parameter_rows(ds):  # as the printout: long variables cut short
-        rows += [
-            [names[i], _num(eps[i]), *[v[i] for v in cols.values() if v is not None]]
-            for i in shown
-        ]
+    for shown, note in parameter_rows(ds):
+        rows += [[names[i], _num(eps[i]), *(v[i] for v in cols.values())] for i in shown]
         rows += [note] if note else []
-    return _table(header, rows)
+    return _table(["parameter", "ε", *cols], rows)
 
 
 def _khat_section(result: AuditSummary) -> str:
     _, method, _ = _neighbour_arrays(result)
     counts = khat_counts(result)
-    threshold = counts.threshold
     table_rows = [(rng, cls, count, f"{pct:.1f}%") for rng, cls, count, pct in counts.rows]
     if counts.not_computed:
         table_rows.append(("not computed", "pruned, refit", counts.not_computed, ""))
     table = _table(["Pareto k̂", "", "count", "pct."], table_rows)
     by_method = Counter(str(m) for m in method if str(m))
-    methods = _table(
-        ["neighbour posterior", "count"],
-        [(m, c) for m, c in sorted(by_method.items(), key=lambda mc: (-mc[1], mc[0]))],
-    )
-    body = table + methods
+    by_count = sorted(by_method.items(), key=lambda mc: (-mc[1], mc[0]))
+    body = table + _table(["neighbour posterior", "count"], by_count)
     pw = result.pointwise
     if "status" in pw:
         status = Counter(
@@ -325,7 +296,7 @@ def _khat_section(result: AuditSummary) -> str:
     return _section(
         "Pareto k̂ diagnostic",
         body,
-        count=f"{bad} above {threshold:.2f}, {refitted} refitted",
+        count=f"{bad} above {counts.threshold:.2f}, {refitted} refitted",
         open_=bad > 0,
     )
 
@@ -333,9 +304,9 @@ def _khat_section(result: AuditSummary) -> str:
 def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
     """The HTML view of an audit result (``EDPResult._repr_html_``).
 
-    Epsilon with the printout's headline (:func:`pymc_edp.report.headline`), then sections:
-    epsilon by parameter, by neighbour (:func:`epsilon_svg`), the Pareto k-hat table with the
-    neighbour posteriors' methods, and the warnings.
+    Epsilon with its :func:`pymc_edp.report.headline`, then sections: epsilon by parameter,
+    by neighbour (:func:`epsilon_svg`), the Pareto k-hat table with the neighbour
+    posteriors' methods, and the warnings.
 
     Parameters
     ----------
@@ -378,11 +349,7 @@ def edp_result_html(result: AuditSummary, *, style: bool = True) -> str:
             _parameter_table(result),
             count=flat_parameters(result).sizes["parameter"],
         )
-        + _section(
-            "ε by neighbour",
-            _figure(epsilon_svg(result), "; ".join(caption)),
-            count=n,
-        )
+        + _section("ε by neighbour", _figure(epsilon_svg(result), "; ".join(caption)), count=n)
         + _khat_section(result)
         + _warnings(_view_warnings(result, head))
     )
@@ -423,16 +390,9 @@ def search_svg(result: TuningSummary, *, figsize: tuple[float, float] = (4.8, 1.
 
     def draw(ax):
         ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
+        yerr = None if se is None else np.nan_to_num(se[ok])
         ax.errorbar(
-            x[ok],
-            y[ok],
-            yerr=None if se is None else np.nan_to_num(se[ok]),
-            fmt="o",
-            ms=3.5,
-            color=color(0),
-            lw=0.8,
-            capsize=2,
-            zorder=3,
+            x[ok], y[ok], yerr=yerr, fmt="o", ms=3.5, color=color(0), lw=0.8, capsize=2, zorder=3
         )
         ax.axhline(result.target_epsilon, color=REFERENCE_COLOR, ls="--", lw=0.8)
         ax.scatter([result.value], [result.epsilon], marker="D", s=22, color=color(1), zorder=4)
@@ -454,12 +414,10 @@ def _dataset_table(ds, dim: str, spec: str = ".4g") -> str:
         return '<div class="pedp-muted">(empty)</div>'
     index = np.asarray(ds[dim].values) if dim in ds.coords else np.arange(ds.sizes[dim])
     cols = [np.asarray(ds[v].values).reshape(ds.sizes[dim], -1)[:, 0] for v in names]
-    rows = []
-    for i in range(min(ds.sizes[dim], MAX_TABLE_ROWS)):
-        cells = [
-            _num(c[i], spec) if np.asarray(c).dtype.kind in "iuf" else str(c[i]) for c in cols
-        ]
-        rows.append([index[i], *cells])
+    rows = [
+        [index[i], *(_num(c[i], spec) if c.dtype.kind in "iuf" else str(c[i]) for c in cols)]
+        for i in range(min(ds.sizes[dim], MAX_TABLE_ROWS))
+    ]
     note = ""
     if ds.sizes[dim] > MAX_TABLE_ROWS:
         note = f'<div class="pedp-caption">first {MAX_TABLE_ROWS} of {ds.sizes[dim]}</div>'
@@ -521,5 +479,4 @@ def tuning_result_html(result: TuningSummary, *, style: bool = True) -> str:
     elif audit is not None:
         body += _section("Confirmation audit", edp_result_html(audit, style=False), open_=False)
     body += _warnings(tuple(result.warnings))
-    subtitle = tuning_heading(result)
-    return _wrap("pymc_edp.PriorTuningResult", subtitle, body, style=style)
+    return _wrap("pymc_edp.PriorTuningResult", tuning_heading(result), body, style=style)

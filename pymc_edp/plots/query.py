@@ -1,8 +1,7 @@
 """Plots of query-level empirical DP, after Figures 1 and 3-5 of Burchard et al. (2020).
 
-In the manner of ArviZ's ``plot_*``: keyword-only options, ``*_kwargs`` passed to
-matplotlib, the look of :mod:`pymc_edp.plots.style`. Each draws on ``ax`` (a new figure of
-``figsize`` inches when None) and returns the axes.
+As ArviZ's ``plot_*``: keyword-only options, ``*_kwargs`` passed to matplotlib; each draws
+on ``ax`` (a new figure of ``figsize`` inches when None) and returns the axes.
 
 References
 ----------
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["plot_delta", "plot_delta_i", "plot_densities", "plot_noise_kernel"]
 
-#: Size of a new figure.
 _FIGSIZE = (6.0, 4.0)
 
 
@@ -81,8 +79,7 @@ def plot_delta(
     right = 0.0
     for c, k in enumerate(kinds):
         y = result[k].to_numpy()
-        kw = {"color": color(c), "lw": 2, "label": labels[k]}
-        kw.update(plot_kwargs or {})
+        kw = {"color": color(c), "lw": 2, "label": labels[k]} | (plot_kwargs or {})
         (line,) = ax.plot(eps, y, **kw)
         colour = line.get_color()
         right = max(right, _right_end(eps, y, eps[-1]))
@@ -140,8 +137,7 @@ def plot_delta_i(
     right = 0.0
     for c, ind in enumerate(individuals):
         y = result["delta_i"].sel(individual=ind).to_numpy()
-        kw = {"color": color(c), "lw": 1.8, "label": str(ind)}
-        kw.update(plot_kwargs or {})
+        kw = {"color": color(c), "lw": 1.8, "label": str(ind)} | (plot_kwargs or {})
         ax.plot(eps, y, **kw)
         right = max(right, _right_end(eps, y, 0.0))
     ax.set_xscale(xscale)
@@ -191,8 +187,7 @@ def plot_densities(
     ax = get_axes(ax, figsize=figsize, default_figsize=_FIGSIZE)
     grid = result["grid"].to_numpy()
     ind = result["top_individual"].to_numpy()[rank]
-    kw = {"lw": 2}
-    kw.update(plot_kwargs or {})
+    kw = {"lw": 2} | (plot_kwargs or {})
     without = result["density_without"].isel(rank=rank).to_numpy()
     ax.plot(grid, result["density"].to_numpy(), color=color(0), label="with everybody", **kw)
     ax.plot(grid, without, color=color(1), label=f"without {ind}", **kw)
@@ -229,7 +224,6 @@ def plot_noise_kernel(
     ----------
     noise : NoiseKernel
         From :func:`~pymc_edp.query.noise_kernel`.
-    bins : int, default 200
     hist_kwargs : dict, optional
         Passed to ``ax.hist``.
 
@@ -248,8 +242,7 @@ def plot_noise_kernel(
         "density": True,
         "color": color(0),
         "alpha": 0.5,
-    }
-    kw.update(hist_kwargs or {})
+    } | (hist_kwargs or {})
     ax.hist(draws, label=f"{n_samples:,} draws", **kw)
     x = np.linspace(-lim, lim, 2001)
     lam = noise.scale

@@ -93,17 +93,11 @@ def plot_release(
     Parameters
     ----------
     res : ReleaseResult
-    ax : matplotlib.axes.Axes, optional
     neighbours : int, default 5
         Neighbours (largest epsilon first) whose coarse ``k``-release curves are drawn.
     parameters : EDPResult, optional
         The :func:`pymc_edp.audit` of the same posterior and neighbours (checked): its
         bin-free profile (:meth:`pymc_edp.EDPResult.delta_profile`) is drawn beside them.
-    figsize : tuple of float, optional
-
-    Returns
-    -------
-    matplotlib.axes.Axes
 
     Examples
     --------

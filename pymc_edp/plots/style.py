@@ -164,10 +164,7 @@ def get_axes_grid(nrows: int, ncols: int, *, figsize: tuple[float, float] | None
 
 
 def set_labels(
-    ax: Axes,
-    xlabel: str | None = None,
-    ylabel: str | None = None,
-    title: str | None = None,
+    ax: Axes, xlabel: str | None = None, ylabel: str | None = None, title: str | None = None
 ) -> Axes:
     """Set the axis labels and the title (``None`` or ``""`` leaves one unset); return ``ax``.
 
@@ -200,14 +197,8 @@ def add_legend(ax: Axes, **kwargs: Any) -> Legend:
     False
     >>> plt.close("all")
     """
-    options: dict[str, Any] = {
-        "frameon": False,
-        "fontsize": LEGEND_FONTSIZE,
-        "title_fontsize": LEGEND_FONTSIZE,
-        "loc": "best",
-    }
-    options.update(kwargs)
-    return ax.legend(**options)
+    options = {"fontsize": LEGEND_FONTSIZE, "title_fontsize": LEGEND_FONTSIZE, "loc": "best"}
+    return ax.legend(**{"frameon": False, **options, **kwargs})
 
 
 def reference_line(
@@ -233,7 +224,7 @@ def reference_line(
     options: dict[str, Any] = {"color": color, "ls": "--", "lw": 0.9, "zorder": 2}
     if label is not None:
         options["label"] = label
-    options.update(kwargs)
+    options |= kwargs
     return (ax.axvline if vertical else ax.axhline)(value, **options)
 
 
@@ -267,8 +258,7 @@ def annotate(
         "fontsize": ANNOTATION_FONTSIZE,
         "color": color,
     }
-    options.update(kwargs)
-    return ax.annotate(text, xy=xy, **options)
+    return ax.annotate(text, xy=xy, **(options | kwargs))
 
 
 #: Offsets (points) tried in turn for a point's label: above right first, as ``annotate``.

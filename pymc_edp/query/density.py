@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
+from scipy.special import ndtri
 
 from pymc_edp.base.kde import KERNELS, kde_logpdf, kde_pdf, kde_sample
 from pymc_edp.base.query_kernels import ecdf_density
@@ -79,7 +80,6 @@ class DensityModel:
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, not {self.kernel!r}")
 
-    # -- bandwidths -------------------------------------------------------------------
     def point_bandwidths(self, points: ArrayLike) -> NDArray:
         """Per-point bandwidths ``h_j`` for 1-D samples ``(..., n)`` (batch axes first)."""
         pts = np.asarray(points, dtype=float)
@@ -100,7 +100,6 @@ class DensityModel:
         log_pilot = kde_logpdf(pts, pts, self.pilot_bandwidth, self.kernel)
         return _abramson(log_pilot, self.bandwidth, self.adaptivity)
 
-    # -- evaluation -------------------------------------------------------------------
     def pdf(self, points: ArrayLike, x: ArrayLike, bandwidths: ArrayLike | None = None):
         """Density fitted to 1-D ``points`` ``(..., n)`` at ``x`` ``(m,)``: shape ``(..., m)``.
 
@@ -136,8 +135,6 @@ class DensityModel:
     def tail_cutoff(self, rtol: float = 1e-10) -> float:
         """Number of kernel scales beyond which each kernel holds less than ``rtol`` mass."""
         if self.kernel == "gaussian":
-            from scipy.special import ndtri
-
             return float(-ndtri(rtol / 2))
         return float(math.log(1.0 / rtol))
 

@@ -115,20 +115,17 @@ class NoiseKernel:
 
     def to_dataset(self) -> xr.Dataset:
         """The kernel as a netCDF-ready Dataset (``NoiseKernel.from_dataset`` inverts it)."""
-        ds = xr.Dataset({"density": ("x", self.density)}, coords={"x": self.x})
-        ds.attrs.update(
-            {
-                "epsilon": self.epsilon,
-                "scale": self.scale,
-                "kernel": self.kernel,
-                "bandwidth": self.bandwidth,
-                "negative_mass": self.negative_mass,
-                "mean_abs": self.mean_abs,
-                "worst_individual": str(self.worst_individual),
-                "distance": self.distance,
-            }
-        )
-        return ds
+        attrs = {
+            "epsilon": self.epsilon,
+            "scale": self.scale,
+            "kernel": self.kernel,
+            "bandwidth": self.bandwidth,
+            "negative_mass": self.negative_mass,
+            "mean_abs": self.mean_abs,
+            "worst_individual": str(self.worst_individual),
+            "distance": self.distance,
+        }
+        return xr.Dataset({"density": ("x", self.density)}, coords={"x": self.x}, attrs=attrs)
 
     @classmethod
     def from_dataset(cls, ds: xr.Dataset) -> NoiseKernel:

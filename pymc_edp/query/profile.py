@@ -89,10 +89,9 @@ def _grid_interp_eps(
     target: float,
     total: Callable[[NDArray], NDArray] | None = None,
 ) -> float:
-    """Smallest eps with ``values <= target`` (a non-increasing curve on the grid ``eps``).
+    """Smallest eps with ``values <= target`` (non-increasing on the grid ``eps``).
 
-    Bisected to 1e-9 with ``total`` (the curve as a function of eps) if given, else
-    interpolated linearly on the grid.
+    Bisected to 1e-9 with ``total`` (the curve as a function of eps), else interpolated.
     """
     ok = values <= target
     if ok[0]:
@@ -269,9 +268,8 @@ def _core_mc(q, qw, eps, targets, model, scores, *, draws, rng, progressbar) -> 
 def _mc_delta(fwd: NDArray, bwd: NDArray, eps: NDArray) -> NDArray:
     """``max(int (p - e^eps p_i)_+, int (p_i - e^eps p)_+)`` from draws of each density.
 
-    ``fwd = log p_i - log p`` at draws of ``p``, ``bwd = log p - log p_i`` at draws of ``p_i``:
-    each integral is the forward hockey stick of its own draws (exact log ratios, so the
-    weights are not self-normalised).
+    ``fwd = log p_i - log p`` at draws of ``p``, ``bwd = log p - log p_i`` at draws of
+    ``p_i``; the log ratios are exact, so the weights are not self-normalised.
     """
     a = hockey_stick_delta(fwd, eps, normalize=False, direction="forward")
     b = hockey_stick_delta(bwd, eps, normalize=False, direction="forward")
@@ -497,26 +495,17 @@ def _bucketed_profile(
     keep = _rank(delta_i, eps, targets)[:top]
     by_bucket_delta = stack.max(axis=1)
     by_bucket_star = np.stack([total_risk(c.delta_i) for c in per_bucket])
+    star = by_bucket_star.max(axis=0)
     core = per_bucket[int(np.argmax(by_bucket_delta.sum(axis=1)))]
-    ds = _assemble(
-        _Core(
-            delta_i,
-            core.model,
-            core.scores,
-            np.array([_grid_interp_eps(eps, delta_i.max(0), t) for t in targets], dtype=float),
-            np.array(
-                [_grid_interp_eps(eps, by_bucket_star.max(0), t) for t in targets],
-                dtype=float,
-            ),
-            attrs={"integration": per_bucket[0].attrs["integration"]},
-        ),
-        eps,
-        targets,
-        individuals,
-        keep,
-        exposure_tol,
-        delta_star=by_bucket_star.max(axis=0),
+    core = _Core(
+        delta_i,
+        core.model,
+        core.scores,
+        np.array([_grid_interp_eps(eps, delta_i.max(0), t) for t in targets], dtype=float),
+        np.array([_grid_interp_eps(eps, star, t) for t in targets], dtype=float),
+        attrs={"integration": per_bucket[0].attrs["integration"]},
     )
+    ds = _assemble(core, eps, targets, individuals, keep, exposure_tol, delta_star=star)
     ds["delta_by_bucket"] = (("bucket", "epsilon"), by_bucket_delta)
     ds["delta_star_by_bucket"] = (("bucket", "epsilon"), by_bucket_star)
     ds["delta_i_by_bucket"] = (("bucket", "individual", "epsilon"), stack)
@@ -534,10 +523,7 @@ def _add_set_distances(ds: xr.Dataset, q: NDArray, qw: NDArray) -> None:
         ("bottleneck", bottleneck_distance),
     ):
         name = label.lower()
-        ds[name] = (
-            "individual",
-            np.array([distance(q, w) if np.any(w != q) else 0.0 for w in qw]),
-        )
+        ds[name] = ("individual", [distance(q, w) if np.any(w != q) else 0.0 for w in qw])
         ds[name].attrs["description"] = f"{label} distance, with/without samples"
 
 

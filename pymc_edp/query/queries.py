@@ -50,9 +50,7 @@ class SumQuery:
     def leave_one_out(self, df: pd.DataFrame, id_col: str) -> pd.Series | pd.DataFrame:
         """Query value without each individual's rows, indexed by individual."""
         cols = list(self.columns) if self._vector else [self.columns]
-        total = df[cols].sum()
-        per = df.groupby(id_col, sort=False)[cols].sum()
-        out = total - per
+        out = df[cols].sum() - df.groupby(id_col, sort=False)[cols].sum()
         return out if self._vector else out[self.columns]
 
 

@@ -112,28 +112,23 @@ class _Evaluator:
         j, k, df, ids, positions, with_full = task
         full = None
         if with_full:
-            if len(df):
+            try:
                 full = self._full(df, j, k)
-            else:
-                # An empty database is legitimate (nobody to remove), but the query has to
-                # make sense on it; say which database it is instead of a bare traceback.
-                try:
-                    full = self._full(df, j, k)
-                except Exception as err:
-                    raise ValueError(
-                        f"database {_describe(self.labels, j)} is empty (it has no rows) and "
-                        "the query cannot be evaluated on an empty frame "
-                        f"({type(err).__name__}: {err}); drop the empty database or make the "
-                        "query return a value for an empty frame"
-                    ) from err
-        if not len(ids):
-            # Nobody audited is in this database (e.g. it is empty): only f(X^j) is needed,
-            # and the leave-one-out results are an empty (0, n_components) block.
+            except Exception as err:
+                if len(df):
+                    raise
+                # An empty database is legitimate (nobody to remove): say which one it is.
+                raise ValueError(
+                    f"database {_describe(self.labels, j)} is empty (it has no rows) and "
+                    "the query cannot be evaluated on an empty frame "
+                    f"({type(err).__name__}: {err}); drop the empty database or make the "
+                    "query return a value for an empty frame"
+                ) from err
+        if not len(ids):  # nobody audited here: an empty (0, n_components) block
             return j, k, full, ids, np.empty((0, 0 if full is None else full[0].size))
         if self.vectorised:
             kwargs = {"rng": self._rng(j, k, 0)} if self.loo_takes_rng else {}
-            loo = self.query.leave_one_out(df, self.id_col, **kwargs)
-            loo = loo.reindex(ids)
+            loo = self.query.leave_one_out(df, self.id_col, **kwargs).reindex(ids)
             values = np.asarray(loo, dtype=float).reshape(len(ids), -1)
             return j, k, full, ids, values
         ids_col = df[self.id_col].to_numpy()
@@ -312,7 +307,6 @@ def _evaluator(
     labels: list[Hashable],
     n_draws: int,
 ) -> _Evaluator:
-    """The task runner of ``query``."""
     takes_rng = _takes_rng(query)
     vectorised = callable(getattr(query, "leave_one_out", None))
     loo_takes_rng = vectorised and _takes_rng(query.leave_one_out)
@@ -321,14 +315,7 @@ def _evaluator(
     seed = random_seed if isinstance(random_seed, np.random.SeedSequence) else None
     entropy = (seed or np.random.SeedSequence(random_seed)).entropy
     return _Evaluator(
-        query,
-        id_col,
-        entropy,
-        common_random_numbers,
-        takes_rng,
-        loo_takes_rng,
-        vectorised,
-        labels=labels,
+        query, id_col, entropy, common_random_numbers, takes_rng, loo_takes_rng, vectorised, labels
     )
 
 
@@ -357,8 +344,7 @@ def _tasks(
             if chunk_size is not None:
                 size = chunk_size
             elif is_parallel:
-                # About four tasks per worker overall (a task never spans databases).
-                # a user's executor is assumed to have one worker per local core
+                # About four tasks per worker (a user's executor: one worker per local core).
                 workers = resolve_n_workers(executor if isinstance(executor, int) else -1)
                 size = max(1, math.ceil(len(here) * n_db * n_draws / (4 * workers)))
             else:
@@ -374,10 +360,7 @@ def _gather(
 ) -> tuple[np.ndarray, np.ndarray, list | None]:
     """``value`` (database, draw, component), ``value_without`` (individual, ...), names."""
     n_ind, n_db = present.shape
-    n_comp = None
-    value = None
-    without = None
-    names = None
+    n_comp = value = without = names = None
     for j, k, full_names, _ids, _vals in results:
         if full_names is not None:
             full, names = full_names
@@ -598,12 +581,10 @@ def _check_requested(
     known_index = pd.Index(known)
     sample = [_plain(v) for v in known[:5]]
     kind = _id_kind(known[0]) if known.size else None
-    type_name = type(known[0]).__name__ if known.size else None
-    have = (
-        f"the ids in column {id_col!r} are {kind} of type {type_name}, e.g. {sample}"
-        if known.size
-        else f"there are no ids in column {id_col!r}"
-    )
+    have = f"there are no ids in column {id_col!r}"
+    if known.size:
+        type_name = type(known[0]).__name__
+        have = f"the ids in column {id_col!r} are {kind} of type {type_name}, e.g. {sample}"
     fix = "check the ids, or leave individuals=None to audit everybody"
     if kind is not None:
         fixed = []

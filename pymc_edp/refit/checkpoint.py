@@ -77,9 +77,8 @@ def _brief(err: BaseException, limit: int = 200) -> str:
         if line.strip():
             lines.append(line.strip())
     text = lines[0] if lines else ""
-    causes = [i for i, line in enumerate(lines) if line.lower().startswith("caused by")]
-    if causes:
-        i = causes[0]
+    i = next((i for i, line in enumerate(lines) if line.lower().startswith("caused by")), None)
+    if i is not None:
         cause = lines[i][len("caused by") :].lstrip(": ").strip()
         cause = cause or (lines[i + 1] if i + 1 < len(lines) else "")
         if cause and i > 0:
@@ -267,9 +266,7 @@ class Checkpoint:
     @staticmethod
     def _parse(ds: xr.Dataset, index: int) -> tuple[RefitOutcome, str | None]:
         a = dict(ds.attrs)
-        missing = [
-            k for k in ("index", "label", "status", "reason", "seed", "seconds") if k not in a
-        ]
+        missing = [k for k in (*_CHECKED_ATTRS, "seconds") if k not in a]
         if missing:
             raise ValueError(f"missing attribute(s) {missing}")
         if "checksum" not in a:
@@ -287,16 +284,9 @@ class Checkpoint:
                 raise ValueError(f"status {status!r} but no posterior draws")
             post = ds
             post.attrs = {}
+        label, seed, seconds = json.loads(a["label"]), int(a["seed"]), float(a["seconds"])
+        out = RefitOutcome(index, label, status, str(a["reason"]), seed, seconds, post)
         stored = a.get("config_hash")
-        out = RefitOutcome(
-            index,
-            json.loads(a["label"]),
-            status,
-            str(a["reason"]),
-            int(a["seed"]),
-            float(a["seconds"]),
-            post,
-        )
         return out, None if stored is None else str(stored)
 
     def save(self, out: RefitOutcome, fingerprint: dict | None = None) -> None:

@@ -93,8 +93,7 @@ class _EngineBase:
     sampler_kwargs: dict = field(default_factory=dict)
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     #: Full-data posterior draws of the free variables (one ``{name: value}`` per chain,
-    #: constrained values) where a refit that fails to start starts again
-    #: (:meth:`restarted`); a neighbour posterior is close to the full-data one.
+    #: constrained values) where a refit that fails to start starts again (:meth:`restarted`).
     starts: tuple = ()
     #: A :class:`~pymc_edp.refit.warm.WarmStart`: chains start at full-data posterior draws
     #: and tune for ``warm.tune`` steps instead of :attr:`tune`; None starts cold.
@@ -116,26 +115,34 @@ class _EngineBase:
         """One refit with ``data``: the posterior of the kept variables and its divergences."""
         return self._finish(self.sample_idata(data, seed)[0])
 
+    def _pm_sample(self, seed: int, **kwargs):
+        """``pm.sample`` of one refit, in the model context it is called in."""
+        import pymc as pm
+
+        return pm.sample(
+            draws=self.draws,
+            chains=self.chains,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+            **kwargs,
+        )
+
     def _finish(self, idata) -> tuple[xr.Dataset, int]:
         post = get_group(idata, "posterior")
         keep = [v for v in self.var_names if v in post] or list(post.data_vars)
         post = post[keep].load()
-        div = 0
-        if has_group(idata, "sample_stats"):
-            stats = get_group(idata, "sample_stats")
-            if "diverging" in stats:
-                div = int(stats["diverging"].sum())
+        stats = get_group(idata, "sample_stats") if has_group(idata, "sample_stats") else {}
+        div = int(stats["diverging"].sum()) if "diverging" in stats else 0
         return post, div
 
 
 @dataclass
 class NutpieEngine(_EngineBase):
-    """nutpie: compile the neighbour model once per process, ``with_data`` per refit.
+    """nutpie: compile the neighbour model once per process, ``with_data`` per refit."""
 
-    nutpie holds no GIL, so compiled refits can run side by side in threads.
-    """
-
-    #: Refits may run side by side in threads of this process.
+    #: nutpie holds no GIL: compiled refits may run side by side in threads.
     side_by_side = True
     model: object = None
     #: Where every chain starts (constrained values by name), instead of the model's own
@@ -191,10 +198,9 @@ class NutpieEngine(_EngineBase):
         if names is not None:  # data the compiled graph does not read are not in it
             base = {k: v for k, v in base.items() if k in names}
         compiled = compiled.with_data(**{**base, **data})
-        warm = self.warm
-        if warm is None:
+        if self.warm is None:
             return compiled
-        flat = np.asarray(warm.flat, dtype=np.float64)
+        flat = np.asarray(self.warm.flat, dtype=np.float64)
         n_dim = getattr(compiled, "n_dim", None)
         if not hasattr(compiled, "initial_point_func") or flat.ndim != 2 or flat.shape[1] != n_dim:
             _log.debug("nutpie refits start at the model's initial point: no warm start taken")
@@ -209,7 +215,7 @@ class NutpieEngine(_EngineBase):
         return nutpie.sample(compiled, **self._kwargs(seed)), self.model
 
     def sample(self, data: dict, seed: int):
-        """One refit with ``data``: the posterior of the kept variables and its divergences."""
+        """As :meth:`Engine.sample`, read from nutpie's raw trace."""
         import nutpie
 
         compiled = self._with_data(data)
@@ -231,6 +237,9 @@ class NutpieEngine(_EngineBase):
         """Posterior of the kept variables and the divergence count from nutpie's trace."""
         import pyarrow
 
+        def as_array(column) -> np.ndarray:
+            return np.asarray(pyarrow.array(column).to_numpy(zero_copy_only=False))
+
         draw_batches, stat_batches = raw.get_arrow_trace()
         coords = {k: np.asarray(v) for k, v in getattr(compiled, "coords", {}).items()}
         per_var: dict = {}
@@ -241,17 +250,14 @@ class NutpieEngine(_EngineBase):
                 f"nutpie's trace was cut short: {len(draw_batches)} of {self.chains} chains"
             )
         for draws, stats in zip(draw_batches, stat_batches, strict=True):
-            tuning = pyarrow.array(stats.column("tuning")).to_numpy(zero_copy_only=False)
-            n_tune = int(np.asarray(tuning).sum())
+            n_tune = int(as_array(stats.column("tuning")).sum())
             if draws.num_rows - n_tune < self.draws:
                 # nutpie answers Ctrl-C by returning the draws made so far
                 raise RefitInterrupted(
                     f"nutpie's trace was cut short: a chain has {max(draws.num_rows - n_tune, 0)}"
                     f" of {self.draws} draws"
                 )
-            div = pyarrow.array(stats.column("diverging")).to_numpy(zero_copy_only=False)
-            div = np.asarray(div)[n_tune:]
-            divergent += int(div.sum())
+            divergent += int(as_array(stats.column("diverging"))[n_tune:].sum())
             for name in self.var_names or draws.column_names:
                 if name not in draws.column_names:
                     continue
@@ -278,18 +284,14 @@ class NutpieEngine(_EngineBase):
                 if d in coords and len(coords[d]) == size:
                     used[d] = coords[d]
         n_chains, n_draws = next(iter(data_vars.values()))[1].shape[:2]
-        ds = xr.Dataset(
-            data_vars,
-            coords={"chain": np.arange(n_chains), "draw": np.arange(n_draws), **used},
-        )
-        return ds, divergent
+        coords = {"chain": np.arange(n_chains), "draw": np.arange(n_draws), **used}
+        return xr.Dataset(data_vars, coords=coords), divergent
 
 
 def _shared_names(compiled) -> set | None:
-    """Names of the data a compiled nutpie model reads (None: it does not say).
+    """Names of the data a compiled nutpie model reads (``with_data`` refuses others), or None.
 
-    nutpie 0.16.11 keys them by variable (``shared_var_keys``), earlier versions by name
-    (``shared_data``); ``with_data`` refuses any other name.
+    By variable (``shared_var_keys``) from nutpie 0.16.11, by name (``shared_data``) before.
     """
     known = getattr(compiled, "shared_var_keys", None)
     if known is not None:
@@ -339,8 +341,7 @@ class PymcEngine(_EngineBase):
     def _warm_initvals(self, seed: int) -> list[dict]:
         """One full-data draw per chain, chosen by ``seed`` (distinct while there are enough)."""
         points = self.warm.points
-        rng = np.random.default_rng(seed)
-        pick = rng.permutation(len(points))
+        pick = np.random.default_rng(seed).permutation(len(points))
         return [dict(points[pick[c % len(points)]]) for c in range(self.chains)]
 
     def sample_idata(self, data: dict, seed: int):
@@ -355,17 +356,7 @@ class PymcEngine(_EngineBase):
             sample_kw["initvals"] = self._warm_initvals(seed)
         with self.model, _kept_histories(self.model):
             pm.set_data({**self.base_data, **data})
-            idata = pm.sample(
-                draws=self.draws,
-                tune=self.tune_steps,
-                chains=self.chains,
-                cores=1,
-                step=step,
-                random_seed=seed,
-                progressbar=False,
-                compute_convergence_checks=False,
-                **sample_kw,
-            )
+            idata = self._pm_sample(seed, tune=self.tune_steps, step=step, **sample_kw)
         return idata, self.model
 
 
@@ -386,17 +377,8 @@ class BuilderEngine(_EngineBase):
         if self.nuts_sampler == "nutpie":
             resolve_engine("nutpie", model)  # a clear error for discrete latent variables
         with model, _kept_histories(model):
-            idata = pm.sample(
-                draws=self.draws,
-                tune=self.tune,
-                chains=self.chains,
-                cores=1,
-                random_seed=seed,
-                nuts_sampler=self.nuts_sampler,
-                progressbar=False,
-                compute_convergence_checks=False,
-                **self.sampler_kwargs,
-            )
+            kwargs = dict(tune=self.tune, nuts_sampler=self.nuts_sampler, **self.sampler_kwargs)
+            idata = self._pm_sample(seed, **kwargs)
         return idata, model
 
 
@@ -510,11 +492,7 @@ def _library_steps(model) -> dict[str, str]:
 
 
 def _keeps_state(step) -> bool:
-    """Whether ``step`` has a method from outside PyMC, whose state PyMC cannot reset.
-
-    PyMC restarts its own methods' tuning at every ``pm.sample``; pymc-bart's PGBART keeps
-    its trees (and, in pymc-bart 0.11, its adapted split and leaf settings) from run to run.
-    """
+    """Whether ``step`` has a method from outside PyMC (pymc-bart's PGBART), which keeps state."""
     return any(
         not type(method).__module__.startswith("pymc.")
         for method in getattr(step, "methods", [step])
@@ -543,11 +521,7 @@ def _kept_histories(model):
 
 
 def _rearm(step) -> None:
-    """Make a step method that sampled before tune as a new one would.
-
-    A compound step does not pass ``tune`` on: a Metropolis step tuned in an earlier refit
-    would not tune again, and a refit would depend on those before it.
-    """
+    """Make a compound step's methods tune again: a refit must not depend on those before it."""
     for method in getattr(step, "methods", ()):
         if isinstance(getattr(method, "tune", None), bool | np.bool_):
             method.tune = True
@@ -609,20 +583,16 @@ def resolve_engine(engine: str | None, model=None) -> str:
             f"them with their own step method ({steps}). Use engine='pymc' (or engine=None)."
         )
     if engine is None:
+        why = None
         if discrete:
-            _log.info(
-                "refitting with PyMC's sampler rather than nutpie: the model has discrete "
-                "latent variable(s) %s, which NUTS cannot sample (PyMC adds a Metropolis-type "
-                "step for them)",
-                discrete,
+            why = (
+                f"the model has discrete latent variable(s) {discrete}, which NUTS cannot "
+                "sample (PyMC adds a Metropolis-type step for them)"
             )
-            return "pymc"
-        if other:
-            _log.info(
-                "refitting with PyMC's sampler rather than nutpie: PyMC samples %s with their "
-                "own step method, which nutpie does not have",
-                other,
-            )
+        elif other:
+            why = f"PyMC samples {other} with their own step method, which nutpie does not have"
+        if why is not None:
+            _log.info("refitting with PyMC's sampler rather than nutpie: %s", why)
             return "pymc"
         try:
             import nutpie  # noqa: F401
@@ -647,16 +617,13 @@ def make_engine(
     warm=None,
     base_data: dict | None = None,
 ):
-    """The refit engine: nutpie when installed, else PyMC; ``build_model`` overrides.
+    """The refit engine: :func:`resolve_engine`'s, or a :class:`BuilderEngine` for ``build_model``.
 
-    ``starts`` are full-data draws (one per chain) where a refit that fails to start starts
-    again, and ``warm`` a :class:`~pymc_edp.refit.warm.WarmStart` (neither with a builder,
-    whose models may name variables otherwise). ``token`` names ``model``'s compiled sampler
-    in the per-process cache (engines on one neighbour model share it); ``base_data`` are
-    ``pm.Data`` values every refit sets first. A builder's models are sampled by PyMC unless
-    ``engine="nutpie"``; a model with discrete free variables as :func:`resolve_engine`.
-    A model with a variable a library's step method samples (pymc-bart's PGBART grows its
-    trees afresh, wherever a chain starts) is refitted cold, whatever ``warm``.
+    ``starts``, ``warm`` and ``base_data`` as the engines' fields (neither of the first two
+    with a builder, whose models may name variables otherwise); ``token`` names ``model``'s
+    compiled sampler in the per-process cache (engines on one neighbour model share it). A
+    builder's models are sampled by PyMC unless ``engine="nutpie"``. A model with a variable
+    a library's step method samples (pymc-bart's PGBART) is refitted cold, whatever ``warm``.
     """
     common = dict(
         draws=draws,
@@ -670,8 +637,7 @@ def make_engine(
         return BuilderEngine(**common, build_model=build_model, nuts_sampler=sampler)
     cls = NutpieEngine if resolve_engine(engine, model) == "nutpie" else PymcEngine
     own = _library_steps(model) if warm is not None else {}
-    if own:
-        # PGBART grows its trees afresh whatever the chain's start: no warm start, full tuning
+    if own:  # PGBART grows its trees afresh whatever the chain's start: full tuning
         _log.info("refits start cold: %s keep their own state, not the fit's draws", own)
         warm = None
     eng = cls(

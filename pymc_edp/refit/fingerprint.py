@@ -219,9 +219,8 @@ def _update_value(h, value, depth: int, seen: set) -> None:
     elif isinstance(value, np.ndarray | np.generic):
         _update_array(h, value)
     elif hasattr(value, "to_numpy") and hasattr(value, "shape"):  # pandas
-        h.update(
-            f"{type(value).__qualname__}|{_text(list(getattr(value, 'columns', [])))}|".encode()
-        )
+        columns = _text(list(getattr(value, "columns", [])))
+        h.update(f"{type(value).__qualname__}|{columns}|".encode())
         _update_array(h, value.to_numpy())
     elif isinstance(value, list | tuple):
         h.update(f"{type(value).__name__}[{len(value)}]|".encode())
@@ -236,9 +235,8 @@ def _update_value(h, value, depth: int, seen: set) -> None:
             _update_value(h, value[key], depth, seen)
     elif callable(value):
         if depth >= _DEPTH:
-            h.update(
-                f"callable:{getattr(value, '__qualname__', type(value).__qualname__)}|".encode()
-            )
+            name = getattr(value, "__qualname__", type(value).__qualname__)
+            h.update(f"callable:{name}|".encode())
             return
         seen.add(id(value))
         _update_callable(h, value, depth + 1, seen)
@@ -339,10 +337,8 @@ class AuditFingerprint:
             graph, data = model_fingerprint(model)
         if build_model is not None:
             graph = f"{graph}+{builder_fingerprint(build_model)}"
-        self.model = hashlib.sha256(graph.encode()).hexdigest()[:16]
-        self.data = hashlib.sha256(f"{data}+{data_fingerprint(observed)}".encode()).hexdigest()[
-            :16
-        ]
+        self.model = _short(hashlib.sha256(graph.encode()))
+        self.data = _short(hashlib.sha256(f"{data}+{data_fingerprint(observed)}".encode()))
 
     def of(self, changes: Mapping[str, tuple]) -> dict[str, str]:
         """The full fingerprint of the refit of a neighbour with these ``changes``."""

@@ -28,8 +28,6 @@ DEFAULT_SIZE = {"draws": 1000, "tune": 1000, "chains": 2}
 #: Per-neighbour verification codes (``pointwise["verification"]``, CF flag values).
 VERIFY_AGREE, VERIFY_DISAGREE, VERIFY_FAILED = 1, 2, 3
 VERIFICATION_MEANINGS = ("unchecked", "agrees", "disagrees", "failed")
-
-
 #: What ``RefitOptions(retry=...)`` can name.
 RETRY_KINDS = ("divergent", "failed")
 
@@ -144,9 +142,8 @@ class RefitOptions:
     def for_fit(self, posterior=None) -> RefitOptions:
         """These options with ``draws``, ``tune`` and ``chains`` left unset taken from the fit.
 
-        ``posterior``: the audited posterior (an xarray Dataset with ``chain`` and ``draw``
-        dimensions; its ``tuning_steps`` attribute, which PyMC and nutpie record); without
-        one, or where it does not say, PyMC's defaults.
+        ``posterior``: the audited posterior, whose sizes and ``tuning_steps`` attribute (PyMC
+        and nutpie record it) say them; without one, or where it does not say, PyMC's defaults.
 
         Examples
         --------
@@ -203,11 +200,10 @@ class VerifyOptions:
     k-hat below 0.7. The ``top`` neighbours with the largest estimates (and those at a
     resolution limit a refit can resolve) are refitted; a refit and its estimate disagree
     when ``|refit - estimate| > z sqrt(se_refit^2 + se_estimate^2)``, the root at least
-    what float64 resolves of a log ratio (1.5e-8: two epsilons of 0 up to rounding, whose
-    errors are 0, agree). On a disagreement the
-    refit values are used and refitting goes on, worst first, for every neighbour that could
-    still reach the headline (scaled by the largest underestimate seen), within the budget;
-    those left over are lower bounds (limit ``unverified``).
+    1.5e-8, what float64 resolves of a log ratio (two epsilons of 0 up to rounding agree). On
+    a disagreement the refit values are used and refitting goes on, worst first, for every
+    neighbour that could still reach the headline (scaled by the largest underestimate seen),
+    within the budget; those left over are lower bounds (limit ``unverified``).
 
     Parameters
     ----------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -10,8 +9,6 @@ import numpy as np
 import xarray as xr
 
 from pymc_edp.model.compat import make_container
-
-_log = logging.getLogger("pymc_edp")
 
 __all__ = ["RefitOutcome", "RefitTask", "Refits", "refit_seed"]
 
@@ -73,6 +70,7 @@ class RefitOutcome:
 
 
 def jsonable(x):
+    """``x`` as a JSON scalar: numpy scalars unwrapped, anything else not a scalar as ``str``."""
     if isinstance(x, np.generic):
         return x.item()
     return x if isinstance(x, int | float | str | bool) or x is None else str(x)
@@ -123,14 +121,9 @@ class Refits(Mapping):
         """A :class:`pandas.DataFrame` of status, reason, seed and seconds per refit."""
         import pandas as pd
 
+        fields = ("status", "reason", "seed", "seconds")
         rows = [
-            {
-                "neighbour": o.label,
-                "status": o.status,
-                "reason": o.reason,
-                "seed": o.seed,
-                "seconds": o.seconds,
-            }
+            {"neighbour": o.label, **{f: getattr(o, f) for f in fields}}
             for o in self._outcomes.values()
         ]
         return pd.DataFrame(rows).set_index("neighbour") if rows else pd.DataFrame()

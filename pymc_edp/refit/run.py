@@ -48,11 +48,9 @@ from pymc_edp.runtime.parallel import map_tasks, resolve_n_workers
 
 _log = logging.getLogger("pymc_edp")
 
-#: A refit's log density ratio is computed from its neighbour's own records only (one
-#: compiled log-likelihood per observed variable, :class:`~pymc_edp.model.stream.ModelColumns`,
-#: evaluated at the refit's draws on those records). False evaluates every record at every
-#: refit and keeps the neighbour's rows, as before: the benchmark's "before"
-#: (``benchmarks/refit_records.py``) and the tests' reference.
+#: A refit's log density ratio is computed from its neighbour's own records only
+#: (:class:`~pymc_edp.model.stream.ModelColumns`); False evaluates every record: the tests'
+#: reference and the "before" of ``benchmarks/refit_records.py``.
 _OWN_RECORDS = True
 
 #: How the warning about failed refits begins (after their count).
@@ -126,10 +124,8 @@ def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOut
         reason = "; ".join([*notes, _brief(err)])  # one line each: never a backtrace
         return RefitOutcome(index, label, "error", reason, seed, time.perf_counter() - start, None)
     if div:
-        status, reason = (
-            "diverged",
-            "; ".join([*notes, *divergent, f"{div} divergent transitions"]),
-        )
+        status = "diverged"
+        reason = "; ".join([*notes, *divergent, f"{div} divergent transitions"])
     else:
         if divergent:
             notes.append(f"rerun with target_accept={current:g} after {divergent[-1]}")
@@ -138,11 +134,7 @@ def _run_one(engine, task: RefitTask, retry_divergent: bool = False) -> RefitOut
 
 
 def _sample_started(engine, data, seed, label, notes: list[str]):
-    """``(posterior, divergences, engine)`` of :func:`_sample_whole`, restarted if need be.
-
-    When no chain can start at the model's initial point, the engine's ``restarted()`` copy
-    starts at full-data posterior draws, close to a neighbour's posterior.
-    """
+    """``(posterior, divergences, engine)``, from ``engine.restarted()`` if no chain can start."""
     try:
         return (*_sample_whole(engine, data, seed, label), engine)
     except Exception as err:
@@ -212,9 +204,6 @@ def run_refits(
 ) -> dict[int, RefitOutcome]:
     """Run refit tasks, skipping those already checkpointed.
 
-    Each outcome is saved as it completes, so a rerun with the same checkpoint refits only
-    what is missing, what failed (unless ``retry_failed=False``) and what was found damaged.
-
     Parameters
     ----------
     engine
@@ -225,8 +214,9 @@ def run_refits(
         Where refits run (:func:`pymc_edp.runtime.parallel.map_tasks`); by default serially, or
         in threads where the engine allows (:func:`refit_pool`).
     checkpoint : Checkpoint, optional
-        Restores saved outcomes and saves new ones with their task's ``fingerprint``; damaged
-        or differently fingerprinted ones are refitted and described in its ``messages``.
+        Restores saved outcomes and saves each new one as it completes, with its task's
+        ``fingerprint``; damaged or differently fingerprinted ones are refitted and described
+        in its ``messages``.
     progressbar : bool, default True
     retry_failed : bool, default True
         Refit again neighbours whose saved outcome is an ``"error"``.
@@ -266,25 +256,23 @@ def run_refits(
     todo = []
     retried = 0
     for task in tasks:
-        saved = None
-        if checkpoint is not None:
-            saved = checkpoint.load(task.index, task.fingerprint)
+        saved = None if checkpoint is None else checkpoint.load(task.index, task.fingerprint)
         if saved is not None and saved.status == "error" and retry_failed:
             retried += 1
-            saved = None
-        if saved is not None:
+        elif saved is not None:
             done[task.index] = saved
-        else:
-            todo.append(task)
+            continue
+        todo.append(task)
     if retried:
         _log.info("retrying %d refit(s) that failed in an earlier run", retried)
     if not todo:
         return done
     width = _side_by_side(engine, len(todo)) if executor is None else 1
+    size = refit_size(engine)
     _log.info(
         "refitting %d neighbour(s)%s%s%s",
         len(todo),
-        _size(engine),
+        f" ({size})" if size else "",
         f", {width} at a time" if width > 1 else "",
         f" ({len(done)} restored from the checkpoint)" if done else "",
     )
@@ -360,12 +348,6 @@ def refit_size(engine) -> str:
     return f"{chains} chain(s) x {draws} draws{after}{warm}"
 
 
-def _size(engine) -> str:
-    """:func:`refit_size` as the log says it, in parentheses."""
-    size = refit_size(engine)
-    return f" ({size})" if size else ""
-
-
 class _Pace:
     """Logs the first refit's time and the time left; each later finish at DEBUG."""
 
@@ -376,18 +358,10 @@ class _Pace:
         self.seconds.append(float(out.seconds))
         n = len(self.seconds)
         left = self.total - n
-        per = float(np.mean(self.seconds))
+        eta = float(np.mean(self.seconds)) * left / self.width
         level = logging.INFO if n == 1 and left else logging.DEBUG
-        _log.log(
-            level,
-            "refit %d of %d (%s) took %.1f s: about %.0f s left for %d more",
-            n,
-            self.total,
-            out.label,
-            out.seconds,
-            per * left / self.width,
-            left,
-        )
+        message = "refit %d of %d (%s) took %.1f s: about %.0f s left for %d more"
+        _log.log(level, message, n, self.total, out.label, out.seconds, eta, left)
 
 
 def refit_pool(engine, n_refits: int, cores: int | None = None):
@@ -395,8 +369,7 @@ def refit_pool(engine, n_refits: int, cores: int | None = None):
 
     Only for an engine whose sampler holds no GIL (nutpie, ``side_by_side``): ``cores //
     chains`` refits at once, the model compiled first. Python samplers run serially unless
-    ``RefitOptions(executor=)`` says otherwise (a process pool pays a start and a compile per
-    worker).
+    ``RefitOptions(executor=)`` says otherwise.
     """
     width = _side_by_side(engine, n_refits, cores)
     if width < 2:
@@ -427,11 +400,9 @@ class RefitProblem:
     names : sequence of str
         Posterior variables audited.
     bins : Bins
-        Cut from the full-data draws.
     smoothing, count_smoothing : float
         Additive smoothing of weighted (pooled) and of count (raw) estimates.
     observed_y : dict
-        Observed values per observed variable.
     relation : Relation
         The neighbour relation, its candidates bound to the data.
     worst_candidate : ndarray, optional
@@ -480,16 +451,12 @@ class RefitProblem:
         repl = self.relation.replacement(self._worst(k))
         return log_ratios(self.ll, self.neighbours, k, k + 1, repl)[0]
 
-    #: Per observed variable, what computes its records at a refit's draws: a
-    #: ``(ModelColumns, free variable dtypes)`` pair, or the reason (str) the variable's
-    #: records are computed through ``loglik_fns`` over all records instead. Filled at the
-    #: first refit (compiled once per problem).
+    #: Per observed variable, ``(ModelColumns, free variable dtypes)`` or why its records go
+    #: through ``loglik_fns`` (:meth:`_own_columns`).
     _own: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    #: ``(build_model, AuditFingerprint)`` pairs: the model and data parts of the refits'
-    #: fingerprints, computed once per audit when a checkpoint needs them.
+    #: ``(build_model, AuditFingerprint)`` pairs (:meth:`fingerprint`).
     _prints: list = field(default_factory=list, init=False, repr=False, compare=False)
-
-    #: Warm starts by neighbour-model token, computed once per audit (:meth:`warm_start`).
+    #: Warm starts by ``(neighbour-model token, tune)`` (:meth:`warm_start`).
     _warm: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def warm_start(self, nb_model, token: str, tune: int) -> WarmStart | None:
@@ -523,14 +490,10 @@ class RefitProblem:
 
     def _all_records_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset):
         """:meth:`refit_log_ratio` from every record (the reference)."""
-        at = LogLikelihood.at_draws(
-            self.ll, [loglik_fns[n](posterior, self.observed_y[n]) for n in self.ll.names]
-        )
-        cand = self.candidate(k)
-        repl = None
-        if cand is not None:
-            repl = [loglik_fns[n](posterior, cand[n]) for n in self.ll.names]
-        return log_ratios(at, self.neighbours, k, k + 1, repl)[0]
+        names, cand = self.ll.names, self.candidate(k)
+        at = [loglik_fns[n](posterior, self.observed_y[n]) for n in names]
+        repl = None if cand is None else [loglik_fns[n](posterior, cand[n]) for n in names]
+        return log_ratios(LogLikelihood.at_draws(self.ll, at), self.neighbours, k, k + 1, repl)[0]
 
     def _own_records_log_ratio(self, loglik_fns: Mapping, k: int, posterior: xr.Dataset):
         """:meth:`refit_log_ratio` with only ``k``'s rows computed (columns on demand)."""
@@ -546,7 +509,7 @@ class RefitProblem:
             if own is None:  # no row of this neighbour: never read
                 n_v = int(self.ll.offsets[v + 1] - self.ll.offsets[v])
                 at = alt = np.broadcast_to(0.0, (n_samples, n_v))
-            elif isinstance(own, str):  # not streamable: every record, as before
+            elif isinstance(own, str):  # not streamable: every record
                 at = loglik_fns[name](posterior, self.observed_y[name])
                 alt = None if cand is None else loglik_fns[name](posterior, cand[name])
             else:
@@ -570,7 +533,7 @@ class RefitProblem:
 
 
 def _streamed_columns(model, name: str, posterior: xr.Dataset, y, ll: LogLikelihood):
-    """The :class:`ModelColumns` of ``name`` at observed values ``y``, or why not (a str)."""
+    """``(ModelColumns, dtypes)`` of ``name`` at observed values ``y``, or why not (a str)."""
     v = ll.names.index(name)
     n_rows = int(ll.offsets[v + 1] - ll.offsets[v])
     try:
@@ -636,41 +599,33 @@ def _estimate(problem: RefitProblem, refit_draws, log_ratios_k, posterior, order
     draws, ``count_smoothing`` (Charest & Han's ``alpha``).
     """
     bins = problem.bins
-    pooled = None
     if log_ratios_k is None:
         est = binning.refit_estimate(refit_draws, bins, problem.count_smoothing)
     else:
         lw_full, lw_nb, log_c = binning.pooled_log_weights(*log_ratios_k)
-        pooled = (lw_full, lw_nb)
         est = binning.refit_estimate(
-            refit_draws, bins, problem.smoothing, *log_ratios_k, pooled_weights=pooled
+            refit_draws, bins, problem.smoothing, *log_ratios_k, pooled_weights=(lw_full, lw_nb)
         )
     se = np.nan
     if order is not None:
         p = int(np.argmax(est.eps))
+        args = (refit_draws, bins, p, int(est.argbin[p]))
         common = dict(
             order=order,
             draws=problem.draws,
             n_chains=problem.n_chains,
             n_chains_refit=int(posterior.sizes.get("chain", 1)),
         )
-        if pooled is None:
-            _, se, _ = refit_log_ratio_se(refit_draws, bins, p, int(est.argbin[p]), **common)
+        if log_ratios_k is None:
+            _, se, _ = refit_log_ratio_se(*args, **common)
         else:
+            log_ratio = np.concatenate(log_ratios_k)
+            weights = dict(log_weights_full=lw_full, log_weights_neighbour=lw_nb)
             _, se, _ = pooled_log_ratio_se(
-                refit_draws,
-                bins,
-                p,
-                int(est.argbin[p]),
-                log_weights_full=pooled[0],
-                log_weights_neighbour=pooled[1],
-                log_ratio=np.concatenate(log_ratios_k),
-                log_c=log_c,
-                **common,
+                *args, **weights, log_ratio=log_ratio, log_c=log_c, **common
             )
-    return RefitEstimate(
-        est.eps, est.argbin, est.eps_unsmoothed, est.bin_draws, est.limit, float(se)
-    )
+    fields = (est.eps, est.argbin, est.eps_unsmoothed, est.bin_draws, est.limit)
+    return RefitEstimate(*fields, float(se))
 
 
 @dataclass
@@ -833,11 +788,11 @@ def refit_neighbours(
     except RefitInterrupted as err:
         outcomes, stopped = err.outcomes, str(err)
     missing = tuple(int(k) for k in to_refit if int(k) not in outcomes)
-    if missing and stopped is None:
+    if not missing:
+        stopped = None
+    elif stopped is None:
         stopped = f"the time budget was spent before they started: {_resume(options)}"
-    order = None
-    if problem.draws is not None:
-        order = np.argsort(problem.draws, axis=1, kind="stable")
+    order = None if problem.draws is None else np.argsort(problem.draws, axis=1, kind="stable")
     estimates: dict = {}
     failed = []
     for k in (int(k) for k in to_refit if int(k) in outcomes):
@@ -857,14 +812,7 @@ def refit_neighbours(
             )
         estimates[k] = _estimate(problem, refit_draws, log_ratios_k, out.posterior, order)
     messages.extend(_outcome_messages(failed, outcomes, options))
-    run = RefitRun(
-        outcomes,
-        estimates,
-        Refits(outcomes),
-        missing,
-        stopped if missing else None,
-        refit_size(eng),
-    )
+    run = RefitRun(outcomes, estimates, Refits(outcomes), missing, stopped, refit_size(eng))
     return run, messages
 
 
@@ -932,9 +880,8 @@ def _run_checkpointed(
         )
     except KeyboardInterrupt as err:
         detail = f" ({err})" if str(err) else ""
-        outcomes = getattr(err, "outcomes", {})
         message = f"refits interrupted{detail}: {_resume(options)}"
-        raise RefitInterrupted(message, outcomes=outcomes) from err
+        raise RefitInterrupted(message, outcomes=getattr(err, "outcomes", {})) from err
     finally:
         if ckpt is not None:
             messages.extend(ckpt.messages)

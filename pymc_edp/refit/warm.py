@@ -161,8 +161,7 @@ def warm_start(
             return_transformed=True,
         )
         value_names = [nb_model.rvs_to_values[rv].name for rv in free]
-        sizes = []
-        rows, points = [], []
+        sizes, rows, points = [], [], []
         for c, d in zip(chain_of, draw_of, strict=True):
             at = {"draw": int(d), **({"chain": int(c)} if "chain" in posterior.dims else {})}
             point = {}
@@ -183,7 +182,6 @@ def warm_start(
         return None
     moments = flat[n_starts:]
     var = moments.var(axis=0)
-    var = np.where(var > 0, var, 1.0)
     ends = np.cumsum(sizes)
     slices = {
         n: slice(int(e - z), int(e)) for n, z, e in zip(value_names, sizes, ends, strict=True)
@@ -193,6 +191,6 @@ def warm_start(
         slices=slices,
         flat=flat[:n_starts],
         mean=moments.mean(axis=0),
-        var=var,
+        var=np.where(var > 0, var, 1.0),
         tune=warm_tune(tune),
     )

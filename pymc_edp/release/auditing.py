@@ -402,10 +402,7 @@ def _bootstrap(kind, inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, 
 
 
 def _compare(inp, spec: _Spec, opts: ReleaseOptions, refined: _Refined, seed: int):
-    """The refined pairs audited as each kind the release post-processes, and as itself.
-
-    Each level's epsilon per pair, and whether it is a lower bound (as the headline's flag).
-    """
+    """Epsilon and lower-bound flag of each refined pair per kind post-processed, and itself."""
     levels = [*spec.release.earlier, spec.release]
     eps, n_eff = [], []
     for earlier in spec.release.earlier:

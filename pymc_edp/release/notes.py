@@ -68,11 +68,7 @@ def collect(kind, inp, spec, opts, screen, refined, details: dict) -> list[str]:
 
 
 def bias_note(bias: float, epsilon: float, accuracy: float) -> str:
-    """The note on the log-mean bias of the worst pair's loss, or "" when it does not matter.
-
-    It matters above 5% of epsilon and above the grid's ``accuracy``; a share of epsilon
-    says nothing near epsilon 0.
-    """
+    """The note on the worst pair's log-mean bias, or "" under 5% of epsilon or ``accuracy``."""
     if not (bias > 0.05 * epsilon and bias > accuracy):
         return ""
     if epsilon > bias:

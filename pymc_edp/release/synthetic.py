@@ -13,12 +13,7 @@ import xarray as xr
 from pymc_edp.model.compat import graph_ancestors
 from pymc_edp.model.pymc import elementwise_loglik, observed_values
 
-__all__ = [
-    "SyntheticData",
-    "discrete_support",
-    "observed_name",
-    "posterior_subset",
-]
+__all__ = ["SyntheticData", "discrete_support", "observed_name", "posterior_subset"]
 
 #: Likelihoods whose records take finitely many values, and how to list them.
 _FINITE = {"bernoulli": "binary", "binomial": "binomial", "categorical": "categorical"}
@@ -83,10 +78,7 @@ def posterior_subset(posterior: xr.Dataset, index: np.ndarray) -> xr.Dataset:
 
 
 class SyntheticData:
-    """Synthetic datasets of observed variable ``name`` drawn from ``posterior``, and density.
-
-    ``size`` is the records per dataset (default the data's ``n``).
-    """
+    """Synthetic datasets of ``size`` records (default ``n``) of ``name``, and their density."""
 
     def __init__(self, model, name: str, posterior: xr.Dataset, size: int | None = None):
         self.model, self.name, self.posterior = model, name, posterior

@@ -1,10 +1,9 @@
 """The report of an audit: what its epsilon is worth, said once for every view.
 
-The one place where an audit is put into words and counts, so that the text, the HTML view
-and the figures cannot disagree: :func:`headline` (interval, lower bound, verification,
-noise), :func:`khat_counts`, the printouts :func:`edp_result_text` and
-:func:`tuning_result_text`, and :func:`diagnose`. The numbers are
-:mod:`pymc_edp.diagnostics`'.
+Said here only, so that the text, the HTML view and the figures cannot disagree:
+:func:`headline` (interval, lower bound, verification, noise), :func:`khat_counts`, the
+printouts :func:`edp_result_text` and :func:`tuning_result_text`, and :func:`diagnose`. The
+numbers are :mod:`pymc_edp.diagnostics`'.
 """
 
 from pymc_edp.report.headline import Headline, format_interval, headline, noise_caution

@@ -19,11 +19,7 @@ __all__ = ["AuditSummary", "TuningSummary"]
 
 @runtime_checkable
 class AuditSummary(AuditData, Protocol):
-    """An audit as the report, the HTML view and the figures read it.
-
-    :class:`~pymc_edp.diagnostics._common.AuditData`, and what the headline and the tables
-    read.
-    """
+    """An audit as the views read it: :class:`~pymc_edp.diagnostics._common.AuditData` and more."""
 
     @property
     def khat_threshold(self) -> float: ...

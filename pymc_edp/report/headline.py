@@ -1,8 +1,7 @@
-"""The one report of the audit's headline: what its epsilon is worth, in words.
+"""The audit's headline, for every view: what its epsilon is worth, in words (:func:`headline`).
 
-:func:`headline` says whether the fit converged, epsilon's 90% Monte-Carlo interval,
-whether it is a lower bound and why, whether refits confirmed it, and the one statement
-about noise; the printout, the HTML view and ``diagnose`` all use it.
+Whether the fit converged, epsilon's 90% Monte-Carlo interval, whether it is a lower bound
+and why, whether refits confirmed it, and the one statement about noise.
 """
 
 from __future__ import annotations
@@ -110,12 +109,10 @@ def noise_caution(epsilon: float, interval: tuple[float, float] | None, prob: fl
     >>> edp.report.noise_caution(0.05, (0.0, 0.21))[:45]
     'the 90% Monte-Carlo interval of epsilon reach'
     """
-    if interval is None or not np.isfinite(epsilon):
+    if interval is None or not np.isfinite(epsilon) or not np.isfinite(interval[1]):
         return ""
     lo, hi = interval
     pct = f"{100 * prob:.0f}%"
-    if not np.isfinite(hi):
-        return ""
     if lo <= 0:
         return (
             f"the {pct} Monte-Carlo interval of epsilon reaches 0: at this number of draws "

@@ -1,8 +1,6 @@
-"""The Pareto k-hat classes of an audit's neighbours, counted once for every view.
+"""The Pareto k-hat classes of an audit's neighbours, for every view: :func:`khat_counts`.
 
-The printout, the HTML view and the figures take their classes and counts from
-:func:`khat_counts` (ArviZ's classes against ``khat_threshold``,
-:func:`pymc_edp.base.psis.khat_classes`): they cannot disagree.
+ArviZ's classes against ``khat_threshold`` (:func:`pymc_edp.base.psis.khat_classes`).
 """
 
 from __future__ import annotations
@@ -91,6 +89,5 @@ def khat_counts(result: Any, dim: str = NEIGHBOUR_DIM) -> KhatCounts:
     pw = result.pointwise
     threshold = float(getattr(result, "khat_threshold", 0.7))
     if "pareto_k" not in pw:
-        n = pw.sizes[dim] if dim in pw.sizes else 0
-        return KhatCounts.from_values(np.full(n, np.nan), threshold)
+        return KhatCounts.from_values(np.full(pw.sizes.get(dim, 0), np.nan), threshold)
     return KhatCounts.from_values(neighbour_maximum(pw["pareto_k"], dim), threshold)

@@ -1,7 +1,4 @@
-"""The report of a release audit: what ``k`` published releases give away, in words.
-
-The printout and the HTML view both show :func:`release_facts`, so they cannot disagree.
-"""
+"""What ``k`` published releases give away, in words: :func:`release_facts`, for every view."""
 
 from __future__ import annotations
 

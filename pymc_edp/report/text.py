@@ -67,9 +67,8 @@ def parameter_rows(table: xr.Dataset, most: int = MAX_ELEMENTS) -> list[tuple[np
     >>> note
     "... and 9 more elements of mu (res.epsilon_by_var['mu'])"
     """
-    ds = table
-    names = np.asarray(ds["var_name"].values).astype(str)
-    eps = np.nan_to_num(np.asarray(ds["epsilon"].values, dtype=float), nan=-np.inf)
+    names = np.asarray(table["var_name"].values).astype(str)
+    eps = np.nan_to_num(np.asarray(table["epsilon"].values, dtype=float), nan=-np.inf)
     out = []
     for name in dict.fromkeys(names.tolist()):  # the variables, in order
         rows = np.flatnonzero(names == name)
@@ -149,8 +148,7 @@ def _khat_lines(result: AuditSummary) -> list[str]:
         label = f"{rng:>12}   ({cls})"
         lines.append(f"{label:<28}{count:>7}{pct:>8.1f}%")
     if counts.not_computed:
-        label = "not computed (pruned, refit)"
-        lines.append(f"{label:<28}{counts.not_computed:>7}")
+        lines.append(f"{'not computed (pruned, refit)':<28}{counts.not_computed:>7}")
     return lines
 
 

@@ -26,8 +26,8 @@ __all__ = ["AUDIT_GROUP", "EDPResult"]
 AUDIT_GROUP = "edp_audit"
 
 
-def _tuple_or_none(value):
-    return None if value is None else tuple(value)
+def _or_none(cast, value):
+    return None if value is None else cast(value)
 
 
 #: Dimension of stored ``log_weights`` kept for some neighbours only (their own rows).
@@ -35,21 +35,14 @@ KEPT_WEIGHTS_DIM = "weights_neighbour"
 
 
 def _kept_weights_to_store(lw: xr.DataArray) -> xr.DataArray:
-    """``log_weights`` as stored: kept for some neighbours only, on a dimension of their own.
-
-    On the neighbour dimension they would be aligned to every neighbour, NaN rows and a NaN
-    :data:`~pymc_edp.base.common.WEIGHT_INDEX` for those without weights.
-    """
+    """``log_weights`` kept for some neighbours only, on a dimension of their own."""
     if WEIGHT_INDEX not in lw.coords:
         return lw
     return lw.rename({NEIGHBOUR_DIM: KEPT_WEIGHTS_DIM})
 
 
 def _kept_weights_read(lw: xr.DataArray) -> xr.DataArray:
-    """``log_weights`` as stored by :func:`_kept_weights_to_store`, or by earlier versions.
-
-    Those aligned the kept rows to every neighbour: the rows without an index are dropped.
-    """
+    """``log_weights`` as stored, or aligned to every neighbour (rows without an index dropped)."""
     if KEPT_WEIGHTS_DIM in lw.dims:
         return lw.rename({KEPT_WEIGHTS_DIM: NEIGHBOUR_DIM})
     if WEIGHT_INDEX in lw.coords:
@@ -57,14 +50,6 @@ def _kept_weights_read(lw: xr.DataArray) -> xr.DataArray:
         lw = lw.isel({NEIGHBOUR_DIM: np.flatnonzero(~np.isnan(index))})
         lw = lw.assign_coords({WEIGHT_INDEX: lw[WEIGHT_INDEX].astype(np.int64)})
     return lw
-
-
-def _float_or_none(value):
-    return None if value is None else float(value)
-
-
-def _int_or_none(value):
-    return None if value is None else int(value)
 
 
 #: Prefixes of the per-variable tables' and draws' names, and of the variables' dims, in
@@ -277,9 +262,8 @@ class EDPResult:
         >>> res.lower_bound
         False
         """
-        if "lower_bound" not in self.pointwise:
-            return False
-        return bool(np.any(self.pointwise["lower_bound"].values))
+        pw = self.pointwise
+        return "lower_bound" in pw and bool(np.any(pw["lower_bound"].values))
 
     @property
     def worst_neighbour(self):
@@ -353,15 +337,10 @@ class EDPResult:
         return edp_result_html(self)
 
     # ------------------------------------------------------------ round trip
-    _ATTRS = (
-        "bins",
-        "neighbour",
-        "method",
-        "smoothing",
-        "n_samples",
-        "reff",
-        "khat_threshold",
-        "n_chains",
+    #: The fields :meth:`to_dataset` stores as they are (the others as JSON).
+    _ATTRS = tuple(
+        "epsilon bins neighbour method smoothing n_samples reff khat_threshold n_chains "
+        "count_smoothing verification verification_note".split()
     )
 
     def to_dataset(self, *, include_weights: bool = False) -> xr.Dataset:
@@ -397,22 +376,18 @@ class EDPResult:
             tables.update({_DRAWS + n: _encoded(self.draws[n]) for n in self.draws.data_vars})
         ds = xr.merge([pw, xr.Dataset(tables)], combine_attrs="drop")
         for src in (pw, tables):  # merging drops the variables' own attributes (CF flags)
-            for v in src if isinstance(src, dict) else src.data_vars:
+            for v in src:
                 ds[v].attrs = dict(src[v].attrs)
         if include_weights and self.log_weights is not None:
             ds["log_weights"] = _kept_weights_to_store(self.log_weights)
         ds.attrs = {k: getattr(self, k) for k in self._ATTRS}
-        ds.attrs["epsilon"] = self.epsilon
         ds.attrs["warnings"] = json.dumps(list(self.warnings))
         ds.attrs["mc_interval90"] = json.dumps(
             None if self.mc_interval90 is None else [float(v) for v in self.mc_interval90]
         )
-        ds.attrs["noise_floor"] = json.dumps(_float_or_none(self.noise_floor))
+        ds.attrs["noise_floor"] = json.dumps(_or_none(float, self.noise_floor))
         # JSON keeps None apart from a seed, and seeds above netCDF's 32-bit integers
-        ds.attrs["random_seed"] = json.dumps(_int_or_none(self.random_seed))
-        ds.attrs["count_smoothing"] = self.count_smoothing
-        ds.attrs["verification"] = self.verification
-        ds.attrs["verification_note"] = self.verification_note
+        ds.attrs["random_seed"] = json.dumps(_or_none(int, self.random_seed))
         ds.attrs["left_out"] = left_out_to_json(self.left_out)
         ds.attrs["records"] = json.dumps(list(self.records))
         ds.attrs["convergence"] = json.dumps(
@@ -422,12 +397,7 @@ class EDPResult:
         return ds
 
     def _pointwise_with_intervals(self) -> xr.Dataset:
-        """``pointwise`` with the 90% interval and MCSE filled in for every neighbour with weights.
-
-        The audit stores them only for the neighbours that can set epsilon; a result saved
-        without its weights keeps the others' here, so that :meth:`interval` and :meth:`mcse`
-        read back as they were.
-        """
+        """``pointwise`` with every weighted neighbour's 90% interval and MCSE (as read back)."""
         pw = self.pointwise
         if self.log_weights is None or "epsilon_upper" not in pw:
             return pw
@@ -497,9 +467,9 @@ class EDPResult:
             n_chains=int(a.get("n_chains", 1)),
             log_weights=_kept_weights_read(ds["log_weights"]) if "log_weights" in ds else None,
             draws=draws,
-            mc_interval90=_tuple_or_none(json.loads(a.get("mc_interval90", "null"))),
-            noise_floor=_float_or_none(json.loads(a.get("noise_floor", "null"))),
-            random_seed=_int_or_none(json.loads(a.get("random_seed", "null"))),
+            mc_interval90=_or_none(tuple, json.loads(a.get("mc_interval90", "null"))),
+            noise_floor=_or_none(float, json.loads(a.get("noise_floor", "null"))),
+            random_seed=_or_none(int, json.loads(a.get("random_seed", "null"))),
             count_smoothing=float(a.get("count_smoothing", 0.01)),
             verification=str(a.get("verification", "unverified")),
             verification_note=str(a.get("verification_note", "")),

@@ -132,8 +132,7 @@ def bailie_gong_posterior_bounds(
     eps, d = _check_eps_d(epsilon, d_star_star)
     log_factor = _eps_times_d(eps, d)
     lower = p * np.exp(-log_factor)
-    # exp overflows to inf for eps d** > ~709: the (trivial) upper bound is then inf,
-    # except where the prior is 0 (a posterior is 0 wherever the prior is).
+    # a posterior is 0 wherever the prior is, also where exp(eps d**) overflows
     return DensityBounds(lower=lower, upper=_times_exp(p, log_factor)[()])
 
 

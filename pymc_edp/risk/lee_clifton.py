@@ -85,9 +85,8 @@ def lee_clifton_sensitivity(universe: Sequence | np.ndarray, query: Callable) ->
         world = np.delete(u, i, axis=0)
         f_w = _query_value(query, world)
         for t in range(world.shape[0]):
-            best = max(
-                best, float(np.abs(f_w - _query_value(query, np.delete(world, t, 0))).sum())
-            )
+            d = np.abs(f_w - _query_value(query, np.delete(world, t, 0))).sum()
+            best = max(best, float(d))
     return best
 
 

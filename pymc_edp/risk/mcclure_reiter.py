@@ -249,17 +249,10 @@ def mcclure_reiter_expected_risk(
 
     if p0_arr.ndim == 0 and eps_arr.ndim == 0:
         return float(out[0, 0])
-    dims, coords = [], {}
-    if p0_arr.ndim == 1:
-        dims.append("p0")
-        coords["p0"] = p0_arr
-    if eps_arr.ndim == 1:
-        dims.append("epsilon")
-        coords["epsilon"] = eps_arr
-    values = out[:, 0] if eps_arr.ndim == 0 else out[0] if p0_arr.ndim == 0 else out
+    coords = {dim: a for dim, a in (("p0", p0_arr), ("epsilon", eps_arr)) if a.ndim == 1}
     return xr.DataArray(
-        values,
-        dims=tuple(dims),
+        out.reshape([a.size for a in coords.values()]),
+        dims=tuple(coords),
         coords=coords,
         name="expected_risk",
         attrs={"n": n, "n_synthetic": n_s, "prior": w},

@@ -53,9 +53,6 @@ def install() -> None:
 
 def cache_dir() -> str:
     """The folder the kernels of :mod:`pymc_edp.base` are cached in."""
-    if config.CACHE_DIR:
-        root = config.CACHE_DIR
-    else:
-        root = caching.AppDirs(appname="numba", appauthor=False).user_cache_dir
+    root = config.CACHE_DIR or caching.AppDirs(appname="numba", appauthor=False).user_cache_dir
     base = PACKAGE_DIR / "base" / "binning.py"
     return os.path.join(root, caching._CacheLocator.get_suitable_cache_subpath(str(base)))

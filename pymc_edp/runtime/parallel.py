@@ -21,7 +21,7 @@ __all__ = ["check_executor", "fork_unsafe", "map_tasks", "progress_bar", "resolv
 
 _log = logging.getLogger(__name__)
 
-# Per-worker function installed by the pool initializer (process pools we create ourselves).
+#: The function :func:`_init_worker` installs in the workers of the pools we start.
 _WORKER_FUNC: Callable[[Any], Any] | None = None
 
 
@@ -65,10 +65,7 @@ def check_executor(executor, where: str):
 
 
 def _numba_threading_layer() -> tuple[str, str | None]:
-    """``(layer, vendor)`` of numba's threading layer here (launched, or to be launched).
-
-    ``vendor`` is the OpenMP runtime (``"GNU"``, ``"Intel"``, ...) for ``"omp"``.
-    """
+    """``(layer, OpenMP vendor or None)`` of numba's threading layer (launched, or to be)."""
     import importlib
 
     import numba
@@ -90,12 +87,9 @@ def _numba_threading_layer() -> tuple[str, str | None]:
     if requested in ("tbb", "omp", "workqueue"):
         return requested, vendor(requested)
     for layer in config.THREADING_LAYER_PRIORITY:
+        module = "workqueue" if layer == "workqueue" else f"{layer}pool"
         try:
-            importlib.import_module(
-                f"numba.np.ufunc.{layer}pool"
-                if layer != "workqueue"
-                else "numba.np.ufunc.workqueue"
-            )
+            importlib.import_module(f"numba.np.ufunc.{module}")
         except ImportError:
             continue
         if requested == "forksafe" and layer == "omp" and vendor(layer) == "GNU":
@@ -109,10 +103,6 @@ def fork_unsafe(executor: Any) -> str | None:
 
     numba's GNU OpenMP layer is not fork-safe: once it has run here, a forked worker
     running a parallel kernel is killed (``BrokenProcessPool``).
-
-    Parameters
-    ----------
-    executor : object
 
     Returns
     -------
@@ -148,10 +138,7 @@ def _forks_into_gnu_openmp(context: Any = None) -> bool:
 
 
 def _pool_context():
-    """Context of the pools :func:`map_tasks` starts: the default, unless a fork breaks.
-
-    Then ``forkserver`` (or ``spawn``), which imports pymc_edp once for all later pools.
-    """
+    """The pools' context: the default, or forkserver (else spawn) where a fork breaks."""
     context = multiprocessing.get_context()
     if _forks_into_gnu_openmp(context):
         methods = multiprocessing.get_all_start_methods()
@@ -162,10 +149,7 @@ def _pool_context():
 
 
 def _preload_in_forkserver(context) -> None:
-    """Add pymc_edp to the forkserver's preload modules, so workers need not import it.
-
-    No effect on a running forkserver, nor where the (private) preload list is unreadable.
-    """
+    """Add pymc_edp to the forkserver's preload modules (unless running, or unreadable)."""
     from multiprocessing import forkserver
 
     package = __name__.split(".")[0]
@@ -211,25 +195,18 @@ def progress_bar(total: int, *, description: str = "Working", enabled: bool = Tr
         yield _bar(lambda n: None)
         return
     try:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from rich import progress as rich
     except ImportError:  # pragma: no cover - rich comes with PyMC
-        Progress = None
-    if Progress is not None:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            transient=False,
-        ) as progress:
+        rich = None
+    if rich is not None:
+        columns = (
+            rich.TextColumn("{task.description}"),
+            rich.BarColumn(),
+            rich.MofNCompleteColumn(),
+            rich.TimeElapsedColumn(),
+            rich.TimeRemainingColumn(),
+        )
+        with rich.Progress(*columns, transient=False) as progress:
             task_id = progress.add_task(description, total=total)
             yield _bar(lambda n: progress.advance(task_id, n))
         return
@@ -294,8 +271,7 @@ def _start_pool(func, tasks, n_workers: int) -> Iterator[tuple[int, Any]]:
         initializer=_init_worker,
         initargs=(_dumps(func),),
     )
-    # Everything is submitted here, before the caller starts a progress-bar thread: forking a
-    # multi-threaded process is unsafe (and warned about from Python 3.12 on).
+    # submitted before the caller starts a progress-bar thread: forking threads is unsafe
     futures = {pool.submit(_run_installed, t): i for i, t in enumerate(tasks)}
     shutdown = functools.partial(pool.shutdown, wait=True, cancel_futures=True)
     return _drain(cf.as_completed(futures), futures.__getitem__, futures, shutdown)
@@ -371,14 +347,11 @@ def map_tasks(
         func = functools.partial(func, shared)
     if isinstance(executor, bool):
         raise TypeError("executor must be None, an int, an Executor or a dask Client")
-    if isinstance(executor, int):
-        n_workers = min(resolve_n_workers(executor), max(n, 1))
-        if n_workers == 1:
-            iterator = _iter_serial(func, tasks)
-        else:
-            iterator = _start_pool(func, tasks, n_workers)
-    elif executor is None:
+    n_workers = min(resolve_n_workers(executor), max(n, 1)) if isinstance(executor, int) else None
+    if executor is None or n_workers == 1:
         iterator = _iter_serial(func, tasks)
+    elif n_workers is not None:
+        iterator = _start_pool(func, tasks, n_workers)
     elif isinstance(executor, cf.Executor):
         iterator = _start_executor(func, tasks, executor)
     elif _is_dask_client(executor):

@@ -6,6 +6,5 @@ root finder for noisy functions (:mod:`~pymc_edp.tuning.search`).
 
 from pymc_edp.tuning import prior, search  # noqa: F401  (the modules, for the docs)
 
-# The public names are ``pymc_edp.tune_prior``, ``pymc_edp.SearchOptions`` and
-# ``pymc_edp.PriorTuningResult``: one import path each.
+# The public names are pymc_edp's (tune_prior, SearchOptions, PriorTuningResult): one path each.
 __all__: list[str] = []

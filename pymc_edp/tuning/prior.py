@@ -84,18 +84,11 @@ def _utility(untuned, tuned, names: Sequence[str]) -> xr.DataTree:
         raise ValueError("the tuned and untuned posteriors have different parameters")
     m0, s0 = d0.mean(axis=1), d0.std(axis=1, ddof=1)
     m1, s1 = d1.mean(axis=1), d1.std(axis=1, ddof=1)
+    columns = {"mean_untuned": m0, "sd_untuned": s0, "mean_tuned": m1, "sd_tuned": s1}
+    columns["mean_shift"] = m1 - m0
     with np.errstate(divide="ignore", invalid="ignore"):
-        shift_sd = (m1 - m0) / s0
-        ratio = s1 / s0
-    columns = {
-        "mean_untuned": m0,
-        "sd_untuned": s0,
-        "mean_tuned": m1,
-        "sd_tuned": s1,
-        "mean_shift": m1 - m0,
-        "mean_shift_sd": shift_sd,
-        "sd_ratio": ratio,
-    }
+        columns["mean_shift_sd"] = (m1 - m0) / s0
+        columns["sd_ratio"] = s1 / s0
     elements = elements_of(post, names)
     return by_variable({k: ((), v) for k, v in columns.items()}, elements)
 
@@ -120,10 +113,6 @@ def _check_hyperparameter(model, name: str) -> float:
             f"(pm.Data({name!r}, float(value))) so that non-integer values can be tried"
         )
     return float(value.reshape(()))
-
-
-#: The keywords of :func:`tune_prior` that select variables rather than set the audit.
-_SELECTION = ("var_names", "filter_vars")
 
 
 def _refuse_unused(given: dict, whose: str) -> None:
@@ -374,7 +363,8 @@ class _Audits:
     def __init__(self, kwargs: dict, refit: RefitOptions):
         self.search_kwargs = {**kwargs, "method": "psis", "refit": None}
         self.confirm_kwargs = {**kwargs, "refit": refit}
-        read = (*_SELECTION, "log_likelihood")  # tune_prior checked the source
+        # selecting variables is not an audit setting; tune_prior checked the source
+        read = ("var_names", "filter_vars", "log_likelihood")
         checked = {k: v for k, v in self.confirm_kwargs.items() if k not in read}
         checked = check_options(**checked)
         self.bins = checked["bins"]

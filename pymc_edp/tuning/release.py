@@ -20,10 +20,7 @@ TRIAL_BOOTSTRAP = 50
 
 
 def release_mcse(res) -> float:
-    """Monte-Carlo error of a release headline: its interval's half width over its z.
-
-    ``(hi - lo) / 2 / Phi^-1((1 + prob) / 2)``; 0 if the interval is not finite.
-    """
+    """Monte-Carlo error of a release headline: its interval's half width over its z (or 0)."""
     lo, hi = res.interval
     z = float(normal_quantile(res.prob))
     mcse = (hi - lo) / 2.0 / z
@@ -38,14 +35,8 @@ class ReleaseAuditor:
     """
 
     def __init__(self, kwargs: dict, model=None):
-        spec = check_release(
-            kwargs["release"],
-            kwargs["k"],
-            kwargs["delta"],
-            kwargs["observed"],
-            kwargs["n_synthetic"],
-            kwargs["statistic"],
-        )
+        names = ("release", "k", "delta", "observed", "n_synthetic", "statistic")
+        spec = check_release(*(kwargs[name] for name in names))
         Relation.coerce(kwargs["neighbour"])
         self.bins = check_int(kwargs["bins"], "bins", 2)
         options = ReleaseOptions.coerce(kwargs["options"])

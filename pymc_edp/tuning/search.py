@@ -85,9 +85,7 @@ class Search:
     """Evaluations of log epsilon against log value, cached, with the bracket logic."""
 
     def __init__(self, evaluate: Callable[[float, str], Trial], target: float, rtol: float):
-        self.evaluate_fn = evaluate
-        self.target = target
-        self.rtol = rtol
+        self.evaluate_fn, self.target, self.rtol = evaluate, target, rtol
         self.trials: list[Trial] = []
         self.stopped = ""
 
@@ -133,11 +131,7 @@ def trend(trials: list[Trial]) -> int:
 
 
 def find_bracket(
-    search: Search,
-    x0: float,
-    direction: int,
-    step: float,
-    max_evaluations: int,
+    search: Search, x0: float, direction: int, step: float, max_evaluations: int
 ) -> tuple[Trial, Trial] | Trial:
     """Step from ``x0`` by ``log(step)`` until epsilon crosses the target."""
     t0 = search(x0, "initial")

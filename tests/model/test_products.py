@@ -10,9 +10,9 @@ from pymc_edp.model.stream import _Graph
 
 
 def _ops(out):
-    from pymc_edp.model.products import _toposort
+    from pymc_edp.model.compat import graph_toposort
 
-    return [type(n.op).__name__ for n in _toposort([out])]
+    return [type(n.op).__name__ for n in graph_toposort([out])]
 
 
 def test_replaces_float64_products_and_keeps_the_values(rng):
