@@ -86,7 +86,7 @@ def test_extreme_outlier_is_not_capped(outlier):
     # the cap is log(S / (B alpha)) over the draws weighted: the fit's 4,000, and a pooled
     # refit's 4,000 more (refits sample what the fit did)
     assert capped.epsilon < np.log((4000 + 4000) / 20 / 0.01) + 0.5 < exact
-    assert capped.lower_bound and bool(capped.parameters["lower_bound"].values[0])
+    assert capped.lower_bound and bool(capped.parameters["mu"]["lower_bound"])
     assert int(capped.pointwise["limit"].values[-1]) == limits.SMOOTHING
     within_or_bounded(capped, exact)
     text = repr(capped)
