@@ -172,7 +172,7 @@ def flat_view(tables: Mapping[str, xr.Dataset]) -> xr.Dataset:
     ``tables`` maps each variable to its Dataset (a node of :func:`by_variable`'s tree);
     ``var_name`` says whose element each row is.
     """
-    parts = [xr.Dataset(coords={PARAMETER_DIM: np.array([], dtype=str)})]
+    parts = []
     for name, ds in tables.items():
         ds = ds.to_dataset() if isinstance(ds, xr.DataTree) else ds
         own = list(ds[AUDITED].dims)
@@ -183,8 +183,10 @@ def flat_view(tables: Mapping[str, xr.Dataset]) -> xr.Dataset:
         flat = flat.assign_coords({PARAMETER_DIM: labels})
         flat = flat.assign(var_name=(PARAMETER_DIM, np.full(len(labels), name)))
         parts.append(flat.isel({PARAMETER_DIM: np.flatnonzero(flat[AUDITED].values)}))
-    out = xr.concat(parts[len(parts) > 1 :], PARAMETER_DIM, coords="minimal", join="outer")
-    return out.drop_vars(AUDITED, errors="ignore").transpose(PARAMETER_DIM, ...)
+    if not parts:  # no variable: an empty table
+        return xr.Dataset(coords={PARAMETER_DIM: np.array([], dtype=str)})
+    out = xr.concat(parts, PARAMETER_DIM, coords="minimal", join="outer")
+    return out.drop_vars(AUDITED).transpose(PARAMETER_DIM, ...)
 
 
 @dataclass(frozen=True)

@@ -156,15 +156,22 @@ def flat_parameters(result: AuditData) -> xr.Dataset:
 
 
 def draws_of(result: AuditData) -> np.ndarray:
-    """The full-data draws ``(parameter, sample)`` the bins were cut from."""
+    """The full-data draws ``(parameter, sample)`` the bins were cut from (read-only, cached)."""
     if result.draws is None:
         raise ValueError(
             "this diagnostic needs the full-data draws the bins were cut from "
             "(result.draws), which this result does not carry"
         )
+    return cached(result, "draws", lambda: _flat_draws(result))
+
+
+def _flat_draws(result: AuditData) -> np.ndarray:
     audited = {n: node[AUDITED] for n, node in result.parameters.children.items()}
     tables = {n: xr.Dataset({"draws": result.draws[n], AUDITED: a}) for n, a in audited.items()}
-    return np.asarray(flat_view(tables)["draws"].transpose(PARAMETER_DIM, ...).values, float)
+    flat = flat_view(tables)["draws"].transpose(PARAMETER_DIM, ...)
+    out = np.array(flat.values, dtype=float)
+    out.setflags(write=False)
+    return out
 
 
 def cache_of(result: AuditData) -> dict:
